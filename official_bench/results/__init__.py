@@ -1,0 +1,24 @@
+"""Results: benchmark logs -> per-run speeds -> per-case statistics -> reports.
+
+Modules, one concern each (data flows down the list):
+
+* :mod:`~official_bench.results.logparse` -- log file naming and the
+  TimeHistory lines, finish marker, tracebacks and clock times in a log;
+* :mod:`~official_bench.results.runjson` -- the trainer's per-run result JSON;
+* :mod:`~official_bench.results.runspeed` -- one run's speed (``mean`` or
+  ``time`` method) or the reason it is excluded;
+* :mod:`~official_bench.results.cases` -- per-case statistics, speedup,
+  efficiency, spread, and the DLPerf-shaped result dictionary;
+* :mod:`~official_bench.results.report` -- Markdown, CSV, comparisons;
+* :mod:`~official_bench.results.plot` -- PNG plot (optional matplotlib);
+* :mod:`~official_bench.results.atomic` -- atomic file writes;
+* :mod:`~official_bench.results.extract` -- the extractor API and CLI.
+
+Nothing here imports TensorFlow: extraction must stay fast and run on a
+machine without it.
+"""
+
+from official_bench.results.errors import ExtractError
+from official_bench.results.extract import extract, main, write_outputs
+
+__all__ = ["ExtractError", "extract", "main", "write_outputs"]

@@ -1,0 +1,57 @@
+"""Atomic file writes for result files.
+
+Readers (people, CI jobs, a second extractor run) must never see a half-written
+JSON, table or plot: every output is written to a temporary file in the target
+directory and moved into place with ``os.replace``, which is atomic on POSIX
+and Windows when source and target are on the same file system.
+"""
+
+import contextlib
+import os
+import tempfile
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+    """Yield a temporary path next to ``path``; move it onto ``path`` on success.
+
+    For writers that want a file name rather than a file object (matplotlib's
+    ``savefig``). On an exception the temporary file is removed and ``path`` is
+    left as it was.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".",
+                               suffix=".tmp", dir=directory)
+    os.close(fd)
+    try:
+        # mkstemp makes the file private (0600); results are shared files, so
+        # give them the permissions a plain open() would.
+        os.chmod(tmp, 0o666 & ~_umask())
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+
+
+def _umask():
+    """Return the process umask (only readable by setting it, so set it back)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_bytes_atomic(path, data):
+    """Write ``data`` to ``path`` atomically, flushed to disk before the rename."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def write_text_atomic(path, text):
+    """Write UTF-8 ``text`` to ``path`` atomically."""
+    write_bytes_atomic(path, text.encode("utf-8"))

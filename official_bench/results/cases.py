@@ -1,0 +1,217 @@
+"""Per-case statistics and the result dictionary in DLPerf's shape.
+
+A *case* is one ``{N}n{G}g`` directory; its runs are the logs in it. Runs are
+kept apart by dtype and per-device batch size (a *group*); each group becomes
+one top-level key of the result:
+
+* one group in the directory (the usual ``bz{B}`` directory with one dtype):
+  ``"rn50"`` -- exactly DLPerf's shape;
+* several dtypes, one batch size: ``"rn50_fp32"``, ``"rn50_fp16"``, ...;
+* several batch sizes: ``"rn50_b128_fp32"``, ``"rn50_b256_fp16"``, ...
+
+Each case entry has DLPerf's keys ``average_speed``, ``median_speed``
+(over the runs' speeds, samples/s, 2 decimals), ``speedup`` and
+``batch_size_per_device``, and extra keys documented in
+:func:`case_entry`. ``speedup = round(median / median(baseline), 2)`` where the
+baseline is ``1n1g`` or, when the group has no usable 1n1g, the case with the
+fewest devices (then fewest nodes); ``speedup_baseline`` names it.
+``efficiency = (median / median(baseline)) / (devices / baseline devices)``,
+from the unrounded ratio, 4 decimals.
+"""
+
+import statistics
+
+from official_bench.results import logparse
+
+BASELINE_CASE = "1n1g"
+
+
+def group_key(run):
+    """Runs are compared only within one dtype and per-device batch size."""
+    return run.dtype, run.batch_size
+
+
+def model_keys(groups):
+    """Top-level result key for each ``(dtype, batch)`` group (module doc)."""
+    groups = sorted(set(groups), key=lambda g: (logparse.DTYPES.index(g[0]), g[1]))
+    if len(groups) == 1:
+        return {groups[0]: logparse.MODEL}
+    if len({b for _, b in groups}) == 1:
+        return {g: "%s_%s" % (logparse.MODEL, g[0]) for g in groups}
+    return {g: "%s_b%d_%s" % (logparse.MODEL, g[1], g[0]) for g in groups}
+
+
+def _round(value, digits):
+    """round() that lets None through (cases without usable runs)."""
+    return None if value is None else round(value, digits)
+
+
+def spread(speeds):
+    """min, max, sample standard deviation and coefficient of variation.
+
+    std and cv are None for fewer than two runs: one run says nothing about
+    run-to-run variation.
+    """
+    if not speeds:
+        return {"min": None, "max": None, "std": None, "cv": None}
+    std = statistics.stdev(speeds) if len(speeds) > 1 else None
+    mean = statistics.fmean(speeds)
+    cv = std / mean if std is not None and mean > 0 else None
+    return {"min": round(min(speeds), 2), "max": round(max(speeds), 2),
+            "std": _round(std, 2), "cv": _round(cv, 4)}
+
+
+def _sort_key(case):
+    """Cases in order of device count, then node count (1n8g before 8n1g)."""
+    nodes, gpus = logparse.parse_case_name(case)
+    return nodes * gpus, nodes
+
+
+def pick_baseline(medians):
+    """Baseline case for speedup: 1n1g if it has a median, else the smallest.
+
+    ``medians`` maps case -> median speed or None. Returns None when no case
+    has a median.
+    """
+    usable = [c for c, m in medians.items() if m is not None]
+    if not usable:
+        return None
+    if BASELINE_CASE in usable:
+        return BASELINE_CASE
+    return min(usable, key=_sort_key)
+
+
+def _environment(outcomes, warnings, label):
+    """The case's environment from the runs' result JSONs; warn on differences.
+
+    Hostnames may differ between runs without meaning anything, other fields
+    (TensorFlow version, GPUs, CUDA) should not.
+    """
+    envs = [o.environment for o in outcomes if o.environment]
+    if not envs:
+        return None
+    ignore = {"hostname"}
+    first = {k: v for k, v in envs[0].items() if k not in ignore}
+    for env in envs[1:]:
+        other = {k: v for k, v in env.items() if k not in ignore}
+        if other != first:
+            keys = sorted(k for k in set(first) | set(other)
+                          if first.get(k) != other.get(k))
+            warnings.append("%s: runs report different environments (%s)"
+                            % (label, ", ".join(keys)))
+            break
+    return envs[0]
+
+
+def case_entry(run, outcomes, method, warmup_batches, train_batches):
+    """Statistics of one case (without speedup, which needs all cases).
+
+    Extra keys beyond DLPerf's: num_nodes, num_gpus_per_node, num_devices,
+    dtype, global_batch_size, per_device_speed (median / devices), runs
+    (per-run speeds in run order), num_runs, min, max, std, cv, run_details,
+    excluded ([{log, index, reason}]), method, warmup_batches, train_batches,
+    environment (when a result JSON was present), warnings (when any).
+    """
+    ok = [o for o in outcomes if o.ok]
+    speeds = [o.speed for o in ok]
+    median = statistics.median(speeds) if speeds else None
+    entry = {
+        "average_speed": _round(statistics.fmean(speeds) if speeds else None, 2),
+        "median_speed": _round(median, 2),
+        "speedup": None,
+        "batch_size_per_device": run.batch_size,
+        "speedup_baseline": None,
+        "efficiency": None,
+        "num_nodes": run.num_nodes,
+        "num_gpus_per_node": run.gpus_per_node,
+        "num_devices": run.num_devices,
+        "dtype": run.dtype,
+        "global_batch_size": (ok[0].global_batch_size if ok
+                              else run.batch_size * run.num_devices),
+        "per_device_speed": _round(median / run.num_devices if speeds else None, 2),
+        "runs": [round(s, 2) for s in speeds],
+        "num_runs": len(speeds),
+    }
+    entry.update(spread(speeds))
+    entry["run_details"] = [
+        {"log": o.run.log_name, "index": o.run.index, "speed": round(o.speed, 2),
+         "source": o.source, "counted_steps": list(o.counted_steps),
+         "num_intervals": o.num_intervals} for o in ok]
+    entry["excluded"] = [{"log": o.run.log_name, "index": o.run.index,
+                          "reason": o.excluded} for o in outcomes if not o.ok]
+    entry.update(method=method, warmup_batches=warmup_batches,
+                 train_batches=train_batches)
+    return entry, median
+
+
+def add_speedups(cases, medians, model_key, warnings):
+    """Fill speedup, speedup_baseline and efficiency of every case in place."""
+    base = pick_baseline(medians)
+    if base is None:
+        return
+    if base != BASELINE_CASE:
+        why = ("has no usable run" if BASELINE_CASE in cases
+               else "is not among the cases")
+        warnings.append("%s: %s %s; speedup is against %s"
+                        % (model_key, BASELINE_CASE, why, base))
+    base_devices = cases[base]["num_devices"]
+    for case, entry in cases.items():
+        if medians[case] is None:
+            continue
+        ratio = medians[case] / medians[base]
+        entry["speedup"] = round(ratio, 2)
+        entry["speedup_baseline"] = base
+        entry["efficiency"] = round(
+            ratio / (entry["num_devices"] / base_devices), 4)
+
+
+def _spread_warning(label, entry, spread_warn):
+    """Warning text when the runs of a case disagree by more than the threshold."""
+    if entry["cv"] is None or entry["cv"] * 100 <= spread_warn:
+        return None
+    return ("%s: runs disagree: CV %.2f%% > --spread_warn %g%% (speeds %s)"
+            % (label, entry["cv"] * 100, spread_warn,
+               ", ".join("%.2f" % s for s in entry["runs"])))
+
+
+def summarize(outcomes, method="mean", warmup_batches=100, train_batches=600,
+              spread_warn=5.0):
+    """Build the result dictionary from all runs' outcomes.
+
+    Returns ``(result, warnings)``; ``warnings`` are human-readable strings
+    (also stored per case under ``"warnings"``).
+    """
+    groups = {}
+    for o in outcomes:
+        groups.setdefault(group_key(o.run), {}).setdefault(o.run.case, []).append(o)
+    keys = model_keys(groups)
+    result, all_warnings = {}, []
+    for group, model_key in keys.items():  # dtype order: fp32, fp16, bf16
+        by_case = groups[group]
+        cases, medians, case_warnings = {}, {}, {}
+        for case in sorted(by_case, key=_sort_key):
+            runs = sorted(by_case[case], key=lambda o: o.run.index)
+            label = "%s %s" % (model_key, case)
+            warns = []
+            entry, medians[case] = case_entry(runs[0].run, runs, method,
+                                              warmup_batches, train_batches)
+            env = _environment(runs, warns, label)
+            if env is not None:
+                entry["environment"] = env
+            if medians[case] is None:
+                warns.append("%s: all %d run(s) excluded" % (label, len(runs)))
+            spread_msg = _spread_warning(label, entry, spread_warn)
+            if spread_msg:
+                warns.append(spread_msg)
+            cases[case], case_warnings[case] = entry, warns
+        group_warnings = []
+        add_speedups(cases, medians, model_key, group_warnings)
+        for case, entry in cases.items():
+            warns = case_warnings[case] + [
+                w for w in group_warnings if case == entry["speedup_baseline"]]
+            if warns:
+                entry["warnings"] = warns
+        all_warnings += group_warnings + [w for c in cases
+                                          for w in case_warnings[c]]
+        result[model_key] = cases
+    return result, all_warnings

@@ -1,0 +1,316 @@
+"""Turn a directory of benchmark logs into DLPerf's result JSON and reports.
+
+Command line (also ``extract_tensorflow_logs.py`` at the repository root and
+the ``official-bench-extract`` console script)::
+
+    official-bench-extract --log_dir logs/tensorflow/resnet50/bz128 \\
+        [--output_dir ./result] [--warmup_batches 100] [--train_batches 600] \\
+        [--method mean|time] [--spread_warn 5] [--no_markdown] [--no_csv] \\
+        [--plot | --no_plot]
+    official-bench-extract --compare result/bz128_result.json result/bz256_result.json
+
+Reads ``{log_dir}/*/*.log`` (``{N}n{G}g/rn50_b{B}_{dtype}_{i}.log``) and the
+trainer's result JSON next to each log when present, and writes to
+``output_dir``: ``{name}_result.json`` (always; ``name`` is the base name of
+``log_dir``, e.g. ``bz128``), ``{name}_result.md`` and ``{name}_result.csv``
+(unless turned off) and ``{name}_result.png`` (when matplotlib is installed,
+or required with ``--plot``). The JSON is also printed on stdout; warnings and
+excluded runs go to stderr.
+
+How a run's speed is computed and which runs are excluded:
+:mod:`official_bench.results.runspeed`. Per-case statistics, speedup,
+efficiency and the JSON shape: :mod:`official_bench.results.cases`.
+
+Exit status: 0 on success (also when some runs were excluded: they are listed),
+1 for bad input (no such directory, no logs, no usable run, unreadable result
+file, ``--plot`` without matplotlib), 2 for bad command-line usage.
+"""
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+
+from official_bench.results import atomic
+from official_bench.results import cases
+from official_bench.results import logparse
+from official_bench.results import report
+from official_bench.results import runjson
+from official_bench.results import runspeed
+from official_bench.results.errors import ExtractError
+
+DEFAULT_WARMUP_BATCHES = 100
+DEFAULT_TRAIN_BATCHES = 600
+DEFAULT_SPREAD_WARN = 5.0
+
+
+@dataclasses.dataclass
+class Extraction:
+    """Result of :func:`extract`: the result dict plus what was left out."""
+
+    log_dir: str
+    name: str
+    result: dict
+    outcomes: list
+    warnings: list  # human-readable, already prefixed with case/log
+    skipped: list  # (path, reason) for .log files outside the naming scheme
+
+    @property
+    def excluded(self):
+        """Outcomes of runs that were left out of the statistics."""
+        return [o for o in self.outcomes if not o.ok]
+
+
+def result_name(log_dir):
+    """Base name of the result files: the last component of ``log_dir``.
+
+    Trailing slashes and ``.`` are resolved first, so ``bz128/`` gives
+    ``bz128`` like DLPerf's ``bz128_result.json``.
+    """
+    return os.path.basename(os.path.normpath(os.path.abspath(log_dir)))
+
+
+def _check_options(warmup_batches, train_batches, method, spread_warn):
+    """Reject option values that cannot give a meaningful result."""
+    if method not in runspeed.METHODS:
+        raise ExtractError("method %r is not one of: %s"
+                           % (method, ", ".join(runspeed.METHODS)))
+    if warmup_batches < 0:
+        raise ExtractError("warmup_batches is %d, must be >= 0" % warmup_batches)
+    if train_batches <= warmup_batches:
+        raise ExtractError("train_batches (%d) must be greater than "
+                           "warmup_batches (%d)" % (train_batches, warmup_batches))
+    if spread_warn < 0:
+        raise ExtractError("spread_warn is %g, must be >= 0 (percent)" % spread_warn)
+
+
+def measure_log(run, path, warmup_batches=DEFAULT_WARMUP_BATCHES,
+                train_batches=DEFAULT_TRAIN_BATCHES, method="mean"):
+    """Parse one log (and its result JSON, if any) into a RunOutcome."""
+    try:
+        parsed = logparse.parse_log_file(path)
+    except OSError as e:
+        return runspeed.RunOutcome(run, path, excluded="cannot read log: %s" % e)
+    run_json, warning = runjson.load_run_json(logparse.result_json_path(path))
+    outcome = runspeed.measure_run(run, parsed, run_json, warmup_batches,
+                                   train_batches, method)
+    if warning:
+        outcome.warnings.insert(0, warning)
+    return outcome
+
+
+def extract(log_dir, warmup_batches=DEFAULT_WARMUP_BATCHES,
+            train_batches=DEFAULT_TRAIN_BATCHES, method="mean",
+            spread_warn=DEFAULT_SPREAD_WARN):
+    """Extract all runs under ``log_dir``; raises ExtractError for bad input.
+
+    Bad runs do not raise: they are excluded with their reason (see
+    :attr:`Extraction.excluded`). Raises only when there is nothing to report:
+    missing directory, no log following the naming, or no usable run at all.
+    """
+    _check_options(warmup_batches, train_batches, method, spread_warn)
+    if not os.path.isdir(log_dir):
+        raise ExtractError("log directory %s does not exist or is not a "
+                           "directory" % log_dir)
+    runs, skipped = logparse.find_logs(log_dir)
+    warnings = ["skipped %s: %s" % (p, why) for p, why in skipped]
+    if not runs:
+        raise ExtractError(
+            "no logs named {N}n{G}g/rn50_b{B}_{fp32|fp16|bf16}_{i}.log under %s%s"
+            % (log_dir, "".join("\n  " + w for w in warnings)))
+    outcomes = [measure_log(run, path, warmup_batches, train_batches, method)
+                for run, path in runs]
+    for o in outcomes:
+        where = os.path.join(o.run.case, o.run.log_name)
+        warnings += ["%s: %s" % (where, w) for w in o.warnings]
+        if not o.ok:
+            warnings.append("%s: excluded: %s" % (where, o.excluded))
+    if not any(o.ok for o in outcomes):
+        raise ExtractError("no usable run under %s (%d log(s), all excluded):%s"
+                           % (log_dir, len(outcomes),
+                              "".join("\n  " + w for w in warnings)))
+    result, case_warnings = cases.summarize(outcomes, method, warmup_batches,
+                                            train_batches, spread_warn)
+    return Extraction(log_dir, result_name(log_dir), result, outcomes,
+                      warnings + case_warnings, skipped)
+
+
+def output_paths(output_dir, name):
+    """File names of every output for result ``name`` in ``output_dir``."""
+    base = os.path.join(output_dir, name + "_result")
+    return {"json": base + ".json", "markdown": base + ".md",
+            "csv": base + ".csv", "png": base + ".png"}
+
+
+def result_json_text(result):
+    """The result dictionary as written to the JSON file and stdout."""
+    return json.dumps(result, indent=4) + "\n"
+
+
+def write_outputs(extraction, output_dir, markdown=True, csv=True, plot=None):
+    """Write the JSON and the requested reports atomically.
+
+    ``plot``: True requires a PNG (ExtractError without matplotlib), False
+    skips it, None makes it when matplotlib is importable. Returns
+    ``(written_paths, notes)``; notes say what was skipped and why.
+    """
+    try:
+        return _write_outputs(extraction, output_dir, markdown, csv, plot)
+    except OSError as e:
+        raise ExtractError("cannot write results to %s: %s" % (output_dir, e))
+
+
+def _write_outputs(extraction, output_dir, markdown, csv, plot):
+    """write_outputs without the OSError translation."""
+    from official_bench.results import plot as plotting  # matplotlib is lazy there
+
+    paths = output_paths(output_dir, extraction.name)
+    written, notes = [], []
+    atomic.write_text_atomic(paths["json"], result_json_text(extraction.result))
+    written.append(paths["json"])
+    if markdown:
+        atomic.write_text_atomic(paths["markdown"],
+                                 report.markdown_report(extraction.result,
+                                                        extraction.name))
+        written.append(paths["markdown"])
+    if csv:
+        atomic.write_text_atomic(paths["csv"], report.csv_text(extraction.result))
+        written.append(paths["csv"])
+    if plot or (plot is None and plotting.matplotlib_available()):
+        plotting.plot_png(extraction.result, paths["png"], extraction.name)
+        written.append(paths["png"])
+    elif plot is None:
+        notes.append("no plot: matplotlib is not installed (pip install "
+                     "matplotlib, or the package's [plot] extra)")
+    return written, notes
+
+
+def compare(path_a, path_b, output_dir=None, markdown=True, csv=True):
+    """Side-by-side table of two result files; returns (markdown, written)."""
+    a, b = report.load_result(path_a), report.load_result(path_b)
+    label_a, label_b = report.compare_labels(path_a, path_b)
+    if not report.pair_models(a, b)[0]:
+        raise ExtractError("nothing to compare: %s has sections %s, %s has %s"
+                           % (path_a, ", ".join(a), path_b, ", ".join(b)))
+    text = report.compare_markdown(a, b, label_a, label_b)
+    if output_dir is None:
+        return text, []
+    try:
+        return text, _write_compare(a, b, label_a, label_b, text, output_dir,
+                                    markdown, csv)
+    except OSError as e:
+        raise ExtractError("cannot write results to %s: %s" % (output_dir, e))
+
+
+def _write_compare(a, b, label_a, label_b, text, output_dir, markdown, csv):
+    """Write the comparison's Markdown and CSV; returns the paths written."""
+    written = []
+    base = os.path.join(output_dir, "compare_%s_vs_%s" % (
+        label_a.replace(os.sep, "_"), label_b.replace(os.sep, "_")))
+    if markdown:
+        atomic.write_text_atomic(base + ".md", text)
+        written.append(base + ".md")
+    if csv:
+        atomic.write_text_atomic(base + ".csv",
+                                 report.compare_csv(a, b, label_a, label_b))
+        written.append(base + ".csv")
+    return written
+
+
+def build_parser():
+    """The command-line interface (DLPerf's flags plus this project's)."""
+    p = argparse.ArgumentParser(
+        description="Turn benchmark logs {log_dir}/{N}n{G}g/rn50_b{B}_{dtype}_"
+                    "{i}.log into DLPerf's result JSON ({output_dir}/"
+                    "{basename(log_dir)}_result.json: average and median "
+                    "samples/s per case, speedup against 1n1g), plus a "
+                    "Markdown table, a CSV and a PNG plot with scaling "
+                    "efficiency and run-to-run spread. Crashed or truncated "
+                    "runs are listed and left out.",
+        epilog="Exit status: 0 success (excluded runs are listed on stderr), "
+               "1 bad input, 2 bad usage. Example: %(prog)s --log_dir "
+               "logs/tensorflow/resnet50/bz128",
+)
+    p.add_argument("--log_dir", help="directory holding the {N}n{G}g "
+                   "subdirectories (required unless --compare)")
+    p.add_argument("--output_dir", default="./result",
+                   help="where the result files are written (default: %(default)s)")
+    p.add_argument("--warmup_batches", type=int, default=DEFAULT_WARMUP_BATCHES,
+                   help="intervals starting before this step are not counted "
+                        "(default: %(default)s)")
+    p.add_argument("--train_batches", type=int, default=DEFAULT_TRAIN_BATCHES,
+                   help="intervals ending after this step are not counted; "
+                        "a run without the finish line must reach it "
+                        "(default: %(default)s)")
+    p.add_argument("--method", choices=runspeed.METHODS, default="mean",
+                   help="mean: mean of the intervals' examples/second "
+                        "(DLPerf); time: global batch x steps / clock time "
+                        "between the first and last counted interval "
+                        "(default: %(default)s)")
+    p.add_argument("--spread_warn", type=float, default=DEFAULT_SPREAD_WARN,
+                   help="warn when a case's runs have a coefficient of "
+                        "variation above this many percent (default: "
+                        "%(default)s)")
+    p.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"),
+                   help="print (and write to --output_dir) a side-by-side "
+                        "table of two result files instead of extracting")
+    p.add_argument("--no_markdown", dest="markdown", action="store_false",
+                   help="do not write {name}_result.md")
+    p.add_argument("--no_csv", dest="csv", action="store_false",
+                   help="do not write {name}_result.csv")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--plot", dest="plot", action="store_const", const=True,
+                       default=None, help="require the PNG plot (fails "
+                       "without matplotlib); default: plot when available")
+    group.add_argument("--no_plot", dest="plot", action="store_const",
+                       const=False, help="do not write the PNG plot")
+    return p
+
+
+def _print_lines(prefix, lines):
+    """Print messages to stderr, one per line, with a prefix."""
+    for line in lines:
+        print("%s%s" % (prefix, line), file=sys.stderr)
+
+
+def main(argv=None):
+    """Run the command line; returns the exit status (never calls sys.exit)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse exits on --help and on usage errors
+        return e.code if isinstance(e.code, int) else 2
+    if args.compare is None and args.log_dir is None:
+        parser.print_usage(sys.stderr)
+        print("%s: error: --log_dir is required (or --compare A.json B.json)"
+              % parser.prog, file=sys.stderr)
+        return 2
+    try:
+        if args.compare:
+            text, written = compare(args.compare[0], args.compare[1],
+                                    args.output_dir, args.markdown, args.csv)
+            print(text, end="")
+        else:
+            extraction = extract(args.log_dir, args.warmup_batches,
+                                 args.train_batches, args.method,
+                                 args.spread_warn)
+            _print_lines("warning: ", extraction.warnings)
+            written, notes = write_outputs(extraction, args.output_dir,
+                                           args.markdown, args.csv, args.plot)
+            _print_lines("note: ", notes)
+            print(result_json_text(extraction.result), end="")
+    except ExtractError as e:
+        print("error: %s" % e, file=sys.stderr)
+        return 1
+    _print_lines("wrote ", written)
+    return 0
+
+
+def run_main():
+    """Console-script entry point ``official-bench-extract``."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run_main()

@@ -1,0 +1,282 @@
+"""Readable forms of a result dictionary: Markdown, CSV and comparisons.
+
+Works on the result JSON's shape only (``{model: {case: {...}}}``), so it
+reports this extractor's files and DLPerf's own ``*_result.json`` alike: keys
+beyond DLPerf's four (``average_speed``, ``median_speed``, ``speedup``,
+``batch_size_per_device``) are used when present and shown as ``n/a``
+otherwise; node and device counts come from the case key (``2n8g``).
+
+The Markdown table follows DLPerf's README tables: ``gpu_num`` is the total
+device count and ``samples/s`` the median over the runs.
+"""
+
+import csv
+import io
+import json
+import os
+
+from official_bench.results import logparse
+from official_bench.results.errors import ExtractError
+
+MARKDOWN_COLUMNS = ("node_num", "gpu_num", "samples/s", "speedup", "efficiency",
+                    "samples/s per device", "runs", "CV")
+CSV_COLUMNS = ("model", "dtype", "batch_size_per_device", "num_nodes",
+               "num_gpus_per_node", "num_devices", "global_batch_size",
+               "average_speed", "median_speed", "speedup", "speedup_baseline",
+               "efficiency", "per_device_speed", "min", "max", "std", "cv",
+               "num_runs", "num_excluded", "method")
+COMPARE_CSV_COLUMNS = ("model_a", "model_b", "num_nodes", "num_gpus_per_node",
+                       "num_devices", "median_speed_a", "speedup_a",
+                       "median_speed_b", "speedup_b", "ratio_b_over_a")
+
+
+def case_counts(case):
+    """(nodes, gpus per node, devices) of a case key such as ``"4n8g"``."""
+    nodes, gpus = logparse.parse_case_name(case)
+    return nodes, gpus, nodes * gpus
+
+
+def sorted_cases(model_result):
+    """``[(case, entry)]`` in order of device count, then node count."""
+    return sorted(model_result.items(),
+                  key=lambda kv: (case_counts(kv[0])[2], case_counts(kv[0])[0]))
+
+
+def _fmt(value, pattern="%.2f"):
+    """Format a number for a table; ``n/a`` for missing values."""
+    return "n/a" if value is None else pattern % value
+
+
+def _percent(value):
+    """0.9531 -> '95.31%'."""
+    return "n/a" if value is None else "%.2f%%" % (value * 100)
+
+
+def load_result(path):
+    """Read a result JSON (this extractor's or DLPerf's) and check its shape.
+
+    Raises ExtractError naming the path and what is wrong.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise ExtractError("cannot read result file %s: %s" % (path, e))
+    except ValueError as e:
+        raise ExtractError("result file %s is not valid JSON: %s" % (path, e))
+    if not isinstance(data, dict) or not data:
+        raise ExtractError("result file %s: expected {\"rn50\": {\"1n1g\": "
+                           "{...}}}, got %s" % (path, type(data).__name__))
+    for model, model_result in data.items():
+        if not isinstance(model_result, dict) or not model_result:
+            raise ExtractError("result file %s: %r is not a non-empty object of "
+                               "cases" % (path, model))
+        for case, entry in model_result.items():
+            if logparse.parse_case_name(case) is None:
+                raise ExtractError("result file %s: case key %r under %r is not "
+                                   "{N}n{G}g" % (path, case, model))
+            if not isinstance(entry, dict) or "median_speed" not in entry:
+                raise ExtractError("result file %s: %s/%s has no median_speed"
+                                   % (path, model, case))
+    return data
+
+
+def section_title(model_key, model_result):
+    """Section title naming dtype and batch size when the entries carry them."""
+    entry = next(iter(model_result.values()))
+    details = []
+    if entry.get("dtype"):
+        details.append(entry["dtype"])
+    if entry.get("batch_size_per_device") is not None:
+        details.append("batch %s per device" % entry["batch_size_per_device"])
+    return model_key + (" (%s)" % ", ".join(details) if details else "")
+
+
+def markdown_table(model_result):
+    """DLPerf-style table of one model's cases, one row per case."""
+    lines = ["| " + " | ".join(MARKDOWN_COLUMNS) + " |",
+             "| " + " | ".join("-" * len(c) for c in MARKDOWN_COLUMNS) + " |"]
+    for case, e in sorted_cases(model_result):
+        nodes, _, devices = case_counts(case)
+        runs = e.get("num_runs")
+        if runs is not None and e.get("excluded"):
+            runs = "%d (+%d excluded)" % (runs, len(e["excluded"]))
+        cells = [str(nodes), str(devices), _fmt(e.get("median_speed")),
+                 _fmt(e.get("speedup")), _percent(e.get("efficiency")),
+                 _fmt(e.get("per_device_speed")),
+                 "n/a" if runs is None else str(runs), _percent(e.get("cv"))]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _environment_line(env):
+    """One line summarising a run environment from the trainer's result JSON."""
+    parts = []
+    for key, label in (("tensorflow", "TensorFlow"), ("tf_keras", "tf_keras"),
+                       ("python", "Python"), ("cuda_version", "CUDA"),
+                       ("cudnn_version", "cuDNN"), ("strategy", "strategy")):
+        if env.get(key):
+            parts.append("%s %s" % (label, env[key]))
+    gpus = env.get("gpu_names") or []
+    if gpus:
+        names = sorted(set(gpus))
+        parts.append("GPUs: " + ", ".join(
+            "%d x %s" % (gpus.count(n), n) for n in names))
+    return ", ".join(parts)
+
+
+def _notes(model_result):
+    """Bullet points under a table: method, baseline, exclusions, warnings."""
+    notes = []
+    first = next(iter(model_result.values()))
+    if "method" in first:
+        notes.append("samples/s: median over runs of the per-run %s "
+                     "throughput, steps %s-%s" % (
+                         "mean interval" if first["method"] == "mean"
+                         else "clock-time", first.get("warmup_batches"),
+                         first.get("train_batches")))
+    baselines = {e.get("speedup_baseline") for e in model_result.values()}
+    baselines.discard(None)
+    if baselines and baselines != {"1n1g"}:
+        notes.append("speedup and efficiency against %s (no usable 1n1g)"
+                     % ", ".join(sorted(baselines)))
+    envs = []
+    for case, e in sorted_cases(model_result):
+        for ex in e.get("excluded") or []:
+            notes.append("excluded %s/%s: %s" % (case, ex["log"], ex["reason"]))
+        for w in e.get("warnings") or []:
+            notes.append("warning: %s" % w)
+        line = _environment_line(e.get("environment") or {})
+        if line and line not in envs:
+            envs.append(line)
+    notes += ["environment: " + line for line in envs]
+    return "".join("- %s\n" % n for n in notes)
+
+
+def markdown_report(result, name=None):
+    """The whole Markdown report: one section with table and notes per model."""
+    out = ["# ResNet-50 v1.5 throughput%s\n" % (": " + name if name else "")]
+    for model_key, model_result in result.items():
+        out.append("\n## %s\n\n" % section_title(model_key, model_result))
+        out.append(markdown_table(model_result))
+        notes = _notes(model_result)
+        if notes:
+            out.append("\n" + notes)
+    return "".join(out)
+
+
+def _csv(rows, columns):
+    """Render dict rows as CSV text (missing values as empty cells)."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n",
+                            extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+    return buf.getvalue()
+
+
+def csv_rows(result):
+    """One flat dict per (model, case), with CSV_COLUMNS' keys."""
+    rows = []
+    for model_key, model_result in result.items():
+        for case, e in sorted_cases(model_result):
+            nodes, gpus, devices = case_counts(case)
+            row = {k: e.get(k) for k in CSV_COLUMNS}
+            row.update(model=model_key, num_nodes=nodes, num_gpus_per_node=gpus,
+                       num_devices=devices,
+                       num_excluded=len(e.get("excluded") or []))
+            rows.append(row)
+    return rows
+
+
+def csv_text(result):
+    """The result as CSV, one row per model and case."""
+    return _csv(csv_rows(result), CSV_COLUMNS)
+
+
+def compare_labels(path_a, path_b):
+    """Short column labels for two result files (``bz128`` vs ``bz256``).
+
+    When the file names are equal (two TensorFlow versions in two
+    directories) the parent directory is prepended; as a last resort A and B.
+    """
+    def base(path):
+        name = os.path.basename(path)
+        for suffix in ("_result.json", ".json"):
+            if name.endswith(suffix):
+                return name[:-len(suffix)]
+        return name
+
+    a, b = base(path_a), base(path_b)
+    if a != b:
+        return a, b
+    pa = os.path.basename(os.path.dirname(os.path.abspath(path_a)))
+    pb = os.path.basename(os.path.dirname(os.path.abspath(path_b)))
+    if pa != pb:
+        return "%s/%s" % (pa, a), "%s/%s" % (pb, b)
+    return "A", "B"
+
+
+def pair_models(a, b):
+    """Which model sections of A and B to put side by side.
+
+    Two single-section files (the usual fp32 vs fp16 directories, both "rn50")
+    pair with each other; otherwise sections with the same key pair up.
+    Returns ``(pairs, unmatched)``.
+    """
+    if len(a) == 1 and len(b) == 1:
+        return [(next(iter(a)), next(iter(b)))], []
+    pairs = [(k, k) for k in a if k in b]
+    unmatched = ["A:" + k for k in a if k not in b] + \
+                ["B:" + k for k in b if k not in a]
+    return pairs, unmatched
+
+
+def compare_rows(a_model, b_model):
+    """One row per case in either file: medians, speedups and their ratio."""
+    case_names = sorted(set(a_model) | set(b_model),
+                        key=lambda c: (case_counts(c)[2], case_counts(c)[0]))
+    rows = []
+    for case in case_names:
+        ea, eb = a_model.get(case, {}), b_model.get(case, {})
+        ma, mb = ea.get("median_speed"), eb.get("median_speed")
+        nodes, gpus, devices = case_counts(case)
+        rows.append({"num_nodes": nodes, "num_gpus_per_node": gpus,
+                     "num_devices": devices, "median_speed_a": ma,
+                     "speedup_a": ea.get("speedup"), "median_speed_b": mb,
+                     "speedup_b": eb.get("speedup"),
+                     "ratio_b_over_a": round(mb / ma, 2) if ma and mb else None})
+    return rows
+
+
+def compare_markdown(a, b, label_a="A", label_b="B"):
+    """Side-by-side Markdown table(s) of two result dictionaries."""
+    pairs, unmatched = pair_models(a, b)
+    out = ["# %s vs %s\n" % (label_a, label_b)]
+    columns = ("node_num", "gpu_num", "%s samples/s" % label_a,
+               "%s speedup" % label_a, "%s samples/s" % label_b,
+               "%s speedup" % label_b, "%s / %s" % (label_b, label_a))
+    for ka, kb in pairs:
+        out.append("\n## %s vs %s\n\n" % (section_title(ka, a[ka]), section_title(kb, b[kb])))
+        out.append("| " + " | ".join(columns) + " |\n")
+        out.append("| " + " | ".join("-" * len(c) for c in columns) + " |\n")
+        for r in compare_rows(a[ka], b[kb]):
+            cells = [str(r["num_nodes"]), str(r["num_devices"]),
+                     _fmt(r["median_speed_a"]), _fmt(r["speedup_a"]),
+                     _fmt(r["median_speed_b"]), _fmt(r["speedup_b"]),
+                     _fmt(r["ratio_b_over_a"])]
+            out.append("| " + " | ".join(cells) + " |\n")
+    if unmatched:
+        out.append("\nnot compared (only in one file): %s\n" % ", ".join(unmatched))
+    return "".join(out)
+
+
+def compare_csv(a, b, label_a="A", label_b="B"):
+    """The comparison as CSV; model_a/model_b carry the labels and sections."""
+    rows = []
+    for ka, kb in pair_models(a, b)[0]:
+        for r in compare_rows(a[ka], b[kb]):
+            r.update(model_a="%s:%s" % (label_a, ka), model_b="%s:%s" % (label_b, kb))
+            rows.append(r)
+    return _csv(rows, COMPARE_CSV_COLUMNS)

@@ -1,0 +1,122 @@
+"""Reading the result JSON the trainer writes for one run.
+
+The run scripts copy it next to the log as ``rn50_b{B}_{dtype}_{i}.json``.
+It is preferred over the log lines because its numbers are not rounded to two
+decimals and it carries the environment (TensorFlow version, GPU names, CUDA)
+for the report. It is optional: a missing file is normal (older runs, DLPerf
+logs), a malformed one gives a warning and the log lines are used instead.
+
+Fields consumed (schema ``official_bench.result/1``)::
+
+    stats.intervals[]: start_step, end_step, seconds, examples_per_second
+    stats.global_batch_size, stats.num_replicas      (optional, cross-checks)
+    environment{...}                                 (optional, reported as is;
+                                                      environment.dtype checked)
+"""
+
+import dataclasses
+import json
+import math
+import os
+
+from official_bench.results.logparse import Interval
+
+SCHEMA = "official_bench.result/1"
+
+
+@dataclasses.dataclass
+class RunResultFile:
+    """The parts of a trainer result JSON the extractor uses."""
+
+    path: str
+    intervals: list
+    global_batch_size: int = None
+    num_replicas: int = None
+    environment: dict = None
+
+    @property
+    def dtype(self):
+        """The dtype the trainer says it ran with, if it says."""
+        return (self.environment or {}).get("dtype")
+
+
+class _Invalid(Exception):
+    """Internal: the JSON does not follow the schema (message says where)."""
+
+
+def _is_int(value):
+    """True for JSON integers (bool is an int subclass in Python, not here)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(item, key, where):
+    """A finite non-negative number from ``item[key]`` or :class:`_Invalid`."""
+    value = item.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value < 0:
+        raise _Invalid("%s.%s is %r, expected a finite number >= 0"
+                       % (where, key, value))
+    return float(value)
+
+
+def _positive_int(stats, key):
+    """Optional positive integer ``stats[key]``; None when absent."""
+    value = stats.get(key)
+    if value is None:
+        return None
+    if not _is_int(value) or value < 1:
+        raise _Invalid("stats.%s is %r, expected an integer >= 1" % (key, value))
+    return value
+
+
+def _intervals(stats):
+    """Validate ``stats.intervals`` into :class:`Interval` objects."""
+    items = stats.get("intervals")
+    if not isinstance(items, list):
+        raise _Invalid("stats.intervals is missing or not a list")
+    intervals = []
+    for k, item in enumerate(items):
+        where = "stats.intervals[%d]" % k
+        if not isinstance(item, dict):
+            raise _Invalid("%s is not an object" % where)
+        start, end = item.get("start_step"), item.get("end_step")
+        if not (_is_int(start) and _is_int(end) and 0 <= start < end):
+            raise _Invalid("%s has start_step=%r end_step=%r, expected "
+                           "integers with 0 <= start < end" % (where, start, end))
+        intervals.append(Interval(start, end, _number(item, "seconds", where),
+                                  _number(item, "examples_per_second", where)))
+    return intervals
+
+
+def _parse(path, data):
+    """Build a :class:`RunResultFile` from decoded JSON or raise _Invalid."""
+    if not isinstance(data, dict):
+        raise _Invalid("top level is not an object")
+    if data.get("schema") != SCHEMA:
+        raise _Invalid("schema is %r, expected %r" % (data.get("schema"), SCHEMA))
+    stats = data.get("stats")
+    if not isinstance(stats, dict):
+        raise _Invalid("stats is missing or not an object")
+    env = data.get("environment")
+    if env is not None and not isinstance(env, dict):
+        raise _Invalid("environment is not an object")
+    return RunResultFile(path, _intervals(stats),
+                         _positive_int(stats, "global_batch_size"),
+                         _positive_int(stats, "num_replicas"), env)
+
+
+def load_run_json(path):
+    """Load the result JSON at ``path``.
+
+    Returns ``(result, warning)``: ``(None, None)`` when there is no file,
+    ``(None, message)`` when it cannot be used (the caller falls back to the
+    log), ``(RunResultFile, None)`` otherwise.
+    """
+    if not os.path.exists(path):
+        return None, None
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        return _parse(path, data), None
+    except (OSError, UnicodeDecodeError, ValueError, _Invalid) as e:
+        return None, "%s: unusable result JSON (%s); using the log lines" % (path, e)
