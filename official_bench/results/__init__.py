@@ -16,9 +16,14 @@ Modules, one concern each (data flows down the list):
 
 Nothing here imports TensorFlow: extraction must stay fast and run on a
 machine without it.
+
+Entry points: ``official_bench.results.extract.extract(log_dir, ...)`` (an
+``Extraction``: result dictionary, every run's outcome, warnings), ``main(argv)``
+(the CLI). They are not re-exported here: the function ``extract`` would
+shadow its own module, and ``python -m official_bench.results.extract`` must
+not find the module imported already.
 """
 
 from official_bench.results.errors import ExtractError
-from official_bench.results.extract import extract, main, write_outputs
 
-__all__ = ["ExtractError", "extract", "main", "write_outputs"]
+__all__ = ["ExtractError"]
