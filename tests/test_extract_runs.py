@@ -300,6 +300,23 @@ def test_json_contradicting_directory_and_name_warns():
     assert out.global_batch_size == 256
 
 
+def test_json_without_intervals_falls_back_to_the_log():
+    empty = runjson.RunResultFile("x.json", [], global_batch_size=128)
+    out = measure(kit.run_lines([10, 20, 20, 20, 20, 20]), run_json=empty)
+    assert out.source == "log" and out.speed == pytest.approx(20.0)
+    assert "result JSON has no intervals; using the log lines" in out.warnings
+
+
+@pytest.mark.parametrize("spelling", ["fp32", "float32"])
+def test_tensorflow_dtype_spelling_matches_the_file_name(spelling):
+    out = measure(kit.run_lines(SPEEDS_JSON),
+                  run_json=_json_for(SPEEDS_JSON, dtype=spelling))
+    assert out.warnings == []
+    out = measure(kit.run_lines(SPEEDS_JSON),
+                  run_json=_json_for(SPEEDS_JSON, dtype="mixed_bfloat16"))
+    assert out.warnings == ["result JSON says dtype bf16, file name says fp32"]
+
+
 def test_crashed_log_is_excluded_even_with_json():
     lines = kit.run_lines([10, 20], finished=False, exception="OSError: x")
     out = measure(lines, run_json=_json_for(SPEEDS_JSON))

@@ -22,6 +22,8 @@ import os
 from official_bench.results.logparse import Interval
 
 SCHEMA = "official_bench.result/1"
+_DTYPE_NAMES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16",
+                "mixed_float16": "fp16", "mixed_bfloat16": "bf16"}
 
 
 @dataclasses.dataclass
@@ -36,8 +38,12 @@ class RunResultFile:
 
     @property
     def dtype(self):
-        """The dtype the trainer says it ran with, if it says."""
-        return (self.environment or {}).get("dtype")
+        """The trainer's dtype in file-name spelling (fp32/fp16/bf16), if given.
+
+        The trainer may spell it as TensorFlow does (float16, mixed_float16).
+        """
+        value = (self.environment or {}).get("dtype")
+        return _DTYPE_NAMES.get(value, value)
 
 
 class _Invalid(Exception):

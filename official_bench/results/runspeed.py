@@ -242,6 +242,9 @@ def measure_run(run, parsed, run_json=None, warmup_batches=100,
     out = RunOutcome(run, parsed.path,
                      global_batch_size=run.batch_size * run.num_devices)
     use_json = run_json is not None and method == "mean"
+    if use_json and not run_json.intervals:
+        use_json = False
+        out.warnings.append("result JSON has no intervals; using the log lines")
     if run_json is not None:
         out.environment = run_json.environment
         out.warnings += _json_warnings(run, run_json)
