@@ -1,0 +1,124 @@
+"""Command-line entry, flag-compatible with Model Garden r2.3's classifier_trainer.
+
+    python -m official_bench.classifier_trainer \\
+        --mode=train_and_eval --model_type=resnet --dataset=imagenet \\
+        --model_dir=/tmp/rn50 --data_dir=/data/imagenet \\
+        --config_file=configs/examples/resnet/imagenet/gpu.yaml \\
+        --params_override='runtime.num_gpus=8'
+
+Layering: built-in defaults (per --model_type/--dataset) < --config_file <
+--params_override < the explicit flags below. Exit status: 0 success,
+2 bad configuration, 3 cluster problem, 75 a peer never arrived, 1 other.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from absl import app, flags, logging
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_enum("mode", None, ["train_and_eval", "train", "eval",
+                                 "export_only"],
+                  "What to run; default from the config (train_and_eval).")
+flags.DEFINE_string("model_type", None,
+                    "Base config: resnet (ImageNet ResNet v1.5) or "
+                    "resnet_cifar (small 32x32 ResNet). Default resnet; when "
+                    "given it also sets model.name.")
+flags.DEFINE_string("dataset", None,
+                    "Base dataset config: imagenet (224x224, 1000 classes) or "
+                    "cifar10 (32x32, 10 classes). Default imagenet.")
+flags.DEFINE_string("model_dir", None,
+                    "Where params.yaml, result.json (and checkpoints) go. "
+                    "Default: model_dir/run-<time> under the current dir.")
+flags.DEFINE_string("data_dir", None,
+                    "Data directory for both train and validation datasets "
+                    "(not needed with builder: synthetic).")
+flags.DEFINE_string("config_file", None,
+                    "YAML config, e.g. configs/examples/resnet/imagenet/"
+                    "gpu.yaml or a DLPerf/Model Garden r2.3 YAML.")
+flags.DEFINE_string("params_override", None,
+                    "Overrides on top of --config_file: a YAML/JSON string "
+                    "('runtime: {num_gpus: 0}'), dotted pairs "
+                    "('train.steps=100,runtime.num_gpus=0') or a YAML file.")
+flags.DEFINE_integer("log_steps", None,
+                     "Steps per TimeHistory line (train.time_history."
+                     "log_steps; default 100).")
+flags.DEFINE_integer("num_gpus", None,
+                     "GPUs to use (runtime.num_gpus); 0 trains on the CPU.")
+flags.DEFINE_boolean("run_eagerly", None,
+                     "Run the Keras model eagerly (debugging; slow).")
+flags.DEFINE_string("tpu", None, "Accepted for r2.3 compatibility; TPUs are "
+                                 "not supported.")
+
+
+def flag_overrides() -> dict:
+    """The explicit flags as a config layer (only flags actually given)."""
+    tree: dict = {}
+
+    def put(path, value):
+        if value is None:
+            return
+        node = tree
+        *parents, leaf = path.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = value
+
+    put("mode", FLAGS.mode)
+    put("model_dir", FLAGS.model_dir)
+    if FLAGS.model_type is not None:
+        put("model.name", FLAGS.model_type)
+    put("train_dataset.data_dir", FLAGS.data_dir)
+    put("validation_dataset.data_dir", FLAGS.data_dir)
+    put("train.time_history.log_steps", FLAGS.log_steps)
+    put("runtime.num_gpus", FLAGS.num_gpus)
+    put("runtime.run_eagerly", FLAGS.run_eagerly)
+    put("runtime.tpu", FLAGS.tpu)
+    return tree
+
+
+def _default_model_dir() -> str:
+    import time
+    return f"model_dir/run-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def main(argv) -> int:
+    if len(argv) > 1:
+        print(f"error: unexpected arguments {argv[1:]}; see --help",
+              file=sys.stderr)
+        return 2
+    logging.set_verbosity(logging.INFO)
+    # Imported here so --help answers without loading TensorFlow.
+    from official_bench import config as config_lib
+    from official_bench.runtime.cluster import ClusterError
+    try:
+        overrides = flag_overrides()
+        overrides.setdefault("model_dir", _default_model_dir())
+        cfg = config_lib.load_config(
+            config_file=FLAGS.config_file,
+            params_override=FLAGS.params_override,
+            overrides=overrides,
+            model_type=FLAGS.model_type or "resnet",
+            dataset=FLAGS.dataset or "imagenet")
+        from official_bench import trainer
+        trainer.train_and_evaluate(cfg)
+    except config_lib.ConfigError as e:
+        logging.error("%s", e)
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except ClusterError as e:
+        logging.error("%s", e)
+        print(f"error: {e}", file=sys.stderr)
+        return 3
+    return 0
+
+
+def run_main() -> None:
+    """Console-script entry (official-bench-train)."""
+    app.run(lambda argv: sys.exit(main(argv)))
+
+
+if __name__ == "__main__":
+    run_main()

@@ -1,0 +1,805 @@
+"""Experiment configuration: typed dataclasses, YAML layers, strict checks.
+
+Key names and meanings follow Model Garden r2.3's image-classification
+configs, so DLPerf's YAML files load unchanged. Layers are applied in order:
+
+    defaults -> --config_file -> --params_override -> explicit flags
+
+Every leaf remembers which layer set it, so an error can say where a bad
+value came from. Unknown keys, wrong types and invalid values are all
+reported as one `ConfigError` before anything runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import os
+import re
+import typing
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import yaml
+
+DEFAULTS = "defaults"
+
+STRATEGIES = ("off", "one_device", "mirrored", "multi_worker_mirrored",
+              "horovod", "parameter_server")
+MODES = ("train_and_eval", "train", "eval", "export_only")
+MODEL_NAMES = ("resnet", "resnet_cifar")
+RESNET_DEPTHS = (18, 34, 50, 101, 152)
+BUILDERS = ("synthetic", "records", "tfds")
+DTYPE_ALIASES = {
+    "float32": "float32", "fp32": "float32",
+    "float16": "float16", "fp16": "float16",
+    "bfloat16": "bfloat16", "bf16": "bfloat16",
+}
+OPTIMIZERS = ("momentum", "sgd", "rmsprop", "adam")
+LR_SCHEDULES = ("piecewise_constant_with_warmup", "cosine_with_warmup",
+                "exponential", "constant")
+LOSSES = ("categorical_crossentropy", "sparse_categorical_crossentropy")
+MIRRORED_ALGS = ("nccl", "hierarchical_copy")
+MULTI_WORKER_ALGS = ("ring", "nccl", "auto")
+DATA_FORMATS = ("channels_last", "channels_first", "auto")
+GPU_THREAD_MODES = ("gpu_private", "gpu_shared", "global")
+
+
+class ConfigError(ValueError):
+    """A bad configuration; the message names the key and its source."""
+
+
+# --------------------------------------------------------------------------
+# The schema
+# --------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class RuntimeConfig:
+    """Distribution, precision and threading (r2.3 `runtime`)."""
+    distribution_strategy: str = "mirrored"
+    enable_xla: bool = False
+    gpu_thread_mode: Optional[str] = None
+    dataset_num_private_threads: Optional[int] = None
+    per_gpu_thread_count: int = 0
+    tpu: Optional[str] = None
+    num_gpus: int = 0
+    worker_hosts: Optional[str] = None
+    task_index: int = -1
+    all_reduce_alg: Optional[str] = None
+    num_packs: int = 1
+    loss_scale: Optional[Union[str, float]] = None
+    batchnorm_spatial_persistent: bool = False
+    mixed_precision_dtype: Optional[str] = None
+    run_eagerly: bool = False
+    # official_bench extensions.
+    cpu_devices: int = 1  # logical CPU devices for mirrored without GPUs
+    collective_timeout_seconds: float = 300.0  # one collective op
+    peer_timeout_seconds: float = 300.0  # all workers must join by then
+    seed: Optional[int] = None
+
+
+@dataclasses.dataclass
+class DatasetConfig:
+    """One input pipeline (r2.3 `train_dataset` / `validation_dataset`)."""
+    name: Optional[str] = "imagenet2012"
+    data_dir: Optional[str] = None
+    filenames: Optional[List[str]] = None
+    builder: str = "synthetic"
+    split: str = "train"
+    image_size: int = 224
+    num_classes: int = 1000
+    num_channels: int = 3
+    num_examples: int = 1281167
+    batch_size: int = 128
+    use_per_replica_batch_size: bool = True
+    num_devices: int = 1  # r2.3 key; derived from the strategy, kept for YAMLs
+    dtype: str = "float32"
+    one_hot: bool = True
+    download: bool = False
+    shuffle_buffer_size: int = 10000
+    file_shuffle_buffer_size: int = 1024
+    skip_decoding: bool = True
+    cache: bool = False
+    mean_subtract: bool = False
+    standardize: bool = False
+    # official_bench extensions (augmentation; ImageNet values by default).
+    crop_area_range: List[float] = dataclasses.field(
+        default_factory=lambda: [0.05, 1.0])
+    crop_aspect_ratio_range: List[float] = dataclasses.field(
+        default_factory=lambda: [0.75, 1.33])
+    min_object_covered: float = 0.1
+    random_flip: bool = True
+    eval_crop_padding: int = 32  # eval crop = size / (size + padding)
+    layout: str = "auto"  # records: auto | classic | tfds
+    label_offset: Optional[int] = None  # classic records: 1 (labels 1..N)
+    deterministic: bool = False
+    skip_bad_records: bool = False
+    transfer_uint8: bool = False
+
+
+@dataclasses.dataclass
+class ModelParams:
+    """Model constructor arguments (r2.3 `model.model_params`)."""
+    num_classes: Optional[int] = None  # follows the dataset when unset
+    depth: Optional[int] = None  # resnet: 50; resnet_cifar: 20
+    width: int = 1  # resnet_cifar filter multiplier
+    batch_size: Optional[int] = None  # r2.3 key, unused by Keras models
+    use_l2_regularizer: bool = True
+    weight_decay: float = 1e-4
+    rescale_inputs: bool = False
+    data_format: str = "auto"
+    zero_init_last_bn: bool = False
+
+
+@dataclasses.dataclass
+class LossConfig:
+    name: Optional[str] = None  # inferred from dataset.one_hot
+    label_smoothing: float = 0.0
+
+
+@dataclasses.dataclass
+class OptimizerConfig:
+    name: str = "momentum"
+    decay: float = 0.9  # rho of rmsprop
+    epsilon: float = 0.001
+    momentum: float = 0.9
+    nesterov: bool = False
+    moving_average_decay: Optional[float] = None
+    lookahead: Optional[bool] = None
+    beta_1: float = 0.9
+    beta_2: float = 0.999
+
+
+@dataclasses.dataclass
+class LearningRateConfig:
+    """LR schedule; rates are per 256 images and scaled by the global batch."""
+    name: str = "piecewise_constant_with_warmup"
+    initial_lr: float = 0.1
+    decay_epochs: Optional[float] = None
+    decay_rate: Optional[float] = None
+    warmup_epochs: float = 5
+    examples_per_epoch: Optional[int] = None  # defaults to train num_examples
+    boundaries: Optional[List[float]] = dataclasses.field(
+        default_factory=lambda: [30, 60, 80])
+    multipliers: Optional[List[float]] = dataclasses.field(
+        default_factory=lambda: [1.0, 0.1, 0.01, 0.001])
+    scale_by_batch_size: float = 1.0 / 256
+    staircase: Optional[bool] = None
+
+
+@dataclasses.dataclass
+class ModelConfig:
+    name: str = "resnet"
+    model_params: ModelParams = dataclasses.field(default_factory=ModelParams)
+    num_classes: Optional[int] = None
+    loss: LossConfig = dataclasses.field(default_factory=LossConfig)
+    optimizer: OptimizerConfig = dataclasses.field(
+        default_factory=OptimizerConfig)
+    learning_rate: LearningRateConfig = dataclasses.field(
+        default_factory=LearningRateConfig)
+
+
+@dataclasses.dataclass
+class CallbacksConfig:
+    enable_checkpoint_and_export: bool = False
+    enable_tensorboard: bool = False
+    enable_time_history: bool = True
+
+
+@dataclasses.dataclass
+class TimeHistoryConfig:
+    log_steps: int = 100
+    warmup_steps: Optional[int] = None  # default: the first interval
+    progress_seconds: float = 30.0  # a progress line at least this often
+
+
+@dataclasses.dataclass
+class MetricsConfig:
+    accuracy: Optional[bool] = None
+    top_5: Optional[bool] = None
+
+
+@dataclasses.dataclass
+class TensorboardConfig:
+    track_lr: bool = True
+    write_model_weights: bool = False
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    resume_checkpoint: bool = False
+    epochs: int = 1
+    steps: Optional[int] = None  # per epoch; inferred from num_examples
+    callbacks: CallbacksConfig = dataclasses.field(
+        default_factory=CallbacksConfig)
+    metrics: Optional[MetricsConfig] = None
+    tensorboard: TensorboardConfig = dataclasses.field(
+        default_factory=TensorboardConfig)
+    time_history: TimeHistoryConfig = dataclasses.field(
+        default_factory=TimeHistoryConfig)
+    set_epoch_loop: bool = False
+
+
+@dataclasses.dataclass
+class EvalConfig:
+    epochs_between_evals: int = 1
+    steps: Optional[int] = None
+    skip_eval: bool = False
+
+
+@dataclasses.dataclass
+class ExportConfig:
+    checkpoint: Optional[str] = None
+    destination: Optional[str] = None
+
+
+def _validation_default() -> DatasetConfig:
+    return DatasetConfig(split="validation", num_examples=50000)
+
+
+@dataclasses.dataclass
+class ExperimentConfig:
+    """The whole experiment (r2.3 `ExperimentConfig`)."""
+    model_dir: Optional[str] = None
+    model_name: Optional[str] = None
+    mode: str = "train_and_eval"
+    runtime: RuntimeConfig = dataclasses.field(default_factory=RuntimeConfig)
+    train_dataset: DatasetConfig = dataclasses.field(
+        default_factory=DatasetConfig)
+    validation_dataset: DatasetConfig = dataclasses.field(
+        default_factory=_validation_default)
+    train: TrainConfig = dataclasses.field(default_factory=TrainConfig)
+    evaluation: EvalConfig = dataclasses.field(default_factory=EvalConfig)
+    model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+    export: ExportConfig = dataclasses.field(default_factory=ExportConfig)
+
+    def as_dict(self) -> Dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.as_dict(), sort_keys=False)
+
+
+# Base configs picked by --model_type / --dataset, as in r2.3's get_config.
+DATASET_PRESETS: Dict[str, Dict[str, Any]] = {
+    "imagenet": {
+        "train_dataset": {"name": "imagenet2012", "image_size": 224,
+                          "num_classes": 1000, "num_examples": 1281167,
+                          "split": "train"},
+        "validation_dataset": {"name": "imagenet2012", "image_size": 224,
+                               "num_classes": 1000, "num_examples": 50000,
+                               "split": "validation"},
+    },
+    "cifar10": {
+        "train_dataset": {"name": "cifar10", "image_size": 32,
+                          "num_classes": 10, "num_examples": 50000,
+                          "split": "train", "eval_crop_padding": 0},
+        "validation_dataset": {"name": "cifar10", "image_size": 32,
+                               "num_classes": 10, "num_examples": 10000,
+                               "split": "validation", "eval_crop_padding": 0},
+    },
+}
+
+
+def base_config(model_type: str = "resnet",
+                dataset: str = "imagenet") -> Dict[str, Any]:
+    """The defaults layer for a model type and dataset, as a nested dict."""
+    if model_type not in MODEL_NAMES:
+        raise ConfigError(f"unknown --model_type {model_type!r}; valid: "
+                          f"{', '.join(MODEL_NAMES)}")
+    if dataset not in DATASET_PRESETS:
+        raise ConfigError(f"unknown --dataset {dataset!r}; valid: "
+                          f"{', '.join(DATASET_PRESETS)}")
+    tree = dataclasses.asdict(ExperimentConfig())
+    tree["model"]["name"] = model_type
+    _deep_update(tree, DATASET_PRESETS[dataset])
+    return tree
+
+
+# --------------------------------------------------------------------------
+# Reading layers
+# --------------------------------------------------------------------------
+
+
+def _deep_update(dst: Dict[str, Any], src: Mapping[str, Any]) -> None:
+    for key, value in src.items():
+        if isinstance(value, Mapping) and isinstance(dst.get(key), dict):
+            _deep_update(dst[key], value)
+        else:
+            dst[key] = copy.deepcopy(value)
+
+
+def read_yaml_file(path: str) -> Dict[str, Any]:
+    """Reads a YAML mapping; a missing file or bad YAML names the file."""
+    if not os.path.isfile(path):
+        raise ConfigError(f"config file {path!r} does not exist")
+    with open(path, encoding="utf-8") as f:
+        try:
+            data = yaml.safe_load(f)
+        except yaml.YAMLError as e:
+            raise ConfigError(f"config file {path!r} is not valid YAML: {e}")
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path!r} must hold a mapping, "
+                          f"got {type(data).__name__}")
+    return data
+
+
+def _split_top_level(text: str, sep: str = ",") -> List[str]:
+    """Splits on `sep` outside brackets and quotes: `a=[1,2],b=3`."""
+    parts, depth, quote, current = [], 0, None, []
+    for ch in text:
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(ch)
+    parts.append("".join(current))
+    return [p.strip() for p in parts if p.strip()]
+
+
+_DOTTED_ASSIGNMENT = re.compile(r"^\s*[A-Za-z_][\w.]*\s*=")
+
+
+def parse_params_override(text: str) -> Dict[str, Any]:
+    """Parses --params_override: a YAML file, a YAML/JSON string, or a.b=1,c=2."""
+    text = text.strip()
+    if not text:
+        return {}
+    if os.path.isfile(text):
+        return read_yaml_file(text)
+    if text.endswith((".yaml", ".yml")) and "\n" not in text and ":" not in text:
+        raise ConfigError(f"--params_override file {text!r} does not exist")
+    if _DOTTED_ASSIGNMENT.match(text):
+        tree: Dict[str, Any] = {}
+        for item in _split_top_level(text):
+            if "=" not in item:
+                raise ConfigError(f"--params_override item {item!r} is not "
+                                  "of the form key.path=value")
+            key, raw = item.split("=", 1)
+            try:
+                value = yaml.safe_load(raw) if raw.strip() else None
+            except yaml.YAMLError as e:
+                raise ConfigError(f"--params_override {key.strip()}: cannot "
+                                  f"parse value {raw!r}: {e}")
+            node = tree
+            parts = key.strip().split(".")
+            for part in parts[:-1]:
+                node = node.setdefault(part, {})
+                if not isinstance(node, dict):
+                    raise ConfigError(f"--params_override sets {key.strip()!r} "
+                                      f"below a non-mapping value")
+            node[parts[-1]] = value
+        return tree
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"--params_override is not valid YAML/JSON and not "
+                          f"a file: {e}")
+    if not isinstance(data, dict):
+        raise ConfigError(f"--params_override must be a mapping, a file or "
+                          f"a.b=value pairs; got {text!r}")
+    return data
+
+
+# --------------------------------------------------------------------------
+# Building the typed config
+# --------------------------------------------------------------------------
+
+
+Layer = Tuple[str, Mapping[str, Any]]
+
+
+class _Builder:
+    """Merges layers into a typed config, remembering each leaf's source."""
+
+    def __init__(self) -> None:
+        self.sources: Dict[str, str] = {}
+        self.errors: List[str] = []
+
+    def error(self, path: str, message: str) -> None:
+        source = self.sources.get(path, DEFAULTS)
+        self.errors.append(f"{path}: {message} (from {source})")
+
+    def merge(self, tree: Dict[str, Any], layer: Mapping[str, Any],
+              source: str, cls: type, prefix: str = "") -> None:
+        """Applies one layer onto `tree`, rejecting keys `cls` lacks."""
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        hints = typing.get_type_hints(cls)
+        for key, value in layer.items():
+            path = f"{prefix}{key}"
+            if key not in fields:
+                self.sources[path] = source
+                self.error(path, f"unknown key; valid keys here: "
+                                 f"{', '.join(sorted(fields))}")
+                continue
+            sub = _dataclass_of(hints[key])
+            if sub is not None and isinstance(value, Mapping):
+                if not isinstance(tree.get(key), dict):
+                    tree[key] = dataclasses.asdict(sub())
+                self.merge(tree[key], value, source, sub, path + ".")
+            else:
+                tree[key] = copy.deepcopy(value)
+                self._mark(path, value, source)
+
+    def _mark(self, path: str, value: Any, source: str) -> None:
+        self.sources[path] = source
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                self._mark(f"{path}.{k}", v, source)
+
+    def build(self, cls: type, tree: Mapping[str, Any], prefix: str = ""):
+        """Turns a merged tree into dataclasses, checking every leaf's type."""
+        kwargs = {}
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            path = f"{prefix}{f.name}"
+            if f.name not in tree:
+                continue
+            value = tree[f.name]
+            sub = _dataclass_of(hints[f.name])
+            if sub is not None:
+                if value is None and _is_optional(hints[f.name]):
+                    kwargs[f.name] = None
+                elif isinstance(value, Mapping):
+                    kwargs[f.name] = self.build(sub, value, path + ".")
+                else:
+                    self.error(path, f"expected a mapping, got "
+                                     f"{type(value).__name__} {value!r}")
+                continue
+            ok, converted = _coerce(value, hints[f.name])
+            if ok:
+                kwargs[f.name] = converted
+            else:
+                self.error(path, f"expected {_type_name(hints[f.name])}, got "
+                                 f"{type(value).__name__} {value!r}")
+        return cls(**kwargs)
+
+
+def _dataclass_of(tp: Any) -> Optional[type]:
+    if dataclasses.is_dataclass(tp):
+        return tp
+    for arg in typing.get_args(tp):
+        if dataclasses.is_dataclass(arg):
+            return arg
+    return None
+
+
+def _is_optional(tp: Any) -> bool:
+    return type(None) in typing.get_args(tp)
+
+
+def _type_name(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin is Union:
+        return " or ".join(_type_name(a) for a in typing.get_args(tp))
+    if origin in (list, List):
+        (item,) = typing.get_args(tp) or (Any,)
+        return f"list of {_type_name(item)}"
+    if tp is type(None):
+        return "null"
+    return getattr(tp, "__name__", str(tp))
+
+
+def _coerce(value: Any, tp: Any) -> Tuple[bool, Any]:
+    """Checks `value` against a type hint; ints are accepted as floats."""
+    origin = typing.get_origin(tp)
+    if origin is Union:
+        for arg in typing.get_args(tp):
+            ok, converted = _coerce(value, arg)
+            if ok:
+                return True, converted
+        return False, None
+    if origin in (list, List):
+        if not isinstance(value, (list, tuple)):
+            return False, None
+        (item,) = typing.get_args(tp) or (Any,)
+        out = []
+        for v in value:
+            ok, converted = _coerce(v, item)
+            if not ok:
+                return False, None
+            out.append(converted)
+        return True, out
+    if tp is Any:
+        return True, value
+    if tp is type(None):
+        return value is None, None
+    if tp is bool:
+        return isinstance(value, bool), value
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool), value
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True, float(value)
+        return False, None
+    if tp is str:
+        return isinstance(value, str), value
+    return isinstance(value, tp), value
+
+
+# --------------------------------------------------------------------------
+# Value checks (after types are right)
+# --------------------------------------------------------------------------
+
+
+def _choice(b: _Builder, path: str, value: Any, valid: Sequence[str],
+            what: str) -> None:
+    if value is not None and value not in valid:
+        b.error(path, f"unknown {what} {value!r}; valid: {', '.join(valid)}")
+
+
+def _positive(b: _Builder, path: str, value: Any, allow_zero=False) -> None:
+    if value is None:
+        return
+    if value < 0 or (value == 0 and not allow_zero):
+        b.error(path, f"must be {'>= 0' if allow_zero else '> 0'}, "
+                      f"got {value}")
+
+
+def _validate(cfg: ExperimentConfig, b: _Builder) -> None:
+    rt = cfg.runtime
+    _choice(b, "mode", cfg.mode, MODES, "mode")
+    _choice(b, "runtime.distribution_strategy", rt.distribution_strategy,
+            STRATEGIES, "strategy")
+    if rt.all_reduce_alg is not None:
+        valid = (MULTI_WORKER_ALGS
+                 if rt.distribution_strategy == "multi_worker_mirrored"
+                 else MIRRORED_ALGS)
+        _choice(b, "runtime.all_reduce_alg", rt.all_reduce_alg, valid,
+                f"all_reduce_alg for {rt.distribution_strategy}")
+    _choice(b, "runtime.gpu_thread_mode", rt.gpu_thread_mode,
+            GPU_THREAD_MODES, "gpu_thread_mode")
+    _positive(b, "runtime.num_gpus", rt.num_gpus, allow_zero=True)
+    _positive(b, "runtime.num_packs", rt.num_packs)
+    _positive(b, "runtime.cpu_devices", rt.cpu_devices)
+    _positive(b, "runtime.per_gpu_thread_count", rt.per_gpu_thread_count,
+              allow_zero=True)
+    _positive(b, "runtime.dataset_num_private_threads",
+              rt.dataset_num_private_threads, allow_zero=True)
+    _positive(b, "runtime.collective_timeout_seconds",
+              rt.collective_timeout_seconds)
+    _positive(b, "runtime.peer_timeout_seconds", rt.peer_timeout_seconds,
+              allow_zero=True)
+    if rt.tpu:
+        b.error("runtime.tpu", "TPUs are not supported; set it to null")
+    if isinstance(rt.loss_scale, str) and rt.loss_scale != "dynamic":
+        b.error("runtime.loss_scale", f"must be a number or 'dynamic', "
+                                      f"got {rt.loss_scale!r}")
+    elif isinstance(rt.loss_scale, float) and rt.loss_scale <= 0:
+        b.error("runtime.loss_scale", f"must be > 0, got {rt.loss_scale}")
+    if rt.loss_scale is not None and compute_dtype(cfg) != "float16":
+        b.error("runtime.loss_scale", f"applies to float16 training only; "
+                f"this run computes in {compute_dtype(cfg)}")
+    if rt.mixed_precision_dtype is not None:
+        _choice(b, "runtime.mixed_precision_dtype", rt.mixed_precision_dtype,
+                tuple(DTYPE_ALIASES), "dtype")
+    if rt.worker_hosts is not None:
+        for host in rt.worker_hosts.split(","):
+            if not re.match(r"^[^:\s]+:\d{1,5}$", host.strip()):
+                b.error("runtime.worker_hosts", f"entry {host.strip()!r} is "
+                                                "not host:port")
+    for name in ("train_dataset", "validation_dataset"):
+        _validate_dataset(getattr(cfg, name), name, b)
+    _validate_model(cfg, b)
+    tr = cfg.train
+    _positive(b, "train.epochs", tr.epochs)
+    _positive(b, "train.steps", tr.steps)
+    _positive(b, "train.time_history.log_steps", tr.time_history.log_steps)
+    _positive(b, "train.time_history.warmup_steps",
+              tr.time_history.warmup_steps, allow_zero=True)
+    _positive(b, "train.time_history.progress_seconds",
+              tr.time_history.progress_seconds)
+    if tr.set_epoch_loop:
+        b.error("train.set_epoch_loop", "is a TPU option; set it to false")
+    _positive(b, "evaluation.epochs_between_evals",
+              cfg.evaluation.epochs_between_evals)
+    _positive(b, "evaluation.steps", cfg.evaluation.steps)
+
+
+def _validate_dataset(ds: DatasetConfig, name: str, b: _Builder) -> None:
+    _choice(b, f"{name}.builder", ds.builder, BUILDERS, "builder")
+    _choice(b, f"{name}.dtype", ds.dtype, tuple(DTYPE_ALIASES), "dtype")
+    _choice(b, f"{name}.layout", ds.layout, ("auto", "classic", "tfds"),
+            "layout")
+    for key in ("image_size", "num_classes", "num_channels", "num_examples",
+                "batch_size", "num_devices"):
+        _positive(b, f"{name}.{key}", getattr(ds, key))
+    for key in ("shuffle_buffer_size", "file_shuffle_buffer_size",
+                "eval_crop_padding"):
+        _positive(b, f"{name}.{key}", getattr(ds, key), allow_zero=True)
+    for key in ("crop_area_range", "crop_aspect_ratio_range"):
+        lo_hi = getattr(ds, key)
+        if len(lo_hi) != 2 or not 0 < lo_hi[0] <= lo_hi[1]:
+            b.error(f"{name}.{key}", f"must be [low, high] with "
+                                     f"0 < low <= high, got {lo_hi}")
+    if ds.download:
+        b.error(f"{name}.download", "downloading data sets at run time is not "
+                                    "supported; prepare them first")
+
+
+def _validate_model(cfg: ExperimentConfig, b: _Builder) -> None:
+    m = cfg.model
+    _choice(b, "model.name", m.name, MODEL_NAMES, "model")
+    _choice(b, "model.optimizer.name", m.optimizer.name, OPTIMIZERS,
+            "optimizer")
+    _choice(b, "model.learning_rate.name", m.learning_rate.name,
+            LR_SCHEDULES, "learning rate schedule")
+    _choice(b, "model.loss.name", m.loss.name, LOSSES, "loss")
+    _choice(b, "model.model_params.data_format", m.model_params.data_format,
+            DATA_FORMATS, "data_format")
+    depth = m.model_params.depth
+    if m.name == "resnet" and depth is not None and depth not in RESNET_DEPTHS:
+        b.error("model.model_params.depth", f"unknown ResNet depth {depth}; "
+                f"valid: {', '.join(map(str, RESNET_DEPTHS))}")
+    if m.name == "resnet_cifar" and depth is not None and (
+            depth < 8 or (depth - 2) % 6):
+        b.error("model.model_params.depth", f"resnet_cifar depth must be "
+                f"6n+2 (8, 14, 20, 32, 56, ...), got {depth}")
+    _positive(b, "model.model_params.width", m.model_params.width)
+    _positive(b, "model.model_params.weight_decay",
+              m.model_params.weight_decay, allow_zero=True)
+    if not 0 <= m.loss.label_smoothing < 1:
+        b.error("model.loss.label_smoothing", f"must be in [0, 1), got "
+                                              f"{m.loss.label_smoothing}")
+    if m.optimizer.lookahead:
+        b.error("model.optimizer.lookahead", "lookahead is not supported; "
+                                             "set it to null or false")
+    lr = m.learning_rate
+    _positive(b, "model.learning_rate.initial_lr", lr.initial_lr)
+    _positive(b, "model.learning_rate.warmup_epochs", lr.warmup_epochs,
+              allow_zero=True)
+    _positive(b, "model.learning_rate.examples_per_epoch",
+              lr.examples_per_epoch)
+    if lr.name == "piecewise_constant_with_warmup":
+        n_b = len(lr.boundaries or [])
+        n_m = len(lr.multipliers or [])
+        if n_m != n_b + 1:
+            b.error("model.learning_rate.multipliers", f"needs one more entry "
+                    f"than boundaries ({n_b} boundaries, {n_m} multipliers)")
+    if lr.name == "exponential" and not (lr.decay_epochs and lr.decay_rate):
+        b.error("model.learning_rate.decay_epochs", "exponential needs "
+                "decay_epochs and decay_rate")
+    for key in ("num_classes",):
+        mp_value = getattr(m.model_params, key)
+        if m.num_classes is not None and mp_value is not None and \
+                m.num_classes != mp_value:
+            b.error(f"model.model_params.{key}", f"{mp_value} disagrees with "
+                    f"model.num_classes {m.num_classes}")
+    wanted = m.model_params.num_classes or m.num_classes
+    ds_classes = cfg.train_dataset.num_classes
+    if wanted is not None and wanted != ds_classes:
+        b.error("model.model_params.num_classes", f"{wanted} disagrees with "
+                f"train_dataset.num_classes {ds_classes}")
+    train_dtype = DTYPE_ALIASES.get(cfg.train_dataset.dtype)
+    mp_dtype = DTYPE_ALIASES.get(cfg.runtime.mixed_precision_dtype or "")
+    if mp_dtype and train_dtype and train_dtype != "float32" and \
+            mp_dtype != train_dtype:
+        b.error("runtime.mixed_precision_dtype", f"{mp_dtype} conflicts with "
+                f"train_dataset.dtype {train_dtype}")
+    if (m.loss.name == "sparse_categorical_crossentropy" or
+            not cfg.train_dataset.one_hot) and m.loss.label_smoothing:
+        b.error("model.loss.label_smoothing", "needs one-hot labels "
+                "(train_dataset.one_hot: true, categorical_crossentropy)")
+
+
+def _fill_derived(cfg: ExperimentConfig) -> None:
+    """Fills values that follow from others, so the saved config is complete."""
+    mp = cfg.model.model_params
+    if mp.num_classes is None:
+        mp.num_classes = cfg.model.num_classes or cfg.train_dataset.num_classes
+    cfg.model.num_classes = mp.num_classes
+    if mp.depth is None:
+        mp.depth = 50 if cfg.model.name == "resnet" else 20
+    if cfg.model.loss.name is None:
+        cfg.model.loss.name = ("categorical_crossentropy"
+                               if cfg.train_dataset.one_hot
+                               else "sparse_categorical_crossentropy")
+    if cfg.model.learning_rate.examples_per_epoch is None:
+        cfg.model.learning_rate.examples_per_epoch = \
+            cfg.train_dataset.num_examples
+    for ds in (cfg.train_dataset, cfg.validation_dataset):
+        ds.dtype = DTYPE_ALIASES.get(ds.dtype, ds.dtype)
+    if cfg.runtime.mixed_precision_dtype is not None:
+        cfg.runtime.mixed_precision_dtype = DTYPE_ALIASES.get(
+            cfg.runtime.mixed_precision_dtype)
+    if cfg.train.time_history.warmup_steps is None:
+        cfg.train.time_history.warmup_steps = cfg.train.time_history.log_steps
+
+
+def compute_dtype(cfg: ExperimentConfig) -> str:
+    """float32, float16 or bfloat16: runtime.mixed_precision_dtype wins."""
+    return DTYPE_ALIASES.get(cfg.runtime.mixed_precision_dtype or
+                             cfg.train_dataset.dtype, "float32")
+
+
+# --------------------------------------------------------------------------
+# Public entry
+# --------------------------------------------------------------------------
+
+
+def build_config(layers: Sequence[Layer], model_type: str = "resnet",
+                 dataset: str = "imagenet") -> ExperimentConfig:
+    """Merges (source, mapping) layers over the defaults; strict.
+
+    Raises one ConfigError listing every problem, each with its key path and
+    the layer it came from.
+    """
+    b = _Builder()
+    tree = base_config(model_type, dataset)
+    for source, layer in layers:
+        if layer is None:
+            continue
+        if not isinstance(layer, Mapping):
+            raise ConfigError(f"{source}: expected a mapping, got "
+                              f"{type(layer).__name__}")
+        b.merge(tree, layer, source, ExperimentConfig)
+    cfg = b.build(ExperimentConfig, tree)
+    if not b.errors:
+        _validate(cfg, b)
+    if b.errors:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(b.errors))
+    _fill_derived(cfg)
+    return cfg
+
+
+def load_config(config_file: Optional[str] = None,
+                params_override: Union[None, str, Mapping[str, Any],
+                                       Sequence[Union[str, Mapping]]] = None,
+                overrides: Optional[Mapping[str, Any]] = None,
+                model_type: str = "resnet",
+                dataset: str = "imagenet") -> ExperimentConfig:
+    """defaults -> YAML file -> params_override(s) -> overrides (flags).
+
+    `params_override` takes what --params_override takes (a YAML/JSON string,
+    `a.b=1,c=2`, a YAML file path) or a dict, or a list of those.
+    """
+    layers: List[Layer] = []
+    if config_file:
+        layers.append((f"file {config_file}", read_yaml_file(config_file)))
+    if params_override is not None:
+        items = (params_override if isinstance(params_override, (list, tuple))
+                 else [params_override])
+        for item in items:
+            if isinstance(item, Mapping):
+                layers.append(("params_override dict", item))
+            else:
+                layers.append((f"--params_override {_describe(item)}",
+                               parse_params_override(item)))
+    if overrides:
+        layers.append(("flags", overrides))
+    return build_config(layers, model_type=model_type, dataset=dataset)
+
+
+def _describe(text: str) -> str:
+    text = text.strip()
+    return repr(text if len(text) <= 60 else text[:57] + "...")
+
+
+def from_any(config: Union[ExperimentConfig, Mapping[str, Any], str, None],
+             **kwargs) -> ExperimentConfig:
+    """What the Python API accepts: a config, a dict, or a YAML path."""
+    if isinstance(config, ExperimentConfig):
+        # Re-check a config the user may have edited by hand.
+        return build_config([("ExperimentConfig", config.as_dict())],
+                            **kwargs)
+    if config is None:
+        return build_config([], **kwargs)
+    if isinstance(config, str):
+        return load_config(config_file=config, **kwargs)
+    return build_config([("dict", config)], **kwargs)
+
+
+def to_json(cfg: ExperimentConfig) -> str:
+    return json.dumps(cfg.as_dict(), indent=2, sort_keys=False)

@@ -1,0 +1,1 @@
+"""Input pipelines: one builder per source behind `data.factory`."""

@@ -1,0 +1,59 @@
+"""`dataset.builder` -> a per-replica tf.data.Dataset for an InputContext."""
+
+from __future__ import annotations
+
+from typing import Callable, Dict
+
+from official_bench.config import ConfigError, DatasetConfig
+from official_bench.data.synthetic import synthetic_dataset
+from official_bench.runtime.keras_setup import tf
+
+
+def _synthetic(ds: DatasetConfig, ctx: tf.distribute.InputContext,
+               batch_size: int, is_training: bool, seed: int):
+    return synthetic_dataset(ds, batch_size, ctx.input_pipeline_id, seed)
+
+
+def _not_yet(name: str):
+    def build(*_args, **_kwargs):
+        raise ConfigError(f"dataset builder {name!r} is not available yet; "
+                          "use builder: synthetic")
+    return build
+
+
+# builder name -> fn(ds_config, input_context, per_replica_batch,
+#                    is_training, seed) -> batched tf.data.Dataset
+BUILDERS: Dict[str, Callable] = {
+    "synthetic": _synthetic,
+    "records": _not_yet("records"),
+    "tfds": _not_yet("tfds"),
+}
+
+
+def per_replica_dataset(ds: DatasetConfig, ctx: tf.distribute.InputContext,
+                        global_batch: int, is_training: bool,
+                        seed: int = 0) -> tf.data.Dataset:
+    """One replica's batches; every builder is reached through here."""
+    batch = ctx.get_per_replica_batch_size(global_batch)
+    dataset = BUILDERS[ds.builder](ds, ctx, batch, is_training, seed)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def global_batch_size(ds: DatasetConfig, num_replicas: int) -> int:
+    """r2.3 semantics: per-replica batch_size x replicas, or the global one."""
+    if ds.use_per_replica_batch_size:
+        return ds.batch_size * num_replicas
+    if ds.batch_size % num_replicas:
+        raise ConfigError(
+            f"global batch {ds.batch_size} is not divisible by {num_replicas} "
+            f"replicas ({ds.split} batch_size with "
+            "use_per_replica_batch_size: false)")
+    return ds.batch_size
+
+
+def distributed_dataset(strategy: tf.distribute.Strategy, ds: DatasetConfig,
+                        global_batch: int, is_training: bool, seed: int = 0):
+    """Each worker and replica builds its own pipeline (no central split)."""
+    return strategy.distribute_datasets_from_function(
+        lambda ctx: per_replica_dataset(ds, ctx, global_batch, is_training,
+                                        seed))

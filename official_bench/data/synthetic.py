@@ -1,0 +1,24 @@
+"""Synthetic ImageNet-shaped batches: measures compute and communication only.
+
+One random batch per replica is made once and repeated, so no step pays for
+decoding or augmentation. Images are random normals (what standardised
+ImageNet pixels look like) and labels are random classes; each replica's
+pipeline is seeded by its input pipeline id, so replicas differ.
+"""
+
+from __future__ import annotations
+
+from official_bench.config import DatasetConfig
+from official_bench.runtime.keras_setup import tf
+
+
+def synthetic_dataset(ds: DatasetConfig, batch_size: int,
+                      pipeline_id: int = 0, seed: int = 0) -> tf.data.Dataset:
+    """An endless dataset of one fixed (images, labels) batch."""
+    shape = (batch_size, ds.image_size, ds.image_size, ds.num_channels)
+    gen = tf.random.Generator.from_seed(seed * 1000003 + pipeline_id)
+    images = tf.cast(gen.normal(shape), ds.dtype)
+    labels = gen.uniform((batch_size,), 0, ds.num_classes, dtype=tf.int32)
+    if ds.one_hot:
+        labels = tf.one_hot(labels, ds.num_classes)
+    return tf.data.Dataset.from_tensors((images, labels)).repeat()

@@ -1,0 +1,49 @@
+"""What a result was measured on: versions, devices, build info, host."""
+
+from __future__ import annotations
+
+import platform
+import socket
+from typing import Dict, Optional
+
+from official_bench.runtime.keras_setup import keras, tf
+
+
+def _gpu_names() -> list:
+    names = []
+    for gpu in tf.config.list_physical_devices("GPU"):
+        try:
+            details = tf.config.experimental.get_device_details(gpu)
+        except Exception:  # pragma: no cover - driver dependent
+            details = {}
+        names.append(details.get("device_name", gpu.name))
+    return names
+
+
+def collect(strategy_name: Optional[str] = None, num_workers: int = 1,
+            num_replicas: int = 1, dtype: Optional[str] = None,
+            devices: Optional[list] = None) -> Dict:
+    """A JSON-ready description of this process's environment."""
+    build = tf.sysconfig.get_build_info()
+    return {
+        "python": platform.python_version(),
+        "tensorflow": tf.__version__,
+        "tf_keras": keras.__version__,
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "cpu_count": _cpu_count(),
+        "devices": devices or [],
+        "gpu_names": _gpu_names(),
+        "cuda_version": build.get("cuda_version"),
+        "cudnn_version": build.get("cudnn_version"),
+        "is_cuda_build": bool(build.get("is_cuda_build")),
+        "num_workers": num_workers,
+        "num_replicas": num_replicas,
+        "strategy": strategy_name,
+        "dtype": dtype,
+    }
+
+
+def _cpu_count() -> Optional[int]:
+    import os
+    return os.cpu_count()

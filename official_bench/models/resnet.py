@@ -1,0 +1,175 @@
+"""ResNet v1.5 (ImageNet family: 18/34/50/101/152) in plain Keras layers.
+
+v1.5 differs from the original v1 in where a bottleneck block downsamples:
+on the 3x3 convolution rather than the first 1x1 (the projection shortcut
+keeps its stride). Conventions follow Model Garden r2.3 and NVIDIA's
+example: no conv biases (BN follows), BN momentum 0.9 / epsilon 1e-5, L2
+weight decay on conv and dense kernels only, optional zero-init of each
+block's last BN gamma, and a float32 softmax under mixed precision.
+ResNet-50 with 1000 classes has 25,557,032 trainable parameters.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional, Sequence
+
+from official_bench.runtime.keras_setup import keras, tf
+
+layers = keras.layers
+
+BN_MOMENTUM = 0.9
+BN_EPSILON = 1e-5
+# ImageNet RGB mean and std on a 0..255 scale (also used by data/).
+IMAGENET_MEAN_RGB = (0.485 * 255, 0.456 * 255, 0.406 * 255)
+IMAGENET_STD_RGB = (0.229 * 255, 0.224 * 255, 0.225 * 255)
+
+# depth -> (block kind, blocks per stage)
+RESNET_SPECS = {
+    18: ("basic", (2, 2, 2, 2)),
+    34: ("basic", (3, 4, 6, 3)),
+    50: ("bottleneck", (3, 4, 6, 3)),
+    101: ("bottleneck", (3, 4, 23, 3)),
+    152: ("bottleneck", (3, 8, 36, 3)),
+}
+
+
+@dataclasses.dataclass
+class BlockOptions:
+    """What every conv/BN in one network shares."""
+    data_format: str = "channels_last"
+    weight_decay: float = 1e-4
+    zero_init_last_bn: bool = False
+
+    @property
+    def bn_axis(self) -> int:
+        return 1 if self.data_format == "channels_first" else -1
+
+    def regularizer(self):
+        return keras.regularizers.l2(self.weight_decay) \
+            if self.weight_decay else None
+
+
+def conv(x, filters: int, kernel: int, stride: int, opts: BlockOptions,
+         name: str):
+    """A bias-free conv with v1.5's padding: explicit pad when strided."""
+    if stride > 1 and kernel > 1:
+        pad = (kernel - 1) // 2
+        x = layers.ZeroPadding2D(pad, data_format=opts.data_format,
+                                 name=name + "_pad")(x)
+        padding = "valid"
+    else:
+        padding = "same"
+    return layers.Conv2D(
+        filters, kernel, strides=stride, padding=padding, use_bias=False,
+        kernel_initializer="he_normal",
+        kernel_regularizer=opts.regularizer(),
+        data_format=opts.data_format, name=name)(x)
+
+
+def batch_norm(x, opts: BlockOptions, name: str, zero_gamma: bool = False):
+    return layers.BatchNormalization(
+        axis=opts.bn_axis, momentum=BN_MOMENTUM, epsilon=BN_EPSILON,
+        gamma_initializer="zeros" if zero_gamma else "ones", name=name)(x)
+
+
+def conv_bn(x, filters, kernel, stride, opts, name, relu=True,
+            zero_gamma=False):
+    x = conv(x, filters, kernel, stride, opts, name + "_conv")
+    x = batch_norm(x, opts, name + "_bn", zero_gamma=zero_gamma)
+    if relu:
+        x = layers.Activation("relu", name=name + "_relu")(x)
+    return x
+
+
+def _shortcut(x, filters: int, stride: int, opts: BlockOptions, name: str):
+    """Identity when shapes match, else a strided 1x1 projection + BN."""
+    in_channels = x.shape[opts.bn_axis]
+    if stride == 1 and in_channels == filters:
+        return x
+    return conv_bn(x, filters, 1, stride, opts, name + "_proj", relu=False)
+
+
+def basic_block(x, filters: int, stride: int, opts: BlockOptions, name: str):
+    """Two 3x3 convs (ResNet-18/34 and the CIFAR ResNets)."""
+    shortcut = _shortcut(x, filters, stride, opts, name)
+    y = conv_bn(x, filters, 3, stride, opts, name + "_a")
+    y = conv_bn(y, filters, 3, 1, opts, name + "_b", relu=False,
+                zero_gamma=opts.zero_init_last_bn)
+    y = layers.Add(name=name + "_add")([y, shortcut])
+    return layers.Activation("relu", name=name + "_out")(y)
+
+
+def bottleneck_block(x, filters: int, stride: int, opts: BlockOptions,
+                     name: str):
+    """1x1 -> 3x3 (strided: the v1.5 change) -> 1x1 x4."""
+    shortcut = _shortcut(x, filters * 4, stride, opts, name)
+    y = conv_bn(x, filters, 1, 1, opts, name + "_a")
+    y = conv_bn(y, filters, 3, stride, opts, name + "_b")
+    y = conv_bn(y, filters * 4, 1, 1, opts, name + "_c", relu=False,
+                zero_gamma=opts.zero_init_last_bn)
+    y = layers.Add(name=name + "_add")([y, shortcut])
+    return layers.Activation("relu", name=name + "_out")(y)
+
+
+class Standardize(layers.Layer):
+    """(x * 255 - mean) / std: for inputs in [0, 1] (rescale_inputs)."""
+
+    def call(self, x):
+        mean = tf.constant(IMAGENET_MEAN_RGB, dtype=x.dtype)
+        std = tf.constant(IMAGENET_STD_RGB, dtype=x.dtype)
+        return (x * tf.cast(255.0, x.dtype) - mean) / std
+
+
+def image_input(image_size: int, channels: int, input_dtype: str,
+                batch_size: Optional[int], data_format: str,
+                rescale_inputs: bool):
+    """The NHWC input every pipeline produces, moved to `data_format`."""
+    inputs = keras.Input(shape=(image_size, image_size, channels),
+                         batch_size=batch_size, dtype=input_dtype,
+                         name="images")
+    x = inputs
+    if rescale_inputs:
+        x = Standardize(name="standardize")(x)
+    if data_format == "channels_first":
+        x = layers.Permute((3, 1, 2), name="to_nchw")(x)
+    return inputs, x
+
+
+def classifier(x, num_classes: int, opts: BlockOptions):
+    """Global pool -> dense -> softmax kept in float32 for stable losses."""
+    x = layers.GlobalAveragePooling2D(data_format=opts.data_format,
+                                      name="avg_pool")(x)
+    x = layers.Dense(num_classes,
+                     kernel_initializer=keras.initializers.RandomNormal(
+                         stddev=0.01),
+                     kernel_regularizer=opts.regularizer(),
+                     name="fc")(x)
+    return layers.Activation("softmax", dtype="float32", name="probs")(x)
+
+
+def resnet_v15(depth: int = 50, num_classes: int = 1000,
+               image_size: int = 224, channels: int = 3,
+               data_format: str = "channels_last",
+               weight_decay: float = 1e-4, zero_init_last_bn: bool = False,
+               rescale_inputs: bool = False, input_dtype: str = "float32",
+               batch_size: Optional[int] = None,
+               stage_filters: Sequence[int] = (64, 128, 256, 512)):
+    """Builds ResNet v1.5 of the given depth as a functional Keras model."""
+    if depth not in RESNET_SPECS:
+        raise ValueError(f"unknown ResNet depth {depth}; valid: "
+                         f"{', '.join(map(str, RESNET_SPECS))}")
+    kind, blocks = RESNET_SPECS[depth]
+    block = bottleneck_block if kind == "bottleneck" else basic_block
+    opts = BlockOptions(data_format, weight_decay, zero_init_last_bn)
+    inputs, x = image_input(image_size, channels, input_dtype, batch_size,
+                            data_format, rescale_inputs)
+    x = conv_bn(x, 64, 7, 2, opts, "stem")
+    x = layers.MaxPooling2D(3, strides=2, padding="same",
+                            data_format=data_format, name="stem_pool")(x)
+    for stage, (filters, count) in enumerate(zip(stage_filters, blocks)):
+        for i in range(count):
+            stride = 2 if (i == 0 and stage > 0) else 1
+            x = block(x, filters, stride, opts, f"stage{stage + 1}_block{i + 1}")
+    outputs = classifier(x, num_classes, opts)
+    return keras.Model(inputs, outputs, name=f"resnet{depth}_v1_5")

@@ -1,0 +1,1 @@
+"""Runtime set-up: Keras flavour, cluster, devices, strategy, precision."""

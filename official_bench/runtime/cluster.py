@@ -1,0 +1,233 @@
+"""Who are the workers and which one are we.
+
+The only module that reads cluster environment variables (TF_CONFIG). An
+existing TF_CONFIG wins over `runtime.worker_hosts` + `runtime.task_index`
+and is logged, as in Model Garden. Also owns the start-up deadline for
+multi-worker runs: TensorFlow blocks in the strategy's constructor for as
+long as a peer is missing and ignores SIGTERM there (DESIGN.md), so we
+check ports first and keep a watchdog that ends the process with a message
+naming the missing peers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import socket
+import threading
+import time
+from typing import Callable, Dict, List, Mapping, Optional
+
+from absl import logging
+
+from official_bench.config import ConfigError, RuntimeConfig
+
+EXIT_PEER_TIMEOUT = 75  # distinct exit status for "a peer never arrived"
+
+
+class ClusterError(RuntimeError):
+    """The cluster description is inconsistent or a peer is unreachable."""
+
+
+@dataclasses.dataclass
+class Cluster:
+    """The resolved cluster: every task's address and our own role."""
+    workers: List[str]
+    task_type: str = "worker"
+    task_index: int = 0
+    source: str = "local"  # local | TF_CONFIG | runtime.worker_hosts
+    extra_jobs: Dict[str, List[str]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def num_workers(self) -> int:
+        return max(1, len(self.workers))
+
+    @property
+    def is_chief(self) -> bool:
+        """Worker 0 is chief unless the cluster names an explicit chief."""
+        if "chief" in self.extra_jobs:
+            return self.task_type == "chief"
+        return self.task_type == "worker" and self.task_index == 0
+
+    @property
+    def address(self) -> Optional[str]:
+        jobs = self.jobs()
+        if self.task_type in jobs:
+            return jobs[self.task_type][self.task_index]
+        return None
+
+    def jobs(self) -> Dict[str, List[str]]:
+        jobs = dict(self.extra_jobs)
+        if self.workers:
+            jobs["worker"] = list(self.workers)
+        return jobs
+
+    def tf_config(self) -> Dict:
+        return {"cluster": self.jobs(),
+                "task": {"type": self.task_type, "index": self.task_index}}
+
+    def peers(self) -> List[str]:
+        """Every other task's address, for reachability reports."""
+        mine = self.address
+        return [a for addrs in self.jobs().values() for a in addrs
+                if a != mine]
+
+    def cluster_resolver(self):
+        """A resolver built from data, so nothing is written to os.environ."""
+        import tensorflow as tf
+        return tf.distribute.cluster_resolver.SimpleClusterResolver(
+            tf.train.ClusterSpec(self.jobs()), task_type=self.task_type,
+            task_id=self.task_index, rpc_layer="grpc")
+
+
+def _parse_tf_config(text: str) -> Cluster:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"TF_CONFIG is not valid JSON: {e}: {text!r}")
+    if not isinstance(data, dict) or "cluster" not in data:
+        raise ConfigError(f"TF_CONFIG needs a 'cluster' mapping: {text!r}")
+    jobs = data["cluster"]
+    task = data.get("task", {})
+    task_type = task.get("type", "worker")
+    index = task.get("index", 0)
+    if task_type not in jobs or not 0 <= index < len(jobs[task_type]):
+        raise ConfigError(f"TF_CONFIG task {task_type}:{index} is not in its "
+                          f"cluster {jobs}")
+    extra = {k: list(v) for k, v in jobs.items() if k != "worker"}
+    return Cluster(workers=list(jobs.get("worker", [])), task_type=task_type,
+                   task_index=index, source="TF_CONFIG", extra_jobs=extra)
+
+
+def parse_hosts(text: str) -> List[str]:
+    """'h1:p1,h2:p2' -> list; duplicates and bad ports are errors."""
+    hosts = [h.strip() for h in text.split(",") if h.strip()]
+    seen = set()
+    for h in hosts:
+        host, _, port = h.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(f"worker host {h!r} is not host:port with a "
+                              f"port in 1..65535")
+        if h in seen:
+            raise ConfigError(f"worker host {h!r} is listed twice in {text!r}")
+        seen.add(h)
+    return hosts
+
+
+def resolve_cluster(rt: RuntimeConfig,
+                    environ: Optional[Mapping[str, str]] = None) -> Cluster:
+    """TF_CONFIG (if set) > worker_hosts + task_index > a single local worker."""
+    environ = os.environ if environ is None else environ
+    text = environ.get("TF_CONFIG", "").strip()
+    if text:
+        cluster = _parse_tf_config(text)
+        logging.info("Using TF_CONFIG from the environment (it wins over "
+                     "runtime.worker_hosts/task_index): %s", text)
+        if rt.worker_hosts and parse_hosts(rt.worker_hosts) != cluster.workers:
+            logging.warning("runtime.worker_hosts %s differs from TF_CONFIG's "
+                            "workers %s; using TF_CONFIG", rt.worker_hosts,
+                            cluster.workers)
+        return cluster
+    if rt.worker_hosts:
+        hosts = parse_hosts(rt.worker_hosts)
+        if len(hosts) > 1 and not 0 <= rt.task_index < len(hosts):
+            raise ConfigError(
+                f"runtime.task_index {rt.task_index} is not a valid index "
+                f"into the {len(hosts)} runtime.worker_hosts {hosts}")
+        return Cluster(workers=hosts, task_index=max(rt.task_index, 0),
+                       source="runtime.worker_hosts")
+    return Cluster(workers=[])
+
+
+def can_connect(address: str, timeout: float = 1.0) -> bool:
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def check_own_port(cluster: Cluster) -> None:
+    """Fails fast when our port is taken, instead of a gRPC error later."""
+    address = cluster.address
+    if not address:
+        return
+    _, _, port = address.rpartition(":")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("", int(port)))
+        except OSError as e:
+            raise ClusterError(
+                f"cannot listen on port {port} for {cluster.task_type} "
+                f"{cluster.task_index} ({address}): {e.strerror}; is another "
+                f"run still using it?")
+
+
+class StartupWatchdog:
+    """Ends the process if the workers have not met within `timeout` seconds.
+
+    TensorFlow's multi-worker start-up cannot be interrupted from Python and
+    catches SIGTERM, so the only way out of a missing peer is to report it
+    and leave with os._exit. Use as a context manager around the strategy's
+    constructor; `timeout <= 0` disables it (for notebooks that prefer to
+    wait).
+    """
+
+    def __init__(self, cluster: Cluster, timeout: float,
+                 on_timeout: Optional[Callable[[str], None]] = None):
+        self.cluster = cluster
+        self.timeout = timeout
+        self.on_timeout = on_timeout or _exit_with_message
+        self._done = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    def __enter__(self):
+        if self.timeout > 0 and self.cluster.num_workers > 1:
+            self._thread = threading.Thread(target=self._watch, daemon=True,
+                                            name="peer-watchdog")
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._done.set()
+        return False
+
+    def _watch(self) -> None:
+        deadline = time.monotonic() + self.timeout
+        next_report = time.monotonic() + min(30.0, self.timeout / 2)
+        while not self._done.wait(timeout=1.0):
+            now = time.monotonic()
+            if now >= deadline:
+                missing = [p for p in self.cluster.peers()
+                           if not can_connect(p)]
+                self.on_timeout(self._message(missing))
+                return
+            if now >= next_report:
+                missing = [p for p in self.cluster.peers()
+                           if not can_connect(p)]
+                logging.info("Waiting for peers (%.0f s left); not reachable "
+                             "yet: %s", deadline - now, missing or "none")
+                next_report = now + 30.0
+
+    def _message(self, missing: List[str]) -> str:
+        me = f"{self.cluster.task_type} {self.cluster.task_index}"
+        if missing:
+            jobs = self.cluster.jobs()
+            named = [f"{t} {i} at {a}" for t, addrs in jobs.items()
+                     for i, a in enumerate(addrs) if a in missing]
+            who = "; ".join(named)
+        else:
+            who = "all peer ports answer, but the workers did not agree " \
+                  "(different configs or TF_CONFIGs?)"
+        return (f"official_bench: timeout: {me} waited "
+                f"{self.timeout:.0f} s (runtime.peer_timeout_seconds) for the "
+                f"cluster to start; not reachable: {who}")
+
+
+def _exit_with_message(message: str) -> None:
+    logging.error(message)
+    print(message, flush=True)
+    os._exit(EXIT_PEER_TIMEOUT)

@@ -1,0 +1,240 @@
+"""The training entry: config in, RunResult out.
+
+`run` reads top to bottom in labelled steps: config, runtime, strategy,
+data, model, compile, callbacks, fit, results. The CLI, the run scripts and
+notebooks all come through here.
+
+    from official_bench import trainer
+    result = trainer.run("configs/examples/resnet/imagenet/cpu_smoke.yaml",
+                         params_override="train.steps=20")
+    print(result.stats.average_examples_per_second)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import Any, Dict, List, Mapping, Optional, Union
+
+from absl import logging
+
+from official_bench import config as config_lib
+from official_bench import environment, timing
+from official_bench.config import ConfigError, ExperimentConfig
+from official_bench.data import factory as data_factory
+from official_bench.models import build_model
+from official_bench.results.run_record import (atomic_write_text,
+                                               write_run_record)
+from official_bench.runtime import cluster as cluster_lib
+from official_bench.runtime import devices as devices_lib
+from official_bench.runtime import distribute, precision
+from official_bench.runtime.keras_setup import keras, tf
+from official_bench.training import objectives
+from official_bench.training.optimizers import build_optimizer
+from official_bench.training.schedules import build_schedule
+
+ConfigLike = Union[ExperimentConfig, Mapping[str, Any], str, None]
+
+
+@dataclasses.dataclass
+class RunResult:
+    """What a run gives back to a notebook or the CLI."""
+    config: ExperimentConfig
+    stats: Optional[timing.ThroughputStats]
+    history: Dict[str, List[float]]
+    evaluation: Dict[str, float]
+    environment: Dict[str, Any]
+    model_dir: Optional[str]
+    result_path: Optional[str]
+    model: Any = dataclasses.field(default=None, repr=False)
+
+    @property
+    def examples_per_second(self) -> Optional[float]:
+        return self.stats.average_examples_per_second if self.stats else None
+
+
+@dataclasses.dataclass
+class _Plan:
+    """Batch and step arithmetic, derived once from config and strategy."""
+    num_replicas: int
+    global_batch: int
+    steps_per_epoch: int
+    total_steps: int
+    eval_global_batch: int
+    eval_steps: int
+    eval_epochs: List[int]
+
+
+def _plan(cfg: ExperimentConfig, num_replicas: int) -> _Plan:
+    train_ds, val_ds = cfg.train_dataset, cfg.validation_dataset
+    global_batch = data_factory.global_batch_size(train_ds, num_replicas)
+    steps = cfg.train.steps or train_ds.num_examples // global_batch
+    if steps < 1:
+        raise ConfigError(
+            f"train_dataset.num_examples {train_ds.num_examples} is smaller "
+            f"than one global batch of {global_batch}; set train.steps")
+    eval_batch = data_factory.global_batch_size(val_ds, num_replicas)
+    eval_steps = cfg.evaluation.steps or max(1, val_ds.num_examples //
+                                             eval_batch)
+    every = cfg.evaluation.epochs_between_evals
+    epochs = cfg.train.epochs
+    eval_epochs = sorted({e for e in range(every, epochs + 1, every)} |
+                         {epochs})
+    return _Plan(num_replicas, global_batch, steps, steps * epochs,
+                 eval_batch, eval_steps, eval_epochs)
+
+
+def _task_files(model_dir: Optional[str], cluster: cluster_lib.Cluster):
+    """Chief writes result.json; other workers a file named for their task."""
+    if not model_dir:
+        return None, None
+    if cluster.is_chief:
+        return (os.path.join(model_dir, "params.yaml"),
+                os.path.join(model_dir, "result.json"))
+    tag = f"{cluster.task_type}{cluster.task_index}"
+    return None, os.path.join(model_dir, f"result_{tag}.json")
+
+
+def run(config: ConfigLike = None, *, params_override=None,
+        model_dir: Optional[str] = None, mode: Optional[str] = None,
+        model_type: str = "resnet", dataset: str = "imagenet") -> RunResult:
+    """Loads a config (object, dict or YAML path), trains, returns results.
+
+    `params_override` is layered over `config` exactly as the CLI's
+    --params_override; `model_dir` and `mode` win over both.
+    """
+    flags = {k: v for k, v in (("model_dir", model_dir), ("mode", mode))
+             if v is not None}
+    layers = []
+    if isinstance(config, str):
+        layers.append((f"file {config}", config_lib.read_yaml_file(config)))
+    elif isinstance(config, ExperimentConfig):
+        layers.append(("ExperimentConfig", config.as_dict()))
+    elif config is not None:
+        layers.append(("dict", config))
+    if params_override is not None:
+        items = params_override if isinstance(params_override, (list, tuple)) \
+            else [params_override]
+        for item in items:
+            layers.append(("params_override", item) if isinstance(item, Mapping)
+                          else ("--params_override",
+                                config_lib.parse_params_override(item)))
+    if flags:
+        layers.append(("run() arguments", flags))
+    cfg = config_lib.build_config(layers, model_type=model_type,
+                                  dataset=dataset)
+    return train_and_evaluate(cfg)
+
+
+def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:
+    """Runs one experiment described by a validated config."""
+    rt = cfg.runtime
+    if cfg.mode in ("eval", "export_only"):
+        raise ConfigError(f"mode {cfg.mode!r} needs checkpoints, which are "
+                          "not available yet; use train or train_and_eval")
+
+    # 1. Runtime: devices, threads, cluster, precision.
+    keras.backend.clear_session()
+    replica_devices = devices_lib.configure_devices(rt)
+    devices_lib.configure_threads(rt)
+    cluster = cluster_lib.resolve_cluster(rt)
+    dtype = config_lib.compute_dtype(cfg)
+    if rt.seed is not None:
+        keras.utils.set_random_seed(rt.seed)
+    policy = precision.set_policy(dtype)
+    try:
+        return _train(cfg, cluster, replica_devices, dtype, policy)
+    finally:
+        precision.reset_policy()
+
+
+def _train(cfg: ExperimentConfig, cluster: cluster_lib.Cluster,
+           replica_devices: List[str], dtype: str, policy: str) -> RunResult:
+    rt = cfg.runtime
+
+    # 2. Strategy.
+    strategy = distribute.build_strategy(rt, cluster, replica_devices)
+    plan = _plan(cfg, strategy.num_replicas_in_sync)
+    for ds in (cfg.train_dataset, cfg.validation_dataset):
+        ds.num_devices = plan.num_replicas
+    params_path, result_path = _task_files(cfg.model_dir, cluster)
+    logging.info("official_bench config (%s, %s, %d worker(s), %d replica(s), "
+                 "global batch %d, %d steps):\n%s", rt.distribution_strategy,
+                 policy, cluster.num_workers, plan.num_replicas,
+                 plan.global_batch, plan.total_steps, cfg.to_yaml())
+    if params_path:
+        atomic_write_text(params_path, cfg.to_yaml())
+
+    # 3. Data.
+    seed = rt.seed or 0
+    train_data = data_factory.distributed_dataset(
+        strategy, cfg.train_dataset, plan.global_batch, True, seed)
+    evaluate = cfg.mode == "train_and_eval" and not cfg.evaluation.skip_eval
+    val_data = data_factory.distributed_dataset(
+        strategy, cfg.validation_dataset, plan.eval_global_batch, False,
+        seed + 1) if evaluate else None
+
+    # 4. Model and 5. compile, under the strategy.
+    with strategy.scope():
+        model = build_model(cfg, num_gpus=rt.num_gpus)
+        schedule = build_schedule(cfg.model.learning_rate, plan.global_batch,
+                                  plan.total_steps)
+        optimizer = precision.wrap_optimizer(
+            build_optimizer(cfg.model.optimizer, schedule), dtype,
+            rt.loss_scale)
+        model.compile(optimizer=optimizer, loss=objectives.build_loss(cfg),
+                      metrics=objectives.build_metrics(cfg),
+                      jit_compile=rt.enable_xla, run_eagerly=rt.run_eagerly)
+
+    # 6. Callbacks.
+    th = cfg.train.time_history
+    time_history = timing.TimeHistory(
+        plan.global_batch, th.log_steps, plan.total_steps,
+        progress_seconds=th.progress_seconds)
+    callbacks = [time_history] if cfg.train.callbacks.enable_time_history \
+        else []
+    if cfg.train.callbacks.enable_checkpoint_and_export or \
+            cfg.train.callbacks.enable_tensorboard:
+        raise ConfigError("train.callbacks.enable_checkpoint_and_export and "
+                          "enable_tensorboard are not available yet; set "
+                          "them to false")
+
+    # 7. Fit.
+    logging.info("Training %s for %d epoch(s) x %d steps", model.name,
+                 cfg.train.epochs, plan.steps_per_epoch)
+    start = time.perf_counter()
+    history = model.fit(
+        train_data, epochs=cfg.train.epochs,
+        steps_per_epoch=plan.steps_per_epoch, callbacks=callbacks,
+        validation_data=val_data,
+        validation_steps=plan.eval_steps if evaluate else None,
+        validation_freq=plan.eval_epochs if evaluate else 1, verbose=0)
+    wall = time_history.wall_time or time.perf_counter() - start
+
+    # 8. Results.
+    stats = timing.compute_stats(
+        time_history.intervals, time_history.step_times, th.warmup_steps,
+        total_steps=plan.total_steps, wall_time=wall,
+        global_batch=plan.global_batch, num_replicas=plan.num_replicas,
+        log_steps=th.log_steps) if callbacks else None
+    hist = {k: [float(v) for v in vals] for k, vals in history.history.items()}
+    evaluation = {k[4:]: vals[-1] for k, vals in hist.items()
+                  if k.startswith("val_") and vals}
+    if evaluation:
+        logging.info("official_bench: evaluation: %s", ", ".join(
+            f"{k} {v:.4f}" for k, v in sorted(evaluation.items())))
+    env = environment.collect(rt.distribution_strategy, cluster.num_workers,
+                              plan.num_replicas, dtype, replica_devices)
+    if stats is not None:
+        logging.info(stats.summary())
+    if result_path:
+        write_run_record(result_path, {
+            "config": cfg.as_dict(),
+            "stats": stats.as_dict() if stats else None,
+            "environment": env, "history": hist, "evaluation": evaluation,
+            "task": {"type": cluster.task_type, "index": cluster.task_index,
+                     "is_chief": cluster.is_chief}})
+        logging.info("official_bench: result written to %s", result_path)
+    return RunResult(cfg, stats, hist, evaluation, env, cfg.model_dir,
+                     result_path, model)

@@ -1,0 +1,1 @@
+"""Training pieces: LR schedules, optimizers, losses and metrics, callbacks."""
