@@ -24,8 +24,8 @@ from official_bench import environment, timing
 from official_bench.config import ConfigError, ExperimentConfig
 from official_bench.data import factory as data_factory
 from official_bench.models import build_model
-from official_bench.results.run_record import (atomic_write_text,
-                                               write_run_record)
+from official_bench.results.atomic import write_text_atomic
+from official_bench.results.run_record import write_run_record
 from official_bench.runtime import cluster as cluster_lib
 from official_bench.runtime import devices as devices_lib
 from official_bench.runtime import distribute, precision
@@ -164,7 +164,7 @@ def _train(cfg: ExperimentConfig, cluster: cluster_lib.Cluster,
                  policy, cluster.num_workers, plan.num_replicas,
                  plan.global_batch, plan.total_steps, cfg.to_yaml())
     if params_path:
-        atomic_write_text(params_path, cfg.to_yaml())
+        write_text_atomic(params_path, cfg.to_yaml())
 
     # 3. Data.
     seed = rt.seed or 0

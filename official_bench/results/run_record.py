@@ -9,29 +9,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from typing import Any, Dict
 
+from official_bench.results.atomic import write_text_atomic
+
 SCHEMA = "official_bench.result/1"
-
-
-def atomic_write_text(path: str, text: str) -> None:
-    """Writes to a temporary file in the same directory, then renames."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".",
-                               suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _jsonable(value: Any) -> Any:
@@ -49,5 +31,5 @@ def _jsonable(value: Any) -> Any:
 
 def write_run_record(path: str, record: Dict[str, Any]) -> str:
     record = dict(record, schema=SCHEMA)
-    atomic_write_text(path, json.dumps(_jsonable(record), indent=2) + "\n")
+    write_text_atomic(path, json.dumps(_jsonable(record), indent=2) + "\n")
     return path
