@@ -1,0 +1,19 @@
+"""The launcher behind run_single_node.sh, run_two_node.sh, run_multi_node.sh.
+
+    python -m official_bench.launch single [BATCH] [DTYPE] [TEST_NUM] [options]
+    python -m official_bench.launch two    [BATCH] [DTYPE] [TEST_NUM] [options]
+    python -m official_bench.launch multi  [BATCH] [DTYPE] [TEST_NUM] [options]
+
+Modules, top to bottom:
+
+- settings: every knob (command-line option or environment variable); the
+  only module that reads the environment (including TF_CONFIG and SLURM_*).
+- nodes: node list and this machine's task index (TASK_INDEX > Slurm >
+  matching this machine's hostname and interface addresses).
+- plan: devices, config file, runs, commands, log and model paths.
+- barrier: a TCP meeting point on node 0, so run i starts together on every
+  node and every node learns how run i went on the others.
+- runner: runs the trainer under `timeout -k`, writes the log tree.
+
+It never imports TensorFlow: the trainer runs in a child process.
+"""

@@ -1,0 +1,279 @@
+"""The launchers' meeting point: a small TCP barrier served by node 0.
+
+Protocol (one JSON object per line, one request per connection):
+
+  request  {"op": "meet", "round": "start 2n8g run 3", "node": k,
+            "instance": "<random id of this launcher>", "plan": "<digest>",
+            "payload": {...}, "timeout": seconds}
+  reply    {"ok": true, "round": ..., "payloads": {"0": {...}, "1": {...}}}
+      or   {"ok": false, "error": "...", "missing": [..], "fatal": bool}
+
+  request  {"op": "peek", "round": ..., "node": k}
+  reply    {"ok": true, "payloads": {...}}   (who has arrived so far; no wait)
+
+Node 0's launcher runs the Coordinator for its whole lifetime and meets
+through it like every other node. A "meet" returns once all N nodes have
+sent the same round (each node then sees every node's payload), or with
+ok=false after the caller's timeout, naming the nodes still missing.
+Meeting again in a round that already completed answers at once, so a
+client whose connection broke simply asks again. The coordinator refuses a
+node whose plan digest differs from its own (different BATCH, DTYPE, node
+list, ...), and two launchers that claim the same index: these errors are
+fatal and reach every node. The client retries connecting until its
+deadline, so nodes may start in any order.
+
+Rounds used by the runner: "hello" (plan check; node 0's payload carries
+the session stamp), "start {case} run {i}" before each run, "end {case} run
+{i}" after it (payload: exit status and reason). While a run is going, each
+node peeks at the "end" round: if another node already reported a failure,
+its own trainer is stopped instead of waiting for a peer that is gone.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import socketserver
+import threading
+import time
+from typing import Any, Dict, List, Optional
+
+MAX_LINE = 1 << 20
+
+
+class BarrierError(RuntimeError):
+    """The nodes did not meet: timeout, unreachable coordinator, mismatch."""
+
+    def __init__(self, message: str, missing: Optional[List[int]] = None,
+                 fatal: bool = False):
+        super().__init__(message)
+        self.missing = missing or []
+        self.fatal = fatal
+
+
+class _Round:
+    def __init__(self) -> None:
+        self.payloads: Dict[int, Any] = {}
+        self.delivered: set = set()
+        self.completed = False
+
+
+class Coordinator:
+    """Serves rounds for `num_nodes` launchers on `port` (all interfaces)."""
+
+    def __init__(self, port: int, num_nodes: int, plan: str,
+                 host: str = "", describe=None):
+        self.num_nodes = num_nodes
+        self.plan = plan
+        self.describe = describe or (lambda i: f"node {i}")
+        self.cond = threading.Condition()
+        self.rounds: Dict[str, _Round] = {}
+        self.members: Dict[int, str] = {}
+        self.fatal: Optional[str] = None
+        coordinator = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self):
+                coordinator._handle(self.rfile, self.wfile)
+
+        class Server(socketserver.ThreadingTCPServer):
+            allow_reuse_address = True
+            daemon_threads = True
+            address_family = (socket.AF_INET6 if ":" in host
+                              else socket.AF_INET)
+
+        try:
+            self.server = Server((host, port), Handler)
+        except OSError as e:
+            raise BarrierError(
+                f"cannot listen on barrier port {port}: {e.strerror}; is "
+                "another launcher running here? (set BARRIER_PORT)",
+                fatal=True)
+        self.thread = threading.Thread(target=self.server.serve_forever,
+                                       name="barrier", daemon=True)
+        self.thread.start()
+
+    # -- request handling --------------------------------------------------
+
+    def _handle(self, rfile, wfile) -> None:
+        try:
+            line = rfile.readline(MAX_LINE)
+            request = json.loads(line.decode("utf-8"))
+            op = request.get("op")
+            if op == "meet":
+                reply, rnd, node = self._meet(request)
+            elif op == "peek":
+                reply, rnd, node = self._peek(request), None, None
+            else:
+                reply, rnd, node = {"ok": False, "error": f"unknown op {op!r}",
+                                    "fatal": True}, None, None
+        except (ValueError, UnicodeDecodeError, AttributeError) as e:
+            reply, rnd, node = {"ok": False, "fatal": True,
+                                "error": f"bad barrier request: {e}"}, None, None
+        try:
+            wfile.write((json.dumps(reply) + "\n").encode("utf-8"))
+            wfile.flush()
+        except OSError:
+            return
+        if rnd is not None and reply.get("ok"):
+            with self.cond:
+                rnd.delivered.add(node)
+                self.cond.notify_all()
+
+    def _check_node(self, request) -> int:
+        node = request.get("node")
+        if not isinstance(node, int) or not 0 <= node < self.num_nodes:
+            raise _Refused(f"node index {node!r} is outside 0.."
+                           f"{self.num_nodes - 1}")
+        instance = request.get("instance")
+        known = self.members.setdefault(node, instance)
+        if known != instance:
+            raise _Refused(
+                f"two launchers claim to be {self.describe(node)} (index "
+                f"{node}); check TASK_INDEX / the node list on each machine",
+                fatal_all=True)
+        if request.get("plan") != self.plan:
+            raise _Refused(
+                f"{self.describe(node)} runs a different plan than node 0 "
+                f"(node 0: {self.plan}; {self.describe(node)}: "
+                f"{request.get('plan')}); start every node with the same "
+                "BATCH, DTYPE, TEST_NUM, GPUS and node list", fatal_all=True)
+        return node
+
+    def _meet(self, request):
+        name = str(request.get("round"))
+        timeout = float(request.get("timeout") or 0)
+        with self.cond:
+            try:
+                node = self._check_node(request)
+            except _Refused as e:
+                if e.fatal_all and self.fatal is None:
+                    self.fatal = str(e)
+                    self.cond.notify_all()
+                return {"ok": False, "error": str(e), "fatal": True}, None, None
+            rnd = self.rounds.setdefault(name, _Round())
+            rnd.payloads[node] = request.get("payload")
+            if len(rnd.payloads) == self.num_nodes:
+                rnd.completed = True
+            self.cond.notify_all()
+            deadline = time.monotonic() + timeout
+            while not rnd.completed and self.fatal is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self.cond.wait(min(left, 1.0))
+            if self.fatal is not None:
+                return {"ok": False, "error": self.fatal, "fatal": True}, \
+                    None, None
+            if not rnd.completed:
+                missing = [i for i in range(self.num_nodes)
+                           if i not in rnd.payloads]
+                return {"ok": False, "round": name, "missing": missing,
+                        "error": f"waited {timeout:.0f} s at '{name}'; "
+                                 "not arrived: " + ", ".join(
+                                     self.describe(i) for i in missing)}, \
+                    None, None
+            return {"ok": True, "round": name,
+                    "payloads": {str(k): v for k, v in rnd.payloads.items()}}, \
+                rnd, node
+
+    def _peek(self, request):
+        with self.cond:
+            rnd = self.rounds.get(str(request.get("round")))
+            payloads = {} if rnd is None else dict(rnd.payloads)
+            return {"ok": True, "fatal_error": self.fatal,
+                    "payloads": {str(k): v for k, v in payloads.items()}}
+
+    # -- shutdown ------------------------------------------------------------
+
+    def close(self, linger: float = 10.0) -> None:
+        """Stops serving once every completed round reached every node."""
+        deadline = time.monotonic() + linger
+        with self.cond:
+            while time.monotonic() < deadline:
+                pending = [n for n, r in self.rounds.items() if r.completed
+                           and len(r.delivered) < self.num_nodes]
+                if not pending:
+                    break
+                self.cond.wait(0.2)
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class _Refused(Exception):
+    def __init__(self, message: str, fatal_all: bool = False):
+        super().__init__(message)
+        self.fatal_all = fatal_all
+
+
+class Client:
+    """One launcher's side: meet and peek at node 0's coordinator."""
+
+    def __init__(self, host: str, port: int, node: int, instance: str,
+                 plan: str, coordinator_name: str = "node 0"):
+        self.host, self.port = host, port
+        self.node, self.instance, self.plan = node, instance, plan
+        self.coordinator_name = coordinator_name
+
+    @property
+    def address(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+    def _request(self, request: dict, timeout: float) -> dict:
+        with socket.create_connection((self.host, self.port),
+                                      timeout=min(timeout, 5.0)) as s:
+            s.settimeout(timeout)
+            s.sendall((json.dumps(request) + "\n").encode("utf-8"))
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    raise ConnectionError("connection closed by the "
+                                          "coordinator")
+                data += chunk
+                if len(data) > MAX_LINE:
+                    raise ConnectionError("reply too long")
+        return json.loads(data.decode("utf-8"))
+
+    def meet(self, round_name: str, payload: Any, timeout: float) -> Dict[int, Any]:
+        """Blocks until all nodes sent `round_name`; returns their payloads."""
+        deadline = time.monotonic() + timeout
+        last_error = "no answer"
+        delay = 0.2
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            request = {"op": "meet", "round": round_name, "node": self.node,
+                       "instance": self.instance, "plan": self.plan,
+                       "payload": payload, "timeout": left}
+            try:
+                reply = self._request(request, left + 15.0)
+            except (OSError, ValueError) as e:
+                last_error = getattr(e, "strerror", None) or str(e) or \
+                    type(e).__name__
+                time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+                delay = min(delay * 2, 2.0)
+                continue
+            if reply.get("ok"):
+                return {int(k): v for k, v in reply["payloads"].items()}
+            raise BarrierError(reply.get("error", "refused"),
+                               missing=reply.get("missing"),
+                               fatal=bool(reply.get("fatal")))
+        raise BarrierError(
+            f"waited {timeout:.0f} s at '{round_name}' but the barrier on "
+            f"{self.coordinator_name} ({self.address}) did not answer (last "
+            f"error: {last_error}); is the script running there?",
+            missing=[0])
+
+    def peek(self, round_name: str, timeout: float = 5.0) -> Optional[Dict[int, Any]]:
+        """Who has arrived at a round so far; None when unreachable."""
+        try:
+            reply = self._request({"op": "peek", "round": round_name,
+                                   "node": self.node}, timeout)
+        except (OSError, ValueError):
+            return None
+        if not reply.get("ok"):
+            return None
+        return {int(k): v for k, v in reply.get("payloads", {}).items()}

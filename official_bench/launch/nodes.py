@@ -1,0 +1,471 @@
+"""Which nodes take part, and which one is this machine.
+
+Node list, first found wins:
+  TF_CONFIG (left untouched and passed on to the trainer, which uses it) >
+  NODES > HOSTFILE > Slurm (SLURM_STEP_NODELIST / SLURM_JOB_NODELIST) >
+  runtime.worker_hosts of PARAMS_OVERRIDE or of the config file.
+Task index, first found wins:
+  TF_CONFIG's task > TASK_INDEX > runtime.task_index given in PARAMS_OVERRIDE >
+  Slurm (SLURMD_NODENAME's position in the node list, else SLURM_NODEID) >
+  the one node whose host is this machine's hostname or resolves to one of
+  the addresses on its interfaces > an error listing everything tried.
+The config file's own task_index is never used: it is the same file on every
+node.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import json
+import os
+import re
+import socket
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set
+
+from official_bench.launch.settings import Settings
+
+
+class NodeError(ValueError):
+    """A bad node list, or this machine's place in it cannot be found."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Node:
+    host: str
+    port: int
+
+    @property
+    def address(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+
+@dataclasses.dataclass
+class NodeSet:
+    """The resolved cluster as the launcher sees it."""
+    nodes: List[Node]
+    index: int
+    nodes_from: str  # where the list came from, for messages
+    index_from: str  # how the index was found
+    tf_config: Optional[str] = None  # the environment's, passed on unchanged
+    notes: List[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def me(self) -> Node:
+        return self.nodes[self.index]
+
+    @property
+    def worker_hosts(self) -> str:
+        return ",".join(n.address for n in self.nodes)
+
+    def tf_config_json(self) -> str:
+        """What the trainer will see: TF_CONFIG, or its equivalent."""
+        if self.tf_config:
+            return self.tf_config
+        return json.dumps({"cluster": {"worker": [n.address
+                                                  for n in self.nodes]},
+                           "task": {"type": "worker", "index": self.index}})
+
+
+# --------------------------------------------------------------------------
+# Parsing node lists
+# --------------------------------------------------------------------------
+
+_HOST_RE = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?$")
+
+
+def parse_node(text: str, default_port: Optional[int], where: str) -> Node:
+    """'host:port', '[v6addr]:port' or 'host' (gets default_port)."""
+    item = text.strip()
+    if item.startswith("["):
+        host, sep, rest = item[1:].partition("]")
+        if not sep or (rest and not rest.startswith(":")):
+            raise NodeError(f"{where}: node {text!r} is not [address]:port")
+        port_text = rest[1:] if rest else None
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise NodeError(f"{where}: node {text!r}: {host!r} is not an "
+                            "IPv6 address")
+    elif item.count(":") > 1:
+        raise NodeError(f"{where}: node {text!r}: write IPv6 addresses as "
+                        "[address]:port")
+    else:
+        host, sep, port_text = item.partition(":")
+        port_text = port_text if sep else None
+        if not host or not _HOST_RE.match(host):
+            raise NodeError(f"{where}: node {text!r} has no valid host name "
+                            "or address before the port")
+    if port_text is None:
+        if default_port is None:
+            raise NodeError(f"{where}: node {text!r} has no port (host:port)")
+        return Node(host, default_port)
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise NodeError(f"{where}: node {text!r} has a bad port "
+                        f"{port_text!r}: need a number in 1..65535")
+    return Node(host, int(port_text))
+
+
+def parse_node_list(items: Iterable[str], default_port: Optional[int],
+                    where: str) -> List[Node]:
+    """Parses and checks a node list; duplicates are an error."""
+    nodes: List[Node] = []
+    seen: Dict[tuple, int] = {}
+    for item in items:
+        node = parse_node(item, default_port, where)
+        key = (node.host.lower(), node.port)
+        if key in seen:
+            raise NodeError(f"{where}: node {node.address} is listed twice "
+                            f"(positions {seen[key]} and {len(nodes)}); each "
+                            "node must appear once")
+        seen[key] = len(nodes)
+        nodes.append(node)
+    if not nodes:
+        raise NodeError(f"{where}: the node list is empty")
+    return nodes
+
+
+def split_list(text: str) -> List[str]:
+    """'a:1,b:2' or 'a:1 b:2' (also newlines) -> items."""
+    return [s for s in re.split(r"[,\s]+", text.strip()) if s]
+
+
+def read_hostfile(path: str) -> List[str]:
+    """One host[:port] per line; '#' starts a comment; later words ignored."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise NodeError(f"HOSTFILE {path!r} cannot be read: {e.strerror}")
+    items = []
+    for line in lines:
+        line = line.split("#", 1)[0].strip()
+        if line:
+            items.append(line.split()[0])
+    return items
+
+
+def expand_hostlist(expr: str) -> List[str]:
+    """Slurm hostlist syntax: 'gpu[01-03,07],login1' -> gpu01 gpu02 ..."""
+    items, depth, current = [], 0, ""
+    for ch in expr.strip():
+        if ch == "," and depth == 0:
+            items.append(current)
+            current = ""
+            continue
+        depth += {"[": 1, "]": -1}.get(ch, 0)
+        if depth < 0 or depth > 1:
+            raise NodeError(f"Slurm node list {expr!r} has unbalanced "
+                            "brackets")
+        current += ch
+    if depth:
+        raise NodeError(f"Slurm node list {expr!r} has unbalanced brackets")
+    items.append(current)
+    hosts: List[str] = []
+    for item in (i.strip() for i in items):
+        if item:
+            hosts.extend(_expand_one(item, expr))
+    return hosts
+
+
+def _expand_one(item: str, expr: str) -> List[str]:
+    m = re.search(r"\[([^\]]*)\]", item)
+    if not m:
+        return [item]
+    prefix, suffix = item[:m.start()], item[m.end():]
+    out = []
+    for part in m.group(1).split(","):
+        lo, sep, hi = part.strip().partition("-")
+        if not lo.isdigit() or (sep and not hi.isdigit()):
+            raise NodeError(f"Slurm node list {expr!r}: bad range {part!r}")
+        width = len(lo)
+        for n in range(int(lo), int(hi if sep else lo) + 1):
+            for rest in _expand_one(suffix, expr):
+                out.append(f"{prefix}{n:0{width}d}{rest}")
+    return out
+
+
+# --------------------------------------------------------------------------
+# This machine
+# --------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Identity:
+    """What this machine is called and which addresses it has."""
+    hostname: str
+    addresses: Set[str]
+    address_source: str
+
+    def is_local_address(self, address: str) -> bool:
+        try:
+            ip = ipaddress.ip_address(address.split("%")[0])
+        except ValueError:
+            return False
+        if ip.is_loopback:
+            return True
+        return str(ip) in self.addresses
+
+    def names_match(self, host: str) -> bool:
+        mine = self.hostname.lower().rstrip(".")
+        theirs = host.lower().rstrip(".")
+        if not mine:
+            return False
+        return (theirs == mine or theirs == mine.split(".")[0] and "." not in
+                theirs or mine == theirs.split(".")[0] and "." not in mine)
+
+
+def _fib_trie_addresses(path: str = "/proc/net/fib_trie") -> Set[str]:
+    """IPv4 addresses of this network namespace ('/32 host LOCAL')."""
+    found: Set[str] = set()
+    last = None
+    with open(path, encoding="ascii", errors="replace") as f:
+        for line in f:
+            text = line.strip()
+            if text.startswith("|--"):
+                last = text[3:].strip()
+            elif "host LOCAL" in text and last:
+                found.add(last)
+    return found
+
+
+def _inet6_addresses(path: str = "/proc/net/if_inet6") -> Set[str]:
+    found: Set[str] = set()
+    with open(path, encoding="ascii", errors="replace") as f:
+        for line in f:
+            parts = line.split()
+            if parts and len(parts[0]) == 32:
+                found.add(str(ipaddress.IPv6Address(int(parts[0], 16))))
+    return found
+
+
+def _ioctl_addresses() -> Set[str]:
+    import fcntl
+    import struct
+    found: Set[str] = set()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for _, name in socket.if_nameindex():
+            try:
+                packed = fcntl.ioctl(s.fileno(), 0x8915,  # SIOCGIFADDR
+                                     struct.pack("256s", name[:15].encode()))
+                found.add(socket.inet_ntoa(packed[20:24]))
+            except OSError:
+                continue
+    return found
+
+
+def local_identity() -> Identity:
+    """Hostname and the addresses on all interfaces (this network namespace)."""
+    addresses: Set[str] = set()
+    sources = []
+    for name, fn in (("/proc/net/fib_trie", _fib_trie_addresses),
+                     ("/proc/net/if_inet6", _inet6_addresses),
+                     ("SIOCGIFADDR on each interface", _ioctl_addresses)):
+        try:
+            got = fn()
+        except (OSError, ImportError, ValueError):
+            continue
+        if got:
+            addresses |= got
+            sources.append(name)
+    return Identity(socket.gethostname(), addresses,
+                    " + ".join(sources) or "none found")
+
+
+def resolve_host(host: str) -> List[str]:
+    """Addresses of a host; IP literals are not looked up."""
+    try:
+        return [str(ipaddress.ip_address(host))]
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except OSError:
+        return []
+    return sorted({info[4][0] for info in infos})
+
+
+def match_index(nodes: Sequence[Node], identity: Identity,
+                resolver: Callable[[str], List[str]] = resolve_host,
+                where: str = "the node list") -> tuple:
+    """(index, how) of the one node that is this machine, or NodeError."""
+    matches: List[tuple] = []
+    tried: List[str] = []
+    resolved: Dict[str, List[str]] = {}
+    for i, node in enumerate(nodes):
+        if identity.names_match(node.host):
+            matches.append((i, f"host name {node.host!r} is this machine's "
+                               f"hostname {identity.hostname!r}"))
+            continue
+        if node.host not in resolved:
+            resolved[node.host] = resolver(node.host)
+        addrs = resolved[node.host]
+        local = [a for a in addrs if identity.is_local_address(a)]
+        if local:
+            matches.append((i, f"{node.host} is local address {local[0]}"))
+        tried.append(f"{node.address} -> "
+                     f"{', '.join(addrs) if addrs else 'does not resolve'}")
+    # Same address twice under different names is a duplicate too.
+    by_addr: Dict[tuple, int] = {}
+    for i, node in enumerate(nodes):
+        for a in resolved.get(node.host, []):
+            key = (a, node.port)
+            if key in by_addr and by_addr[key] != i:
+                first = by_addr[key]
+                raise NodeError(
+                    f"{where}: nodes {first} ({nodes[first].address}) and {i} "
+                    f"({node.address}) are the same address {a}:{node.port}")
+            by_addr[key] = i
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        listed = "; ".join(f"node {i} ({nodes[i].address}): {why}"
+                           for i, why in matches)
+        raise NodeError(
+            f"this machine matches {len(matches)} nodes of {where}: "
+            f"{listed}. Set TASK_INDEX (0..{len(nodes) - 1}) to say which "
+            "one this is (several workers on one machine need distinct "
+            "ports and an explicit TASK_INDEX each)")
+    addresses = ", ".join(sorted(identity.addresses)) or "none"
+    raise NodeError(
+        f"this machine is not in {where} "
+        f"[{', '.join(n.address for n in nodes)}]. Tried: TASK_INDEX (not "
+        f"set); Slurm (not used); hostname {identity.hostname!r} against "
+        "each node's host; this machine's interface addresses [" + addresses
+        + f"] (from {identity.address_source}) against each node's "
+        f"addresses [{'; '.join(tried)}]. Set TASK_INDEX, or NODES/HOSTFILE "
+        "with this machine's address")
+
+
+# --------------------------------------------------------------------------
+# Putting it together
+# --------------------------------------------------------------------------
+
+
+def _tf_config_nodes(text: str) -> tuple:
+    try:
+        data = json.loads(text)
+        jobs = data["cluster"]
+        task = data.get("task", {})
+        task_type = task.get("type", "worker")
+        index = int(task.get("index", 0))
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise NodeError(f"TF_CONFIG is not valid ({e}): {text!r}")
+    unknown = sorted(set(jobs) - {"chief", "worker"})
+    if unknown:
+        raise NodeError(f"TF_CONFIG has job(s) {unknown}; the launcher runs "
+                        "chief/worker clusters only")
+    order = [("chief", a) for a in jobs.get("chief", [])] + \
+            [("worker", a) for a in jobs.get("worker", [])]
+    position = [i for i, (t, _) in enumerate(order) if t == task_type]
+    if not 0 <= index < len(position):
+        raise NodeError(f"TF_CONFIG task {task_type}:{index} is not in its "
+                        f"cluster {jobs}")
+    nodes = parse_node_list([a for _, a in order], None, "TF_CONFIG")
+    return nodes, position[index]
+
+
+def slurm_nodes(slurm: Dict[str, str], default_port: int) -> tuple:
+    """(nodes, index or None, description) from SLURM_* variables."""
+    var = next((v for v in ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST",
+                            "SLURM_NODELIST") if slurm.get(v)), None)
+    if var is None:
+        raise NodeError("USE_SLURM: no SLURM_JOB_NODELIST/SLURM_NODELIST in "
+                        "the environment")
+    hosts = expand_hostlist(slurm[var])
+    where = f"Slurm {var}={slurm[var]!r}"
+    nodes = parse_node_list(hosts, default_port, where)
+    tasks = slurm.get("SLURM_STEP_NUM_TASKS") or slurm.get("SLURM_NTASKS")
+    if tasks and tasks.isdigit() and int(tasks) > len(nodes):
+        raise NodeError(
+            f"{where}: {tasks} Slurm tasks on {len(nodes)} nodes; the "
+            "launcher needs one task per node (srun --ntasks-per-node=1)")
+    index = None
+    how = ""
+    name = slurm.get("SLURMD_NODENAME")
+    if name:
+        found = [i for i, n in enumerate(nodes) if n.host == name]
+        if found:
+            index, how = found[0], f"SLURMD_NODENAME={name!r}"
+    if index is None and slurm.get("SLURM_NODEID", "").isdigit():
+        index, how = int(slurm["SLURM_NODEID"]), \
+            f"SLURM_NODEID={slurm['SLURM_NODEID']}"
+        if index >= len(nodes):
+            raise NodeError(f"{how} is outside {where}")
+    return nodes, index, where, how
+
+
+def resolve(settings: Settings, config_hosts: Optional[str],
+            config_hosts_from: str, override_index: Optional[int],
+            identity_fn: Callable[[], Identity] = local_identity,
+            resolver: Callable[[str], List[str]] = resolve_host) -> NodeSet:
+    """The node list and this machine's index for a two/multi-node run."""
+    if settings.tf_config:
+        nodes, index = _tf_config_nodes(settings.tf_config)
+        ns = NodeSet(nodes, index, "TF_CONFIG", "TF_CONFIG task",
+                     tf_config=settings.tf_config)
+        ns.notes.append(f"TF_CONFIG is set and wins (passed to the trainer "
+                        f"unchanged): {settings.tf_config}")
+        if settings.task_index is not None and settings.task_index != index:
+            ns.notes.append(f"TASK_INDEX={settings.task_index} ignored: "
+                            f"TF_CONFIG says index {index}")
+        return _check_count(ns, settings)
+
+    port = settings.worker_port
+    slurm_index = None
+    slurm_how = ""
+    in_slurm = bool(settings.slurm.get("SLURM_JOB_ID"))
+    if settings.use_slurm == "yes" and not in_slurm:
+        raise NodeError("USE_SLURM=yes but SLURM_JOB_ID is not set: not in a "
+                        "Slurm job")
+    if settings.nodes:
+        where = f"NODES ({settings.source('nodes')})"
+        nodes = parse_node_list(split_list(settings.nodes), port, where)
+    elif settings.hostfile:
+        where = f"HOSTFILE {settings.hostfile}"
+        nodes = parse_node_list(read_hostfile(settings.hostfile), port, where)
+    elif in_slurm and settings.use_slurm != "no":
+        nodes, slurm_index, where, slurm_how = slurm_nodes(settings.slurm,
+                                                           port)
+    elif config_hosts:
+        where = config_hosts_from
+        nodes = parse_node_list(split_list(config_hosts), port, where)
+    else:
+        raise NodeError(
+            f"{settings.script} needs a node list: set NODES=host:port,"
+            "host:port (or HOSTFILE, or run it with srun inside a Slurm "
+            "job, or set runtime.worker_hosts in the config)")
+
+    if settings.task_index is not None:
+        index, how = settings.task_index, \
+            f"TASK_INDEX ({settings.source('task_index')})"
+    elif override_index is not None:
+        index, how = override_index, "runtime.task_index in PARAMS_OVERRIDE"
+    elif slurm_index is not None:
+        index, how = slurm_index, slurm_how
+    else:
+        identity = identity_fn()
+        index, why = match_index(nodes, identity, resolver, where)
+        how = f"matched this machine: {why}"
+    if not 0 <= index < len(nodes):
+        raise NodeError(f"task index {index} ({how}) is outside {where}, "
+                        f"which has {len(nodes)} nodes (0..{len(nodes) - 1})")
+    return _check_count(NodeSet(nodes, index, where, how), settings)
+
+
+def _check_count(ns: NodeSet, settings: Settings) -> NodeSet:
+    n = len(ns.nodes)
+    want = 2 if settings.mode == "two" else settings.num_nodes
+    if settings.mode == "two" and settings.num_nodes not in (None, 2):
+        raise NodeError(f"{settings.script} runs 2 nodes, but NUM_NODES="
+                        f"{settings.num_nodes}; use run_multi_node.sh")
+    if want is not None and n != want:
+        raise NodeError(f"{settings.script} needs {want} nodes, but "
+                        f"{ns.nodes_from} lists {n}: "
+                        f"{', '.join(x.address for x in ns.nodes)}")
+    if n < 2:
+        raise NodeError(f"{settings.script} needs at least 2 nodes, but "
+                        f"{ns.nodes_from} lists {n}; use run_single_node.sh "
+                        "for one node")
+    return ns

@@ -1,0 +1,383 @@
+"""From settings to a list of runs: devices, config, commands, paths."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from typing import Any, Dict, List, Optional, Tuple
+
+from official_bench import config as config_lib
+from official_bench.launch import nodes as nodes_lib
+from official_bench.launch.settings import Settings
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+DEFAULT_CONFIG_DIR = os.path.join(REPO_ROOT, "configs", "examples", "resnet",
+                                  "imagenet")
+CONFIG_STEM = {"single": "gpu", "two": "two_node_gpu",
+               "multi": "multi_node_gpu"}
+TF_DTYPE = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+SINGLE_NODE_GPUS = [1, 2, 4, 8]
+
+
+class PlanError(ValueError):
+    """Bad arguments or config (exit status 2)."""
+
+
+@dataclasses.dataclass
+class Devices:
+    kind: str  # gpu | cpu
+    available: int  # GPUs visible (0 on CPU)
+    how: str
+    counts: List[int]  # devices per node, one case each
+    skipped: List[str] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Run:
+    case: str  # "2n8g"
+    devices: int  # per node
+    index: int  # 1-based
+    log_path: str
+    json_path: str
+    model_dir: str
+    command: List[str]
+    env: Dict[str, str]  # what the trainer gets on top of the environment
+    result_name: str  # file the trainer writes into model_dir
+
+    @property
+    def name(self) -> str:
+        return f"{self.case} run {self.index}"
+
+
+@dataclasses.dataclass
+class Plan:
+    settings: Settings
+    devices: Devices
+    config_file: str
+    batch: int
+    dtype: str
+    nodeset: Optional[nodes_lib.NodeSet]
+    overrides: Dict[str, Any]  # per-case parts are filled per run
+    runs: List[Run]
+    notes: List[str]
+    barrier: Optional[Tuple[str, int]]  # node 0's host and barrier port
+    log_root: str = ""  # LOG_DIR/tensorflow/resnet50/bz{B}
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.nodeset.nodes) if self.nodeset else 1
+
+    @property
+    def index(self) -> int:
+        return self.nodeset.index if self.nodeset else 0
+
+    def digest(self) -> str:
+        """What every node must agree on (checked at the first barrier)."""
+        fields = {
+            "mode": self.settings.mode, "batch": self.batch,
+            "dtype": self.dtype, "test_num": self.settings.test_num,
+            "cases": [r.case for r in self.runs if r.index == 1],
+            "nodes": self.nodeset.worker_hosts if self.nodeset else "",
+            "device": self.devices.kind,
+        }
+        text = json.dumps(fields, sort_keys=True)
+        short = hashlib.sha1(text.encode()).hexdigest()[:8]
+        return (f"{self.settings.mode} bz{self.batch} {self.dtype} "
+                f"x{self.settings.test_num} cases "
+                f"{','.join(fields['cases'])} nodes {fields['nodes']} "
+                f"[{short}]")
+
+
+# --------------------------------------------------------------------------
+# Devices
+# --------------------------------------------------------------------------
+
+
+def _visible_count(text: str) -> int:
+    text = text.strip()
+    if not text or text == "-1":
+        return 0
+    return len([x for x in text.split(",") if x.strip()])
+
+
+def count_gpus(settings: Settings) -> Tuple[int, str]:
+    """How many GPUs the trainer would see, without importing TensorFlow."""
+    if settings.gpu_ids:
+        return _visible_count(settings.gpu_ids), f"GPU_IDS={settings.gpu_ids}"
+    smi = shutil.which("nvidia-smi")
+    found, how = 0, "no nvidia-smi on PATH"
+    if smi:
+        try:
+            out = subprocess.run([smi, "-L"], capture_output=True, text=True,
+                                 timeout=30)
+            found = sum(1 for line in out.stdout.splitlines()
+                        if line.startswith("GPU "))
+            how = f"nvidia-smi -L lists {found}"
+        except (OSError, subprocess.SubprocessError) as e:
+            how = f"nvidia-smi failed: {e}"
+    cvd = settings.cuda_visible_devices
+    if cvd is not None and found:
+        n = _visible_count(cvd)
+        return min(n, found), f"{how}; CUDA_VISIBLE_DEVICES={cvd!r}"
+    return found, how
+
+
+def choose_devices(settings: Settings) -> Devices:
+    if settings.device == "cpu":
+        available, how = 0, "DEVICE=cpu"
+    else:
+        available, how = count_gpus(settings)
+    if settings.device == "gpu" and available == 0:
+        raise PlanError(f"DEVICE=gpu but no GPU is visible ({how})")
+    if available == 0:
+        return Devices("cpu", 0, how, list(settings.cpu_devices))
+    if settings.gpus is not None:
+        too_many = [g for g in settings.gpus if g > available]
+        if too_many:
+            raise PlanError(f"GPUS={settings.gpus} asks for {too_many} GPU(s) "
+                            f"per node but {available} are visible ({how})")
+        return Devices("gpu", available, how, list(settings.gpus))
+    if settings.mode == "single":
+        counts = [g for g in SINGLE_NODE_GPUS if g <= available]
+        skipped = [f"{g} GPUs (only {available} visible)"
+                   for g in SINGLE_NODE_GPUS if g > available]
+        return Devices("gpu", available, how, counts, skipped)
+    return Devices("gpu", available, how, [available])
+
+
+# --------------------------------------------------------------------------
+# Config and overrides
+# --------------------------------------------------------------------------
+
+
+def choose_config(settings: Settings, device: str) -> str:
+    if settings.config_file:
+        path = settings.config_file
+    else:
+        folder = settings.config_dir or DEFAULT_CONFIG_DIR
+        if device == "cpu":
+            name = "cpu_smoke.yaml"
+        else:
+            suffix = "" if settings.dtype == "fp32" else f"_{settings.dtype}"
+            name = f"{CONFIG_STEM[settings.mode]}{suffix}.yaml"
+        path = os.path.join(folder, name)
+    if not os.path.isfile(path):
+        raise PlanError(f"config file {path} does not exist (CONFIG_FILE / "
+                        "CONFIG_DIR)")
+    return path
+
+
+def _get(tree: Dict[str, Any], dotted: str) -> Any:
+    node: Any = tree
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _put(tree: Dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    for p in parents:
+        tree = tree.setdefault(p, {})
+    tree[leaf] = value
+
+
+def deep_merge(base: Dict[str, Any], top: Dict[str, Any]) -> Dict[str, Any]:
+    out = copy.deepcopy(base)
+    for k, v in top.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def _user_overrides(settings: Settings) -> Dict[str, Any]:
+    if not settings.params_override:
+        return {}
+    try:
+        return config_lib.parse_params_override(settings.params_override)
+    except config_lib.ConfigError as e:
+        raise PlanError(f"PARAMS_OVERRIDE: {e}")
+
+
+# --------------------------------------------------------------------------
+# The plan
+# --------------------------------------------------------------------------
+
+
+def make_plan(settings: Settings, stamp: str,
+              identity_fn=nodes_lib.local_identity,
+              resolver=nodes_lib.resolve_host) -> Plan:
+    """Everything this node will do. Raises PlanError or nodes.NodeError."""
+    notes: List[str] = []
+    devices = choose_devices(settings)
+    config_file = choose_config(settings, devices.kind)
+    yaml_tree = config_lib.read_yaml_file(config_file)
+    user = _user_overrides(settings)
+    if devices.kind == "cpu":
+        notes.append(f"no GPU ({devices.how}): CPU run with {config_file}")
+    for s in devices.skipped:
+        notes.append(f"skipping {s}")
+    if not devices.counts:
+        raise PlanError(f"no case to run: {'; '.join(devices.skipped)}")
+
+    batch = settings.batch or _get(user, "train_dataset.batch_size") or \
+        _get(yaml_tree, "train_dataset.batch_size") or 128
+
+    # Nodes.
+    nodeset = None
+    if settings.mode == "single":
+        if settings.tf_config:
+            try:
+                tasks = sum(len(v) for v in
+                            json.loads(settings.tf_config)["cluster"].values())
+            except (ValueError, KeyError, TypeError, AttributeError):
+                tasks = 0
+            if tasks != 1:
+                raise nodes_lib.NodeError(
+                    f"TF_CONFIG is set ({settings.tf_config}) and the trainer "
+                    f"would use it, but {settings.script} runs one node; unset "
+                    "TF_CONFIG or use run_two_node.sh / run_multi_node.sh")
+            notes.append(f"TF_CONFIG is set and passed on: {settings.tf_config}")
+    else:
+        user_hosts = _get(user, "runtime.worker_hosts")
+        if user_hosts:
+            hosts, hosts_from = user_hosts, \
+                "runtime.worker_hosts in PARAMS_OVERRIDE"
+        else:
+            hosts = _get(yaml_tree, "runtime.worker_hosts")
+            hosts_from = f"runtime.worker_hosts of {config_file}"
+        nodeset = nodes_lib.resolve(
+            settings, hosts, hosts_from, _get(user, "runtime.task_index"),
+            identity_fn=identity_fn, resolver=resolver)
+        notes.extend(nodeset.notes)
+
+    # Overrides: launcher base < PARAMS_OVERRIDE < launcher cluster keys.
+    base: Dict[str, Any] = {}
+    for ds in ("train_dataset", "validation_dataset"):
+        _put(base, f"{ds}.batch_size", batch)
+        if not settings.data_dir and _get(yaml_tree, f"{ds}.builder") not in \
+                (None, "synthetic"):
+            _put(base, f"{ds}.builder", "synthetic")
+        if devices.kind == "cpu" and settings.dtype != "fp32":
+            _put(base, f"{ds}.dtype", TF_DTYPE[settings.dtype])
+    if not settings.data_dir:
+        notes.append("no DATA_DIR: synthetic data")
+    if devices.kind == "cpu" and settings.dtype != "fp32":
+        notes.append(f"{settings.dtype} on CPU checks the flow only; it is "
+                     "slow there")
+    if settings.steps:
+        _put(base, "train.steps", settings.steps)
+    if settings.log_steps:
+        _put(base, "train.time_history.log_steps", settings.log_steps)
+    if settings.peer_timeout is not None:
+        _put(base, "runtime.peer_timeout_seconds", settings.peer_timeout)
+    if nodeset is not None:
+        if _get(yaml_tree, "runtime.distribution_strategy") != \
+                "multi_worker_mirrored":
+            _put(base, "runtime.distribution_strategy",
+                 "multi_worker_mirrored")
+    merged = deep_merge(base, user)
+    if nodeset is not None:
+        _put(merged, "runtime.worker_hosts", nodeset.worker_hosts)
+        _put(merged, "runtime.task_index", nodeset.index)
+
+    # Barrier address.
+    barrier = None
+    if nodeset is not None:
+        head = nodeset.nodes[0]
+        port = settings.barrier_port or head.port + 1
+        if port > 65535:
+            raise PlanError(f"BARRIER_PORT default {port} (node 0's port + 1) "
+                            "is not a port; set BARRIER_PORT")
+        clash = [n for n in nodeset.nodes if n.host == head.host
+                 and n.port == port]
+        if clash:
+            raise PlanError(f"BARRIER_PORT {port} on {head.host} is also the "
+                            f"trainer port of {clash[0].address}; set "
+                            "BARRIER_PORT to a free port")
+        barrier = (head.host, port)
+
+    # Runs.
+    num_nodes = len(nodeset.nodes) if nodeset else 1
+    index = nodeset.index if nodeset else 0
+    python = settings.python or sys.executable or "python3"
+    env: Dict[str, str] = {}
+    if settings.nccl_socket_ifname:
+        env["NCCL_SOCKET_IFNAME"] = settings.nccl_socket_ifname
+    pythonpath = settings.environ.get("PYTHONPATH", "")
+    if REPO_ROOT not in pythonpath.split(os.pathsep):
+        # So the trainer imports this checkout from any working directory.
+        env["PYTHONPATH"] = REPO_ROOT + (os.pathsep + pythonpath
+                                         if pythonpath else "")
+    runs: List[Run] = []
+    case_root = os.path.join(os.path.abspath(settings.log_dir), "tensorflow",
+                             "resnet50", f"bz{batch}")
+    model_root = os.path.abspath(settings.model_dir)
+    for count in devices.counts:
+        case = f"{num_nodes}n{count}g"
+        overrides = copy.deepcopy(merged)
+        if devices.kind == "gpu":
+            _put(overrides, "runtime.num_gpus", count)
+        else:
+            _put(overrides, "runtime.num_gpus", 0)
+            _put(overrides, "runtime.cpu_devices", count)
+        try:
+            config_lib.load_config(config_file=config_file,
+                                   params_override=[overrides])
+        except config_lib.ConfigError as e:
+            raise PlanError(f"the trainer would reject the config for {case} "
+                            f"({config_file} + overrides "
+                            f"{json.dumps(overrides)}): {e}")
+        run_env = dict(env)
+        if settings.gpu_ids and devices.kind == "gpu":
+            run_env["CUDA_VISIBLE_DEVICES"] = settings.gpu_ids
+        log_dir = os.path.join(case_root, case)
+        if index > 0:
+            log_dir = os.path.join(log_dir, f"node{index}")
+        for i in range(1, settings.test_num + 1):
+            stem = f"rn50_b{batch}_{settings.dtype}_{i}"
+            tag = f"{stem}.{stamp}" + (f".node{index}" if nodeset else "")
+            model_dir = os.path.join(model_root, "tensorflow",
+                                     "resnet50", f"bz{batch}", case, tag)
+            command = [python, "-m", "official_bench.classifier_trainer",
+                       f"--config_file={config_file}",
+                       f"--model_dir={model_dir}",
+                       f"--params_override={json.dumps(overrides)}"]
+            if settings.data_dir:
+                command.append(f"--data_dir={settings.data_dir}")
+            runs.append(Run(
+                case=case, devices=count, index=i,
+                log_path=os.path.join(log_dir, f"{stem}.log"),
+                json_path=os.path.join(log_dir, f"{stem}.json"),
+                model_dir=model_dir, command=command, env=run_env,
+                result_name=_result_name(nodeset)))
+    return Plan(settings, devices, config_file, batch, settings.dtype,
+                nodeset, merged, runs, notes, barrier)
+
+
+def _result_name(nodeset: Optional[nodes_lib.NodeSet]) -> str:
+    """The file the trainer writes: result.json on the chief."""
+    if nodeset is None:
+        return "result.json"
+    if nodeset.tf_config:
+        data = json.loads(nodeset.tf_config)
+        task = data.get("task", {})
+        task_type = task.get("type", "worker")
+        task_index = int(task.get("index", 0))
+        chief = ("chief" in data["cluster"] and task_type == "chief") or (
+            "chief" not in data["cluster"] and task_type == "worker"
+            and task_index == 0)
+        return "result.json" if chief else \
+            f"result_{task_type}{task_index}.json"
+    return "result.json" if nodeset.index == 0 else \
+        f"result_worker{nodeset.index}.json"

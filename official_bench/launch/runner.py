@@ -1,0 +1,349 @@
+"""Runs the plan: one trainer process per run, logs, barriers, a summary."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from typing import Dict, List, Optional, TextIO
+
+from official_bench.launch import barrier as barrier_lib
+from official_bench.launch.plan import Plan, Run
+
+EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_CLUSTER, EXIT_PEER = 0, 1, 2, 3, 75
+TRAINER_EXIT = {
+    2: "bad configuration", 3: "cluster problem",
+    75: "a peer never arrived (runtime.peer_timeout_seconds)",
+    124: "timed out (RUN_TIMEOUT), stopped with SIGTERM",
+    137: "killed (SIGKILL)", 143: "terminated (SIGTERM)",
+    -9: "killed (SIGKILL)", -15: "terminated (SIGTERM)",
+}
+PEEK_SECONDS = 2.0
+
+
+class Interrupted(Exception):
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@dataclasses.dataclass
+class Outcome:
+    rc: Optional[int]
+    status: str  # ok | failed | aborted
+    reason: str
+    log: str
+
+    def as_payload(self) -> Dict:
+        return dataclasses.asdict(self)
+
+
+def say(plan_or_prefix, message: str, stream: TextIO = None) -> None:
+    prefix = plan_or_prefix if isinstance(plan_or_prefix, str) else \
+        _prefix(plan_or_prefix)
+    print(f"{prefix} {message}", file=stream or sys.stdout, flush=True)
+
+
+def _prefix(plan: Plan) -> str:
+    if plan.nodeset is None:
+        return "[launch]"
+    return f"[launch node {plan.index}/{plan.num_nodes}]"
+
+
+def describe_exit(rc: Optional[int]) -> str:
+    if rc is None:
+        return "did not start"
+    text = TRAINER_EXIT.get(rc)
+    return f"exit {rc}" + (f": {text}" if text else "")
+
+
+def last_error_line(path: str) -> str:
+    """The most telling line at the end of a failed run's log."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()[-200:]
+    except OSError:
+        return ""
+    for line in reversed(lines):
+        text = line.strip()
+        if text.startswith("#"):
+            continue
+        if text.startswith(("error:", "official_bench: timeout")) or \
+                "Error:" in text or "Error " in text[:40]:
+            return text[:300]
+    for line in reversed(lines):
+        if line.strip() and not line.startswith("#"):
+            return line.strip()[:300]
+    return ""
+
+
+# --------------------------------------------------------------------------
+# One trainer process
+# --------------------------------------------------------------------------
+
+
+class TrainerProcess:
+    """The trainer under `timeout -k`, in its own process group."""
+
+    def __init__(self, run: Run, plan: Plan, log: TextIO):
+        s = plan.settings
+        self.kill_after = s.kill_after
+        self.run_timeout = s.run_timeout
+        timeout = shutil.which("timeout")
+        self.command = list(run.command)
+        if timeout:
+            self.command = [timeout, "-k", f"{s.kill_after:g}s",
+                            f"{s.run_timeout:g}s"] + self.command
+        env = dict(s.environ)
+        env.update(run.env)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        self.proc = subprocess.Popen(self.command, stdout=log,
+                                     stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, env=env,
+                                     start_new_session=True)
+        self.started = time.monotonic()
+        self.stopped_because: Optional[str] = None
+
+    def _signal_group(self, sig: int) -> None:
+        try:
+            os.killpg(self.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def stop(self, why: str, grace: Optional[float] = None) -> None:
+        """SIGTERM the group, SIGKILL it after `grace` seconds."""
+        if self.proc.poll() is not None:
+            return
+        self.stopped_because = self.stopped_because or why
+        self._signal_group(signal.SIGTERM)
+        try:
+            self.proc.wait(self.kill_after if grace is None else grace)
+        except subprocess.TimeoutExpired:
+            self._signal_group(signal.SIGKILL)
+            self.proc.wait()
+
+    def wait(self, poll: Optional[callable] = None) -> int:
+        """Waits; `poll()` returning a reason stops the run early.
+
+        A safety net stops the run if `timeout` itself failed to.
+        """
+        limit = self.started + self.run_timeout + self.kill_after + 30
+        while True:
+            try:
+                return self.proc.wait(PEEK_SECONDS)
+            except subprocess.TimeoutExpired:
+                pass
+            if time.monotonic() > limit:
+                self.stop("timed out (RUN_TIMEOUT)", grace=1.0)
+                continue
+            if poll is not None:
+                reason = poll()
+                if reason:
+                    self.stop(reason, grace=min(self.kill_after, 10.0))
+
+
+# --------------------------------------------------------------------------
+# The loop
+# --------------------------------------------------------------------------
+
+
+class Runner:
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.s = plan.settings
+        self.client: Optional[barrier_lib.Client] = None
+        self.coordinator: Optional[barrier_lib.Coordinator] = None
+        self.current: Optional[TrainerProcess] = None
+        self.results: List[tuple] = []  # (run, {node: payload})
+
+    def log(self, message: str) -> None:
+        say(self.plan, message)
+
+    # -- barrier -----------------------------------------------------------
+
+    def _node_name(self, i: int) -> str:
+        nodes = self.plan.nodeset.nodes
+        return f"node {i} ({nodes[i].address})"
+
+    def setup_barrier(self) -> Dict[int, Dict]:
+        plan = self.plan
+        host, port = plan.barrier
+        digest = plan.digest()
+        if plan.index == 0:
+            self.coordinator = barrier_lib.Coordinator(
+                port, plan.num_nodes, digest, describe=self._node_name)
+            self.log(f"barrier: serving on port {port} for "
+                     f"{plan.num_nodes} nodes")
+        self.client = barrier_lib.Client(
+            host, port, plan.index, uuid.uuid4().hex, digest,
+            coordinator_name=self._node_name(0))
+        self.log(f"barrier: waiting up to {self.s.barrier_timeout:g} s for "
+                 f"all nodes at {self.client.address}")
+        payload = {"host": _hostname(), "pid": os.getpid(),
+                   "stamp": self.stamp}
+        return self.client.meet("hello", payload, self.s.barrier_timeout)
+
+    stamp = ""
+
+    def meet(self, round_name: str, payload, timeout: float):
+        return self.client.meet(round_name, payload, timeout)
+
+    # -- one run -----------------------------------------------------------
+
+    def _fresh_model_dir(self, run: Run) -> str:
+        path = run.model_dir
+        n = 1
+        while os.path.exists(path):
+            n += 1
+            path = f"{run.model_dir}-{n}"
+        os.makedirs(path)
+        return path
+
+    def execute(self, run: Run) -> Outcome:
+        plan = self.plan
+        os.makedirs(os.path.dirname(run.log_path), exist_ok=True)
+        for stale in (run.log_path, run.json_path):
+            if os.path.exists(stale):
+                os.remove(stale)
+        model_dir = self._fresh_model_dir(run)
+        command = [a if not a.startswith("--model_dir=") else
+                   f"--model_dir={model_dir}" for a in run.command]
+        run = dataclasses.replace(run, command=command, model_dir=model_dir)
+        end_round = f"end {run.name}"
+        with open(run.log_path, "w", encoding="utf-8") as log:
+            header = [f"# official_bench.launch: {plan.settings.script} "
+                      f"{run.name}, node {plan.index} of {plan.num_nodes} "
+                      f"on {_hostname()}, {time.strftime('%Y-%m-%d %H:%M:%S')}",
+                      f"# command: {shlex.join(command)}"]
+            if run.env:
+                header.append("# environment: " + " ".join(
+                    f"{k}={shlex.quote(v)}" for k, v in sorted(run.env.items())))
+            if plan.nodeset is not None:
+                header.append(f"# TF_CONFIG: {plan.nodeset.tf_config_json()}"
+                              + ("" if plan.nodeset.tf_config else
+                                 " (as runtime.worker_hosts + task_index)"))
+            log.write("\n".join(header) + "\n")
+            log.flush()
+            self.log(f"{run.name}: starting, log {run.log_path}")
+            try:
+                proc = TrainerProcess(run, plan, log)
+            except OSError as e:
+                log.write(f"# official_bench.launch: cannot start the "
+                          f"trainer: {e}\n")
+                return Outcome(None, "failed", f"cannot start: {e}",
+                               run.log_path)
+            self.current = proc
+            try:
+                rc = proc.wait(self._peer_failure(end_round)
+                               if self.client else None)
+            except BaseException as e:
+                proc.stop(f"launcher interrupted ({e!r})",
+                          grace=min(self.s.kill_after, 5.0))
+                log.write(f"# official_bench.launch: {run.name} interrupted "
+                          f"({e!r}); trainer stopped\n")
+                raise
+            finally:
+                self.current = None
+            outcome = self._judge(run, proc, rc)
+            log.write(f"# official_bench.launch: {run.name} {outcome.status}"
+                      f" ({describe_exit(rc)}"
+                      f"{'; ' + outcome.reason if outcome.reason else ''})\n")
+        return outcome
+
+    def _peer_failure(self, end_round: str):
+        def poll() -> Optional[str]:
+            arrived = self.client.peek(end_round)
+            for node, payload in sorted((arrived or {}).items()):
+                if node != self.plan.index and payload and \
+                        payload.get("status") != "ok":
+                    return (f"stopped because {self._node_name(node)} failed "
+                            f"this run ({describe_exit(payload.get('rc'))})")
+            return None
+        return poll
+
+    def _judge(self, run: Run, proc: TrainerProcess, rc: int) -> Outcome:
+        if proc.stopped_because:
+            return Outcome(rc, "aborted", proc.stopped_because, run.log_path)
+        if rc != 0:
+            return Outcome(rc, "failed", last_error_line(run.log_path),
+                           run.log_path)
+        result = os.path.join(run.model_dir, run.result_name)
+        if not os.path.isfile(result):
+            return Outcome(rc, "failed", f"the trainer wrote no {result}",
+                           run.log_path)
+        shutil.copyfile(result, run.json_path)
+        return Outcome(rc, "ok", "", run.log_path)
+
+    # -- all runs ------------------------------------------------------------
+
+    def run_all(self) -> int:
+        plan = self.plan
+        failed = 0
+        multi = plan.nodeset is not None
+        for n, run in enumerate(plan.runs):
+            if n and self.s.sleep_seconds:
+                time.sleep(self.s.sleep_seconds)
+            if multi:
+                self.meet(f"start {run.name}", {"ready": True},
+                          self.s.barrier_timeout)
+            outcome = self.execute(run)
+            if multi:
+                wait = self.s.run_timeout + self.s.kill_after + \
+                    self.s.barrier_timeout
+                everyone = self.meet(f"end {run.name}", outcome.as_payload(),
+                                     wait)
+            else:
+                everyone = {0: outcome.as_payload()}
+            self.results.append((run, everyone))
+            bad = {k: v for k, v in everyone.items() if v["status"] != "ok"}
+            self._report(run, everyone)
+            if bad:
+                failed += 1
+                if self.s.on_failure == "stop":
+                    self.log(f"ON_FAILURE=stop: stopping after {run.name} "
+                             "(on every node)")
+                    break
+        self._summary()
+        return EXIT_RUN_FAILED if failed else EXIT_OK
+
+    def _report(self, run: Run, everyone: Dict[int, Dict]) -> None:
+        for node, p in sorted(everyone.items()):
+            who = "" if len(everyone) == 1 else (
+                "this node" if node == self.plan.index
+                else self._node_name(node)) + ": "
+            if p["status"] == "ok":
+                self.log(f"{run.name}: {who}ok")
+            else:
+                self.log(f"{run.name}: {who}{p['status'].upper()} "
+                         f"({describe_exit(p['rc'])})"
+                         f"{': ' + p['reason'] if p.get('reason') else ''}"
+                         f"; log {p['log']}")
+
+    def _summary(self) -> None:
+        ok = sum(1 for _, e in self.results
+                 if all(p["status"] == "ok" for p in e.values()))
+        self.log(f"done: {ok} of {len(self.results)} run(s) ok on every node"
+                 f" ({len(self.plan.runs)} planned); logs under "
+                 f"{self.plan.log_root}")
+        for run, everyone in self.results:
+            status = ", ".join(
+                f"node {k} {v['status']}" if len(everyone) > 1 else v["status"]
+                for k, v in sorted(everyone.items()))
+            self.log(f"  {run.name}: {status}")
+
+    def close(self) -> None:
+        if self.coordinator is not None:
+            self.coordinator.close()
+            self.coordinator = None
+
+
+def _hostname() -> str:
+    import socket
+    return socket.gethostname()

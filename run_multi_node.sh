@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# DLPerf usage: bash run_multi_node.sh [BATCH] [DTYPE=fp32|fp16|bf16] [TEST_NUM=5] [options]
+# N nodes (4 in DLPerf): start it the same way on every node (or with srun).
+# --help lists every knob (options and environment variables); --dry-run shows the plan.
+source "$(dirname "${BASH_SOURCE[0]}")/scripts/lib/launch.sh" && ob_launch multi "$@"
