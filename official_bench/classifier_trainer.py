@@ -8,7 +8,9 @@
 
 Layering: built-in defaults (per --model_type/--dataset) < --config_file <
 --params_override < the explicit flags below. Exit status: 0 success,
-2 bad configuration, 3 cluster problem, 75 a peer never arrived, 1 other.
+2 bad configuration, 3 cluster problem, 1 other. A multi-worker run whose
+peers do not all arrive within runtime.peer_timeout_seconds prints a line
+starting "official_bench: timeout:" naming them and is SIGKILLed (137).
 """
 
 from __future__ import annotations
@@ -117,6 +119,10 @@ def main(argv) -> int:
 
 def run_main() -> None:
     """Console-script entry (official-bench-train)."""
+    if any(a in ("-h", "--help", "--helpshort") for a in sys.argv[1:]):
+        # absl exits 1 after --help; a help request is not a failure.
+        flags.FLAGS(sys.argv[:1])
+        app.usage(shorthelp=True, writeto_stdout=True, exitcode=0)
     app.run(lambda argv: sys.exit(main(argv)))
 
 

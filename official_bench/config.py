@@ -688,6 +688,11 @@ def _validate_model(cfg: ExperimentConfig, b: _Builder) -> None:
             mp_dtype != train_dtype:
         b.error("runtime.mixed_precision_dtype", f"{mp_dtype} conflicts with "
                 f"train_dataset.dtype {train_dtype}")
+    if m.loss.name is not None and (
+            (m.loss.name == "categorical_crossentropy") !=
+            cfg.train_dataset.one_hot):
+        b.error("model.loss.name", f"{m.loss.name} does not match "
+                f"train_dataset.one_hot {cfg.train_dataset.one_hot}")
     if (m.loss.name == "sparse_categorical_crossentropy" or
             not cfg.train_dataset.one_hot) and m.loss.label_smoothing:
         b.error("model.loss.label_smoothing", "needs one-hot labels "

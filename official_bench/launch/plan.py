@@ -362,7 +362,7 @@ def make_plan(settings: Settings, stamp: str,
                 model_dir=model_dir, command=command, env=run_env,
                 result_name=_result_name(nodeset)))
     return Plan(settings, devices, config_file, batch, settings.dtype,
-                nodeset, merged, runs, notes, barrier)
+                nodeset, merged, runs, notes, barrier, case_root)
 
 
 def _result_name(nodeset: Optional[nodes_lib.NodeSet]) -> str:

@@ -3,10 +3,8 @@
 The only module that reads cluster environment variables (TF_CONFIG). An
 existing TF_CONFIG wins over `runtime.worker_hosts` + `runtime.task_index`
 and is logged, as in Model Garden. Also owns the start-up deadline for
-multi-worker runs: TensorFlow blocks in the strategy's constructor for as
-long as a peer is missing and ignores SIGTERM there (DESIGN.md), so we
-check ports first and keep a watchdog that ends the process with a message
-naming the missing peers.
+multi-worker runs' port check; the start-up deadline itself lives in
+runtime/watchdog.py.
 """
 
 from __future__ import annotations
@@ -15,16 +13,11 @@ import dataclasses
 import json
 import os
 import socket
-import threading
-import time
-from typing import Callable, Dict, List, Mapping, Optional
+from typing import Dict, List, Mapping, Optional
 
 from absl import logging
 
 from official_bench.config import ConfigError, RuntimeConfig
-
-EXIT_PEER_TIMEOUT = 75  # distinct exit status for "a peer never arrived"
-
 
 class ClusterError(RuntimeError):
     """The cluster description is inconsistent or a peer is unreachable."""
@@ -67,11 +60,14 @@ class Cluster:
         return {"cluster": self.jobs(),
                 "task": {"type": self.task_type, "index": self.task_index}}
 
-    def peers(self) -> List[str]:
-        """Every other task's address, for reachability reports."""
+    def peers(self) -> Dict[str, str]:
+        """Every other task, named ('worker 1') -> its address."""
         mine = self.address
-        return [a for addrs in self.jobs().values() for a in addrs
-                if a != mine]
+        return {f"{job} {i}": a for job, addrs in self.jobs().items()
+                for i, a in enumerate(addrs) if a != mine}
+
+    def describe(self) -> str:
+        return f"{self.task_type} {self.task_index}"
 
     def cluster_resolver(self):
         """A resolver built from data, so nothing is written to os.environ."""
@@ -164,70 +160,3 @@ def check_own_port(cluster: Cluster) -> None:
                 f"cannot listen on port {port} for {cluster.task_type} "
                 f"{cluster.task_index} ({address}): {e.strerror}; is another "
                 f"run still using it?")
-
-
-class StartupWatchdog:
-    """Ends the process if the workers have not met within `timeout` seconds.
-
-    TensorFlow's multi-worker start-up cannot be interrupted from Python and
-    catches SIGTERM, so the only way out of a missing peer is to report it
-    and leave with os._exit. Use as a context manager around the strategy's
-    constructor; `timeout <= 0` disables it (for notebooks that prefer to
-    wait).
-    """
-
-    def __init__(self, cluster: Cluster, timeout: float,
-                 on_timeout: Optional[Callable[[str], None]] = None):
-        self.cluster = cluster
-        self.timeout = timeout
-        self.on_timeout = on_timeout or _exit_with_message
-        self._done = threading.Event()
-        self._thread: Optional[threading.Thread] = None
-
-    def __enter__(self):
-        if self.timeout > 0 and self.cluster.num_workers > 1:
-            self._thread = threading.Thread(target=self._watch, daemon=True,
-                                            name="peer-watchdog")
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._done.set()
-        return False
-
-    def _watch(self) -> None:
-        deadline = time.monotonic() + self.timeout
-        next_report = time.monotonic() + min(30.0, self.timeout / 2)
-        while not self._done.wait(timeout=1.0):
-            now = time.monotonic()
-            if now >= deadline:
-                missing = [p for p in self.cluster.peers()
-                           if not can_connect(p)]
-                self.on_timeout(self._message(missing))
-                return
-            if now >= next_report:
-                missing = [p for p in self.cluster.peers()
-                           if not can_connect(p)]
-                logging.info("Waiting for peers (%.0f s left); not reachable "
-                             "yet: %s", deadline - now, missing or "none")
-                next_report = now + 30.0
-
-    def _message(self, missing: List[str]) -> str:
-        me = f"{self.cluster.task_type} {self.cluster.task_index}"
-        if missing:
-            jobs = self.cluster.jobs()
-            named = [f"{t} {i} at {a}" for t, addrs in jobs.items()
-                     for i, a in enumerate(addrs) if a in missing]
-            who = "; ".join(named)
-        else:
-            who = "all peer ports answer, but the workers did not agree " \
-                  "(different configs or TF_CONFIGs?)"
-        return (f"official_bench: timeout: {me} waited "
-                f"{self.timeout:.0f} s (runtime.peer_timeout_seconds) for the "
-                f"cluster to start; not reachable: {who}")
-
-
-def _exit_with_message(message: str) -> None:
-    logging.error(message)
-    print(message, flush=True)
-    os._exit(EXIT_PEER_TIMEOUT)

@@ -7,8 +7,8 @@ from typing import List
 from absl import logging
 
 from official_bench.config import ConfigError, RuntimeConfig
-from official_bench.runtime.cluster import (Cluster, StartupWatchdog,
-                                            check_own_port)
+from official_bench.runtime.cluster import Cluster, check_own_port
+from official_bench.runtime.watchdog import StartupWatchdog
 from official_bench.runtime.keras_setup import tf
 
 NOT_YET = {
@@ -80,7 +80,8 @@ def build_strategy(rt: RuntimeConfig, cluster: Cluster,
                      "for peers", cluster.num_workers, cluster.task_type,
                      cluster.task_index, cluster.address,
                      rt.peer_timeout_seconds)
-        with StartupWatchdog(cluster, rt.peer_timeout_seconds):
+        with StartupWatchdog(cluster.describe(), cluster.peers(),
+                             rt.peer_timeout_seconds):
             strategy = tf.distribute.MultiWorkerMirroredStrategy(
                 cluster_resolver=cluster.cluster_resolver(),
                 communication_options=options)

@@ -1,0 +1,529 @@
+"""`builder: records`: ImageNet-style TFRecord files -> batched tf.data.Dataset.
+
+Two file layouts, chosen by `layout` (auto detects them):
+
+- classic (`build_imagenet_data.py`, DLPerf): `{data_dir}/train-00000-of-01024`,
+  `validation-00000-of-00128`; keys `image/encoded` (JPEG), `image/class/label`
+  (int64, 1-based: mapped to 0..N-1; `label_offset: 0` with
+  `num_classes: 1001` keeps the background class), optional
+  `image/object/bbox/{xmin,ymin,xmax,ymax}` used as the train crop's boxes.
+- tfds (a prepared tensorflow-datasets directory, read without TFDS):
+  `imagenet2012-train.tfrecord-00000-of-01024` in `data_dir` or in
+  `data_dir/<name>/<version>/`; keys `image`, `label` (0-based).
+
+The pipeline, in order (each step assigns what tf.data returns):
+files -> shard by file (when every input pipeline gets at least one file)
+-> shuffle files -> repeat -> interleave-read -> [shard by record] ->
+[cache] -> shuffle records -> [repeat] -> parse + decode + augment in
+parallel -> bad-record check -> batch (drop_remainder) -> options.
+
+Bad data: each file's reader checks that it read the whole file, and each
+record is parsed and decoded inside a guard, so a corrupt file, a record
+that is not a tf.train.Example, an undecodable image or a label out of
+range is turned into a status instead of an anonymous TensorFlow error.
+With `skip_bad_records: false` (default) the first one stops the input
+with an error naming the file and the record; with `true` it is dropped
+and logged with a running count (`bad_record_count()`).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import glob
+import os
+import re
+import threading
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from absl import logging
+
+from official_bench.config import ConfigError, DatasetConfig
+from official_bench.data import preprocessing
+from official_bench.runtime.keras_setup import tf
+
+CLASSIC = "classic"
+TFDS = "tfds"
+READ_BUFFER_BYTES = 8 * 1024 * 1024
+INTERLEAVE_CYCLE = 10  # files read at once per pipeline (r2.3: 10)
+
+# Record status codes carried through the pipeline.
+OK, END_OK, CORRUPT_FILE, BAD_EXAMPLE, BAD_IMAGE, BAD_LABEL = range(6)
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """Where a layout keeps the image and label, and how labels count."""
+    name: str
+    image_key: str
+    label_key: str
+    label_offset: int  # subtracted from stored labels
+    has_boxes: bool
+
+
+CLASSIC_LAYOUT = Layout(CLASSIC, "image/encoded", "image/class/label", 1,
+                        True)
+TFDS_LAYOUT = Layout(TFDS, "image", "label", 0, False)
+LAYOUTS = {CLASSIC: CLASSIC_LAYOUT, TFDS: TFDS_LAYOUT}
+
+_SHARD_NAME = re.compile(r"-\d{5}-of-\d{5}$")
+
+
+# --------------------------------------------------------------------------
+# Finding the files
+# --------------------------------------------------------------------------
+
+
+def _key(is_training: bool) -> str:
+    return "train_dataset" if is_training else "validation_dataset"
+
+
+def _visible(paths: Sequence[str]) -> List[str]:
+    """Drops hidden files (the builder's .tmp shards) and directories."""
+    return sorted(p for p in paths if not os.path.basename(p).startswith(".")
+                  and not tf.io.gfile.isdir(p))
+
+
+def _version_key(path: str) -> Tuple:
+    parts = os.path.basename(path.rstrip("/")).split(".")
+    return tuple(int(p) if p.isdigit() else -1 for p in parts)
+
+
+def _tfds_candidates(data_dir: str, split: str,
+                     name: Optional[str]) -> List[str]:
+    direct = _visible(tf.io.gfile.glob(
+        os.path.join(data_dir, f"*-{split}.tfrecord-*")))
+    if direct:
+        return direct
+    # A TFDS data_dir root: <data_dir>/<name>/<version>/.
+    names = [name] if name else ["*"]
+    for n in names:
+        versions = sorted(tf.io.gfile.glob(os.path.join(data_dir, n, "*")),
+                          key=_version_key, reverse=True)
+        for version_dir in versions:
+            files = _visible(tf.io.gfile.glob(
+                os.path.join(version_dir, f"*-{split}.tfrecord-*")))
+            if files:
+                return files
+    return []
+
+
+def find_files(ds: DatasetConfig, is_training: bool) -> Tuple[List[str],
+                                                                 Layout]:
+    """The sorted record files for `ds.split` and their layout.
+
+    Raises ConfigError naming the key and the directory when data_dir is
+    unset, missing or empty, or holds no files for the split.
+    """
+    key = _key(is_training)
+    if ds.filenames:
+        files = []
+        for name in ds.filenames:
+            path = name if (os.path.isabs(name) or not ds.data_dir or
+                            "://" in name) else os.path.join(ds.data_dir, name)
+            if not tf.io.gfile.exists(path):
+                raise ConfigError(f"{key}.filenames: {path!r} does not exist")
+            files.append(path)
+        return files, _layout_for(ds, files, key)
+    if not ds.data_dir:
+        raise ConfigError(
+            f"{key}.data_dir is not set: builder: records needs the directory "
+            f"of the TFRecord files (--data_dir=...), or use builder: "
+            "synthetic")
+    data_dir = ds.data_dir
+    if not tf.io.gfile.isdir(data_dir):
+        raise ConfigError(f"{key}.data_dir {data_dir!r} does not exist or is "
+                          "not a directory")
+    if not tf.io.gfile.listdir(data_dir):
+        raise ConfigError(f"{key}.data_dir {data_dir!r} is empty; write "
+                          "TFRecords there first (python -m "
+                          "official_bench.data.build_records)")
+    classic = _visible(tf.io.gfile.glob(os.path.join(data_dir,
+                                                     f"{ds.split}-*")))
+    tfds = _tfds_candidates(data_dir, ds.split, ds.name)
+    if ds.layout == CLASSIC or (ds.layout == "auto" and classic):
+        if ds.layout == "auto" and tfds:
+            logging.warning("%s.data_dir %s holds both classic (%s-*) and "
+                            "TFDS (*-%s.tfrecord-*) files; reading the "
+                            "classic ones (set layout: tfds for the others)",
+                            key, data_dir, ds.split, ds.split)
+        files, layout = classic, CLASSIC_LAYOUT
+    elif ds.layout == TFDS or (ds.layout == "auto" and tfds):
+        files, layout = tfds, TFDS_LAYOUT
+    else:
+        files, layout = [], None
+    if not files:
+        looked = {
+            CLASSIC: f"{ds.split}-* (classic)",
+            TFDS: f"*-{ds.split}.tfrecord-* (TFDS, also under <name>/"
+                  "<version>/)",
+        }
+        wanted = [looked[ds.layout]] if ds.layout in looked else \
+            list(looked.values())
+        raise ConfigError(
+            f"{key}: no files for split {ds.split!r} in data_dir "
+            f"{data_dir!r}; looked for {' and '.join(wanted)}")
+    return files, layout
+
+
+def _layout_for(ds: DatasetConfig, files: Sequence[str], key: str) -> Layout:
+    if ds.layout in LAYOUTS:
+        return LAYOUTS[ds.layout]
+    tfds_like = [".tfrecord-" in os.path.basename(f) for f in files]
+    if all(tfds_like):
+        return TFDS_LAYOUT
+    if not any(tfds_like):
+        return CLASSIC_LAYOUT
+    raise ConfigError(f"{key}.filenames mixes classic and TFDS file names; "
+                      "set layout: classic or tfds")
+
+
+def file_sizes(files: Sequence[str]) -> List[int]:
+    """Byte sizes, read once at build time (the reader checks it read all)."""
+    return [tf.io.gfile.stat(f).length for f in files]
+
+
+# --------------------------------------------------------------------------
+# Reading records
+# --------------------------------------------------------------------------
+
+
+def read_file(filename: tf.Tensor, size: tf.Tensor) -> tf.data.Dataset:
+    """One file's records as (filename, index, record, status, detail).
+
+    Read errors end the file instead of raising; a final element with
+    status CORRUPT_FILE says so when fewer than `size` bytes were read.
+    """
+    records = tf.data.TFRecordDataset(filename,
+                                      buffer_size=READ_BUFFER_BYTES)
+    records = records.ignore_errors()
+    records = records.map(lambda r: (r, False))
+    records = records.concatenate(
+        tf.data.Dataset.from_tensors((tf.constant(b""), True)))
+
+    def step(state, element):
+        index, offset = state
+        record, is_end = element
+        framed = tf.cast(tf.strings.length(record), tf.int64) + 16
+        status = tf.where(is_end, tf.where(offset == size, END_OK,
+                                           CORRUPT_FILE), OK)
+        detail = tf.cond(
+            tf.equal(status, CORRUPT_FILE),
+            lambda: tf.strings.format(
+                "corrupt or truncated TFRecord data: only the first {} "
+                "record(s) ({} of {} bytes) could be read", (index, offset,
+                                                             size)),
+            lambda: tf.constant(""))
+        new_state = (index + 1, offset + tf.where(is_end, tf.constant(
+            0, tf.int64), framed))
+        return new_state, (filename, index, record, status, detail)
+
+    records = records.scan((tf.constant(0, tf.int64),
+                            tf.constant(0, tf.int64)), step)
+    return records.filter(lambda f, i, r, status, d: status != END_OK)
+
+
+def _seed(seed: Optional[int], *salt: int) -> Optional[int]:
+    if seed is None:
+        return None
+    value = seed
+    for s in salt:
+        value = (value * 1000003 + s) % (2 ** 31 - 1)
+    return value
+
+
+def record_dataset(files: Sequence[str], sizes: Sequence[int],
+                   ds: DatasetConfig, ctx: tf.distribute.InputContext,
+                   is_training: bool, seed: Optional[int]) -> tf.data.Dataset:
+    """Files -> raw records (filename, index, record, status, detail).
+
+    Sharded for `ctx`, shuffled (files and records) and repeated when
+    training. `seed` fixes both shuffles (None: a different order each run).
+    """
+    num_pipelines, pipeline_id = ctx.num_input_pipelines, ctx.input_pipeline_id
+    by_file = len(files) >= num_pipelines
+    deterministic = bool(ds.deterministic)
+    dataset = tf.data.Dataset.from_tensor_slices(
+        (tf.constant(list(files), tf.string),
+         tf.constant([int(s) for s in sizes], tf.int64)))
+    n_files = len(files)
+    if num_pipelines > 1 and by_file:
+        dataset = dataset.shard(num_pipelines, pipeline_id)
+        n_files = len(range(pipeline_id, len(files), num_pipelines))
+    if is_training and ds.file_shuffle_buffer_size > 1 and n_files > 1:
+        # Sharding by record needs every pipeline to read the same order:
+        # one seed for all of them (and never None).
+        file_seed = _seed(seed, 1, pipeline_id) if by_file else \
+            _seed(seed if seed is not None else 0, 1)
+        dataset = dataset.shuffle(min(ds.file_shuffle_buffer_size, n_files),
+                                  seed=file_seed,
+                                  reshuffle_each_iteration=True)
+    if is_training and not ds.cache:
+        dataset = dataset.repeat()
+    dataset = dataset.interleave(
+        read_file, cycle_length=max(1, min(INTERLEAVE_CYCLE, n_files)),
+        block_length=1, num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=deterministic or not by_file)
+    if num_pipelines > 1 and not by_file:
+        dataset = dataset.shard(num_pipelines, pipeline_id)
+    if ds.cache:
+        dataset = dataset.cache()
+    if is_training and ds.shuffle_buffer_size > 1:
+        dataset = dataset.shuffle(ds.shuffle_buffer_size,
+                                  seed=_seed(seed, 2, pipeline_id),
+                                  reshuffle_each_iteration=True)
+    if is_training and ds.cache:
+        dataset = dataset.repeat()
+    return dataset
+
+
+# --------------------------------------------------------------------------
+# Parsing and decoding, guarded
+# --------------------------------------------------------------------------
+
+
+def _feature_spec(layout: Layout) -> Dict[str, object]:
+    spec = {
+        layout.image_key: tf.io.FixedLenFeature((), tf.string, b""),
+        layout.label_key: tf.io.FixedLenFeature((), tf.int64, -1),
+    }
+    if layout.has_boxes:
+        for side in ("ymin", "xmin", "ymax", "xmax"):
+            spec[f"image/object/bbox/{side}"] = tf.io.VarLenFeature(
+                tf.float32)
+    return spec
+
+
+def _boxes(parsed, layout: Layout) -> tf.Tensor:
+    """[N, 4] boxes (ymin, xmin, ymax, xmax) clipped to 0..1; N may be 0."""
+    if not layout.has_boxes:
+        return tf.zeros([0, 4], tf.float32)
+    sides = [tf.sparse.to_dense(parsed[f"image/object/bbox/{s}"])
+             for s in ("ymin", "xmin", "ymax", "xmax")]
+    n = tf.reduce_min([tf.size(s) for s in sides])
+    boxes = tf.stack([s[:n] for s in sides], axis=1)
+    boxes = tf.clip_by_value(boxes, 0.0, 1.0)
+    valid = (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
+    return tf.boolean_mask(boxes, valid)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Decoder:
+    """parse + decode + augment one record; the pieces of the guard."""
+    ds: DatasetConfig
+    layout: Layout
+    label_offset: int
+    is_training: bool
+
+    @property
+    def image_shape(self):
+        ds = self.ds
+        return [ds.image_size, ds.image_size, ds.num_channels]
+
+    @property
+    def image_dtype(self):
+        return tf.uint8 if self.ds.transfer_uint8 else tf.as_dtype(
+            self.ds.dtype)
+
+    def placeholder(self, status, filename, index, detail):
+        return (tf.zeros(self.image_shape, self.image_dtype),
+                tf.constant(-1, tf.int32), tf.cast(status, tf.int32),
+                filename, index, detail)
+
+    def decode(self, filename, index, record, status, detail, seed):
+        """Runs inside the guard: any error here marks the record bad."""
+        def good():
+            parsed = tf.io.parse_single_example(record,
+                                                _feature_spec(self.layout))
+            raw_label = parsed[self.layout.label_key]
+            label = raw_label - self.label_offset
+            in_range = (label >= 0) & (label < self.ds.num_classes)
+
+            def image():
+                return (self._image(parsed, seed), tf.cast(label, tf.int32),
+                        tf.constant(OK, tf.int32), filename, index,
+                        tf.constant(""))
+
+            def bad_label():
+                return self.placeholder(
+                    BAD_LABEL, filename, index, tf.strings.format(
+                        "label {} is outside {}..{} (label_offset {}, "
+                        "num_classes {})", (
+                            raw_label, self.label_offset,
+                            self.label_offset + self.ds.num_classes - 1,
+                            self.label_offset, self.ds.num_classes)))
+            return tf.cond(in_range, image, bad_label)
+
+        return tf.cond(tf.equal(status, OK), good,
+                       lambda: self.placeholder(status, filename, index,
+                                                detail))
+
+    def _image(self, parsed, seed):
+        ds = self.ds
+        image_bytes = parsed[self.layout.image_key]
+        if self.is_training:
+            return preprocessing.preprocess_for_train(
+                image_bytes, _boxes(parsed, self.layout), seed,
+                image_size=ds.image_size, channels=ds.num_channels,
+                area_range=ds.crop_area_range,
+                aspect_ratio_range=ds.crop_aspect_ratio_range,
+                min_object_covered=ds.min_object_covered,
+                random_flip=ds.random_flip, mean_subtract=ds.mean_subtract,
+                standardize=ds.standardize, dtype=ds.dtype,
+                transfer_uint8=ds.transfer_uint8)
+        return preprocessing.preprocess_for_eval(
+            image_bytes, image_size=ds.image_size, channels=ds.num_channels,
+            crop_padding=ds.eval_crop_padding,
+            mean_subtract=ds.mean_subtract, standardize=ds.standardize,
+            dtype=ds.dtype, transfer_uint8=ds.transfer_uint8)
+
+    def diagnose(self, filename, index, record, status, detail, seed):
+        """Runs only when decode failed: can the record at least be parsed?"""
+        parsed = tf.io.parse_single_example(record,
+                                            _feature_spec(self.layout))
+        size = tf.strings.length(parsed[self.layout.image_key])
+        return self.placeholder(BAD_IMAGE, filename, index, tf.strings.format(
+            "{} ({} bytes) cannot be decoded as an image",
+            (self.layout.image_key, size)))
+
+    def not_an_example(self, filename, index, record, status, detail, seed):
+        return self.placeholder(BAD_EXAMPLE, filename, index, tf.strings.format(
+            "the record ({} bytes) is not a tf.train.Example with {} and {}",
+            (tf.strings.length(record), self.layout.image_key,
+             self.layout.label_key)))
+
+    def guarded(self, *element) -> tf.data.Dataset:
+        """A one-element dataset: the decoded record, or why it is bad.
+
+        tf.data has no try/except; an inner dataset with ignore_errors()
+        plus fallbacks tried in order does the job per record.
+        """
+        one = tf.data.Dataset.from_tensors(element)
+        attempt = one.map(self.decode).ignore_errors()
+        parse_only = one.map(self.diagnose).ignore_errors()
+        last_resort = one.map(self.not_an_example)
+        return attempt.concatenate(parse_only).concatenate(last_resort).take(1)
+
+
+# --------------------------------------------------------------------------
+# Bad records: stop with a named error, or skip and count
+# --------------------------------------------------------------------------
+
+_bad_lock = threading.Lock()
+_bad_counts: Dict[str, int] = collections.Counter()
+
+
+def bad_record_count(split: Optional[str] = None) -> int:
+    """Records skipped so far in this process (all splits, or one)."""
+    with _bad_lock:
+        if split is None:
+            return sum(_bad_counts.values())
+        return _bad_counts.get(split, 0)
+
+
+def reset_bad_record_count() -> None:
+    with _bad_lock:
+        _bad_counts.clear()
+
+
+def _message(filename, index, detail, skipping: bool) -> tf.Tensor:
+    tail = "; skipped (skip_bad_records: true)" if skipping else \
+        ("; set skip_bad_records: true in the dataset config to skip bad "
+         "records")
+    return tf.strings.join([
+        "official_bench: bad record ", tf.strings.as_string(index), " in ",
+        filename, ": ", detail, tail])
+
+
+def _log_skipped(split: str):
+    def log(message):
+        text = message.decode("utf-8", "replace")
+        with _bad_lock:
+            _bad_counts[split] += 1
+            count = _bad_counts[split]
+        logging.warning("%s [%d bad record(s) skipped in %s so far]", text,
+                        count, split)
+        return count
+    return log
+
+
+def _check_strict(image, label, status, filename, index, detail):
+    ok = tf.equal(status, OK)
+    check = tf.debugging.Assert(ok, [_message(filename, index, detail,
+                                              False)])
+    with tf.control_dependencies([check]):
+        return tf.identity(image), tf.identity(label)
+
+
+def _keep_or_log(split: str):
+    log = _log_skipped(split)
+
+    def keep(image, label, status, filename, index, detail):
+        ok = tf.equal(status, OK)
+
+        def report():
+            count = tf.numpy_function(
+                log, [_message(filename, index, detail, True)], tf.int64,
+                stateful=True)
+            with tf.control_dependencies([count]):
+                return tf.constant(False)
+        return tf.cond(ok, lambda: tf.constant(True), report)
+    return keep
+
+
+# --------------------------------------------------------------------------
+# The whole pipeline
+# --------------------------------------------------------------------------
+
+
+def build_dataset(files: Sequence[str], layout: Layout, ds: DatasetConfig,
+                  ctx: tf.distribute.InputContext, batch_size: int,
+                  is_training: bool, seed: Optional[int],
+                  sizes: Optional[Sequence[int]] = None) -> tf.data.Dataset:
+    """Record files -> batches of (images, labels) for one input pipeline.
+
+    Images are [batch, size, size, channels] in `ds.dtype` (uint8 with
+    transfer_uint8); labels are int32 class ids, or one-hot float32 with
+    `ds.one_hot`. Shared by `builder: records` and `builder: tfds`.
+    """
+    sizes = file_sizes(files) if sizes is None else sizes
+    offset = ds.label_offset if ds.label_offset is not None else \
+        layout.label_offset
+    shuffle_seed = seed if ds.deterministic else None
+    dataset = record_dataset(files, sizes, ds, ctx, is_training, shuffle_seed)
+    # One random seed pair per record for the stateless augmentations.
+    augment_seeds = tf.data.Dataset.random(
+        seed=_seed(shuffle_seed, 3, ctx.input_pipeline_id)).batch(2)
+    dataset = tf.data.Dataset.zip((dataset, augment_seeds)).map(
+        lambda rec, s: (*rec, s))
+    decoder = _Decoder(ds, layout, offset, is_training)
+    dataset = dataset.interleave(
+        decoder.guarded, cycle_length=tf.data.AUTOTUNE, block_length=1,
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=bool(ds.deterministic))
+    if ds.skip_bad_records:
+        dataset = dataset.filter(_keep_or_log(ds.split))
+        dataset = dataset.map(lambda image, label, *_: (image, label))
+    else:
+        dataset = dataset.map(_check_strict)
+    if ds.one_hot:
+        dataset = dataset.map(
+            lambda image, label: (image, tf.one_hot(label, ds.num_classes)))
+    dataset = dataset.batch(batch_size, drop_remainder=True)
+    options = tf.data.Options()
+    options.deterministic = bool(ds.deterministic)
+    options.experimental_optimization.parallel_batch = True
+    options.experimental_optimization.map_parallelization = True
+    return dataset.with_options(options)
+
+
+def records_dataset(ds: DatasetConfig, ctx: tf.distribute.InputContext,
+                    batch_size: int, is_training: bool,
+                    seed: int = 0) -> tf.data.Dataset:
+    """The `records` builder (see data.factory.BUILDERS)."""
+    files, layout = find_files(ds, is_training)
+    logging.info("%s: %d %s record file(s) for split %s (%s ... %s)",
+                 _key(is_training), len(files), layout.name, ds.split,
+                 os.path.basename(files[0]), os.path.basename(files[-1]))
+    return build_dataset(files, layout, ds, ctx, batch_size, is_training,
+                         seed)

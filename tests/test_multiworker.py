@@ -1,0 +1,111 @@
+"""multi_worker_mirrored for real: two CLI processes on 127.0.0.1 ports."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from helpers import (DLPERF_CONFIGS, REPO, TINY_OVERRIDE, cli_env,
+                     free_ports)
+
+pytestmark = pytest.mark.multiworker
+
+TWO_NODE = os.path.join(DLPERF_CONFIGS, "two_node_gpu.yaml")
+
+
+def start_worker(model_dir, override, env=None):
+    cmd = [sys.executable, "-m", "official_bench.classifier_trainer",
+           "--mode=train", f"--model_dir={model_dir}",
+           f"--config_file={TWO_NODE}", "--num_gpus=0",
+           f"--params_override={override}"]
+    return subprocess.Popen(cmd, cwd=REPO, env=cli_env(env),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+
+
+def finish(proc, timeout):
+    """Waits; a worker still running at the deadline is SIGKILLed."""
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        pytest.fail(f"worker did not finish in {timeout} s:\n{out[-3000:]}")
+    return proc.returncode, out
+
+
+@pytest.mark.slow
+def test_two_workers_train_together_with_identical_losses(tmp_path):
+    p0, p1 = free_ports(2)
+    hosts = f"127.0.0.1:{p0},127.0.0.1:{p1}"
+    common = (f"{TINY_OVERRIDE},runtime.all_reduce_alg=ring,"
+              "runtime.peer_timeout_seconds=120,runtime.seed=7,"
+              "train.steps=4")
+    # Worker 0 from worker_hosts + task_index; worker 1 from TF_CONFIG,
+    # which must win over the YAML's worker_hosts/task_index.
+    w0 = start_worker(tmp_path, f"{common},runtime.worker_hosts='{hosts}',"
+                                "runtime.task_index=0")
+    tf_config = json.dumps({"cluster": {"worker": hosts.split(",")},
+                            "task": {"type": "worker", "index": 1}})
+    w1 = start_worker(tmp_path, common, env={"TF_CONFIG": tf_config})
+    rc0, out0 = finish(w0, 400)
+    rc1, out1 = finish(w1, 400)
+    assert rc0 == 0, out0[-3000:]
+    assert rc1 == 0, out1[-3000:]
+    assert "Using TF_CONFIG from the environment" in out1
+    chief = json.load(open(tmp_path / "result.json"))
+    other = json.load(open(tmp_path / "result_worker1.json"))
+    assert chief["environment"]["num_workers"] == 2
+    assert chief["stats"]["num_replicas"] == 2
+    assert chief["stats"]["global_batch_size"] == 8  # 4 per replica x 2
+    assert chief["history"]["loss"] == pytest.approx(other["history"]["loss"])
+    assert chief["task"]["is_chief"] and not other["task"]["is_chief"]
+    for out in (out0, out1):
+        assert "TimeHistory: " in out and "examples/second between steps" in out
+
+
+def test_missing_worker_is_a_clear_timeout(tmp_path):
+    p0, p1 = free_ports(2)
+    start = time.monotonic()
+    w0 = start_worker(tmp_path, (
+        f"{TINY_OVERRIDE},runtime.all_reduce_alg=ring,"
+        f"runtime.worker_hosts='127.0.0.1:{p0},127.0.0.1:{p1}',"
+        "runtime.task_index=0,runtime.peer_timeout_seconds=8"))
+    rc, out = finish(w0, 120)
+    # TensorFlow ignores SIGTERM there: the watchdog has to SIGKILL it.
+    assert rc == -9, out[-3000:]
+    assert "timeout: worker 0 waited 8 s" in out
+    assert f"worker 1 at 127.0.0.1:{p1}" in out
+    assert time.monotonic() - start < 100
+    assert not (tmp_path / "result.json").exists()
+
+
+def test_own_port_in_use_is_reported(tmp_path):
+    p0, p1 = free_ports(2)
+    holder = socket.socket()
+    holder.bind(("0.0.0.0", p0))
+    holder.listen(1)
+    try:
+        w0 = start_worker(tmp_path, (
+            f"{TINY_OVERRIDE},runtime.all_reduce_alg=ring,"
+            f"runtime.worker_hosts='127.0.0.1:{p0},127.0.0.1:{p1}',"
+            "runtime.task_index=0,runtime.peer_timeout_seconds=8"))
+        rc, out = finish(w0, 120)
+    finally:
+        holder.close()
+    assert rc == 3, out[-3000:]
+    assert f"cannot listen on port {p0} for worker 0" in out
+
+
+def test_task_index_out_of_range(tmp_path):
+    p0, p1 = free_ports(2)
+    w = start_worker(tmp_path, (
+        f"{TINY_OVERRIDE},runtime.worker_hosts='127.0.0.1:{p0},"
+        f"127.0.0.1:{p1}',runtime.task_index=2"))
+    rc, out = finish(w, 120)
+    assert rc == 2
+    assert "runtime.task_index 2 is not a valid index" in out
