@@ -69,6 +69,8 @@ class Coordinator:
         self.cond = threading.Condition()
         self.rounds: Dict[str, _Round] = {}
         self.members: Dict[int, str] = {}
+        self.last_seen: Dict[int, float] = {}
+        self.waiting: Dict[int, int] = {}  # node -> open meet requests
         self.fatal: Optional[str] = None
         coordinator = self
 
@@ -125,12 +127,15 @@ class Coordinator:
         if not isinstance(node, int) or not 0 <= node < self.num_nodes:
             raise _Refused(f"node index {node!r} is outside 0.."
                            f"{self.num_nodes - 1}")
+        self.last_seen[node] = time.monotonic()
         instance = request.get("instance")
         known = self.members.setdefault(node, instance)
         if known != instance:
             raise _Refused(
-                f"two launchers claim to be {self.describe(node)} (index "
-                f"{node}); check TASK_INDEX / the node list on each machine",
+                f"a second launcher joined as {self.describe(node)} (index "
+                f"{node}): two machines claim that index, or that node's "
+                "script was restarted; check TASK_INDEX / the node list on "
+                "each machine and start all nodes afresh",
                 fatal_all=True)
         if request.get("plan") != self.plan:
             raise _Refused(
@@ -140,9 +145,17 @@ class Coordinator:
                 "BATCH, DTYPE, TEST_NUM, GPUS and node list", fatal_all=True)
         return node
 
+    def _seen(self, node: int) -> float:
+        """Seconds since a node was last heard from (0 while it waits here)."""
+        if self.waiting.get(node):
+            return 0.0
+        last = self.last_seen.get(node)
+        return float("inf") if last is None else time.monotonic() - last
+
     def _meet(self, request):
         name = str(request.get("round"))
         timeout = float(request.get("timeout") or 0)
+        stale_after = request.get("stale_after")
         with self.cond:
             try:
                 node = self._check_node(request)
@@ -157,11 +170,33 @@ class Coordinator:
                 rnd.completed = True
             self.cond.notify_all()
             deadline = time.monotonic() + timeout
-            while not rnd.completed and self.fatal is None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self.cond.wait(min(left, 1.0))
+            self.waiting[node] = self.waiting.get(node, 0) + 1
+            gone: List[int] = []
+            try:
+                while not rnd.completed and self.fatal is None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    if stale_after is not None:
+                        # A node seen before but silent since: its launcher
+                        # stopped (only nodes seen before: late starters wait).
+                        gone = [i for i in range(self.num_nodes)
+                                if i not in rnd.payloads and i in
+                                self.last_seen and self._seen(i) > stale_after]
+                        if gone:
+                            break
+                    self.cond.wait(min(left, 1.0))
+            finally:
+                self.waiting[node] -= 1
+                self.last_seen[node] = time.monotonic()
+            if gone:
+                missing = [i for i in range(self.num_nodes)
+                           if i not in rnd.payloads]
+                return {"ok": False, "round": name, "missing": missing,
+                        "error": f"at '{name}': " + ", ".join(
+                            f"{self.describe(i)} has not been heard from for "
+                            f"{self._seen(i):.0f} s" for i in gone)
+                        + "; its launcher seems to have stopped"}, None, None
             if self.fatal is not None:
                 return {"ok": False, "error": self.fatal, "fatal": True}, \
                     None, None
@@ -179,6 +214,9 @@ class Coordinator:
 
     def _peek(self, request):
         with self.cond:
+            node = request.get("node")
+            if isinstance(node, int):
+                self.last_seen[node] = time.monotonic()
             rnd = self.rounds.get(str(request.get("round")))
             payloads = {} if rnd is None else dict(rnd.payloads)
             return {"ok": True, "fatal_error": self.fatal,
@@ -236,36 +274,61 @@ class Client:
                     raise ConnectionError("reply too long")
         return json.loads(data.decode("utf-8"))
 
-    def meet(self, round_name: str, payload: Any, timeout: float) -> Dict[int, Any]:
-        """Blocks until all nodes sent `round_name`; returns their payloads."""
-        deadline = time.monotonic() + timeout
+    def meet(self, round_name: str, payload: Any, timeout: float,
+             stale_after: Optional[float] = None,
+             lost_after: Optional[float] = None) -> Dict[int, Any]:
+        """Blocks until all nodes sent `round_name`; returns their payloads.
+
+        `stale_after`: give up early when a node that was heard from before
+        has been silent that long (its launcher stopped). `lost_after`: give
+        up early when the coordinator, reachable before, has not answered for
+        that long.
+        """
+        start = time.monotonic()
+        deadline = start + timeout
         last_error = "no answer"
+        failing_since = None
         delay = 0.2
         while True:
-            left = deadline - time.monotonic()
+            now = time.monotonic()
+            left = deadline - now
             if left <= 0:
                 break
+            if failing_since is not None and lost_after is not None and \
+                    self.contacted and now - failing_since > lost_after:
+                raise BarrierError(
+                    f"at '{round_name}': the barrier on "
+                    f"{self.coordinator_name} at {self.address} stopped "
+                    f"answering {now - failing_since:.0f} s ago (last error: "
+                    f"{last_error}); its launcher seems to have stopped",
+                    missing=[0])
             request = {"op": "meet", "round": round_name, "node": self.node,
                        "instance": self.instance, "plan": self.plan,
-                       "payload": payload, "timeout": left}
+                       "payload": payload, "timeout": left,
+                       "stale_after": stale_after}
             try:
                 reply = self._request(request, left + 15.0)
             except (OSError, ValueError) as e:
                 last_error = getattr(e, "strerror", None) or str(e) or \
                     type(e).__name__
+                if failing_since is None:
+                    failing_since = time.monotonic()
                 time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
                 delay = min(delay * 2, 2.0)
                 continue
+            self.contacted = True
             if reply.get("ok"):
                 return {int(k): v for k, v in reply["payloads"].items()}
             raise BarrierError(reply.get("error", "refused"),
                                missing=reply.get("missing"),
                                fatal=bool(reply.get("fatal")))
         raise BarrierError(
-            f"waited {timeout:.0f} s at '{round_name}' but the barrier on "
-            f"{self.coordinator_name} ({self.address}) did not answer (last "
+            f"waited {timeout:.0f} s at '{round_name}' but the barrier of "
+            f"{self.coordinator_name} at {self.address} did not answer (last "
             f"error: {last_error}); is the script running there?",
             missing=[0])
+
+    contacted = False
 
     def peek(self, round_name: str, timeout: float = 5.0) -> Optional[Dict[int, Any]]:
         """Who has arrived at a round so far; None when unreachable."""
@@ -274,6 +337,7 @@ class Client:
                                    "node": self.node}, timeout)
         except (OSError, ValueError):
             return None
+        self.contacted = True
         if not reply.get("ok"):
             return None
         return {int(k): v for k, v in reply.get("payloads", {}).items()}

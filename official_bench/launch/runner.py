@@ -26,6 +26,7 @@ TRAINER_EXIT = {
     -9: "killed (SIGKILL)", -15: "terminated (SIGTERM)",
 }
 PEEK_SECONDS = 2.0
+LOST_AFTER = 30.0  # + KILL_AFTER: silence that means a launcher stopped
 
 
 class Interrupted(Exception):
@@ -107,7 +108,8 @@ class TrainerProcess:
         self.proc = subprocess.Popen(self.command, stdout=log,
                                      stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, env=env,
-                                     start_new_session=True)
+                                     start_new_session=True,
+                                     preexec_fn=_parent_death_signal())
         self.started = time.monotonic()
         self.stopped_because: Optional[str] = None
 
@@ -147,6 +149,24 @@ class TrainerProcess:
                 reason = poll()
                 if reason:
                     self.stop(reason, grace=min(self.kill_after, 10.0))
+
+
+def _parent_death_signal():
+    """Linux: SIGTERM the trainer's `timeout` if the launcher dies (even by
+    SIGKILL); `timeout` then escalates to SIGKILL after KILL_AFTER. The
+    trainer runs in its own session, so nothing else would stop it."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+
+    def preexec():
+        prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+    return preexec
 
 
 # --------------------------------------------------------------------------
@@ -192,8 +212,12 @@ class Runner:
 
     stamp = ""
 
-    def meet(self, round_name: str, payload, timeout: float):
-        return self.client.meet(round_name, payload, timeout)
+    def meet(self, round_name: str, payload, timeout: float,
+             stale_after: Optional[float] = None):
+        """Meets the other nodes; gives up early on a launcher that stopped."""
+        return self.client.meet(round_name, payload, timeout,
+                                stale_after=stale_after,
+                                lost_after=LOST_AFTER + self.s.kill_after)
 
     # -- one run -----------------------------------------------------------
 
@@ -297,8 +321,11 @@ class Runner:
             if multi:
                 wait = self.s.run_timeout + self.s.kill_after + \
                     self.s.barrier_timeout
+                # Nodes still running peek every PEEK_SECONDS; a node silent
+                # for longer than a stop takes has lost its launcher.
                 everyone = self.meet(f"end {run.name}", outcome.as_payload(),
-                                     wait)
+                                     wait, stale_after=LOST_AFTER +
+                                     self.s.kill_after)
             else:
                 everyone = {0: outcome.as_payload()}
             self.results.append((run, everyone))
