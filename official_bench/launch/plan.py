@@ -295,10 +295,13 @@ def make_plan(settings: Settings, stamp: str,
     barrier = None
     if nodeset is not None:
         head = nodeset.nodes[0]
-        port = settings.barrier_port or head.port + 1
+        # Default: one above every trainer port on node 0's host, so
+        # consecutive ports on one machine (127.0.0.1:5001,5002) do not clash.
+        port = settings.barrier_port or 1 + max(
+            n.port for n in nodeset.nodes if n.host == head.host)
         if port > 65535:
-            raise PlanError(f"BARRIER_PORT default {port} (node 0's port + 1) "
-                            "is not a port; set BARRIER_PORT")
+            raise PlanError(f"the default BARRIER_PORT {port} is not a port; "
+                            "set BARRIER_PORT")
         clash = [n for n in nodeset.nodes if n.host == head.host
                  and n.port == port]
         if clash:
@@ -314,7 +317,7 @@ def make_plan(settings: Settings, stamp: str,
     env: Dict[str, str] = {}
     if settings.nccl_socket_ifname:
         env["NCCL_SOCKET_IFNAME"] = settings.nccl_socket_ifname
-    pythonpath = settings.environ.get("PYTHONPATH", "")
+    pythonpath = settings.pythonpath or ""
     if REPO_ROOT not in pythonpath.split(os.pathsep):
         # So the trainer imports this checkout from any working directory.
         env["PYTHONPATH"] = REPO_ROOT + (os.pathsep + pythonpath

@@ -82,7 +82,8 @@ KNOBS: List[Knob] = [
     Knob("worker_port", "int", 11111, "trainer port for nodes given without "
          "one (Slurm node lists, host-only hostfiles)", section="nodes"),
     Knob("barrier_port", "int", None, "TCP port of the launchers' meeting "
-         "point on node 0; default: node 0's worker port + 1",
+         "point on node 0; default: 1 + the highest worker port on node 0's "
+         "host",
          section="nodes"),
     Knob("use_slurm", "choice", "auto", "take the node list and index from "
          "SLURM_* variables: auto (when in a Slurm job), yes, no",
@@ -161,6 +162,7 @@ class Settings:
     tf_config: Optional[str] = None
     slurm: Dict[str, str] = dataclasses.field(default_factory=dict)
     cuda_visible_devices: Optional[str] = None
+    pythonpath: Optional[str] = None
     environ: Dict[str, str] = dataclasses.field(default_factory=dict)
 
     def __getattr__(self, name: str) -> Any:
@@ -297,7 +299,8 @@ exit status: 0 all runs ok, 1 some run failed, 2 bad arguments or config,
              3 node list / task index problem, 75 a node never arrived,
              130/143 interrupted
 other environment the launcher reads: TF_CONFIG, SLURM_*, CUDA_VISIBLE_DEVICES
-(counts the visible GPUs); the trainer inherits the whole environment."""
+(counts the visible GPUs), PYTHONPATH (the repository is put first for the
+trainer); the trainer inherits the whole environment."""
 
 
 def parse(argv: Sequence[str], environ: Optional[Mapping[str, str]] = None,
@@ -346,4 +349,5 @@ def parse(argv: Sequence[str], environ: Optional[Mapping[str, str]] = None,
     return Settings(mode=mode, values=values, sources=sources,
                     tf_config=tf_config, slurm=slurm,
                     cuda_visible_devices=environ.get("CUDA_VISIBLE_DEVICES"),
+                    pythonpath=environ.get("PYTHONPATH"),
                     environ=environ)

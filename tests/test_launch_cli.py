@@ -1,0 +1,311 @@
+"""The run scripts' command line: knobs, --help, --dry-run, bad input.
+
+Everything here runs without TensorFlow (the launcher never imports it),
+except the last test, which starts one real trainer that gets stopped.
+Addresses: 127.0.0.1 and 10.200.0.0/24 literals that are never contacted.
+"""
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from official_bench.launch import settings as settings_lib
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PY = os.environ.get("OB_TEST_PYTHON", sys.executable)
+SCRIPTS = {m: os.path.join(REPO, f"run_{n}_node.sh")
+           for m, n in (("single", "single"), ("two", "two"),
+                        ("multi", "multi"))}
+
+
+def clean_env(tmp_path, **knobs):
+    """The test process's environment without any launcher knob, TF_CONFIG
+    or Slurm variable, plus `knobs` (upper-cased)."""
+    drop = {k.env for k in settings_lib.KNOBS} | {"TF_CONFIG"} | \
+        set(settings_lib.SLURM_VARS)
+    env = {k: v for k, v in os.environ.items()
+           if k not in drop and not k.startswith("SLURM")}
+    env.update(PYTHON=PY, LOG_DIR=str(tmp_path / "logs"),
+               MODEL_DIR=str(tmp_path / "model_dir"), SLEEP_SECONDS="0")
+    env.update({k.upper(): str(v) for k, v in knobs.items()})
+    return env
+
+
+def script(mode, tmp_path, *args, timeout=60, **knobs):
+    return subprocess.run(["bash", SCRIPTS[mode], *args], cwd=tmp_path,
+                          env=clean_env(tmp_path, **knobs),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def free_ports(n):
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+# -- settings -----------------------------------------------------------------
+
+
+def test_precedence_command_line_env_default():
+    s = settings_lib.parse(["256", "--test-num", "3"],
+                           environ={"BATCH": "64", "DTYPE": "fp16",
+                                    "TEST_NUM": "9"}, mode="single")
+    assert (s.batch, s.dtype, s.test_num) == (256, "fp16", 3)
+    assert s.source("batch") == "command line"
+    assert s.source("dtype") == "env DTYPE"
+    assert s.source("sleep_seconds") == "default" and s.sleep_seconds == 5.0
+
+
+def test_dtype_aliases_and_lists():
+    s = settings_lib.parse(["--dtype", "bfloat16", "--gpus", "1, 2,4"],
+                           environ={}, mode="single")
+    assert s.dtype == "bf16" and s.gpus == [1, 2, 4]
+
+
+@pytest.mark.parametrize("env, words", [
+    ({"TEST_NUM": "five"}, "TEST_NUM='five' (env TEST_NUM) is not a positive"),
+    ({"BATCH": "0"}, "BATCH='0'"),
+    ({"DTYPE": "fp8"}, "not one of: fp32, fp16, bf16"),
+    ({"GPUS": "1,x"}, "comma-separated list"),
+    ({"WORKER_PORT": "70000"}, "not a port"),
+    ({"TASK_INDEX": "-1"}, "an integer >= 0"),
+    ({"ON_FAILURE": "retry"}, "continue, stop"),
+    ({"DRY_RUN": "maybe"}, "not a boolean"),
+])
+def test_bad_knob_values(env, words):
+    with pytest.raises(settings_lib.SettingsError, match=re.escape(words)):
+        settings_lib.parse([], environ=env, mode="two")
+
+
+def test_only_settings_reads_the_environment():
+    """Environment variables are read in one place: settings.py."""
+    folder = os.path.join(REPO, "official_bench", "launch")
+    offenders = []
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py") and name != "settings.py":
+            with open(os.path.join(folder, name)) as f:
+                text = f.read()
+            if re.search(r"os\.environ|getenv|environ\.get", text):
+                offenders.append(name)
+    assert offenders == []
+
+
+def test_help_lists_every_knob_without_tensorflow(tmp_path):
+    for mode in SCRIPTS:
+        out = script(mode, tmp_path, "--help")
+        assert out.returncode == 0, out.stderr
+        text = " ".join(out.stdout.split())
+        assert f"bash run_{mode}_node.sh [BATCH] [DTYPE] [TEST_NUM]" in text
+        for knob in settings_lib.KNOBS:
+            assert f"env {knob.env}" in text, knob.env
+            if not knob.positional:
+                assert knob.flag in text
+    probe = subprocess.run(
+        [PY, "-c", "import sys; from official_bench.launch.__main__ import "
+         "main; main(['single', '--dry-run', '--device', 'cpu']); "
+         "print('TF', 'tensorflow' in sys.modules)"],
+        cwd=REPO, env=clean_env(tmp_path), capture_output=True, text=True,
+        timeout=60)
+    assert probe.returncode == 0, probe.stderr
+    assert "TF False" in probe.stdout
+
+
+# -- dry runs -----------------------------------------------------------------
+
+
+def test_single_node_dry_run_on_cpu(tmp_path):
+    out = script("single", tmp_path, "8", "fp32", "2", "--dry-run",
+                 CPU_DEVICES="1,2", STEPS=30, DEVICE="cpu")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "cpu_smoke.yaml" in text and "1n1g, 1n2g" in text
+    for case in ("1n1g", "1n2g"):
+        for i in (1, 2):
+            assert f"bz8/{case}/rn50_b8_fp32_{i}.log" in text
+            assert f"bz8/{case}/rn50_b8_fp32_{i}.json" in text
+    assert text.count("timeout -k 30s 3600s") == 4
+    assert '"cpu_devices": 2' in text and '"steps": 30' in text
+    assert "dry run: nothing was started" in text
+    assert not (tmp_path / "logs").exists()
+
+
+def test_gpu_planning_without_gpus_via_gpu_ids(tmp_path):
+    """GPU_IDS stands in for nvidia-smi: 4 GPUs -> 1, 2, 4 (8 skipped)."""
+    out = script("single", tmp_path, "256", "fp16", "1", "--dry-run",
+                 DEVICE="gpu", GPU_IDS="0,1,2,3", DATA_DIR="/data/imagenet",
+                 NCCL_SOCKET_IFNAME="ib0")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "gpu_fp16.yaml" in text and "1n1g, 1n2g, 1n4g" in text
+    assert "skipping 8 GPUs (only 4 visible)" in text
+    assert "--data_dir=/data/imagenet" in text
+    assert "CUDA_VISIBLE_DEVICES=0,1,2,3" in text and "NCCL_SOCKET_IFNAME=ib0" in text
+    assert '"num_gpus": 4' in text
+    bf16 = script("two", tmp_path, "256", "bf16", "--dry-run", DEVICE="gpu",
+                  GPU_IDS="0,1", NODES="10.200.0.1:1,10.200.0.2:1",
+                  TASK_INDEX=1)
+    assert bf16.returncode == 0, bf16.stderr
+    assert "two_node_gpu_bf16.yaml" in bf16.stdout and "2n2g" in bf16.stdout
+    too_many = script("single", tmp_path, "--dry-run", DEVICE="gpu",
+                      GPU_IDS="0", GPUS="1,2")
+    assert too_many.returncode == 2
+    assert "asks for [2] GPU(s) per node but 1 are visible" in too_many.stderr
+    none = script("single", tmp_path, "--dry-run", DEVICE="gpu",
+                  GPU_IDS="-1")
+    assert none.returncode == 2 and "no GPU is visible" in none.stderr
+
+
+def test_two_node_dry_run_shows_cluster(tmp_path):
+    out = script("two", tmp_path, "4", "--dry-run", TEST_NUM=1,
+                 NODES="10.200.0.1:2222,10.200.0.2:2222", TASK_INDEX=1)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "this node: index 1 = 10.200.0.2:2222 (TASK_INDEX (env TASK_INDEX))" in text
+    assert ('TF_CONFIG for the trainer: {"cluster": {"worker": '
+            '["10.200.0.1:2222", "10.200.0.2:2222"]}, "task": {"type": '
+            '"worker", "index": 1}}') in text
+    assert "barrier: node 0's launcher at 10.200.0.1:2223" in text
+    assert "bz4/2n1g/node1/rn50_b4_fp32_1.log" in text
+    assert "result_worker1.json" in text
+    assert '"distribution_strategy": "multi_worker_mirrored"' in text
+    assert '"worker_hosts": "10.200.0.1:2222,10.200.0.2:2222"' in text
+
+
+def test_slurm_dry_run(tmp_path):
+    out = script("multi", tmp_path, "--dry-run", TEST_NUM=1, WORKER_PORT=3333,
+                 SLURM_JOB_ID=7, SLURM_JOB_NODELIST="gpu[1-3]",
+                 SLURM_NTASKS=3, SLURMD_NODENAME="gpu2", SLURM_NODEID=1)
+    assert out.returncode == 0, out.stderr
+    assert "nodes: gpu1:3333,gpu2:3333,gpu3:3333 (from Slurm " \
+        "SLURM_JOB_NODELIST='gpu[1-3]')" in out.stdout
+    assert "index 1 = gpu2:3333 (SLURMD_NODENAME='gpu2')" in out.stdout
+    assert "3n1g" in out.stdout
+
+
+def test_tf_config_wins_and_is_logged(tmp_path):
+    tf_config = json.dumps({"cluster": {"worker": ["127.0.0.1:5001",
+                                                   "127.0.0.1:5002"]},
+                            "task": {"type": "worker", "index": 1}})
+    out = script("two", tmp_path, "--dry-run", TF_CONFIG=tf_config,
+                 NODES="10.200.0.1:1,10.200.0.2:1", TASK_INDEX=0)
+    assert out.returncode == 0, out.stderr
+    assert "TF_CONFIG is set and wins" in out.stdout
+    assert "index 1 = 127.0.0.1:5002 (TF_CONFIG task)" in out.stdout
+    assert f"TF_CONFIG for the trainer: {tf_config} (from the environment)" \
+        in out.stdout
+    single = script("single", tmp_path, "--dry-run", TF_CONFIG=tf_config)
+    assert single.returncode == 3 and "runs one node" in single.stderr
+
+
+# -- bad input ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("knobs, status, words", [
+    ({"NODES": "10.200.0.1:1,10.200.0.2:1"}, 3,
+     "this machine is not in NODES"),
+    ({"NODES": "127.0.0.1:5001,127.0.0.1:5001", "TASK_INDEX": 0}, 3,
+     "node 127.0.0.1:5001 is listed twice"),
+    ({"NODES": "127.0.0.1:5001,10.200.0.2:99999", "TASK_INDEX": 0}, 3,
+     "bad port '99999'"),
+    ({"NODES": "127.0.0.1:5001,127.0.0.1:5002"}, 3,
+     "matches 2 nodes"),
+    ({"NODES": "127.0.0.1:5001,127.0.0.1:5002,127.0.0.1:5003",
+      "TASK_INDEX": 0}, 3, "needs 2 nodes"),
+    ({}, 3, "needs a node list: set NODES"),
+    ({"NODES": "127.0.0.1:5001,127.0.0.1:5002", "TASK_INDEX": 0,
+      "BARRIER_PORT": 5002}, 2, "also the trainer port"),
+    ({"NODES": "127.0.0.1:5001,127.0.0.1:5002", "TASK_INDEX": 0,
+      "PARAMS_OVERRIDE": "train.no_such_key=1"}, 2,
+     "train.no_such_key: unknown key"),
+    ({"NODES": "127.0.0.1:5001,127.0.0.1:5002", "TASK_INDEX": 0,
+      "CONFIG_FILE": "/nonexistent.yaml"}, 2, "does not exist"),
+])
+def test_bad_input_is_a_clear_error(tmp_path, knobs, status, words):
+    start = time.monotonic()
+    out = script("two", tmp_path, "4", DEVICE="cpu", **knobs)
+    assert out.returncode == status, (out.stdout, out.stderr)
+    assert words in out.stderr
+    assert time.monotonic() - start < 20
+    assert not (tmp_path / "logs").exists()
+
+
+@pytest.mark.parametrize("index, words", [
+    (0, "waited 3 s at 'hello'; not arrived: node 1 (127.0.0.1:{w1})"),
+    (1, "waited 3 s at 'hello' but the barrier of node 0 (127.0.0.1:{w0}) "
+        "at 127.0.0.1:{b} did not answer"),
+])
+def test_peer_that_never_arrives(tmp_path, index, words):
+    w0, w1, b = free_ports(3)
+    start = time.monotonic()
+    out = script("two", tmp_path, "4", NODES=f"127.0.0.1:{w0},127.0.0.1:{w1}",
+                 BARRIER_PORT=b, TASK_INDEX=index, BARRIER_TIMEOUT=3,
+                 DEVICE="cpu")
+    elapsed = time.monotonic() - start
+    assert out.returncode == 75, (out.stdout, out.stderr)
+    assert words.format(w0=w0, w1=w1, b=b) in out.stderr
+    assert elapsed < 15, elapsed
+
+
+def _start_pair(tmp_path, knobs0, knobs1, common):
+    procs = []
+    for index, knobs in enumerate((knobs0, knobs1)):
+        args = knobs.pop("args", [])
+        env = clean_env(tmp_path, TASK_INDEX=index, **common, **knobs)
+        procs.append(subprocess.Popen(
+            ["timeout", "-k", "10", "150", "bash", SCRIPTS["two"], *args],
+            cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True))
+    return [(p.wait(160), p.stdout.read()) for p in procs]
+
+
+@pytest.mark.multiworker
+def test_different_plans_are_refused_on_both_nodes(tmp_path):
+    w0, w1, b = free_ports(3)
+    common = dict(NODES=f"127.0.0.1:{w0},127.0.0.1:{w1}", BARRIER_PORT=b,
+                  BARRIER_TIMEOUT=20, DEVICE="cpu")
+    start = time.monotonic()
+    (rc0, out0), (rc1, out1) = _start_pair(
+        tmp_path, {"args": ["4"]}, {"args": ["8"]}, common)
+    assert (rc0, rc1) == (3, 3), (out0, out1)
+    for out in (out0, out1):
+        assert "node 1 (127.0.0.1:%d) runs a different plan" % w1 in out
+    assert time.monotonic() - start < 15
+
+
+@pytest.mark.multiworker
+def test_run_failing_on_one_node_is_reported_on_all(tmp_path):
+    """Node 1's trainer fails at once (its PYTHON is `false`); node 0 stops
+    its own trainer instead of waiting for the peer, both report both, and
+    ON_FAILURE=stop ends both after run 1."""
+    w0, w1, b = free_ports(3)
+    common = dict(NODES=f"127.0.0.1:{w0},127.0.0.1:{w1}", BARRIER_PORT=b,
+                  BARRIER_TIMEOUT=60, PEER_TIMEOUT=120, DEVICE="cpu",
+                  TEST_NUM=2, ON_FAILURE="stop", KILL_AFTER=5)
+    start = time.monotonic()
+    (rc0, out0), (rc1, out1) = _start_pair(
+        tmp_path, {"args": ["4"]},
+        {"args": ["4", "--python", "/bin/false"]}, common)
+    elapsed = time.monotonic() - start
+    assert (rc0, rc1) == (1, 1), (out0, out1)
+    for out in (out0, out1):
+        assert re.search(r"2n1g run 1: (this node|node 0 \(.*\)): ABORTED .*"
+                         r"stopped because node 1 \(.*\) failed this run "
+                         r"\(exit 1\)", out), out
+        assert re.search(r"2n1g run 1: (this node|node 1 \(.*\)): FAILED "
+                         r"\(exit 1\)", out), out
+        assert "ON_FAILURE=stop: stopping after 2n1g run 1" in out
+        assert "2n1g run 2: starting" not in out
+    assert elapsed < 60, elapsed
+    log0 = tmp_path / "logs/tensorflow/resnet50/bz4/2n1g/rn50_b4_fp32_1.log"
+    assert "# official_bench.launch: 2n1g run 1 aborted" in log0.read_text()
+    assert not log0.with_suffix(".json").exists()

@@ -1,0 +1,268 @@
+"""Node lists, Slurm host lists and task index resolution (no TensorFlow)."""
+
+import json
+
+import pytest
+
+from official_bench.launch import nodes
+from official_bench.launch import settings as settings_lib
+from official_bench.launch.nodes import Identity, Node, NodeError
+
+# Only 127.0.0.1 and the 10.200.0.0/24 test-namespace range appear here; no
+# address is ever contacted (IP literals are not looked up).
+A, B, C = "10.200.0.1", "10.200.0.2", "10.200.0.3"
+
+
+def make_settings(mode="two", argv=(), **env):
+    return settings_lib.parse(list(argv), environ={k.upper(): str(v)
+                                                  for k, v in env.items()},
+                              mode=mode)
+
+
+def fake_identity(hostname="box", addresses=()):
+    return lambda: Identity(hostname, set(addresses), "test")
+
+
+def no_dns(host):
+    """Resolver for tests: literals only, names from a fixed table."""
+    table = {"localhost": ["127.0.0.1"], "box": [A], "other": [B]}
+    try:
+        import ipaddress
+        return [str(ipaddress.ip_address(host))]
+    except ValueError:
+        return table.get(host, [])
+
+
+# -- parsing ------------------------------------------------------------------
+
+
+def test_parse_node_forms():
+    assert nodes.parse_node(f"{A}:2222", None, "x") == Node(A, 2222)
+    assert nodes.parse_node("gpu01", 11111, "x") == Node("gpu01", 11111)
+    v6 = nodes.parse_node("[fd00::1]:5", None, "x")
+    assert v6 == Node("fd00::1", 5) and v6.address == "[fd00::1]:5"
+
+
+@pytest.mark.parametrize("text, words", [
+    (f"{A}:0", "bad port"), (f"{A}:65536", "bad port"),
+    (f"{A}:http", "bad port"), (f"{A}:", "bad port"),
+    (":2222", "no valid host"), ("fd00::1:22", "[address]:port"),
+    ("[fd00::1:22", "[address]:port"), ("bad host:1", "no valid host"),
+])
+def test_parse_node_rejects(text, words):
+    with pytest.raises(NodeError, match=words.replace("[", r"\[")):
+        nodes.parse_node(text, None, "NODES")
+
+
+def test_port_required_without_default():
+    with pytest.raises(NodeError, match="has no port"):
+        nodes.parse_node(A, None, "NODES")
+
+
+def test_duplicate_node_is_an_error():
+    with pytest.raises(NodeError, match=r"listed twice \(positions 0 and 2\)"):
+        nodes.parse_node_list([f"{A}:1", f"{B}:1", f"{A}:1"], None, "NODES")
+    # Same host, different ports: two workers on one machine is fine.
+    assert len(nodes.parse_node_list([f"{A}:1", f"{A}:2"], None, "x")) == 2
+
+
+def test_split_list_and_hostfile(tmp_path):
+    assert nodes.split_list(f" {A}:1, {B}:1\n{C}:1 ") == \
+        [f"{A}:1", f"{B}:1", f"{C}:1"]
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text(f"# cluster\n{A} slots=8\n\n{B}:2222  # second\n")
+    assert nodes.read_hostfile(str(hostfile)) == [A, f"{B}:2222"]
+    with pytest.raises(NodeError, match="cannot be read"):
+        nodes.read_hostfile(str(tmp_path / "missing"))
+
+
+@pytest.mark.parametrize("expr, hosts", [
+    ("gpu01", ["gpu01"]),
+    ("gpu[01-03]", ["gpu01", "gpu02", "gpu03"]),
+    ("gpu[08-10,12],login1", ["gpu08", "gpu09", "gpu10", "gpu12", "login1"]),
+    ("r[1-2]-n[1-2]", ["r1-n1", "r1-n2", "r2-n1", "r2-n2"]),
+    ("a[7],b", ["a7", "b"]),
+])
+def test_expand_hostlist(expr, hosts):
+    assert nodes.expand_hostlist(expr) == hosts
+
+
+@pytest.mark.parametrize("expr", ["gpu[01-03", "gpu]1[", "gpu[a-b]"])
+def test_expand_hostlist_rejects(expr):
+    with pytest.raises(NodeError):
+        nodes.expand_hostlist(expr)
+
+
+# -- matching this machine ----------------------------------------------------
+
+
+def test_match_by_interface_address():
+    ident = fake_identity(addresses=[B])()
+    index, why = nodes.match_index([Node(A, 1), Node(B, 1)], ident, no_dns)
+    assert index == 1 and B in why
+
+
+def test_match_by_hostname_short_and_long():
+    ident = fake_identity(hostname="gpu02.cluster.local")()
+    index, why = nodes.match_index([Node("gpu01", 1), Node("gpu02", 1)],
+                                   ident, no_dns)
+    assert index == 1 and "hostname" in why
+
+
+def test_match_by_name_resolving_to_local_address():
+    ident = fake_identity(hostname="elsewhere", addresses=[A])()
+    index, _ = nodes.match_index([Node("other", 1), Node("box", 1)], ident,
+                                 no_dns)
+    assert index == 1
+
+
+def test_no_match_lists_everything_tried():
+    ident = fake_identity(hostname="box9", addresses=[C])()
+    with pytest.raises(NodeError) as e:
+        nodes.match_index([Node(A, 1), Node(B, 1)], ident, no_dns,
+                          where="NODES")
+    text = str(e.value)
+    for part in ("not in NODES", "TASK_INDEX", "hostname 'box9'", C,
+                 f"{A}:1 -> {A}", "Set TASK_INDEX"):
+        assert part in text
+
+
+def test_loopback_twice_is_ambiguous():
+    ident = fake_identity()()
+    with pytest.raises(NodeError, match="matches 2 nodes.*TASK_INDEX"):
+        nodes.match_index([Node("127.0.0.1", 1), Node("127.0.0.1", 2)],
+                          ident, no_dns)
+
+
+def test_same_address_under_two_names_is_a_duplicate():
+    ident = fake_identity(addresses=[B])()
+    with pytest.raises(NodeError, match="same address 127.0.0.1:1"):
+        nodes.match_index([Node("127.0.0.1", 1), Node("localhost", 1)],
+                          ident, no_dns)
+
+
+def test_local_identity_sees_loopback():
+    ident = nodes.local_identity()
+    assert ident.hostname
+    assert ident.is_local_address("127.0.0.1")
+
+
+# -- resolve(): sources and precedence ----------------------------------------
+
+
+def resolve(settings, hosts=None, index=None, **kw):
+    return nodes.resolve(settings, hosts, "config", index,
+                         identity_fn=kw.get("identity", fake_identity()),
+                         resolver=no_dns)
+
+
+def test_nodes_env_and_task_index():
+    ns = resolve(make_settings(nodes=f"{A}:5,{B}", task_index=1,
+                               worker_port=7))
+    assert ns.worker_hosts == f"{A}:5,{B}:7"
+    assert ns.index == 1 and "TASK_INDEX" in ns.index_from
+
+
+def test_command_line_beats_environment():
+    s = make_settings(argv=["--task-index", "0"], nodes=f"{A}:1,{B}:1",
+                      task_index=1)
+    assert resolve(s).index == 0
+
+
+def test_index_by_matching_addresses():
+    ns = resolve(make_settings(nodes=f"{A}:1,{B}:1"),
+                 identity=fake_identity(addresses=[A]))
+    assert ns.index == 0 and "matched this machine" in ns.index_from
+
+
+def test_hostfile_then_config_hosts(tmp_path):
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text(f"{A}:1\n{B}:1\n")
+    ns = resolve(make_settings(hostfile=str(hostfile), task_index=0),
+                 hosts=f"{C}:1,127.0.0.1:1")
+    assert ns.worker_hosts == f"{A}:1,{B}:1"
+    ns = resolve(make_settings(task_index=1), hosts=f"{C}:1,{A}:1")
+    assert ns.worker_hosts == f"{C}:1,{A}:1" and ns.nodes_from == "config"
+
+
+def test_no_node_list_is_a_clear_error():
+    with pytest.raises(NodeError, match="needs a node list: set NODES"):
+        resolve(make_settings())
+
+
+def test_task_index_out_of_range():
+    with pytest.raises(NodeError, match=r"task index 2 .* has 2 nodes"):
+        resolve(make_settings(nodes=f"{A}:1,{B}:1", task_index=2))
+
+
+def test_node_count_per_script():
+    with pytest.raises(NodeError, match="needs 2 nodes.*lists 3"):
+        resolve(make_settings(nodes=f"{A}:1,{B}:1,{C}:1", task_index=0))
+    with pytest.raises(NodeError, match="needs 4 nodes"):
+        resolve(make_settings("multi", nodes=f"{A}:1,{B}:1,{C}:1",
+                              task_index=0, num_nodes=4))
+    with pytest.raises(NodeError, match="at least 2 nodes"):
+        resolve(make_settings("multi", nodes=f"{A}:1", task_index=0))
+    ns = resolve(make_settings("multi", nodes=f"{A}:1,{B}:1,{C}:1",
+                               task_index=2))
+    assert len(ns.nodes) == 3
+
+
+SLURM = {"slurm_job_id": "42", "slurm_job_nodelist": "gpu[07-08]",
+         "slurm_ntasks": "2", "slurmd_nodename": "gpu08", "slurm_nodeid": "1"}
+
+
+def test_slurm_node_list_and_index():
+    ns = resolve(make_settings(worker_port=2222, **SLURM))
+    assert ns.worker_hosts == "gpu07:2222,gpu08:2222"
+    assert ns.index == 1 and "SLURMD_NODENAME" in ns.index_from
+    assert "SLURM_JOB_NODELIST" in ns.nodes_from
+
+
+def test_slurm_step_node_list_and_nodeid_fallback():
+    env = dict(SLURM, slurm_step_nodelist="gpu[07-08]", slurmd_nodename="",
+               slurm_nodeid="0")
+    ns = resolve(make_settings(**env))
+    assert ns.index == 0 and "SLURM_NODEID" in ns.index_from
+    assert "SLURM_STEP_NODELIST" in ns.nodes_from
+
+
+def test_slurm_needs_one_task_per_node():
+    with pytest.raises(NodeError, match="one task per node"):
+        resolve(make_settings(**dict(SLURM, slurm_ntasks="16")))
+
+
+def test_slurm_loses_to_nodes_and_task_index_and_can_be_off():
+    ns = resolve(make_settings(nodes=f"{A}:1,{B}:1", task_index=0, **SLURM))
+    assert ns.worker_hosts == f"{A}:1,{B}:1"
+    ns = resolve(make_settings(task_index=0, **SLURM))
+    assert ns.index == 0 and "TASK_INDEX" in ns.index_from
+    with pytest.raises(NodeError, match="needs a node list"):
+        resolve(make_settings(use_slurm="no", **SLURM))
+    with pytest.raises(NodeError, match="not in a Slurm job"):
+        resolve(make_settings(use_slurm="yes", nodes=f"{A}:1,{B}:1"))
+
+
+def test_tf_config_wins_and_is_kept():
+    tf_config = json.dumps({"cluster": {"worker": [f"{A}:1", f"{B}:1"]},
+                            "task": {"type": "worker", "index": 1}})
+    ns = resolve(make_settings(tf_config=tf_config, nodes=f"{C}:1,{A}:9",
+                               task_index=0))
+    assert ns.index == 1 and ns.worker_hosts == f"{A}:1,{B}:1"
+    assert ns.tf_config_json() == tf_config
+    assert any("TF_CONFIG is set and wins" in n for n in ns.notes)
+    assert any("TASK_INDEX=0 ignored" in n for n in ns.notes)
+
+
+def test_tf_config_with_chief_and_bad_jobs():
+    tf_config = json.dumps({"cluster": {"chief": [f"{A}:1"],
+                                        "worker": [f"{B}:1"]},
+                            "task": {"type": "worker", "index": 0}})
+    ns = resolve(make_settings(tf_config=tf_config))
+    assert ns.index == 1
+    bad = json.dumps({"cluster": {"ps": [f"{A}:1"], "worker": [f"{B}:1"]},
+                      "task": {"type": "worker", "index": 0}})
+    with pytest.raises(NodeError, match="chief/worker"):
+        resolve(make_settings(tf_config=bad))
+    with pytest.raises(NodeError, match="TF_CONFIG is not valid"):
+        resolve(make_settings(tf_config="{not json"))
