@@ -30,7 +30,7 @@ from official_bench.runtime import cluster as cluster_lib
 from official_bench.runtime import devices as devices_lib
 from official_bench.runtime import distribute, precision
 from official_bench.runtime.keras_setup import keras, tf
-from official_bench.training import objectives
+from official_bench.training import checkpoints, objectives
 from official_bench.training.optimizers import build_optimizer
 from official_bench.training.schedules import build_schedule
 
@@ -128,11 +128,8 @@ def run(config: ConfigLike = None, *, params_override=None,
 
 
 def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:
-    """Runs one experiment described by a validated config."""
+    """Runs one experiment described by a validated config (any mode)."""
     rt = cfg.runtime
-    if cfg.mode in ("eval", "export_only"):
-        raise ConfigError(f"mode {cfg.mode!r} needs checkpoints, which are "
-                          "not available yet; use train or train_and_eval")
 
     # 1. Runtime: devices, threads, cluster, precision.
     keras.backend.clear_session()
@@ -144,13 +141,55 @@ def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:
         keras.utils.set_random_seed(rt.seed)
     policy = precision.set_policy(dtype)
     try:
-        return _train(cfg, cluster, replica_devices, dtype, policy)
+        run = _setup(cfg, cluster, replica_devices, dtype, policy)
+        if cfg.mode == "eval":
+            return _evaluate_only(run)
+        if cfg.mode == "export_only":
+            return _export_only(run)
+        return _fit(run)
     finally:
         precision.reset_policy()
 
 
-def _train(cfg: ExperimentConfig, cluster: cluster_lib.Cluster,
-           replica_devices: List[str], dtype: str, policy: str) -> RunResult:
+@dataclasses.dataclass
+class _Run:
+    """Everything the mode functions share after set-up."""
+    cfg: ExperimentConfig
+    cluster: cluster_lib.Cluster
+    strategy: Any
+    plan: _Plan
+    model: Any
+    dtype: str
+    replica_devices: List[str]
+    result_path: Optional[str]
+
+    def environment(self) -> Dict[str, Any]:
+        return environment.collect(
+            self.cfg.runtime.distribution_strategy, self.cluster.num_workers,
+            self.plan.num_replicas, self.dtype, self.replica_devices)
+
+    def validation_data(self):
+        return data_factory.distributed_dataset(
+            self.strategy, self.cfg.validation_dataset,
+            self.plan.eval_global_batch, False, (self.cfg.runtime.seed or 0)
+            + 1)
+
+    def write(self, stats, history, evaluation, extra=None) -> None:
+        if not self.result_path:
+            return
+        write_run_record(self.result_path, dict({
+            "config": self.cfg.as_dict(),
+            "stats": stats.as_dict() if stats else None,
+            "environment": self.environment(), "history": history,
+            "evaluation": evaluation,
+            "task": {"type": self.cluster.task_type,
+                     "index": self.cluster.task_index,
+                     "is_chief": self.cluster.is_chief}}, **(extra or {})))
+        logging.info("official_bench: result written to %s", self.result_path)
+
+
+def _setup(cfg: ExperimentConfig, cluster: cluster_lib.Cluster,
+           replica_devices: List[str], dtype: str, policy: str) -> _Run:
     rt = cfg.runtime
 
     # 2. Strategy.
@@ -159,23 +198,15 @@ def _train(cfg: ExperimentConfig, cluster: cluster_lib.Cluster,
     for ds in (cfg.train_dataset, cfg.validation_dataset):
         ds.num_devices = plan.num_replicas
     params_path, result_path = _task_files(cfg.model_dir, cluster)
-    logging.info("official_bench config (%s, %s, %d worker(s), %d replica(s), "
-                 "global batch %d, %d steps):\n%s", rt.distribution_strategy,
-                 policy, cluster.num_workers, plan.num_replicas,
-                 plan.global_batch, plan.total_steps, cfg.to_yaml())
-    if params_path:
+    logging.info("official_bench config (mode %s, %s, %s, %d worker(s), %d "
+                 "replica(s), global batch %d, %d steps):\n%s", cfg.mode,
+                 rt.distribution_strategy, policy, cluster.num_workers,
+                 plan.num_replicas, plan.global_batch, plan.total_steps,
+                 cfg.to_yaml())
+    if params_path and cfg.mode in ("train", "train_and_eval"):
         write_text_atomic(params_path, cfg.to_yaml())
 
-    # 3. Data.
-    seed = rt.seed or 0
-    train_data = data_factory.distributed_dataset(
-        strategy, cfg.train_dataset, plan.global_batch, True, seed)
-    evaluate = cfg.mode == "train_and_eval" and not cfg.evaluation.skip_eval
-    val_data = data_factory.distributed_dataset(
-        strategy, cfg.validation_dataset, plan.eval_global_batch, False,
-        seed + 1) if evaluate else None
-
-    # 4. Model and 5. compile, under the strategy.
+    # 3. Model and 4. compile, under the strategy.
     with strategy.scope():
         model = build_model(cfg, num_gpus=rt.num_gpus)
         schedule = build_schedule(cfg.model.learning_rate, plan.global_batch,
@@ -186,55 +217,112 @@ def _train(cfg: ExperimentConfig, cluster: cluster_lib.Cluster,
         model.compile(optimizer=optimizer, loss=objectives.build_loss(cfg),
                       metrics=objectives.build_metrics(cfg),
                       jit_compile=rt.enable_xla, run_eagerly=rt.run_eagerly)
+    return _Run(cfg, cluster, strategy, plan, model, dtype, replica_devices,
+                result_path)
 
-    # 6. Callbacks.
+
+def _fit(run: _Run) -> RunResult:
+    cfg, plan, model = run.cfg, run.plan, run.model
+    rt = cfg.runtime
+
+    # 5. Data.
+    train_data = data_factory.distributed_dataset(
+        run.strategy, cfg.train_dataset, plan.global_batch, True,
+        rt.seed or 0)
+    evaluate = cfg.mode == "train_and_eval" and not cfg.evaluation.skip_eval
+    val_data = run.validation_data() if evaluate else None
+
+    # 6. Resume.
+    initial_step = 0
+    if cfg.train.resume_checkpoint:
+        path = checkpoints.latest_checkpoint(cfg.model_dir)
+        if path:
+            initial_step = checkpoints.restore(model, path)
+        else:
+            logging.info("train.resume_checkpoint: no checkpoint in %s yet; "
+                         "starting from scratch", cfg.model_dir)
+    initial_epoch = initial_step // plan.steps_per_epoch
+    if initial_epoch >= cfg.train.epochs:
+        raise ConfigError(
+            f"the checkpoint in {cfg.model_dir} is at epoch {initial_epoch} "
+            f"(step {initial_step}); train.epochs {cfg.train.epochs} leaves "
+            "nothing to train")
+
+    # 7. Callbacks.
     th = cfg.train.time_history
     time_history = timing.TimeHistory(
         plan.global_batch, th.log_steps, plan.total_steps,
-        progress_seconds=th.progress_seconds)
+        progress_seconds=th.progress_seconds,
+        initial_step=initial_epoch * plan.steps_per_epoch)
     callbacks = [time_history] if cfg.train.callbacks.enable_time_history \
         else []
-    if cfg.train.callbacks.enable_checkpoint_and_export or \
-            cfg.train.callbacks.enable_tensorboard:
-        raise ConfigError("train.callbacks.enable_checkpoint_and_export and "
-                          "enable_tensorboard are not available yet; set "
-                          "them to false")
+    callbacks += checkpoints.build_callbacks(cfg)
 
-    # 7. Fit.
-    logging.info("Training %s for %d epoch(s) x %d steps", model.name,
-                 cfg.train.epochs, plan.steps_per_epoch)
+    # 8. Fit.
+    logging.info("Training %s for epochs %d..%d x %d steps", model.name,
+                 initial_epoch + 1, cfg.train.epochs, plan.steps_per_epoch)
     start = time.perf_counter()
     history = model.fit(
-        train_data, epochs=cfg.train.epochs,
+        train_data, epochs=cfg.train.epochs, initial_epoch=initial_epoch,
         steps_per_epoch=plan.steps_per_epoch, callbacks=callbacks,
         validation_data=val_data,
         validation_steps=plan.eval_steps if evaluate else None,
         validation_freq=plan.eval_epochs if evaluate else 1, verbose=0)
     wall = time_history.wall_time or time.perf_counter() - start
+    if cfg.train.callbacks.enable_checkpoint_and_export and cfg.model_dir:
+        checkpoints.export_saved_model(
+            model, cfg.export.destination or
+            os.path.join(cfg.model_dir, "saved_model"), run.cluster.is_chief)
 
-    # 8. Results.
+    # 9. Results.
     stats = timing.compute_stats(
         time_history.intervals, time_history.step_times, th.warmup_steps,
-        total_steps=plan.total_steps, wall_time=wall,
-        global_batch=plan.global_batch, num_replicas=plan.num_replicas,
-        log_steps=th.log_steps) if callbacks else None
+        total_steps=time_history.step - time_history.first_step,
+        wall_time=wall, global_batch=plan.global_batch,
+        num_replicas=plan.num_replicas, log_steps=th.log_steps) \
+        if cfg.train.callbacks.enable_time_history else None
     hist = {k: [float(v) for v in vals] for k, vals in history.history.items()}
     evaluation = {k[4:]: vals[-1] for k, vals in hist.items()
                   if k.startswith("val_") and vals}
     if evaluation:
-        logging.info("official_bench: evaluation: %s", ", ".join(
-            f"{k} {v:.4f}" for k, v in sorted(evaluation.items())))
-    env = environment.collect(rt.distribution_strategy, cluster.num_workers,
-                              plan.num_replicas, dtype, replica_devices)
+        _log_evaluation(evaluation)
     if stats is not None:
         logging.info(stats.summary())
-    if result_path:
-        write_run_record(result_path, {
-            "config": cfg.as_dict(),
-            "stats": stats.as_dict() if stats else None,
-            "environment": env, "history": hist, "evaluation": evaluation,
-            "task": {"type": cluster.task_type, "index": cluster.task_index,
-                     "is_chief": cluster.is_chief}})
-        logging.info("official_bench: result written to %s", result_path)
-    return RunResult(cfg, stats, hist, evaluation, env, cfg.model_dir,
-                     result_path, model)
+    run.write(stats, hist, evaluation)
+    return RunResult(cfg, stats, hist, evaluation, run.environment(),
+                     cfg.model_dir, run.result_path, model)
+
+
+def _log_evaluation(evaluation: Dict[str, float]) -> None:
+    logging.info("official_bench: evaluation: %s", ", ".join(
+        f"{k} {v:.4f}" for k, v in sorted(evaluation.items())))
+
+
+def _evaluate_only(run: _Run) -> RunResult:
+    """--mode=eval: the latest checkpoint in model_dir on the validation set."""
+    cfg = run.cfg
+    path = checkpoints.require_checkpoint(cfg)
+    step = checkpoints.restore(run.model, path, for_training=False)
+    evaluation = run.model.evaluate(run.validation_data(),
+                                    steps=run.plan.eval_steps, verbose=0,
+                                    return_dict=True)
+    evaluation = {k: float(v) for k, v in evaluation.items()}
+    _log_evaluation(evaluation)
+    if run.result_path:
+        run.result_path = run.result_path.replace(".json", "_eval.json")
+    run.write(None, {}, evaluation, {"checkpoint": path, "step": step})
+    return RunResult(cfg, None, {}, evaluation, run.environment(),
+                     cfg.model_dir, run.result_path, run.model)
+
+
+def _export_only(run: _Run) -> RunResult:
+    """--mode=export_only: a SavedModel from the latest (or named) checkpoint."""
+    cfg = run.cfg
+    path = checkpoints.require_checkpoint(cfg, cfg.export.checkpoint)
+    checkpoints.restore(run.model, path, for_training=False)
+    destination = cfg.export.destination or os.path.join(
+        cfg.model_dir or ".", "saved_model")
+    checkpoints.export_saved_model(run.model, destination,
+                                   run.cluster.is_chief)
+    return RunResult(cfg, None, {}, {}, run.environment(), cfg.model_dir,
+                     None, run.model)

@@ -36,11 +36,11 @@ def test_unknown_key_in_config_file_names_file(tmp_path):
     assert "train.stepz: unknown key" in p.stdout and str(bad) in p.stdout
 
 
-def test_mode_not_served_yet_is_a_clear_error(tmp_path):
+def test_eval_without_checkpoint_is_a_clear_error(tmp_path):
     p = cli([f"--model_dir={tmp_path}", "--mode=eval",
              f"--params_override={TINY_OVERRIDE}"], timeout=120)
     assert p.returncode == 2
-    assert "mode 'eval' needs checkpoints" in p.stdout
+    assert f"no checkpoint (model.ckpt-*) in model_dir '{tmp_path}'" in p.stdout
 
 
 def test_dlperf_gpu_yaml_runs_on_cpu_through_cli(tmp_path):

@@ -1,0 +1,111 @@
+"""Checkpoints, resume, SavedModel export and TensorBoard callbacks.
+
+Layout in model_dir (as Model Garden r2.3): `model.ckpt-{epoch:04d}` weight
+checkpoints (TF format: they carry the optimizer state and its step
+counter), `saved_model/` (or export.destination) and TensorBoard event files
+under `train/` and `validation/`. In multi-worker runs Keras' callbacks send
+the non-chief workers' copies to temporary directories they delete; the
+export below does the same by hand.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import List, Optional
+
+from absl import logging
+
+from official_bench.config import ConfigError, ExperimentConfig
+from official_bench.runtime.keras_setup import keras, tf
+
+CHECKPOINT_PATTERN = "model.ckpt-{epoch:04d}"
+
+
+def latest_checkpoint(model_dir: Optional[str]) -> Optional[str]:
+    if not model_dir or not os.path.isdir(model_dir):
+        return None
+    return tf.train.latest_checkpoint(model_dir)
+
+
+def require_checkpoint(cfg: ExperimentConfig, explicit: Optional[str] = None
+                       ) -> str:
+    """The checkpoint eval/export reads: explicit path, else the latest."""
+    path = explicit or latest_checkpoint(cfg.model_dir)
+    if explicit and not tf.io.gfile.glob(explicit + "*"):
+        raise ConfigError(f"export.checkpoint {explicit!r} does not exist")
+    if not path:
+        raise ConfigError(
+            f"no checkpoint (model.ckpt-*) in model_dir {cfg.model_dir!r}; "
+            "train first with train.callbacks.enable_checkpoint_and_export: "
+            "true")
+    return path
+
+
+def restore(model, path: str, for_training: bool = True) -> int:
+    """Loads weights (and optimizer state to train on); returns the step."""
+    status = model.load_weights(path)
+    if not for_training and status is not None:
+        status.expect_partial()  # optimizer slots are not needed
+    step = int(model.optimizer.iterations.numpy())
+    logging.info("Restored %s at step %d", path, step)
+    return step
+
+
+class _TensorBoard(keras.callbacks.TensorBoard):
+    """Keras' TensorBoard with train.tensorboard.track_lr honoured."""
+
+    def __init__(self, track_lr: bool, **kwargs):
+        super().__init__(**kwargs)
+        self._track_lr = track_lr
+
+    def _collect_learning_rate(self, logs):
+        return super()._collect_learning_rate(logs) if self._track_lr \
+            else (logs or {})
+
+
+def _require_tensorboard() -> None:
+    """TensorFlow >= 2.21 no longer installs TensorBoard's summary writer."""
+    try:
+        import tensorboard  # noqa: F401
+    except ImportError:
+        raise ConfigError("train.callbacks.enable_tensorboard needs the "
+                          "tensorboard package: pip install "
+                          "'official_bench[tensorboard]' (or tensorboard)")
+
+
+def build_callbacks(cfg: ExperimentConfig) -> List:
+    """Checkpoint and TensorBoard callbacks as the config asks."""
+    callbacks = []
+    if not cfg.model_dir:
+        if cfg.train.callbacks.enable_checkpoint_and_export or \
+                cfg.train.callbacks.enable_tensorboard:
+            raise ConfigError("train.callbacks: checkpoints and TensorBoard "
+                              "need a model_dir")
+        return callbacks
+    if cfg.train.callbacks.enable_checkpoint_and_export:
+        callbacks.append(keras.callbacks.ModelCheckpoint(
+            os.path.join(cfg.model_dir, CHECKPOINT_PATTERN),
+            save_weights_only=True))
+    if cfg.train.callbacks.enable_tensorboard:
+        _require_tensorboard()
+        tb = cfg.train.tensorboard
+        callbacks.append(_TensorBoard(
+            track_lr=tb.track_lr, log_dir=cfg.model_dir,
+            update_freq=cfg.train.time_history.log_steps,
+            histogram_freq=1 if tb.write_model_weights else 0,
+            write_graph=False, profile_batch=0))
+    return callbacks
+
+
+def export_saved_model(model, destination: str, is_chief: bool) -> str:
+    """Every worker saves (it may involve collectives); only the chief keeps it."""
+    target = destination if is_chief else tempfile.mkdtemp(
+        prefix="official_bench_export_")
+    model.save(target, include_optimizer=False)
+    if not is_chief:
+        shutil.rmtree(target, ignore_errors=True)
+    else:
+        logging.info("official_bench: exported SavedModel to %s", target)
+    return destination
