@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Callable, Dict
 
 from official_bench.config import ConfigError, DatasetConfig
+from official_bench.data.records import records_dataset
 from official_bench.data.synthetic import synthetic_dataset
+from official_bench.data.tfds import tfds_dataset
 from official_bench.runtime.keras_setup import tf
 
 
@@ -14,19 +16,12 @@ def _synthetic(ds: DatasetConfig, ctx: tf.distribute.InputContext,
     return synthetic_dataset(ds, batch_size, ctx.input_pipeline_id, seed)
 
 
-def _not_yet(name: str):
-    def build(*_args, **_kwargs):
-        raise ConfigError(f"dataset builder {name!r} is not available yet; "
-                          "use builder: synthetic")
-    return build
-
-
 # builder name -> fn(ds_config, input_context, per_replica_batch,
 #                    is_training, seed) -> batched tf.data.Dataset
 BUILDERS: Dict[str, Callable] = {
     "synthetic": _synthetic,
-    "records": _not_yet("records"),
-    "tfds": _not_yet("tfds"),
+    "records": records_dataset,  # data/records.py
+    "tfds": tfds_dataset,  # data/tfds.py
 }
 
 

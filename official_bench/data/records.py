@@ -472,6 +472,63 @@ def _keep_or_log(split: str):
 
 
 # --------------------------------------------------------------------------
+# Checking files (build_records --verify, tests)
+# --------------------------------------------------------------------------
+
+
+def classic_files(data_dir: str, split: str) -> List[str]:
+    """The classic shards of `split` in `data_dir`, sorted."""
+    return _visible(tf.io.gfile.glob(os.path.join(data_dir, f"{split}-*")))
+
+
+class _Verifier(_Decoder):
+    """Decodes every whole image (no crop) and checks the label only."""
+
+    @property
+    def image_shape(self):
+        return [1, 1, 3]
+
+    @property
+    def image_dtype(self):
+        return tf.float32
+
+    def _image(self, parsed, seed):
+        image = tf.io.decode_image(parsed[self.layout.image_key], channels=3,
+                                   expand_animations=False)
+        with tf.control_dependencies([image]):
+            return tf.zeros(self.image_shape, tf.float32)
+
+
+def check_records(files: Sequence[str], layout: Layout = CLASSIC_LAYOUT,
+                  num_classes: Optional[int] = None,
+                  label_offset: Optional[int] = None):
+    """Yields (filename, index, status, detail) for every record, in order.
+
+    Decodes every image completely; status is OK or the reason it is bad
+    (CORRUPT_FILE, BAD_EXAMPLE, BAD_IMAGE, BAD_LABEL). Never raises on bad
+    data.
+    """
+    ds = DatasetConfig(num_classes=num_classes or 2 ** 31 - 1,
+                       image_size=1, num_channels=3)
+    offset = layout.label_offset if label_offset is None else label_offset
+    checker = _Verifier(ds, layout, offset, False)
+    dataset = tf.data.Dataset.from_tensor_slices(
+        (tf.constant(list(files), tf.string),
+         tf.constant(file_sizes(files), tf.int64)))
+    dataset = dataset.interleave(read_file, cycle_length=1)
+    dataset = dataset.map(lambda *rec: (*rec, tf.zeros([2], tf.int64)))
+    dataset = dataset.interleave(checker.guarded,
+                                 cycle_length=tf.data.AUTOTUNE,
+                                 num_parallel_calls=tf.data.AUTOTUNE,
+                                 deterministic=True)
+    dataset = dataset.map(lambda image, label, status, f, i, d: (f, i, status,
+                                                                  d))
+    for filename, index, status, detail in dataset.as_numpy_iterator():
+        yield (filename.decode("utf-8", "replace"), int(index), int(status),
+               detail.decode("utf-8", "replace"))
+
+
+# --------------------------------------------------------------------------
 # The whole pipeline
 # --------------------------------------------------------------------------
 
