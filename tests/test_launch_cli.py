@@ -309,3 +309,65 @@ def test_run_failing_on_one_node_is_reported_on_all(tmp_path):
     log0 = tmp_path / "logs/tensorflow/resnet50/bz4/2n1g/rn50_b4_fp32_1.log"
     assert "# official_bench.launch: 2n1g run 1 aborted" in log0.read_text()
     assert not log0.with_suffix(".json").exists()
+
+
+# -- stopping trainers ------------------------------------------------------------
+
+
+def _stubborn_trainer(tmp_path):
+    """A 'python' that ignores SIGTERM like a lone TF worker (DESIGN.md)."""
+    path = tmp_path / "stubborn.sh"
+    path.write_text("#!/bin/bash\necho $$ > \"$STUBBORN_PID\"\n"
+                    "trap '' TERM\necho 'stubborn trainer started'\n"
+                    "for i in $(seq 600); do sleep 0.1; done\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def _gone(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # A zombie awaiting its parent counts as gone.
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split()[2] == "Z"
+
+
+def test_run_timeout_escalates_to_sigkill(tmp_path):
+    stub = _stubborn_trainer(tmp_path)
+    start = time.monotonic()
+    out = script("single", tmp_path, "4", "fp32", "2", "--python", stub,
+                 DEVICE="cpu", RUN_TIMEOUT=1, KILL_AFTER=1,
+                 STUBBORN_PID=tmp_path / "pid")
+    elapsed = time.monotonic() - start
+    assert out.returncode == 1, (out.stdout, out.stderr)
+    # ON_FAILURE=continue (default): run 2 still ran, and failed the same way.
+    assert out.stdout.count("FAILED (exit 137: killed (SIGKILL))") == 2
+    assert "1n1g run 1: failed" in out.stdout and \
+        "1n1g run 2: failed" in out.stdout
+    assert elapsed < 20, elapsed
+    log = tmp_path / "logs/tensorflow/resnet50/bz4/1n1g/rn50_b4_fp32_1.log"
+    text = log.read_text()
+    assert "stubborn trainer started" in text
+    assert "# official_bench.launch: 1n1g run 1 failed (exit 137" in text
+    assert _gone(int((tmp_path / "pid").read_text()))
+
+
+def test_interrupted_launcher_stops_its_trainer(tmp_path):
+    stub = _stubborn_trainer(tmp_path)
+    pid_file = tmp_path / "pid"
+    proc = subprocess.Popen(
+        ["bash", SCRIPTS["single"], "4", "--python", stub],
+        cwd=tmp_path, env=clean_env(tmp_path, DEVICE="cpu", KILL_AFTER=2,
+                                    STUBBORN_PID=pid_file),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    proc.terminate()
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 143, (out, err)
+    assert "interrupted by SIGTERM; trainer stopped" in err
+    assert _gone(int(pid_file.read_text()))

@@ -23,7 +23,6 @@ TRAINER_EXIT = {
     75: "a peer never arrived (runtime.peer_timeout_seconds)",
     124: "timed out (RUN_TIMEOUT), stopped with SIGTERM",
     137: "killed (SIGKILL)", 143: "terminated (SIGTERM)",
-    -9: "killed (SIGKILL)", -15: "terminated (SIGTERM)",
 }
 PEEK_SECONDS = 2.0
 LOST_AFTER = 30.0  # + KILL_AFTER: silence that means a launcher stopped
@@ -111,6 +110,7 @@ class TrainerProcess:
                                      start_new_session=True,
                                      preexec_fn=_parent_death_signal())
         self.started = time.monotonic()
+        self.elapsed = 0.0
         self.stopped_because: Optional[str] = None
 
     def _signal_group(self, sig: int) -> None:
@@ -134,12 +134,15 @@ class TrainerProcess:
     def wait(self, poll: Optional[callable] = None) -> int:
         """Waits; `poll()` returning a reason stops the run early.
 
-        A safety net stops the run if `timeout` itself failed to.
+        A safety net stops the run if `timeout` itself failed to. Death by a
+        signal is reported as the shell does: 128 + the signal number.
         """
         limit = self.started + self.run_timeout + self.kill_after + 30
         while True:
             try:
-                return self.proc.wait(PEEK_SECONDS)
+                rc = self.proc.wait(PEEK_SECONDS)
+                self.elapsed = time.monotonic() - self.started
+                return 128 - rc if rc < 0 else rc
             except subprocess.TimeoutExpired:
                 pass
             if time.monotonic() > limit:
@@ -295,6 +298,12 @@ class Runner:
     def _judge(self, run: Run, proc: TrainerProcess, rc: int) -> Outcome:
         if proc.stopped_because:
             return Outcome(rc, "aborted", proc.stopped_because, run.log_path)
+        if rc in (124, 137) and proc.elapsed >= self.s.run_timeout:
+            return Outcome(rc, "failed", (
+                f"still running after RUN_TIMEOUT={self.s.run_timeout:g} s: "
+                "sent SIGTERM" + (f", then SIGKILL after KILL_AFTER="
+                                  f"{self.s.kill_after:g} s" if rc == 137
+                                  else "")), run.log_path)
         if rc != 0:
             return Outcome(rc, "failed", last_error_line(run.log_path),
                            run.log_path)

@@ -1,0 +1,156 @@
+"""run_single_node.sh and run_two_node.sh end to end on CPU with a tiny model,
+and the extractor on the log trees they write (issue 5: log trees produced by
+the project's own scripts). Only 127.0.0.1 is used.
+"""
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from official_bench.launch import settings as settings_lib
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PY = os.environ.get("OB_TEST_PYTHON", sys.executable)
+DLPERF_REGEX = re.compile(r", (\d+.\d+) examples/second ")
+FINISH = "official_bench: run finished"
+TINY = ",".join([
+    "model.name=resnet_cifar", "model.model_params.depth=8",
+    "train_dataset.image_size=16", "train_dataset.num_classes=10",
+    "validation_dataset.image_size=16", "validation_dataset.num_classes=10",
+    "evaluation.skip_eval=true",
+])
+
+
+def clean_env(tmp_path, **knobs):
+    drop = {k.env for k in settings_lib.KNOBS} | {"TF_CONFIG"}
+    env = {k: v for k, v in os.environ.items()
+           if k not in drop and not k.startswith("SLURM")}
+    env.update(PYTHON=PY, LOG_DIR=str(tmp_path / "logs"),
+               MODEL_DIR=str(tmp_path / "model_dir"), SLEEP_SECONDS="0",
+               DEVICE="cpu", STEPS="6", LOG_STEPS="2", PARAMS_OVERRIDE=TINY,
+               RUN_TIMEOUT="240", KILL_AFTER="10")
+    env.update({k.upper(): str(v) for k, v in knobs.items()})
+    return env
+
+
+def free_ports(n):
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def failures(tmp_path, output):
+    """The launcher's output plus the end of every failed run's log."""
+    parts = [output]
+    for log in sorted((tmp_path / "logs").rglob("*.log")):
+        text = log.read_text()
+        if " ok (exit 0)" not in text:
+            parts.append(f"--- {log}\n" + "\n".join(
+                text.splitlines()[-25:]))
+    return "\n".join(parts)
+
+
+def check_run(log):
+    """A complete run: TimeHistory lines, the finish line, the result JSON."""
+    text = log.read_text()
+    lines = [l for l in text.splitlines() if "TimeHistory" in l]
+    assert len(lines) == 3, (log, text[-2000:])  # steps 0-2, 2-4, 4-6
+    assert all(DLPERF_REGEX.search(l) for l in lines)
+    assert FINISH in text
+    assert re.search(r"^# official_bench.launch: .* ok \(exit 0\)$", text, re.M)
+    record = json.loads(log.with_suffix(".json").read_text())
+    assert len(record["stats"]["intervals"]) == 3
+    return record
+
+
+def extract(tmp_path, log_dir):
+    out = subprocess.run(
+        [PY, os.path.join(REPO, "extract_tensorflow_logs.py"),
+         "--log_dir", str(log_dir), "--warmup_batches", "2",
+         "--train_batches", "6", "--output_dir", str(tmp_path / "result"),
+         "--no_plot"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads((tmp_path / "result" /
+                       f"{log_dir.name}_result.json").read_text())["rn50"]
+
+
+@pytest.mark.slow
+def test_single_node_end_to_end_and_extractor(tmp_path):
+    """1 and 2 (logical CPU) devices, 2 runs each: the whole log tree."""
+    start = time.monotonic()
+    out = subprocess.run(
+        ["bash", os.path.join(REPO, "run_single_node.sh"), "4", "fp32", "2"],
+        cwd=tmp_path, env=clean_env(tmp_path, CPU_DEVICES="1,2"),
+        capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, failures(tmp_path, out.stdout + out.stderr)
+    assert "done: 4 of 4 run(s) ok" in out.stdout
+    root = tmp_path / "logs" / "tensorflow" / "resnet50" / "bz4"
+    tree = sorted(str(p.relative_to(root)) for p in root.rglob("*")
+                  if p.is_file())
+    assert tree == [f"{case}/rn50_b4_fp32_{i}.{ext}"
+                    for case in ("1n1g", "1n2g") for i in (1, 2)
+                    for ext in ("json", "log")]
+    model_dirs = set()
+    for case, replicas in (("1n1g", 1), ("1n2g", 2)):
+        for i in (1, 2):
+            record = check_run(root / case / f"rn50_b4_fp32_{i}.log")
+            assert record["stats"]["num_replicas"] == replicas
+            assert record["stats"]["global_batch_size"] == 4 * replicas
+            model_dirs.add(record["config"]["model_dir"])
+    assert len(model_dirs) == 4  # a fresh model_dir per run
+
+    rn50 = extract(tmp_path, root)
+    assert sorted(rn50) == ["1n1g", "1n2g"]
+    for case in rn50.values():
+        assert case["num_runs"] == 2 and case["excluded"] == []
+        assert case["batch_size_per_device"] == 4
+        assert all(r["source"] == "result_json" for r in case["run_details"])
+    assert rn50["1n1g"]["speedup"] == 1.0
+    print(f"single node: {time.monotonic() - start:.0f} s")
+
+
+@pytest.mark.slow
+@pytest.mark.multiworker
+def test_two_node_on_one_machine(tmp_path):
+    """Two launchers on 127.0.0.1 with TASK_INDEX 0 and 1; node 1 starts
+    late, the barrier pairs run i with run i; logs land in 2n1g."""
+    w0, w1, b = free_ports(3)
+    common = dict(NODES=f"127.0.0.1:{w0},127.0.0.1:{w1}", BARRIER_PORT=b,
+                  BARRIER_TIMEOUT=60, PEER_TIMEOUT=120)
+    procs = []
+    for index in (0, 1):
+        if index:
+            time.sleep(3)
+        procs.append(subprocess.Popen(
+            ["timeout", "-k", "10", "400", "bash",
+             os.path.join(REPO, "run_two_node.sh"), "4", "fp32", "2"],
+            cwd=tmp_path, env=clean_env(tmp_path, TASK_INDEX=index, **common),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outs = [p.communicate(timeout=420)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], \
+        failures(tmp_path, "\n".join(outs))
+    for out in outs:
+        assert "done: 2 of 2 run(s) ok on every node" in out
+        assert "2n1g run 2: node 0 ok, node 1 ok" in out
+    root = tmp_path / "logs" / "tensorflow" / "resnet50" / "bz4"
+    for i in (1, 2):
+        chief = check_run(root / "2n1g" / f"rn50_b4_fp32_{i}.log")
+        worker = check_run(root / "2n1g" / "node1" / f"rn50_b4_fp32_{i}.log")
+        assert chief["environment"]["num_workers"] == 2
+        assert chief["stats"]["global_batch_size"] == 8
+        assert chief["task"]["index"] == 0 and worker["task"]["index"] == 1
+        # The same run on both nodes: same losses.
+        assert chief["history"]["loss"] == worker["history"]["loss"]
+    rn50 = extract(tmp_path, root)
+    assert list(rn50) == ["2n1g"] and rn50["2n1g"]["num_runs"] == 2
