@@ -236,6 +236,12 @@ def make_plan(settings: Settings, stamp: str,
     # Nodes.
     nodeset = None
     if settings.mode == "single":
+        ignored = [settings.describe(k) for k in ("nodes", "hostfile",
+                                                  "task_index", "num_nodes")
+                   if settings.values.get(k) is not None]
+        if ignored:
+            notes.append(f"{settings.script} runs this node alone; ignoring "
+                         + ", ".join(ignored))
         if settings.tf_config:
             try:
                 tasks = sum(len(v) for v in

@@ -1,0 +1,122 @@
+"""Automatic task index on a real two-host network: two network namespaces
+joined by a veth pair (10.200.0.1/24 and 10.200.0.2/24), run_two_node.sh
+started once in each with the same node list and no TASK_INDEX. Each
+launcher must find its own index from its interface addresses, and the two
+must train together. Needs root and iproute2 (`ip`); skipped otherwise.
+Only the addresses inside the namespaces created here are used.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from official_bench.launch import settings as settings_lib
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PY = os.environ.get("OB_TEST_PYTHON", sys.executable)
+ADDRS = ("10.200.0.1", "10.200.0.2")
+PORT = 22221
+TINY = ",".join([
+    "model.name=resnet_cifar", "model.model_params.depth=8",
+    "train_dataset.image_size=16", "train_dataset.num_classes=10",
+    "validation_dataset.image_size=16", "validation_dataset.num_classes=10",
+    "evaluation.skip_eval=true",
+])
+
+
+def ip(*args, check=True):
+    out = subprocess.run(["ip", *args], capture_output=True, text=True,
+                         timeout=30)
+    if check and out.returncode != 0:
+        raise RuntimeError(f"ip {' '.join(args)}: {out.stderr.strip()}")
+    return out
+
+
+@pytest.fixture
+def two_hosts():
+    """Yields the two namespace names; tears everything down afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to create network namespaces")
+    if shutil.which("ip") is None:
+        pytest.skip("`ip` not found: install iproute2 (apt-get install -y "
+                    "iproute2)")
+    tag = f"ob{os.getpid() % 100000}"
+    names = (f"{tag}a", f"{tag}b")
+    created = []
+    try:
+        for ns in names:
+            out = ip("netns", "add", ns, check=False)
+            if out.returncode != 0:
+                pytest.skip(f"`ip netns add` is not possible here: "
+                            f"{out.stderr.strip()}")
+            created.append(ns)
+        ip("link", "add", f"{tag}va", "type", "veth", "peer", "name",
+           f"{tag}vb")
+        for ns, dev, addr in zip(names, (f"{tag}va", f"{tag}vb"), ADDRS):
+            ip("link", "set", dev, "netns", ns)
+            ip("-n", ns, "addr", "add", f"{addr}/24", "dev", dev)
+            ip("-n", ns, "link", "set", dev, "up")
+            ip("-n", ns, "link", "set", "lo", "up")
+        yield names
+    finally:
+        for ns in created:
+            ip("netns", "del", ns, check=False)
+        # Deleting a namespace deletes its end of the veth pair, and with it
+        # the pair; remove the root end too in case setup stopped halfway.
+        ip("link", "del", f"{tag}va", check=False)
+
+
+def env_for(tmp_path, name):
+    drop = {k.env for k in settings_lib.KNOBS} | {"TF_CONFIG"}
+    env = {k: v for k, v in os.environ.items()
+           if k not in drop and not k.startswith("SLURM")}
+    env.update(PYTHON=PY, DEVICE="cpu", STEPS="6", LOG_STEPS="2",
+               PARAMS_OVERRIDE=TINY, SLEEP_SECONDS="0",
+               NODES=",".join(f"{a}:{PORT}" for a in ADDRS),
+               BARRIER_TIMEOUT="60", PEER_TIMEOUT="120", RUN_TIMEOUT="240",
+               KILL_AFTER="10",
+               LOG_DIR=str(tmp_path / name / "logs"),
+               MODEL_DIR=str(tmp_path / name / "model_dir"))
+    return env
+
+
+@pytest.mark.slow
+@pytest.mark.multiworker
+def test_task_index_found_on_two_hosts(tmp_path, two_hosts):
+    procs = []
+    try:
+        for ns in two_hosts:
+            procs.append(subprocess.Popen(
+                ["ip", "netns", "exec", ns, "timeout", "-k", "10", "400",
+                 "bash", os.path.join(REPO, "run_two_node.sh"), "4", "fp32",
+                 "1"],
+                cwd=tmp_path, env=env_for(tmp_path, ns),
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                start_new_session=True))
+        outs = [p.communicate(timeout=420)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    assert [p.returncode for p in procs] == [0, 0], "\n".join(outs)
+    for index, (ns, out) in enumerate(zip(two_hosts, outs)):
+        addr = ADDRS[index]
+        assert (f"this node: index {index} = {addr}:{PORT} (matched this "
+                f"machine: {addr} is local address {addr})") in out, out
+        assert "2n1g run 1: node 0 ok, node 1 ok" in out
+        case = tmp_path / ns / "logs/tensorflow/resnet50/bz4/2n1g"
+        log = case / ("node1" if index else "") / "rn50_b4_fp32_1.log"
+        text = log.read_text()
+        assert len(re.findall(r"TimeHistory: .* examples/second between "
+                              r"steps \d+ and \d+", text)) == 3
+        record = json.loads(log.with_suffix(".json").read_text())
+        assert record["task"]["index"] == index
+        assert record["environment"]["num_workers"] == 2
