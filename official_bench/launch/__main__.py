@@ -90,8 +90,7 @@ def main(argv: Optional[Sequence[str]] = None, environ=None) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, on_signal)
-    runner = runner_lib.Runner(plan)
-    runner.stamp = stamp
+    runner = runner_lib.Runner(plan, stamp)
     try:
         if plan.nodeset is not None:
             hello = runner.setup_barrier()

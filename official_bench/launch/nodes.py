@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import json
-import os
 import re
 import socket
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set

@@ -370,6 +370,22 @@ def make_plan(settings: Settings, stamp: str,
                 json_path=os.path.join(log_dir, f"{stem}.json"),
                 model_dir=model_dir, command=command, env=run_env,
                 result_name=_result_name(nodeset)))
+    planned = {r.log_path for r in runs}
+    for folder in sorted({os.path.dirname(p) for p in planned}):
+        if not os.path.isdir(folder):
+            continue
+        found = {os.path.join(folder, n) for n in os.listdir(folder)
+                 if n.startswith(f"rn50_b{batch}_{settings.dtype}_")
+                 and n.endswith(".log")}
+        if found & planned:
+            notes.append(f"{len(found & planned)} log(s) in {folder} will be "
+                         "overwritten")
+        if found - planned:
+            notes.append(f"{folder} also holds {len(found - planned)} log(s) "
+                         "of an earlier session that the extractor will read "
+                         "too: " + ", ".join(sorted(
+                             os.path.basename(p) for p in found - planned))
+                         + " (move them away or use another LOG_DIR)")
     return Plan(settings, devices, config_file, batch, settings.dtype,
                 nodeset, merged, runs, notes, barrier, case_root)
 

@@ -9,7 +9,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from typing import Dict, List, Optional, TextIO
@@ -178,9 +177,10 @@ def _parent_death_signal():
 
 
 class Runner:
-    def __init__(self, plan: Plan):
+    def __init__(self, plan: Plan, stamp: str = ""):
         self.plan = plan
         self.s = plan.settings
+        self.stamp = stamp  # of this launch; node 0's is shared at "hello"
         self.client: Optional[barrier_lib.Client] = None
         self.coordinator: Optional[barrier_lib.Coordinator] = None
         self.current: Optional[TrainerProcess] = None
@@ -212,8 +212,6 @@ class Runner:
         payload = {"host": _hostname(), "pid": os.getpid(),
                    "stamp": self.stamp}
         return self.client.meet("hello", payload, self.s.barrier_timeout)
-
-    stamp = ""
 
     def meet(self, round_name: str, payload, timeout: float,
              stale_after: Optional[float] = None):
