@@ -155,3 +155,25 @@ def test_port_in_use_is_a_clear_error(coordinator):
     _, port = coordinator(2)
     with pytest.raises(BarrierError, match="cannot listen on barrier port"):
         Coordinator(port, 2, PLAN, host="127.0.0.1")
+
+
+def test_ipv6_loopback():
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6")
+    with socket.socket(socket.AF_INET6) as s:
+        try:
+            s.bind(("::1", 0))
+        except OSError as e:
+            pytest.skip(f"no IPv6 loopback: {e}")
+        port = s.getsockname()[1]
+    c = Coordinator(port, 2, PLAN, host="::")
+    try:
+        a = Client("::1", port, 0, "a", PLAN)
+        b = Client("::1", port, 1, "b", PLAN)
+        assert a.address == f"[::1]:{port}"
+        t, box = in_thread(a.meet, "hello", 0, 10)
+        assert b.meet("hello", 1, 10) == {0: 0, 1: 1}
+        t.join(10)
+        assert box["value"] == {0: 0, 1: 1}
+    finally:
+        c.close(linger=0.5)

@@ -450,7 +450,12 @@ def resolve(settings: Settings, config_hosts: Optional[str],
     if not 0 <= index < len(nodes):
         raise NodeError(f"task index {index} ({how}) is outside {where}, "
                         f"which has {len(nodes)} nodes (0..{len(nodes) - 1})")
-    return _check_count(NodeSet(nodes, index, where, how), settings)
+    ns = NodeSet(nodes, index, where, how)
+    if slurm_index is not None and not settings.slurm.get("SLURM_STEP_ID"):
+        ns.notes.append("in a Slurm job but not in a job step: start the "
+                        "script on every node with srun --ntasks-per-node=1, "
+                        "or the other nodes never arrive")
+    return _check_count(ns, settings)
 
 
 def _check_count(ns: NodeSet, settings: Settings) -> NodeSet:

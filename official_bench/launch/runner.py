@@ -201,7 +201,8 @@ class Runner:
         digest = plan.digest()
         if plan.index == 0:
             self.coordinator = barrier_lib.Coordinator(
-                port, plan.num_nodes, digest, describe=self._node_name)
+                port, plan.num_nodes, digest, describe=self._node_name,
+                host="::" if ":" in host else "")  # all interfaces
             self.log(f"barrier: serving on port {port} for "
                      f"{plan.num_nodes} nodes")
         self.client = barrier_lib.Client(
