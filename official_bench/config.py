@@ -55,6 +55,15 @@ class ConfigError(ValueError):
 
 
 @dataclasses.dataclass
+class HorovodConfig:
+    """Horovod knobs (runtime.horovod); passed through and recorded."""
+    fp16_allreduce: bool = False  # compress gradients to fp16 on the wire
+    fusion_threshold_mb: Optional[float] = None  # HOROVOD_FUSION_THRESHOLD
+    cycle_time_ms: Optional[float] = None  # HOROVOD_CYCLE_TIME
+    hierarchical_allreduce: bool = False  # HOROVOD_HIERARCHICAL_ALLREDUCE
+
+
+@dataclasses.dataclass
 class RuntimeConfig:
     """Distribution, precision and threading (r2.3 `runtime`)."""
     distribution_strategy: str = "mirrored"
@@ -66,6 +75,10 @@ class RuntimeConfig:
     num_gpus: int = 0
     worker_hosts: Optional[str] = None
     task_index: int = -1
+    # parameter_server: chief + workers + ps (official_bench extension).
+    ps_hosts: Optional[str] = None
+    chief_host: Optional[str] = None
+    task_type: str = "worker"  # chief | worker | ps
     all_reduce_alg: Optional[str] = None
     num_packs: int = 1
     loss_scale: Optional[Union[str, float]] = None
@@ -77,6 +90,7 @@ class RuntimeConfig:
     collective_timeout_seconds: float = 300.0  # one collective op
     peer_timeout_seconds: float = 300.0  # all workers must join by then
     seed: Optional[int] = None
+    horovod: HorovodConfig = dataclasses.field(default_factory=HorovodConfig)
 
 
 @dataclasses.dataclass
@@ -585,11 +599,26 @@ def _validate(cfg: ExperimentConfig, b: _Builder) -> None:
     if rt.mixed_precision_dtype is not None:
         _choice(b, "runtime.mixed_precision_dtype", rt.mixed_precision_dtype,
                 tuple(DTYPE_ALIASES), "dtype")
-    if rt.worker_hosts is not None:
-        for host in rt.worker_hosts.split(","):
-            if not re.match(r"^[^:\s]+:\d{1,5}$", host.strip()):
-                b.error("runtime.worker_hosts", f"entry {host.strip()!r} is "
-                                                "not host:port")
+    for key in ("worker_hosts", "ps_hosts", "chief_host"):
+        value = getattr(rt, key)
+        for host in (value or "").split(","):
+            if value is not None and not re.match(r"^[^:\s]+:\d{1,5}$",
+                                                  host.strip()):
+                b.error(f"runtime.{key}", f"entry {host.strip()!r} is not "
+                                          "host:port")
+    _choice(b, "runtime.task_type", rt.task_type, ("chief", "worker", "ps"),
+            "task_type")
+    if (rt.ps_hosts or rt.chief_host) and \
+            rt.distribution_strategy != "parameter_server":
+        b.error("runtime.ps_hosts", "ps_hosts/chief_host apply to "
+                "distribution_strategy parameter_server only")
+    hv = rt.horovod
+    if rt.distribution_strategy != "horovod" and hv != HorovodConfig():
+        b.error("runtime.horovod", "Horovod knobs apply to "
+                "distribution_strategy horovod only")
+    _positive(b, "runtime.horovod.fusion_threshold_mb",
+              hv.fusion_threshold_mb, allow_zero=True)
+    _positive(b, "runtime.horovod.cycle_time_ms", hv.cycle_time_ms)
     for name in ("train_dataset", "validation_dataset"):
         _validate_dataset(getattr(cfg, name), name, b)
     _validate_model(cfg, b)

@@ -22,7 +22,7 @@ def _gpu_names() -> list:
 
 def collect(strategy_name: Optional[str] = None, num_workers: int = 1,
             num_replicas: int = 1, dtype: Optional[str] = None,
-            devices: Optional[list] = None) -> Dict:
+            devices: Optional[list] = None, horovod=None) -> Dict:
     """A JSON-ready description of this process's environment."""
     build = tf.sysconfig.get_build_info()
     return {
@@ -41,7 +41,17 @@ def collect(strategy_name: Optional[str] = None, num_workers: int = 1,
         "num_replicas": num_replicas,
         "strategy": strategy_name,
         "dtype": dtype,
+        "horovod": _horovod(horovod),
     }
+
+
+def _horovod(hvd) -> Optional[Dict]:
+    if hvd is None:
+        return None
+    import horovod
+    return {"version": horovod.__version__, "size": hvd.size(),
+            "local_size": hvd.local_size(), "gloo": bool(hvd.gloo_enabled()),
+            "mpi": bool(hvd.mpi_enabled()), "nccl": bool(hvd.nccl_built())}
 
 
 def _cpu_count() -> Optional[int]:

@@ -192,8 +192,17 @@ class TimeHistory(keras.callbacks.Callback):
             self._progress(now)
 
     def _sync(self, logs) -> None:
-        """Waits for the step by reading its loss back to the host."""
-        if logs and "loss" in logs:
+        """Waits for the step by reading its loss back to the host.
+
+        Under a parameter-server strategy steps run on remote workers: wait
+        for every scheduled step through the model's ClusterCoordinator.
+        """
+        coordinator = getattr(self.model, "_cluster_coordinator", None)
+        if coordinator is not None:
+            coordinator.join()
+            if hasattr(logs, "fetch"):  # a RemoteValue of the logs dict
+                logs = logs.fetch()
+        if isinstance(logs, dict) and "loss" in logs:
             try:
                 self.last_loss = float(logs["loss"])
             except (TypeError, ValueError):

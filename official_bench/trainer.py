@@ -13,6 +13,7 @@ notebooks all come through here.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import time
 from typing import Any, Dict, List, Mapping, Optional, Union
@@ -28,7 +29,7 @@ from official_bench.results.atomic import write_text_atomic
 from official_bench.results.run_record import write_run_record
 from official_bench.runtime import cluster as cluster_lib
 from official_bench.runtime import devices as devices_lib
-from official_bench.runtime import distribute, precision
+from official_bench.runtime import distribute, precision, ps_server
 from official_bench.runtime.keras_setup import keras, tf
 from official_bench.training import checkpoints, objectives
 from official_bench.training.optimizers import build_optimizer
@@ -85,15 +86,14 @@ def _plan(cfg: ExperimentConfig, num_replicas: int) -> _Plan:
                  eval_batch, eval_steps, eval_epochs)
 
 
-def _task_files(model_dir: Optional[str], cluster: cluster_lib.Cluster):
-    """Chief writes result.json; other workers a file named for their task."""
+def _task_files(model_dir: Optional[str], dist: distribute.Distribution):
+    """Chief writes result.json; other processes a file named for them."""
     if not model_dir:
         return None, None
-    if cluster.is_chief:
+    if dist.is_chief:
         return (os.path.join(model_dir, "params.yaml"),
                 os.path.join(model_dir, "result.json"))
-    tag = f"{cluster.task_type}{cluster.task_index}"
-    return None, os.path.join(model_dir, f"result_{tag}.json")
+    return None, os.path.join(model_dir, f"result_{dist.tag}.json")
 
 
 def run(config: ConfigLike = None, *, params_override=None,
@@ -140,6 +140,11 @@ def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:
     if rt.seed is not None:
         keras.utils.set_random_seed(rt.seed)
     policy = precision.set_policy(dtype)
+    if rt.distribution_strategy == "parameter_server" and \
+            cluster.task_type in ("worker", "ps") and cluster.jobs().get("ps"):
+        # Workers and ps tasks only serve the chief's coordinator.
+        ps_server.serve(rt, cluster)
+        return RunResult(cfg, None, {}, {}, {}, cfg.model_dir, None)
     try:
         run = _setup(cfg, cluster, replica_devices, dtype, policy)
         if cfg.mode == "eval":
@@ -156,7 +161,7 @@ class _Run:
     """Everything the mode functions share after set-up."""
     cfg: ExperimentConfig
     cluster: cluster_lib.Cluster
-    strategy: Any
+    dist: distribute.Distribution
     plan: _Plan
     model: Any
     dtype: str
@@ -165,14 +170,14 @@ class _Run:
 
     def environment(self) -> Dict[str, Any]:
         return environment.collect(
-            self.cfg.runtime.distribution_strategy, self.cluster.num_workers,
-            self.plan.num_replicas, self.dtype, self.replica_devices)
+            self.cfg.runtime.distribution_strategy, self.dist.num_workers,
+            self.plan.num_replicas, self.dtype, self.replica_devices,
+            horovod=self.dist.hvd)
 
     def validation_data(self):
-        return data_factory.distributed_dataset(
-            self.strategy, self.cfg.validation_dataset,
-            self.plan.eval_global_batch, False, (self.cfg.runtime.seed or 0)
-            + 1)
+        return self.dist.dataset(self.cfg.validation_dataset,
+                                 self.plan.eval_global_batch, False,
+                                 (self.cfg.runtime.seed or 0) + 1)
 
     def write(self, stats, history, evaluation, extra=None) -> None:
         if not self.result_path:
@@ -182,10 +187,24 @@ class _Run:
             "stats": stats.as_dict() if stats else None,
             "environment": self.environment(), "history": history,
             "evaluation": evaluation,
+            "model": model_summary(self.model),
             "task": {"type": self.cluster.task_type,
-                     "index": self.cluster.task_index,
-                     "is_chief": self.cluster.is_chief}}, **(extra or {})))
+                     "index": self.cluster.task_index, "tag": self.dist.tag,
+                     "is_chief": self.dist.is_chief}}, **(extra or {})))
         logging.info("official_bench: result written to %s", self.result_path)
+
+
+def model_summary(model) -> Dict[str, Any]:
+    """Name, size and a digest of the trainable weights.
+
+    Every replica must agree on the digest. BN moving statistics are left
+    out: under Horovod each rank keeps its own, as in every Horovod program.
+    """
+    digest = hashlib.sha256()
+    for w in model.trainable_weights:
+        digest.update(w.numpy().tobytes())
+    return {"name": model.name, "parameters": int(model.count_params()),
+            "trainable_weights_sha256": digest.hexdigest()}
 
 
 def _setup(cfg: ExperimentConfig, cluster: cluster_lib.Cluster,
@@ -193,31 +212,32 @@ def _setup(cfg: ExperimentConfig, cluster: cluster_lib.Cluster,
     rt = cfg.runtime
 
     # 2. Strategy.
-    strategy = distribute.build_strategy(rt, cluster, replica_devices)
-    plan = _plan(cfg, strategy.num_replicas_in_sync)
+    dist = distribute.build_distribution(rt, cluster, replica_devices)
+    plan = _plan(cfg, dist.num_replicas)
     for ds in (cfg.train_dataset, cfg.validation_dataset):
         ds.num_devices = plan.num_replicas
-    params_path, result_path = _task_files(cfg.model_dir, cluster)
+    params_path, result_path = _task_files(cfg.model_dir, dist)
     logging.info("official_bench config (mode %s, %s, %s, %d worker(s), %d "
                  "replica(s), global batch %d, %d steps):\n%s", cfg.mode,
-                 rt.distribution_strategy, policy, cluster.num_workers,
+                 rt.distribution_strategy, policy, dist.num_workers,
                  plan.num_replicas, plan.global_batch, plan.total_steps,
                  cfg.to_yaml())
     if params_path and cfg.mode in ("train", "train_and_eval"):
         write_text_atomic(params_path, cfg.to_yaml())
 
     # 3. Model and 4. compile, under the strategy.
-    with strategy.scope():
+    with dist.strategy.scope():
         model = build_model(cfg, num_gpus=rt.num_gpus)
         schedule = build_schedule(cfg.model.learning_rate, plan.global_batch,
                                   plan.total_steps)
         optimizer = precision.wrap_optimizer(
-            build_optimizer(cfg.model.optimizer, schedule), dtype,
-            rt.loss_scale)
+            dist.wrap_optimizer(build_optimizer(cfg.model.optimizer,
+                                                schedule)),
+            dtype, rt.loss_scale)
         model.compile(optimizer=optimizer, loss=objectives.build_loss(cfg),
                       metrics=objectives.build_metrics(cfg),
                       jit_compile=rt.enable_xla, run_eagerly=rt.run_eagerly)
-    return _Run(cfg, cluster, strategy, plan, model, dtype, replica_devices,
+    return _Run(cfg, cluster, dist, plan, model, dtype, replica_devices,
                 result_path)
 
 
@@ -226,9 +246,8 @@ def _fit(run: _Run) -> RunResult:
     rt = cfg.runtime
 
     # 5. Data.
-    train_data = data_factory.distributed_dataset(
-        run.strategy, cfg.train_dataset, plan.global_batch, True,
-        rt.seed or 0)
+    train_data = run.dist.dataset(cfg.train_dataset, plan.global_batch, True,
+                                  rt.seed or 0)
     evaluate = cfg.mode == "train_and_eval" and not cfg.evaluation.skip_eval
     val_data = run.validation_data() if evaluate else None
 
@@ -254,9 +273,11 @@ def _fit(run: _Run) -> RunResult:
         plan.global_batch, th.log_steps, plan.total_steps,
         progress_seconds=th.progress_seconds,
         initial_step=initial_epoch * plan.steps_per_epoch)
-    callbacks = [time_history] if cfg.train.callbacks.enable_time_history \
-        else []
-    callbacks += checkpoints.build_callbacks(cfg)
+    timed = cfg.train.callbacks.enable_time_history and \
+        run.dist.logs_throughput
+    callbacks = run.dist.callbacks() + ([time_history] if timed else [])
+    if run.dist.is_chief or run.dist.kind != "horovod":
+        callbacks += checkpoints.build_callbacks(cfg)
 
     # 8. Fit.
     logging.info("Training %s for epochs %d..%d x %d steps", model.name,
@@ -269,10 +290,11 @@ def _fit(run: _Run) -> RunResult:
         validation_steps=plan.eval_steps if evaluate else None,
         validation_freq=plan.eval_epochs if evaluate else 1, verbose=0)
     wall = time_history.wall_time or time.perf_counter() - start
-    if cfg.train.callbacks.enable_checkpoint_and_export and cfg.model_dir:
+    if cfg.train.callbacks.enable_checkpoint_and_export and cfg.model_dir \
+            and (run.dist.is_chief or run.dist.kind != "horovod"):
         checkpoints.export_saved_model(
             model, cfg.export.destination or
-            os.path.join(cfg.model_dir, "saved_model"), run.cluster.is_chief)
+            os.path.join(cfg.model_dir, "saved_model"), run.dist.is_chief)
 
     # 9. Results.
     stats = timing.compute_stats(
@@ -280,7 +302,7 @@ def _fit(run: _Run) -> RunResult:
         total_steps=time_history.step - time_history.first_step,
         wall_time=wall, global_batch=plan.global_batch,
         num_replicas=plan.num_replicas, log_steps=th.log_steps) \
-        if cfg.train.callbacks.enable_time_history else None
+        if timed else None
     hist = {k: [float(v) for v in vals] for k, vals in history.history.items()}
     evaluation = {k[4:]: vals[-1] for k, vals in hist.items()
                   if k.startswith("val_") and vals}
@@ -323,6 +345,6 @@ def _export_only(run: _Run) -> RunResult:
     destination = cfg.export.destination or os.path.join(
         cfg.model_dir or ".", "saved_model")
     checkpoints.export_saved_model(run.model, destination,
-                                   run.cluster.is_chief)
+                                   run.dist.is_chief)
     return RunResult(cfg, None, {}, {}, run.environment(), cfg.model_dir,
                      None, run.model)

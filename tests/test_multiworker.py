@@ -63,6 +63,8 @@ def test_two_workers_train_together_with_identical_losses(tmp_path):
     assert chief["stats"]["num_replicas"] == 2
     assert chief["stats"]["global_batch_size"] == 8  # 4 per replica x 2
     assert chief["history"]["loss"] == pytest.approx(other["history"]["loss"])
+    assert chief["model"]["trainable_weights_sha256"] == \
+        other["model"]["trainable_weights_sha256"]
     assert chief["task"]["is_chief"] and not other["task"]["is_chief"]
     for out in (out0, out1):
         assert "TimeHistory: " in out and "examples/second between steps" in out

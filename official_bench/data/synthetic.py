@@ -16,9 +16,12 @@ def synthetic_dataset(ds: DatasetConfig, batch_size: int,
                       pipeline_id: int = 0, seed: int = 0) -> tf.data.Dataset:
     """An endless dataset of one fixed (images, labels) batch."""
     shape = (batch_size, ds.image_size, ds.image_size, ds.num_channels)
-    gen = tf.random.Generator.from_seed(seed * 1000003 + pipeline_id)
-    images = tf.cast(gen.normal(shape), ds.dtype)
-    labels = gen.uniform((batch_size,), 0, ds.num_classes, dtype=tf.int32)
+    # Stateless ops: a parameter-server dataset_fn may not create variables.
+    images = tf.cast(tf.random.stateless_normal(shape, seed=[seed, pipeline_id]),
+                     ds.dtype)
+    labels = tf.random.stateless_uniform(
+        (batch_size,), seed=[seed + 1, pipeline_id], minval=0,
+        maxval=ds.num_classes, dtype=tf.int32)
     if ds.one_hot:
         labels = tf.one_hot(labels, ds.num_classes)
     return tf.data.Dataset.from_tensors((images, labels)).repeat()

@@ -111,6 +111,33 @@ def parse_hosts(text: str) -> List[str]:
     return hosts
 
 
+def _cluster_from_hosts(rt: RuntimeConfig) -> Cluster:
+    """worker_hosts (+ ps_hosts, chief_host) and task_type/task_index."""
+    workers = parse_hosts(rt.worker_hosts) if rt.worker_hosts else []
+    extra = {}
+    if rt.ps_hosts:
+        extra["ps"] = parse_hosts(rt.ps_hosts)
+    if rt.chief_host:
+        extra["chief"] = parse_hosts(rt.chief_host)
+        if len(extra["chief"]) != 1:
+            raise ConfigError(f"runtime.chief_host names one host:port, got "
+                              f"{rt.chief_host!r}")
+    everyone = workers + [a for addrs in extra.values() for a in addrs]
+    dupes = sorted({a for a in everyone if everyone.count(a) > 1})
+    if dupes:
+        raise ConfigError(f"{', '.join(dupes)} is listed for more than one "
+                          "task in runtime.worker_hosts/ps_hosts/chief_host")
+    jobs = dict(extra, worker=workers)
+    members = jobs.get(rt.task_type, [])
+    index = max(rt.task_index, 0)
+    if len(everyone) > 1 and not index < len(members):
+        raise ConfigError(
+            f"runtime.task_index {rt.task_index} is not a valid index into "
+            f"the {len(members)} {rt.task_type} host(s) {members}")
+    return Cluster(workers=workers, task_type=rt.task_type, task_index=index,
+                   source="runtime.worker_hosts", extra_jobs=extra)
+
+
 def resolve_cluster(rt: RuntimeConfig,
                     environ: Optional[Mapping[str, str]] = None) -> Cluster:
     """TF_CONFIG (if set) > worker_hosts + task_index > a single local worker."""
@@ -125,14 +152,8 @@ def resolve_cluster(rt: RuntimeConfig,
                             "workers %s; using TF_CONFIG", rt.worker_hosts,
                             cluster.workers)
         return cluster
-    if rt.worker_hosts:
-        hosts = parse_hosts(rt.worker_hosts)
-        if len(hosts) > 1 and not 0 <= rt.task_index < len(hosts):
-            raise ConfigError(
-                f"runtime.task_index {rt.task_index} is not a valid index "
-                f"into the {len(hosts)} runtime.worker_hosts {hosts}")
-        return Cluster(workers=hosts, task_index=max(rt.task_index, 0),
-                       source="runtime.worker_hosts")
+    if rt.worker_hosts or rt.ps_hosts or rt.chief_host:
+        return _cluster_from_hosts(rt)
     return Cluster(workers=[])
 
 

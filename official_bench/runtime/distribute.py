@@ -1,23 +1,69 @@
-"""`runtime.distribution_strategy` -> a tf.distribute strategy."""
+"""`runtime.distribution_strategy` -> how a run is distributed.
+
+tf.distribute strategies (off, one_device, mirrored, multi_worker_mirrored,
+parameter_server) and Horovod differ in three places the trainer touches:
+how each process gets its input, how the optimizer reduces gradients, and
+which extra callbacks it needs. `Distribution` puts those three behind one
+object so the trainer reads the same for every backend.
+"""
 
 from __future__ import annotations
 
-from typing import List
+import dataclasses
+import time
+from typing import Any, List, Optional
 
 from absl import logging
 
-from official_bench.config import ConfigError, RuntimeConfig
-from official_bench.runtime.cluster import Cluster, check_own_port
+from official_bench.config import ConfigError, DatasetConfig, RuntimeConfig
+from official_bench.data import factory as data_factory
+from official_bench.runtime import horovod_backend
+from official_bench.runtime.cluster import (Cluster, ClusterError,
+                                            can_connect, check_own_port)
+from official_bench.runtime.keras_setup import keras, tf
 from official_bench.runtime.watchdog import StartupWatchdog
-from official_bench.runtime.keras_setup import tf
 
-NOT_YET = {
-    "horovod": "the Horovod backend is not available yet (see the open "
-               "issue 'Horovod backend and the parameter-server strategy')",
-    "parameter_server": "the parameter-server strategy is not available yet "
-                        "(see the open issue 'Horovod backend and the "
-                        "parameter-server strategy')",
-}
+
+@dataclasses.dataclass
+class Distribution:
+    """The strategy plus what differs per backend."""
+    kind: str  # the runtime.distribution_strategy value
+    strategy: Any
+    num_replicas: int  # replicas whose batches make one global step
+    is_chief: bool  # writes model_dir files
+    logs_throughput: bool
+    num_workers: int = 1
+    hvd: Any = None  # the horovod.tensorflow.keras module, for horovod
+    fp16_allreduce: bool = False
+    tag: str = "worker0"  # names this process's files when not chief
+
+    def dataset(self, ds: DatasetConfig, global_batch: int,
+                is_training: bool, seed: int):
+        """This process's input, shaped for its backend's model.fit."""
+        if self.kind == "horovod":
+            ctx = tf.distribute.InputContext(
+                num_input_pipelines=self.hvd.size(),
+                input_pipeline_id=self.hvd.rank(),
+                num_replicas_in_sync=self.hvd.size())
+            return data_factory.per_replica_dataset(ds, ctx, global_batch,
+                                                    is_training, seed)
+        if self.kind == "parameter_server":
+            return keras.utils.experimental.DatasetCreator(
+                lambda ctx: data_factory.per_replica_dataset(
+                    ds, ctx, global_batch, is_training, seed))
+        return data_factory.distributed_dataset(
+            self.strategy, ds, global_batch, is_training, seed)
+
+    def wrap_optimizer(self, optimizer):
+        if self.kind == "horovod":
+            return horovod_backend.distributed_optimizer(
+                self.hvd, optimizer, self.fp16_allreduce)
+        return optimizer
+
+    def callbacks(self) -> List:
+        if self.kind == "horovod":
+            return horovod_backend.callbacks(self.hvd)
+        return []
 
 
 def _mirrored_cross_device_ops(rt: RuntimeConfig, devices: List[str]):
@@ -45,48 +91,99 @@ def _collective_implementation(rt: RuntimeConfig):
             "nccl": impl.NCCL}[rt.all_reduce_alg]
 
 
-def build_strategy(rt: RuntimeConfig, cluster: Cluster,
-                   devices: List[str]) -> tf.distribute.Strategy:
+def _multi_worker(rt: RuntimeConfig, cluster: Cluster):
+    if rt.num_packs != 1:
+        raise ConfigError("runtime.num_packs applies to mirrored only; "
+                          "multi_worker_mirrored packs by itself")
+    options = tf.distribute.experimental.CommunicationOptions(
+        implementation=_collective_implementation(rt),
+        timeout_seconds=rt.collective_timeout_seconds)
+    if cluster.num_workers == 1:
+        return tf.distribute.MultiWorkerMirroredStrategy(
+            communication_options=options)
+    check_own_port(cluster)
+    logging.info("Joining %d workers as %s (%s); waiting up to %.0f s for "
+                 "peers", cluster.num_workers, cluster.describe(),
+                 cluster.address, rt.peer_timeout_seconds)
+    with StartupWatchdog(cluster.describe(), cluster.peers(),
+                         rt.peer_timeout_seconds):
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(
+            cluster_resolver=cluster.cluster_resolver(),
+            communication_options=options)
+        # The first collective is where a missing peer would block.
+        strategy.reduce(tf.distribute.ReduceOp.SUM,
+                        strategy.run(lambda: tf.constant(1.0)), axis=None)
+    return strategy
+
+
+def wait_for_peers(cluster: Cluster, timeout: float) -> None:
+    """Polls every peer's port; the parameter-server chief can, its peers
+    start their servers independently. Raises naming the missing ones."""
+    deadline = time.monotonic() + timeout
+    missing = cluster.peers()
+    while True:
+        missing = {n: a for n, a in missing.items() if not can_connect(a)}
+        if not missing or time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
+    if missing:
+        raise ClusterError(
+            f"official_bench: timeout: {cluster.describe()} waited "
+            f"{timeout:.0f} s (runtime.peer_timeout_seconds) for the cluster; "
+            "not reachable: " + "; ".join(f"{n} at {a}"
+                                          for n, a in missing.items()))
+
+
+def _parameter_server(rt: RuntimeConfig, cluster: Cluster):
+    jobs = cluster.jobs()
+    if not jobs.get("ps") or not jobs.get("worker"):
+        raise ConfigError(
+            "parameter_server needs ps and worker tasks: set runtime.ps_hosts "
+            "and runtime.worker_hosts (plus chief_host), or a TF_CONFIG with "
+            "'ps' and 'worker' jobs")
+    if cluster.task_type != "chief":
+        raise ConfigError(
+            f"{cluster.describe()} of a parameter_server cluster serves "
+            "variables or steps; run it with "
+            "`python -m official_bench.serve_task` (the run scripts do)")
+    wait_for_peers(cluster, rt.peer_timeout_seconds)
+    return tf.distribute.experimental.ParameterServerStrategy(
+        cluster.cluster_resolver())
+
+
+def build_distribution(rt: RuntimeConfig, cluster: Cluster,
+                       devices: List[str]) -> Distribution:
     """Builds the strategy; multi-worker start-up is bounded by a deadline."""
     name = rt.distribution_strategy
-    if name in NOT_YET:
-        raise ConfigError(f"runtime.distribution_strategy {name!r}: "
-                          f"{NOT_YET[name]}")
+    if name == "horovod":
+        hvd = horovod_backend.init(rt, num_gpus=rt.num_gpus)
+        return Distribution(name, tf.distribute.get_strategy(), hvd.size(),
+                            is_chief=hvd.rank() == 0,
+                            logs_throughput=hvd.rank() == 0,
+                            num_workers=hvd.size(), hvd=hvd,
+                            fp16_allreduce=rt.horovod.fp16_allreduce,
+                            tag=f"rank{hvd.rank()}")
+    if name == "parameter_server":
+        strategy = _parameter_server(rt, cluster)
+        return Distribution(name, strategy, strategy.num_replicas_in_sync,
+                            True, True, len(cluster.jobs()["worker"]))
     if cluster.num_workers > 1 and name != "multi_worker_mirrored":
         raise ConfigError(
             f"{cluster.num_workers} workers are configured ({cluster.source})"
             f" but runtime.distribution_strategy is {name!r}; use "
             "multi_worker_mirrored")
     if name == "off":
-        return tf.distribute.get_strategy()
-    if name == "one_device":
-        return tf.distribute.OneDeviceStrategy(devices[0])
-    if name == "mirrored":
-        return tf.distribute.MirroredStrategy(
+        strategy = tf.distribute.get_strategy()
+    elif name == "one_device":
+        strategy = tf.distribute.OneDeviceStrategy(devices[0])
+    elif name == "mirrored":
+        strategy = tf.distribute.MirroredStrategy(
             devices=devices,
             cross_device_ops=_mirrored_cross_device_ops(rt, devices))
-    if name == "multi_worker_mirrored":
-        if rt.num_packs != 1:
-            raise ConfigError("runtime.num_packs applies to mirrored only; "
-                              "multi_worker_mirrored packs by itself")
-        options = tf.distribute.experimental.CommunicationOptions(
-            implementation=_collective_implementation(rt),
-            timeout_seconds=rt.collective_timeout_seconds)
-        if cluster.num_workers == 1:
-            return tf.distribute.MultiWorkerMirroredStrategy(
-                communication_options=options)
-        check_own_port(cluster)
-        logging.info("Joining %d workers as %s %d (%s); waiting up to %.0f s "
-                     "for peers", cluster.num_workers, cluster.task_type,
-                     cluster.task_index, cluster.address,
-                     rt.peer_timeout_seconds)
-        with StartupWatchdog(cluster.describe(), cluster.peers(),
-                             rt.peer_timeout_seconds):
-            strategy = tf.distribute.MultiWorkerMirroredStrategy(
-                cluster_resolver=cluster.cluster_resolver(),
-                communication_options=options)
-            # The first collective is where a missing peer would block.
-            strategy.reduce(tf.distribute.ReduceOp.SUM,
-                            strategy.run(lambda: tf.constant(1.0)), axis=None)
-        return strategy
-    raise ConfigError(f"unknown strategy {name!r}")
+    elif name == "multi_worker_mirrored":
+        strategy = _multi_worker(rt, cluster)
+    else:
+        raise ConfigError(f"unknown strategy {name!r}")
+    return Distribution(name, strategy, strategy.num_replicas_in_sync,
+                        cluster.is_chief, True, cluster.num_workers,
+                        tag=f"{cluster.task_type}{cluster.task_index}")

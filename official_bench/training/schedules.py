@@ -16,6 +16,7 @@ from official_bench.config import LearningRateConfig
 from official_bench.runtime.keras_setup import keras, tf
 
 
+@keras.saving.register_keras_serializable(package="official_bench")
 class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
     """Linear warm-up from 0 to `peak`, then the named decay."""
 
