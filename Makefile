@@ -1,6 +1,6 @@
 # Two commands do all set-up on a fresh machine:
 #   make bench   - CPU smoke benchmark on synthetic data (creates .venv first)
-#   make test    - the whole test suite (creates .venv first)
+#   make test    - the whole test suite (creates .venv and the Horovod venv first)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -19,7 +19,10 @@ venv: $(VENV)/.installed
 bench: venv
 	$(PY) -m official_bench.classifier_trainer --config_file=configs/examples/resnet/imagenet/cpu_smoke.yaml --model_dir=model_dir/cpu_smoke $(ARGS)
 
+# The Horovod venv (TF 2.18) is cached in ~/.cache/official_bench; a failed
+# build is reported and its tests then skip with the reason.
 test: venv
+	bash scripts/install_horovod.sh || echo "WARNING: the Horovod venv could not be built (see above); tests/test_horovod.py will skip"
 	$(PY) -m pytest $(ARGS)
 
 test-fast: venv
