@@ -26,7 +26,8 @@ from official_bench.config import ConfigError, ExperimentConfig
 from official_bench.data import factory as data_factory
 from official_bench.models import build_model
 from official_bench.results.atomic import write_text_atomic
-from official_bench.results.run_record import write_run_record
+from official_bench.results.run_record import (result_file_name,
+                                               write_run_record)
 from official_bench.runtime import cluster as cluster_lib
 from official_bench.runtime import devices as devices_lib
 from official_bench.runtime import distribute, precision, ps_server
@@ -90,10 +91,10 @@ def _task_files(model_dir: Optional[str], dist: distribute.Distribution):
     """Chief writes result.json; other processes a file named for them."""
     if not model_dir:
         return None, None
+    result = os.path.join(model_dir, result_file_name(dist.tag, dist.is_chief))
     if dist.is_chief:
-        return (os.path.join(model_dir, "params.yaml"),
-                os.path.join(model_dir, "result.json"))
-    return None, os.path.join(model_dir, f"result_{dist.tag}.json")
+        return os.path.join(model_dir, "params.yaml"), result
+    return None, result
 
 
 def run(config: ConfigLike = None, *, params_override=None,

@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from official_bench import config as config_lib
 from official_bench.launch import nodes as nodes_lib
 from official_bench.launch.settings import Settings
+from official_bench.results.run_record import result_file_name
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -402,7 +403,5 @@ def _result_name(nodeset: Optional[nodes_lib.NodeSet]) -> str:
         chief = ("chief" in data["cluster"] and task_type == "chief") or (
             "chief" not in data["cluster"] and task_type == "worker"
             and task_index == 0)
-        return "result.json" if chief else \
-            f"result_{task_type}{task_index}.json"
-    return "result.json" if nodeset.index == 0 else \
-        f"result_worker{nodeset.index}.json"
+        return result_file_name(f"{task_type}{task_index}", chief)
+    return result_file_name(f"worker{nodeset.index}", nodeset.index == 0)

@@ -16,6 +16,12 @@ from official_bench.results.atomic import write_text_atomic
 SCHEMA = "official_bench.result/1"
 
 
+def result_file_name(tag: str, is_chief: bool) -> str:
+    """The file a process writes in model_dir: result.json on the chief (or
+    Horovod rank 0), else result_{tag}.json, tag "worker1", "rank3", ..."""
+    return "result.json" if is_chief else f"result_{tag}.json"
+
+
 def _jsonable(value: Any) -> Any:
     """NaN/inf become null: strict JSON readers reject them."""
     if isinstance(value, float) and not math.isfinite(value):
