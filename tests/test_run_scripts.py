@@ -1,4 +1,5 @@
-"""run_single_node.sh and run_two_node.sh end to end on CPU with a tiny model,
+"""run_single_node.sh (also with LAUNCHER=horovod) and run_two_node.sh end to
+end on CPU with a tiny model,
 and the extractor on the log trees they write (issue 5: log trees produced by
 the project's own scripts). Only 127.0.0.1 is used.
 """
@@ -158,3 +159,58 @@ def test_two_node_on_one_machine(tmp_path):
     assert len(model_dirs) == 4  # fresh per run and node
     rn50 = extract(tmp_path, root)
     assert list(rn50) == ["2n1g"] and rn50["2n1g"]["num_runs"] == 2
+
+
+def horovod_venv():
+    """The venv scripts/install_horovod.sh builds (`make horovod`), or skip."""
+    install = os.path.join(REPO, "scripts", "install_horovod.sh")
+    venv = subprocess.run(["bash", install, "--print-venv"], text=True,
+                          capture_output=True).stdout.strip()
+    if subprocess.run(["bash", install, "--check"],
+                      capture_output=True).returncode != 0:
+        pytest.skip(f"Horovod venv not built at {venv}: run `make horovod` "
+                    "(scripts/install_horovod.sh)")
+    return venv
+
+
+@pytest.mark.slow
+@pytest.mark.multiworker
+def test_single_node_horovod_end_to_end(tmp_path):
+    """LAUNCHER=horovod: one horovodrun -np 2 --gloo on CPU (CPU_DEVICES=2
+    processes); rank 0 alone logs throughput; rank 0's result.json next to
+    the log; the extractor reads the tree."""
+    venv = horovod_venv()
+    start = time.monotonic()
+    out = subprocess.run(
+        ["bash", os.path.join(REPO, "run_single_node.sh"), "4", "fp32", "1"],
+        cwd=tmp_path, env=clean_env(tmp_path, LAUNCHER="horovod",
+                                    HOROVOD_VENV=venv, CPU_DEVICES="2"),
+        capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, failures(tmp_path, out.stdout + out.stderr)
+    assert "done: 1 of 1 run(s) ok" in out.stdout
+    root = tmp_path / "logs" / "tensorflow" / "resnet50" / "bz4"
+    tree = sorted(str(p.relative_to(root)) for p in root.rglob("*")
+                  if p.is_file())
+    assert tree == ["1n2g/rn50_b4_fp32_1.json", "1n2g/rn50_b4_fp32_1.log"]
+    log = root / "1n2g" / "rn50_b4_fp32_1.log"
+    text = log.read_text()
+    assert f"{venv}/bin/horovodrun -np 2 -H localhost:2 --gloo " \
+        f"{venv}/bin/python -m official_bench.classifier_trainer" in text
+    # Exactly one TimeHistory line per interval, all from rank 0.
+    record = check_run(log)
+    assert all(l.startswith("[0]") for l in text.splitlines()
+               if "TimeHistory" in l)
+    assert record["environment"]["strategy"] == "horovod"
+    assert record["environment"]["horovod"]["size"] == 2
+    assert record["stats"]["global_batch_size"] == 8
+    assert record["task"]["tag"] == "rank0"
+    model_dir = record["config"]["model_dir"]
+    assert os.path.isfile(os.path.join(model_dir, "result_rank1.json"))
+
+    rn50 = extract(tmp_path, root)
+    assert list(rn50) == ["1n2g"]
+    case = rn50["1n2g"]
+    assert case["num_runs"] == 1 and case["excluded"] == []
+    assert case["global_batch_size"] == 8
+    assert case["run_details"][0]["source"] == "result_json"
+    print(f"horovod single node: {time.monotonic() - start:.0f} s")

@@ -15,5 +15,8 @@ Modules, top to bottom:
   node and every node learns how run i went on the others.
 - runner: runs the trainer under `timeout -k`, writes the log tree.
 
+LAUNCHER=horovod swaps the trainer command for one `horovodrun -np N*G -H
+host1:G,...` started by node 0's launcher alone (no barrier; see --help).
+
 It never imports TensorFlow: the trainer runs in a child process.
 """

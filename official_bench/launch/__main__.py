@@ -36,6 +36,17 @@ def describe(plan: plan_lib.Plan) -> None:
         ns = plan.nodeset
         out(f"nodes: {ns.worker_hosts} (from {ns.nodes_from})")
         out(f"this node: index {ns.index} = {ns.me.address} ({ns.index_from})")
+    hvd = plan.horovod
+    if hvd is not None:
+        out(f"launcher: horovod, {hvd.horovodrun} ({hvd.venv_from}); ranks "
+            f"run {hvd.python}")
+        out(f"horovodrun hosts: {', '.join(hvd.hosts)}"
+            + (" (ports of the node list are not used; ranks on the other "
+               "nodes are started over ssh)" if plan.nodeset else "")
+            + f"; one process per {'GPU' if dev.kind == 'gpu' else 'slot'}"
+            f", runtime.num_gpus={1 if dev.kind == 'gpu' else 0} each")
+    elif plan.nodeset is not None:
+        ns = plan.nodeset
         out(f"TF_CONFIG for the trainer: {ns.tf_config_json()}"
             + (" (from the environment)" if ns.tf_config else
                " (passed as runtime.worker_hosts + runtime.task_index)"))
@@ -81,6 +92,12 @@ def main(argv: Optional[Sequence[str]] = None, environ=None) -> int:
         print(f"error: {settings.script}: {e}", file=sys.stderr)
         return EXIT_USAGE
     describe(plan)
+    if plan.horovod is not None and plan.horovod.idle:
+        say(plan, f"LAUNCHER=horovod: nothing to run on node {plan.index}: "
+            f"horovodrun on node 0 ({plan.horovod.hosts[0]}) starts the "
+            "ranks of every node over ssh (starting the script on node 0 "
+            "alone is enough)")
+        return 0
     if settings.dry_run:
         print_dry_run(plan)
         return 0
@@ -92,7 +109,7 @@ def main(argv: Optional[Sequence[str]] = None, environ=None) -> int:
         signal.signal(sig, on_signal)
     runner = runner_lib.Runner(plan, stamp)
     try:
-        if plan.nodeset is not None:
+        if plan.uses_barrier:
             hello = runner.setup_barrier()
             say(plan, "barrier: all nodes arrived: " + ", ".join(
                 f"node {k} on {v.get('host')} (pid {v.get('pid')})"

@@ -7,6 +7,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -23,6 +24,7 @@ DEFAULT_CONFIG_DIR = os.path.join(REPO_ROOT, "configs", "examples", "resnet",
                                   "imagenet")
 CONFIG_STEM = {"single": "gpu", "two": "two_node_gpu",
                "multi": "multi_node_gpu"}
+INSTALL_HOROVOD = os.path.join(REPO_ROOT, "scripts", "install_horovod.sh")
 TF_DTYPE = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 SINGLE_NODE_GPUS = [1, 2, 4, 8]
 
@@ -58,6 +60,24 @@ class Run:
 
 
 @dataclasses.dataclass
+class Horovod:
+    """LAUNCHER=horovod: one horovodrun on node 0 starts every rank."""
+    venv: str
+    venv_from: str  # how HOROVOD_VENV was chosen, for messages
+    horovodrun: str
+    python: str  # the ranks' interpreter (HOROVOD_VENV/bin/python)
+    hosts: List[str]  # horovodrun -H order: node 0 (rank 0) first
+    options: List[str]  # --gloo, --network-interface ..., HOROVODRUN_ARGS
+    idle: bool = False  # this is node k>0: node 0's horovodrun starts ours
+
+    def command(self, per_node: int) -> List[str]:
+        """horovodrun -np N*G -H h1:G,...,hN:G [options]."""
+        return [self.horovodrun, "-np", str(per_node * len(self.hosts)),
+                "-H", ",".join(f"{h}:{per_node}" for h in self.hosts)] + \
+            list(self.options)
+
+
+@dataclasses.dataclass
 class Plan:
     settings: Settings
     devices: Devices
@@ -70,6 +90,13 @@ class Plan:
     notes: List[str]
     barrier: Optional[Tuple[str, int]]  # node 0's host and barrier port
     log_root: str = ""  # LOG_DIR/tensorflow/resnet50/bz{B}
+    horovod: Optional[Horovod] = None  # LAUNCHER=horovod
+
+    @property
+    def uses_barrier(self) -> bool:
+        """tf launcher on two/multi nodes: one launcher per node meets the
+        others before and after each run. horovod: one launcher in all."""
+        return self.barrier is not None
 
     @property
     def num_nodes(self) -> int:
@@ -211,6 +238,92 @@ def _user_overrides(settings: Settings) -> Dict[str, Any]:
 
 
 # --------------------------------------------------------------------------
+# Horovod (LAUNCHER=horovod)
+# --------------------------------------------------------------------------
+
+
+def default_horovod_venv(settings: Settings) -> str:
+    """What `scripts/install_horovod.sh --print-venv` says (it honours
+    OB_HOROVOD_VENV and HOME); builds nothing."""
+    try:
+        out = subprocess.run(["bash", INSTALL_HOROVOD, "--print-venv"],
+                             capture_output=True, text=True, timeout=30,
+                             env=settings.environ, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise PlanError(f"LAUNCHER=horovod: cannot ask {INSTALL_HOROVOD} "
+                        f"--print-venv for the Horovod venv ({e}); set "
+                        "HOROVOD_VENV")
+    venv = out.stdout.strip()
+    if out.returncode != 0 or not venv:
+        raise PlanError(f"LAUNCHER=horovod: {INSTALL_HOROVOD} --print-venv "
+                        f"failed (exit {out.returncode}: "
+                        f"{out.stderr.strip()[-300:]}); set HOROVOD_VENV")
+    return venv
+
+
+def find_horovod(settings: Settings) -> Tuple[str, str, str, str]:
+    """(venv, how it was chosen, horovodrun, python); PlanError with the way
+    to build it when horovodrun or python is missing."""
+    if settings.horovod_venv:
+        venv = settings.horovod_venv
+        how = f"HOROVOD_VENV ({settings.source('horovod_venv')})"
+    else:
+        venv = default_horovod_venv(settings)
+        how = "default: scripts/install_horovod.sh --print-venv"
+    venv = os.path.abspath(os.path.expanduser(venv))
+    horovodrun = os.path.join(venv, "bin", "horovodrun")
+    python = os.path.join(venv, "bin", "python")
+    missing = [p for p in (horovodrun, python)
+               if not (os.path.isfile(p) and os.access(p, os.X_OK))]
+    if missing:
+        raise PlanError(
+            f"LAUNCHER=horovod needs horovodrun and python in the Horovod "
+            f"venv {venv} ({how}), but {' and '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not there: run `make "
+            "horovod` (scripts/install_horovod.sh builds Horovod 0.28.1 "
+            "with TensorFlow 2.18 into that venv), or set HOROVOD_VENV to an "
+            "environment whose bin/ holds horovodrun and python")
+    return venv, how, horovodrun, python
+
+
+def horovodrun_options(settings: Settings) -> List[str]:
+    options: List[str] = []
+    if settings.horovodrun_controller in ("gloo", "mpi"):
+        options.append(f"--{settings.horovodrun_controller}")
+    for iface in (settings.horovodrun_network_interface or "").split(","):
+        if iface.strip():
+            options += ["--network-interface", iface.strip()]
+    if settings.horovodrun_args:
+        try:
+            options += shlex.split(settings.horovodrun_args)
+        except ValueError as e:
+            raise PlanError(f"HOROVODRUN_ARGS={settings.horovodrun_args!r}: "
+                            f"{e}")
+    return options
+
+
+def horovod_hosts(nodeset: Optional[nodes_lib.NodeSet]) -> List[str]:
+    """horovodrun's host list: localhost alone, or one host per node (the
+    ports of the node list are not used)."""
+    if nodeset is None:
+        return ["localhost"]
+    hosts: List[str] = []
+    for node in nodeset.nodes:
+        if ":" in node.host:
+            raise nodes_lib.NodeError(
+                f"LAUNCHER=horovod: horovodrun -H cannot take the IPv6 "
+                f"address {node.host} ({nodeset.nodes_from}); use host names")
+        if node.host.lower() in (h.lower() for h in hosts):
+            raise nodes_lib.NodeError(
+                f"LAUNCHER=horovod: host {node.host} appears twice in "
+                f"{nodeset.nodes_from} ({nodeset.worker_hosts}); horovodrun "
+                "runs one entry per host (ports are not used), so each node "
+                "must be a different host")
+        hosts.append(node.host)
+    return hosts
+
+
+# --------------------------------------------------------------------------
 # The plan
 # --------------------------------------------------------------------------
 
@@ -235,6 +348,12 @@ def make_plan(settings: Settings, stamp: str,
         _get(yaml_tree, "train_dataset.batch_size") or 128
 
     # Nodes.
+    use_horovod = settings.launcher == "horovod"
+    if use_horovod and settings.tf_config:
+        raise nodes_lib.NodeError(
+            f"TF_CONFIG is set ({settings.tf_config}), but LAUNCHER=horovod "
+            "does not use it (horovodrun makes the cluster) and the trainer "
+            "would; unset TF_CONFIG")
     nodeset = None
     if settings.mode == "single":
         ignored = [settings.describe(k) for k in ("nodes", "hostfile",
@@ -266,7 +385,18 @@ def make_plan(settings: Settings, stamp: str,
         nodeset = nodes_lib.resolve(
             settings, hosts, hosts_from, _get(user, "runtime.task_index"),
             identity_fn=identity_fn, resolver=resolver)
-        notes.extend(nodeset.notes)
+        notes.extend(n for n in nodeset.notes if not (
+            use_horovod and "not in a job step" in n))
+    horovod = None
+    if use_horovod:
+        venv, venv_from, horovodrun, hvd_python = find_horovod(settings)
+        horovod = Horovod(venv, venv_from, horovodrun, hvd_python,
+                          horovod_hosts(nodeset),
+                          horovodrun_options(settings),
+                          idle=nodeset is not None and nodeset.index > 0)
+        if settings.source("python") == "command line":
+            notes.append(f"--python {settings.python} is not used: the ranks "
+                         f"run {hvd_python} (HOROVOD_VENV)")
 
     # Overrides: launcher base < PARAMS_OVERRIDE < launcher cluster keys.
     base: Dict[str, Any] = {}
@@ -288,19 +418,31 @@ def make_plan(settings: Settings, stamp: str,
         _put(base, "train.time_history.log_steps", settings.log_steps)
     if settings.peer_timeout is not None:
         _put(base, "runtime.peer_timeout_seconds", settings.peer_timeout)
-    if nodeset is not None:
+    if nodeset is not None and not use_horovod:
         if _get(yaml_tree, "runtime.distribution_strategy") != \
                 "multi_worker_mirrored":
             _put(base, "runtime.distribution_strategy",
                  "multi_worker_mirrored")
     merged = deep_merge(base, user)
-    if nodeset is not None:
+    if use_horovod:
+        asked = _get(user, "runtime.distribution_strategy")
+        if asked not in (None, "horovod"):
+            raise PlanError(f"LAUNCHER=horovod runs runtime."
+                            f"distribution_strategy horovod, but "
+                            f"PARAMS_OVERRIDE asks for {asked!r}")
+        _put(merged, "runtime.distribution_strategy", "horovod")
+        # horovodrun makes the cluster: no TF cluster in the ranks.
+        for key, unset in (("worker_hosts", None), ("task_index", -1)):
+            if _get(merged, f"runtime.{key}") not in (None, unset) or \
+                    _get(yaml_tree, f"runtime.{key}") not in (None, unset):
+                _put(merged, f"runtime.{key}", unset)
+    elif nodeset is not None:
         _put(merged, "runtime.worker_hosts", nodeset.worker_hosts)
         _put(merged, "runtime.task_index", nodeset.index)
 
     # Barrier address.
     barrier = None
-    if nodeset is not None:
+    if nodeset is not None and not use_horovod:
         head = nodeset.nodes[0]
         # Default: one above every trainer port on node 0's host, so
         # consecutive ports on one machine (127.0.0.1:5001,5002) do not clash.
@@ -319,9 +461,16 @@ def make_plan(settings: Settings, stamp: str,
 
     # Runs.
     num_nodes = len(nodeset.nodes) if nodeset else 1
-    index = nodeset.index if nodeset else 0
+    # horovod: node 0's launcher alone writes logs, as node 0 does.
+    index = nodeset.index if nodeset and not use_horovod else 0
     python = settings.python or sys.executable or "python3"
     env: Dict[str, str] = {}
+    if horovod is not None:
+        python = horovod.python
+        env["TF_USE_LEGACY_KERAS"] = "1"  # Horovod needs tf-keras
+        path = settings.path or ""
+        env["PATH"] = os.path.join(horovod.venv, "bin") + (
+            os.pathsep + path if path else "")
     if settings.nccl_socket_ifname:
         env["NCCL_SOCKET_IFNAME"] = settings.nccl_socket_ifname
     pythonpath = settings.pythonpath or ""
@@ -336,7 +485,10 @@ def make_plan(settings: Settings, stamp: str,
     for count in devices.counts:
         case = f"{num_nodes}n{count}g"
         overrides = copy.deepcopy(merged)
-        if devices.kind == "gpu":
+        if horovod is not None:  # one process per GPU (or CPU slot)
+            _put(overrides, "runtime.num_gpus",
+                 1 if devices.kind == "gpu" else 0)
+        elif devices.kind == "gpu":
             _put(overrides, "runtime.num_gpus", count)
         else:
             _put(overrides, "runtime.num_gpus", 0)
@@ -356,10 +508,12 @@ def make_plan(settings: Settings, stamp: str,
             log_dir = os.path.join(log_dir, f"node{index}")
         for i in range(1, settings.test_num + 1):
             stem = f"rn50_b{batch}_{settings.dtype}_{i}"
-            tag = f"{stem}.{stamp}" + (f".node{index}" if nodeset else "")
+            tag = f"{stem}.{stamp}" + (f".node{index}" if nodeset and
+                                       horovod is None else "")
             model_dir = os.path.join(model_root, "tensorflow",
                                      "resnet50", f"bz{batch}", case, tag)
-            command = [python, "-m", "official_bench.classifier_trainer",
+            command = [] if horovod is None else horovod.command(count)
+            command += [python, "-m", "official_bench.classifier_trainer",
                        f"--config_file={config_file}",
                        f"--model_dir={model_dir}",
                        f"--params_override={json.dumps(overrides)}"]
@@ -370,7 +524,8 @@ def make_plan(settings: Settings, stamp: str,
                 log_path=os.path.join(log_dir, f"{stem}.log"),
                 json_path=os.path.join(log_dir, f"{stem}.json"),
                 model_dir=model_dir, command=command, env=run_env,
-                result_name=_result_name(nodeset)))
+                result_name=result_file_name("rank0", True) if horovod
+                else _result_name(nodeset)))
     planned = {r.log_path for r in runs}
     for folder in sorted({os.path.dirname(p) for p in planned}):
         if not os.path.isdir(folder):
@@ -388,7 +543,7 @@ def make_plan(settings: Settings, stamp: str,
                              os.path.basename(p) for p in found - planned))
                          + " (move them away or use another LOG_DIR)")
     return Plan(settings, devices, config_file, batch, settings.dtype,
-                nodeset, merged, runs, notes, barrier, case_root)
+                nodeset, merged, runs, notes, barrier, case_root, horovod)
 
 
 def _result_name(nodeset: Optional[nodes_lib.NodeSet]) -> str:

@@ -251,7 +251,13 @@ class Runner:
             if run.env:
                 header.append("# environment: " + " ".join(
                     f"{k}={shlex.quote(v)}" for k, v in sorted(run.env.items())))
-            if plan.nodeset is not None:
+            if plan.horovod is not None:
+                header.append(
+                    "# horovodrun: " + ",".join(
+                        f"{h}:{run.devices}" for h in plan.horovod.hosts)
+                    + f" ({run.devices * len(plan.horovod.hosts)} ranks; "
+                    "rank r's lines start with [r])")
+            elif plan.nodeset is not None:
                 header.append(f"# TF_CONFIG: {plan.nodeset.tf_config_json()}"
                               + ("" if plan.nodeset.tf_config else
                                  " (as runtime.worker_hosts + task_index)"))
@@ -318,7 +324,7 @@ class Runner:
     def run_all(self) -> int:
         plan = self.plan
         failed = 0
-        multi = plan.nodeset is not None
+        multi = plan.uses_barrier
         for n, run in enumerate(plan.runs):
             if n and self.s.sleep_seconds:
                 time.sleep(self.s.sleep_seconds)

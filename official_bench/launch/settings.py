@@ -4,7 +4,8 @@ Each knob is a command-line option and an environment variable of the same
 name in upper case (`--test-num` / `TEST_NUM`); BATCH, DTYPE and TEST_NUM are
 also the DLPerf positional arguments. A command-line value wins over the
 environment, which wins over the default. Besides the knobs, this module
-reads TF_CONFIG, the SLURM_* variables and CUDA_VISIBLE_DEVICES, and keeps a
+reads TF_CONFIG, the SLURM_* variables, CUDA_VISIBLE_DEVICES, PYTHONPATH and
+PATH, and keeps a
 copy of the environment for the trainer processes; no other launcher module
 looks at os.environ.
 """
@@ -100,7 +101,8 @@ KNOBS: List[Knob] = [
          "default: all visible", section="devices"),
     Knob("cpu_devices", "intlist", [1], "without GPUs: logical CPU devices "
          "per node to run, e.g. 1,2 (runtime.cpu_devices; 2 runs mirrored on "
-         "two CPU devices)", section="devices"),
+         "two CPU devices); with LAUNCHER=horovod: Horovod processes per "
+         "node, one CPU device each", section="devices"),
     # Training.
     Knob("config_file", "str", None, "trainer YAML; default: CONFIG_DIR/"
          "{gpu,two_node_gpu,multi_node_gpu}[_fp16|_bf16].yaml on GPUs, "
@@ -123,7 +125,8 @@ KNOBS: List[Knob] = [
          "config's", section="training"),
     Knob("python", "str", None, "Python interpreter for the trainer; "
          "default: the one running the launcher (the scripts start the "
-         "launcher with $PYTHON, else python3)", section="training"),
+         "launcher with $PYTHON, else python3); LAUNCHER=horovod: the ranks "
+         "run HOROVOD_VENV/bin/python instead", section="training"),
     Knob("nccl_socket_ifname", "str", None, "network interface(s) for NCCL "
          "(exported as NCCL_SOCKET_IFNAME to the trainer), e.g. ib0 or eth0",
          section="training"),
@@ -149,6 +152,27 @@ KNOBS: List[Knob] = [
          choices=("continue", "stop"), section="flow"),
     Knob("dry_run", "bool", False, "print the cluster, TF_CONFIG, commands "
          "and paths; run nothing", section="flow"),
+    # Launcher.
+    Knob("launcher", "choice", "tf", "tf: one trainer per node, "
+         "multi_worker_mirrored across nodes (TF_CONFIG); horovod: one "
+         "horovodrun from node 0 starts one process per GPU on every node "
+         "(ssh to the others) with runtime.distribution_strategy horovod",
+         choices=("tf", "horovod"), section="launcher"),
+    Knob("horovod_venv", "str", None, "environment whose bin/ holds "
+         "horovodrun and the python the ranks run (the same path on every "
+         "node); default: `scripts/install_horovod.sh --print-venv` (built "
+         "by `make horovod`)", section="launcher"),
+    Knob("horovodrun_controller", "choice", "gloo", "horovodrun --gloo, "
+         "--mpi, or auto (neither flag: horovodrun decides); the venv of "
+         "`make horovod` has Gloo only",
+         choices=("gloo", "mpi", "auto"), section="launcher"),
+    Knob("horovodrun_network_interface", "str", None, "horovodrun "
+         "--network-interface, e.g. eth0 or ib0 (comma-separated for "
+         "several); default: horovodrun finds the interfaces the hosts "
+         "share", section="launcher"),
+    Knob("horovodrun_args", "str", None, "further horovodrun options, "
+         "split as by a shell, e.g. '--ssh-port 2222 --start-timeout 120'",
+         section="launcher"),
 ]
 KNOBS_BY_NAME = {k.name: k for k in KNOBS}
 
@@ -163,6 +187,7 @@ class Settings:
     slurm: Dict[str, str] = dataclasses.field(default_factory=dict)
     cuda_visible_devices: Optional[str] = None
     pythonpath: Optional[str] = None
+    path: Optional[str] = None  # PATH (LAUNCHER=horovod puts its venv first)
     environ: Dict[str, str] = dataclasses.field(default_factory=dict)
 
     def __getattr__(self, name: str) -> Any:
@@ -248,7 +273,8 @@ def build_parser(mode: Optional[str] = None) -> argparse.ArgumentParser:
     groups: Dict[str, Any] = {}
     titles = {"run": "what to run (positional, as in DLPerf)",
               "nodes": "nodes (two/multi)", "devices": "devices",
-              "training": "trainer", "paths": "paths", "flow": "flow"}
+              "training": "trainer", "paths": "paths", "flow": "flow",
+              "launcher": "launcher (LAUNCHER=horovod: see the notes below)"}
     for knob in KNOBS:
         if knob.section not in groups:
             groups[knob.section] = parser.add_argument_group(
@@ -284,7 +310,8 @@ DLPerf-style ResNet-50 v1.5 benchmark runs of the official_bench trainer.
 
 Every option is also an environment variable (the upper-case name shown);
 an option on the command line wins over the variable. Two/multi-node scripts
-are started the same way on every node (or once per node with srun)."""
+are started the same way on every node (or once per node with srun); with
+LAUNCHER=horovod, on node 0 only (see below)."""
 
 _EPILOG = """\
 node list:   TF_CONFIG (if set, it wins and is passed on unchanged) > NODES >
@@ -298,9 +325,25 @@ logs:        LOG_DIR/tensorflow/resnet50/bz{B}/{N}n{G}g/rn50_b{B}_{dtype}_{i}.lo
 exit status: 0 all runs ok, 1 some run failed, 2 bad arguments or config,
              3 node list / task index problem, 75 a node never arrived,
              130/143 interrupted
+LAUNCHER=horovod: one launcher, on node 0 (the first node of the list),
+             runs HOROVOD_VENV/bin/horovodrun -np N*G -H host1:G,...,hostN:G
+             [--gloo|--mpi] [--network-interface IF] HOROVOD_VENV/bin/python
+             -m official_bench.classifier_trainer ... with
+             runtime.distribution_strategy=horovod and runtime.num_gpus=1 per
+             process (0 on CPU, where CPU_DEVICES is the number of processes
+             per node; every node gets node 0's count). horovodrun starts
+             the ranks on the other nodes over
+             ssh (passwordless ssh, the same HOROVOD_VENV and repository path
+             there; ports in the node list are not used), so no launcher runs
+             there and there is no barrier: started on node k>0, the script
+             says so and exits 0. Rank 0 runs on node 0: the log holds
+             everything horovodrun printed (ranks prefixed [r]) and rank 0's
+             result.json is copied next to it. TF_CONFIG must be unset.
 other environment the launcher reads: TF_CONFIG, SLURM_*, CUDA_VISIBLE_DEVICES
 (counts the visible GPUs), PYTHONPATH (the repository is put first for the
-trainer); the trainer inherits the whole environment."""
+trainer), PATH (LAUNCHER=horovod: HOROVOD_VENV/bin is put first), HOME and
+OB_HOROVOD_VENV (through scripts/install_horovod.sh --print-venv); the trainer
+inherits the whole environment."""
 
 
 def parse(argv: Sequence[str], environ: Optional[Mapping[str, str]] = None,
@@ -350,4 +393,5 @@ def parse(argv: Sequence[str], environ: Optional[Mapping[str, str]] = None,
                     tf_config=tf_config, slurm=slurm,
                     cuda_visible_devices=environ.get("CUDA_VISIBLE_DEVICES"),
                     pythonpath=environ.get("PYTHONPATH"),
+                    path=environ.get("PATH"),
                     environ=environ)
