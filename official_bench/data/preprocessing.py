@@ -133,8 +133,9 @@ def _channel_constants(channels: Optional[int]):
 
 
 def to_uint8(images: tf.Tensor) -> tf.Tensor:
-    """Resized float 0..255 pixels -> uint8 (round and clip)."""
-    return tf.cast(tf.clip_by_value(tf.round(images), 0.0, 255.0), tf.uint8)
+    """Resized float pixels (bilinear of uint8: within 0..255) -> uint8,
+    rounded."""
+    return tf.cast(images + 0.5, tf.uint8)
 
 
 def _finish(image: tf.Tensor, image_size: int, channels: int,
@@ -161,18 +162,18 @@ def preprocess_for_train(
     `seed` is a shape-[2] integer tensor, one per image (stateless ops);
     `boxes` is [N, 4] (ymin, xmin, ymax, xmax), N may be 0. Output is
     `dtype`, normalised as configured, or uint8 0..255 with
-    `transfer_uint8` (normalise on the device with `normalize`).
+    `transfer_uint8` (then normalise on the device with `normalize`).
     """
     seed = tf.cast(seed, tf.int64)
-    crop_seed, flip_seed = seed, tf.reverse(seed, [0]) + 1
 
     def window(shape):
-        return random_crop_window(shape, boxes, crop_seed, area_range,
+        return random_crop_window(shape, boxes, seed, area_range,
                                   aspect_ratio_range, min_object_covered)
 
     image = _decode_and_crop(image_bytes, window, channels)
     if random_flip:
-        image = tf.image.stateless_random_flip_left_right(image, flip_seed)
+        image = tf.image.stateless_random_flip_left_right(
+            image, tf.reverse(seed, [0]) + 1)
     return _finish(image, image_size, channels, mean_subtract, standardize,
                    dtype, transfer_uint8)
 
@@ -198,7 +199,11 @@ def preprocess_for_eval(image_bytes: tf.Tensor, image_size: int = 224,
 def decode_then_random_crop(image_bytes: tf.Tensor, seed: tf.Tensor,
                             image_size: int = 224, channels: int = 3
                             ) -> tf.Tensor:
-    """The unfused train path: decode the whole JPEG, then crop, flip, resize."""
+    """(a) unfused: decode the whole JPEG, then the same crop, flip, resize.
+
+    Same output as `preprocess_for_train` without boxes or normalisation;
+    only the decode differs.
+    """
     seed = tf.cast(seed, tf.int64)
     image = tf.io.decode_jpeg(image_bytes, channels=channels)
     window = random_crop_window(tf.shape(image), tf.zeros([0, 4]), seed)
@@ -206,9 +211,10 @@ def decode_then_random_crop(image_bytes: tf.Tensor, seed: tf.Tensor,
                      tf.stack([window[2], window[3], channels]))
     image = tf.image.stateless_random_flip_left_right(
         image, tf.reverse(seed, [0]) + 1)
-    return normalize(resize(image, image_size), False, False)
+    return _finish(image, image_size, channels, False, False, "float32",
+                   False)
 
 
 def decode_only(image_bytes: tf.Tensor, channels: int = 3) -> tf.Tensor:
-    """Plain JPEG decode of the whole image: the upper bound on speed."""
+    """(b) plain JPEG decode of the whole image: the upper bound on speed."""
     return tf.io.decode_jpeg(image_bytes, channels=channels)

@@ -34,7 +34,7 @@ import glob
 import os
 import re
 import threading
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from absl import logging
 
@@ -46,9 +46,12 @@ CLASSIC = "classic"
 TFDS = "tfds"
 READ_BUFFER_BYTES = 8 * 1024 * 1024
 INTERLEAVE_CYCLE = 10  # files read at once per pipeline (r2.3: 10)
+GUARD_BLOCK = 32  # records per error-catching inner dataset (<= 62)
+READ_CHUNK = 64  # records per step of the reader's byte count
 
 # Record status codes carried through the pipeline.
-OK, END_OK, CORRUPT_FILE, BAD_EXAMPLE, BAD_IMAGE, BAD_LABEL = range(6)
+OK, END_OK, CORRUPT_FILE, BAD_EXAMPLE, BAD_IMAGE, BAD_LABEL, BLOCK_FAILED = \
+    range(7)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,34 +196,43 @@ def read_file(filename: tf.Tensor, size: tf.Tensor) -> tf.data.Dataset:
 
     Read errors end the file instead of raising; a final element with
     status CORRUPT_FILE says so when fewer than `size` bytes were read.
+    The byte count runs on chunks of READ_CHUNK records (an empty chunk
+    marks the end), so it costs one function call per chunk, not per
+    record.
     """
     records = tf.data.TFRecordDataset(filename,
                                       buffer_size=READ_BUFFER_BYTES)
-    records = records.ignore_errors()
-    records = records.map(lambda r: (r, False))
-    records = records.concatenate(
-        tf.data.Dataset.from_tensors((tf.constant(b""), True)))
+    chunks = records.ignore_errors().batch(READ_CHUNK)
+    chunks = chunks.concatenate(
+        tf.data.Dataset.from_tensors(tf.zeros([0], tf.string)))
 
-    def step(state, element):
+    def step(state, chunk):
         index, offset = state
-        record, is_end = element
-        framed = tf.cast(tf.strings.length(record), tf.int64) + 16
-        status = tf.where(is_end, tf.where(offset == size, END_OK,
-                                           CORRUPT_FILE), OK)
-        detail = tf.cond(
-            tf.equal(status, CORRUPT_FILE),
-            lambda: tf.strings.format(
-                "corrupt or truncated TFRecord data: only the first {} "
-                "record(s) ({} of {} bytes) could be read", (index, offset,
-                                                             size)),
-            lambda: tf.constant(""))
-        new_state = (index + 1, offset + tf.where(is_end, tf.constant(
-            0, tf.int64), framed))
-        return new_state, (filename, index, record, status, detail)
+        n = tf.shape(chunk, out_type=tf.int64)[0]
+        framed = tf.reduce_sum(
+            tf.cast(tf.strings.length(chunk), tf.int64) + 16)
 
-    records = records.scan((tf.constant(0, tf.int64),
-                            tf.constant(0, tf.int64)), step)
-    return records.filter(lambda f, i, r, status, d: status != END_OK)
+        def records_out():
+            return ((index + n, offset + framed),
+                    (tf.fill([n], filename), index + tf.range(n), chunk,
+                     tf.fill([n], OK), tf.fill([n], "")))
+
+        def end_out():
+            corrupt = tf.not_equal(offset, size)
+            m = tf.cast(corrupt, tf.int64)
+            detail = tf.strings.format(
+                "corrupt or truncated TFRecord data: only the first {} "
+                "record(s) ({} of {} bytes) could be read",
+                (index, offset, size))
+            return ((index, offset),
+                    (tf.fill([m], filename), tf.fill([m], index),
+                     tf.fill([m], ""), tf.fill([m], CORRUPT_FILE),
+                     tf.fill([m], detail)))
+        return tf.cond(n > 0, records_out, end_out)
+
+    chunks = chunks.scan((tf.constant(0, tf.int64), tf.constant(0, tf.int64)),
+                         step)
+    return chunks.unbatch()
 
 
 def _seed(seed: Optional[int], *salt: int) -> Optional[int]:
@@ -307,13 +319,21 @@ def _boxes(parsed, layout: Layout) -> tf.Tensor:
     return tf.boolean_mask(boxes, valid)
 
 
+# decode_fn(image_bytes, boxes, seed) -> one image as build_dataset emits it
+DecodeFn = Callable[[tf.Tensor, tf.Tensor, tf.Tensor], tf.Tensor]
+
+
 @dataclasses.dataclass(frozen=True)
 class _Decoder:
-    """parse + decode + augment one record; the pieces of the guard."""
+    """parse + decode + augment one record; the pieces of the guard.
+
+    Elements out: (image, label, status, filename, index, detail).
+    """
     ds: DatasetConfig
     layout: Layout
     label_offset: int
     is_training: bool
+    decode_fn: Optional[DecodeFn] = None  # benchmarks swap the decode
 
     @property
     def image_shape(self):
@@ -331,36 +351,39 @@ class _Decoder:
                 filename, index, detail)
 
     def decode(self, filename, index, record, status, detail, seed):
-        """Runs inside the guard: any error here marks the record bad."""
-        def good():
-            parsed = tf.io.parse_single_example(record,
-                                                _feature_spec(self.layout))
-            raw_label = parsed[self.layout.label_key]
-            label = raw_label - self.label_offset
-            in_range = (label >= 0) & (label < self.ds.num_classes)
+        """Runs inside the guard: any error here marks the record bad.
 
-            def image():
-                return (self._image(parsed, seed), tf.cast(label, tf.int32),
-                        tf.constant(OK, tf.int32), filename, index,
-                        tf.constant(""))
+        Reader statuses (an empty record) parse as an empty Example, so
+        one cond decides: decode the image, or a placeholder saying why not.
+        """
+        parsed = tf.io.parse_single_example(record,
+                                            _feature_spec(self.layout))
+        raw_label = parsed[self.layout.label_key]
+        label = raw_label - self.label_offset
+        in_range = (label >= 0) & (label < self.ds.num_classes)
 
-            def bad_label():
-                return self.placeholder(
-                    BAD_LABEL, filename, index, tf.strings.format(
-                        "label {} is outside {}..{} (label_offset {}, "
-                        "num_classes {})", (
-                            raw_label, self.label_offset,
-                            self.label_offset + self.ds.num_classes - 1,
-                            self.label_offset, self.ds.num_classes)))
-            return tf.cond(in_range, image, bad_label)
+        def image():
+            return (self._image(parsed, seed), tf.cast(label, tf.int32),
+                    tf.constant(OK, tf.int32), filename, index,
+                    tf.constant(""))
 
-        return tf.cond(tf.equal(status, OK), good,
-                       lambda: self.placeholder(status, filename, index,
-                                                detail))
+        def bad():
+            reader_ok = tf.equal(status, OK)
+            why = tf.cond(reader_ok, lambda: tf.strings.format(
+                "label {} is outside {}..{} (label_offset {}, num_classes {})",
+                (raw_label, self.label_offset,
+                 self.label_offset + self.ds.num_classes - 1,
+                 self.label_offset, self.ds.num_classes)), lambda: detail)
+            return self.placeholder(tf.where(reader_ok, BAD_LABEL, status),
+                                    filename, index, why)
+        return tf.cond(tf.equal(status, OK) & in_range, image, bad)
 
     def _image(self, parsed, seed):
         ds = self.ds
         image_bytes = parsed[self.layout.image_key]
+        if self.decode_fn is not None:
+            return self.decode_fn(image_bytes, _boxes(parsed, self.layout),
+                                  seed)
         if self.is_training:
             return preprocessing.preprocess_for_train(
                 image_bytes, _boxes(parsed, self.layout), seed,
@@ -383,26 +406,121 @@ class _Decoder:
                                             _feature_spec(self.layout))
         size = tf.strings.length(parsed[self.layout.image_key])
         return self.placeholder(BAD_IMAGE, filename, index, tf.strings.format(
-            "{} ({} bytes) cannot be decoded as an image",
-            (self.layout.image_key, size)))
+            self.layout.image_key + " ({} bytes) cannot be decoded as an "
+            "image", size))
 
     def not_an_example(self, filename, index, record, status, detail, seed):
         return self.placeholder(BAD_EXAMPLE, filename, index, tf.strings.format(
-            "the record ({} bytes) is not a tf.train.Example with {} and {}",
-            (tf.strings.length(record), self.layout.image_key,
-             self.layout.label_key)))
+            "the record ({} bytes) is not a tf.train.Example with "
+            f"{self.layout.image_key} and {self.layout.label_key}",
+            tf.strings.length(record)))
 
-    def guarded(self, *element) -> tf.data.Dataset:
-        """A one-element dataset: the decoded record, or why it is bad.
+    def fallback(self, *element) -> tf.data.Dataset:
+        """One failed record -> one placeholder saying why it failed.
 
-        tf.data has no try/except; an inner dataset with ignore_errors()
-        plus fallbacks tried in order does the job per record.
+        tf.data has no try/except: an inner dataset with ignore_errors()
+        and alternatives tried in order does the job.
         """
         one = tf.data.Dataset.from_tensors(element)
-        attempt = one.map(self.decode).ignore_errors()
         parse_only = one.map(self.diagnose).ignore_errors()
         last_resort = one.map(self.not_an_example)
-        return attempt.concatenate(parse_only).concatenate(last_resort).take(1)
+        return parse_only.concatenate(last_resort).take(1)
+
+    def guarded_block(self, block, block_seed,
+                      strict: bool = False) -> tf.data.Dataset:
+        """A block of records -> the decoded records, bad ones reported.
+
+        `block` is (filename, index, record, status, detail), batched;
+        `block_seed` two integers from which each record's augmentation
+        seed derives. The records are decoded by an inner dataset with
+        ignore_errors(), so a record whose parse or decode raised is simply
+        missing; a scan notes which positions came out (a bit mask) and at
+        the end of the block sends the missing ones through `fallback` to
+        say why. Setting up the inner datasets costs about a millisecond,
+        paid once per block of GUARD_BLOCK records.
+
+        strict: the scan stops at the first bad record with an error naming
+        it, and emits only good records (one step behind, so that the end
+        of the block can still raise). Otherwise bad records stay in the
+        stream with their status, and the block ends with a marker: END_OK,
+        or BLOCK_FAILED with the count in `label` and one message line per
+        missing record in `detail` (see `_keep_or_log`).
+        """
+        n = tf.shape(block[0])[0]
+        positions = tf.range(n, dtype=tf.int64)
+        seeds = tf.stack([tf.fill([n], block_seed[0]),
+                          block_seed[1] + positions], 1)
+        block = (*block, seeds)
+        items = tf.data.Dataset.from_tensor_slices((*block, positions))
+        good = items.map(lambda *e: (*self.decode(*e[:-1]), e[-1]))
+        good = good.ignore_errors()
+        marker = self.placeholder(END_OK, tf.constant(""),
+                                  tf.constant(-1, tf.int64), tf.constant(""))
+        stream = good.concatenate(tf.data.Dataset.from_tensors(
+            (*marker, tf.constant(-1, tf.int64))))
+
+        def missing_of(mask):
+            seen = tf.bitwise.bitwise_and(
+                tf.bitwise.right_shift(mask, positions), 1)
+            return tf.equal(seen, 0)
+
+        def failure_lines(missing):
+            where = tf.where(missing)[:, 0]
+            failed = tf.data.Dataset.from_tensor_slices(
+                tuple(tf.gather(t, where) for t in block))
+            failed = failed.interleave(self.fallback, cycle_length=1)
+            lines = failed.map(lambda image, label, status, filename, index,
+                               detail: _message(filename, index, detail))
+            text = lines.reduce(tf.constant(""), lambda a, b: tf.strings.join(
+                [a, b], separator="\n"))
+            return tf.size(where, tf.int32), tf.strings.strip(text)
+
+        def seen(mask, position):
+            return mask | tf.bitwise.left_shift(tf.constant(1, tf.int64),
+                                                tf.maximum(position, 0))
+
+        if strict:
+            def strict_step(state, element):
+                mask, previous = state
+                *decoded, position = element
+                status = decoded[2]
+                is_end = position < 0
+                bad_record = tf.logical_not(is_end) & tf.not_equal(status, OK)
+                missing = missing_of(mask)
+                failed = bad_record | (is_end & tf.reduce_any(missing))
+
+                def stop():
+                    text = tf.cond(bad_record, lambda: _message(
+                        decoded[3], decoded[4], decoded[5]),
+                        lambda: tf.strings.split(
+                            failure_lines(missing)[1], "\n")[0])
+                    check = tf.debugging.Assert(tf.constant(False), [
+                        tf.strings.join([text, _SKIP_HINT])])
+                    with tf.control_dependencies([check]):
+                        return tf.identity(mask)
+                mask = tf.cond(failed, stop, lambda: mask)
+                return (seen(mask, position), tuple(decoded)), previous
+
+            initial = (tf.constant(0, tf.int64), marker)
+            return stream.scan(initial, strict_step).skip(1)
+
+        def step(mask, element):
+            *decoded, position = element
+
+            def finish():
+                missing = missing_of(mask)
+
+                def failed_marker():
+                    count, text = failure_lines(missing)
+                    image, _, _, filename, index, _ = marker
+                    return (image, count, tf.constant(BLOCK_FAILED, tf.int32),
+                            filename, index, text)
+                return tf.cond(tf.reduce_any(missing), failed_marker,
+                               lambda: tuple(decoded))
+            out = tf.cond(position >= 0, lambda: tuple(decoded), finish)
+            return seen(mask, position), out
+
+        return stream.scan(tf.constant(0, tf.int64), step)
 
 
 # --------------------------------------------------------------------------
@@ -426,48 +544,54 @@ def reset_bad_record_count() -> None:
         _bad_counts.clear()
 
 
-def _message(filename, index, detail, skipping: bool) -> tf.Tensor:
-    tail = "; skipped (skip_bad_records: true)" if skipping else \
-        ("; set skip_bad_records: true in the dataset config to skip bad "
-         "records")
+def _message(filename, index, detail) -> tf.Tensor:
     return tf.strings.join([
         "official_bench: bad record ", tf.strings.as_string(index), " in ",
-        filename, ": ", detail, tail])
+        filename, ": ", detail])
+
+
+_SKIP_HINT = ("; set skip_bad_records: true in the dataset config to skip "
+              "bad records")
+
+
+def _bad_lines(label, status, filename, index, detail):
+    """(message lines, count) of a bad element; ('', 0) for OK / END_OK."""
+    block = tf.equal(status, BLOCK_FAILED)
+    single = tf.logical_not(block) & tf.not_equal(status, OK) & \
+        tf.not_equal(status, END_OK)
+    text = tf.where(block, detail, tf.where(
+        single, _message(filename, index, detail), ""))
+    count = tf.where(block, tf.cast(label, tf.int64),
+                     tf.cast(single, tf.int64))
+    return text, count
 
 
 def _log_skipped(split: str):
-    def log(message):
-        text = message.decode("utf-8", "replace")
+    def log(text, count):
+        lines = text.decode("utf-8", "replace").splitlines()
         with _bad_lock:
-            _bad_counts[split] += 1
-            count = _bad_counts[split]
-        logging.warning("%s [%d bad record(s) skipped in %s so far]", text,
-                        count, split)
-        return count
+            _bad_counts[split] += int(count)
+            total = _bad_counts[split]
+        for line in lines:
+            logging.warning("%s; skipped (skip_bad_records: true)", line)
+        logging.warning("official_bench: %d bad record(s) skipped in %s so "
+                        "far", total, split)
+        return total
     return log
-
-
-def _check_strict(image, label, status, filename, index, detail):
-    ok = tf.equal(status, OK)
-    check = tf.debugging.Assert(ok, [_message(filename, index, detail,
-                                              False)])
-    with tf.control_dependencies([check]):
-        return tf.identity(image), tf.identity(label)
 
 
 def _keep_or_log(split: str):
     log = _log_skipped(split)
 
     def keep(image, label, status, filename, index, detail):
-        ok = tf.equal(status, OK)
-
         def report():
-            count = tf.numpy_function(
-                log, [_message(filename, index, detail, True)], tf.int64,
-                stateful=True)
-            with tf.control_dependencies([count]):
+            text, count = _bad_lines(label, status, filename, index, detail)
+            total = tf.numpy_function(log, [text, count], tf.int64,
+                                      stateful=True)
+            with tf.control_dependencies([total]):
                 return tf.constant(False)
-        return tf.cond(ok, lambda: tf.constant(True), report)
+        ok = tf.equal(status, OK)
+        return tf.cond(ok | tf.equal(status, END_OK), lambda: ok, report)
     return keep
 
 
@@ -490,19 +614,23 @@ class _Verifier(_Decoder):
 
     @property
     def image_dtype(self):
-        return tf.float32
+        return tf.uint8
 
     def _image(self, parsed, seed):
         image = tf.io.decode_image(parsed[self.layout.image_key], channels=3,
                                    expand_animations=False)
-        with tf.control_dependencies([image]):
-            return tf.zeros(self.image_shape, tf.float32)
+        # Depend on the decoded pixels, so the decode cannot be pruned.
+        return tf.zeros(self.image_shape, tf.uint8) * tf.reduce_min(
+            image[:1, :1])
 
 
 def check_records(files: Sequence[str], layout: Layout = CLASSIC_LAYOUT,
                   num_classes: Optional[int] = None,
                   label_offset: Optional[int] = None):
-    """Yields (filename, index, status, detail) for every record, in order.
+    """Yields (filename, index, status, detail) for every record.
+
+    Records come in file order, except that a bad record comes after the
+    good ones of its block of GUARD_BLOCK.
 
     Decodes every image completely; status is OK or the reason it is bad
     (CORRUPT_FILE, BAD_EXAMPLE, BAD_IMAGE, BAD_LABEL). Never raises on bad
@@ -516,16 +644,37 @@ def check_records(files: Sequence[str], layout: Layout = CLASSIC_LAYOUT,
         (tf.constant(list(files), tf.string),
          tf.constant(file_sizes(files), tf.int64)))
     dataset = dataset.interleave(read_file, cycle_length=1)
-    dataset = dataset.map(lambda *rec: (*rec, tf.zeros([2], tf.int64)))
-    dataset = dataset.interleave(checker.guarded,
+    dataset = tf.data.Dataset.zip((
+        dataset.batch(GUARD_BLOCK),
+        tf.data.Dataset.from_tensors(tf.zeros([2], tf.int64)).repeat()))
+    dataset = dataset.interleave(checker.guarded_block,
                                  cycle_length=tf.data.AUTOTUNE,
                                  num_parallel_calls=tf.data.AUTOTUNE,
                                  deterministic=True)
-    dataset = dataset.map(lambda image, label, status, f, i, d: (f, i, status,
-                                                                  d))
+    dataset = dataset.filter(lambda image, label, status, *_: tf.not_equal(
+        status, END_OK))
+    dataset = dataset.map(lambda image, label, status, f, i, d: (
+        f, i, status, d))
     for filename, index, status, detail in dataset.as_numpy_iterator():
+        if status == BLOCK_FAILED:
+            for line in detail.decode("utf-8", "replace").splitlines():
+                yield _parse_line(line)
+            continue
         yield (filename.decode("utf-8", "replace"), int(index), int(status),
                detail.decode("utf-8", "replace"))
+
+
+_LINE = re.compile(r"^official_bench: bad record (-?\d+) in (.*?): (.*)$")
+
+
+def _parse_line(line: str):
+    """A BLOCK_FAILED message line back into (filename, index, status, why)."""
+    match = _LINE.match(line)
+    if not match:
+        return "", -1, BAD_EXAMPLE, line
+    index, filename, detail = match.groups()
+    status = BAD_IMAGE if "cannot be decoded" in detail else BAD_EXAMPLE
+    return filename, int(index), status, detail
 
 
 # --------------------------------------------------------------------------
@@ -536,37 +685,42 @@ def check_records(files: Sequence[str], layout: Layout = CLASSIC_LAYOUT,
 def build_dataset(files: Sequence[str], layout: Layout, ds: DatasetConfig,
                   ctx: tf.distribute.InputContext, batch_size: int,
                   is_training: bool, seed: Optional[int],
-                  sizes: Optional[Sequence[int]] = None) -> tf.data.Dataset:
+                  sizes: Optional[Sequence[int]] = None,
+                  decode_fn: Optional[DecodeFn] = None) -> tf.data.Dataset:
     """Record files -> batches of (images, labels) for one input pipeline.
 
     Images are [batch, size, size, channels] in `ds.dtype` (uint8 with
     transfer_uint8); labels are int32 class ids, or one-hot float32 with
     `ds.one_hot`. Shared by `builder: records` and `builder: tfds`.
+    `decode_fn` replaces the per-image decode/crop/resize (benchmarks).
     """
     sizes = file_sizes(files) if sizes is None else sizes
     offset = ds.label_offset if ds.label_offset is not None else \
         layout.label_offset
     shuffle_seed = seed if ds.deterministic else None
     dataset = record_dataset(files, sizes, ds, ctx, is_training, shuffle_seed)
-    # One random seed pair per record for the stateless augmentations.
-    augment_seeds = tf.data.Dataset.random(
+    # Blocks of records, each with a random seed pair: every record's
+    # stateless augmentation seed derives from it (see guarded_block).
+    block_seeds = tf.data.Dataset.random(
         seed=_seed(shuffle_seed, 3, ctx.input_pipeline_id)).batch(2)
-    dataset = tf.data.Dataset.zip((dataset, augment_seeds)).map(
-        lambda rec, s: (*rec, s))
-    decoder = _Decoder(ds, layout, offset, is_training)
+    dataset = tf.data.Dataset.zip((dataset.batch(GUARD_BLOCK), block_seeds))
+    decoder = _Decoder(ds, layout, offset, is_training, decode_fn)
+    strict = not ds.skip_bad_records
     dataset = dataset.interleave(
-        decoder.guarded, cycle_length=tf.data.AUTOTUNE, block_length=1,
+        lambda block, block_seed: decoder.guarded_block(block, block_seed,
+                                                        strict),
+        cycle_length=tf.data.AUTOTUNE, block_length=1,
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=bool(ds.deterministic))
-    if ds.skip_bad_records:
+    if not strict:
         dataset = dataset.filter(_keep_or_log(ds.split))
-        dataset = dataset.map(lambda image, label, *_: (image, label))
-    else:
-        dataset = dataset.map(_check_strict)
-    if ds.one_hot:
-        dataset = dataset.map(
-            lambda image, label: (image, tf.one_hot(label, ds.num_classes)))
     dataset = dataset.batch(batch_size, drop_remainder=True)
+
+    def select(image, label, *_):
+        if ds.one_hot:
+            label = tf.one_hot(label, ds.num_classes)
+        return image, label
+    dataset = dataset.map(select)
     options = tf.data.Options()
     options.deterministic = bool(ds.deterministic)
     options.experimental_optimization.parallel_batch = True
@@ -579,6 +733,11 @@ def records_dataset(ds: DatasetConfig, ctx: tf.distribute.InputContext,
                     seed: int = 0) -> tf.data.Dataset:
     """The `records` builder (see data.factory.BUILDERS)."""
     files, layout = find_files(ds, is_training)
+    if ds.transfer_uint8 and (ds.mean_subtract or ds.standardize):
+        logging.warning(
+            "%s.transfer_uint8: images leave the pipeline as uint8 0..255; "
+            "mean_subtract/standardize must then be applied on the device "
+            "(official_bench.data.preprocessing.normalize)", _key(is_training))
     logging.info("%s: %d %s record file(s) for split %s (%s ... %s)",
                  _key(is_training), len(files), layout.name, ds.split,
                  os.path.basename(files[0]), os.path.basename(files[-1]))
