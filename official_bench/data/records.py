@@ -202,6 +202,10 @@ def read_file(filename: tf.Tensor, size: tf.Tensor) -> tf.data.Dataset:
     """
     records = tf.data.TFRecordDataset(filename,
                                       buffer_size=READ_BUFFER_BYTES)
+    # ignore_errors() retries a file that cannot be opened forever, so a
+    # file that vanished is not opened at all (and reported below).
+    exists = tf.size(tf.io.matching_files(filename)) > 0
+    records = records.take(tf.where(exists, tf.constant(-1, tf.int64), 0))
     chunks = records.ignore_errors().batch(READ_CHUNK)
     chunks = chunks.concatenate(
         tf.data.Dataset.from_tensors(tf.zeros([0], tf.string)))
@@ -220,10 +224,16 @@ def read_file(filename: tf.Tensor, size: tf.Tensor) -> tf.data.Dataset:
         def end_out():
             corrupt = tf.not_equal(offset, size)
             m = tf.cast(corrupt, tf.int64)
-            detail = tf.strings.format(
-                "corrupt or truncated TFRecord data: only the first {} "
-                "record(s) ({} of {} bytes) could be read",
-                (index, offset, size))
+            detail = tf.cond(
+                tf.equal(offset, 0),
+                lambda: tf.strings.format(
+                    "the file cannot be read (missing, unreadable, or not "
+                    "TFRecord data from its first record; {} bytes "
+                    "expected)", size),
+                lambda: tf.strings.format(
+                    "corrupt or truncated TFRecord data: only the first {} "
+                    "record(s) ({} of {} bytes) could be read",
+                    (index, offset, size)))
             return ((index, offset),
                     (tf.fill([m], filename), tf.fill([m], index),
                      tf.fill([m], ""), tf.fill([m], CORRUPT_FILE),
