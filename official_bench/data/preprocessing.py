@@ -101,9 +101,11 @@ def resize(image: tf.Tensor, image_size: int) -> tf.Tensor:
 
     Returns float32 in the 0..255 range.
     """
-    return tf.compat.v1.image.resize(
+    # (v1 resize hands back the uint8 input when the size already fits.)
+    return tf.cast(tf.compat.v1.image.resize(
         image, [image_size, image_size],
-        method=tf.image.ResizeMethod.BILINEAR, align_corners=False)
+        method=tf.image.ResizeMethod.BILINEAR, align_corners=False),
+        tf.float32)
 
 
 def normalize(images: tf.Tensor, mean_subtract: bool, standardize: bool,
