@@ -1,0 +1,281 @@
+"""Section 4: the TFRecord builder CLI (python -m official_bench.data.build_records)."""
+
+import io
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from official_bench.data import build_records as br
+from official_bench.data import records
+from official_bench.runtime.keras_setup import tf
+
+PIL = pytest.importorskip("PIL", reason="Pillow (the builder extra) is needed")
+from PIL import Image  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def save(path, image, fmt=None, **kw):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    image.save(path, fmt, **kw)
+    return path
+
+
+def rgb(seed, size=(12, 10)):
+    pixels = np.random.default_rng(seed).integers(
+        0, 256, (size[1], size[0], 3)).astype(np.uint8)
+    return Image.fromarray(pixels)
+
+
+def make_tree(root, per_class=4, classes=("cat", "dog", "emu")):
+    """ImageFolder tree with RGB, grayscale and CMYK JPEGs, RGBA PNGs."""
+    for split, n in (("train", per_class), ("validation", 2)):
+        for c, name in enumerate(classes):
+            for i in range(n):
+                base = os.path.join(root, split, name, f"{i}")
+                image = rgb(100 * c + i + (0 if split == "train" else 50))
+                kind = i % 4
+                if kind == 0:
+                    save(base + ".jpg", image, quality=90)
+                elif kind == 1:
+                    save(base + ".jpeg", image.convert("L"))
+                elif kind == 2:
+                    save(base + ".JPG", image.convert("CMYK"), "JPEG")
+                else:
+                    save(base + ".png", image.convert("RGBA"))
+    with open(os.path.join(root, "train", "cat", "notes.txt"), "w") as f:
+        f.write("not an image, ignored by extension\n")
+    return root
+
+
+def parse_all(files):
+    out = []
+    for f in files:
+        for raw in tf.data.TFRecordDataset(f):
+            ex = tf.train.Example.FromString(raw.numpy()).features.feature
+            out.append({k: v for k, v in ex.items()})
+    return out
+
+
+def run(args, log=None):
+    lines = []
+    code = br.main(args, log=lambda m: lines.append(m))
+    return code, "\n".join(lines)
+
+
+def test_example_bytes_round_trips_through_tensorflow():
+    raw = br.example_bytes({"b": b"\x00\xff", "s": "t\u00e9xt", "i": [3, -2],
+                            "f": [0.5, 1.25], "one": 7, "empty": []})
+    ex = tf.train.Example.FromString(raw).features.feature
+    assert ex["b"].bytes_list.value == [b"\x00\xff"]
+    assert ex["s"].bytes_list.value == ["t\u00e9xt".encode()]
+    assert list(ex["i"].int64_list.value) == [3, -2]
+    assert list(ex["f"].float_list.value) == [0.5, 1.25]
+    assert list(ex["one"].int64_list.value) == [7]
+    assert list(ex["empty"].float_list.value) == []
+
+
+def test_to_rgb_jpeg_keeps_rgb_jpegs_and_converts_the_rest():
+    buf = io.BytesIO()
+    rgb(1).save(buf, "JPEG")
+    data = buf.getvalue()
+    assert br.to_rgb_jpeg(data) == (data, 10, 12)  # unchanged bytes
+    for mode, fmt in (("L", "JPEG"), ("CMYK", "JPEG"), ("RGBA", "PNG"),
+                      ("P", "PNG")):
+        buf = io.BytesIO()
+        rgb(2).convert(mode).save(buf, fmt)
+        out, h, w = br.to_rgb_jpeg(buf.getvalue())
+        image = Image.open(io.BytesIO(out))
+        assert (image.format, image.mode, h, w) == ("JPEG", "RGB", 10, 12)
+    with pytest.raises(ValueError, match="Pillow"):
+        br.to_rgb_jpeg(b"garbage")
+    buf = io.BytesIO()
+    rgb(3, (64, 64)).save(buf, "JPEG")
+    with pytest.raises(ValueError, match="cannot decode"):
+        br.to_rgb_jpeg(buf.getvalue()[:300])  # truncated
+
+
+def test_builds_classic_shards_labels_and_verifies(tmp_path):
+    src = make_tree(str(tmp_path / "src"))
+    out = str(tmp_path / "out")
+    with open(os.path.join(src, "train", "dog", "broken.jpg"), "wb") as f:
+        f.write(b"\xff\xd8 not really")
+    code, log = run([f"--input_dir={src}", f"--output_dir={out}",
+                     "--train_shards=3", "--validation_shards=2",
+                     "--num_workers=2", "--verify"])
+    assert code == 0, log
+    names = sorted(os.listdir(out))
+    assert names == ["build_records.json", "labels.txt", "skipped_images.txt",
+                     "train-00000-of-00003", "train-00001-of-00003",
+                     "train-00002-of-00003", "validation-00000-of-00002",
+                     "validation-00001-of-00002"]
+    assert open(os.path.join(out, "labels.txt")).read() == "cat\ndog\nemu\n"
+    assert "broken.jpg" in open(os.path.join(out, "skipped_images.txt")).read()
+    assert "1 unreadable image(s) were skipped" in log
+    assert "verify [train]: 3 shard(s), 12 good record(s), 0 bad" in log
+    assert "verify: OK" in log
+    train = parse_all(records.classic_files(out, "train"))
+    assert len(train) == 12
+    by_class = {}
+    for ex in train:
+        label = ex["image/class/label"].int64_list.value[0]
+        synset = ex["image/class/synset"].bytes_list.value[0].decode()
+        by_class.setdefault(synset, set()).add(label)
+        image = Image.open(io.BytesIO(ex["image/encoded"].bytes_list.value[0]))
+        assert (image.format, image.mode) == ("JPEG", "RGB")
+        assert ex["image/height"].int64_list.value[0] == 10
+        assert ex["image/format"].bytes_list.value[0] == b"JPEG"
+    assert by_class == {"cat": {1}, "dog": {2}, "emu": {3}}  # 1-based
+    # Shards mix classes (seeded shuffle before slicing).
+    first = parse_all([records.classic_files(out, "train")[0]])
+    assert len({e["image/class/label"].int64_list.value[0]
+                for e in first}) > 1
+    # And the records builder reads them: labels 0..2.
+    from official_bench.config import DatasetConfig
+    ds = DatasetConfig(data_dir=out, split="validation", image_size=8,
+                       num_classes=3, batch_size=6, one_hot=False)
+    _, labels = next(iter(records.records_dataset(
+        ds, tf.distribute.InputContext(), 6, False)))
+    assert sorted(labels.numpy().tolist()) == [0, 0, 1, 1, 2, 2]
+
+
+def test_restart_skips_finished_shards_and_never_exposes_partial_ones(
+        tmp_path, monkeypatch):
+    src = make_tree(str(tmp_path / "src"), per_class=4)
+    out = str(tmp_path / "out")
+    args = [f"--input_dir={src}", f"--output_dir={out}", "--train_shards=4",
+            "--validation_shards=1", "--num_workers=1"]
+    # A crash in the middle of writing shard 2: nothing under its name.
+    real = br._write_shard
+    written = []
+
+    def crashing(path, recs):
+        if path.endswith("train-00002-of-00004"):
+            def gen():
+                yield recs[0]
+                raise RuntimeError("disk full")
+            return real(path, gen())
+        written.append(path)
+        return real(path, recs)
+    monkeypatch.setattr(br, "_write_shard", crashing)
+    with pytest.raises(RuntimeError, match="disk full"):
+        run(args)
+    names = os.listdir(out)
+    assert "train-00002-of-00004" not in names
+    assert not [n for n in names if n.endswith(".tmp")]  # cleaned up
+    done = {n: os.path.getmtime(os.path.join(out, n)) for n in names
+            if n.startswith("train-")}
+    assert done  # some shards were finished before the crash
+    # A stale temporary from a killed run is removed on restart.
+    stale = os.path.join(out, ".train-00003-of-00004.x1y2.tmp")
+    open(stale, "wb").write(b"partial")
+    monkeypatch.setattr(br, "_write_shard", real)
+    code, log = run(args + ["--verify"])
+    assert code == 0, log
+    assert f"{len(done)} of 4 shard(s) already complete" in log
+    assert not os.path.exists(stale)
+    for name, mtime in done.items():
+        assert os.path.getmtime(os.path.join(out, name)) == mtime  # untouched
+    assert "verify [train]: 4 shard(s), 12 good record(s)" in log
+    # Changing the shard count for an output dir in progress is refused.
+    code, _ = run([f"--input_dir={src}", f"--output_dir={out}",
+                   "--train_shards=3", "--validation_shards=1"])
+    assert code == 2
+
+
+def test_imagenet_layout_flat_validation_labels_and_boxes(tmp_path):
+    train = tmp_path / "train"
+    for s, synset in enumerate(("n01", "n02")):
+        for i in range(2):
+            save(str(train / synset / f"{synset}_{i}.JPEG"), rgb(s * 10 + i),
+                 "JPEG")
+    val = tmp_path / "val"
+    for i in range(3):
+        save(str(val / f"ILSVRC2012_val_{i + 1:08d}.JPEG"), rgb(90 + i),
+             "JPEG")
+    labels = tmp_path / "val_labels.txt"
+    labels.write_text("n02\nn01\nn02\n")  # sorted file order
+    boxes = tmp_path / "boxes.csv"
+    boxes.write_text("n01_0.JPEG,0.1,0.2,0.6,0.7\nn01_0.JPEG,0.0,0.0,0.5,0.5\n")
+    out = str(tmp_path / "out")
+    code, log = run(["--layout=imagenet", f"--train_dir={train}",
+                     f"--validation_dir={val}",
+                     f"--validation_labels={labels}",
+                     f"--bounding_boxes={boxes}", f"--output_dir={out}",
+                     "--train_shards=2", "--validation_shards=1",
+                     "--num_workers=1"])
+    assert code == 0, log
+    val_ex = parse_all(records.classic_files(out, "validation"))
+    got = {e["image/filename"].bytes_list.value[0].decode():
+           e["image/class/label"].int64_list.value[0] for e in val_ex}
+    assert got == {"ILSVRC2012_val_00000001.JPEG": 2,
+                   "ILSVRC2012_val_00000002.JPEG": 1,
+                   "ILSVRC2012_val_00000003.JPEG": 2}
+    boxed = [e for e in parse_all(records.classic_files(out, "train"))
+             if e["image/filename"].bytes_list.value[0] == b"n01_0.JPEG"]
+    assert list(boxed[0]["image/object/bbox/xmin"].float_list.value) == \
+        pytest.approx([0.1, 0.0])
+    assert list(boxed[0]["image/object/bbox/ymax"].float_list.value) == \
+        pytest.approx([0.7, 0.5])
+    # "<file> <class>" label lines work too.
+    labels.write_text("ILSVRC2012_val_00000003.JPEG n01\n"
+                      "ILSVRC2012_val_00000001.JPEG n01\n"
+                      "ILSVRC2012_val_00000002.JPEG n02\n")
+    out2 = str(tmp_path / "out2")
+    code, _ = run(["--layout=imagenet", f"--train_dir={train}",
+                   f"--validation_dir={val}", f"--validation_labels={labels}",
+                   f"--output_dir={out2}", "--splits=validation",
+                   "--validation_shards=1", "--num_workers=1"])
+    assert code == 0
+    got = {e["image/filename"].bytes_list.value[0].decode():
+           e["image/class/label"].int64_list.value[0]
+           for e in parse_all(records.classic_files(out2, "validation"))}
+    assert got["ILSVRC2012_val_00000003.JPEG"] == 1
+
+
+def test_verify_only_reports_a_corrupt_shard(tmp_path):
+    src = make_tree(str(tmp_path / "src"), per_class=2)
+    out = str(tmp_path / "out")
+    assert run([f"--input_dir={src}", f"--output_dir={out}",
+                "--train_shards=2", "--validation_shards=1",
+                "--num_workers=1"])[0] == 0
+    shard = os.path.join(out, "train-00001-of-00002")
+    data = open(shard, "rb").read()
+    open(shard, "wb").write(data[:-20])
+    code, log = run([f"--output_dir={out}", "--verify"])
+    assert code == 1
+    assert f"BAD {shard} record" in log and "corrupt or truncated" in log
+    assert "expected 6 records" in log
+
+
+def test_bad_arguments_exit_2(tmp_path, capsys):
+    assert br.main([f"--output_dir={tmp_path}"]) == 2
+    assert "give --input_dir" in capsys.readouterr().err
+    src = make_tree(str(tmp_path / "src"), per_class=1)
+    assert br.main([f"--input_dir={src}", f"--output_dir={tmp_path}/o",
+                    "--train_shards=50", "--num_workers=1"]) == 2
+    assert "--train_shards 50: must be 1..3" in capsys.readouterr().err
+    assert br.main([f"--input_dir={src}", f"--output_dir={tmp_path}/p",
+                    "--layout=imagenet", "--num_workers=1"]) == 2
+    assert "--validation_labels" in capsys.readouterr().err
+
+
+def test_cli_module_runs_with_progress_output(tmp_path):
+    src = make_tree(str(tmp_path / "src"), per_class=2)
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "official_bench.data.build_records",
+         f"--input_dir={src}", f"--output_dir={out}", "--train_shards=2",
+         "--validation_shards=1", "--num_workers=2"],
+        cwd=REPO, capture_output=True, text=True, timeout=240,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert proc.returncode == 0, proc.stderr
+    assert "[train] [" in proc.stderr and "6/6 images (100.0%)" in proc.stderr
+    manifest = json.loads((out / "build_records.json").read_text())
+    assert manifest["splits"]["train"] == {"images": 6, "shards": 2,
+                                           "seed": 12345}
+    assert manifest["classes"] == ["cat", "dog", "emu"]
