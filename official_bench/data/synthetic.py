@@ -24,4 +24,10 @@ def synthetic_dataset(ds: DatasetConfig, batch_size: int,
         maxval=ds.num_classes, dtype=tf.int32)
     if ds.one_hot:
         labels = tf.one_hot(labels, ds.num_classes)
-    return tf.data.Dataset.from_tensors((images, labels)).repeat()
+    dataset = tf.data.Dataset.from_tensors((images, labels)).repeat()
+    # Nothing here to tune, and tf.data's autotuner thread competes with the
+    # model for CPU cores: with it, resnet_cifar trained 6-10 % slower than a
+    # bare tf.function loop on 2 cores (BENCHMARKS.md, trainer overhead).
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return dataset.with_options(options)
