@@ -305,3 +305,10 @@ def test_private_threads_and_options(tmp_path):
     assert data.options().deterministic is True
     assert records.records_dataset(cfg(tmp_path), CTX, 2,
                                    True).options().deterministic is False
+    pooled = factory.per_replica_dataset(ds, CTX, 2, True,
+                                         num_private_threads=3)
+    assert pooled.options().threading.private_threadpool_size == 3
+    assert factory.per_replica_dataset(
+        ds, CTX, 2, True).options().threading.private_threadpool_size in (
+            None, 0)
+    assert len(list(pooled.take(3))) == 3

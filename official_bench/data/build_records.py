@@ -48,6 +48,7 @@ Exit status: 0 done, 1 --verify found problems, 2 bad arguments or inputs.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import dataclasses
 import io
 import json
@@ -432,21 +433,24 @@ def build_split(split: str, items: Sequence[Item], num_shards: int,
     with counter.get_lock():
         counter.value = done_images
     bad: List[Tuple[str, str]] = []
-    results = pool.imap_unordered(encode_shard, tasks)
+    pending = {pool.submit(encode_shard, task) for task in tasks}
     written = 0
-    while written < len(tasks):
-        try:
-            index, records, skipped = results.next(timeout=0.5)
-        except multiprocessing.TimeoutError:
-            progress.update(counter.value)
-            continue
-        _write_shard(os.path.join(output_dir,
-                                  shard_name(split, index, num_shards)),
-                     records)
-        bad.extend(skipped)
-        written += 1
-        if written < len(tasks):
-            progress.update(counter.value)
+    try:
+        while pending:
+            done, pending = concurrent.futures.wait(
+                pending, timeout=0.5,
+                return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in done:
+                index, records, skipped = future.result()
+                _write_shard(os.path.join(
+                    output_dir, shard_name(split, index, num_shards)), records)
+                bad.extend(skipped)
+                written += 1
+            if pending:
+                progress.update(counter.value)
+    finally:
+        for future in pending:
+            future.cancel()
     progress.update(counter.value, force=True)
     return written, num_shards - len(tasks), bad
 
@@ -627,8 +631,9 @@ def build(args, log=print) -> int:
     context = multiprocessing.get_context("spawn")
     counter = context.Value("q", 0)
     all_bad = []
-    with context.Pool(max(1, args.num_workers), initializer=_init_worker,
-                      initargs=(counter,)) as pool:
+    with concurrent.futures.ProcessPoolExecutor(
+            max(1, args.num_workers), mp_context=context,
+            initializer=_init_worker, initargs=(counter,)) as pool:
         for split, (items, shards) in plan.items():
             log(f"[{split}] {len(items)} images -> {shards} shard(s), "
                 f"{args.num_workers} worker(s)")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Dict
+from typing import Callable, Dict, Optional
 
 from official_bench.config import ConfigError, DatasetConfig
 from official_bench.data.records import records_dataset
@@ -27,10 +27,20 @@ BUILDERS: Dict[str, Callable] = {
 
 def per_replica_dataset(ds: DatasetConfig, ctx: tf.distribute.InputContext,
                         global_batch: int, is_training: bool,
-                        seed: int = 0) -> tf.data.Dataset:
-    """One replica's batches; every builder is reached through here."""
+                        seed: int = 0,
+                        num_private_threads: Optional[int] = None
+                        ) -> tf.data.Dataset:
+    """One replica's batches; every builder is reached through here.
+
+    `num_private_threads` (runtime.dataset_num_private_threads) gives the
+    pipeline its own thread pool of that size instead of the shared one.
+    """
     batch = ctx.get_per_replica_batch_size(global_batch)
     dataset = BUILDERS[ds.builder](ds, ctx, batch, is_training, seed)
+    if num_private_threads:
+        options = tf.data.Options()
+        options.threading.private_threadpool_size = num_private_threads
+        dataset = dataset.with_options(options)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
@@ -47,8 +57,9 @@ def global_batch_size(ds: DatasetConfig, num_replicas: int) -> int:
 
 
 def distributed_dataset(strategy: tf.distribute.Strategy, ds: DatasetConfig,
-                        global_batch: int, is_training: bool, seed: int = 0):
+                        global_batch: int, is_training: bool, seed: int = 0,
+                        num_private_threads: Optional[int] = None):
     """Each worker and replica builds its own pipeline (no central split)."""
     return strategy.distribute_datasets_from_function(
         lambda ctx: per_replica_dataset(ds, ctx, global_batch, is_training,
-                                        seed))
+                                        seed, num_private_threads))
