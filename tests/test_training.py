@@ -241,3 +241,22 @@ def test_optimizers(name, cls):
     assert type(opt).__name__ == cls
     if name == "momentum":
         assert opt.nesterov and opt.momentum == 0.9
+
+
+def test_dataset_private_threads_reach_the_pipeline():
+    from official_bench.data import factory
+    seen = []
+    original = factory.per_replica_dataset
+
+    def spy(*args, **kwargs):
+        dataset = original(*args, **kwargs)
+        seen.append(dataset.options().threading.private_threadpool_size)
+        return dataset
+
+    factory.per_replica_dataset = spy
+    try:
+        trainer.run(tiny(runtime={"dataset_num_private_threads": 3},
+                         train={"steps": 2}))
+    finally:
+        factory.per_replica_dataset = original
+    assert seen and all(n == 3 for n in seen)

@@ -36,6 +36,7 @@ class Distribution:
     hvd: Any = None  # the horovod.tensorflow.keras module, for horovod
     fp16_allreduce: bool = False
     tag: str = "worker0"  # names this process's files when not chief
+    private_threads: Optional[int] = None  # dataset_num_private_threads
 
     def dataset(self, ds: DatasetConfig, global_batch: int,
                 is_training: bool, seed: int):
@@ -45,14 +46,17 @@ class Distribution:
                 num_input_pipelines=self.hvd.size(),
                 input_pipeline_id=self.hvd.rank(),
                 num_replicas_in_sync=self.hvd.size())
-            return data_factory.per_replica_dataset(ds, ctx, global_batch,
-                                                    is_training, seed)
+            return data_factory.per_replica_dataset(
+                ds, ctx, global_batch, is_training, seed,
+                self.private_threads)
         if self.kind == "parameter_server":
             return keras.utils.experimental.DatasetCreator(
                 lambda ctx: data_factory.per_replica_dataset(
-                    ds, ctx, global_batch, is_training, seed))
+                    ds, ctx, global_batch, is_training, seed,
+                    self.private_threads))
         return data_factory.distributed_dataset(
-            self.strategy, ds, global_batch, is_training, seed)
+            self.strategy, ds, global_batch, is_training, seed,
+            self.private_threads)
 
     def wrap_optimizer(self, optimizer):
         if self.kind == "horovod":
@@ -153,6 +157,14 @@ def _parameter_server(rt: RuntimeConfig, cluster: Cluster):
 
 def build_distribution(rt: RuntimeConfig, cluster: Cluster,
                        devices: List[str]) -> Distribution:
+    """Builds the strategy and records the per-process input threads."""
+    dist = _build_distribution(rt, cluster, devices)
+    dist.private_threads = rt.dataset_num_private_threads or None
+    return dist
+
+
+def _build_distribution(rt: RuntimeConfig, cluster: Cluster,
+                        devices: List[str]) -> Distribution:
     """Builds the strategy; multi-worker start-up is bounded by a deadline."""
     name = rt.distribution_strategy
     if name == "horovod":
