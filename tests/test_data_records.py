@@ -209,11 +209,6 @@ def test_shard_by_record_when_fewer_files_than_pipelines(tmp_path):
 # ---------------------------------------------------------------- shuffling
 
 
-def _first_epoch(ds, files, seed):
-    n = 4 * 6
-    return order(ds, files, n, seed=seed)
-
-
 def test_file_order_changes_with_shuffle_and_is_fixed_with_seed(tmp_path):
     files, _ = records.find_files(cfg(classic_tree(tmp_path, files=8,
                                                    per_file=2)), True)

@@ -58,7 +58,7 @@ import random
 import struct
 import sys
 import time
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from official_bench.results.atomic import atomic_path, write_text_atomic
 

@@ -13,9 +13,14 @@ Two file layouts, chosen by `layout` (auto detects them):
 
 The pipeline, in order (each step assigns what tf.data returns):
 files -> shard by file (when every input pipeline gets at least one file)
--> shuffle files -> repeat -> interleave-read -> [shard by record] ->
-[cache] -> shuffle records -> [repeat] -> parse + decode + augment in
-parallel -> bad-record check -> batch (drop_remainder) -> options.
+-> shuffle files -> repeat (training) -> interleave-read -> [shard by
+record] -> [cache] -> shuffle records (training) -> [repeat] -> blocks of
+GUARD_BLOCK records, each parsed + decoded + augmented inside an
+error-catching inner dataset, blocks in parallel -> [skip filter] -> batch
+(drop_remainder) -> one-hot -> options (deterministic, parallel batch).
+Evaluation reads each record once per pass (no repeat, no shuffle).
+Seeds: with `deterministic: true` the shuffles and the augmentation use the
+run's seed (same order and crops every run); otherwise they are random.
 
 Bad data: each file's reader checks that it read the whole file, and each
 record is parsed and decoded inside a guard, so a corrupt file, a record
@@ -30,7 +35,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import glob
 import os
 import re
 import threading
