@@ -8,7 +8,6 @@ Addresses: 127.0.0.1 and 10.200.0.0/24 literals that are never contacted.
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,8 @@ import time
 import pytest
 
 from official_bench.launch import settings as settings_lib
+
+from helpers import free_ports
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = os.environ.get("OB_TEST_PYTHON", sys.executable)
@@ -41,16 +42,6 @@ def script(mode, tmp_path, *args, timeout=60, **knobs):
     return subprocess.run(["bash", SCRIPTS[mode], *args], cwd=tmp_path,
                           env=clean_env(tmp_path, **knobs),
                           capture_output=True, text=True, timeout=timeout)
-
-
-def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 # -- settings -----------------------------------------------------------------

@@ -7,7 +7,6 @@ the project's own scripts). Only 127.0.0.1 is used.
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,8 @@ import time
 import pytest
 
 from official_bench.launch import settings as settings_lib
+
+from helpers import free_ports
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = os.environ.get("OB_TEST_PYTHON", sys.executable)
@@ -38,16 +39,6 @@ def clean_env(tmp_path, **knobs):
                RUN_TIMEOUT="240", KILL_AFTER="10")
     env.update({k.upper(): str(v) for k, v in knobs.items()})
     return env
-
-
-def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def failures(tmp_path, output):
