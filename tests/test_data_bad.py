@@ -166,3 +166,34 @@ def test_check_records_reports_everything_in_file_order(tmp_path):
         ("train-00001-of-00003", 2): records.CORRUPT_FILE,
     }
     assert sum(1 for *_, s, _ in got if s == records.OK) == 6
+
+
+def test_training_cli_stops_at_the_named_bad_record(tmp_path):
+    """Through the trainer: a short run (fewer records than one guard block)
+    must still fail on the bad record, naming it."""
+    import json
+    import subprocess
+    import sys
+    for split in ("train", "validation"):
+        write(tmp_path / f"{split}-00000-of-00001", [
+            classic_example(b"junk" if (split == "train" and i == 7)
+                            else jpeg(), 1 + i % 2, 8, 8) for i in range(20)])
+    override = {
+        "runtime": {"distribution_strategy": "one_device", "num_gpus": 0},
+        "train_dataset": {"builder": "records", "image_size": 8,
+                          "num_classes": 2, "batch_size": 4,
+                          "num_examples": 20, "shuffle_buffer_size": 1},
+        "validation_dataset": {"builder": "records", "image_size": 8,
+                               "num_classes": 2},
+        "model": {"model_params": {"depth": 8}}, "train": {"epochs": 1}}
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.run(
+        [sys.executable, "-m", "official_bench.classifier_trainer",
+         "--mode=train", "--model_type=resnet_cifar", "--dataset=cifar10",
+         f"--data_dir={tmp_path}", f"--model_dir={tmp_path / 'model'}",
+         f"--params_override={json.dumps(override)}"],
+        cwd=repo, capture_output=True, text=True, timeout=240,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert proc.returncode != 0
+    assert (f"official_bench: bad record 7 in {tmp_path}/train-00000-of-00001"
+            ": image/encoded (4 bytes) cannot be decoded") in proc.stderr

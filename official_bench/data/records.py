@@ -454,8 +454,9 @@ class _Decoder:
         paid once per block of GUARD_BLOCK records.
 
         strict: the scan stops at the first bad record with an error naming
-        it, and emits only good records (one step behind, so that the end
-        of the block can still raise). Otherwise bad records stay in the
+        it (a record that raised is noticed when the next one comes out, or
+        at the end of the block), and emits only good records (one step
+        behind, so that the end of the block can still raise). Otherwise bad records stay in the
         stream with their status, and the block ends with a marker: END_OK,
         or BLOCK_FAILED with the count in `label` and one message line per
         missing record in `detail` (see `_keep_or_log`).
@@ -500,8 +501,12 @@ class _Decoder:
                 status = decoded[2]
                 is_end = position < 0
                 bad_record = tf.logical_not(is_end) & tf.not_equal(status, OK)
-                missing = missing_of(mask)
-                failed = bad_record | (is_end & tf.reduce_any(missing))
+                # Positions come in order: a gap below this one is a record
+                # that failed, known now rather than at the end of the block.
+                below = positions < tf.where(is_end, tf.cast(n, tf.int64),
+                                             position)
+                missing = missing_of(mask) & below
+                failed = bad_record | tf.reduce_any(missing)
 
                 def stop():
                     text = tf.cond(bad_record, lambda: _message(
