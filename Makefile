@@ -11,7 +11,7 @@ TF_VERSION ?= 2.21.0
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "tensorflow==$(TF_VERSION)" "tf-keras==$(TF_VERSION)" -e ".[test,plot]"
+	$(PY) -m pip install -q "tensorflow==$(TF_VERSION)" "tf-keras==$(TF_VERSION)" -e ".[test,plot,tfds]"
 	touch $@
 
 venv: $(VENV)/.installed

@@ -15,6 +15,7 @@ starting "official_bench: timeout:" naming them and is SIGKILLed (137).
 
 from __future__ import annotations
 
+import re
 import sys
 
 from absl import app, flags, logging
@@ -114,6 +115,15 @@ def main(argv) -> int:
         logging.error("%s", e)
         print(f"error: {e}", file=sys.stderr)
         return 3
+    except Exception as e:  # noqa: BLE001 - one clear line, then the trace
+        # Our input pipeline's messages reach us inside TensorFlow's op
+        # errors ("assertion failed: [official_bench: bad record ...]").
+        ours = re.search(r"official_bench:[^\]\n]*", str(e))
+        if not ours:
+            raise
+        logging.exception("training stopped")
+        print(f"error: {ours.group(0).strip()}", file=sys.stderr)
+        return 1
     return 0
 
 

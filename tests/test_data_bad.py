@@ -194,6 +194,9 @@ def test_training_cli_stops_at_the_named_bad_record(tmp_path):
          f"--params_override={json.dumps(override)}"],
         cwd=repo, capture_output=True, text=True, timeout=240,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
-    assert proc.returncode != 0
+    assert proc.returncode == 1
     assert (f"official_bench: bad record 7 in {tmp_path}/train-00000-of-00001"
             ": image/encoded (4 bytes) cannot be decoded") in proc.stderr
+    # The CLI ends with that line, not only inside TensorFlow's traceback.
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: official_bench: bad record 7 in ")
