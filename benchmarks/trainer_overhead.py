@@ -222,17 +222,12 @@ def run_trainer(spec, strategy, steps) -> Measurement:
     return m
 
 
-class _Interval:
-    def __init__(self, start_step, end_step, seconds, rate):
-        self.start_step, self.end_step = start_step, end_step
-        self.seconds, self.examples_per_second = seconds, rate
-
-
 def run_bare(spec, steps) -> Measurement:
     """A plain @tf.function step over a fixed on-device batch."""
     from official_bench import config as config_lib
     from official_bench.models import build_model
     from official_bench.runtime.keras_setup import keras, tf
+    from official_bench.timing import Interval
 
     warmup, timed, log_steps = steps
     cfg = config_lib.build_config(
@@ -270,7 +265,7 @@ def run_bare(spec, steps) -> Measurement:
         top5.update_state(y, probs)
         return loss
 
-    intervals: List[_Interval] = []
+    intervals: List[Interval] = []
     cpu_marks: List = []
     start = time.perf_counter()
     first = 0
@@ -281,7 +276,7 @@ def run_bare(spec, steps) -> Measurement:
             now = time.perf_counter()
             cpu_marks.append(_cpu_clocks())
             seconds = now - start
-            intervals.append(_Interval(first, step, seconds,
+            intervals.append(Interval(first, step, seconds,
                                        batch * (step - first) / seconds))
             start, first = now, step
     del model, optimizer, train_step

@@ -31,7 +31,7 @@ from official_bench.results.run_record import (result_file_name,
 from official_bench.runtime import cluster as cluster_lib
 from official_bench.runtime import devices as devices_lib
 from official_bench.runtime import distribute, precision, ps_server
-from official_bench.runtime.keras_setup import keras, tf
+from official_bench.runtime.keras_setup import keras
 from official_bench.training import checkpoints, objectives
 from official_bench.training.optimizers import build_optimizer
 from official_bench.training.schedules import build_schedule

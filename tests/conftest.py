@@ -6,11 +6,7 @@ have two replicas, and every other test uses the first device.
 """
 
 import os
-import socket
-import subprocess
 import sys
-
-import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests"))

@@ -9,7 +9,7 @@ import pytest
 from helpers import tiny
 from official_bench import config as C
 from official_bench import trainer
-from official_bench.runtime.keras_setup import keras, tf
+from official_bench.runtime.keras_setup import tf
 
 CKPT = {"callbacks": {"enable_checkpoint_and_export": True}}
 

@@ -3,8 +3,6 @@
 import json
 import os
 
-import pytest
-
 from helpers import DLPERF_CONFIGS, DLPERF_REGEX, TINY_OVERRIDE, cli
 
 
