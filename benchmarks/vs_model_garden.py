@@ -27,6 +27,9 @@ What still differs is listed in BENCHMARKS.md ("vs Model Garden").
     .venv/bin/python benchmarks/vs_model_garden.py --quick  # 1 pair, 20 steps
     .venv/bin/python benchmarks/vs_model_garden.py --baseline /tmp/main
         # a third side per round: another checkout (before/after)
+    .venv/bin/python benchmarks/vs_model_garden.py --variant \
+        runtime.restore_malloc_thresholds=false   # a third side: ours with
+        # that override (before/after of one setting, same checkout)
 """
 
 from __future__ import annotations
@@ -76,6 +79,10 @@ def parse_args(argv=None):
     p.add_argument("--baseline", default=None,
                    help="another checkout (e.g. an export of main) run as a "
                         "third side in each round, for before/after")
+    p.add_argument("--variant", default=None, metavar="KEY=VALUE[,...]",
+                   help="a third side per round: ours with this "
+                        "--params_override, e.g. "
+                        "runtime.restore_malloc_thresholds=false")
     p.add_argument("--venv", default=MG_VENV,
                    help="Model Garden's venv (created if missing)")
     p.add_argument("--logs", default=None,
@@ -151,7 +158,7 @@ def config(dtype: str, steps: int, log_steps: int) -> Dict:
 
 
 def command(side: str, python: str, config_file: str, model_dir: str,
-            log_steps: int):
+            log_steps: int, override: Optional[str] = None):
     if side == "mg":
         return [python, "-m", MG_MODULE, "--mode=train_and_eval",
                 "--model_type=resnet", "--dataset=imagenet",
@@ -162,11 +169,12 @@ def command(side: str, python: str, config_file: str, model_dir: str,
                 f"--config_file={config_file}", f"--model_dir={model_dir}"]
     return [python, "-m", "official_bench.classifier_trainer",
             "--mode=train_and_eval", f"--config_file={config_file}",
-            f"--model_dir={model_dir}"]
+            f"--model_dir={model_dir}"] + (
+                [f"--params_override={override}"] if override else [])
 
 
 def run_once(side: str, python: str, cwd: str, cfg: Dict, work: str,
-             log_path: Optional[str]) -> float:
+             log_path: Optional[str], override: Optional[str] = None) -> float:
     """One process; returns img/s = median interval after the warm-up."""
     os.makedirs(work, exist_ok=True)
     config_file = os.path.join(work, "config.yaml")
@@ -175,7 +183,7 @@ def run_once(side: str, python: str, cwd: str, cfg: Dict, work: str,
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="1")
     proc = subprocess.run(
         command(side, python, config_file, os.path.join(work, "model"),
-                cfg["train"]["time_history"]["log_steps"]),
+                cfg["train"]["time_history"]["log_steps"], override),
         cwd=cwd, env=env, capture_output=True, text=True)
     log = proc.stdout + proc.stderr
     if log_path:
@@ -190,6 +198,16 @@ def run_once(side: str, python: str, cwd: str, cfg: Dict, work: str,
     return statistics.median(rates[WARMUP_INTERVALS:])
 
 
+def tf_version(python: str) -> str:
+    """Without importing TensorFlow: the two sides pin different releases,
+    and a release can change the speed (BENCHMARKS.md: 2.21's malloc)."""
+    proc = subprocess.run(
+        [python, "-c", "import importlib.metadata as m; "
+                       "print(m.version('tensorflow'))"],
+        capture_output=True, text=True)
+    return proc.stdout.strip() or "unknown"
+
+
 def load() -> str:
     return "%.2f" % os.getloadavg()[0]
 
@@ -197,26 +215,30 @@ def load() -> str:
 def compare(dtype: str, args, mg_python: str, work: str) -> Dict[str, float]:
     """Alternating rounds for one dtype; ours/MG (and baseline/MG)."""
     cfg = config(dtype, args.steps, args.log_steps)
-    sides = {"mg": (mg_python, work), "ours": (sys.executable, args.repo)}
+    sides = {"mg": (mg_python, work, None),
+             "ours": (sys.executable, args.repo, None)}
     if args.baseline:
-        sides["baseline"] = (sys.executable, args.baseline)
+        sides["baseline"] = (sys.executable, args.baseline, None)
+    if args.variant:
+        sides["variant"] = (sys.executable, args.repo, args.variant)
     rates: Dict[str, List[float]] = {side: [] for side in sides}
     print(f"\n== {dtype}: ResNet-50 {IMAGE_SIZE}x{IMAGE_SIZE}, batch {BATCH}, "
           f"one_device, synthetic, {args.steps} steps, log_steps "
           f"{args.log_steps}; ours from {args.repo}" +
-          (f", baseline from {args.baseline}" if args.baseline else ""),
+          (f", baseline from {args.baseline}" if args.baseline else "") +
+          (f", variant = ours with {args.variant}" if args.variant else ""),
           flush=True)
     for pair in range(args.pairs):
         row = []
         for side in sides:
-            python, cwd = sides[side]
+            python, cwd, override = sides[side]
             before = load()
             log_path = os.path.join(args.logs, f"{dtype}_{pair}_{side}.log") \
                 if args.logs else None
             start = time.perf_counter()
             rate = run_once(side, python, cwd, cfg,
                             os.path.join(work, f"{dtype}_{pair}_{side}"),
-                            log_path)
+                            log_path, override)
             rates[side].append(rate)
             seconds = time.perf_counter() - start
             row.append(f"{side} {rate:.2f} img/s ({seconds:.0f} s, "
@@ -240,7 +262,9 @@ def main(argv=None) -> int:
         os.makedirs(args.logs, exist_ok=True)
     mg_python = ensure_model_garden(args.venv)
     print(f"{os.cpu_count()} CPUs; load {load()}; ours: {sys.executable} in "
-          f"{args.repo}; Model Garden: {MG_PACKAGE} in {args.venv}")
+          f"{args.repo} (TensorFlow {tf_version(sys.executable)}); Model "
+          f"Garden: {MG_PACKAGE} in {args.venv} (TensorFlow "
+          f"{tf_version(mg_python)})")
     ratios = {}
     with tempfile.TemporaryDirectory(prefix="vs_mg_") as work:
         for dtype in args.dtype:

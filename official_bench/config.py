@@ -102,6 +102,9 @@ class RuntimeConfig:
     # After SIGTERM/SIGINT the run stops at the next step; if it has not
     # ended this long after the signal, it exits anyway (128 + signal).
     stop_grace_seconds: float = 60.0
+    # Set glibc's mmap/trim thresholds back after TensorFlow 2.21 froze them
+    # at 128 KiB (runtime/host_malloc.py; ~35% of CPU step time here).
+    restore_malloc_thresholds: bool = True
     # [first, last]: a profiler trace of those steps into model_dir/profile;
     # their timing is left out of the statistics.
     profile_steps: Optional[List[int]] = None

@@ -32,7 +32,7 @@ from official_bench.results.run_record import (result_file_name,
                                                write_run_record)
 from official_bench.runtime import cluster as cluster_lib
 from official_bench.runtime import devices as devices_lib
-from official_bench.runtime import distribute, precision, ps_server
+from official_bench.runtime import distribute, host_malloc, precision, ps_server
 from official_bench.runtime import stop_signals
 from official_bench.runtime.keras_setup import keras
 from official_bench.training import (checkpoints, nan_guard, objectives,
@@ -202,13 +202,15 @@ class _Run:
     dtype: str
     replica_devices: List[str]
     result_path: Optional[str]
+    malloc: Dict[str, Any]
 
     def environment(self) -> Dict[str, Any]:
-        return environment.collect(
+        return dict(environment.collect(
             self.cfg.runtime.distribution_strategy, self.dist.num_workers,
             self.plan.num_replicas, self.dtype,
             self.dist.placement.devices if self.dist.placement else [],
-            horovod=self.dist.hvd, configured_devices=self.replica_devices)
+            horovod=self.dist.hvd, configured_devices=self.replica_devices),
+            malloc=self.malloc)
 
     def validation_data(self):
         return self.dist.dataset(self.cfg.validation_dataset,
@@ -249,6 +251,8 @@ def _setup(cfg: ExperimentConfig, cluster: cluster_lib.Cluster,
 
     # 2. Strategy.
     dist = distribute.build_distribution(rt, cluster, replica_devices)
+    malloc = host_malloc.restore_malloc_thresholds(
+        rt.restore_malloc_thresholds)
     plan = _plan(cfg, dist.num_replicas)
     for ds in (cfg.train_dataset, cfg.validation_dataset):
         ds.num_devices = plan.num_replicas
@@ -275,7 +279,7 @@ def _setup(cfg: ExperimentConfig, cluster: cluster_lib.Cluster,
                       jit_compile=rt.enable_xla, run_eagerly=rt.run_eagerly,
                       steps_per_execution=plan.steps_per_loop)
     return _Run(cfg, cluster, dist, plan, model, dtype, replica_devices,
-                result_path)
+                result_path, malloc)
 
 
 def _fit(run: _Run) -> RunResult:
