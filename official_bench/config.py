@@ -15,7 +15,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
-import json
 import math
 import os
 import re
@@ -1122,21 +1121,3 @@ def load_config(config_file: Optional[str] = None,
 def _describe(text: str) -> str:
     text = text.strip()
     return repr(text if len(text) <= 60 else text[:57] + "...")
-
-
-def from_any(config: Union[ExperimentConfig, Mapping[str, Any], str, None],
-             **kwargs) -> ExperimentConfig:
-    """What the Python API accepts: a config, a dict, or a YAML path."""
-    if isinstance(config, ExperimentConfig):
-        # Re-check a config the user may have edited by hand.
-        return build_config([("ExperimentConfig", config.as_dict())],
-                            **kwargs)
-    if config is None:
-        return build_config([], **kwargs)
-    if isinstance(config, str):
-        return load_config(config_file=config, **kwargs)
-    return build_config([("dict", config)], **kwargs)
-
-
-def to_json(cfg: ExperimentConfig) -> str:
-    return json.dumps(cfg.as_dict(), indent=2, sort_keys=False)

@@ -2,7 +2,7 @@
 
 The log format is written out literally here rather than taken from
 official_bench.results, so that the tests check the parser against the
-contract in DESIGN.md and not against itself.
+contract in docs/design.md and not against itself.
 """
 
 import datetime
@@ -52,7 +52,7 @@ def run_lines(speeds, log_steps=100, global_batch=128, start=BASE_TIME,
 
 
 def log_path(log_dir, case, batch=128, dtype="fp32", index=1):
-    """Where the run scripts put a run's log (DESIGN.md layout)."""
+    """Where the run scripts put a run's log (docs/design.md layout)."""
     return os.path.join(str(log_dir), case,
                         "rn50_b%d_%s_%d.log" % (batch, dtype, index))
 

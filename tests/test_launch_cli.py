@@ -307,7 +307,7 @@ def test_run_failing_on_one_node_is_reported_on_all(tmp_path):
 
 
 def _stubborn_trainer(tmp_path):
-    """A 'python' that ignores SIGTERM like a lone TF worker (DESIGN.md)."""
+    """A 'python' that ignores SIGTERM like a lone TF worker (docs/design.md)."""
     path = tmp_path / "stubborn.sh"
     path.write_text("#!/bin/bash\necho $$ > \"$STUBBORN_PID\"\n"
                     "trap '' TERM\necho 'stubborn trainer started'\n"

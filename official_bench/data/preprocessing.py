@@ -11,7 +11,7 @@ side, fused into the decode the same way, then the resize.
 
 All ranges are configurable (`crop_area_range`, `crop_aspect_ratio_range`,
 `min_object_covered`, `random_flip`, `eval_crop_padding`): the ImageNet
-values hurt small images (see DESIGN.md), so e.g. 32x32 data wants
+values hurt small images (see docs/design.md), so e.g. 32x32 data wants
 `crop_area_range: [1, 1]`, `random_flip: false`, `eval_crop_padding: 0`.
 
 Images that are not JPEG (PNG, GIF, BMP inside a record) take a slower

@@ -173,9 +173,10 @@ def _parameter_server(rt: RuntimeConfig, cluster: Cluster):
             "'ps' and 'worker' jobs")
     if cluster.task_type != "chief":
         raise ConfigError(
-            f"{cluster.describe()} of a parameter_server cluster serves "
-            "variables or steps; run it with "
-            "`python -m official_bench.serve_task` (the run scripts do)")
+            f"{cluster.describe()} cannot build the parameter_server "
+            "strategy: only the chief does; worker and ps tasks run the same "
+            "trainer command, which serves them (runtime/ps_server.py), and "
+            "the task types are chief, worker, ps")
     wait_for_peers(cluster, rt.peer_timeout_seconds)
     return tf.distribute.experimental.ParameterServerStrategy(
         cluster.cluster_resolver(rt.num_gpus))

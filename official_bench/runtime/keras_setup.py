@@ -1,7 +1,7 @@
 """The one place that decides which Keras official_bench uses: tf-keras.
 
 Keras 3 cannot train under MultiWorkerMirroredStrategy or Horovod here (see
-DESIGN.md), so every module imports `keras` from this file instead of using
+docs/design.md), so every module imports `keras` from this file instead of using
 `tf.keras`. We also set TF_USE_LEGACY_KERAS=1 when TensorFlow has not been
 imported yet, so that third-party code that says `tf.keras` (Horovod's
 callbacks, user callbacks) sees the same Keras. When TensorFlow was imported
