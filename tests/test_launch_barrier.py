@@ -372,3 +372,37 @@ def test_idle_connections_are_capped_and_timed_out(secured):
     assert any("no request within 2 s" in l for l in lines)
     assert any("closed the oldest unauthenticated one" in l for l in lines)
     assert len(lines) < 20  # a flood does not flood the log
+
+
+def test_forged_reply_is_not_believed():
+    """Something else answering on node 0's barrier port (a stranger that
+    bound it first) cannot hand a node forged payloads: the reply's tag
+    must carry the node's key and its own nonce."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    port = server.getsockname()[1]
+
+    def fake():
+        conn, _ = server.accept()
+        with conn:
+            f = conn.makefile("rb")
+            conn.sendall((json.dumps({"barrier": auth.PROTOCOL,
+                                      "challenge": "3" * 32, "secret": True})
+                          + "\n").encode())
+            nonce = json.loads(f.readline())["nonce"]
+            body = json.dumps({"ok": True, "payloads": {"0": {"evil": 1}}})
+            conn.sendall((json.dumps({"nonce": nonce, "body": body, "mac":
+                                      auth.tag(b"guess", "reply", "3" * 32,
+                                               nonce, body)})
+                          + "\n").encode())
+    t = threading.Thread(target=fake, daemon=True)
+    t.start()
+    try:
+        with pytest.raises(BarrierError, match="the reply does not carry "
+                           "this node's key") as e:
+            real(port, 1).meet("hello", {}, 5)
+        assert e.value.fatal
+    finally:
+        t.join(5)
+        server.close()

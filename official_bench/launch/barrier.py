@@ -63,6 +63,7 @@ its own trainer is stopped instead of waiting for a peer that is gone.
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 import select
@@ -158,7 +159,7 @@ def listen_sockets(hosts: Union[str, Sequence[str]], port: int
         except OSError as e:
             sock.close()
             where = _peer_text(sockaddr)
-            if e.errno == getattr(__import__("errno"), "EADDRINUSE", 98):
+            if e.errno == errno.EADDRINUSE:
                 for other in sockets:
                     other.close()
                 raise BarrierError(
@@ -521,21 +522,26 @@ class Client:
         with socket.create_connection((self.host, self.port),
                                       timeout=min(timeout, 5.0)) as s:
             s.settimeout(min(timeout, IDLE_TIMEOUT + 5.0))
-            f = s.makefile("rb")
-            hello = self._read_line(f, "challenge")
-            server_nonce = hello.get("challenge")
-            if hello.get("barrier") != auth.PROTOCOL or \
-                    not isinstance(server_nonce, str):
-                raise ConnectionError(f"not an official_bench barrier: "
-                                      f"{str(hello)[:80]}")
-            client_nonce = auth.new_nonce()
-            body = json.dumps(request)
-            s.sendall((json.dumps({
-                "nonce": client_nonce, "body": body,
-                "mac": auth.tag(self.key.key, "request", server_nonce,
-                                client_nonce, body)}) + "\n").encode("utf-8"))
-            s.settimeout(timeout)
-            envelope = self._read_line(f, "reply")
+            with s.makefile("rb") as f:
+                return self._exchange(s, f, request, timeout)
+
+    def _exchange(self, s: socket.socket, f, request: dict,
+                  timeout: float) -> dict:
+        """Challenge in, tagged request out, tagged reply in (verified)."""
+        hello = self._read_line(f, "challenge")
+        server_nonce = hello.get("challenge")
+        if hello.get("barrier") != auth.PROTOCOL or \
+                not isinstance(server_nonce, str):
+            raise ConnectionError(f"not an official_bench barrier: "
+                                  f"{str(hello)[:80]}")
+        client_nonce = auth.new_nonce()
+        body = json.dumps(request)
+        s.sendall((json.dumps({
+            "nonce": client_nonce, "body": body,
+            "mac": auth.tag(self.key.key, "request", server_nonce,
+                            client_nonce, body)}) + "\n").encode("utf-8"))
+        s.settimeout(timeout)
+        envelope = self._read_line(f, "reply")
         if envelope.get("auth_failed"):
             raise _AuthFailed(f"{envelope.get('error', 'authentication failed')}"
                               f", this node's key: {self._key_text()}")
