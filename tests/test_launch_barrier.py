@@ -349,16 +349,16 @@ def test_idle_connections_are_capped_and_timed_out(secured):
     timeout, and the real nodes get through during the flood."""
     assert barrier_lib.MAX_CONNECTIONS == 64
     base = threading.active_count()
-    c, port, lines = secured(idle_timeout=2.0)
+    c, port, lines = secured(idle_timeout=4.0)
     socks = _open_idle(port, 200)
     try:
         time.sleep(0.5)
         assert threading.active_count() <= base + 1 + 64 + 2
         assert len(c.connections) <= 64
-        start = time.monotonic()
-        meet_both(port)  # while the idle connections are held
-        assert time.monotonic() - start < 1.5  # before any idle timeout
-        closed = [_closed_by_server(s, 6.0) for s in socks]
+        meet_both(port)  # while the idle connections are held:
+        with c.conn_lock:
+            assert sum(not x.authenticated for x in c.connections) >= 60
+        closed = [_closed_by_server(s, 10.0) for s in socks]
         assert all(closed), closed.count(False)
         deadline = time.monotonic() + 5
         while threading.active_count() > base + 1 and \
@@ -369,7 +369,7 @@ def test_idle_connections_are_capped_and_timed_out(secured):
     finally:
         for s in socks:
             s.close()
-    assert any("no request within 2 s" in l for l in lines)
+    assert any("no request within 4 s" in l for l in lines)
     assert any("closed the oldest unauthenticated one" in l for l in lines)
     assert len(lines) < 20  # a flood does not flood the log
 
