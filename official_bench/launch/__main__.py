@@ -111,7 +111,10 @@ def open_ports(plan) -> list:
     if not workers and plan.nodeset is not None and plan.horovod is None:
         workers = [plan.nodeset.me.address]
     if workers:
-        ports.append(f"TensorFlow worker (gRPC) {', '.join(workers)}")
+        # TensorFlow's gRPC server listens on every interface (`ss -ltn`
+        # shows *:port), whatever host the node list names.
+        ports.append(f"TensorFlow worker (gRPC, every interface) "
+                     f"{', '.join(workers)}")
     return ports
 
 
