@@ -353,7 +353,8 @@ def test_same_secret_on_both_nodes_runs(tmp_path):
         assert "s3cret" not in out
     assert f"barrier: serving on 127.0.0.1:{b} for 2 nodes" in out0
     assert re.search(rf"ports this node opens: barrier {b} on 127\.0\.0\.1; "
-                     rf"TensorFlow worker \(gRPC, every interface\) 127\.0\.0\.1:{w0}", out0)
+                     rf"TensorFlow worker \(gRPC, every interface\) "
+                     rf"127\.0\.0\.1:{w0}", out0)
     assert re.search(rf"ports this node opens: TensorFlow worker \(gRPC, "
                      rf"every interface\) "
                      rf"127\.0\.0\.1:{w1} ", out1)
