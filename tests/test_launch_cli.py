@@ -206,6 +206,15 @@ def test_tf_config_wins_and_is_logged(tmp_path):
      "this machine is not in NODES"),
     ({"NODES": "127.0.0.1:5001,127.0.0.1:5001", "TASK_INDEX": 0}, 3,
      "node 127.0.0.1:5001 is listed twice"),
+    # The same node under two names (issue 11 §5), with and without
+    # TASK_INDEX: names are resolved before any comparison.
+    ({"NODES": "localhost:5001,127.0.0.1:5001", "TASK_INDEX": 0}, 3,
+     "nodes 0 (localhost:5001) and 1 (127.0.0.1:5001) are the same "
+     "machine and port (127.0.0.1:5001)"),
+    ({"NODES": "localhost:5001,127.0.0.1:5001"}, 3,
+     "are the same machine and port"),
+    ({"NODES": "127.0.0.1:5001,localhost:5001", "TASK_INDEX": 1}, 3,
+     "are the same machine and port"),
     ({"NODES": "127.0.0.1:5001,10.200.0.2:99999", "TASK_INDEX": 0}, 3,
      "bad port '99999'"),
     ({"NODES": "127.0.0.1:5001,127.0.0.1:5002"}, 3,
@@ -301,6 +310,130 @@ def test_run_failing_on_one_node_is_reported_on_all(tmp_path):
     log0 = tmp_path / "logs/tensorflow/resnet50/bz4/2n1g/rn50_b4_fp32_1.log"
     assert "# official_bench.launch: 2n1g run 1 aborted" in log0.read_text()
     assert not log0.with_suffix(".json").exists()
+
+
+# -- barrier secret (issue 11 §4) ---------------------------------------------------
+
+
+def _stub_trainer(tmp_path):
+    """A 'python' that writes the result file the launcher expects and
+    exits 0 at once: the barrier flow without TensorFlow."""
+    path = tmp_path / "stub_ok.sh"
+    path.write_text(
+        "#!/bin/bash\nfor a in \"$@\"; do case $a in --model_dir=*) "
+        "d=${a#--model_dir=};; esac; done\n"
+        "echo '{}' > \"$d/result.json\"; echo '{}' > \"$d/result_worker1.json\"\n"
+        "echo 'stub trainer ok'\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+@pytest.mark.multiworker
+def test_same_secret_on_both_nodes_runs(tmp_path):
+    """BARRIER_SECRET_FILE on node 0, BARRIER_SECRET on node 1 (same text):
+    the two launchers authenticate, meet before and after each run, and
+    report both nodes; the secret is not passed to the trainer."""
+    secret = tmp_path / "secret"
+    secret.write_text("s3cret-text\n")
+    stub = _stub_trainer(tmp_path)
+    w0, w1, b = free_ports(3)
+    common = dict(NODES=f"127.0.0.1:{w0},127.0.0.1:{w1}", BARRIER_PORT=b,
+                  BARRIER_TIMEOUT=30, DEVICE="cpu", TEST_NUM=2,
+                  PYTHON_CHECK_TIMEOUT=0)
+    (rc0, out0), (rc1, out1) = _start_pair(
+        tmp_path, {"args": ["4", "--python", stub],
+                   "BARRIER_SECRET_FILE": secret},
+        {"args": ["4", "--python", stub], "BARRIER_SECRET": "s3cret-text"},
+        common)
+    assert (rc0, rc1) == (0, 0), (out0, out1)
+    for out in (out0, out1):
+        assert "authenticated (key: BARRIER_SECRET" in out
+        assert "is open" not in out
+        assert "done: 2 of 2 run(s) ok on every node" in out
+        assert "s3cret" not in out
+    assert f"barrier: serving on 127.0.0.1:{b} for 2 nodes" in out0
+    assert re.search(rf"ports this node opens: barrier {b} on 127\.0\.0\.1; "
+                     rf"TensorFlow worker \(gRPC, every interface\) "
+                     rf"127\.0\.0\.1:{w0}", out0)
+    assert re.search(rf"ports this node opens: TensorFlow worker \(gRPC, "
+                     rf"every interface\) "
+                     rf"127\.0\.0\.1:{w1} ", out1)
+
+
+@pytest.mark.multiworker
+def test_wrong_secret_on_node_1_is_a_clear_error(tmp_path):
+    """Node 1 has another secret: it stops at once (exit 3) saying that
+    authentication failed and what to set; node 0 logs the dropped message
+    with its address and, as node 1 never joined, ends at its barrier
+    timeout (exit 75) without a run."""
+    stub = _stub_trainer(tmp_path)
+    w0, w1, b = free_ports(3)
+    common = dict(NODES=f"127.0.0.1:{w0},127.0.0.1:{w1}", BARRIER_PORT=b,
+                  BARRIER_TIMEOUT=8, DEVICE="cpu", PYTHON_CHECK_TIMEOUT=0)
+    start = time.monotonic()
+    procs = []
+    for index, secret in enumerate(("right", "wrong")):
+        procs.append(subprocess.Popen(
+            ["timeout", "-k", "10", "60", "bash", SCRIPTS["two"], "4",
+             "--python", stub], cwd=tmp_path,
+            env=clean_env(tmp_path, TASK_INDEX=index, BARRIER_SECRET=secret,
+                          **common),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    out1 = procs[1].communicate(timeout=70)[0]
+    took1 = time.monotonic() - start
+    out0 = procs[0].communicate(timeout=70)[0]
+    assert procs[1].returncode == 3, out1
+    assert "barrier authentication failed: node 0's barrier uses a secret" \
+        in out1
+    assert "Set the same BARRIER_SECRET or BARRIER_SECRET_FILE on every " \
+        "node" in out1
+    assert took1 < 8 + 5, took1  # not waiting out the barrier timeout
+    assert procs[0].returncode == 75, out0
+    assert re.search(r"dropped a message from 127\.0\.0\.1:\d+ \(claiming "
+                     r"node 1\): authentication failed", out0), out0
+    assert f"not arrived: node 1 (127.0.0.1:{w1})" in out0
+    assert "stub trainer ok" not in out0 + out1
+    assert not (tmp_path / "logs").exists()
+
+
+@pytest.mark.parametrize("env, words", [
+    ({"BARRIER_SECRET": "x", "BARRIER_SECRET_FILE": "/etc/hostname"},
+     "both BARRIER_SECRET and BARRIER_SECRET_FILE='/etc/hostname'"),
+    ({"BARRIER_SECRET_FILE": "/nonexistent/secret"},
+     "BARRIER_SECRET_FILE='/nonexistent/secret' (env BARRIER_SECRET_FILE) "
+     "cannot be read"),
+])
+def test_bad_barrier_secret(env, words):
+    with pytest.raises(settings_lib.SettingsError, match=re.escape(words)):
+        settings_lib.parse([], environ=env, mode="two")
+
+
+def test_secret_sources_and_slurm_derivation(tmp_path):
+    from official_bench.launch import auth
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    with pytest.raises(settings_lib.SettingsError, match="is empty"):
+        settings_lib.parse([], environ={"BARRIER_SECRET_FILE": str(empty)},
+                           mode="two")
+    s = settings_lib.parse([], environ={"BARRIER_SECRET": " abc \n"},
+                           mode="two")
+    assert auth.key_for(s).key == b"abc" and "BARRIER_SECRET" not in s.environ
+    assert "abc" not in repr(s)
+    # Slurm: the same key on every node of a job, another for another job.
+    job = {"SLURM_JOB_ID": "42", "SLURM_JOB_NODELIST": "gpu[1-2]"}
+    k1 = auth.key_for(settings_lib.parse([], environ=dict(
+        job, SLURMD_NODENAME="gpu1", SLURM_NODEID="0"), mode="two"))
+    k2 = auth.key_for(settings_lib.parse([], environ=dict(
+        job, SLURMD_NODENAME="gpu2", SLURM_NODEID="1"), mode="two"))
+    k3 = auth.key_for(settings_lib.parse([], environ=dict(
+        job, SLURM_JOB_ID="43"), mode="two"))
+    assert k1.key == k2.key != k3.key and not k1.open and not k1.secret
+    assert "not secret" in k1.source
+    # An explicit secret wins over the job's.
+    k4 = auth.key_for(settings_lib.parse([], environ=dict(
+        job, BARRIER_SECRET="abc"), mode="two"))
+    assert k4.key == b"abc" and k4.secret
+    assert auth.key_for(settings_lib.parse([], environ={}, mode="two")).open
 
 
 # -- stopping trainers ------------------------------------------------------------

@@ -266,3 +266,81 @@ def test_tf_config_with_chief_and_bad_jobs():
         resolve(make_settings(tf_config=bad))
     with pytest.raises(NodeError, match="TF_CONFIG is not valid"):
         resolve(make_settings(tf_config="{not json"))
+
+
+# -- the same machine under two names (issue 11 §5) ---------------------------
+
+
+def _aliases(host):
+    """no_dns plus 'box-alias' -> box's address and 'gpu07' -> 'gpu7'."""
+    table = {"box-alias": [A], "gpu07": [C], "gpu7": [C]}
+    return table.get(host) or no_dns(host)
+
+
+def resolve_aliases(settings, hosts=None):
+    return nodes.resolve(settings, hosts, "config", None,
+                         identity_fn=fake_identity(), resolver=_aliases)
+
+
+@pytest.mark.parametrize("source", ["nodes", "hostfile", "config", "tf_config",
+                                    "slurm"])
+def test_same_node_under_two_names_fails_in_every_path(tmp_path, source):
+    """Two names of one machine and one port: an error whether the index
+    comes from TASK_INDEX, TF_CONFIG, Slurm or matching, for every source
+    of the node list."""
+    items = ["box:5000", "box-alias:5000"]
+    env = {"task_index": 0}
+    if source == "nodes":
+        env["nodes"] = ",".join(items)
+    elif source == "hostfile":
+        (tmp_path / "h").write_text("\n".join(items) + "\n")
+        env["hostfile"] = str(tmp_path / "h")
+    elif source == "tf_config":
+        env["tf_config"] = json.dumps({"cluster": {"worker": items},
+                                       "task": {"type": "worker",
+                                                "index": 0}})
+    elif source == "slurm":
+        env = dict(SLURM, slurm_job_nodelist="gpu07,gpu7",
+                   slurmd_nodename="gpu07")
+    hosts = ",".join(items) if source == "config" else None
+    with pytest.raises(NodeError, match="are the same machine and port"):
+        resolve_aliases(make_settings(worker_port=5000, **env), hosts)
+    # Without TASK_INDEX too (the index would come from matching).
+    env.pop("task_index", None)
+    with pytest.raises(NodeError, match="are the same machine and port"):
+        resolve_aliases(make_settings(worker_port=5000, **env), hosts)
+
+
+def test_names_of_one_machine_share_it_in_ports_and_barrier():
+    """Different ports on one machine under two names are fine, but the
+    default barrier port and WORKERS_PER_NODE port ranges see one machine."""
+    from official_bench.launch import plan
+    ns = resolve_aliases(make_settings(nodes="box:5001,box-alias:5002",
+                                       task_index=0))
+    assert ns.machines == [0, 0]
+    # One above every trainer port of the machine, not just of 'box'.
+    assert nodes.barrier_address(ns, None) == ("box", 5003)
+    with pytest.raises(plan.PlanError, match="overlap those of node 0"):
+        plan.worker_addresses(ns.nodes, 2, ns.machines)
+    ns2 = resolve_aliases(make_settings(nodes=f"box:5001,{B}:5002",
+                                        task_index=0))
+    assert ns2.machines == [0, 1]
+    assert nodes.barrier_address(ns2, None) == ("box", 5002)
+    assert plan.worker_addresses(ns2.nodes, 2, ns2.machines) == [
+        "box:5001", "box:5002", f"{B}:5002", f"{B}:5003"]
+
+
+def test_barrier_binds_to_node_0s_own_address():
+    ns = resolve_aliases(make_settings(nodes=f"box:1,{B}:1", task_index=0))
+    assert nodes.barrier_bind(ns, None, _aliases) == [A]
+    assert nodes.barrier_bind(ns, "0.0.0.0", _aliases) == ["0.0.0.0"]
+    # Debian's /etc/hosts maps the hostname to 127.0.1.1: other machines
+    # could not reach a barrier bound there.
+    looped = lambda h: ["127.0.1.1"] if h == "box" else _aliases(h)  # noqa
+    with pytest.raises(NodeError, match="loopback.*BARRIER_BIND"):
+        nodes.barrier_bind(ns, None, looped)
+    local = resolve_aliases(make_settings(nodes="localhost:1,127.0.0.1:2",
+                                          task_index=0))
+    assert nodes.barrier_bind(local, None, _aliases) == ["127.0.0.1"]
+    with pytest.raises(NodeError, match="does not resolve"):
+        nodes.barrier_bind(ns, None, lambda h: [])

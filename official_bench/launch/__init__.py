@@ -13,6 +13,8 @@ Modules, top to bottom:
 - plan: devices, config file, runs, commands, log and model paths.
 - barrier: a TCP meeting point on node 0, so run i starts together on every
   node and every node learns how run i went on the others.
+- auth: the barrier's shared secret (BARRIER_SECRET[_FILE], else derived
+  from the Slurm job, else none: an open barrier) and its HMAC tags.
 - preflight: checks, before any run, that the trainer's Python can import
   the trainer (standard library only, so it works under a bare python3).
 - runner: runs the trainer under `timeout -k`, writes the log tree.

@@ -19,6 +19,7 @@ import time
 import uuid
 from typing import Optional, Sequence
 
+from official_bench.launch import auth
 from official_bench.launch import barrier as barrier_lib
 from official_bench.launch import nodes as nodes_lib
 from official_bench.launch import preflight
@@ -69,20 +70,52 @@ def describe(plan) -> None:
             + ("; CUDA_VISIBLE_DEVICES " + ", ".join(
                 x.env["CUDA_VISIBLE_DEVICES"] for x in run.workers)
                if dev.kind == "gpu" else ""))
-        if plan.uses_barrier:
-            host, port = plan.barrier
-            out(f"barrier: node 0's launcher at {host}:{port}, "
-                f"{s.barrier_timeout:g} s timeout")
     elif plan.nodeset is not None:
         ns = plan.nodeset
         out(f"TF_CONFIG for the trainer: {ns.tf_config_json()}"
             + (" (from the environment)" if ns.tf_config else
                " (passed as runtime.worker_hosts + runtime.task_index)"))
-        host, port = plan.barrier
-        out(f"barrier: node 0's launcher at {host}:{port}, "
-            f"{s.barrier_timeout:g} s timeout")
+    if plan.uses_barrier:
+        describe_barrier(plan, out)
+    ports = open_ports(plan)
+    if ports:
+        out("ports this node opens: " + "; ".join(ports) + " (TensorFlow's "
+            "worker servers accept any client that reaches them: use a "
+            "private network or a firewall; README, Security)")
     for note in plan.notes:
         out(f"note: {note}")
+
+
+def describe_barrier(plan, out) -> None:
+    """Where the barrier is and how it authenticates (one warning line when
+    it is open)."""
+    host, port = plan.barrier
+    key = auth.key_for(plan.settings)
+    out(f"barrier: node 0's launcher at "
+        f"{nodes_lib.Node(host, port).address}, "
+        f"{plan.settings.barrier_timeout:g} s timeout, "
+        + ("open (no key)" if key.open else f"authenticated (key: "
+           f"{key.source})"))
+    if key.open:
+        out(auth.open_warning(port))
+
+
+def open_ports(plan) -> list:
+    """The TCP ports this node will listen on, for the user's firewall."""
+    ports = []
+    if plan.uses_barrier and plan.index == 0:
+        ports.append(f"barrier {plan.barrier[1]} on "
+                     f"{', '.join(plan.barrier_bind or ['?'])}")
+    run = plan.runs[0] if plan.runs else None
+    workers = [w.address for w in (run.workers if run else []) or []]
+    if not workers and plan.nodeset is not None and plan.horovod is None:
+        workers = [plan.nodeset.me.address]
+    if workers:
+        # TensorFlow's gRPC server listens on every interface (`ss -ltn`
+        # shows *:port), whatever host the node list names.
+        ports.append(f"TensorFlow worker (gRPC, every interface) "
+                     f"{', '.join(workers)}")
+    return ports
 
 
 def print_dry_run(plan) -> None:
@@ -243,7 +276,8 @@ def launcher_cannot_run(settings: settings_lib.Settings,
           file=sys.stderr, flush=True)
     head = f"node 0 ({nodeset.nodes[0].address})"
     client = barrier_lib.Client(host, port, nodeset.index, uuid.uuid4().hex,
-                                None, coordinator_name=head)
+                                None, coordinator_name=head,
+                                key=auth.key_for(settings))
     try:
         client.meet("hello", {"host": os.uname().nodename,
                               "pid": os.getpid(), "cannot_run": text},

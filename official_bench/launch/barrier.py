@@ -1,15 +1,44 @@
 """The launchers' meeting point: a small TCP barrier served by node 0.
 
-Protocol (one JSON object per line, one request per connection):
+Exchange on each connection (one JSON object per line, one request per
+connection):
 
-  request  {"op": "meet", "round": "start 2n8g run 3", "node": k,
-            "instance": "<random id of this launcher>", "plan": "<digest>",
-            "payload": {...}, "timeout": seconds}
-  reply    {"ok": true, "round": ..., "payloads": {"0": {...}, "1": {...}}}
-      or   {"ok": false, "error": "...", "missing": [..], "fatal": bool}
+  server   {"barrier": "official_bench barrier v1", "challenge": Ns,
+            "secret": bool}
+  client   {"nonce": Nc, "body": "<request JSON text>",
+            "mac": HMAC(key, "request", Ns, Nc, body)}
+  server   {"nonce": Nc, "body": "<reply JSON text>",
+            "mac": HMAC(key, "reply", Ns, Nc, body)}
+      or   {"ok": false, "auth_failed": true, "error": "..."}
 
-  request  {"op": "peek", "round": ..., "node": k}
-  reply    {"ok": true, "payloads": {...}}   (who has arrived so far; no wait)
+Ns and Nc are fresh random nonces of this connection (auth.new_nonce), so
+a request recorded on one connection is worthless on any other: the server
+issues a new Ns each time and the recorded tag covers the old one. The reply
+is bound to Nc, so a recorded reply cannot be fed to a later request either.
+The key is the shared secret (auth.py: BARRIER_SECRET[_FILE], else derived
+from the Slurm job, else empty: an open barrier). A request whose tag does
+not verify is dropped: it is logged with the peer's address, answered with
+auth_failed (so a node with the wrong secret stops at once with a clear
+error) and changes nothing: no node slot, no round, no fatal error. A client
+whose reply does not verify under its own key stops the same way.
+
+Resources: at most MAX_CONNECTIONS connections at once (one thread each);
+when all are taken, a new connection replaces the oldest one that has not
+authenticated yet, so idle strangers cannot lock the real nodes out. A
+connection must deliver its whole request within IDLE_TIMEOUT seconds of
+connecting, else it is closed. The server listens on node 0's own address
+from the node list (what its name resolves to), not on every interface.
+
+Requests (the body):
+
+  {"op": "meet", "round": "start 2n8g run 3", "node": k,
+   "instance": "<random id of this launcher>", "plan": "<digest>",
+   "payload": {...}, "timeout": seconds}
+  reply {"ok": true, "round": ..., "payloads": {"0": {...}, "1": {...}}}
+     or {"ok": false, "error": "...", "missing": [..], "fatal": bool}
+
+  {"op": "peek", "round": ..., "node": k}
+  reply {"ok": true, "payloads": {...}}   (who has arrived so far; no wait)
 
 Node 0's launcher runs the Coordinator for its whole lifetime and meets
 through it like every other node. A "meet" returns once all N nodes have
@@ -19,8 +48,9 @@ Meeting again in a round that already completed answers at once, so a
 client whose connection broke simply asks again. The coordinator refuses a
 node whose plan digest differs from its own (different BATCH, DTYPE, node
 list, ...), and two launchers that claim the same index: these errors are
-fatal and reach every node. The client retries connecting until its
-deadline, so nodes may start in any order.
+fatal and reach every node (they need the key: a stranger cannot cause
+them). The client retries connecting until its deadline, so nodes may
+start in any order.
 
 Rounds used by the runner: "hello" (plan check; node 0's payload carries
 the session stamp; a payload with "cannot_run" says why that node cannot
@@ -33,14 +63,30 @@ its own trainer is stopped instead of waiting for a peer that is gone.
 
 from __future__ import annotations
 
+import errno
 import json
+import re
+import select
 import socket
-import socketserver
+import sys
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+from official_bench.launch import auth
 
 MAX_LINE = 1 << 20
+# Connections served at once (one thread each): far above what the nodes
+# need (each has at most a meet and a peek open), far below what would
+# strain a machine. Runs of more than 16 nodes get 4 per node.
+MAX_CONNECTIONS = 64
+# Seconds a connection may take from connecting to a complete request; a
+# node sends its request within a round trip of the challenge.
+IDLE_TIMEOUT = 10.0
+# Log lines per kind of rejected connection before they are only counted
+# (every 100th is logged with the count), so a flood cannot fill the log.
+LOG_FIRST = 5
+_HEX_NONCE = re.compile(r"^[0-9a-f]{%d}$" % (2 * auth.NONCE_BYTES))
 
 
 class BarrierError(RuntimeError):
@@ -60,49 +106,233 @@ class _Round:
         self.completed = False
 
 
+class _Connection:
+    """One accepted connection: its socket, peer and whether it has sent an
+    authenticated request (only those that have not can be replaced)."""
+
+    def __init__(self, sock: socket.socket, peer: str):
+        self.sock, self.peer = sock, peer
+        self.started = time.monotonic()
+        self.authenticated = False
+
+    def drop(self) -> None:
+        """Wakes its thread (blocked in recv) by shutting the socket down."""
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def _peer_text(peer) -> str:
+    host, port = peer[0], peer[1]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def listen_sockets(hosts: Union[str, Sequence[str]], port: int
+                   ) -> List[socket.socket]:
+    """Listening sockets on every address `hosts` resolve to ('' or '0.0.0.0'
+    or '::': every interface). BarrierError when none can be bound, or when
+    the port is taken."""
+    if isinstance(hosts, str):
+        hosts = [hosts]
+    addresses = []
+    for host in hosts:
+        try:
+            infos = socket.getaddrinfo(host or None, port, 0,
+                                       socket.SOCK_STREAM, 0,
+                                       socket.AI_PASSIVE)
+        except OSError as e:
+            raise BarrierError(f"cannot listen on barrier port {port}: "
+                               f"{host!r} does not resolve ({e})", fatal=True)
+        for family, _, _, _, sockaddr in infos:
+            if (family, sockaddr[:2]) not in [(f, a[:2]) for f, a in
+                                              addresses]:
+                addresses.append((family, sockaddr))
+    sockets: List[socket.socket] = []
+    problems = []
+    for family, sockaddr in addresses:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(sockaddr)
+            sock.listen(128)
+        except OSError as e:
+            sock.close()
+            where = _peer_text(sockaddr)
+            if e.errno == errno.EADDRINUSE:
+                for other in sockets:
+                    other.close()
+                raise BarrierError(
+                    f"cannot listen on barrier port {port} at {where}: "
+                    f"{e.strerror}; is another launcher running here? (set "
+                    "BARRIER_PORT)", fatal=True)
+            problems.append(f"{where}: {e.strerror}")
+            continue
+        sockets.append(sock)
+    if not sockets:
+        raise BarrierError(
+            f"cannot listen on barrier port {port} at "
+            f"{', '.join(problems) or 'no address'}; node 0's address in the "
+            "node list must be this machine's (or set BARRIER_BIND)",
+            fatal=True)
+    return sockets
+
+
 class Coordinator:
-    """Serves rounds for `num_nodes` launchers on `port` (all interfaces)."""
+    """Serves rounds for `num_nodes` launchers on `port` at `host` (an
+    address or name, or a list of them; see listen_sockets)."""
 
     def __init__(self, port: int, num_nodes: int, plan: str,
-                 host: str = "", describe=None):
+                 host: Union[str, Sequence[str]] = "127.0.0.1",
+                 describe=None, key: auth.BarrierKey = auth.OPEN,
+                 log=None, max_connections: Optional[int] = None,
+                 idle_timeout: float = IDLE_TIMEOUT):
         self.num_nodes = num_nodes
         self.plan = plan
+        self.key = key
         self.describe = describe or (lambda i: f"node {i}")
+        self.log = log or (lambda m: print(m, file=sys.stderr, flush=True))
+        self.max_connections = max_connections or max(MAX_CONNECTIONS,
+                                                      4 * num_nodes)
+        self.idle_timeout = idle_timeout
         self.cond = threading.Condition()
         self.rounds: Dict[str, _Round] = {}
         self.members: Dict[int, str] = {}
         self.last_seen: Dict[int, float] = {}
         self.waiting: Dict[int, int] = {}  # node -> open meet requests
         self.fatal: Optional[str] = None
-        coordinator = self
-
-        class Handler(socketserver.StreamRequestHandler):
-            def handle(self):
-                coordinator._handle(self.rfile, self.wfile)
-
-        class Server(socketserver.ThreadingTCPServer):
-            allow_reuse_address = True
-            daemon_threads = True
-            address_family = (socket.AF_INET6 if ":" in host
-                              else socket.AF_INET)
-
-        try:
-            self.server = Server((host, port), Handler)
-        except OSError as e:
-            raise BarrierError(
-                f"cannot listen on barrier port {port}: {e.strerror}; is "
-                "another launcher running here? (set BARRIER_PORT)",
-                fatal=True)
-        self.thread = threading.Thread(target=self.server.serve_forever,
+        self.connections: List[_Connection] = []
+        self.conn_lock = threading.Lock()
+        self.rejected: Dict[str, int] = {}  # kind -> count (for the log)
+        self.stopping = threading.Event()
+        self.listeners = listen_sockets(host, port)
+        self.addresses = [_peer_text(s.getsockname()) for s in self.listeners]
+        self.thread = threading.Thread(target=self._accept_loop,
                                        name="barrier", daemon=True)
         self.thread.start()
 
-    # -- request handling --------------------------------------------------
+    # -- connections -------------------------------------------------------
 
-    def _handle(self, rfile, wfile) -> None:
+    def _accept_loop(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                ready, _, _ = select.select(self.listeners, [], [], 0.5)
+            except (OSError, ValueError):
+                return  # closed
+            for listener in ready:
+                try:
+                    sock, peer = listener.accept()
+                except OSError:
+                    continue
+                self._admit(sock, _peer_text(peer))
+
+    def _admit(self, sock: socket.socket, peer: str) -> None:
+        """Serves a new connection in a thread of its own, within the cap:
+        when full, the oldest unauthenticated connection makes room (or, if
+        every slot holds an authenticated node, the new one is closed)."""
+        with self.conn_lock:
+            if len(self.connections) >= self.max_connections:
+                idle = [c for c in self.connections if not c.authenticated]
+                if not idle:
+                    sock.close()
+                    self._reject("full", f"closed a connection from {peer}: "
+                                 f"all {self.max_connections} connections "
+                                 "are held by authenticated nodes")
+                    return
+                victim = min(idle, key=lambda c: c.started)
+                self.connections.remove(victim)
+                victim.drop()
+                self._reject("evicted", f"at {self.max_connections} "
+                             f"connections: closed the oldest "
+                             f"unauthenticated one, from {victim.peer}")
+            conn = _Connection(sock, peer)
+            self.connections.append(conn)
+        threading.Thread(target=self._serve, args=(conn,), daemon=True,
+                         name=f"barrier {peer}").start()
+
+    def _reject(self, kind: str, text: str) -> None:
+        """Logs a dropped connection or message: the first LOG_FIRST of a
+        kind, then every 100th with the count."""
+        n = self.rejected[kind] = self.rejected.get(kind, 0) + 1
+        if n <= LOG_FIRST or n % 100 == 0:
+            more = f" ({n} so far)" if n > LOG_FIRST else ""
+            self.log(f"barrier: {text}{more}")
+
+    def _read_line(self, conn: _Connection) -> bytes:
+        """One line, complete within the idle timeout of connecting."""
+        data = b""
+        while not data.endswith(b"\n"):
+            left = conn.started + self.idle_timeout - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("idle")
+            conn.sock.settimeout(left)
+            chunk = conn.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("closed")
+            data += chunk
+            if len(data) > MAX_LINE:
+                raise ValueError("line too long")
+        return data
+
+    def _send(self, conn: _Connection, message: dict) -> None:
+        conn.sock.settimeout(self.idle_timeout)
+        conn.sock.sendall((json.dumps(message) + "\n").encode("utf-8"))
+
+    def _serve(self, conn: _Connection) -> None:
         try:
-            line = rfile.readline(MAX_LINE)
-            request = json.loads(line.decode("utf-8"))
+            self._exchange(conn)
+        except (OSError, ValueError, TimeoutError):
+            pass  # idle, closed, evicted or garbled: nothing changed
+        finally:
+            with self.conn_lock:
+                if conn in self.connections:
+                    self.connections.remove(conn)
+            try:
+                conn.sock.close()
+            except OSError:
+                pass
+
+    def _exchange(self, conn: _Connection) -> None:
+        """Challenge, authenticated request, authenticated reply."""
+        server_nonce = auth.new_nonce()
+        self._send(conn, {"barrier": auth.PROTOCOL,
+                          "challenge": server_nonce,
+                          "secret": not self.key.open})
+        try:
+            line = self._read_line(conn)
+        except TimeoutError:
+            self._reject("idle", f"closed a connection from {conn.peer}: no "
+                         f"request within {self.idle_timeout:g} s")
+            raise
+        try:
+            envelope = json.loads(line.decode("utf-8"))
+            body, client_nonce = envelope["body"], envelope["nonce"]
+            mac = envelope.get("mac")
+            if not isinstance(client_nonce, str) or \
+                    not _HEX_NONCE.match(client_nonce):
+                raise ValueError("bad nonce")
+        except (ValueError, UnicodeDecodeError, KeyError, TypeError,
+                AttributeError):
+            self._reject("garbled", f"dropped an unreadable message from "
+                         f"{conn.peer}")
+            return
+        if not auth.verify(self.key.key, "request", server_nonce,
+                           client_nonce, body, mac):
+            claim = re.search(r'"node":\s*(-?\d+)', body or "")
+            self._reject("auth", "dropped a message from " + conn.peer
+                         + (f" (claiming node {claim.group(1)})" if claim
+                            else "")
+                         + ": authentication failed (a stranger, or a node "
+                         "with a different BARRIER_SECRET)")
+            self._send(conn, {"ok": False, "auth_failed": True,
+                              "error": "authentication failed: node 0's "
+                              "barrier " + ("uses a secret"
+                                            if not self.key.open else
+                                            "is open (no secret there)")})
+            return
+        conn.authenticated = True
+        try:
+            request = json.loads(body)
             op = request.get("op")
             if op == "meet":
                 reply, rnd, node = self._meet(request)
@@ -111,18 +341,19 @@ class Coordinator:
             else:
                 reply, rnd, node = {"ok": False, "error": f"unknown op {op!r}",
                                     "fatal": True}, None, None
-        except (ValueError, UnicodeDecodeError, AttributeError) as e:
+        except (ValueError, AttributeError) as e:
             reply, rnd, node = {"ok": False, "fatal": True,
                                 "error": f"bad barrier request: {e}"}, None, None
-        try:
-            wfile.write((json.dumps(reply) + "\n").encode("utf-8"))
-            wfile.flush()
-        except OSError:
-            return
+        text = json.dumps(reply)
+        self._send(conn, {"nonce": client_nonce, "body": text,
+                          "mac": auth.tag(self.key.key, "reply", server_nonce,
+                                          client_nonce, text)})
         if rnd is not None and reply.get("ok"):
             with self.cond:
                 rnd.delivered.add(node)
                 self.cond.notify_all()
+
+    # -- request handling --------------------------------------------------
 
     def _check_node(self, request) -> int:
         node = request.get("node")
@@ -240,8 +471,14 @@ class Coordinator:
                 if not pending:
                     break
                 self.cond.wait(0.2)
-        self.server.shutdown()
-        self.server.server_close()
+        self.stopping.set()
+        self.thread.join(5)
+        for listener in self.listeners:
+            listener.close()
+        with self.conn_lock:
+            for conn in self.connections:
+                if not conn.authenticated:
+                    conn.drop()
 
 
 class _Refused(Exception):
@@ -250,35 +487,83 @@ class _Refused(Exception):
         self.fatal_all = fatal_all
 
 
+class _AuthFailed(Exception):
+    """The coordinator refused this node's key, or its reply did not carry
+    this node's key."""
+
+
 class Client:
     """One launcher's side: meet and peek at node 0's coordinator."""
 
     def __init__(self, host: str, port: int, node: int, instance: str,
-                 plan: str, coordinator_name: str = "node 0"):
+                 plan: str, coordinator_name: str = "node 0",
+                 key: auth.BarrierKey = auth.OPEN):
         self.host, self.port = host, port
         self.node, self.instance, self.plan = node, instance, plan
         self.coordinator_name = coordinator_name
+        self.key = key
 
     @property
     def address(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{host}:{self.port}"
 
+    @staticmethod
+    def _read_line(f, what: str) -> dict:
+        line = f.readline(MAX_LINE + 1)
+        if not line.endswith(b"\n"):
+            raise ConnectionError(f"connection closed by the coordinator "
+                                  f"before its {what}" if not line else
+                                  f"{what} too long or cut short")
+        return json.loads(line.decode("utf-8"))
+
     def _request(self, request: dict, timeout: float) -> dict:
+        """One authenticated exchange (see the module docstring)."""
         with socket.create_connection((self.host, self.port),
                                       timeout=min(timeout, 5.0)) as s:
-            s.settimeout(timeout)
-            s.sendall((json.dumps(request) + "\n").encode("utf-8"))
-            data = b""
-            while not data.endswith(b"\n"):
-                chunk = s.recv(65536)
-                if not chunk:
-                    raise ConnectionError("connection closed by the "
-                                          "coordinator")
-                data += chunk
-                if len(data) > MAX_LINE:
-                    raise ConnectionError("reply too long")
-        return json.loads(data.decode("utf-8"))
+            s.settimeout(min(timeout, IDLE_TIMEOUT + 5.0))
+            with s.makefile("rb") as f:
+                return self._exchange(s, f, request, timeout)
+
+    def _exchange(self, s: socket.socket, f, request: dict,
+                  timeout: float) -> dict:
+        """Challenge in, tagged request out, tagged reply in (verified)."""
+        hello = self._read_line(f, "challenge")
+        server_nonce = hello.get("challenge")
+        if hello.get("barrier") != auth.PROTOCOL or \
+                not isinstance(server_nonce, str):
+            raise ConnectionError(f"not an official_bench barrier: "
+                                  f"{str(hello)[:80]}")
+        client_nonce = auth.new_nonce()
+        body = json.dumps(request)
+        s.sendall((json.dumps({
+            "nonce": client_nonce, "body": body,
+            "mac": auth.tag(self.key.key, "request", server_nonce,
+                            client_nonce, body)}) + "\n").encode("utf-8"))
+        s.settimeout(timeout)
+        envelope = self._read_line(f, "reply")
+        if envelope.get("auth_failed"):
+            raise _AuthFailed(f"{envelope.get('error', 'authentication failed')}"
+                              f", this node's key: {self._key_text()}")
+        if not auth.verify(self.key.key, "reply", server_nonce, client_nonce,
+                           envelope.get("body"), envelope.get("mac")):
+            raise _AuthFailed(
+                "authentication failed: the reply does not carry this "
+                f"node's key ({self._key_text()}); node 0's barrier "
+                + ("uses a secret" if hello.get("secret") else
+                   "is open (no secret there)")
+                + ", or something else answers on that port")
+        return json.loads(envelope["body"])
+
+    def _key_text(self) -> str:
+        return "none (open)" if self.key.open else self.key.source
+
+    def _auth_error(self, round_name: str, e: Exception) -> BarrierError:
+        return BarrierError(
+            f"at '{round_name}': barrier {e} (barrier of "
+            f"{self.coordinator_name} at {self.address}). Set the same "
+            "BARRIER_SECRET or BARRIER_SECRET_FILE on every node (or none "
+            "on any)", fatal=True)
 
     def meet(self, round_name: str, payload: Any, timeout: float,
              stale_after: Optional[float] = None,
@@ -314,6 +599,8 @@ class Client:
                        "stale_after": stale_after}
             try:
                 reply = self._request(request, left + 15.0)
+            except _AuthFailed as e:
+                raise self._auth_error(round_name, e)
             except (OSError, ValueError) as e:
                 last_error = getattr(e, "strerror", None) or str(e) or \
                     type(e).__name__
@@ -341,7 +628,7 @@ class Client:
         try:
             reply = self._request({"op": "peek", "round": round_name,
                                    "node": self.node}, timeout)
-        except (OSError, ValueError):
+        except (OSError, ValueError, _AuthFailed):
             return None
         self.contacted = True
         if not reply.get("ok"):

@@ -52,6 +52,14 @@ class NodeSet:
     index_from: str  # how the index was found
     tf_config: Optional[str] = None  # the environment's, passed on unchanged
     notes: List[str] = dataclasses.field(default_factory=list)
+    # Node k runs on machine machines[k]: nodes whose hosts resolve to a
+    # common address share a number (same_machines); None: by name only.
+    machines: Optional[List[int]] = None
+
+    def same_machine(self, a: int, b: int) -> bool:
+        if self.machines is None:
+            return self.nodes[a].host.lower() == self.nodes[b].host.lower()
+        return self.machines[a] == self.machines[b]
 
     @property
     def me(self) -> Node:
@@ -262,6 +270,49 @@ def resolve_host(host: str) -> List[str]:
     return sorted({info[4][0] for info in infos})
 
 
+def same_machines(nodes: Sequence[Node],
+                  resolver: Callable[[str], List[str]] = resolve_host
+                  ) -> List[int]:
+    """A machine number per node: two nodes share one when their hosts are
+    the same name or resolve to a common address ('localhost' and
+    '127.0.0.1'), so every comparison of nodes is by machine, not by text.
+    A name that does not resolve is compared by name only."""
+    keys: List[Set[str]] = []
+    cache: Dict[str, List[str]] = {}
+    for node in nodes:
+        host = node.host.lower().rstrip(".")
+        if host not in cache:
+            cache[host] = resolver(node.host)
+        keys.append({f"name:{host}"} | {f"addr:{a}" for a in cache[host]})
+    machines: List[int] = []
+    for i, key in enumerate(keys):
+        same = next((machines[j] for j in range(i) if keys[j] & key), None)
+        machines.append(len(set(machines)) if same is None else same)
+    return machines
+
+
+def reject_aliases(nodes: Sequence[Node], machines: Sequence[int],
+                   where: str,
+                   resolver: Callable[[str], List[str]] = resolve_host
+                   ) -> None:
+    """NodeError when two nodes are one machine and port under two names
+    (NODES=localhost:5000,127.0.0.1:5000): the second could never start."""
+    seen: Dict[tuple, int] = {}
+    for i, node in enumerate(nodes):
+        key = (machines[i], node.port)
+        if key in seen:
+            first = seen[key]
+            common = sorted(set(resolver(nodes[first].host)) &
+                            set(resolver(node.host)))
+            raise NodeError(
+                f"{where}: nodes {first} ({nodes[first].address}) and {i} "
+                f"({node.address}) are the same machine and port"
+                + (f" ({common[0]}:{node.port})" if common else "")
+                + "; each node must appear once (give nodes on one machine "
+                "different ports)")
+        seen[key] = i
+
+
 def match_index(nodes: Sequence[Node], identity: Identity,
                 resolver: Callable[[str], List[str]] = resolve_host,
                 where: str = "the node list") -> tuple:
@@ -386,6 +437,8 @@ def resolve(settings: Settings, config_hosts: Optional[str],
         if settings.task_index is not None and settings.task_index != index:
             ns.notes.append(f"TASK_INDEX={settings.task_index} ignored: "
                             f"TF_CONFIG says index {index}")
+        ns.machines = same_machines(nodes, resolver)
+        reject_aliases(nodes, ns.machines, "TF_CONFIG", resolver)
         return _check_count(ns, settings)
 
     port = settings.worker_port
@@ -413,6 +466,9 @@ def resolve(settings: Settings, config_hosts: Optional[str],
             "host:port (or HOSTFILE, or run it with srun inside a Slurm "
             "job, or set runtime.worker_hosts in the config)")
 
+    # Names resolved before any comparison, whatever gives the index.
+    machines = same_machines(nodes, resolver)
+    reject_aliases(nodes, machines, where, resolver)
     if settings.task_index is not None:
         index, how = settings.task_index, \
             f"TASK_INDEX ({settings.source('task_index')})"
@@ -427,7 +483,7 @@ def resolve(settings: Settings, config_hosts: Optional[str],
     if not 0 <= index < len(nodes):
         raise NodeError(f"task index {index} ({how}) is outside {where}, "
                         f"which has {len(nodes)} nodes (0..{len(nodes) - 1})")
-    ns = NodeSet(nodes, index, where, how)
+    ns = NodeSet(nodes, index, where, how, machines=machines)
     if slurm_index is not None and not settings.slurm.get("SLURM_STEP_ID"):
         ns.notes.append("in a Slurm job but not in a job step: start the "
                         "script on every node with srun --ntasks-per-node=1, "
@@ -444,7 +500,8 @@ def barrier_address(nodeset: NodeSet, barrier_port: Optional[int],
     Node k's trainers use ports_per_node consecutive ports from its port.
     """
     head = nodeset.nodes[0]
-    mine = [n for n in nodeset.nodes if n.host == head.host]
+    mine = [n for i, n in enumerate(nodeset.nodes)
+            if nodeset.same_machine(0, i)]
     port = barrier_port or ports_per_node + max(n.port for n in mine)
     if port > 65535:
         raise ValueError(f"the default BARRIER_PORT {port} is not a port; "
@@ -455,6 +512,45 @@ def barrier_address(nodeset: NodeSet, barrier_port: Optional[int],
                          f"trainer port of {clash[0].address}; set "
                          "BARRIER_PORT to a free port")
     return head.host, port
+
+
+def barrier_bind(nodeset: NodeSet, override: Optional[str] = None,
+                 resolver: Callable[[str], List[str]] = resolve_host
+                 ) -> List[str]:
+    """The addresses node 0's barrier listens on: BARRIER_BIND, else what
+    node 0's host resolves to here (not every interface: only the nodes
+    need to reach it). NodeError when node 0's host does not resolve, or
+    resolves here to loopback only while other nodes are on other machines
+    (Debian's '127.0.1.1 hostname' line in /etc/hosts does that): they could
+    not reach the barrier."""
+    if override:
+        return [override]
+    head = nodeset.nodes[0]
+    addrs = resolver(head.host)
+    if not addrs:
+        raise NodeError(f"node 0's host {head.host!r} ({nodeset.nodes_from}) "
+                        "does not resolve on this machine, so the barrier "
+                        "cannot listen there; use its IP address in the node "
+                        "list or set BARRIER_BIND")
+    if all(_is_loopback(a) for a in addrs):
+        remote = [n for n in nodeset.nodes[1:]
+                  if any(not _is_loopback(a) for a in resolver(n.host))]
+        if remote:
+            raise NodeError(
+                f"node 0's host {head.host!r} resolves here to "
+                f"{', '.join(addrs)} (loopback), but {remote[0].address} is "
+                "another machine and could not reach a barrier there. Use "
+                "node 0's network address in the node list, fix /etc/hosts, "
+                "or set BARRIER_BIND (e.g. node 0's address, or 0.0.0.0 for "
+                "every interface)")
+    return addrs
+
+
+def _is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address.split("%")[0]).is_loopback
+    except ValueError:
+        return False
 
 
 def _check_count(ns: NodeSet, settings: Settings) -> NodeSet:

@@ -128,6 +128,8 @@ class Plan:
     python: Optional[preflight.Interpreter] = None  # the trainer's
     # WORKERS_PER_NODE > 1: every task's host:port, node by node.
     cluster: Optional[List[str]] = None
+    # Node 0: the addresses its barrier listens on (nodes.barrier_bind).
+    barrier_bind: Optional[List[str]] = None
 
     @property
     def workers_per_node(self) -> int:
@@ -271,11 +273,13 @@ def _one_device_per_worker(settings: Settings, available: int,
     return Devices("gpu", available, how, [w], ids=ids[:w])
 
 
-def worker_addresses(nodes: List[nodes_lib.Node], per_node: int) -> List[str]:
+def worker_addresses(nodes: List[nodes_lib.Node], per_node: int,
+                     machines: Optional[List[int]] = None) -> List[str]:
     """Every task's host:port: node k's workers on its port and the next
-    per_node - 1 ports. PlanError when two tasks would share a port."""
+    per_node - 1 ports. PlanError when two tasks would share a port of one
+    machine (machines: nodes.same_machines; None compares host names)."""
     addresses: List[str] = []
-    owner: Dict[Tuple[str, int], int] = {}
+    owner: Dict[Tuple[Any, int], int] = {}
     for k, node in enumerate(nodes):
         for local in range(per_node):
             port = node.port + local
@@ -283,7 +287,7 @@ def worker_addresses(nodes: List[nodes_lib.Node], per_node: int) -> List[str]:
                 raise PlanError(f"node {k} ({node.address}) needs ports "
                                 f"{node.port}..{node.port + per_node - 1} "
                                 f"for WORKERS_PER_NODE={per_node}: past 65535")
-            key = (node.host.lower(), port)
+            key = (machines[k] if machines else node.host.lower(), port)
             if key in owner:
                 other = nodes[owner[key]]
                 raise PlanError(
@@ -425,14 +429,15 @@ def horovod_hosts(nodeset: Optional[nodes_lib.NodeSet]) -> List[str]:
     if nodeset is None:
         return ["localhost"]
     hosts: List[str] = []
-    for node in nodeset.nodes:
+    for k, node in enumerate(nodeset.nodes):
         if ":" in node.host:
             raise nodes_lib.NodeError(
                 f"LAUNCHER=horovod: horovodrun -H cannot take the IPv6 "
                 f"address {node.host} ({nodeset.nodes_from}); use host names")
-        if node.host.lower() in (h.lower() for h in hosts):
+        if any(nodeset.same_machine(j, k) for j in range(k)):
             raise nodes_lib.NodeError(
-                f"LAUNCHER=horovod: host {node.host} appears twice in "
+                f"LAUNCHER=horovod: host {node.host} appears twice (by "
+                f"name or address) in "
                 f"{nodeset.nodes_from} ({nodeset.worker_hosts}); horovodrun "
                 "runs one entry per host (ports are not used), so each node "
                 "must be a different host")
@@ -563,7 +568,8 @@ def make_plan(settings: Settings, stamp: str,
     if per_node > 1:
         head = nodeset.nodes if nodeset else [
             nodes_lib.Node("127.0.0.1", settings.worker_port)]
-        cluster = worker_addresses(head, per_node)
+        cluster = worker_addresses(head, per_node,
+                                   nodeset.machines if nodeset else None)
         _put(merged, "runtime.worker_hosts", ",".join(cluster))
     elif nodeset is not None and not use_horovod:
         _put(merged, "runtime.worker_hosts", nodeset.worker_hosts)
@@ -571,12 +577,16 @@ def make_plan(settings: Settings, stamp: str,
 
     # Barrier address.
     barrier = None
+    bind = None
     if nodeset is not None and not use_horovod:
         try:
             barrier = nodes_lib.barrier_address(
                 nodeset, settings.barrier_port, per_node)
         except ValueError as e:
             raise PlanError(str(e))
+        if nodeset.index == 0:
+            bind = nodes_lib.barrier_bind(nodeset, settings.barrier_bind,
+                                          resolver)
 
     # Runs.
     num_nodes = len(nodeset.nodes) if nodeset else 1
@@ -682,7 +692,7 @@ def make_plan(settings: Settings, stamp: str,
                          + " (move them away or use another LOG_DIR)")
     return Plan(settings, devices, config_file, batch, settings.dtype,
                 nodeset, merged, runs, notes, barrier, case_root, horovod,
-                interpreter, cluster)
+                interpreter, cluster, bind)
 
 
 def trainer_interpreter(settings: Settings,

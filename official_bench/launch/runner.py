@@ -16,6 +16,7 @@ import uuid
 from typing import Dict, List, Optional, TextIO
 
 from official_bench.contracts.throughput import DLPERF_KEYWORD, TIMEOUT_MARK
+from official_bench.launch import auth
 from official_bench.launch import barrier as barrier_lib
 from official_bench.launch.plan import Plan, Run, Worker
 from official_bench.results import run_status
@@ -277,15 +278,18 @@ class Runner:
         plan = self.plan
         host, port = plan.barrier
         digest = plan.digest()
+        key = auth.key_for(self.s)
         if plan.index == 0:
             self.coordinator = barrier_lib.Coordinator(
                 port, plan.num_nodes, digest, describe=self._node_name,
-                host="::" if ":" in host else "")  # all interfaces
-            self.log(f"barrier: serving on port {port} for "
+                host=plan.barrier_bind, key=key,
+                log=lambda m: say(self.plan, m, stream=sys.stderr))
+            self.log(f"barrier: serving on "
+                     f"{', '.join(self.coordinator.addresses)} for "
                      f"{plan.num_nodes} nodes")
         self.client = barrier_lib.Client(
             host, port, plan.index, uuid.uuid4().hex, digest,
-            coordinator_name=self._node_name(0))
+            coordinator_name=self._node_name(0), key=key)
         self.log(f"barrier: waiting up to {self.s.barrier_timeout:g} s for "
                  f"all nodes at {self.client.address}")
         payload = {"host": _hostname(), "pid": os.getpid(),

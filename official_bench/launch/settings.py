@@ -5,9 +5,10 @@ name in upper case (`--test-num` / `TEST_NUM`); BATCH, DTYPE and TEST_NUM are
 also the DLPerf positional arguments. A command-line value wins over the
 environment, which wins over the default. Besides the knobs, this module
 reads TF_CONFIG, the SLURM_* variables, CUDA_VISIBLE_DEVICES, PYTHONPATH,
-PATH and OB_LAUNCH_PYTHON[_FROM] (set by scripts/lib/launch.sh), and keeps a
-copy of the environment for the trainer processes; no other launcher module
-looks at os.environ.
+PATH, OB_LAUNCH_PYTHON[_FROM] (set by scripts/lib/launch.sh) and
+BARRIER_SECRET (plus the file BARRIER_SECRET_FILE names), and keeps a copy of
+the environment, without BARRIER_SECRET, for the trainer processes; no other
+launcher module looks at os.environ.
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ SLURM_VARS = (
     "SLURM_STEP_NUM_NODES", "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS_PER_NODE",
     "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE",
 )
+
+
+# The barrier's shared secret as text: an environment variable only, so it
+# never shows on a command line (see auth.py).
+SECRET_ENV = "BARRIER_SECRET"
 
 
 class SettingsError(ValueError):
@@ -85,6 +91,17 @@ KNOBS: List[Knob] = [
     Knob("barrier_port", "int", None, "TCP port of the launchers' meeting "
          "point on node 0; default: 1 + the highest worker port on node 0's "
          "host",
+         section="nodes"),
+    Knob("barrier_secret_file", "str", None, "file holding the barrier's "
+         "shared secret (its content without surrounding whitespace; the "
+         "same on every node; keep it mode 600). Or BARRIER_SECRET=text in "
+         "the environment (never on the command line, where ps shows it). "
+         "Default: derived from the Slurm job in one, else none (the "
+         "barrier is open, with a warning); see README, Security",
+         section="nodes"),
+    Knob("barrier_bind", "str", None, "address node 0's barrier listens "
+         "on; default: what node 0's host in the node list resolves to on "
+         "this machine (0.0.0.0 or :: listens on every interface)",
          section="nodes"),
     Knob("use_slurm", "choice", "auto", "take the node list and index from "
          "SLURM_* variables: auto (when in a Slurm job), yes, no",
@@ -210,6 +227,10 @@ class Settings:
     launch_python: Optional[str] = None
     launch_python_from: Optional[str] = None
     environ: Dict[str, str] = dataclasses.field(default_factory=dict)
+    # BARRIER_SECRET or the content of BARRIER_SECRET_FILE (never shown).
+    barrier_secret: Optional[str] = dataclasses.field(default=None,
+                                                      repr=False)
+    barrier_secret_from: Optional[str] = None
 
     def __getattr__(self, name: str) -> Any:
         values = self.__dict__.get("values", {})
@@ -376,8 +397,14 @@ LAUNCHER=horovod: one launcher, on node 0 (the first node of the list),
 other environment the launcher reads: TF_CONFIG, SLURM_*, CUDA_VISIBLE_DEVICES
 (counts the visible GPUs), VIRTUAL_ENV (the scripts), PYTHONPATH (the repository is put first for the
 trainer), PATH (LAUNCHER=horovod: HOROVOD_VENV/bin is put first), HOME and
-OB_HOROVOD_VENV (through scripts/install_horovod.sh --print-venv); the trainer
-inherits the whole environment."""
+OB_HOROVOD_VENV (through scripts/install_horovod.sh --print-venv),
+BARRIER_SECRET (the barrier's shared secret; see BARRIER_SECRET_FILE); the
+trainer inherits the whole environment except BARRIER_SECRET.
+security:    the barrier authenticates every message with BARRIER_SECRET /
+             BARRIER_SECRET_FILE (else a key derived from the Slurm job, which
+             is not secret, else none: open, with a warning). TensorFlow's
+             worker ports accept any client that reaches them: run on a
+             private network or firewall them (README, Security)."""
 
 
 def parse(argv: Sequence[str], environ: Optional[Mapping[str, str]] = None,
@@ -421,6 +448,11 @@ def parse(argv: Sequence[str], environ: Optional[Mapping[str, str]] = None,
                                 "not a port in 1..65535")
     if values["run_timeout"] == 0:
         raise SettingsError("RUN_TIMEOUT must be > 0 seconds")
+    secret, secret_from = read_barrier_secret(
+        environ.get(SECRET_ENV), values["barrier_secret_file"],
+        sources["barrier_secret_file"])
+    # The trainer inherits the environment: not the secret.
+    environ.pop(SECRET_ENV, None)
     tf_config = environ.get("TF_CONFIG", "").strip() or None
     slurm = {k: environ[k] for k in SLURM_VARS if environ.get(k)}
     return Settings(mode=mode, values=values, sources=sources,
@@ -431,4 +463,31 @@ def parse(argv: Sequence[str], environ: Optional[Mapping[str, str]] = None,
                     launch_python=environ.get("OB_LAUNCH_PYTHON") or None,
                     launch_python_from=environ.get("OB_LAUNCH_PYTHON_FROM")
                     or None,
-                    environ=environ)
+                    environ=environ, barrier_secret=secret,
+                    barrier_secret_from=secret_from)
+
+
+def read_barrier_secret(text: Optional[str], path: Optional[str],
+                        path_source: str) -> tuple:
+    """(secret or None, where it came from) from BARRIER_SECRET or the file
+    BARRIER_SECRET_FILE names; SettingsError when both are set, the file
+    cannot be read, or the secret is empty."""
+    if text is not None and text.strip() == "":
+        text = None
+    if text is not None and path:
+        raise SettingsError(f"both {SECRET_ENV} and BARRIER_SECRET_FILE="
+                            f"{path!r} ({path_source}) are set; set one")
+    if text is not None:
+        return text.strip(), f"{SECRET_ENV} (env)"
+    if not path:
+        return None, None
+    try:
+        with open(path, encoding="utf-8") as f:
+            secret = f.read().strip()
+    except (OSError, UnicodeDecodeError) as e:
+        raise SettingsError(f"BARRIER_SECRET_FILE={path!r} ({path_source}) "
+                            f"cannot be read: {getattr(e, 'strerror', e)}")
+    if not secret:
+        raise SettingsError(f"BARRIER_SECRET_FILE={path!r} ({path_source}) "
+                            "is empty")
+    return secret, f"BARRIER_SECRET_FILE {path}"
