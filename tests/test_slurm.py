@@ -29,6 +29,7 @@ import time
 import pytest
 
 from official_bench.launch import settings as settings_lib
+from official_bench.launch.nodes import NodeError, slurm_nodes
 
 from helpers import TINY_OVERRIDE, free_ports
 
@@ -278,6 +279,58 @@ def extract(tmp_path, log_dir):
                        .read_text())["rn50"]
     markdown = "".join(p.read_text() for p in result.glob("*.md"))
     return table, markdown
+
+
+# The mapping from Slurm's variables, without a cluster (runs everywhere;
+# the cluster tests below check it against what a real Slurm sets).
+STEP = {"SLURM_JOB_ID": "9", "SLURM_STEP_ID": "0",
+        "SLURM_STEP_NODELIST": "gpu[1-3]",
+        "SLURM_STEP_TASKS_PER_NODE": "2(x2),1", "SLURM_STEP_NUM_TASKS": "5"}
+
+
+def test_one_entry_per_task_with_ports_per_task():
+    """gpu1, gpu2 with 2 tasks and gpu3 with 1, 3 ports per task
+    (WORKERS_PER_NODE=3): entries on port, port+3; index from the node's
+    first entry plus SLURM_LOCALID, whatever SLURM_PROCID says (cyclic
+    distribution numbers tasks across nodes)."""
+    env = dict(STEP, SLURMD_NODENAME="gpu2", SLURM_LOCALID="1",
+               SLURM_PROCID="3")
+    nodes, index, where, how = slurm_nodes(env, 5000, ports_per_task=3)
+    assert [n.address for n in nodes] == [
+        "gpu1:5000", "gpu1:5003", "gpu2:5000", "gpu2:5003", "gpu3:5000"]
+    assert index == 3 and "SLURM_LOCALID=1" in how
+    assert "SLURM_STEP_NODELIST" in where
+    env = dict(STEP, SLURMD_NODENAME="", SLURM_NODEID="2",
+               SLURM_LOCALID="0")
+    assert slurm_nodes(env, 5000)[1] == 4
+
+
+def test_one_task_per_node_keeps_one_entry_per_host():
+    env = {"SLURM_JOB_ID": "9", "SLURM_JOB_NODELIST": "gpu[1-2]",
+           "SLURM_TASKS_PER_NODE": "1(x2)", "SLURMD_NODENAME": "gpu2",
+           "SLURM_LOCALID": "0"}
+    nodes, index, _, how = slurm_nodes(env, 11111)
+    assert [n.address for n in nodes] == ["gpu1:11111", "gpu2:11111"]
+    assert index == 1 and how == "SLURMD_NODENAME='gpu2'"
+    # `sbatch --exclusive` without --ntasks: the job's tasks per node is
+    # the CPU count (what a real Slurm 22.05 sets), not tasks: ignored.
+    env.update(SLURM_TASKS_PER_NODE="64(x2)")
+    assert [n.address for n in slurm_nodes(env, 11111)[0]] == \
+        ["gpu1:11111", "gpu2:11111"]
+    with pytest.raises(NodeError, match="places 128 tasks, but Slurm says 2"):
+        slurm_nodes(dict(env, SLURM_NTASKS="2"), 11111)
+
+
+def test_bad_task_layouts_are_named():
+    with pytest.raises(NodeError, match=r"SLURM_LOCALID='2'.*gpu3 \(1 tasks"):
+        slurm_nodes(dict(STEP, SLURMD_NODENAME="gpu3", SLURM_LOCALID="2"),
+                    5000)
+    with pytest.raises(NodeError, match="not one positive count per node"):
+        slurm_nodes(dict(STEP, SLURM_STEP_TASKS_PER_NODE="2(x4)"), 5000)
+    with pytest.raises(NodeError, match="places 6 tasks, but Slurm says 5"):
+        slurm_nodes(dict(STEP, SLURM_STEP_TASKS_PER_NODE="2(x3)"), 5000)
+    with pytest.raises(NodeError, match="is not Slurm's"):
+        slurm_nodes(dict(STEP, SLURM_STEP_TASKS_PER_NODE="two"), 5000)
 
 
 def test_examples_parse_and_say_how_to_run():

@@ -379,9 +379,17 @@ def slurm_nodes(slurm: Dict[str, str], default_port: int,
     per_node_var = "SLURM_STEP_TASKS_PER_NODE" \
         if var == "SLURM_STEP_NODELIST" else "SLURM_TASKS_PER_NODE"
     tasks = slurm.get("SLURM_STEP_NUM_TASKS") or slurm.get("SLURM_NTASKS")
-    if slurm.get(per_node_var):
+    # Outside a step, SLURM_TASKS_PER_NODE counts tasks only when the job
+    # asked for some (--ntasks); `sbatch --exclusive` alone sets it to the
+    # node's CPUs.
+    if slurm.get(per_node_var) and (per_node_var.startswith("SLURM_STEP")
+                                    or slurm.get("SLURM_NTASKS")):
         counts = slurm_task_counts(slurm[per_node_var], len(hosts),
                                    f"{where}, {per_node_var}")
+        if tasks and tasks.isdigit() and int(tasks) != sum(counts):
+            raise NodeError(f"{where}: {per_node_var}="
+                            f"{slurm[per_node_var]!r} places {sum(counts)} "
+                            f"tasks, but Slurm says {tasks}")
     else:
         counts = [1] * len(hosts)
         if tasks and tasks.isdigit() and int(tasks) > len(hosts):
