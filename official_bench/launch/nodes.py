@@ -6,7 +6,8 @@ Node list, first found wins:
   runtime.worker_hosts of PARAMS_OVERRIDE or of the config file.
 Task index, first found wins:
   TF_CONFIG's task > TASK_INDEX > runtime.task_index given in PARAMS_OVERRIDE >
-  Slurm (SLURMD_NODENAME's position in the node list, else SLURM_NODEID) >
+  Slurm (the task's node, SLURMD_NODENAME or SLURM_NODEID, and its
+  SLURM_LOCALID there; one entry per task, see slurm_nodes) >
   the one node whose host is this machine's hostname or resolves to one of
   the addresses on its interfaces > an error listing everything tried.
 The config file's own task_index is never used: it is the same file on every
@@ -393,8 +394,32 @@ def _tf_config_nodes(text: str) -> tuple:
     return nodes, position[parsed.task_index]
 
 
-def slurm_nodes(slurm: Dict[str, str], default_port: int) -> tuple:
-    """(nodes, index or None, description) from SLURM_* variables."""
+def slurm_task_counts(text: str, n_hosts: int, where: str) -> List[int]:
+    """Slurm's tasks-per-node syntax, '2(x3),1' -> [2, 2, 2, 1]."""
+    counts: List[int] = []
+    for part in split_list(text):
+        m = re.fullmatch(r"(\d+)(?:\(x(\d+)\))?", part)
+        if not m:
+            raise NodeError(f"{where}: tasks per node {text!r} is not "
+                            "Slurm's 'N' or 'N(xM)' list")
+        counts.extend([int(m.group(1))] * int(m.group(2) or 1))
+    if len(counts) != n_hosts or min(counts, default=0) < 1:
+        raise NodeError(f"{where}: tasks per node {text!r} gives {counts}, "
+                        f"not one positive count per node ({n_hosts} nodes)")
+    return counts
+
+
+def slurm_nodes(slurm: Dict[str, str], default_port: int,
+                ports_per_task: int = 1) -> tuple:
+    """(nodes, index or None, description, how) from SLURM_* variables.
+
+    One entry per Slurm task: a host with t tasks gives host:port,
+    host:port+P, ... (P = ports_per_task, the trainer ports one task uses),
+    so several tasks on one machine (srun --ntasks=2 on one node) get their
+    own ports. The index is the task's place in that list, from its node
+    (SLURMD_NODENAME, else SLURM_NODEID) and SLURM_LOCALID, which holds for
+    any task distribution (not SLURM_PROCID, which does not).
+    """
     var = next((v for v in ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST",
                             "SLURM_NODELIST") if slurm.get(v)), None)
     if var is None:
@@ -402,24 +427,50 @@ def slurm_nodes(slurm: Dict[str, str], default_port: int) -> tuple:
                         "the environment")
     hosts = expand_hostlist(slurm[var])
     where = f"Slurm {var}={slurm[var]!r}"
-    nodes = parse_node_list(hosts, default_port, where)
+    per_node_var = "SLURM_STEP_TASKS_PER_NODE" \
+        if var == "SLURM_STEP_NODELIST" else "SLURM_TASKS_PER_NODE"
     tasks = slurm.get("SLURM_STEP_NUM_TASKS") or slurm.get("SLURM_NTASKS")
-    if tasks and tasks.isdigit() and int(tasks) > len(nodes):
-        raise NodeError(
-            f"{where}: {tasks} Slurm tasks on {len(nodes)} nodes; the "
-            "launcher needs one task per node (srun --ntasks-per-node=1)")
+    # Outside a step, SLURM_TASKS_PER_NODE counts tasks only when the job
+    # asked for some (--ntasks); `sbatch --exclusive` alone sets it to the
+    # node's CPUs.
+    if slurm.get(per_node_var) and (per_node_var.startswith("SLURM_STEP")
+                                    or slurm.get("SLURM_NTASKS")):
+        counts = slurm_task_counts(slurm[per_node_var], len(hosts),
+                                   f"{where}, {per_node_var}")
+        if tasks and tasks.isdigit() and int(tasks) != sum(counts):
+            raise NodeError(f"{where}: {per_node_var}="
+                            f"{slurm[per_node_var]!r} places {sum(counts)} "
+                            f"tasks, but Slurm says {tasks}")
+    else:
+        counts = [1] * len(hosts)
+        if tasks and tasks.isdigit() and int(tasks) > len(hosts):
+            raise NodeError(
+                f"{where}: {tasks} Slurm tasks on {len(hosts)} nodes and no "
+                f"{per_node_var} to place them; run one task per node "
+                "(srun --ntasks-per-node=1)")
+    items = [format_hostport(h, default_port + j * ports_per_task)
+             for h, count in zip(hosts, counts) for j in range(count)]
+    nodes = parse_node_list(items, None, where)
     index = None
     how = ""
+    position = None
     name = slurm.get("SLURMD_NODENAME")
-    if name:
-        found = [i for i, n in enumerate(nodes) if n.host == name]
-        if found:
-            index, how = found[0], f"SLURMD_NODENAME={name!r}"
-    if index is None and slurm.get("SLURM_NODEID", "").isdigit():
-        index, how = int(slurm["SLURM_NODEID"]), \
+    if name and name in hosts:
+        position, how = hosts.index(name), f"SLURMD_NODENAME={name!r}"
+    elif slurm.get("SLURM_NODEID", "").isdigit():
+        position, how = int(slurm["SLURM_NODEID"]), \
             f"SLURM_NODEID={slurm['SLURM_NODEID']}"
-        if index >= len(nodes):
+        if position >= len(hosts):
             raise NodeError(f"{how} is outside {where}")
+    if position is not None:
+        local = slurm.get("SLURM_LOCALID", "0")
+        if not local.isdigit() or int(local) >= counts[position]:
+            raise NodeError(f"SLURM_LOCALID={local!r} is not a task of node "
+                            f"{hosts[position]} ({counts[position]} tasks "
+                            f"there, {per_node_var})")
+        index = sum(counts[:position]) + int(local)
+        if counts[position] > 1:
+            how += f", SLURM_LOCALID={local}"
     return nodes, index, where, how
 
 
@@ -455,8 +506,8 @@ def resolve(settings: Settings, config_hosts: Optional[str],
         where = f"HOSTFILE {settings.hostfile}"
         nodes = parse_node_list(read_hostfile(settings.hostfile), port, where)
     elif in_slurm and settings.use_slurm != "no":
-        nodes, slurm_index, where, slurm_how = slurm_nodes(settings.slurm,
-                                                           port)
+        nodes, slurm_index, where, slurm_how = slurm_nodes(
+            settings.slurm, port, settings.workers_per_node)
     elif config_hosts:
         where = config_hosts_from
         nodes = parse_node_list(split_list(config_hosts), port, where)

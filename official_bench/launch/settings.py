@@ -34,7 +34,7 @@ SLURM_VARS = (
     "SLURM_STEP_NODELIST", "SLURMD_NODENAME", "SLURM_NODEID", "SLURM_PROCID",
     "SLURM_NTASKS", "SLURM_NNODES", "SLURM_JOB_NUM_NODES", "SLURM_STEP_ID",
     "SLURM_STEP_NUM_NODES", "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS_PER_NODE",
-    "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE",
+    "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_LOCALID",
 )
 
 
@@ -360,7 +360,8 @@ node list:   TF_CONFIG (if set, it wins and is passed on unchanged) > NODES >
              HOSTFILE > Slurm (SLURM_JOB_NODELIST) > the config's
              runtime.worker_hosts (or one given in PARAMS_OVERRIDE)
 task index:  TF_CONFIG's task > TASK_INDEX > Slurm (SLURMD_NODENAME's place in the node list,
-             else SLURM_NODEID) > the one node whose host is this machine's
+             else SLURM_NODEID; + SLURM_LOCALID with several tasks per node)
+             > the one node whose host is this machine's
              hostname or one of its interface addresses > error
 logs:        LOG_DIR/tensorflow/resnet50/bz{B}/{N}n{G}g/rn50_b{B}_{dtype}_{i}.log
              (+ .json: the run's result JSON); node k>0 writes into node{k}/;
