@@ -153,7 +153,8 @@ def _expand_one(item: str, expr: str) -> List[str]:
     out = []
     for part in m.group(1).split(","):
         lo, sep, hi = part.strip().partition("-")
-        if not lo.isdigit() or (sep and not hi.isdigit()):
+        if not re.fullmatch("[0-9]+", lo) or \
+                (sep and not re.fullmatch("[0-9]+", hi)):
             raise NodeError(f"Slurm node list {expr!r}: bad range {part!r}")
         width = len(lo)
         for n in range(int(lo), int(hi if sep else lo) + 1):
@@ -353,7 +354,7 @@ def slurm_nodes(slurm: Dict[str, str], default_port: int) -> tuple:
     where = f"Slurm {var}={slurm[var]!r}"
     nodes = parse_node_list(hosts, default_port, where)
     tasks = slurm.get("SLURM_STEP_NUM_TASKS") or slurm.get("SLURM_NTASKS")
-    if tasks and tasks.isdigit() and int(tasks) > len(nodes):
+    if tasks and re.fullmatch("[0-9]+", tasks) and int(tasks) > len(nodes):
         raise NodeError(
             f"{where}: {tasks} Slurm tasks on {len(nodes)} nodes; the "
             "launcher needs one task per node (srun --ntasks-per-node=1)")
@@ -364,7 +365,7 @@ def slurm_nodes(slurm: Dict[str, str], default_port: int) -> tuple:
         found = [i for i, n in enumerate(nodes) if n.host == name]
         if found:
             index, how = found[0], f"SLURMD_NODENAME={name!r}"
-    if index is None and slurm.get("SLURM_NODEID", "").isdigit():
+    if index is None and re.fullmatch("[0-9]+", slurm.get("SLURM_NODEID", "")):
         index, how = int(slurm["SLURM_NODEID"]), \
             f"SLURM_NODEID={slurm['SLURM_NODEID']}"
         if index >= len(nodes):
