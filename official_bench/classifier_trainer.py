@@ -110,7 +110,9 @@ def _steps_pair(text):
     if text is None:
         return None
     parts = [p.strip() for p in text.split(",")]
-    return [int(p) for p in parts] if all(p.isdigit() for p in parts) \
+    # ASCII digits: str.isdigit() also takes '²', which int() refuses.
+    return [int(p) for p in parts] \
+        if all(p.isascii() and p.isdigit() for p in parts) \
         else text
 
 

@@ -382,7 +382,7 @@ def _safe_load(stream: Any, what: str) -> Any:
                           "levels)") from None
 
 
-def check_layer_shape(layer: Mapping[str, Any], source: str) -> None:
+def _check_layer_shape(layer: Mapping[str, Any], source: str) -> None:
     """Refuses a layer nested more than MAX_NESTING deep, one that contains
     itself (a YAML alias cycle such as `&x {a: *x}`) or one with more than
     MAX_LAYER_VALUES values, naming the key path. Iterative on purpose."""
@@ -1141,7 +1141,7 @@ def build_config(layers: Sequence[Layer], model_type: str = "resnet",
         if not isinstance(layer, Mapping):
             raise ConfigError(f"{source}: expected a mapping, got "
                               f"{type(layer).__name__}")
-        check_layer_shape(layer, source)
+        _check_layer_shape(layer, source)
         b.merge(tree, layer, source, ExperimentConfig)
     cfg = b.build(ExperimentConfig, tree)
     if not b.errors:

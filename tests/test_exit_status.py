@@ -22,14 +22,16 @@ from test_launch_cli import script
 PRODUCERS = {
     es.OK: [("test_cli.py", "test_dlperf_gpu_yaml_runs_on_cpu_through_cli",
              "exit_status.OK")],
-    es.FAILED: [("test_nan_guard.py", None, "exit_status.FAILED"),
+    es.FAILED: [("test_nan_guard.py", "test_cli_exits_1_with_the_step",
+                 "exit_status.FAILED"),
                 ("test_launch_cli.py", "test_run_timeout_escalates_to_sigkill",
                  "exit_status.FAILED")],
     es.CONFIG: [("test_cli.py", "test_bad_config_exits_2_naming_the_key",
                  "exit_status.CONFIG")],
     es.CLUSTER: [("test_multiworker.py", "test_own_port_in_use_is_reported",
                   "exit_status.CLUSTER"),
-                 ("test_launch_cli.py", None, "exit_status.CLUSTER")],
+                 ("test_launch_cli.py", "test_tf_config_wins_and_is_logged",
+                  "exit_status.CLUSTER")],
     es.PEER_LOST: [("test_multiworker.py",
                     "test_peer_killed_mid_run_ends_the_survivor",
                     "exit_status.PEER_LOST"),
@@ -68,6 +70,8 @@ ENTRY_POINTS = [
     "official_bench/doctor/cli.py",
     "official_bench/data/zmq_producer.py",
     "official_bench/data/build_records.py",
+    "official_bench/doctor/tfprobe.py",
+    "official_bench/runtime/watchdog.py",
 ]
 
 
@@ -150,8 +154,6 @@ def test_entry_points_return_no_literal_status(path):
 def _function_source(filename, func):
     with open(os.path.join(REPO, "tests", filename), encoding="utf-8") as f:
         text = f.read()
-    if func is None:
-        return text
     tree = ast.parse(text)
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == func:
@@ -191,3 +193,14 @@ def test_runner_describes_every_status_it_names():
     assert set(runner.TRAINER_EXIT) <= {s.code for s in es.TABLE}
     assert runner.describe_exit(es.PEER_LOST) == \
         "exit 4: a peer task went away mid-run"
+
+
+def test_launcher_help_names_only_statuses_of_the_table(tmp_path):
+    """The run scripts' --help lists exit statuses (launch/settings.py);
+    each number it names is one of the table's."""
+    out = script("single", tmp_path, "--help")
+    assert out.returncode == es.OK, out.stderr
+    m = re.search(r"exit status:(.*?)\n\S", out.stdout, re.S)
+    assert m, out.stdout[-2000:]
+    named = {int(n) for n in re.findall(r"\b\d+\b", m.group(1))}
+    assert named and named <= {s.code for s in es.TABLE}, named

@@ -54,13 +54,13 @@ TABLE: Tuple[ExitStatus, ...] = (
                "names the run and why); extractor: no usable log; doctor: a "
                "check failed"),
     ExitStatus(CONFIG, "CONFIG", "bad configuration or arguments: config "
-               "file, `--params_override`, flags, TF_CONFIG, launcher knobs, "
-               "a trainer Python that cannot import the trainer, eval/export "
-               "without a checkpoint"),
-    ExitStatus(CLUSTER, "CLUSTER", "node or cluster set-up: a node list or "
-               "task index that does not fit, an unknown host, this node "
-               "not in the list, a port in use, a parameter-server peer that "
-               "never came up"),
+               "file, `--params_override`, flags, a malformed TF_CONFIG "
+               "(trainer), launcher knobs, a trainer Python that cannot "
+               "import the trainer, eval/export without a checkpoint"),
+    ExitStatus(CLUSTER, "CLUSTER", "node or cluster set-up: a node list, "
+               "TF_CONFIG or task index the launcher cannot use (malformed, "
+               "or not fitting this machine or the run script), a port in "
+               "use, a parameter-server peer that never came up"),
     ExitStatus(PEER_LOST, "PEER_LOST", "a peer task went away mid-run: the "
                "last line is `error: official_bench: lost worker 1 at "
                "host:port at step S of T (...); see that task's log ...`; "

@@ -157,8 +157,13 @@ def _expand_one(item: str, expr: str) -> List[str]:
                 (sep and not re.fullmatch("[0-9]+", hi)):
             raise NodeError(f"Slurm node list {expr!r}: bad range {part!r}")
         width = len(lo)
-        for n in range(int(lo), int(hi if sep else lo) + 1):
-            for rest in _expand_one(suffix, expr):
+        rests = _expand_one(suffix, expr)
+        numbers = range(int(lo), int(hi if sep else lo) + 1)
+        if len(out) + len(numbers) * len(rests) > 65536:  # task_index's max
+            raise NodeError(f"Slurm node list {expr!r} names more than "
+                            "65536 nodes")
+        for n in numbers:
+            for rest in rests:
                 out.append(f"{prefix}{n:0{width}d}{rest}")
     return out
 
