@@ -19,7 +19,6 @@ first check. A failure prints the seed and the input.
 
 import dataclasses
 import math
-import os
 import random
 import typing
 
