@@ -21,6 +21,7 @@ from typing import Dict, List
 
 from absl import app, flags, logging
 
+from official_bench.contracts import exit_status
 from official_bench import classifier_trainer  # noqa: F401 (its flags)
 from official_bench.results import bandwidth
 
@@ -143,7 +144,7 @@ def main(argv) -> int:
     if len(argv) > 1:
         print(f"error: unexpected arguments {argv[1:]}; see --help",
               file=sys.stderr)
-        return 2
+        return exit_status.CONFIG
     logging.set_verbosity(logging.INFO)
     from official_bench import config as config_lib
     from official_bench.runtime.cluster import ClusterError
@@ -163,11 +164,11 @@ def main(argv) -> int:
         run(cfg, FLAGS.sizes, dtypes, FLAGS.iters, FLAGS.warmup)
     except config_lib.ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return exit_status.CONFIG
     except ClusterError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 3
-    return 0
+        return exit_status.CLUSTER
+    return exit_status.OK
 
 
 def run_main() -> None:

@@ -7,10 +7,12 @@
         --params_override='runtime.num_gpus=8'
 
 Layering: built-in defaults (per --model_type/--dataset) < --config_file <
---params_override < the explicit flags below. Exit status: 0 success,
-2 bad configuration, 3 cluster problem, 1 other. A multi-worker run whose
-peers do not all arrive within runtime.peer_timeout_seconds prints a line
-starting "official_bench: timeout:" naming them and is SIGKILLed (137).
+--params_override < the explicit flags below. Exit status: the table in
+official_bench/contracts/exit_status.py (0 success, 1 other, 2 bad
+configuration, 3 cluster problem, 4 peer lost, 128+N signal N). A
+multi-worker run whose peers do not all arrive within
+runtime.peer_timeout_seconds prints a line starting "official_bench:
+timeout:" naming them and is SIGKILLed (137).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import re
 import sys
 
 from absl import app, flags, logging
+
+from official_bench.contracts import exit_status
 
 FLAGS = flags.FLAGS
 
@@ -106,7 +110,9 @@ def _steps_pair(text):
     if text is None:
         return None
     parts = [p.strip() for p in text.split(",")]
-    return [int(p) for p in parts] if all(p.isdigit() for p in parts) \
+    # ASCII digits: str.isdigit() also takes '²', which int() refuses.
+    return [int(p) for p in parts] \
+        if all(p.isascii() and p.isdigit() for p in parts) \
         else text
 
 
@@ -115,14 +121,11 @@ def _default_model_dir() -> str:
     return f"model_dir/run-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-EXIT_PEER_LOST = 4  # a peer task went away mid-run
-
-
 def main(argv) -> int:
     if len(argv) > 1:
         print(f"error: unexpected arguments {argv[1:]}; see --help",
               file=sys.stderr)
-        return 2
+        return exit_status.CONFIG
     logging.set_verbosity(logging.INFO)
     # Imported here so --help answers without loading TensorFlow.
     from official_bench import config as config_lib
@@ -135,7 +138,7 @@ def main(argv) -> int:
     except config_lib.ConfigError as e:
         logging.error("%s", e)
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return exit_status.CONFIG
     except (RunStopped, PeerLost) as e:
         # Exit at once: a multi-worker teardown can wait for peers that are
         # still training or gone, and would print after our last line.
@@ -143,11 +146,12 @@ def main(argv) -> int:
         logging.flush()
         sys.stdout.flush()
         print(f"error: {e}", file=sys.stderr, flush=True)
-        os._exit(e.exit_status if isinstance(e, RunStopped) else EXIT_PEER_LOST)
+        os._exit(e.exit_status if isinstance(e, RunStopped)
+                 else exit_status.PEER_LOST)
     except ClusterError as e:
         logging.error("%s", e)
         print(f"error: {e}", file=sys.stderr)
-        return 3
+        return exit_status.CLUSTER
     except Exception as e:  # noqa: BLE001 - one clear line, then the trace
         # Our input pipeline's messages reach us inside TensorFlow's op
         # errors ("assertion failed: [official_bench: bad record ...]").
@@ -156,8 +160,8 @@ def main(argv) -> int:
             raise
         logging.exception("training stopped")
         print(f"error: {ours.group(0).strip()}", file=sys.stderr)
-        return 1
-    return 0
+        return exit_status.FAILED
+    return exit_status.OK
 
 
 def run_main() -> None:

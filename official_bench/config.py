@@ -360,15 +360,74 @@ def _deep_update(dst: Dict[str, Any], src: Mapping[str, Any]) -> None:
             dst[key] = copy.deepcopy(value)
 
 
+# Mappings and lists inside one layer: the config itself is 4 levels deep,
+# so 32 is never needed; deeper (or self-referring) values would end the
+# merge and the error messages, which walk values recursively, in a
+# RecursionError. MAX_LAYER_VALUES bounds the walk over YAML aliases that
+# share one value many times ("billion laughs").
+MAX_NESTING = 32
+MAX_LAYER_VALUES = 100_000
+
+
+def _safe_load(stream: Any, what: str) -> Any:
+    """yaml.safe_load; nesting too deep for PyYAML's recursive reader is a
+    ConfigError naming `what` (other YAML errors are left to the caller,
+    whose message says which input it was)."""
+    try:
+        return yaml.safe_load(stream)
+    except RecursionError:
+        raise ConfigError(f"{what} nests mappings or lists too deeply to "
+                          f"read (no key takes more than {MAX_NESTING} "
+                          "levels)") from None
+
+
+def _check_layer_shape(layer: Mapping[str, Any], source: str) -> None:
+    """Refuses a layer nested more than MAX_NESTING deep, one that contains
+    itself (a YAML alias cycle such as `&x {a: *x}`) or one with more than
+    MAX_LAYER_VALUES values, naming the key path. Iterative on purpose."""
+    stack = [(layer, "", 0, frozenset())]
+    seen = 0
+    while stack:
+        value, path, depth, parents = stack.pop()
+        if isinstance(value, Mapping):
+            items = [(f"{path}.{k}" if path else str(k), v)
+                     for k, v in value.items()]
+        elif isinstance(value, (list, tuple)):
+            items = [(f"{path}[{i}]", v) for i, v in enumerate(value)]
+        else:
+            continue
+        where = path or "the top level"
+        if id(value) in parents:
+            raise ConfigError(f"{source}: {where} contains itself (a YAML "
+                              "alias cycle such as `&x {a: *x}`)")
+        if depth >= MAX_NESTING:
+            raise ConfigError(f"{source}: {where} nests mappings or lists "
+                              f"more than {MAX_NESTING} levels deep; no key "
+                              "takes that")
+        seen += len(items)
+        if seen > MAX_LAYER_VALUES:
+            raise ConfigError(f"{source}: more than {MAX_LAYER_VALUES} "
+                              "values (YAML aliases repeating one value?); "
+                              "a config has a few hundred")
+        inner = parents | {id(value)}
+        stack.extend((v, p, depth + 1, inner) for p, v in items)
+
+
 def read_yaml_file(path: str) -> Dict[str, Any]:
     """Reads a YAML mapping; a missing file or bad YAML names the file."""
     if not os.path.isfile(path):
         raise ConfigError(f"config file {path!r} does not exist")
-    with open(path, encoding="utf-8") as f:
-        try:
-            data = yaml.safe_load(f)
-        except yaml.YAMLError as e:
-            raise ConfigError(f"config file {path!r} is not valid YAML: {e}")
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = _safe_load(f, f"config file {path!r}")
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config file {path!r} is not valid YAML: {e}")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"config file {path!r} is not UTF-8 text (byte "
+                          f"{e.start}: {e.reason})")
+    except OSError as e:
+        raise ConfigError(f"config file {path!r} cannot be read: "
+                          f"{e.strerror}")
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -419,7 +478,8 @@ def parse_params_override(text: str) -> Dict[str, Any]:
                                   "of the form key.path=value")
             key, raw = item.split("=", 1)
             try:
-                value = yaml.safe_load(raw) if raw.strip() else None
+                value = _safe_load(raw, f"--params_override "
+                                   f"{key.strip()}") if raw.strip() else None
             except yaml.YAMLError as e:
                 raise ConfigError(f"--params_override {key.strip()}: cannot "
                                   f"parse value {raw!r}: {e}")
@@ -433,7 +493,7 @@ def parse_params_override(text: str) -> Dict[str, Any]:
             node[parts[-1]] = value
         return tree
     try:
-        data = yaml.safe_load(text)
+        data = _safe_load(text, "--params_override")
     except yaml.YAMLError as e:
         raise ConfigError(f"--params_override is not valid YAML/JSON and not "
                           f"a file: {e}")
@@ -1080,6 +1140,7 @@ def build_config(layers: Sequence[Layer], model_type: str = "resnet",
         if not isinstance(layer, Mapping):
             raise ConfigError(f"{source}: expected a mapping, got "
                               f"{type(layer).__name__}")
+        _check_layer_shape(layer, source)
         b.merge(tree, layer, source, ExperimentConfig)
     cfg = b.build(ExperimentConfig, tree)
     if not b.errors:

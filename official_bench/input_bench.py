@@ -28,6 +28,8 @@ from typing import Optional
 
 from absl import logging
 
+from official_bench.contracts import exit_status
+
 
 def parse_args(argv):
     p = argparse.ArgumentParser(
@@ -132,15 +134,15 @@ def main(argv: Optional[list] = None) -> int:
         stats = bench(cfg, args.seconds)
     except config_lib.ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return exit_status.CONFIG
     except Exception as e:  # noqa: BLE001 - our pipeline's line, else raise
         ours = re.search(r"official_bench:[^\]\n]*", str(e))
         if not ours:
             raise
         print(f"error: {ours.group(0).strip()}", file=sys.stderr)
-        return 1
+        return exit_status.FAILED
     logging.info(summary(stats))
-    return 0
+    return exit_status.OK
 
 
 def run_main() -> None:

@@ -4,11 +4,12 @@ import json
 import os
 
 from helpers import DLPERF_CONFIGS, DLPERF_REGEX, TINY_OVERRIDE, cli
+from official_bench.contracts import exit_status
 
 
 def test_help_lists_model_garden_flags():
     p = cli(["--help"], timeout=120)
-    assert p.returncode == 0
+    assert p.returncode == exit_status.OK
     for flag in ("--mode", "--model_type", "--dataset", "--model_dir",
                  "--data_dir", "--config_file", "--params_override",
                  "--log_steps", "--num_gpus", "--[no]run_eagerly"):
@@ -19,7 +20,7 @@ def test_bad_config_exits_2_naming_the_key(tmp_path):
     p = cli([f"--model_dir={tmp_path}",
              "--params_override=runtime.distribution_strategy=mirored"],
             timeout=120)
-    assert p.returncode == 2
+    assert p.returncode == exit_status.CONFIG
     assert "runtime.distribution_strategy: unknown strategy 'mirored'; " \
            "valid: off, one_device, mirrored, multi_worker_mirrored" in p.stdout
     assert not os.listdir(tmp_path)  # nothing written
@@ -48,7 +49,7 @@ def test_dlperf_gpu_yaml_runs_on_cpu_through_cli(tmp_path):
              f"--config_file={os.path.join(DLPERF_CONFIGS, 'gpu.yaml')}",
              f"--params_override={TINY_OVERRIDE},train.steps=4",
              "--num_gpus=0", "--log_steps=1"], timeout=300)
-    assert p.returncode == 0, p.stdout[-3000:]
+    assert p.returncode == exit_status.OK, p.stdout[-3000:]
     lines = [l for l in p.stdout.splitlines() if "TimeHistory" in l]
     assert len(lines) == 4  # --log_steps=1 beat log_steps=2 in the override
     for line in lines:

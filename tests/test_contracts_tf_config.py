@@ -8,6 +8,7 @@ import pytest
 
 from helpers import TINY_OVERRIDE, cli
 from test_launch_cli import script
+from official_bench.contracts import exit_status
 from official_bench.contracts.tf_config import (TFConfig, TFConfigError,
                                                 parse_tf_config)
 
@@ -162,7 +163,7 @@ def test_trainer_exits_2_with_one_error_line(tmp_path, tf_config, words):
                "runtime.distribution_strategy=multi_worker_mirrored"],
               env={"TF_CONFIG": tf_config}, timeout=120)
     lines = [ln for ln in out.stdout.splitlines() if ln.strip()]
-    assert out.returncode == 2, out.stdout[-2000:]
+    assert out.returncode == exit_status.CONFIG, out.stdout[-2000:]
     assert lines[-1].startswith("error: ") and words in lines[-1], lines[-3:]
     assert "Traceback" not in out.stdout
 
@@ -171,7 +172,7 @@ def test_trainer_exits_2_with_one_error_line(tmp_path, tf_config, words):
 def test_launcher_exits_3_with_one_error_line(tmp_path, tf_config, words):
     out = script("two", tmp_path, "--dry-run", TF_CONFIG=tf_config)
     lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
-    assert out.returncode == 3, out.stderr
+    assert out.returncode == exit_status.CLUSTER, out.stderr
     assert lines == [lines[-1]] and lines[-1].startswith(
         "error: run_two_node.sh: TF_CONFIG is not valid: ")
     assert words in lines[-1] and "Traceback" not in out.stderr

@@ -17,6 +17,7 @@ import pytest
 from official_bench.launch import settings as settings_lib
 
 from helpers import free_ports
+from official_bench.contracts import exit_status
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = os.environ.get("OB_TEST_PYTHON", sys.executable)
@@ -195,7 +196,8 @@ def test_tf_config_wins_and_is_logged(tmp_path):
     assert f"TF_CONFIG for the trainer: {tf_config} (from the environment)" \
         in out.stdout
     single = script("single", tmp_path, "--dry-run", TF_CONFIG=tf_config)
-    assert single.returncode == 3 and "runs one node" in single.stderr
+    assert single.returncode == exit_status.CLUSTER
+    assert "runs one node" in single.stderr
 
 
 # -- bad input ------------------------------------------------------------------
@@ -251,7 +253,8 @@ def test_peer_that_never_arrives(tmp_path, index, words):
                  BARRIER_PORT=b, TASK_INDEX=index, BARRIER_TIMEOUT=3,
                  DEVICE="cpu", PYTHON_CHECK_TIMEOUT=0)  # timing: barrier only
     elapsed = time.monotonic() - start
-    assert out.returncode == 75, (out.stdout, out.stderr)
+    assert out.returncode == exit_status.BARRIER_TIMEOUT, (out.stdout,
+                                                           out.stderr)
     assert words.format(w0=w0, w1=w1, b=b) in out.stderr
     assert elapsed < 15, elapsed
 
@@ -466,8 +469,9 @@ def test_run_timeout_escalates_to_sigkill(tmp_path):
                  DEVICE="cpu", RUN_TIMEOUT=1, KILL_AFTER=1,
                  STUBBORN_PID=tmp_path / "pid", PYTHON_CHECK_TIMEOUT=0)
     elapsed = time.monotonic() - start
-    assert out.returncode == 1, (out.stdout, out.stderr)
+    assert out.returncode == exit_status.FAILED, (out.stdout, out.stderr)
     # ON_FAILURE=continue (default): run 2 still ran, and failed the same way.
+    assert f"exit {exit_status.KILLED}: killed (SIGKILL)" in out.stdout
     assert out.stdout.count("FAILED (exit 137: killed (SIGKILL))") == 2
     assert "1n1g run 1: failed" in out.stdout and \
         "1n1g run 2: failed" in out.stdout
@@ -494,7 +498,7 @@ def test_interrupted_launcher_stops_its_trainer(tmp_path):
         time.sleep(0.1)
     proc.terminate()
     out, err = proc.communicate(timeout=20)
-    assert proc.returncode == 143, (out, err)
+    assert proc.returncode == exit_status.TERMINATED, (out, err)
     assert "interrupted by SIGTERM; trainer stopped" in err
     assert _gone(int(pid_file.read_text()))
 

@@ -13,6 +13,7 @@ import pytest
 from helpers import (DLPERF_CONFIGS, REPO, TINY_OVERRIDE, LiveProcess,
                      cli_env, free_ports, kill_all, loopback_hosts,
                      thread_count, trainer_cmd)
+from official_bench.contracts import exit_status
 
 pytestmark = pytest.mark.multiworker
 
@@ -87,7 +88,7 @@ def test_missing_worker_is_a_clear_timeout(tmp_path):
         "runtime.task_index=0,runtime.peer_timeout_seconds=8"))
     rc, out = finish(w0, 120)
     # TensorFlow ignores SIGTERM there: the watchdog has to SIGKILL it.
-    assert rc == -9, out[-3000:]
+    assert exit_status.by_signal(-rc) == exit_status.KILLED, out[-3000:]
     assert "timeout: worker 0 waited 8 s" in out
     assert f"worker 1 at 127.0.0.1:{p1}" in out
     assert time.monotonic() - start < 100
@@ -107,7 +108,7 @@ def test_own_port_in_use_is_reported(tmp_path):
         rc, out = finish(w0, 120)
     finally:
         holder.close()
-    assert rc == 3, out[-3000:]
+    assert rc == exit_status.CLUSTER, out[-3000:]
     assert f"cannot listen on port {p0} for worker 0" in out
 
 
@@ -196,7 +197,7 @@ def test_peer_killed_mid_run_ends_the_survivor(tmp_path, killed):
         ended = time.monotonic() - killed_at
     finally:
         kill_all(workers)
-    assert code == 4, survivor.output[-3000:]
+    assert code == exit_status.PEER_LOST, survivor.output[-3000:]
     assert ended < 60, ended
     assert re.fullmatch(
         rf"error: official_bench: lost worker {killed} at "

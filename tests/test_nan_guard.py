@@ -12,6 +12,7 @@ from helpers import TINY_OVERRIDE, cli, tiny
 
 from official_bench import trainer
 from official_bench import timing
+from official_bench.contracts import exit_status
 from official_bench.runtime.keras_setup import keras
 from official_bench.training.nan_guard import NanGuard, NonFiniteLossError
 
@@ -132,7 +133,7 @@ def test_cli_exits_1_with_the_step(tmp_path):
              "model.learning_rate.name=constant,"
              "model.learning_rate.warmup_epochs=0,"
              "model.learning_rate.initial_lr=1.0e+30"], timeout=300)
-    assert p.returncode == 1, p.stdout[-3000:]
+    assert p.returncode == exit_status.FAILED, p.stdout[-3000:]
     assert re.search(r"^error: official_bench: loss is (nan|inf) at step \d+ ",
                      p.stdout, re.M), p.stdout[-3000:]
     assert "official_bench: run finished" not in p.stdout

@@ -9,6 +9,8 @@ import pytest
 
 from helpers import REPO, TINY_OVERRIDE, cli_env, free_ports
 
+from official_bench.contracts import exit_status
+
 pytestmark = pytest.mark.multiworker
 
 
@@ -107,7 +109,7 @@ def test_ps_killed_mid_run_no_task_exits_0(tmp_path):
         text[n] = f.read()
     assert codes["chief"] != 0, text["chief"][-2000:]
     assert f"ps 0 at 127.0.0.1:{ps}" in text["chief"], text["chief"][-2000:]
-    assert codes["worker0"] == 4, text["worker0"][-2000:]
+    assert codes["worker0"] == exit_status.PEER_LOST, text["worker0"][-2000:]
     last = [l for l in text["worker0"].splitlines() if l.strip()][-1]
     assert last.startswith(f"error: official_bench: chief 0 at 127.0.0.1:{c} "
                            "went away before it reported a finished run; "

@@ -3,6 +3,7 @@
 TensorFlow-free on purpose: the launcher, the extractor and the trainer all
 import it, and the first two must start without loading TensorFlow.
 
+  exit_status every command's exit statuses, in one table
   hostport    'host:port' / '[v6addr]:port' parsing and formatting
   tf_config   the TF_CONFIG reader used by the trainer and the launcher
   throughput  the TimeHistory line, the run-finished and timeout marks

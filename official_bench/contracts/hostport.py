@@ -70,7 +70,9 @@ def parse_hostport(text: str, default_port: Optional[int] = None
         if default_port is None:
             raise HostPortError(item, "has no port (host:port)")
         return host, default_port
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+    # ASCII digits only: str.isdigit() also takes '²', which int() refuses.
+    if not re.fullmatch(r"[0-9]+", port_text) or \
+            not 0 < int(port_text) < 65536:
         raise HostPortError(item, f"has a bad port {port_text!r}: need a "
                                   f"number in {PORT_RANGE}")
     return host, int(port_text)

@@ -68,6 +68,7 @@ import sys
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from official_bench.contracts import exit_status
 from official_bench.data import shard_skips
 from official_bench.data.image_codec import (  # noqa: F401 (re-exported)
     INSTALL_HINT, NeedsPillow, pillow_available, to_rgb_jpeg)
@@ -713,7 +714,7 @@ def build(args, log=print) -> int:
             f"listed in {os.path.join(args.output_dir, SKIPPED_FILE)}")
         for image, why in all_bad[:10]:
             log(f"  skipped {image}: {why}")
-    return 0
+    return exit_status.OK
 
 
 class Interrupted(BaseException):
@@ -762,11 +763,11 @@ def main(argv: Optional[Sequence[str]] = None, log=print) -> int:
         name = signal.Signals(e.signum).name
         print(f"build_records: stopped by {name}; finished shards are kept, "
               "re-run the same command to build the rest", file=sys.stderr)
-        return 128 + e.signum
+        return exit_status.by_signal(e.signum)
     except (BuildError, NeedsPillow) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+        return exit_status.CONFIG
+    return exit_status.OK
 
 
 def _verify_cli(args, log) -> int:

@@ -30,6 +30,7 @@ import socket
 import sys
 from typing import Iterable, Optional
 
+from official_bench.contracts import exit_status
 from official_bench.data import batch_spec, python_loader, zmq_wire
 
 INSTALL_HINT = ("the ZMQ producer needs pyzmq: "
@@ -168,7 +169,7 @@ def main(argv: Optional[list] = None) -> int:
         import zmq
     except ImportError:
         print(f"error: {INSTALL_HINT}", file=sys.stderr)
-        return 2
+        return exit_status.CONFIG
     name = args.name or f"{socket.gethostname()}:{os.getpid()}"
     spec = batch_spec.BatchSpec(args.batch_size, args.image_size,
                                 args.num_channels, args.num_classes,
@@ -192,17 +193,17 @@ def main(argv: Optional[list] = None) -> int:
     except zmq.Again:
         print(f"zmq_producer {name}: no trainer took a batch for "
               f"{args.send_timeout_seconds:g} s; exiting", flush=True)
-        return 0
+        return exit_status.OK
     except zmq.ZMQError as e:
         print(f"error: zmq_producer {name}: {e}", file=sys.stderr)
-        return 2
+        return exit_status.CONFIG
     except (batch_spec.BadBatch, FileNotFoundError, ValueError) as e:
         print(f"error: zmq_producer {name}: {e}", file=sys.stderr)
-        return 1
+        return exit_status.FAILED
     finally:
         sock.close()
     print(f"zmq_producer {name}: sent {sent} batches", flush=True)
-    return 0
+    return exit_status.OK
 
 
 def run_main() -> None:

@@ -16,6 +16,7 @@ import sys
 import time
 from typing import Callable, Dict, List, Optional, Sequence
 
+from official_bench.contracts import exit_status as es
 from official_bench.doctor import (commands, env_checks, gpu_util, plan,
                                    report, run_checks, tfprobe)
 from official_bench.runtime import gpu_diagnosis
@@ -196,7 +197,7 @@ def main(argv: Optional[Sequence[str]] = None,
     if args.list:
         for c in selected:
             out(f"{c.name:<34} {'SKIP: ' + c.skip if c.skip else 'run'}")
-        return 0
+        return es.OK
     facts = dict(machine.to_json(), workdir=workdir)
     no_gpu = machine.no_gpu
     results = [env_checks.tensorflow_row(machine.tf_facts,
@@ -220,7 +221,7 @@ def main(argv: Optional[Sequence[str]] = None,
     except KeyboardInterrupt:
         out(f"official-bench-doctor: interrupted; the checks finished so "
             f"far are in {output} (complete: false)")
-        return 130
+        return es.INTERRUPTED
     out("")
     out(report.table(results, no_gpu))
     report.write(output, report.document(results, facts, started, _now(),

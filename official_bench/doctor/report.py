@@ -20,6 +20,7 @@ import dataclasses
 import json
 from typing import Any, Dict, Optional, Sequence
 
+from official_bench.contracts import exit_status as es
 from official_bench.results.atomic import write_text_atomic
 
 SCHEMA = "official_bench.doctor/1"
@@ -44,7 +45,7 @@ def summary(results: Sequence[CheckResult]) -> Dict[str, int]:
 
 def exit_status(results: Sequence[CheckResult]) -> int:
     """0 when nothing failed (skips are not failures), 1 otherwise."""
-    return 1 if any(r.result == FAIL for r in results) else 0
+    return es.FAILED if any(r.result == FAIL for r in results) else es.OK
 
 
 def table(results: Sequence[CheckResult],

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from typing import Dict, Optional, Tuple
 
+from official_bench.contracts import exit_status
+
 MARK = "official_bench.doctor.tfprobe:"
 
 
@@ -54,7 +56,7 @@ def probe(python: str, cwd: str, env: Dict[str, str], timeout: float
 
 def main() -> int:
     print(MARK + json.dumps(collect()), flush=True)
-    return 0
+    return exit_status.OK
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import time
 import uuid
 from typing import Optional, Sequence
 
+from official_bench.contracts import exit_status as es
 from official_bench.launch import auth
 from official_bench.launch import barrier as barrier_lib
 from official_bench.launch import nodes as nodes_lib
@@ -27,7 +28,7 @@ from official_bench.launch import settings as settings_lib
 from official_bench.launch.barrier import BarrierError
 from official_bench.launch.nodes import NodeError
 
-EXIT_USAGE = 2  # as runner.EXIT_USAGE, which needs the full launcher
+EXIT_USAGE = es.CONFIG  # as runner.EXIT_USAGE, which needs the launcher
 
 
 def describe(plan) -> None:
@@ -178,10 +179,10 @@ def main(argv: Optional[Sequence[str]] = None, environ=None) -> int:
             f"horovodrun on node 0 ({plan.horovod.hosts[0]}) starts the "
             "ranks of every node over ssh (starting the script on node 0 "
             "alone is enough)")
-        return 0
+        return es.OK
     if settings.dry_run:
         print_dry_run(plan)
-        return 0
+        return es.OK
 
     def on_signal(signum, frame):
         raise Interrupted(signum)
@@ -222,7 +223,7 @@ def main(argv: Optional[Sequence[str]] = None, environ=None) -> int:
         return EXIT_PEER if e.missing else EXIT_CLUSTER
     except Interrupted as e:
         say(plan, f"interrupted by {e}; trainer stopped", stream=sys.stderr)
-        return 128 + e.signum
+        return es.by_signal(e.signum)
     finally:
         runner.close()
 

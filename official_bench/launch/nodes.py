@@ -162,11 +162,17 @@ def _expand_one(item: str, expr: str) -> List[str]:
     out = []
     for part in m.group(1).split(","):
         lo, sep, hi = part.strip().partition("-")
-        if not lo.isdigit() or (sep and not hi.isdigit()):
+        if not re.fullmatch("[0-9]+", lo) or \
+                (sep and not re.fullmatch("[0-9]+", hi)):
             raise NodeError(f"Slurm node list {expr!r}: bad range {part!r}")
         width = len(lo)
-        for n in range(int(lo), int(hi if sep else lo) + 1):
-            for rest in _expand_one(suffix, expr):
+        rests = _expand_one(suffix, expr)
+        numbers = range(int(lo), int(hi if sep else lo) + 1)
+        if len(out) + len(numbers) * len(rests) > 65536:  # task_index's max
+            raise NodeError(f"Slurm node list {expr!r} names more than "
+                            "65536 nodes")
+        for n in numbers:
+            for rest in rests:
                 out.append(f"{prefix}{n:0{width}d}{rest}")
     return out
 
@@ -394,15 +400,24 @@ def _tf_config_nodes(text: str) -> tuple:
     return nodes, position[parsed.task_index]
 
 
+def _ascii_digits(text: str) -> bool:
+    """str.isdigit() also accepts '²', which int() refuses."""
+    return re.fullmatch("[0-9]+", text) is not None
+
+
 def slurm_task_counts(text: str, n_hosts: int, where: str) -> List[int]:
     """Slurm's tasks-per-node syntax, '2(x3),1' -> [2, 2, 2, 1]."""
     counts: List[int] = []
     for part in split_list(text):
-        m = re.fullmatch(r"(\d+)(?:\(x(\d+)\))?", part)
+        m = re.fullmatch(r"([0-9]+)(?:\(x([0-9]+)\))?", part)
         if not m:
             raise NodeError(f"{where}: tasks per node {text!r} is not "
                             "Slurm's 'N' or 'N(xM)' list")
-        counts.extend([int(m.group(1))] * int(m.group(2) or 1))
+        repeat = int(m.group(2) or 1)
+        if repeat + len(counts) > n_hosts:
+            raise NodeError(f"{where}: tasks per node {text!r} lists more "
+                            f"counts than the {n_hosts} nodes")
+        counts.extend([int(m.group(1))] * repeat)
     if len(counts) != n_hosts or min(counts, default=0) < 1:
         raise NodeError(f"{where}: tasks per node {text!r} gives {counts}, "
                         f"not one positive count per node ({n_hosts} nodes)")
@@ -437,13 +452,13 @@ def slurm_nodes(slurm: Dict[str, str], default_port: int,
                                     or slurm.get("SLURM_NTASKS")):
         counts = slurm_task_counts(slurm[per_node_var], len(hosts),
                                    f"{where}, {per_node_var}")
-        if tasks and tasks.isdigit() and int(tasks) != sum(counts):
+        if tasks and _ascii_digits(tasks) and int(tasks) != sum(counts):
             raise NodeError(f"{where}: {per_node_var}="
                             f"{slurm[per_node_var]!r} places {sum(counts)} "
                             f"tasks, but Slurm says {tasks}")
     else:
         counts = [1] * len(hosts)
-        if tasks and tasks.isdigit() and int(tasks) > len(hosts):
+        if tasks and _ascii_digits(tasks) and int(tasks) > len(hosts):
             raise NodeError(
                 f"{where}: {tasks} Slurm tasks on {len(hosts)} nodes and no "
                 f"{per_node_var} to place them; run one task per node "
@@ -457,14 +472,14 @@ def slurm_nodes(slurm: Dict[str, str], default_port: int,
     name = slurm.get("SLURMD_NODENAME")
     if name and name in hosts:
         position, how = hosts.index(name), f"SLURMD_NODENAME={name!r}"
-    elif slurm.get("SLURM_NODEID", "").isdigit():
+    elif _ascii_digits(slurm.get("SLURM_NODEID", "")):
         position, how = int(slurm["SLURM_NODEID"]), \
             f"SLURM_NODEID={slurm['SLURM_NODEID']}"
         if position >= len(hosts):
             raise NodeError(f"{how} is outside {where}")
     if position is not None:
         local = slurm.get("SLURM_LOCALID", "0")
-        if not local.isdigit() or int(local) >= counts[position]:
+        if not _ascii_digits(local) or int(local) >= counts[position]:
             raise NodeError(f"SLURM_LOCALID={local!r} is not a task of node "
                             f"{hosts[position]} ({counts[position]} tasks "
                             f"there, {per_node_var})")

@@ -15,6 +15,7 @@ import time
 import uuid
 from typing import Dict, List, Optional, TextIO
 
+from official_bench.contracts import exit_status as es
 from official_bench.contracts.throughput import DLPERF_KEYWORD, TIMEOUT_MARK
 from official_bench.launch import auth
 from official_bench.launch import barrier as barrier_lib
@@ -22,13 +23,15 @@ from official_bench.launch.plan import Plan, Run, Worker
 from official_bench.results import run_status
 from official_bench.results.atomic import write_text_atomic
 
-EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_CLUSTER, EXIT_PEER = 0, 1, 2, 3, 75
+EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_CLUSTER, EXIT_PEER = (
+    es.OK, es.FAILED, es.CONFIG, es.CLUSTER, es.BARRIER_TIMEOUT)
 TRAINER_EXIT = {
-    2: "bad configuration", 3: "cluster problem",
-    4: "a peer task went away mid-run", 130: "interrupted (SIGINT)",
-    75: "a peer never arrived (runtime.peer_timeout_seconds)",
-    124: "timed out (RUN_TIMEOUT), stopped with SIGTERM",
-    137: "killed (SIGKILL)", 143: "terminated (SIGTERM)",
+    es.CONFIG: "bad configuration", es.CLUSTER: "cluster problem",
+    es.PEER_LOST: "a peer task went away mid-run",
+    es.INTERRUPTED: "interrupted (SIGINT)",
+    es.BARRIER_TIMEOUT: "a peer never arrived (runtime.peer_timeout_seconds)",
+    es.TIMEOUT: "timed out (RUN_TIMEOUT), stopped with SIGTERM",
+    es.KILLED: "killed (SIGKILL)", es.TERMINATED: "terminated (SIGTERM)",
 }
 PEEK_SECONDS = 2.0
 LOST_AFTER = 30.0  # + KILL_AFTER: silence that means a launcher stopped
@@ -153,7 +156,7 @@ class TrainerProcess:
             if rc is not None:
                 self.ended = time.monotonic()
                 self.elapsed = self.ended - self.started
-                self.rc = 128 - rc if rc < 0 else rc
+                self.rc = es.by_signal(-rc) if rc < 0 else rc
         return self.rc
 
     @property
@@ -426,11 +429,12 @@ class Runner:
     def _judge(self, run: Worker, proc: TrainerProcess, rc: int) -> Outcome:
         if proc.stopped_because:
             return Outcome(rc, "aborted", proc.stopped_because, run.log_path)
-        if rc in (124, 137) and proc.elapsed >= self.s.run_timeout:
+        if rc in (es.TIMEOUT, es.KILLED) and \
+                proc.elapsed >= self.s.run_timeout:
             return Outcome(rc, "failed", (
                 f"still running after RUN_TIMEOUT={self.s.run_timeout:g} s: "
                 "sent SIGTERM" + (f", then SIGKILL after KILL_AFTER="
-                                  f"{self.s.kill_after:g} s" if rc == 137
+                                  f"{self.s.kill_after:g} s" if rc == es.KILLED
                                   else "")), run.log_path)
         if rc != 0:
             return Outcome(rc, "failed", last_error_line(run.log_path),

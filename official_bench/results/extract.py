@@ -34,6 +34,7 @@ import json
 import os
 import sys
 
+from official_bench.contracts import exit_status
 from official_bench.results import atomic
 from official_bench.results import cases
 from official_bench.results import logparse
@@ -319,12 +320,12 @@ def main(argv=None):
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse exits on --help and on usage errors
-        return e.code if isinstance(e.code, int) else 2
+        return e.code if isinstance(e.code, int) else exit_status.CONFIG
     if args.compare is None and args.log_dir is None:
         parser.print_usage(sys.stderr)
         print("%s: error: --log_dir is required (or --compare A.json B.json)"
               % parser.prog, file=sys.stderr)
-        return 2
+        return exit_status.CONFIG
     try:
         if args.compare:
             text, written = compare(args.compare[0], args.compare[1],
@@ -342,9 +343,9 @@ def main(argv=None):
             print(result_json_text(extraction.result), end="")
     except ExtractError as e:
         print("error: %s" % e, file=sys.stderr)
-        return 1
+        return exit_status.FAILED
     _print_lines("wrote ", written)
-    return 0
+    return exit_status.OK
 
 
 def run_main():

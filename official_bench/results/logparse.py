@@ -52,6 +52,8 @@ _ISO_TIME_RE = re.compile(
 _BARE_TIME_RE = re.compile(r"^\s*(\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?\b")
 _EXCEPTION_RE = re.compile(r"^[A-Za-z_][\w.]*(: |$)")
 _DAY = 86400.0
+# Larger step numbers are no real run's, and would overflow a float.
+_MAX_STEP = 2 ** 63 - 1
 _WRAP_THRESHOLD = 12 * 3600.0
 # Day numbers count from here, so that clock seconds stay below ~1e9 and a
 # float keeps them to better than a microsecond (from year 1 they would be
@@ -276,7 +278,9 @@ def _number(text, what, integer=False):
         value = int(text) if integer else float(text)
     except ValueError:
         return None, "%s %r is not a number" % (what, text)
-    if not math.isfinite(value) or value < 0:
+    if integer and value > _MAX_STEP:
+        return None, "%s %r is too large" % (what, text)
+    if not math.isfinite(value) or math.copysign(1, value) < 0:  # -0.0 too
         return None, "%s %r is not a finite non-negative number" % (what, text)
     return value, None
 

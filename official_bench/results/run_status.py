@@ -15,6 +15,7 @@ import os
 import signal
 from typing import Any, Dict, Optional, Tuple
 
+from official_bench.contracts import exit_status
 from official_bench.results.atomic import write_text_atomic
 
 SCHEMA = "official_bench.run_status/1"
@@ -26,9 +27,7 @@ def status_path(log_path: str) -> str:
 
 def signal_name(rc: Optional[int]) -> Optional[str]:
     """The signal behind an exit status: -N (Popen) or 128+N (shells)."""
-    if rc is None:
-        return None
-    num = -rc if rc < 0 else rc - 128 if 128 < rc < 160 else None
+    num = exit_status.signal_number(rc)
     try:
         return signal.Signals(num).name if num else None
     except ValueError:

@@ -24,6 +24,7 @@ import threading
 import time
 from typing import Callable, Optional
 
+from official_bench.contracts import exit_status
 from official_bench.runtime.keras_setup import keras
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -42,7 +43,7 @@ class RunStopped(RuntimeError):
 
     @property
     def exit_status(self) -> int:
-        return 128 + self.signum
+        return exit_status.by_signal(self.signum)
 
 
 class StopOnSignal:
@@ -121,7 +122,7 @@ class StopOnSignal:
                           f"not end within {self.grace_seconds:g} s "
                           "(runtime.stop_grace_seconds) after the signal, "
                           f"at step {self.step}; exiting now")
-                self._hard_exit(128 + self.signum)
+                self._hard_exit(exit_status.by_signal(self.signum))
                 return
             try:
                 data = os.read(read_fd, 64)
@@ -134,7 +135,7 @@ class StopOnSignal:
                     self._log(f"official_bench: second "
                               f"{signal.Signals(signum).name}; exiting now "
                               f"at step {self.step}")
-                    self._hard_exit(128 + self.signum)
+                    self._hard_exit(exit_status.by_signal(self.signum))
                     return
                 if signum in SIGNALS:
                     self._request(signum)

@@ -21,7 +21,7 @@ import sys
 import time
 from typing import Dict, List
 
-from official_bench.contracts import throughput
+from official_bench.contracts import exit_status, throughput
 
 
 class StartupWatchdog:
@@ -84,7 +84,7 @@ def _watch(parent: int, timeout: float, me: str,
         wait = min(deadline, next_report) - now
         ready, _, _ = select.select([sys.stdin], [], [], max(0.0, wait))
         if ready:
-            return 0  # "joined", or EOF because the trainer is gone
+            return exit_status.OK  # "joined", or EOF: the trainer is gone
         if time.monotonic() >= next_report and time.monotonic() < deadline:
             print(f"official_bench: {me} waiting for peers "
                   f"({deadline - time.monotonic():.0f} s left); not "
@@ -96,7 +96,7 @@ def _watch(parent: int, timeout: float, me: str,
         os.kill(parent, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    return 1
+    return exit_status.FAILED  # the trainer's own status is KILLED
 
 
 def main(argv: List[str]) -> int:

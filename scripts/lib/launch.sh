@@ -26,7 +26,7 @@ ob_launch() {
         if [ -z "${py}" ]; then
             echo "error: no python3 on PATH and no ${root}/.venv: run" \
                  "\`make bench\` in ${root} to create .venv, or set PYTHON=" >&2
-            return 2
+            return 2  # exit_status.CONFIG
         fi
     fi
     OB_LAUNCH_PYTHON="${py}" OB_LAUNCH_PYTHON_FROM="${from}" \

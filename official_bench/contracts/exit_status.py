@@ -1,0 +1,144 @@
+"""Every exit status an official_bench command ends with, in one table.
+
+The trainer, the launcher (run_*_node.sh), the extractor, the doctor and the
+small tools all read their codes from here, so that a scheduler or a script
+that checks `$?` sees the same number for the same cause everywhere. README's
+"Exit status" table is this module's `markdown_table()` (a test compares
+them); `python -m official_bench.contracts.exit_status` prints it. The shell
+library (scripts/lib/launch.sh) writes its few codes as literals, each
+tagged `# exit_status.NAME`; a test checks the numbers against this module.
+
+Codes above 128 follow the shell's convention for a process ended by a
+signal (128 + the signal number); 124 is coreutils `timeout`'s "timed out"
+(the launcher wraps each trainer in `timeout`); 75 is sysexits.h EX_TEMPFAIL
+("try again later"), used when a node never arrived at the launcher's
+barrier.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+import sys
+from typing import Optional, Tuple
+
+OK = 0
+FAILED = 1
+CONFIG = 2
+CLUSTER = 3
+PEER_LOST = 4
+BARRIER_TIMEOUT = 75
+TIMEOUT = 124
+SIGNAL_BASE = 128
+INTERRUPTED = SIGNAL_BASE + int(signal.SIGINT)    # 130
+KILLED = SIGNAL_BASE + int(signal.SIGKILL)        # 137
+TERMINATED = SIGNAL_BASE + int(signal.SIGTERM)    # 143
+# Linux's highest real-time signal is 64; above 128 + that is not a signal.
+_MAX_SIGNAL = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class ExitStatus:
+    """One row of the table: the number, its constant's name, the cause."""
+    code: int
+    name: str
+    meaning: str
+
+
+TABLE: Tuple[ExitStatus, ...] = (
+    ExitStatus(OK, "OK", "success (launcher: every run ok; doctor: no check "
+               "failed)"),
+    ExitStatus(FAILED, "FAILED", "other failure: an unexpected error (a "
+               "traceback), a NaN/infinite loss under `train.stop_on_nan`, "
+               "a bad input record; launcher: some run failed (its summary "
+               "names the run and why); extractor: no usable log; doctor: a "
+               "check failed"),
+    ExitStatus(CONFIG, "CONFIG", "bad configuration or arguments: config "
+               "file, `--params_override`, flags, a malformed TF_CONFIG "
+               "(trainer), launcher knobs, a trainer Python that cannot "
+               "import the trainer, eval/export without a checkpoint"),
+    ExitStatus(CLUSTER, "CLUSTER", "node or cluster set-up: a node list, "
+               "TF_CONFIG or task index the launcher cannot use (malformed, "
+               "or not fitting this machine or the run script), a port in "
+               "use, a parameter-server peer that never came up"),
+    ExitStatus(PEER_LOST, "PEER_LOST", "a peer task went away mid-run: the "
+               "last line is `error: official_bench: lost worker 1 at "
+               "host:port at step S of T (...); see that task's log ...`; "
+               "also a worker or ps task whose chief or ps went away before "
+               "the run finished"),
+    ExitStatus(BARRIER_TIMEOUT, "BARRIER_TIMEOUT", "launcher: a node never "
+               "arrived at the start barrier within BARRIER_TIMEOUT (the "
+               "missing nodes are named)"),
+    ExitStatus(TIMEOUT, "TIMEOUT", "a trainer run over RUN_TIMEOUT, stopped "
+               "with SIGTERM (as reported for the run in the launcher's "
+               "summary)"),
+    ExitStatus(INTERRUPTED, "INTERRUPTED", "stopped by SIGINT (128 + 2), "
+               "e.g. Ctrl-C"),
+    ExitStatus(KILLED, "KILLED", "killed by SIGKILL (128 + 9): a "
+               "multi-worker peer did not arrive within "
+               "`runtime.peer_timeout_seconds` (after a line `official_bench: "
+               "timeout: worker 0 waited 300 s ...; not reachable: worker 1 "
+               "at host:port`), or a run still going KILL_AFTER seconds "
+               "after RUN_TIMEOUT's SIGTERM"),
+    ExitStatus(TERMINATED, "TERMINATED", "stopped by SIGTERM (128 + 15): "
+               "the trainer ends after the current step (or loop) with "
+               "`error: official_bench: stopped by SIGTERM at step S of T; "
+               "no result written`, or `runtime.stop_grace_seconds` (60) "
+               "after the signal; a second signal exits at once"),
+)
+# Any other 128+N: stopped by signal N, as the shell reports it.
+SIGNAL_ROW = ("128+N", "by_signal(N)", "stopped by signal N (the rows above "
+              "are the usual ones)")
+
+_BY_CODE = {s.code: s for s in TABLE}
+
+
+def by_signal(signum: int) -> int:
+    """The status of a process ended by `signum`, as a shell reports it."""
+    return SIGNAL_BASE + int(signum)
+
+
+def signal_number(rc: Optional[int]) -> Optional[int]:
+    """The signal behind an exit status: Popen's -N or the shell's 128+N;
+    None for a normal exit (or no status)."""
+    if rc is None:
+        return None
+    if rc < 0:
+        return -rc
+    if SIGNAL_BASE < rc <= SIGNAL_BASE + _MAX_SIGNAL:
+        return rc - SIGNAL_BASE
+    return None
+
+
+def lookup(rc: Optional[int]) -> Optional[ExitStatus]:
+    """The table row for `rc` (Popen's -N is read as 128+N), or None."""
+    if rc is not None and rc < 0:
+        rc = by_signal(-rc)
+    return _BY_CODE.get(rc)
+
+
+def name_of(rc: Optional[int]) -> str:
+    """A short name for any status: the table's, else SIG<name>/'exit N'."""
+    row = lookup(rc)
+    if row is not None:
+        return row.name
+    num = signal_number(rc)
+    if num is not None:
+        try:
+            return signal.Signals(num).name
+        except ValueError:
+            return f"signal {num}"
+    return f"exit {rc}"
+
+
+def markdown_table() -> str:
+    """README's "Exit status" table, generated from TABLE."""
+    rows = ["| status | name | meaning |", "|---|---|---|"]
+    rows += [f"| {s.code} | `{s.name}` | {s.meaning} |" for s in TABLE]
+    code, name, meaning = SIGNAL_ROW
+    rows.append(f"| {code} | `{name}` | {meaning} |")
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(markdown_table())
