@@ -416,7 +416,8 @@ def slurm_task_counts(text: str, n_hosts: int, where: str) -> List[int]:
         repeat = int(m.group(2) or 1)
         if repeat + len(counts) > n_hosts:
             raise NodeError(f"{where}: tasks per node {text!r} lists more "
-                            f"counts than the {n_hosts} nodes")
+                            f"counts than nodes, not one positive count per "
+                            f"node ({n_hosts} nodes)")
         counts.extend([int(m.group(1))] * repeat)
     if len(counts) != n_hosts or min(counts, default=0) < 1:
         raise NodeError(f"{where}: tasks per node {text!r} gives {counts}, "
