@@ -9,7 +9,10 @@ multi_worker_mirrored ring / NCCL and Horovod are set up exactly as for
 training, on 1, 2 or 4 nodes the same way), all-reduces buffers of the
 model's gradient size and of a sweep of sizes, and prints one line per size
 and dtype (results/bandwidth.py: time, algbw, busbw as nccl-tests defines
-them). The chief writes them to model_dir/allreduce.json.
+them). The chief writes them to model_dir/allreduce.json (with
+model_parameters, the gradient's element count, when 'model' was measured;
+the extractor's scaling model uses that size), the other processes to
+allreduce_{task}.json. The run scripts run it with BENCH=allreduce.
 """
 
 from __future__ import annotations
@@ -27,8 +30,8 @@ from official_bench.results import bandwidth
 FLAGS = flags.FLAGS
 flags.DEFINE_string("sizes", "model,64K,1M,16M",
                     "Comma list of buffer sizes: 'model' (the configured "
-                    "model's gradient: 4 bytes x its trainable parameters "
-                    "in float32) or bytes with K/M/G.")
+                    "model's gradient: its trainable parameters, 4 bytes "
+                    "each in float32, 2 in float16) or bytes with K/M/G.")
 flags.DEFINE_string("dtypes", "float32,float16",
                     "Comma list of dtypes to all-reduce (float32, float16, "
                     "bfloat16).")
@@ -95,13 +98,17 @@ def measure(dist, nbytes: int, dtype: str, iters: int,
                                      dist.num_replicas, seconds)
 
 
-def plan_sizes(sizes: str, model_bytes) -> List[int]:
-    """The byte counts to test; `model_bytes()` is called only if needed."""
+MODEL = None  # plan_sizes' marker for the model's gradient
+
+
+def plan_sizes(sizes: str) -> List:
+    """The sizes to test: bytes, or MODEL for the model's gradient (its
+    trainable parameters, in each dtype's width)."""
     from official_bench.config import ConfigError
     out = []
     for item in (s.strip() for s in sizes.split(",") if s.strip()):
         try:
-            out.append(model_bytes() if item == "model" else
+            out.append(MODEL if item == "model" else
                        bandwidth.parse_size(item))
         except ValueError as e:
             raise ConfigError(f"--sizes: {e}") from e
@@ -118,23 +125,31 @@ def run(cfg, sizes: str, dtypes: List[str], iters: int,
     replica_devices, cluster = trainer.prepare_runtime(cfg.runtime)
     dist = distribute.build_distribution(cfg.runtime, cluster,
                                          replica_devices)
-    byte_counts = plan_sizes(
-        sizes, lambda: 4 * model_parameters(cfg, dist))
-    results = []
-    for nbytes in byte_counts:
+    planned = plan_sizes(sizes)
+    parameters = model_parameters(cfg, dist) if MODEL in planned else None
+    results, entries = [], []
+    for size in planned:
         for dtype in dtypes:
+            nbytes = parameters * DTYPE_BYTES[dtype] if size is MODEL \
+                else size
             r = measure(dist, nbytes, dtype, iters, warmup)
             if dist.logs_throughput:
-                logging.info(r.line())
+                logging.info(r.line() + (" (the model's gradient)"
+                                         if size is MODEL else ""))
             results.append(r)
-    if dist.is_chief and cfg.model_dir:
-        from official_bench.results.run_record import write_run_record
-        path = os.path.join(cfg.model_dir, "allreduce.json")
+            entries.append(dict(r.as_dict(), model=size is MODEL))
+    if cfg.model_dir:
+        from official_bench.results.run_record import (allreduce_file_name,
+                                                       write_run_record)
+        path = os.path.join(cfg.model_dir,
+                            allreduce_file_name(dist.tag, dist.is_chief))
         write_run_record(path, {
             "config": cfg.as_dict(), "kind": "allreduce",
             "strategy": dist.kind, "replicas": dist.num_replicas,
+            "workers": dist.num_workers, "is_chief": dist.is_chief,
+            "model_parameters": parameters,
             "devices": dist.placement.devices if dist.placement else [],
-            "results": [r.as_dict() for r in results]})
+            "results": entries})
         logging.info("official_bench: all-reduce results written to %s", path)
     return results
 
@@ -154,7 +169,7 @@ def main(argv) -> int:
             raise config_lib.ConfigError(
                 f"--dtypes: unknown {', '.join(bad) or '(none)'}; valid: "
                 f"{', '.join(DTYPE_BYTES)}")
-        plan_sizes(FLAGS.sizes, lambda: 0)  # reject bad sizes before TF
+        plan_sizes(FLAGS.sizes)  # reject bad sizes before TF
         if FLAGS.iters < 1 or FLAGS.warmup < 0:
             raise config_lib.ConfigError(
                 f"--iters must be >= 1 and --warmup >= 0, got "
