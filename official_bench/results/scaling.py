@@ -85,9 +85,14 @@ def explain(case, measured, t1, row, devices):
         else:
             verdict = "inside"
             hidden = (t1 + a - step) / min(a, t1) if a > 0 else 1.0
-            text += ("; measured %.2f is inside: about %.0f%% of the "
-                     "all-reduce is hidden behind compute" % (
-                         measured, 100 * max(0.0, min(1.0, hidden))))
+            if hidden <= 0:
+                text += ("; measured %.2f is at the no-overlap bound (within "
+                         "%.0f%%): the all-reduce is not hidden behind "
+                         "compute" % (measured, 100 * TOLERANCE))
+            else:
+                text += ("; measured %.2f is inside: about %.0f%% of the "
+                         "all-reduce is hidden behind compute" % (
+                             measured, 100 * min(1.0, hidden)))
     return {"compute_ms": t1 * 1e3, "allreduce_ms": a * 1e3,
             "allreduce_bytes": row["nbytes"], "allreduce_dtype": row["dtype"],
             "busbw_gbps": row["busbw_gbps"], "lower": lower, "upper": upper,
