@@ -10,7 +10,9 @@ training, on 1, 2 or 4 nodes the same way), all-reduces buffers of the
 model's gradient size and of a sweep of sizes, and prints one line per size
 and dtype (results/bandwidth.py: time, algbw, busbw as nccl-tests defines
 them). The chief writes them to model_dir/allreduce.json (with
-model_parameters, the gradient's element count, when 'model' was measured;
+model_parameters, the gradient's element count, when 'model' was measured:
+that size is all-reduced as the optimizer does it, one tensor per trainable
+weight in one batched call, so per-tensor costs are in its time;
 the extractor's scaling model uses that size), the other processes to
 allreduce_{task}.json. The run scripts run it with BENCH=allreduce.
 """
@@ -41,30 +43,39 @@ flags.DEFINE_integer("warmup", 3, "Untimed all-reduces before timing.")
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
-def model_parameters(cfg, dist) -> int:
-    """Trainable parameters of the configured model (its gradient size)."""
+def model_gradient(cfg, dist) -> List[int]:
+    """Element counts of the configured model's trainable weights: its
+    gradient, tensor by tensor."""
     from official_bench.models import build_model
     with dist.strategy.scope():
         model = build_model(cfg, num_gpus=cfg.runtime.num_gpus)
-    return int(sum(w.shape.num_elements() for w in model.trainable_weights))
+    return [int(w.shape.num_elements()) for w in model.trainable_weights]
 
 
-def _timed_allreduce(dist, elements: int, dtype: str):
-    """A function running one all-reduce, and one that waits for it."""
+def _timed_allreduce(dist, tensors: List[int], dtype: str):
+    """A function running one all-reduce of a list of flat tensors (of
+    these element counts), and one that waits for all of them.
+
+    A list is all-reduced in one call, as the optimizer does with the
+    gradients (tf.distribute batches it: ReplicaContext.all_reduce of a
+    nest; Horovod: one allreduce per tensor, fused by its background
+    thread, as DistributedOptimizer does), so the model's gradient is
+    timed with the per-tensor costs training pays.
+    """
     from official_bench.runtime.keras_setup import tf
     tf_dtype = tf.as_dtype(dtype)
     if dist.kind == "horovod":
         hvd = dist.hvd
-        value = tf.ones([elements], tf_dtype)
+        values = [tf.ones([n], tf_dtype) for n in tensors]
 
         @tf.function
         def step():
-            return hvd.allreduce(value, op=hvd.Sum)
+            return [hvd.allreduce(v, op=hvd.Sum) for v in values]
 
-        return step, lambda out: out[0].numpy()
+        return step, lambda out: [t[0].numpy() for t in out]
     strategy = dist.strategy
     values = strategy.experimental_distribute_values_from_function(
-        lambda ctx: tf.ones([elements], tf_dtype))
+        lambda ctx: [tf.ones([n], tf_dtype) for n in tensors])
 
     def replica_fn(v):
         ctx = tf.distribute.get_replica_context()
@@ -74,16 +85,19 @@ def _timed_allreduce(dist, elements: int, dtype: str):
     def step():
         return strategy.run(replica_fn, args=(values,))
 
-    return step, lambda out: [t[0].numpy() for t in
-                              strategy.experimental_local_results(out)]
+    return step, lambda out: [t[0].numpy() for r in
+                              strategy.experimental_local_results(out)
+                              for t in r]
 
 
-def measure(dist, nbytes: int, dtype: str, iters: int,
+def measure(dist, nbytes, dtype: str, iters: int,
             warmup: int) -> bandwidth.AllReduceResult:
-    """Seconds per all-reduce of nbytes, averaged over `iters` calls that
-    run back to back (the last result is read, which waits for all)."""
-    elements = max(1, nbytes // DTYPE_BYTES[dtype])
-    step, wait = _timed_allreduce(dist, elements, dtype)
+    """Seconds per all-reduce of nbytes (or of a list of tensors with
+    these element counts), averaged over `iters` calls that run back to
+    back (the last results are read, which waits for all)."""
+    tensors = list(nbytes) if isinstance(nbytes, (list, tuple)) else \
+        [max(1, nbytes // DTYPE_BYTES[dtype])]
+    step, wait = _timed_allreduce(dist, tensors, dtype)
     out = None
     for _ in range(warmup):
         out = step()
@@ -94,8 +108,8 @@ def measure(dist, nbytes: int, dtype: str, iters: int,
         out = step()
     wait(out)
     seconds = (time.perf_counter() - start) / iters
-    return bandwidth.AllReduceResult(elements * DTYPE_BYTES[dtype], dtype,
-                                     dist.num_replicas, seconds)
+    return bandwidth.AllReduceResult(sum(tensors) * DTYPE_BYTES[dtype],
+                                     dtype, dist.num_replicas, seconds)
 
 
 MODEL = None  # plan_sizes' marker for the model's gradient
@@ -126,18 +140,21 @@ def run(cfg, sizes: str, dtypes: List[str], iters: int,
     dist = distribute.build_distribution(cfg.runtime, cluster,
                                          replica_devices)
     planned = plan_sizes(sizes)
-    parameters = model_parameters(cfg, dist) if MODEL in planned else None
+    gradient = model_gradient(cfg, dist) if MODEL in planned else None
+    parameters = sum(gradient) if gradient else None
     results, entries = [], []
     for size in planned:
         for dtype in dtypes:
-            nbytes = parameters * DTYPE_BYTES[dtype] if size is MODEL \
-                else size
-            r = measure(dist, nbytes, dtype, iters, warmup)
+            r = measure(dist, gradient if size is MODEL else size, dtype,
+                        iters, warmup)
             if dist.logs_throughput:
-                logging.info(r.line() + (" (the model's gradient)"
-                                         if size is MODEL else ""))
+                logging.info(r.line() + (
+                    f" (the model's gradient: {len(gradient)} tensors)"
+                    if size is MODEL else ""))
             results.append(r)
-            entries.append(dict(r.as_dict(), model=size is MODEL))
+            entries.append(dict(r.as_dict(), model=size is MODEL,
+                                tensors=len(gradient) if size is MODEL
+                                else 1))
     if cfg.model_dir:
         from official_bench.results.run_record import (allreduce_file_name,
                                                        write_run_record)
