@@ -20,6 +20,7 @@ allreduce_{task}.json. The run scripts run it with BENCH=allreduce.
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 import time
 from typing import Dict, List
@@ -37,7 +38,8 @@ flags.DEFINE_string("sizes", "model,64K,1M,16M",
 flags.DEFINE_string("dtypes", "float32,float16",
                     "Comma list of dtypes to all-reduce (float32, float16, "
                     "bfloat16).")
-flags.DEFINE_integer("iters", 20, "Timed all-reduces per size and dtype.")
+flags.DEFINE_integer("iters", 20, "Timed all-reduces per size and dtype "
+                     "(each waited for; the median is reported).")
 flags.DEFINE_integer("warmup", 3, "Untimed all-reduces before timing.")
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
@@ -92,22 +94,27 @@ def _timed_allreduce(dist, tensors: List[int], dtype: str):
 
 def measure(dist, nbytes, dtype: str, iters: int,
             warmup: int) -> bandwidth.AllReduceResult:
-    """Seconds per all-reduce of nbytes (or of a list of tensors with
-    these element counts), averaged over `iters` calls that run back to
-    back (the last results are read, which waits for all)."""
+    """Seconds of one all-reduce of nbytes (or of a list of tensors with
+    these element counts): the median over `iters` calls, each timed until
+    its results are read back.
+
+    Each call is waited for before the next starts, as in training, where
+    compute separates one step's all-reduce from the next: calls issued
+    back to back overlap their round trips (the next one's messages leave
+    while the last one's arrive), which makes a latency-bound all-reduce
+    look faster than it is inside a training step.
+    """
     tensors = list(nbytes) if isinstance(nbytes, (list, tuple)) else \
         [max(1, nbytes // DTYPE_BYTES[dtype])]
     step, wait = _timed_allreduce(dist, tensors, dtype)
-    out = None
     for _ in range(warmup):
-        out = step()
-    if out is not None:
-        wait(out)
-    start = time.perf_counter()
+        wait(step())
+    times = []
     for _ in range(iters):
-        out = step()
-    wait(out)
-    seconds = (time.perf_counter() - start) / iters
+        start = time.perf_counter()
+        wait(step())
+        times.append(time.perf_counter() - start)
+    seconds = statistics.median(times)
     return bandwidth.AllReduceResult(sum(tensors) * DTYPE_BYTES[dtype],
                                      dtype, dist.num_replicas, seconds)
 
