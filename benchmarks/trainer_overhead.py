@@ -33,6 +33,9 @@ reported, so drift on a shared machine hits all of them.
     .venv/bin/python benchmarks/trainer_overhead.py --quick  # ~3 min, noisier
     .venv/bin/python benchmarks/trainer_overhead.py --configs tiny  # fixed
         per-step cost: a model with next to no compute (diagnostic)
+    .venv/bin/python benchmarks/trainer_overhead.py --configs cifar \
+        --strategies one_device,one_device:nosampler   # the utilisation
+        sampler (runtime.sample_period_seconds, default 1 s) on vs off
 """
 
 from __future__ import annotations
@@ -97,7 +100,9 @@ def parse_args(argv=None):
                    help="comma list of: " + ", ".join(CONFIGS))
     p.add_argument("--strategies", default="one_device,mirrored",
                    help="trainer strategies to compare (off, one_device, "
-                        "mirrored)")
+                        "mirrored); a ':nosampler' suffix runs that "
+                        "strategy with the utilisation sampler off "
+                        "(runtime.sample_period_seconds=0)")
     p.add_argument("--steps", default=None,
                    help="override warm-up,timed,log_steps for every config, "
                         "e.g. 10,60,10")
@@ -114,7 +119,8 @@ def parse_args(argv=None):
             p.error(f"unknown config {c!r}; choose from {', '.join(CONFIGS)}")
     args.strategies = [s for s in args.strategies.split(",") if s]
     for s in args.strategies:
-        if s not in ("off", "one_device", "mirrored"):
+        if s.split(":")[0] not in ("off", "one_device", "mirrored") or \
+                s.split(":")[1:] not in ([], ["nosampler"]):
             p.error(f"unsupported strategy {s!r}")
     if args.repeats is None:
         args.repeats = 1 if args.quick else 3
@@ -133,6 +139,7 @@ def parse_args(argv=None):
 
 
 def trainer_config(spec: Dict, strategy: str, steps) -> Dict:
+    strategy, _, sampler = strategy.partition(":")
     warmup, timed, log_steps = steps
     data = {"builder": "synthetic", "image_size": spec["image_size"],
             "num_classes": spec["num_classes"], "batch_size": spec["batch"],
@@ -140,7 +147,8 @@ def trainer_config(spec: Dict, strategy: str, steps) -> Dict:
             "dtype": "float32", "one_hot": True}
     return {
         "runtime": {"distribution_strategy": strategy, "num_gpus": 0,
-                    "seed": SEED},
+                    "seed": SEED, "sample_period_seconds":
+                        0 if sampler == "nosampler" else 1.0},
         "model": dict(spec["model"], **{
             "optimizer": {"name": "momentum", "momentum": MOMENTUM},
             "learning_rate": {"name": "constant", "initial_lr": LR,
@@ -559,6 +567,12 @@ def main(argv=None) -> int:
         print(f"  {title} | trainer {v}: {med:.2f} vs bare {bare:.2f} "
               f"images/s -> ratio {ratio:.4f} (paired {paired:.3f}, best "
               f"interval {best:.3f}): target {verdict}")
+    for title, v, med, *_ in summary:
+        off = next((m for t, w, m, *_ in summary
+                    if t == title and w == v + ":nosampler"), None)
+        if off:
+            print(f"  {title} | sampler on ({v}) / off: {med:.2f} / "
+                  f"{off:.2f} images/s = {med / off:.4f}")
     print("  On a shared machine wall-clock ratios scatter by more than the "
           "3 % being tested; the CPU ms and loop ms columns (and "
           "--fixed-costs) show the trainer's own cost per step.")

@@ -9,12 +9,18 @@ multi_worker_mirrored ring / NCCL and Horovod are set up exactly as for
 training, on 1, 2 or 4 nodes the same way), all-reduces buffers of the
 model's gradient size and of a sweep of sizes, and prints one line per size
 and dtype (results/bandwidth.py: time, algbw, busbw as nccl-tests defines
-them). The chief writes them to model_dir/allreduce.json.
+them). The chief writes them to model_dir/allreduce.json (with
+model_parameters, the gradient's element count, when 'model' was measured:
+that size is all-reduced as the optimizer does it, one tensor per trainable
+weight in one batched call, so per-tensor costs are in its time;
+the extractor's scaling model uses that size), the other processes to
+allreduce_{task}.json. The run scripts run it with BENCH=allreduce.
 """
 
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 import time
 from typing import Dict, List
@@ -28,41 +34,51 @@ from official_bench.results import bandwidth
 FLAGS = flags.FLAGS
 flags.DEFINE_string("sizes", "model,64K,1M,16M",
                     "Comma list of buffer sizes: 'model' (the configured "
-                    "model's gradient: 4 bytes x its trainable parameters "
-                    "in float32) or bytes with K/M/G.")
+                    "model's gradient: its trainable parameters, 4 bytes "
+                    "each in float32, 2 in float16) or bytes with K/M/G.")
 flags.DEFINE_string("dtypes", "float32,float16",
                     "Comma list of dtypes to all-reduce (float32, float16, "
                     "bfloat16).")
-flags.DEFINE_integer("iters", 20, "Timed all-reduces per size and dtype.")
+flags.DEFINE_integer("iters", 20, "Timed all-reduces per size and dtype "
+                     "(each waited for; the median is reported).")
 flags.DEFINE_integer("warmup", 3, "Untimed all-reduces before timing.")
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
-def model_parameters(cfg, dist) -> int:
-    """Trainable parameters of the configured model (its gradient size)."""
+def model_gradient(cfg, dist) -> List[int]:
+    """Element counts of the configured model's trainable weights: its
+    gradient, tensor by tensor."""
     from official_bench.models import build_model
     with dist.strategy.scope():
         model = build_model(cfg, num_gpus=cfg.runtime.num_gpus)
-    return int(sum(w.shape.num_elements() for w in model.trainable_weights))
+    return [int(w.shape.num_elements()) for w in model.trainable_weights]
 
 
-def _timed_allreduce(dist, elements: int, dtype: str):
-    """A function running one all-reduce, and one that waits for it."""
+def _timed_allreduce(dist, tensors: List[int], dtype: str):
+    """A function running one all-reduce of a list of flat tensors (of
+    these element counts), and one that waits for all of them.
+
+    A list is all-reduced in one call, as the optimizer does with the
+    gradients (tf.distribute batches it: ReplicaContext.all_reduce of a
+    nest; Horovod: one allreduce per tensor, fused by its background
+    thread, as DistributedOptimizer does), so the model's gradient is
+    timed with the per-tensor costs training pays.
+    """
     from official_bench.runtime.keras_setup import tf
     tf_dtype = tf.as_dtype(dtype)
     if dist.kind == "horovod":
         hvd = dist.hvd
-        value = tf.ones([elements], tf_dtype)
+        values = [tf.ones([n], tf_dtype) for n in tensors]
 
         @tf.function
         def step():
-            return hvd.allreduce(value, op=hvd.Sum)
+            return [hvd.allreduce(v, op=hvd.Sum) for v in values]
 
-        return step, lambda out: out[0].numpy()
+        return step, lambda out: [t[0].numpy() for t in out]
     strategy = dist.strategy
     values = strategy.experimental_distribute_values_from_function(
-        lambda ctx: tf.ones([elements], tf_dtype))
+        lambda ctx: [tf.ones([n], tf_dtype) for n in tensors])
 
     def replica_fn(v):
         ctx = tf.distribute.get_replica_context()
@@ -72,37 +88,49 @@ def _timed_allreduce(dist, elements: int, dtype: str):
     def step():
         return strategy.run(replica_fn, args=(values,))
 
-    return step, lambda out: [t[0].numpy() for t in
-                              strategy.experimental_local_results(out)]
+    return step, lambda out: [t[0].numpy() for r in
+                              strategy.experimental_local_results(out)
+                              for t in r]
 
 
-def measure(dist, nbytes: int, dtype: str, iters: int,
+def measure(dist, nbytes, dtype: str, iters: int,
             warmup: int) -> bandwidth.AllReduceResult:
-    """Seconds per all-reduce of nbytes, averaged over `iters` calls that
-    run back to back (the last result is read, which waits for all)."""
-    elements = max(1, nbytes // DTYPE_BYTES[dtype])
-    step, wait = _timed_allreduce(dist, elements, dtype)
-    out = None
+    """Seconds of one all-reduce of nbytes (or of a list of tensors with
+    these element counts): the median over `iters` calls, each timed until
+    its results are read back.
+
+    Each call is waited for before the next starts, as in training, where
+    compute separates one step's all-reduce from the next: calls issued
+    back to back overlap their round trips (the next one's messages leave
+    while the last one's arrive), which makes a latency-bound all-reduce
+    look faster than it is inside a training step.
+    """
+    tensors = list(nbytes) if isinstance(nbytes, (list, tuple)) else \
+        [max(1, nbytes // DTYPE_BYTES[dtype])]
+    step, wait = _timed_allreduce(dist, tensors, dtype)
     for _ in range(warmup):
-        out = step()
-    if out is not None:
-        wait(out)
-    start = time.perf_counter()
+        wait(step())
+    times = []
     for _ in range(iters):
-        out = step()
-    wait(out)
-    seconds = (time.perf_counter() - start) / iters
-    return bandwidth.AllReduceResult(elements * DTYPE_BYTES[dtype], dtype,
-                                     dist.num_replicas, seconds)
+        start = time.perf_counter()
+        wait(step())
+        times.append(time.perf_counter() - start)
+    seconds = statistics.median(times)
+    return bandwidth.AllReduceResult(sum(tensors) * DTYPE_BYTES[dtype],
+                                     dtype, dist.num_replicas, seconds)
 
 
-def plan_sizes(sizes: str, model_bytes) -> List[int]:
-    """The byte counts to test; `model_bytes()` is called only if needed."""
+MODEL = None  # plan_sizes' marker for the model's gradient
+
+
+def plan_sizes(sizes: str) -> List:
+    """The sizes to test: bytes, or MODEL for the model's gradient (its
+    trainable parameters, in each dtype's width)."""
     from official_bench.config import ConfigError
     out = []
     for item in (s.strip() for s in sizes.split(",") if s.strip()):
         try:
-            out.append(model_bytes() if item == "model" else
+            out.append(MODEL if item == "model" else
                        bandwidth.parse_size(item))
         except ValueError as e:
             raise ConfigError(f"--sizes: {e}") from e
@@ -119,23 +147,34 @@ def run(cfg, sizes: str, dtypes: List[str], iters: int,
     replica_devices, cluster = trainer.prepare_runtime(cfg.runtime)
     dist = distribute.build_distribution(cfg.runtime, cluster,
                                          replica_devices)
-    byte_counts = plan_sizes(
-        sizes, lambda: 4 * model_parameters(cfg, dist))
-    results = []
-    for nbytes in byte_counts:
+    planned = plan_sizes(sizes)
+    gradient = model_gradient(cfg, dist) if MODEL in planned else None
+    parameters = sum(gradient) if gradient else None
+    results, entries = [], []
+    for size in planned:
         for dtype in dtypes:
-            r = measure(dist, nbytes, dtype, iters, warmup)
+            r = measure(dist, gradient if size is MODEL else size, dtype,
+                        iters, warmup)
             if dist.logs_throughput:
-                logging.info(r.line())
+                logging.info(r.line() + (
+                    f" (the model's gradient: {len(gradient)} tensors)"
+                    if size is MODEL else ""))
             results.append(r)
-    if dist.is_chief and cfg.model_dir:
-        from official_bench.results.run_record import write_run_record
-        path = os.path.join(cfg.model_dir, "allreduce.json")
+            entries.append(dict(r.as_dict(), model=size is MODEL,
+                                tensors=len(gradient) if size is MODEL
+                                else 1))
+    if cfg.model_dir:
+        from official_bench.results.run_record import (allreduce_file_name,
+                                                       write_run_record)
+        path = os.path.join(cfg.model_dir,
+                            allreduce_file_name(dist.tag, dist.is_chief))
         write_run_record(path, {
             "config": cfg.as_dict(), "kind": "allreduce",
             "strategy": dist.kind, "replicas": dist.num_replicas,
+            "workers": dist.num_workers, "is_chief": dist.is_chief,
+            "model_parameters": parameters,
             "devices": dist.placement.devices if dist.placement else [],
-            "results": [r.as_dict() for r in results]})
+            "results": entries})
         logging.info("official_bench: all-reduce results written to %s", path)
     return results
 
@@ -155,7 +194,7 @@ def main(argv) -> int:
             raise config_lib.ConfigError(
                 f"--dtypes: unknown {', '.join(bad) or '(none)'}; valid: "
                 f"{', '.join(DTYPE_BYTES)}")
-        plan_sizes(FLAGS.sizes, lambda: 0)  # reject bad sizes before TF
+        plan_sizes(FLAGS.sizes)  # reject bad sizes before TF
         if FLAGS.iters < 1 or FLAGS.warmup < 0:
             raise config_lib.ConfigError(
                 f"--iters must be >= 1 and --warmup >= 0, got "

@@ -107,6 +107,9 @@ class RuntimeConfig:
     # [first, last]: a profiler trace of those steps into model_dir/profile;
     # their timing is left out of the statistics.
     profile_steps: Optional[List[int]] = None
+    # Seconds between utilisation samples (GPU, CPU, RSS, threads) while a
+    # run trains (training/utilisation.py); 0 turns the sampler off.
+    sample_period_seconds: float = 1.0
     seed: Optional[int] = None
     horovod: HorovodConfig = dataclasses.field(default_factory=HorovodConfig)
 
@@ -818,6 +821,8 @@ def _validate(cfg: ExperimentConfig, b: _Builder) -> None:
     _positive(b, "runtime.stop_grace_seconds", rt.stop_grace_seconds,
               maximum=MAX_SECONDS)
     _positive(b, "runtime.seed", rt.seed, allow_zero=True, maximum=MAX_SEED)
+    _positive(b, "runtime.sample_period_seconds", rt.sample_period_seconds,
+              allow_zero=True, maximum=MAX_SECONDS, why=" (0: no sampling)")
     if rt.profile_steps is not None and (
             len(rt.profile_steps) != 2 or
             not 1 <= rt.profile_steps[0] <= rt.profile_steps[1] <= MAX_STEPS):

@@ -35,8 +35,9 @@ from official_bench.runtime import devices as devices_lib
 from official_bench.runtime import distribute, host_malloc, precision, ps_server
 from official_bench.runtime import stop_signals
 from official_bench.runtime.keras_setup import keras
+from official_bench.contracts import utilisation as usage_contract
 from official_bench.training import (checkpoints, nan_guard, objectives,
-                                     profiler)
+                                     profiler, utilisation)
 from official_bench.training.optimizers import build_optimizer
 from official_bench.training.schedules import build_schedule
 
@@ -328,6 +329,8 @@ def _fit(run: _Run) -> RunResult:
         rt.profile_steps, profiler.trace_dir(cfg.model_dir),
         initial_epoch * plan.steps_per_epoch) if rt.profile_steps else None
     callbacks += [profile] if profile else []
+    sampler = utilisation.build(rt.sample_period_seconds)
+    callbacks += [sampler] if sampler else []
 
     # 8. Fit.
     logging.info("Training %s for epochs %d..%d x %d steps", model.name,
@@ -382,11 +385,13 @@ def _fit(run: _Run) -> RunResult:
     if evaluation:
         _log_evaluation(evaluation)
     wait = _input_wait(cfg, run) if timed else None
+    usage = sampler.summary() if sampler else None
     if stats is not None:
         logging.info(stats.summary() + input_wait.note(wait) +
-                     guard.summary_note())
+                     guard.summary_note() + usage_contract.summary_text(usage))
     run.write(stats, hist, evaluation,
-              dict(guard.result_fields(), input_wait=wait))
+              dict(guard.result_fields(), input_wait=wait,
+                   **{usage_contract.KEY: usage}))
     if run.dist.kind == "parameter_server":
         ps_server.report_finished(run.cluster)  # workers and ps exit 0
     return RunResult(cfg, stats, hist, evaluation, run.environment(),

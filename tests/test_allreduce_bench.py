@@ -52,11 +52,15 @@ def test_one_process_two_replicas(tmp_path):
     lines = [bandwidth.parse_line(l) for l in p.stdout.splitlines()]
     lines = [l for l in lines if l]
     assert [(l.nbytes, l.dtype, l.ranks) for l in lines] == [
-        (TINY_MODEL_BYTES, "float32", 2), (TINY_MODEL_BYTES, "float16", 2),
+        (TINY_MODEL_BYTES, "float32", 2), (TINY_MODEL_BYTES // 2,
+                                             "float16", 2),
         (65536, "float32", 2), (65536, "float16", 2)]
     data = json.load(open(tmp_path / "allreduce.json"))
     assert data["replicas"] == 2 and data["strategy"] == "mirrored"
     assert len(data["results"]) == 4
+    assert data["model_parameters"] == TINY_MODEL_BYTES // 4
+    assert [r["model"] for r in data["results"]] == [True, True, False,
+                                                     False]
     assert all(r["seconds"] > 0 and r["busbw_gbps"] > 0
                for r in data["results"])
 
@@ -100,7 +104,8 @@ def test_two_workers_on_loopback(tmp_path):
     for out in outs:  # each worker times the same collectives
         lines = [bandwidth.parse_line(l) for l in out.splitlines()]
         assert [(l.nbytes, l.ranks) for l in lines if l] == [(262144, 2)]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["allreduce.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "allreduce.json", "allreduce_worker1.json"]  # chief, then task 1
     data = json.load(open(tmp_path / "allreduce.json"))
     assert data["replicas"] == 2
     assert data["devices"] == ["/job:worker/replica:0/task:0/device:CPU:0"]

@@ -9,96 +9,17 @@ assumes nothing else uses the GPUs while it runs.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Sequence
 
 from official_bench.doctor.verdicts import Finding
+from official_bench.runtime.probes import (  # noqa: F401 - re-exported
+    SMI_UTIL_QUERY, GpuSample, NvmlReader, SmiReader, make_gpu_reader,
+    parse_smi_utilisation)
 
 BUSY_THRESHOLD = 20.0  # percent, mean over the samples after warm-up
-SMI_UTIL_QUERY = "index,utilization.gpu,memory.used"
 
-
-class GpuSample(NamedTuple):
-    index: int
-    utilisation: float  # percent of the last sample period a kernel ran
-    memory_used_mib: float
-
-
-def parse_smi_utilisation(text: str) -> List[GpuSample]:
-    """Parses `nvidia-smi --query-gpu=index,utilization.gpu,memory.used
-    --format=csv,noheader,nounits`; "[N/A]" utilisation raises ValueError
-    (that GPU cannot be judged)."""
-    samples = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        fields = [f.strip() for f in line.split(",")]
-        if len(fields) != 3:
-            raise ValueError(f"unexpected nvidia-smi line {line!r}: want "
-                             f"'{SMI_UTIL_QUERY}' without units")
-        try:
-            samples.append(GpuSample(int(fields[0]), float(fields[1]),
-                                     float(fields[2])))
-        except ValueError:
-            raise ValueError(f"nvidia-smi reports no utilisation: {line!r}")
-    return samples
-
-
-class SmiReader:
-    """One nvidia-smi call per sample (about 50 ms each)."""
-    name = "nvidia-smi"
-
-    def __init__(self, run: Callable = subprocess.run):
-        self._run = run
-
-    def __call__(self) -> List[GpuSample]:
-        p = self._run(["nvidia-smi", f"--query-gpu={SMI_UTIL_QUERY}",
-                       "--format=csv,noheader,nounits"], capture_output=True,
-                      text=True, timeout=10)
-        if p.returncode != 0:
-            raise RuntimeError(f"nvidia-smi exit {p.returncode}: "
-                               f"{(p.stdout + p.stderr).strip()[:200]}")
-        return parse_smi_utilisation(p.stdout)
-
-
-class NvmlReader:
-    """NVML through pynvml (package nvidia-ml-py): no process per sample."""
-    name = "NVML (pynvml)"
-
-    def __init__(self, nvml):
-        self._nvml = nvml
-        nvml.nvmlInit()
-        self._handles = [nvml.nvmlDeviceGetHandleByIndex(i)
-                         for i in range(nvml.nvmlDeviceGetCount())]
-
-    def __call__(self) -> List[GpuSample]:
-        out = []
-        for i, h in enumerate(self._handles):
-            util = self._nvml.nvmlDeviceGetUtilizationRates(h).gpu
-            mem = self._nvml.nvmlDeviceGetMemoryInfo(h).used / 2 ** 20
-            out.append(GpuSample(i, float(util), float(mem)))
-        return out
-
-
-def _import_nvml():
-    import pynvml
-    return pynvml
-
-
-def make_reader(which: Callable = shutil.which,
-                import_nvml: Callable = _import_nvml
-                ) -> Tuple[Optional[Callable], str]:
-    """(reader, description); reader None with the reason when neither NVML
-    nor nvidia-smi is available."""
-    try:
-        return NvmlReader(import_nvml()), NvmlReader.name
-    except Exception as e:  # ImportError, or NVML without a driver
-        nvml_error = f"{type(e).__name__}: {e}"
-    if which("nvidia-smi"):
-        return SmiReader(), SmiReader.name
-    return None, ("no GPU sampler: pynvml (pip install nvidia-ml-py) "
-                  f"unusable ({nvml_error}) and nvidia-smi not on PATH")
+# The readers live in runtime/probes.py (the per-run sampler uses them too).
+make_reader = make_gpu_reader
 
 
 def busy(samples: Sequence[Sequence[GpuSample]], gpus_used: int,

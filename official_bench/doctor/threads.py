@@ -10,21 +10,9 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence
 
 from official_bench.doctor.verdicts import Finding
+from official_bench.runtime.probes import thread_count  # noqa: F401
 
 MAX_GROWTH = 30  # threads, first sample after warm-up to the last
-
-
-def thread_count(pid: int, proc: str = "/proc") -> Optional[int]:
-    """The Threads: line of /proc/<pid>/status; None once the process is
-    gone (or where /proc does not exist)."""
-    try:
-        with open(f"{proc}/{pid}/status") as f:
-            for line in f:
-                if line.startswith("Threads:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
 
 
 def reader(pids: Sequence[int], proc: str = "/proc"):

@@ -42,6 +42,10 @@ def describe(plan) -> None:
     out(f"devices: {dev.kind}" + (f", {dev.available} GPU(s) visible"
                                   if dev.kind == "gpu" else "")
         + f" ({dev.how}); config {plan.config_file}")
+    if s.bench == "allreduce":
+        out("BENCH=allreduce: each run is python -m official_bench."
+            "allreduce_bench (same config, devices, nodes and strategy), "
+            "logged as allreduce_{dtype}_{i}.log")
     out(f"trainer python: {plan.python.described}"
         + ("" if s.python_check_timeout else " (not checked: "
            "PYTHON_CHECK_TIMEOUT=0)"))

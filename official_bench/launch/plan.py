@@ -112,6 +112,34 @@ class Horovod:
 
 
 @dataclasses.dataclass
+class Bench:
+    """What a run runs (BENCH): the trainer, or the all-reduce benchmark
+    with the same flags, whose logs are allreduce_{dtype}_{i}.log in the
+    same case directories and whose result files are named allreduce*."""
+    module: str
+    prefix: str  # log name prefix; "" for the trainer's rn50_b{B}
+    args: List[str]
+
+    @classmethod
+    def of(cls, settings: Settings) -> "Bench":
+        if settings.bench != "allreduce":
+            return cls("official_bench.classifier_trainer", "", [])
+        try:
+            args = shlex.split(settings.allreduce_args or "")
+        except ValueError as e:
+            raise PlanError(f"ALLREDUCE_ARGS={settings.allreduce_args!r}: "
+                            f"{e}")
+        return cls("official_bench.allreduce_bench", "allreduce", args)
+
+    def file(self, result_name: str) -> str:
+        """result.json -> allreduce.json, result_worker1.json ->
+        allreduce_worker1.json (run_record.allreduce_file_name)."""
+        if not self.prefix:
+            return result_name
+        return self.prefix + result_name[len("result"):]
+
+
+@dataclasses.dataclass
 class Plan:
     settings: Settings
     devices: Devices
@@ -159,6 +187,7 @@ class Plan:
         """What every node must agree on (checked at the first barrier)."""
         fields = {
             "mode": self.settings.mode, "batch": self.batch,
+            "bench": self.settings.bench,
             "dtype": self.dtype, "test_num": self.settings.test_num,
             "cases": [r.case for r in self.runs if r.index == 1],
             "nodes": self.nodeset.worker_hosts if self.nodeset else "",
@@ -608,6 +637,7 @@ def make_plan(settings: Settings, stamp: str,
         env["PYTHONPATH"] = REPO_ROOT + (os.pathsep + pythonpath
                                          if pythonpath else "")
     runs: List[Run] = []
+    bench = Bench.of(settings)
     case_root = os.path.join(os.path.abspath(settings.log_dir), "tensorflow",
                              "resnet50", f"bz{batch}")
     model_root = os.path.abspath(settings.model_dir)
@@ -648,28 +678,32 @@ def make_plan(settings: Settings, stamp: str,
         if index > 0:
             log_dir = os.path.join(log_dir, f"node{index}")
         for i in range(1, settings.test_num + 1):
-            stem = f"rn50_b{batch}_{settings.dtype}_{i}"
+            stem = f"{bench.prefix}_{settings.dtype}_{i}" if bench.prefix \
+                else f"rn50_b{batch}_{settings.dtype}_{i}"
             tag = f"{stem}.{stamp}" + (f".node{index}" if nodeset and
                                        horovod is None else "")
             model_dir = os.path.join(model_root, "tensorflow",
                                      "resnet50", f"bz{batch}", case, tag)
             command = [] if horovod is None else horovod.command(count)
-            command += [python, "-m", "official_bench.classifier_trainer",
+            command += [python, "-m", bench.module,
                        f"--config_file={config_file}",
                        f"--model_dir={model_dir}",
                        f"--params_override={json.dumps(overrides)}"]
             if settings.data_dir:
                 command.append(f"--data_dir={settings.data_dir}")
+            command += bench.args
             run = Run(
                 case=case, devices=count, index=i,
                 log_path=os.path.join(log_dir, f"{stem}.log"),
                 json_path=os.path.join(log_dir, f"{stem}.json"),
                 model_dir=model_dir, command=command, env=run_env,
-                result_name=result_file_name("rank0", True) if horovod
-                else _result_name(nodeset))
+                result_name=bench.file(result_file_name("rank0", True)
+                                       if horovod else _result_name(nodeset)))
             if per_node > 1:
                 run.workers = _local_workers(run, overrides, index, per_node,
                                              cluster, devices)
+                for w in run.workers:
+                    w.result_name = bench.file(w.result_name)
                 run.command, run.env = (run.workers[0].command,
                                         run.workers[0].env)
                 run.result_name = run.workers[0].result_name

@@ -148,6 +148,17 @@ KNOBS: List[Knob] = [
     Knob("peer_timeout", "float", None, "seconds a trainer waits for its "
          "peers to start (runtime.peer_timeout_seconds); default: the "
          "config's", section="training"),
+    Knob("bench", "choice", "train", "what each run runs: train (the "
+         "trainer) or allreduce (python -m official_bench.allreduce_bench "
+         "with the same config, devices, nodes and strategy: all-reduce "
+         "time, algbw and busbw of the model's gradient size and a sweep; "
+         "logs allreduce_{dtype}_{i}.log + .json in the same case "
+         "directories, which the extractor reads)",
+         choices=("train", "allreduce"), section="training"),
+    Knob("allreduce_args", "str", None, "BENCH=allreduce: further "
+         "allreduce_bench flags, split as by a shell, e.g. "
+         "'--sizes=model,1M,64M --dtypes=float32 --iters=50'",
+         section="training"),
     Knob("python", "str", None, "Python interpreter for the launcher and "
          "the trainer; default (run scripts): the activated venv's "
          "(VIRTUAL_ENV), else the repository's .venv/bin/python (`make "

@@ -116,7 +116,9 @@ def case_entry(run, outcomes, method, warmup_batches, train_batches):
     Extra keys beyond DLPerf's: num_nodes, num_gpus_per_node, num_devices,
     dtype, global_batch_size, per_device_speed (median / devices), runs
     (per-run speeds rounded as DLPerf rounds them, in run order), num_runs,
-    min, max, std, cv (of those), the ``*_unrounded`` values, run_details,
+    min, max, std, cv (of those), gpu_utilisation (mean GPU utilisation in
+    percent over the counted runs that sampled a GPU, else None),
+    the ``*_unrounded`` values, run_details,
     excluded ([{log, index, reason}]), method, warmup_batches, train_batches,
     environment (when a result JSON was present), warnings (when any).
     Returns ``(entry, median_speed)``; the median is the rounded one.
@@ -147,6 +149,9 @@ def case_entry(run, outcomes, method, warmup_batches, train_batches):
         "speedup_unrounded": None,
     }
     entry.update(spread(speeds))
+    utils = [o.gpu_utilisation for o in ok if o.gpu_utilisation is not None]
+    entry["gpu_utilisation"] = (_round(statistics.fmean(utils), 1) if utils
+                                else None)
     entry["run_details"] = [
         {"log": o.run.log_name, "index": o.run.index, "speed": speed,
          "speed_unrounded": o.speed, "source": o.source,

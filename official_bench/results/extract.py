@@ -10,7 +10,11 @@ the ``official-bench-extract`` console script)::
     official-bench-extract --compare result/bz128_result.json result/bz256_result.json
 
 Reads ``{log_dir}/*/*.log`` (``{N}n{G}g/rn50_b{B}_{dtype}_{i}.log``) and the
-trainer's result JSON next to each log when present, and writes to
+trainer's result JSON next to each log when present, the all-reduce results
+``{N}n{G}g/allreduce_{dtype}_{i}.json`` of ``BENCH=allreduce`` sessions (a
+bandwidth table on stderr and in the Markdown/HTML; with a 1n1g training
+run, the scaling model's bounds for each multi-device case,
+:mod:`official_bench.results.scaling`), and writes to
 ``output_dir``: ``{name}_result.json`` (always; ``name`` is the base name of
 ``log_dir``, e.g. ``bz128``), ``{name}_result.md`` and ``{name}_result.csv``
 (unless turned off), ``{name}_result.png`` (when matplotlib is installed,
@@ -35,6 +39,7 @@ import os
 import sys
 
 from official_bench.contracts import exit_status
+from official_bench.results import allreduce_logs
 from official_bench.results import atomic
 from official_bench.results import cases
 from official_bench.results import logparse
@@ -42,6 +47,7 @@ from official_bench.results import report
 from official_bench.results import run_status
 from official_bench.results import runjson
 from official_bench.results import runspeed
+from official_bench.results import scaling
 from official_bench.results.errors import ExtractError
 
 DEFAULT_WARMUP_BATCHES = 100
@@ -59,6 +65,8 @@ class Extraction:
     outcomes: list
     warnings: list  # human-readable, already prefixed with case/log
     skipped: list  # (path, reason) for .log files outside the naming scheme
+    # All-reduce results (BENCH=allreduce) per case: allreduce_logs.collect
+    bandwidth: dict = dataclasses.field(default_factory=dict)
 
     @property
     def excluded(self):
@@ -124,6 +132,11 @@ def extract(log_dir, warmup_batches=DEFAULT_WARMUP_BATCHES,
                            "directory" % log_dir)
     runs, skipped = logparse.find_logs(log_dir)
     warnings = ["skipped %s: %s" % (p, why) for p, why in skipped]
+    table, bw_warnings = allreduce_logs.collect(log_dir)
+    warnings += bw_warnings
+    if not runs and table:  # an all-reduce session alone: its table only
+        return Extraction(log_dir, result_name(log_dir), {}, [], warnings,
+                          skipped, table)
     if not runs:
         raise ExtractError(
             "no logs named {N}n{G}g/rn50_b{B}_{fp32|fp16|bf16}_{i}.log under %s%s"
@@ -141,8 +154,9 @@ def extract(log_dir, warmup_batches=DEFAULT_WARMUP_BATCHES,
                               "".join("\n  " + w for w in warnings)))
     result, case_warnings = cases.summarize(outcomes, method, warmup_batches,
                                             train_batches, spread_warn)
+    scaling.apply(result, table)
     return Extraction(log_dir, result_name(log_dir), result, outcomes,
-                      warnings + case_warnings, skipped)
+                      warnings + case_warnings, skipped, table)
 
 
 def output_paths(output_dir, name):
@@ -186,7 +200,9 @@ def _write_outputs(extraction, output_dir, markdown, csv, plot, html):
     if markdown:
         atomic.write_text_atomic(paths["markdown"],
                                  report.markdown_report(extraction.result,
-                                                        extraction.name))
+                                                        extraction.name)
+                                 + allreduce_logs.markdown(
+                                     extraction.bandwidth))
         written.append(paths["markdown"])
     if csv:
         atomic.write_text_atomic(paths["csv"], report.csv_text(extraction.result))
@@ -202,7 +218,8 @@ def _write_outputs(extraction, output_dir, markdown, csv, plot, html):
         images = [(png, "Scaling against devices, and throughput per interval "
                    "of each case's runs")] if png else []
         atomic.write_text_atomic(paths["html"], html_report.html_report(
-            extraction.result, extraction.name, images, plot_note, series))
+            extraction.result, extraction.name, images, plot_note, series,
+            extraction.bandwidth))
         written.append(paths["html"])
     return written, notes
 
@@ -212,6 +229,11 @@ def _make_plot(extraction, path, plot, series):
     ``(None, why_not)`` for the notes and the HTML page."""
     from official_bench.results import plot as plotting  # matplotlib is lazy there
 
+    if not extraction.result:
+        if plot:
+            raise ExtractError("--plot: nothing to plot, %s holds all-reduce "
+                               "results only" % extraction.log_dir)
+        return None, "no plot: all-reduce results only (no training runs)"
     if plot or (plot is None and plotting.matplotlib_available()):
         return plotting.plot_png(extraction.result, path, extraction.name,
                                  series), None
@@ -340,6 +362,9 @@ def main(argv=None):
                                            args.markdown, args.csv, args.plot,
                                            args.html)
             _print_lines("note: ", notes)
+            if extraction.bandwidth:  # stdout stays the result JSON
+                _print_lines("", allreduce_logs.markdown(
+                    extraction.bandwidth).strip("\n").splitlines())
             print(result_json_text(extraction.result), end="")
     except ExtractError as e:
         print("error: %s" % e, file=sys.stderr)

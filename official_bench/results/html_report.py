@@ -128,12 +128,27 @@ def _figure(png, alt):
             "<figcaption>%s</figcaption></figure>" % (_e(alt), data, _e(alt)))
 
 
-def html_report(result, name=None, images=(), plot_note=None, series=None):
+def _bandwidth_section(table):
+    """The all-reduce bandwidth table (BENCH=allreduce results)."""
+    from official_bench.results import allreduce_logs
+    columns = allreduce_logs.COLUMNS
+    return ("<section><h2>All-reduce bandwidth</h2>"
+            + _table(columns, allreduce_logs.table_rows(table), "bandwidth",
+                     numeric=range(3, len(columns)))
+            + '<p class="note">time: median over the case\'s runs of one '
+            "all-reduce; algbw = bytes / time; busbw = algbw x 2(n-1)/n "
+            "(nccl-tests); (model): the model's gradient</p></section>")
+
+
+def html_report(result, name=None, images=(), plot_note=None, series=None,
+                bandwidth=None):
     """The whole page as text.
 
     ``images``: ``[(png_bytes, caption)]`` to embed; ``plot_note``: shown
     instead when there is no plot (say why); ``series``:
-    :func:`official_bench.results.runseries.collect`'s output, for the hosts.
+    :func:`official_bench.results.runseries.collect`'s output, for the hosts;
+    ``bandwidth``: :func:`official_bench.results.allreduce_logs.collect`'s
+    table, shown as its own section.
     """
     title = "ResNet-50 v1.5 throughput" + (": " + name if name else "")
     out = ["<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
@@ -146,5 +161,7 @@ def html_report(result, name=None, images=(), plot_note=None, series=None):
     for model_key, model_result in result.items():
         out.append(_section(model_key, model_result,
                             (series or {}).get(model_key)))
+    if bandwidth:
+        out.append(_bandwidth_section(bandwidth))
     out.append("<script>%s</script></body></html>\n" % _DECODE_CHECK)
     return "\n".join(out)

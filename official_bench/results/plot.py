@@ -18,9 +18,10 @@ shaded, so warm-up, jitter and disagreeing runs are visible.
 
 Model bounds (hook): a case entry may carry ``speedup_bounds`` =
 ``{"lower": x, "upper": y}``, the speedup a scaling model predicts at worst and
-at best; where present they are drawn as a band in the speedup panel. Nothing
-in this project computes them yet (the scaling model is still to come), and
-nothing here invents them: without the key no band is drawn.
+at best; where present they are drawn as a band in the speedup panel. The
+extractor's scaling model (:mod:`official_bench.results.scaling`) sets them
+from the 1n1g compute time and the measured all-reduce time; nothing here
+invents them: without the key no band is drawn.
 """
 
 import importlib.util

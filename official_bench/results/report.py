@@ -7,7 +7,9 @@ beyond DLPerf's four (``average_speed``, ``median_speed``, ``speedup``,
 otherwise; node and device counts come from the case key (``2n8g``).
 
 The Markdown table follows DLPerf's README tables: ``gpu_num`` is the total
-device count and ``samples/s`` the median over the runs.
+device count and ``samples/s`` the median over the runs. ``GPU util`` is the
+mean GPU utilisation the trainer's sampler recorded (``n/a`` without a GPU
+or without result JSONs).
 """
 
 import csv
@@ -19,12 +21,12 @@ from official_bench.results import logparse
 from official_bench.results.errors import ExtractError
 
 MARKDOWN_COLUMNS = ("node_num", "gpu_num", "samples/s", "speedup", "efficiency",
-                    "samples/s per device", "runs", "CV")
+                    "samples/s per device", "runs", "CV", "GPU util")
 CSV_COLUMNS = ("model", "dtype", "batch_size_per_device", "num_nodes",
                "num_gpus_per_node", "num_devices", "global_batch_size",
                "average_speed", "median_speed", "speedup", "speedup_baseline",
                "efficiency", "per_device_speed", "min", "max", "std", "cv",
-               "num_runs", "num_excluded", "method")
+               "num_runs", "num_excluded", "method", "gpu_utilisation")
 COMPARE_CSV_COLUMNS = ("model_a", "model_b", "num_nodes", "num_gpus_per_node",
                        "num_devices", "median_speed_a", "speedup_a",
                        "median_speed_b", "speedup_b", "ratio_b_over_a")
@@ -106,7 +108,8 @@ def table_rows(model_result):
         rows.append([str(nodes), str(devices), _fmt(e.get("median_speed")),
                      _fmt(e.get("speedup")), _percent(e.get("efficiency")),
                      _fmt(e.get("per_device_speed")),
-                     "n/a" if runs is None else str(runs), _percent(e.get("cv"))])
+                     "n/a" if runs is None else str(runs), _percent(e.get("cv")),
+                     _fmt(e.get("gpu_utilisation"), "%.0f%%")])
     return rows
 
 
@@ -155,6 +158,8 @@ def notes(model_result):
                      % ", ".join(sorted(baselines)))
     envs = []
     for case, e in sorted_cases(model_result):
+        if (e.get("scaling_model") or {}).get("explanation"):
+            found.append("scaling model: " + e["scaling_model"]["explanation"])
         for ex in e.get("excluded") or []:
             found.append("excluded %s/%s: %s" % (case, ex["log"], ex["reason"]))
         for w in e.get("warnings") or []:

@@ -22,6 +22,13 @@ def result_file_name(tag: str, is_chief: bool) -> str:
     return "result.json" if is_chief else f"result_{tag}.json"
 
 
+def allreduce_file_name(tag: str, is_chief: bool) -> str:
+    """The all-reduce benchmark's file in model_dir: allreduce.json on the
+    chief, else allreduce_{tag}.json (so the launcher sees every process
+    finish as it does for the trainer)."""
+    return "allreduce.json" if is_chief else f"allreduce_{tag}.json"
+
+
 def _jsonable(value: Any) -> Any:
     """NaN/inf become null: strict JSON readers reject them."""
     if isinstance(value, float) and not math.isfinite(value):

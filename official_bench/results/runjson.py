@@ -16,6 +16,10 @@ Fields consumed (schema ``official_bench.result/1``)::
                                                       own, e.g. a NaN loss in a
                                                       train.stop_on_nan=false
                                                       run; passed on)
+    utilisation{...}                                 (optional: the sampler's
+                                                      figures; mean GPU
+                                                      utilisation is reported,
+                                                      contracts/utilisation.py)
 """
 
 import dataclasses
@@ -23,6 +27,7 @@ import json
 import math
 import os
 
+from official_bench.contracts import utilisation as usage_contract
 from official_bench.results.logparse import Interval
 
 SCHEMA = "official_bench.result/1"
@@ -40,6 +45,7 @@ class RunResultFile:
     num_replicas: int = None
     environment: dict = None
     warnings: list = dataclasses.field(default_factory=list)
+    gpu_utilisation: float = None  # mean percent; None without a GPU
 
     @property
     def dtype(self):
@@ -117,7 +123,9 @@ def _parse(path, data):
         raise _Invalid("warnings is not a list of strings")
     return RunResultFile(path, _intervals(stats),
                          _positive_int(stats, "global_batch_size"),
-                         _positive_int(stats, "num_replicas"), env, warnings)
+                         _positive_int(stats, "num_replicas"), env, warnings,
+                         usage_contract.mean_gpu_utilisation(
+                             data.get(usage_contract.KEY)))
 
 
 def load_run_json(path):

@@ -68,6 +68,7 @@ class RunOutcome:
     num_intervals: int = 0
     global_batch_size: int = None
     environment: dict = None
+    gpu_utilisation: float = None  # mean percent (result JSON), None: n/a
 
     @property
     def ok(self):
@@ -278,6 +279,7 @@ def measure_run(run, parsed, run_json=None, warmup_batches=100,
         out.warnings.append("result JSON has no intervals; using the log lines")
     if run_json is not None:
         out.environment = run_json.environment
+        out.gpu_utilisation = run_json.gpu_utilisation
         out.warnings += _json_warnings(run, run_json)
         out.warnings += ["trainer: " + w for w in run_json.warnings]
         if run_json.global_batch_size:

@@ -1,0 +1,127 @@
+"""Scaling model: the speedup the measured all-reduce time predicts.
+
+For a case with N devices, data parallel with the per-device batch of the
+1n1g run, a step is the 1-device compute time T1 (1n1g: per-device batch /
+its median samples/s) plus the part of the gradient all-reduce A (measured
+by BENCH=allreduce in the same case, at the model's gradient size) that
+compute does not hide:
+
+    no overlap (slowest):  step = T1 + A           speedup >= N T1 / (T1 + A)
+    full overlap (fastest): step = max(T1, A)      speedup <= N T1 / max(T1, A)
+
+(the upper bound is at most N, the ideal). A is taken in float32, the
+gradients' dtype also under mixed precision (variables stay float32), unless
+only another dtype was measured. The measured speedup is placed against the
+bounds and the gap is put in words: where it is inside, how much of the
+all-reduce was hidden; below, how many ms per step neither compute nor
+all-reduce explain; above, that the N-device step was faster than the model
+allows (a slower 1n1g baseline). Results go into the case entries
+(``speedup_bounds``: the plot's band; ``scaling_model``: the numbers and the
+sentence).
+"""
+
+from official_bench.results import allreduce_logs
+
+TOLERANCE = 0.03  # relative: within this of a bound counts as at the bound
+
+
+def gradient_allreduce(rows):
+    """The row of the model's gradient all-reduce to use, or None."""
+    model = [r for r in rows if r.get("model")]
+    for r in model:
+        if r["dtype"] == "float32":
+            return r
+    return model[0] if model else None
+
+
+def bounds(t1, allreduce, devices):
+    """(lower, upper) speedup against one device."""
+    lower = devices * t1 / (t1 + allreduce)
+    upper = min(float(devices), devices * t1 / max(t1, allreduce))
+    return lower, upper
+
+
+def rate_text(gbps):
+    """9.3 -> '9.3 GB/s', 0.0117 -> '11.7 MB/s' (1e9 and 1e6 bytes)."""
+    return "%.3g GB/s" % gbps if gbps >= 1 else "%.3g MB/s" % (gbps * 1e3)
+
+
+def _weight(fraction):
+    """Words for the all-reduce's share of the 1-device step."""
+    if fraction >= 1:
+        return "communication-dominated"
+    if fraction >= 0.05:
+        return "communication-bound"
+    return "compute-bound"
+
+
+def explain(case, measured, t1, row, devices):
+    """The model's numbers and a sentence for one case."""
+    a = row["seconds"]
+    lower, upper = bounds(t1, a, devices)
+    fraction = a / t1
+    text = ("%s: all-reduce of %s at %s bus bandwidth takes %.1f ms, "
+            "%.0f%% of the 1-device step (%.1f ms); predicted speedup "
+            "%.2f (no overlap) to %.2f (full overlap)"
+            % (_weight(fraction), allreduce_logs.size_text(row["nbytes"]),
+               rate_text(row["busbw_gbps"]), a * 1e3, 100 * fraction, t1 * 1e3, lower,
+               upper))
+    verdict = None
+    if measured is not None:
+        step = devices * t1 / measured  # the N-device step the speed implies
+        if measured < lower * (1 - TOLERANCE):
+            verdict = "below"
+            text += ("; measured %.2f is below: the step takes %.1f ms, "
+                     "%.1f ms more than compute plus the whole all-reduce "
+                     "(input pipeline, host overhead, stragglers or "
+                     "contention)" % (measured, step * 1e3,
+                                      (step - t1 - a) * 1e3))
+        elif measured > upper * (1 + TOLERANCE):
+            verdict = "above"
+            text += ("; measured %.2f is above: the step (%.1f ms) is "
+                     "shorter than the model allows, so the 1n1g baseline "
+                     "ran slower per device than this case" % (
+                         measured, step * 1e3))
+        else:
+            verdict = "inside"
+            hidden = (t1 + a - step) / min(a, t1) if a > 0 else 1.0
+            if hidden <= 0:
+                text += ("; measured %.2f is at the no-overlap bound (within "
+                         "%.0f%%): the all-reduce is not hidden behind "
+                         "compute" % (measured, 100 * TOLERANCE))
+            else:
+                text += ("; measured %.2f is inside: about %.0f%% of the "
+                         "all-reduce is hidden behind compute" % (
+                             measured, 100 * min(1.0, hidden)))
+    return {"compute_ms": t1 * 1e3, "allreduce_ms": a * 1e3,
+            "allreduce_bytes": row["nbytes"], "allreduce_dtype": row["dtype"],
+            "busbw_gbps": row["busbw_gbps"], "lower": lower, "upper": upper,
+            "measured": measured, "verdict": verdict,
+            "explanation": "%s %s" % (case, text)}
+
+
+def apply(result, table):
+    """Adds the model to every multi-device case of every section that has
+    a 1n1g median and an all-reduce of the model's gradient in the case;
+    returns the explanations (also under each entry's scaling_model)."""
+    texts = []
+    for model_result in result.values():
+        base = model_result.get("1n1g")
+        if not base or not base.get("median_speed_unrounded"):
+            continue
+        t1 = base["batch_size_per_device"] / base["median_speed_unrounded"]
+        for case, entry in model_result.items():
+            devices = entry.get("num_devices") or 0
+            row = gradient_allreduce(table.get(case) or [])
+            if devices < 2 or row is None:
+                continue
+            measured = entry.get("speedup_unrounded") \
+                if entry.get("speedup_baseline") == "1n1g" else None
+            model = explain(case, measured, t1, row, devices)
+            entry["scaling_model"] = model
+            entry["speedup_bounds"] = {"lower": round(model["lower"], 4),
+                                       "upper": round(model["upper"], 4)}
+            texts.append(model["explanation"])
+        if any("speedup_bounds" in e for e in model_result.values()):
+            base["speedup_bounds"] = {"lower": 1.0, "upper": 1.0}
+    return texts

@@ -1,0 +1,146 @@
+"""The extractor's all-reduce table, mean GPU utilisation column and
+scaling model (issue 14 §1, §3, §4), on written logs (no TensorFlow)."""
+
+import json
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import test_extract_logkit as kit  # noqa: E402
+
+from official_bench.results import extract, report, scaling  # noqa: E402
+
+SPEEDS = [90.0] + [100.0] * 6  # steps 0..700: warm-up, then 100 img/s
+
+
+def write_allreduce(log_dir, case, rows, index=1, parameters=1000):
+    path = os.path.join(str(log_dir), case, "allreduce_fp32_%d.json" % index)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump({"kind": "allreduce", "model_parameters": parameters,
+                   "results": [dict(nbytes=n, dtype=d, ranks=k, seconds=s,
+                                    model=m) for n, d, k, s, m in rows]}, f)
+    return path
+
+
+def speeds(per_device, case):
+    return [s * per_device / 100.0 for s in SPEEDS]
+
+
+@pytest.fixture
+def tree(tmp_path):
+    log_dir = tmp_path / "bz128"
+    kit.write_run(log_dir, "1n1g", speeds(100, "1n1g"))   # T1 = 1.28 s
+    kit.write_run(log_dir, "1n2g", speeds(150, "1n2g"))   # speedup 1.5
+    kit.write_run(log_dir, "2n1g", speeds(100, "2n1g"))   # speedup 1.0
+    for case, secs in (("1n2g", (0.5, 0.7)), ("2n1g", (0.5,))):
+        for i, s in enumerate(secs, 1):
+            write_allreduce(log_dir, case, [
+                (4000, "float32", 2, s, True), (2000, "float16", 2, 9.0, True),
+                (65536, "float32", 2, 0.01, False)], index=i)
+    return log_dir
+
+
+def test_bounds_and_words(tree):
+    ex = extract.extract(str(tree))
+    rn50 = ex.result["rn50"]
+    # 1n2g: A = median(0.5, 0.7) = 0.6 s of float32 (not the fp16 row).
+    m = rn50["1n2g"]["scaling_model"]
+    assert m["allreduce_ms"] == pytest.approx(600.0)
+    assert m["compute_ms"] == pytest.approx(1280.0)
+    assert m["lower"] == pytest.approx(2 * 1.28 / 1.88)
+    assert m["upper"] == pytest.approx(2.0)  # capped at ideal
+    assert m["verdict"] == "inside"
+    assert rn50["1n2g"]["speedup_bounds"] == {
+        "lower": round(2 * 1.28 / 1.88, 4), "upper": 2.0}
+    # hidden = (T1 + A - step) / A with step = 2 T1 / 1.5
+    hidden = (1.28 + 0.6 - 2 * 1.28 / 1.5) / 0.6
+    assert ("communication-bound: all-reduce of 3.9 KiB at 0.00667 MB/s bus "
+            "bandwidth takes 600.0 ms, 47% of the 1-device step (1280.0 ms)"
+            in m["explanation"])
+    assert "measured 1.50 is inside: about %.0f%% of the all-reduce is " \
+        "hidden" % (100 * hidden) in m["explanation"]
+    below = rn50["2n1g"]["scaling_model"]
+    assert below["verdict"] == "below"
+    assert "the step takes 2560.0 ms, 780.0 ms more than compute plus " \
+        "the whole all-reduce" in below["explanation"]
+    assert rn50["1n1g"]["speedup_bounds"] == {"lower": 1.0, "upper": 1.0}
+    assert "scaling_model" not in rn50["1n1g"]
+    notes = report.notes(rn50)
+    assert any(n.startswith("scaling model: 1n2g communication-bound")
+               for n in notes)
+
+
+def test_bandwidth_table_outputs(tree, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert extract.main(["--log_dir", str(tree), "--output_dir", str(out),
+                         "--no_plot"]) == 0
+    err = capsys.readouterr().err
+    assert "## All-reduce bandwidth" in err
+    # 1n2g float32 model row: median 0.6 s, 4000 B -> algbw 6.667e-6 GB/s
+    assert "| 1n2g | 3.9 KiB (model) | float32 | 2 | 600.000 | 0.000 | " \
+        "0.000 | 2 |" in err
+    md = (out / "bz128_result.md").read_text()
+    assert "| 2n1g | 64 KiB | float32 | 2 | 10.000 | 0.007 | 0.007 | 1 |" \
+        in md
+    assert "scaling model: 2n1g" in md
+    html = (out / "bz128_result.html").read_text()
+    assert "<h2>All-reduce bandwidth</h2>" in html and "scaling model" in html
+    saved = json.loads((out / "bz128_result.json").read_text())
+    assert saved["rn50"]["1n2g"]["speedup_bounds"]["upper"] == 2.0
+
+
+def test_allreduce_only_tree(tmp_path, capsys):
+    log_dir = tmp_path / "bz4"
+    write_allreduce(log_dir, "2n1g", [(1 << 20, "float32", 2, 0.001,
+                                       False)])
+    out = tmp_path / "out"
+    assert extract.main(["--log_dir", str(log_dir), "--output_dir",
+                         str(out)]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == {}
+    # 1 MiB in 1 ms: algbw 1.049 GB/s, busbw the same for 2 ranks
+    assert "| 2n1g | 1 MiB | float32 | 2 | 1.000 | 1.049 | 1.049 | 1 |" \
+        in captured.err
+    assert "no plot: all-reduce results only" in captured.err
+
+
+def test_bad_allreduce_file_is_a_warning(tree):
+    path = os.path.join(str(tree), "1n2g", "allreduce_fp32_3.json")
+    with open(path, "w") as f:
+        json.dump({"kind": "allreduce", "results": [{"nbytes": 4}]}, f)
+    ex = extract.extract(str(tree))
+    assert any("allreduce_fp32_3.json: unusable all-reduce result" in w
+               for w in ex.warnings)
+    assert ex.result["rn50"]["1n2g"]["scaling_model"]["allreduce_ms"] == \
+        pytest.approx(600.0)
+
+
+def test_model_arithmetic():
+    # A > T1: even full overlap leaves max(T1, A) per step.
+    assert scaling.bounds(0.1, 0.3, 2) == pytest.approx((0.5, 2 / 3))
+    m = scaling.explain("2n1g", 0.9, 0.1, {"seconds": 0.3, "nbytes": 10,
+                                           "busbw_gbps": 1.0,
+                                           "dtype": "float32"}, 2)
+    assert m["verdict"] == "above"
+    assert m["explanation"].startswith("2n1g communication-dominated")
+
+
+def test_gpu_utilisation_column(tmp_path):
+    log_dir = tmp_path / "bz128"
+    path = kit.write_run(log_dir, "1n1g", speeds(100, "1n1g"))
+    data = kit.result_json([(k * 100, k * 100 + 100, s)
+                            for k, s in enumerate(speeds(100, "1n1g"))],
+                           128, 1)
+    data["utilisation"] = {"gpu": {"utilisation_percent": {
+        "mean": 87.44, "p10": 80, "p90": 95}}}
+    kit.write_json(path[:-4] + ".json", data)
+    kit.write_run(log_dir, "1n2g", speeds(150, "1n2g"))  # no JSON
+    rn50 = extract.extract(str(log_dir)).result["rn50"]
+    assert rn50["1n1g"]["gpu_utilisation"] == 87.4
+    assert rn50["1n2g"]["gpu_utilisation"] is None
+    rows = report.table_rows(rn50)
+    assert report.MARKDOWN_COLUMNS[-1] == "GPU util"
+    assert [r[-1] for r in rows] == ["87%", "n/a"]

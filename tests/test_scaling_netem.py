@@ -1,0 +1,143 @@
+"""The scaling model against real runs (issue 14 §4): two "hosts" in
+network namespaces joined by a veth pair (tests/test_launch_netns.py's
+fixture), the link limited with `tc ... tbf` to a few rates. At each rate
+the run scripts measure the all-reduce of the model's gradient
+(BENCH=allreduce) and train on both hosts; with a 1n1g run as the baseline
+the extractor predicts the 2n1g speedup's bounds. Asserted: the all-reduce
+gets faster with the rate; where the link dominates (20 Mbit/s) the
+measured speedup is inside the bounds; at every rate it is at most the
+full-overlap bound. At 100 Mbit/s and unlimited the runs so far fell below
+the no-overlap bound by a fixed 15-49 ms per step (see BENCHMARKS.md); that is
+reported, not asserted.
+
+What makes the experiment fair on a CPU machine: each process is pinned to
+its own core (taskset), the 1n1g baseline to one core too, so a worker of
+the two-host run computes as fast as the baseline does and the link is what
+differs. The model is small (resnet_cifar depth 8: 78,042 parameters, a
+312 KB gradient), so that at 20 Mbit/s its all-reduce (~0.15 s) outweighs a
+step's compute, at 100 Mbit/s is comparable, and unlimited costs little.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+
+import pytest
+
+from test_launch_netns import ADDRS, PORT, env_for, two_hosts  # noqa: F401
+from test_run_scripts import PY, REPO
+
+RATES = ("20mbit", "100mbit", None)  # None: the veth's own speed
+BATCH = 16
+STEPS, LOG_STEPS, WARMUP = 60, 10, 20
+TINY = ",".join([
+    "model.name=resnet_cifar", "model.model_params.depth=8",
+    "train_dataset.image_size=16", "train_dataset.num_classes=10",
+    "validation_dataset.image_size=16", "validation_dataset.num_classes=10",
+    "evaluation.skip_eval=true", "runtime.sample_period_seconds=0",
+])
+# Relative slack around the bounds. On the shared 2-core machine this test
+# was written on, other jobs' load moved a core's speed by up to 2x between
+# minutes (1n1g: 377 then 817 img/s), and one disturbed interval moves a
+# 60-step run's mean by 10%; the bounds themselves move 4x across the rates,
+# and a model without the all-reduce (speedup 2) misses them by 2-10x.
+SLACK = 0.15
+KNOBS = dict(STEPS=STEPS, LOG_STEPS=LOG_STEPS, PARAMS_OVERRIDE=TINY)
+
+
+def tc(ns, dev, rate):
+    """Egress of `dev` in `ns` limited to `rate` (both ends get one, so
+    both directions are limited); None removes the limit."""
+    base = ["ip", "netns", "exec", ns, "tc", "qdisc"]
+    subprocess.run(base + ["del", "dev", dev, "root"], capture_output=True)
+    if rate:
+        out = subprocess.run(base + ["add", "dev", dev, "root", "tbf",
+                                     "rate", rate, "burst", "32kb",
+                                     "latency", "400ms"],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            pytest.skip(f"tc tbf not possible here: {out.stderr.strip()}")
+
+
+def both(tmp_path, hosts, log_dir, **knobs):
+    """run_two_node.sh in each namespace, host k pinned to core k."""
+    procs = []
+    try:
+        for k, ns in enumerate(hosts):
+            env = env_for(tmp_path, ns, **KNOBS, **knobs)
+            env["LOG_DIR"] = str(log_dir)
+            procs.append(subprocess.Popen(
+                ["ip", "netns", "exec", ns, "taskset", "-c", str(k % 2),
+                 "timeout", "-k", "10", "500", "bash",
+                 os.path.join(REPO, "run_two_node.sh"), str(BATCH), "fp32",
+                 "1"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, text=True, start_new_session=True))
+        outs = [p.communicate(timeout=540)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    assert [p.returncode for p in procs] == [0, 0], "\n".join(outs)
+
+
+def baseline(tmp_path, log_dir):
+    """The 1n1g run, on core 0 alone."""
+    env = env_for(tmp_path, "base", **KNOBS)
+    env["LOG_DIR"] = str(log_dir)
+    out = subprocess.run(
+        ["taskset", "-c", "0", "bash",
+         os.path.join(REPO, "run_single_node.sh"), str(BATCH), "fp32", "1"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=500)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.multiworker
+def test_measured_speedup_inside_predicted_bounds(tmp_path, two_hosts):
+    if shutil.which("tc") is None or shutil.which("taskset") is None:
+        pytest.skip("needs tc (iproute2) and taskset (util-linux)")
+    tag = two_hosts[0][:-1]
+    devs = (f"{tag}va", f"{tag}vb")
+    models = {}
+    for rate in RATES:
+        for ns, dev in zip(two_hosts, devs):
+            tc(ns, dev, rate)
+        logs = tmp_path / f"rate-{rate or 'unlimited'}"
+        # The baseline right before the two-host run: the machine's speed
+        # drifts with other jobs' load, and T1 must be the same load's.
+        baseline(tmp_path, logs)
+        both(tmp_path, two_hosts, logs, BENCH="allreduce",
+             ALLREDUCE_ARGS="--sizes=model --dtypes=float32 --iters=20")
+        both(tmp_path, two_hosts, logs)
+        tree = logs / "tensorflow" / "resnet50" / f"bz{BATCH}"
+        out = subprocess.run(
+            [PY, os.path.join(REPO, "extract_tensorflow_logs.py"),
+             "--log_dir", str(tree), "--warmup_batches", str(WARMUP),
+             "--train_batches", str(STEPS), "--output_dir",
+             str(tmp_path / "result" / str(rate)), "--no_plot"],
+            capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        models[rate] = json.loads(out.stdout)["rn50"]["2n1g"]["scaling_model"]
+    report = "\n".join(f"{r or 'unlimited'}: {m['explanation']}"
+                       for r, m in models.items())
+    print(report)
+    # The link is what the rates change: the all-reduce gets faster.
+    times = [models[r]["allreduce_ms"] for r in RATES]
+    assert times[0] > times[1] > times[2], report
+    # Where the link dominates the step (20 Mbit/s: the all-reduce is
+    # several 1-device steps) the measured speedup is inside the bounds.
+    slow = models[RATES[0]]
+    assert slow["allreduce_ms"] > 3 * slow["compute_ms"], report
+    assert slow["lower"] * (1 - SLACK) <= slow["measured"] <= \
+        slow["upper"] * (1 + SLACK), report
+    # At every rate the full-overlap bound holds. Not asserted: the
+    # no-overlap bound at 100 Mbit/s and unlimited, which these runs missed
+    # by a fixed 15-49 ms per step that the gradient's all-reduce does not
+    # explain (BENCHMARKS.md, "Scaling model against tbf-limited links");
+    # the extractor reports it as "below" with the unexplained ms.
+    for rate, m in models.items():
+        assert m["measured"] <= m["upper"] * (1 + SLACK), report
+        assert m["verdict"] in ("inside", "below"), report
