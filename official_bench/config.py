@@ -924,6 +924,10 @@ def _validate_input_sources(ds: DatasetConfig, name: str, b: _Builder) -> None:
                 "tf.data service dispatcher's host:port (start one with "
                 "python -m official_bench.data.service --dispatcher "
                 "--port P)")
+    if ds.builder == "service" and ds.skip_bad_records:
+        b.error(f"{name}.skip_bad_records", "builder service cannot send "
+                "skip_bad_records' Python logging to the tf.data service "
+                "workers; set it to false (bad records then stop the run)")
     _positive(b, f"{name}.data_service_timeout_seconds",
               ds.data_service_timeout_seconds, maximum=MAX_SECONDS)
 

@@ -8,6 +8,7 @@ from official_bench.config import ConfigError, DatasetConfig
 from official_bench.data import device_stage, input_wait
 from official_bench.data.python_source import python_dataset
 from official_bench.data.records import records_dataset
+from official_bench.data.service_feed import service_dataset
 from official_bench.data.synthetic import synthetic_dataset
 from official_bench.data.tfds import tfds_dataset
 from official_bench.data.zmq_feed import zmq_dataset
@@ -27,6 +28,7 @@ BUILDERS: Dict[str, Callable] = {
     "tfds": tfds_dataset,  # data/tfds.py
     "python": python_dataset,  # data/python_source.py
     "zmq": zmq_dataset,  # data/zmq_feed.py (pyzmq imported when used)
+    "service": service_dataset,  # data/service_feed.py (tf.data service)
 }
 
 
