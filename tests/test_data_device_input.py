@@ -61,6 +61,29 @@ def test_off_ends_in_a_device_prefetch_that_yields_the_same_batches():
     assert images.device.endswith("CPU:0")
 
 
+def test_unusable_stage_falls_back_to_the_host_with_a_warning(
+        monkeypatch, absl_messages):
+    def broken_stage(device, buffer_size):
+        """A staged dataset whose cardinality fails, as a GPU-resident
+        handle could."""
+        def apply(dataset):
+            staged = dataset.map(lambda x: x)
+
+            def fail():
+                raise tf.errors.InternalError(
+                    None, None, "No unary variant device copy function found")
+            staged.cardinality = fail
+            return staged
+        return apply
+
+    monkeypatch.setattr(tf.data.experimental, "prefetch_to_device",
+                        broken_stage)
+    plain = tf.data.Dataset.range(3)
+    assert device_stage.prefetch_to(plain, "/gpu:0") is plain
+    assert any("prefetch to /gpu:0 is not usable here" in m and
+               "No unary variant" in m for m in absl_messages)
+
+
 @pytest.mark.parametrize("strategy", ["one_device", "mirrored"])
 def test_staging_strategies_get_no_extra_stage(strategy):
     data = _run_dataset(strategy)

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from absl import logging
+
 from official_bench.runtime.keras_setup import tf
 
 # Strategies whose iterator does not stage elements onto the device.
@@ -42,6 +44,24 @@ def stage_device(kind: str, devices: Sequence[str]) -> Optional[str]:
 
 
 def prefetch_to(dataset: tf.data.Dataset, device: str) -> tf.data.Dataset:
-    """`dataset` with its elements copied to and buffered on `device`."""
-    return dataset.apply(tf.data.experimental.prefetch_to_device(
+    """`dataset` with its elements copied to and buffered on `device`.
+
+    Guard (not testable without a GPU): tf-keras asks a plain dataset for
+    its cardinality every epoch (DataHandler.should_recreate_iterator), and
+    DatasetCardinality has a CPU kernel only, while the staged dataset's
+    handle lives on `device`; TensorFlow issue 34112 shows variant copies
+    of datasets failing across devices. So the staged dataset is asked
+    once here; if that fails, the run goes on unstaged with a warning
+    naming the error, instead of failing inside fit.
+    """
+    staged = dataset.apply(tf.data.experimental.prefetch_to_device(
         device, buffer_size=BUFFER))
+    try:
+        staged.cardinality().numpy()
+    except (tf.errors.OpError, RuntimeError, ValueError) as e:
+        logging.warning(
+            "official_bench: prefetch to %s is not usable here (%s: %s); "
+            "the input stays on the host and each step copies its batch",
+            device, type(e).__name__, str(e).splitlines()[0][:200])
+        return dataset
+    return staged
