@@ -61,6 +61,18 @@ def test_off_ends_in_a_device_prefetch_that_yields_the_same_batches():
     assert images.device.endswith("CPU:0")
 
 
+def test_off_trains_and_evaluates_through_the_staged_pipeline():
+    """fit and evaluate (Keras asks the plain dataset its cardinality each
+    epoch) through the device prefetch, epochs re-iterating it."""
+    from official_bench import trainer
+    r = trainer.run(tiny(runtime={"distribution_strategy": "off"},
+                         train={"epochs": 2, "steps": 3},
+                         evaluation={"skip_eval": False}))
+    assert r.stats.total_steps == 6 and len(r.history["loss"]) == 2
+    assert all(np.isfinite(r.history["loss"]))
+    assert r.evaluation and all(np.isfinite(list(r.evaluation.values())))
+
+
 def test_unusable_stage_falls_back_to_the_host_with_a_warning(
         monkeypatch, absl_messages):
     def broken_stage(device, buffer_size):
