@@ -244,8 +244,9 @@ def measure(name, overrides, start, args, tmp):
     try:
         cfg = json.dumps(config(overrides(port), args.image_size, args.batch,
                                 args.steps, args.steps // 3))
+        model_dir = os.path.join(tmp, name.replace(" ", "_"))
         train = _run(["-m", "official_bench.classifier_trainer",
-                      f"--model_dir={os.path.join(tmp, name.replace(' ', '_'))}",
+                      f"--model_dir={model_dir}",
                       f"--params_override={cfg}"], TRAIN_RATE, 900)
         inputs = None
         if name != "synthetic device":  # nothing is fed per step

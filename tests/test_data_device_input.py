@@ -105,7 +105,7 @@ def test_staging_strategies_get_no_extra_stage(strategy):
     assert "MultiDeviceIterator" in type(inner).__name__
 
 
-# -- transfer_uint8 ------------------------------------------------------------
+# -- transfer_uint8 ---------------------------------------------------------
 
 def _noisy_jpeg(seed, size=12):
     from PIL import Image

@@ -95,8 +95,8 @@ def test_bfloat16_and_uint8_resident_batches():
     from official_bench.config import DatasetConfig
     from official_bench.data.resident_batch import ResidentBatch
     strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
-    bf16 = ResidentBatch(strategy, DatasetConfig(image_size=4, dtype="bfloat16",
-                                                 num_classes=3), 2)
+    bf16 = ResidentBatch(strategy, DatasetConfig(
+        image_size=4, dtype="bfloat16", num_classes=3), 2)
     assert bf16.images.dtype == tf.bfloat16
     u8 = ResidentBatch(strategy, DatasetConfig(image_size=4, num_classes=3,
                                                transfer_uint8=True), 2)
