@@ -2,7 +2,6 @@
 127.0.0.1 (python -m official_bench.data.service), a CLI training run
 through them, and a clear error when no dispatcher is there."""
 
-import os
 import subprocess
 import sys
 import time
