@@ -32,7 +32,10 @@ STRATEGIES = ("off", "one_device", "mirrored", "multi_worker_mirrored",
 MODES = ("train_and_eval", "train", "eval", "export_only")
 MODEL_NAMES = ("resnet", "resnet_cifar")
 RESNET_DEPTHS = (18, 34, 50, 101, 152)
-BUILDERS = ("synthetic", "records", "tfds", "python", "zmq")
+BUILDERS = ("synthetic", "records", "tfds", "python", "zmq", "service")
+# builder synthetic: where each replica's batch lives (data/synthetic.py,
+# data/resident_batch.py).
+SYNTHETIC_LOCATIONS = ("host", "device")
 DTYPE_ALIASES = {
     "float32": "float32", "fp32": "float32",
     "float16": "float16", "fp16": "float16",
@@ -158,6 +161,13 @@ class DatasetConfig:
     zmq_endpoints: Optional[List[str]] = None
     zmq_bind: bool = True
     zmq_timeout_seconds: float = 60.0
+    # builder: synthetic: host (one batch copied to the device every step,
+    # as r2.3/DLPerf) or device (made once on each replica's device).
+    synthetic_location: str = "host"
+    # builder: service: the tf.data service dispatcher, host:port; the
+    # records pipeline runs on its workers (data/service.py).
+    data_service_address: Optional[str] = None
+    data_service_timeout_seconds: float = 60.0
 
 
 @dataclasses.dataclass
@@ -868,6 +878,7 @@ def _validate(cfg: ExperimentConfig, b: _Builder) -> None:
                 "distribution_strategy horovod only")
     for name in ("train_dataset", "validation_dataset"):
         _validate_dataset(getattr(cfg, name), name, b)
+    _validate_input_placement(cfg, b)
     _validate_model(cfg, b)
     tr = cfg.train
     _positive(b, "train.epochs", tr.epochs, maximum=MAX_EPOCHS)
@@ -956,6 +967,59 @@ def _validate_input_sources(ds: DatasetConfig, name: str, b: _Builder) -> None:
                 "endpoint, e.g. ['tcp://127.0.0.1:5555']")
     _positive(b, f"{name}.zmq_timeout_seconds", ds.zmq_timeout_seconds,
               maximum=MAX_SECONDS)
+    _choice(b, f"{name}.synthetic_location", ds.synthetic_location,
+            SYNTHETIC_LOCATIONS, "synthetic_location")
+    if ds.synthetic_location == "device" and ds.builder != "synthetic":
+        b.error(f"{name}.synthetic_location", f"device applies to builder "
+                f"synthetic, the builder is {ds.builder!r}; set it to host")
+    if ds.synthetic_location == "device" and name != "train_dataset":
+        b.error(f"{name}.synthetic_location", "device applies to "
+                "train_dataset only (the resident batch feeds the train "
+                "step); set it to host")
+    address = ds.data_service_address
+    if address is not None:
+        try:
+            parse_hostport(address)
+        except HostPortError as e:
+            b.error(f"{name}.data_service_address", f"{address!r} is not "
+                    f"host:port or [IPv6]:port: it {e.reason}")
+    if ds.builder == "service" and not address:
+        b.error(f"{name}.data_service_address", "builder service needs the "
+                "tf.data service dispatcher's host:port (start one with "
+                "python -m official_bench.data.service --dispatcher "
+                "--port P)")
+    if ds.builder == "service" and ds.skip_bad_records:
+        b.error(f"{name}.skip_bad_records", "builder service cannot send "
+                "skip_bad_records' Python logging to the tf.data service "
+                "workers; set it to false (bad records then stop the run)")
+    _positive(b, f"{name}.data_service_timeout_seconds",
+              ds.data_service_timeout_seconds, maximum=MAX_SECONDS)
+
+
+def _validate_input_placement(cfg: ExperimentConfig, b: _Builder) -> None:
+    """Input keys that depend on the strategy or on the model's input.
+
+    transfer_uint8 makes the model's input uint8 (it normalises on the
+    device), so the validation set it evaluates must send uint8 too.
+    """
+    train, val = cfg.train_dataset, cfg.validation_dataset
+    if train.synthetic_location == "device" and \
+            cfg.runtime.distribution_strategy == "parameter_server":
+        b.error("train_dataset.synthetic_location", "device is not "
+                "supported with parameter_server (its workers build their "
+                "own inputs); set it to host")
+    evaluates = cfg.mode == "eval" or (cfg.mode == "train_and_eval" and
+                                       not cfg.evaluation.skip_eval)
+    if evaluates and train.transfer_uint8 != val.transfer_uint8:
+        b.error("validation_dataset.transfer_uint8", f"is "
+                f"{val.transfer_uint8} but train_dataset.transfer_uint8 is "
+                f"{train.transfer_uint8}: the model's input is uint8 exactly "
+                "when the training set sends uint8; set both the same")
+    if train.transfer_uint8 and cfg.model.model_params.rescale_inputs:
+        b.error("model.model_params.rescale_inputs", "expects [0, 1] "
+                "inputs, but train_dataset.transfer_uint8 sends 0..255 and "
+                "the model normalises them with mean_subtract/standardize; "
+                "set one of them false")
 
 
 def _check_peak_rate(cfg: ExperimentConfig, b: _Builder) -> None:

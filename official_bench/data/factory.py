@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Callable, Dict, Optional
 
 from official_bench.config import ConfigError, DatasetConfig
-from official_bench.data import input_wait
+from official_bench.data import device_stage, input_wait
 from official_bench.data.python_source import python_dataset
 from official_bench.data.records import records_dataset
+from official_bench.data.service_feed import service_dataset
 from official_bench.data.synthetic import synthetic_dataset
 from official_bench.data.tfds import tfds_dataset
 from official_bench.data.zmq_feed import zmq_dataset
@@ -27,6 +28,7 @@ BUILDERS: Dict[str, Callable] = {
     "tfds": tfds_dataset,  # data/tfds.py
     "python": python_dataset,  # data/python_source.py
     "zmq": zmq_dataset,  # data/zmq_feed.py (pyzmq imported when used)
+    "service": service_dataset,  # data/service_feed.py (tf.data service)
 }
 
 
@@ -69,13 +71,19 @@ def global_batch_size(ds: DatasetConfig, num_replicas: int) -> int:
 
 def distributed_dataset(strategy: tf.distribute.Strategy, ds: DatasetConfig,
                         global_batch: int, is_training: bool, seed: int = 0,
-                        num_private_threads: Optional[int] = None):
+                        num_private_threads: Optional[int] = None,
+                        stage: Optional[str] = None):
     """Each worker and replica builds its own pipeline (no central split);
     the training pipeline's input wait is measured (input_wait.TRAIN_METER).
+    `stage`: a device to prefetch onto last (data/device_stage.py), for the
+    strategies that do not stage batches themselves.
     """
     meter = input_wait.TRAIN_METER if is_training else None
     if meter is not None:
         meter.reset()
-    return strategy.distribute_datasets_from_function(
-        lambda ctx: per_replica_dataset(ds, ctx, global_batch, is_training,
-                                        seed, num_private_threads, meter))
+
+    def dataset_fn(ctx):
+        dataset = per_replica_dataset(ds, ctx, global_batch, is_training,
+                                      seed, num_private_threads, meter)
+        return device_stage.prefetch_to(dataset, stage) if stage else dataset
+    return strategy.distribute_datasets_from_function(dataset_fn)

@@ -752,11 +752,6 @@ def records_dataset(ds: DatasetConfig, ctx: tf.distribute.InputContext,
                     seed: int = 0) -> tf.data.Dataset:
     """The `records` builder (see data.factory.BUILDERS)."""
     files, layout = find_files(ds, is_training)
-    if ds.transfer_uint8 and (ds.mean_subtract or ds.standardize):
-        logging.warning(
-            "%s.transfer_uint8: images leave the pipeline as uint8 0..255; "
-            "mean_subtract/standardize must then be applied on the device "
-            "(official_bench.data.preprocessing.normalize)", _key(is_training))
     logging.info("%s: %d %s record file(s) for split %s (%s ... %s)",
                  _key(is_training), len(files), layout.name, ds.split,
                  os.path.basename(files[0]), os.path.basename(files[-1]))

@@ -35,8 +35,11 @@ def resolve_data_format(requested: str, num_gpus: int,
 
 def build_model(cfg: ExperimentConfig, num_gpus: int = 0):
     """Builds the configured model for the train dataset's image shape."""
+    # Imported here: data.preprocessing imports models.resnet's constants.
+    from official_bench.data.device_normalize import model_input
     mp = cfg.model.model_params
     ds = cfg.train_dataset
+    input_dtype, input_layer = model_input(ds)
     common = dict(
         depth=mp.depth, num_classes=mp.num_classes, image_size=ds.image_size,
         channels=ds.num_channels,
@@ -44,8 +47,8 @@ def build_model(cfg: ExperimentConfig, num_gpus: int = 0):
                                         compute_dtype(cfg)),
         weight_decay=mp.weight_decay if mp.use_l2_regularizer else 0.0,
         zero_init_last_bn=mp.zero_init_last_bn,
-        rescale_inputs=mp.rescale_inputs, input_dtype=ds.dtype,
-        batch_size=mp.batch_size)
+        rescale_inputs=mp.rescale_inputs, input_dtype=input_dtype,
+        batch_size=mp.batch_size, input_layer=input_layer)
     if cfg.model.name == "resnet":
         return resnet_v15(**common)
     if cfg.model.name == "resnet_cifar":

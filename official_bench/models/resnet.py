@@ -123,12 +123,13 @@ class Standardize(layers.Layer):
 
 def image_input(image_size: int, channels: int, input_dtype: str,
                 batch_size: Optional[int], data_format: str,
-                rescale_inputs: bool):
-    """The NHWC input every pipeline produces, moved to `data_format`."""
+                rescale_inputs: bool, input_layer=None):
+    """The NHWC input every pipeline produces, moved to `data_format`;
+    `input_layer` first (transfer_uint8: data/device_normalize.py)."""
     inputs = keras.Input(shape=(image_size, image_size, channels),
                          batch_size=batch_size, dtype=input_dtype,
                          name="images")
-    x = inputs
+    x = inputs if input_layer is None else input_layer(inputs)
     if rescale_inputs:
         x = Standardize(name="standardize")(x)
     if data_format == "channels_first":
@@ -154,7 +155,8 @@ def resnet_v15(depth: int = 50, num_classes: int = 1000,
                weight_decay: float = 1e-4, zero_init_last_bn: bool = False,
                rescale_inputs: bool = False, input_dtype: str = "float32",
                batch_size: Optional[int] = None,
-               stage_filters: Sequence[int] = (64, 128, 256, 512)):
+               stage_filters: Sequence[int] = (64, 128, 256, 512),
+               input_layer=None):
     """Builds ResNet v1.5 of the given depth as a functional Keras model."""
     if depth not in RESNET_SPECS:
         raise ValueError(f"unknown ResNet depth {depth}; valid: "
@@ -163,7 +165,7 @@ def resnet_v15(depth: int = 50, num_classes: int = 1000,
     block = bottleneck_block if kind == "bottleneck" else basic_block
     opts = BlockOptions(data_format, weight_decay, zero_init_last_bn)
     inputs, x = image_input(image_size, channels, input_dtype, batch_size,
-                            data_format, rescale_inputs)
+                            data_format, rescale_inputs, input_layer)
     x = conv_bn(x, 64, 7, 2, opts, "stem")
     x = layers.MaxPooling2D(3, strides=2, padding="same",
                             data_format=data_format, name="stem_pool")(x)

@@ -19,13 +19,13 @@ def resnet_cifar(depth: int = 20, num_classes: int = 10, image_size: int = 32,
                  data_format: str = "channels_last",
                  weight_decay: float = 1e-4, zero_init_last_bn: bool = False,
                  rescale_inputs: bool = False, input_dtype: str = "float32",
-                 batch_size: Optional[int] = None):
+                 batch_size: Optional[int] = None, input_layer=None):
     if depth < 8 or (depth - 2) % 6:
         raise ValueError(f"resnet_cifar depth must be 6n+2, got {depth}")
     n = (depth - 2) // 6
     opts = BlockOptions(data_format, weight_decay, zero_init_last_bn)
     inputs, x = image_input(image_size, channels, input_dtype, batch_size,
-                            data_format, rescale_inputs)
+                            data_format, rescale_inputs, input_layer)
     x = conv_bn(x, 16 * width, 3, 1, opts, "stem")
     for stage, filters in enumerate((16, 32, 64)):
         for i in range(n):

@@ -18,7 +18,10 @@ from absl import logging
 
 from official_bench.config import ConfigError, DatasetConfig, RuntimeConfig
 from official_bench.contracts.throughput import timeout_message
+from official_bench.data import device_stage
 from official_bench.data import factory as data_factory
+from official_bench.data import input_wait
+from official_bench.data.resident_batch import ResidentBatch
 from official_bench.runtime import devices as devices_lib
 from official_bench.runtime import horovod_backend, placement
 from official_bench.runtime.cluster import (Cluster, ClusterError,
@@ -41,18 +44,37 @@ class Distribution:
     tag: str = "worker0"  # names this process's files when not chief
     private_threads: Optional[int] = None  # dataset_num_private_threads
     placement: Optional[placement.Placement] = None  # the strategy's devices
+    # synthetic_location: device: the batch prepare_fit hands the model.
+    resident: Optional[ResidentBatch] = None
 
     def dataset(self, ds: DatasetConfig, global_batch: int,
                 is_training: bool, seed: int):
-        """This process's input, shaped for its backend's model.fit."""
+        """This process's input, shaped for its backend's model.fit.
+
+        off and horovod end in a prefetch to the device (data/
+        device_stage.py). A resident synthetic batch (synthetic_location:
+        device) is kept for `prepare_fit`, which gives it to the model.
+        """
+        stage = device_stage.stage_device(
+            self.kind, self.placement.devices if self.placement else [])
+        if is_training and ds.builder == "synthetic" and \
+                ds.synthetic_location == "device":
+            rank = self.hvd.rank() if self.hvd is not None else 0
+            self.resident = ResidentBatch(
+                self.strategy, ds, global_batch // self.num_replicas,
+                seed, stream_offset=rank)
+            return self.resident.dataset(
+                None if self.kind == "horovod" else input_wait.TRAIN_METER)
         if self.kind == "horovod":
             ctx = tf.distribute.InputContext(
                 num_input_pipelines=self.hvd.size(),
                 input_pipeline_id=self.hvd.rank(),
                 num_replicas_in_sync=self.hvd.size())
-            return data_factory.per_replica_dataset(
+            dataset = data_factory.per_replica_dataset(
                 ds, ctx, global_batch, is_training, seed,
                 self.private_threads)
+            return device_stage.prefetch_to(dataset, stage) if stage \
+                else dataset
         if self.kind == "parameter_server":
             return keras.utils.experimental.DatasetCreator(
                 lambda ctx: data_factory.per_replica_dataset(
@@ -60,7 +82,7 @@ class Distribution:
                     self.private_threads))
         return data_factory.distributed_dataset(
             self.strategy, ds, global_batch, is_training, seed,
-            self.private_threads)
+            self.private_threads, stage)
 
     def wrap_optimizer(self, optimizer):
         if self.kind == "horovod":
@@ -69,9 +91,12 @@ class Distribution:
         return optimizer
 
     def prepare_fit(self, model) -> None:
-        """Horovod: XLA train step if asked, rank 0's state broadcast once."""
+        """Horovod: XLA train step if asked, rank 0's state broadcast once;
+        then a resident batch wraps whichever train step the model has."""
         if self.kind == "horovod":
             horovod_backend.prepare_fit(self.hvd, model)
+        if self.resident is not None:
+            self.resident.attach(model)
 
     def callbacks(self) -> List:
         if self.kind == "horovod":

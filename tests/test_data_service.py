@@ -1,0 +1,110 @@
+"""builder: service: a real tf.data service dispatcher and two workers on
+127.0.0.1 (python -m official_bench.data.service), a CLI training run
+through them, and a clear error when no dispatcher is there."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from helpers import REPO, TINY_OVERRIDE, cli, cli_env, free_ports, kill_all
+
+from official_bench.config import ConfigError, load_config
+from official_bench.data import service
+
+pytestmark = pytest.mark.slow
+
+
+def _start(*args):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "official_bench.data.service", *args],
+        cwd=REPO, env=cli_env(), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    lines = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if "ready on port" in line:
+            return proc, lines
+    kill_all([proc])
+    raise AssertionError("service did not start:\n" + "".join(lines))
+
+
+def _records(root):
+    from test_data_device_input import _records as write
+    return write(root, count=16)
+
+
+def test_trains_through_a_dispatcher_and_two_workers(tmp_path):
+    data_dir = _records(tmp_path / "data")
+    dport, w1, w2 = free_ports(3)
+    procs = []
+    try:
+        dispatcher, dlines = _start("--dispatcher", "--port", str(dport))
+        procs.append(dispatcher)
+        assert any("no authentication" in l for l in dlines), dlines
+        for port in (w1, w2):
+            procs.append(_start("--worker", "--dispatcher_address",
+                                f"127.0.0.1:{dport}", "--port",
+                                str(port))[0])
+        override = TINY_OVERRIDE + (
+            f",train_dataset.builder=service,train_dataset.data_dir="
+            f"{data_dir},train_dataset.data_service_address=127.0.0.1:"
+            f"{dport},train_dataset.image_size=8,"
+            "model.model_params.num_classes=3,train_dataset.num_classes=3,"
+            "validation_dataset.num_classes=3,validation_dataset.image_size=8,"
+            "runtime.distribution_strategy=one_device")
+        r = cli(["--mode=train", f"--model_dir={tmp_path / 'm'}",
+                 f"--params_override={override}"], timeout=600)
+        assert r.returncode == 0, r.stdout[-4000:]
+        assert "runs on the tf.data service at 127.0.0.1" in r.stdout
+        assert "no authentication or encryption" in r.stdout
+        assert "examples/second" in r.stdout
+    finally:
+        kill_all(procs)
+
+
+def test_missing_dispatcher_fails_within_the_timeout(tmp_path):
+    data_dir = _records(tmp_path / "data")
+    port = free_ports(1)[0]
+    override = TINY_OVERRIDE + (
+        f",train_dataset.builder=service,train_dataset.data_dir={data_dir},"
+        f"train_dataset.data_service_address=127.0.0.1:{port},"
+        "train_dataset.data_service_timeout_seconds=2")
+    start = time.monotonic()
+    r = cli(["--mode=train", f"--params_override={override}"], timeout=300)
+    assert r.returncode != 0
+    assert f"no tf.data service dispatcher at 127.0.0.1:{port} after 2 s" \
+        in r.stdout, r.stdout[-3000:]
+    assert f"--dispatcher --port {port}" in r.stdout
+    assert time.monotonic() - start < 120
+
+
+def test_cli_arguments_are_checked():
+    with pytest.raises(SystemExit):
+        service.parse_args(["--worker", "--port", "5000"])
+    with pytest.raises(SystemExit):
+        service.parse_args(["--dispatcher", "--port", "70000"])
+    args = service.parse_args(["--worker", "--port", "5001",
+                               "--dispatcher_address", "127.0.0.1:5000"])
+    assert args.worker and args.worker_address == "localhost"
+
+
+@pytest.mark.parametrize("override,message", [
+    ("train_dataset.builder=service,train_dataset.data_dir=/d",
+     r"train_dataset.data_service_address: builder service needs"),
+    ("train_dataset.builder=service,train_dataset.data_dir=/d,"
+     "train_dataset.data_service_address=nohost",
+     r"'nohost' is not host:port"),
+    ("train_dataset.builder=service,train_dataset.data_dir=/d,"
+     "train_dataset.data_service_address=h:1,"
+     "train_dataset.skip_bad_records=true",
+     r"train_dataset.skip_bad_records: builder service cannot"),
+])
+def test_config_errors(override, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(params_override=override)
