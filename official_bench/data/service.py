@@ -90,5 +90,10 @@ def main(argv=None) -> int:
     return 0
 
 
-if __name__ == "__main__":
+def run_main() -> None:
+    """Console-script entry (official-bench-data-service)."""
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    run_main()
