@@ -23,7 +23,7 @@ import os
 import statistics
 import sys
 import time
-from typing import Dict, List
+from typing import List
 
 from absl import app, flags, logging
 
