@@ -62,7 +62,7 @@ class RunResult:
 
 
 @dataclasses.dataclass
-class _Plan:
+class _BatchPlan:
     """Batch and step arithmetic, derived once from config and strategy."""
     num_replicas: int
     global_batch: int
@@ -74,7 +74,7 @@ class _Plan:
     steps_per_loop: int = 1
 
 
-def _plan(cfg: ExperimentConfig, num_replicas: int) -> _Plan:
+def _plan(cfg: ExperimentConfig, num_replicas: int) -> _BatchPlan:
     train_ds, val_ds = cfg.train_dataset, cfg.validation_dataset
     global_batch = data_factory.global_batch_size(train_ds, num_replicas)
     steps = cfg.train.steps or train_ds.num_examples // global_batch
@@ -96,7 +96,7 @@ def _plan(cfg: ExperimentConfig, num_replicas: int) -> _Plan:
             f"train.time_history.log_steps {log_steps} is not a multiple of "
             f"the {per_loop} steps of one loop (train.set_epoch_loop: one "
             "loop per epoch); TimeHistory can only time whole loops")
-    return _Plan(num_replicas, global_batch, steps, steps * epochs,
+    return _BatchPlan(num_replicas, global_batch, steps, steps * epochs,
                  eval_batch, eval_steps, eval_epochs, per_loop)
 
 
@@ -173,12 +173,12 @@ def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:
         ps_server.serve(rt, cluster)
         return RunResult(cfg, None, {}, {}, {}, cfg.model_dir, None)
     try:
-        run = _setup(cfg, cluster, replica_devices, dtype, policy)
+        prepared = _setup(cfg, cluster, replica_devices, dtype, policy)
         if cfg.mode == "eval":
-            return _evaluate_only(run)
+            return _evaluate_only(prepared)
         if cfg.mode == "export_only":
-            return _export_only(run)
-        return _fit(run)
+            return _export_only(prepared)
+        return _fit(prepared)
     finally:
         precision.reset_policy()
 
@@ -193,12 +193,12 @@ def prepare_runtime(rt: config_lib.RuntimeConfig):
 
 
 @dataclasses.dataclass
-class _Run:
+class _Prepared:
     """Everything the mode functions share after set-up."""
     cfg: ExperimentConfig
     cluster: cluster_lib.Cluster
     dist: distribute.Distribution
-    plan: _Plan
+    plan: _BatchPlan
     model: Any
     dtype: str
     replica_devices: List[str]
@@ -247,7 +247,7 @@ def model_summary(model) -> Dict[str, Any]:
 
 
 def _setup(cfg: ExperimentConfig, cluster: cluster_lib.Cluster,
-           replica_devices: List[str], dtype: str, policy: str) -> _Run:
+           replica_devices: List[str], dtype: str, policy: str) -> _Prepared:
     rt = cfg.runtime
 
     # 2. Strategy.
@@ -279,19 +279,19 @@ def _setup(cfg: ExperimentConfig, cluster: cluster_lib.Cluster,
                       metrics=objectives.build_metrics(cfg),
                       jit_compile=rt.enable_xla, run_eagerly=rt.run_eagerly,
                       steps_per_execution=plan.steps_per_loop)
-    return _Run(cfg, cluster, dist, plan, model, dtype, replica_devices,
+    return _Prepared(cfg, cluster, dist, plan, model, dtype, replica_devices,
                 result_path, malloc)
 
 
-def _fit(run: _Run) -> RunResult:
-    cfg, plan, model = run.cfg, run.plan, run.model
+def _fit(prep: _Prepared) -> RunResult:
+    cfg, plan, model = prep.cfg, prep.plan, prep.model
     rt = cfg.runtime
 
     # 5. Data.
-    train_data = run.dist.dataset(cfg.train_dataset, plan.global_batch, True,
+    train_data = prep.dist.dataset(cfg.train_dataset, plan.global_batch, True,
                                   rt.seed or 0)
     evaluate = cfg.mode == "train_and_eval" and not cfg.evaluation.skip_eval
-    val_data = run.validation_data() if evaluate else None
+    val_data = prep.validation_data() if evaluate else None
 
     # 6. Resume.
     initial_step = 0
@@ -309,7 +309,7 @@ def _fit(run: _Run) -> RunResult:
             f"(step {initial_step}); train.epochs {cfg.train.epochs} leaves "
             "nothing to train")
 
-    run.dist.prepare_fit(model)
+    prep.dist.prepare_fit(model)
 
     # 7. Callbacks.
     th = cfg.train.time_history
@@ -318,12 +318,12 @@ def _fit(run: _Run) -> RunResult:
         progress_seconds=th.progress_seconds,
         initial_step=initial_epoch * plan.steps_per_epoch)
     timed = cfg.train.callbacks.enable_time_history and \
-        run.dist.logs_throughput
+        prep.dist.logs_throughput
     guard = nan_guard.NanGuard(cfg.train.stop_on_nan, th.log_steps,
                                initial_epoch * plan.steps_per_epoch)
-    callbacks = run.dist.callbacks() + ([time_history] if timed else []) + \
+    callbacks = prep.dist.callbacks() + ([time_history] if timed else []) + \
         [guard]
-    if run.dist.is_chief or run.dist.kind != "horovod":
+    if prep.dist.is_chief or prep.dist.kind != "horovod":
         callbacks += checkpoints.build_callbacks(cfg)
     profile = profiler.ProfileSteps(
         rt.profile_steps, profiler.trace_dir(cfg.model_dir),
@@ -355,9 +355,9 @@ def _fit(run: _Run) -> RunResult:
             if stopper.requested:
                 raise stop_signals.RunStopped(
                     stopper.signum, stopper.step, plan.total_steps) from e
-            if run.cluster.peers():
+            if prep.cluster.peers():
                 lost = cluster_lib.lost_peers_error(
-                    run.cluster, stopper.step, plan.total_steps)
+                    prep.cluster, stopper.step, plan.total_steps)
                 if lost is not None:
                     raise lost from e
             raise
@@ -366,10 +366,10 @@ def _fit(run: _Run) -> RunResult:
                                       plan.total_steps)
     wall = time_history.wall_time or time.perf_counter() - start
     if cfg.train.callbacks.enable_checkpoint_and_export and cfg.model_dir \
-            and (run.dist.is_chief or run.dist.kind != "horovod"):
+            and (prep.dist.is_chief or prep.dist.kind != "horovod"):
         checkpoints.export_saved_model(
             model, cfg.export.destination or
-            os.path.join(cfg.model_dir, "saved_model"), run.dist.is_chief)
+            os.path.join(cfg.model_dir, "saved_model"), prep.dist.is_chief)
 
     # 9. Results.
     stats = timing.compute_stats(
@@ -384,26 +384,26 @@ def _fit(run: _Run) -> RunResult:
                   if k.startswith("val_") and vals}
     if evaluation:
         _log_evaluation(evaluation)
-    wait = _input_wait(cfg, run) if timed else None
+    wait = _input_wait(cfg, prep) if timed else None
     usage = sampler.summary() if sampler else None
     if stats is not None:
         logging.info(stats.summary() + input_wait.note(wait) +
                      guard.summary_note() + usage_contract.summary_text(usage))
-    run.write(stats, hist, evaluation,
+    prep.write(stats, hist, evaluation,
               dict(guard.result_fields(), input_wait=wait,
                    **{usage_contract.KEY: usage}))
-    if run.dist.kind == "parameter_server":
-        ps_server.report_finished(run.cluster)  # workers and ps exit 0
-    return RunResult(cfg, stats, hist, evaluation, run.environment(),
-                     cfg.model_dir, run.result_path, model)
+    if prep.dist.kind == "parameter_server":
+        ps_server.report_finished(prep.cluster)  # workers and ps exit 0
+    return RunResult(cfg, stats, hist, evaluation, prep.environment(),
+                     cfg.model_dir, prep.result_path, model)
 
 
-def _input_wait(cfg: ExperimentConfig, run: _Run):
+def _input_wait(cfg: ExperimentConfig, prep: _Prepared):
     """The training input's wait (data/input_wait.py), and a warning with
     the input_bench command when it is more than 10% of the time."""
-    if run.dist.kind in ("horovod", "parameter_server"):
+    if prep.dist.kind in ("horovod", "parameter_server"):
         return None  # their datasets are not metered (input_wait.py)
-    local_replicas = max(1, run.plan.num_replicas // run.dist.num_workers)
+    local_replicas = max(1, prep.plan.num_replicas // prep.dist.num_workers)
     skip = max(1, cfg.train.time_history.warmup_steps) * local_replicas
     wait = input_wait.TRAIN_METER.summary(skip)
     if input_wait.is_input_bound(wait):
@@ -421,31 +421,31 @@ def _log_evaluation(evaluation: Dict[str, float]) -> None:
         f"{k} {v:.4f}" for k, v in sorted(evaluation.items())))
 
 
-def _evaluate_only(run: _Run) -> RunResult:
+def _evaluate_only(prep: _Prepared) -> RunResult:
     """--mode=eval: the latest checkpoint in model_dir on the validation set."""
-    cfg = run.cfg
+    cfg = prep.cfg
     path = checkpoints.require_checkpoint(cfg)
-    step = checkpoints.restore(run.model, path, for_training=False)
-    evaluation = run.model.evaluate(run.validation_data(),
-                                    steps=run.plan.eval_steps, verbose=0,
+    step = checkpoints.restore(prep.model, path, for_training=False)
+    evaluation = prep.model.evaluate(prep.validation_data(),
+                                    steps=prep.plan.eval_steps, verbose=0,
                                     return_dict=True)
     evaluation = {k: float(v) for k, v in evaluation.items()}
     _log_evaluation(evaluation)
-    if run.result_path:
-        run.result_path = run.result_path.replace(".json", "_eval.json")
-    run.write(None, {}, evaluation, {"checkpoint": path, "step": step})
-    return RunResult(cfg, None, {}, evaluation, run.environment(),
-                     cfg.model_dir, run.result_path, run.model)
+    if prep.result_path:
+        prep.result_path = prep.result_path.replace(".json", "_eval.json")
+    prep.write(None, {}, evaluation, {"checkpoint": path, "step": step})
+    return RunResult(cfg, None, {}, evaluation, prep.environment(),
+                     cfg.model_dir, prep.result_path, prep.model)
 
 
-def _export_only(run: _Run) -> RunResult:
+def _export_only(prep: _Prepared) -> RunResult:
     """--mode=export_only: a SavedModel from the latest (or named) checkpoint."""
-    cfg = run.cfg
+    cfg = prep.cfg
     path = checkpoints.require_checkpoint(cfg, cfg.export.checkpoint)
-    checkpoints.restore(run.model, path, for_training=False)
+    checkpoints.restore(prep.model, path, for_training=False)
     destination = cfg.export.destination or os.path.join(
         cfg.model_dir or ".", "saved_model")
-    checkpoints.export_saved_model(run.model, destination,
-                                   run.dist.is_chief)
-    return RunResult(cfg, None, {}, {}, run.environment(), cfg.model_dir,
-                     None, run.model)
+    checkpoints.export_saved_model(prep.model, destination,
+                                   prep.dist.is_chief)
+    return RunResult(cfg, None, {}, {}, prep.environment(), cfg.model_dir,
+                     None, prep.model)
