@@ -361,6 +361,9 @@ def _fit(prep: _Prepared) -> RunResult:
                 if lost is not None:
                     raise lost from e
             raise
+        finally:
+            if sampler:  # Keras skips on_train_end when fit raises
+                sampler.on_train_end()
     if stopper.requested:
         raise stop_signals.RunStopped(stopper.signum, stopper.step,
                                       plan.total_steps)

@@ -5,6 +5,7 @@ summary line and result.json."""
 import json
 import os
 import re
+import threading
 
 import pytest
 
@@ -112,6 +113,9 @@ def test_diverging_run_stops_naming_the_step(tmp_path):
                .group(1))
     assert step in (2, 4, 6)  # log_steps 2: checks at 2, 4, 6
     assert not os.path.exists(tmp_path / "result.json")  # no success claimed
+    # The failed fit skipped on_train_end; the sampler thread still ended.
+    assert not [t for t in threading.enumerate()
+                if t.name == "utilisation-sampler" and t.is_alive()]
 
 
 def test_throughput_only_run_goes_on_with_warnings(tmp_path, absl_messages):
