@@ -1,6 +1,7 @@
 """Small helpers shared by tests: tiny configs, free ports, CLI runs."""
 
 import copy
+import json
 import os
 import re
 import socket
@@ -94,6 +95,44 @@ def free_ports(n):
     for s in socks:
         s.close()
     return ports
+
+
+def consecutive_free_port(n):
+    """A port p with p..p+n-1 all free on 127.0.0.1 (worker i binds p + i)."""
+    for _ in range(100):
+        base = free_ports(1)[0]
+        if base + n > 65535:
+            continue
+        socks = []
+        try:
+            for port in range(base, base + n):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError(f"no {n} consecutive free ports")
+
+
+def extract_tables(tmp_path, log_dir, python=sys.executable):
+    """The extractor (root entry, as DLPerf users run it) on a run-script log
+    tree: its JSON table (the 'rn50' part) and its Markdown."""
+    out = subprocess.run(
+        [python, os.path.join(REPO, "extract_tensorflow_logs.py"),
+         "--log_dir", str(log_dir), "--warmup_batches", "2",
+         "--train_batches", "6", "--output_dir", str(tmp_path / "result"),
+         "--no_plot"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    result = tmp_path / "result"
+    table = json.loads((result / f"{log_dir.name}_result.json")
+                       .read_text())["rn50"]
+    markdown = "".join(p.read_text() for p in result.glob("*.md"))
+    return table, markdown
 
 
 def cli_env(extra=None):

@@ -14,7 +14,8 @@ import pytest
 
 zmq = pytest.importorskip("zmq")
 
-from helpers import REPO, TINY_OVERRIDE, cli_env, free_ports, tiny  # noqa: E402
+from helpers import (REPO, TINY_OVERRIDE, cli_env,  # noqa: E402
+                     consecutive_free_port, free_ports, tiny)
 
 from official_bench.config import ConfigError  # noqa: E402
 from official_bench.data import batch_spec, zmq_feed, zmq_wire  # noqa: E402
@@ -283,30 +284,10 @@ def test_killed_producer_ends_the_run_within_the_timeout():
     assert took < 4 + 30, took
 
 
-def _consecutive_free_ports(n):
-    """A free port P with P+1..P+n-1 free too (worker i binds P + i)."""
-    import socket
-    for _ in range(50):
-        base = free_ports(1)[0]
-        socks = []
-        try:
-            for k in range(n):
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", base + k))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError("no run of free ports")
-
-
 @pytest.mark.slow
 @pytest.mark.multiworker
 def test_two_workers_each_bind_their_port_and_train(tmp_path):
-    base = _consecutive_free_ports(2)
+    base = consecutive_free_port(2)
     workers = free_ports(2)
     hosts = ",".join(f"127.0.0.1:{p}" for p in workers)
     trainers = [

@@ -15,7 +15,7 @@ import pytest
 
 from official_bench.launch import settings as settings_lib
 
-from helpers import free_ports
+from helpers import consecutive_free_port, extract_tables, free_ports
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = os.environ.get("OB_TEST_PYTHON", sys.executable)
@@ -66,15 +66,7 @@ def check_run(log):
 
 
 def extract(tmp_path, log_dir):
-    out = subprocess.run(
-        [PY, os.path.join(REPO, "extract_tensorflow_logs.py"),
-         "--log_dir", str(log_dir), "--warmup_batches", "2",
-         "--train_batches", "6", "--output_dir", str(tmp_path / "result"),
-         "--no_plot"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    return json.loads((tmp_path / "result" /
-                       f"{log_dir.name}_result.json").read_text())["rn50"]
+    return extract_tables(tmp_path, log_dir, PY)[0]
 
 
 @pytest.mark.slow
@@ -208,26 +200,6 @@ def test_single_node_horovod_end_to_end(tmp_path):
     assert case["global_batch_size"] == 8
     assert case["run_details"][0]["source"] == "result_json"
     print(f"horovod single node: {time.monotonic() - start:.0f} s")
-
-
-def consecutive_free_port(n):
-    """A port p with p..p+n-1 all free on 127.0.0.1."""
-    import socket
-    for _ in range(100):
-        base = free_ports(1)[0]
-        socks = []
-        try:
-            for port in range(base, base + n):
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError(f"no {n} consecutive free ports")
 
 
 @pytest.mark.slow

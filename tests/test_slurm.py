@@ -31,7 +31,8 @@ import pytest
 from official_bench.launch import settings as settings_lib
 from official_bench.launch.nodes import NodeError, slurm_nodes
 
-from helpers import TINY_OVERRIDE, free_ports
+from helpers import (TINY_OVERRIDE, consecutive_free_port, extract_tables,
+                     free_ports)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(REPO, "examples", "slurm")
@@ -267,18 +268,7 @@ def tree(root):
 
 def extract(tmp_path, log_dir):
     """The extractor on a log tree: its JSON table and Markdown table."""
-    out = subprocess.run(
-        [PY, os.path.join(REPO, "extract_tensorflow_logs.py"),
-         "--log_dir", str(log_dir), "--warmup_batches", "2",
-         "--train_batches", "6", "--output_dir", str(tmp_path / "result"),
-         "--no_plot"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stdout + out.stderr
-    result = tmp_path / "result"
-    table = json.loads((result / f"{log_dir.name}_result.json")
-                       .read_text())["rn50"]
-    markdown = "".join(p.read_text() for p in result.glob("*.md"))
-    return table, markdown
+    return extract_tables(tmp_path, log_dir, PY)
 
 
 # The mapping from Slurm's variables, without a cluster (runs everywhere;
@@ -386,27 +376,6 @@ def test_four_nodes_dry_run_as_four_tasks(slurm, tmp_path):
     assert text.count("of each of 4n1g") == 4
     assert text.count("dry run: nothing was started") == 4
     assert not (tmp_path / "logs").exists()
-
-
-def consecutive_free_port(n):
-    """A port p with p..p+n-1 all free on 127.0.0.1."""
-    for _ in range(100):
-        base = free_ports(1)[0]
-        if base + n > 65535:
-            continue
-        socks = []
-        try:
-            for port in range(base, base + n):
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError(f"no {n} consecutive free ports")
 
 
 @pytest.mark.slow
