@@ -10,8 +10,9 @@ every host buffer of 128 KiB or more (Eigen's GEMM packing blocks,
 activations, decoded images) is a fresh mmap, zero-filled page by page and
 unmapped on free. Measured here (BENCHMARKS.md, "vs Model Garden"): ResNet-50
 224x224 batch 8 fp32 on 2 CPU cores spent ~30% of its time in the kernel
-(page faults) and ran at 1.8-2.0 img/s; with the thresholds set back, 3.1-3.2
-img/s, as TensorFlow 2.20. On a GPU machine the same faults hit the input
+(page faults) and ran at 1.7-2.0 img/s; with the thresholds set back, 2.7
+img/s in a lone run (3.2 when the same trainer ran on TensorFlow 2.20,
+which has no such call). On a GPU machine the same faults hit the input
 pipeline's decoded images.
 
 `restore_malloc_thresholds` first provokes the once-per-process patch (a
