@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import yaml
 
+from official_bench.contracts import dtypes
 from official_bench.contracts.hostport import HostPortError, parse_hostport
 
 DEFAULTS = "defaults"
@@ -36,11 +37,9 @@ BUILDERS = ("synthetic", "records", "tfds", "python", "zmq", "service")
 # builder synthetic: where each replica's batch lives (data/synthetic.py,
 # data/resident_batch.py).
 SYNTHETIC_LOCATIONS = ("host", "device")
-DTYPE_ALIASES = {
-    "float32": "float32", "fp32": "float32",
-    "float16": "float16", "fp16": "float16",
-    "bfloat16": "bfloat16", "bf16": "bfloat16",
-}
+# Accepted precision spellings -> TensorFlow's name (contracts/dtypes.py).
+DTYPE_ALIASES = {spelling: dtypes.tf_name(spelling)
+                 for spelling in dtypes.ACCEPTED}
 OPTIMIZERS = ("momentum", "sgd", "rmsprop", "adam")
 LR_SCHEDULES = ("piecewise_constant_with_warmup", "cosine_with_warmup",
                 "exponential", "constant")

@@ -7,4 +7,5 @@ import it, and the first two must start without loading TensorFlow.
   hostport    'host:port' / '[v6addr]:port' parsing and formatting
   tf_config   the TF_CONFIG reader used by the trainer and the launcher
   throughput  the TimeHistory line, the run-finished and timeout marks
+  dtypes      precision names: fp32/fp16/bf16 and float32/float16/bfloat16
 """

@@ -427,24 +427,23 @@ def build_split(split: str, items: Sequence[Item], num_shards: int,
     for i in range(len(slots)):
         slots[i] = 0
     bad: List[Tuple[str, str]] = []
+    # Queued shards are not cancelled here when something raises: the pool's
+    # stop() does it inside the executor, and a cancel from this thread races
+    # with the executor marking the same futures broken (CPython 3.11).
     pending = {pool.submit(encode_shard, task) for task in tasks}
     written = 0
-    try:
-        while pending:
-            done, pending = concurrent.futures.wait(
-                pending, timeout=0.5,
-                return_when=concurrent.futures.FIRST_COMPLETED)
-            for future in done:
-                index, records, skipped = future.result()
-                _finish_shard(output_dir, shard_name(split, index, num_shards),
-                              len(shards[index]), records, skipped)
-                bad.extend(skipped)
-                written += 1
-            if pending:
-                progress.update(done_images + sum(slots[:num_shards]))
-    finally:
-        for future in pending:
-            future.cancel()
+    while pending:
+        done, pending = concurrent.futures.wait(
+            pending, timeout=0.5,
+            return_when=concurrent.futures.FIRST_COMPLETED)
+        for future in done:
+            index, records, skipped = future.result()
+            _finish_shard(output_dir, shard_name(split, index, num_shards),
+                          len(shards[index]), records, skipped)
+            bad.extend(skipped)
+            written += 1
+        if pending:
+            progress.update(done_images + sum(slots[:num_shards]))
     progress.update(done_images + sum(slots[:num_shards]), force=True)
     return written, num_shards - len(tasks), bad
 

@@ -22,6 +22,7 @@ from typing import Callable, Iterator, Tuple
 
 import numpy as np
 
+from official_bench.contracts import dtypes
 from official_bench.config import ConfigError, DatasetConfig
 from official_bench.data.batch_spec import BadBatch, BatchSpec, check_batch
 from official_bench.runtime.keras_setup import tf
@@ -48,8 +49,7 @@ class SourceError(RuntimeError):
 
 def image_dtype(ds: DatasetConfig) -> str:
     """The dtype batches carry: uint8 with transfer_uint8, else ds.dtype."""
-    from official_bench.config import DTYPE_ALIASES
-    return "uint8" if ds.transfer_uint8 else DTYPE_ALIASES[ds.dtype]
+    return "uint8" if ds.transfer_uint8 else dtypes.tf_name(ds.dtype)
 
 
 def batch_spec(ds: DatasetConfig, batch_size: int) -> BatchSpec:

@@ -20,6 +20,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import time
 from typing import Callable, Optional, Sequence
 
@@ -52,6 +53,36 @@ def _init_worker(parent_pid: int, initializer: Optional[Callable],
         initializer(*initargs)
 
 
+class _quiet_broken_pool_race:
+    """Silences one known CPython 3.11 race while the pool is stopped.
+
+    When workers die while futures are queued, the executor's manager thread
+    marks the pool broken and calls `set_exception` on each queued future; if
+    one was cancelled meanwhile, 3.11 raises InvalidStateError there and
+    prints a thread traceback (3.12 ignores it). The stop is deliberate, so
+    that traceback would only look like a crash. Anything else, or from any
+    other thread, is still reported.
+    """
+
+    def __init__(self, manager: Optional[threading.Thread]):
+        self.manager = manager
+        self.previous = None
+
+    def _hook(self, args) -> None:
+        if (args.thread is self.manager and args.exc_type is
+                concurrent.futures.InvalidStateError):
+            return
+        self.previous(args)
+
+    def __enter__(self):
+        self.previous = threading.excepthook
+        threading.excepthook = self._hook
+        return self
+
+    def __exit__(self, *exc) -> None:
+        threading.excepthook = self.previous
+
+
 class WorkerPool:
     """A spawn-context ProcessPoolExecutor whose workers die with us."""
 
@@ -81,16 +112,20 @@ class WorkerPool:
         still alive after `grace_seconds`, and reap them."""
         processes = list((getattr(self.executor, "_processes", None)
                           or {}).values())
-        self.executor.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
-            if process.is_alive():
-                process.terminate()
-        deadline = time.monotonic() + grace_seconds
-        for process in processes:
-            process.join(max(0.0, deadline - time.monotonic()))
-            if process.is_alive():
-                process.kill()
-                process.join(5.0)
+        manager = getattr(self.executor, "_executor_manager_thread", None)
+        with _quiet_broken_pool_race(manager):
+            self.executor.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                if process.is_alive():
+                    process.terminate()
+            deadline = time.monotonic() + grace_seconds
+            for process in processes:
+                process.join(max(0.0, deadline - time.monotonic()))
+                if process.is_alive():
+                    process.kill()
+                    process.join(5.0)
+            if manager is not None:
+                manager.join(5.0)
 
     def __enter__(self) -> "WorkerPool":
         return self

@@ -12,7 +12,9 @@ import dataclasses
 import fnmatch
 from typing import List, Optional, Sequence, Tuple
 
-DTYPES = ("fp32", "fp16", "bf16")
+from official_bench.contracts import dtypes
+
+DTYPES = dtypes.SHORT_NAMES
 DATA_FORMATS = ("channels_first", "channels_last")
 # bf16 convolutions and matmuls need Ampere (compute capability 8.0) or newer.
 BF16_MIN_CAPABILITY = (8, 0)

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from typing import Any, Dict, List, Optional, Tuple
 
+from official_bench.contracts import dtypes
 from official_bench import config as config_lib
 from official_bench.launch import nodes as nodes_lib
 from official_bench.launch import preflight
@@ -25,7 +26,6 @@ DEFAULT_CONFIG_DIR = os.path.join(REPO_ROOT, "configs", "examples", "resnet",
 CONFIG_STEM = {"single": "gpu", "two": "two_node_gpu",
                "multi": "multi_node_gpu"}
 INSTALL_HOROVOD = os.path.join(REPO_ROOT, "scripts", "install_horovod.sh")
-TF_DTYPE = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 SINGLE_NODE_GPUS = [1, 2, 4, 8]
 
 
@@ -563,7 +563,7 @@ def make_plan(settings: Settings, stamp: str,
                 (None, "synthetic"):
             _put(base, f"{ds}.builder", "synthetic")
         if devices.kind == "cpu" and settings.dtype != "fp32":
-            _put(base, f"{ds}.dtype", TF_DTYPE[settings.dtype])
+            _put(base, f"{ds}.dtype", dtypes.tf_name(settings.dtype))
     if not settings.data_dir:
         notes.append("no DATA_DIR: synthetic data")
     if devices.kind == "cpu" and settings.dtype != "fp32":

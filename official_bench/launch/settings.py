@@ -18,15 +18,14 @@ import dataclasses
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from official_bench.contracts import dtypes
+
 MODES = {
     "single": "run_single_node.sh",
     "two": "run_two_node.sh",
     "multi": "run_multi_node.sh",
 }
-DTYPES = ("fp32", "fp16", "bf16")
-DTYPE_ALIASES = {"fp32": "fp32", "float32": "fp32", "fp16": "fp16",
-                 "float16": "fp16", "amp": "fp16", "bf16": "bf16",
-                 "bfloat16": "bf16"}
+DTYPES = dtypes.SHORT_NAMES
 
 # Slurm variables the launcher understands (see nodes.slurm_cluster).
 SLURM_VARS = (
@@ -302,7 +301,7 @@ def _convert(knob: Knob, raw: Any, source: str) -> Any:
     if knob.kind == "choice":
         value = text.lower()
         if knob.name == "dtype":
-            value = DTYPE_ALIASES.get(value, value)
+            value = dtypes.TO_SHORT.get(value, value)
         if value not in knob.choices:
             raise SettingsError(f"{knob.env}={raw!r} ({source}) is not one "
                                 f"of: {', '.join(knob.choices)}")

@@ -30,9 +30,9 @@ import math
 import os
 import re
 
-from official_bench.contracts import throughput
+from official_bench.contracts import dtypes, throughput
 
-DTYPES = ("fp32", "fp16", "bf16")
+DTYPES = dtypes.SHORT_NAMES
 MODEL = "rn50"
 FINISH_MARKER = throughput.FINISH_MARK
 TRACEBACK_MARKER = "Traceback (most recent call last)"

@@ -27,12 +27,11 @@ import json
 import math
 import os
 
+from official_bench.contracts import dtypes
 from official_bench.contracts import utilisation as usage_contract
 from official_bench.results.logparse import Interval
 
 SCHEMA = "official_bench.result/1"
-_DTYPE_NAMES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16",
-                "mixed_float16": "fp16", "mixed_bfloat16": "bf16"}
 
 
 @dataclasses.dataclass
@@ -54,7 +53,7 @@ class RunResultFile:
         The trainer may spell it as TensorFlow does (float16, mixed_float16).
         """
         value = (self.environment or {}).get("dtype")
-        return _DTYPE_NAMES.get(value, value)
+        return dtypes.TO_SHORT.get(value, value)
 
 
 class _Invalid(Exception):
