@@ -23,6 +23,7 @@ import sys
 
 from absl import app, flags, logging
 
+from official_bench import config_tree
 from official_bench.contracts import exit_status
 
 FLAGS = flags.FLAGS
@@ -70,13 +71,8 @@ def flag_overrides() -> dict:
     tree: dict = {}
 
     def put(path, value):
-        if value is None:
-            return
-        node = tree
-        *parents, leaf = path.split(".")
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = value
+        if value is not None:
+            config_tree.put(tree, path, value)
 
     put("mode", FLAGS.mode)
     put("model_dir", FLAGS.model_dir)

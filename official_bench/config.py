@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import yaml
 
+from official_bench import config_tree
 from official_bench.contracts import dtypes
 from official_bench.contracts.hostport import HostPortError, parse_hostport
 
@@ -495,14 +496,10 @@ def parse_params_override(text: str) -> Dict[str, Any]:
             except yaml.YAMLError as e:
                 raise ConfigError(f"--params_override {key.strip()}: cannot "
                                   f"parse value {raw!r}: {e}")
-            node = tree
-            parts = key.strip().split(".")
-            for part in parts[:-1]:
-                node = node.setdefault(part, {})
-                if not isinstance(node, dict):
-                    raise ConfigError(f"--params_override sets {key.strip()!r} "
-                                      f"below a non-mapping value")
-            node[parts[-1]] = value
+            try:
+                config_tree.put(tree, key.strip(), value)
+            except config_tree.TreeError as e:
+                raise ConfigError(f"--params_override: {e}")
         return tree
     try:
         data = _safe_load(text, "--params_override")

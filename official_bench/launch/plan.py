@@ -13,8 +13,9 @@ import subprocess
 import sys
 from typing import Any, Dict, List, Optional, Tuple
 
-from official_bench.contracts import dtypes
 from official_bench import config as config_lib
+from official_bench import config_tree
+from official_bench.contracts import dtypes
 from official_bench.launch import nodes as nodes_lib
 from official_bench.launch import preflight
 from official_bench.launch.settings import Settings
@@ -352,32 +353,6 @@ def choose_config(settings: Settings, device: str) -> str:
     return path
 
 
-def _get(tree: Dict[str, Any], dotted: str) -> Any:
-    node: Any = tree
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
-def _put(tree: Dict[str, Any], dotted: str, value: Any) -> None:
-    *parents, leaf = dotted.split(".")
-    for p in parents:
-        tree = tree.setdefault(p, {})
-    tree[leaf] = value
-
-
-def deep_merge(base: Dict[str, Any], top: Dict[str, Any]) -> Dict[str, Any]:
-    out = copy.deepcopy(base)
-    for k, v in top.items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = deep_merge(out[k], v)
-        else:
-            out[k] = copy.deepcopy(v)
-    return out
-
-
 def _user_overrides(settings: Settings) -> Dict[str, Any]:
     if not settings.params_override:
         return {}
@@ -495,8 +470,8 @@ def make_plan(settings: Settings, stamp: str,
     if not devices.counts:
         raise PlanError(f"no case to run: {'; '.join(devices.skipped)}")
 
-    batch = settings.batch or _get(user, "train_dataset.batch_size") or \
-        _get(yaml_tree, "train_dataset.batch_size") or 128
+    batch = settings.batch or config_tree.get(user, "train_dataset.batch_size") or \
+        config_tree.get(yaml_tree, "train_dataset.batch_size") or 128
 
     # Nodes.
     use_horovod = settings.launcher == "horovod"
@@ -532,15 +507,15 @@ def make_plan(settings: Settings, stamp: str,
                     "TF_CONFIG or use run_two_node.sh / run_multi_node.sh")
             notes.append(f"TF_CONFIG is set and passed on: {settings.tf_config}")
     else:
-        user_hosts = _get(user, "runtime.worker_hosts")
+        user_hosts = config_tree.get(user, "runtime.worker_hosts")
         if user_hosts:
             hosts, hosts_from = user_hosts, \
                 "runtime.worker_hosts in PARAMS_OVERRIDE"
         else:
-            hosts = _get(yaml_tree, "runtime.worker_hosts")
+            hosts = config_tree.get(yaml_tree, "runtime.worker_hosts")
             hosts_from = f"runtime.worker_hosts of {config_file}"
         nodeset = nodes_lib.resolve(
-            settings, hosts, hosts_from, _get(user, "runtime.task_index"),
+            settings, hosts, hosts_from, config_tree.get(user, "runtime.task_index"),
             identity_fn=identity_fn, resolver=resolver)
         notes.extend(n for n in nodeset.notes if not (
             use_horovod and "not in a job step" in n))
@@ -558,51 +533,51 @@ def make_plan(settings: Settings, stamp: str,
     # Overrides: launcher base < PARAMS_OVERRIDE < launcher cluster keys.
     base: Dict[str, Any] = {}
     for ds in ("train_dataset", "validation_dataset"):
-        _put(base, f"{ds}.batch_size", batch)
-        if not settings.data_dir and _get(yaml_tree, f"{ds}.builder") not in \
+        config_tree.put(base, f"{ds}.batch_size", batch)
+        if not settings.data_dir and config_tree.get(yaml_tree, f"{ds}.builder") not in \
                 (None, "synthetic"):
-            _put(base, f"{ds}.builder", "synthetic")
+            config_tree.put(base, f"{ds}.builder", "synthetic")
         if devices.kind == "cpu" and settings.dtype != "fp32":
-            _put(base, f"{ds}.dtype", dtypes.tf_name(settings.dtype))
+            config_tree.put(base, f"{ds}.dtype", dtypes.tf_name(settings.dtype))
     if not settings.data_dir:
         notes.append("no DATA_DIR: synthetic data")
     if devices.kind == "cpu" and settings.dtype != "fp32":
         notes.append(f"{settings.dtype} on CPU checks the flow only; it is "
                      "slow there")
     if settings.steps:
-        _put(base, "train.steps", settings.steps)
+        config_tree.put(base, "train.steps", settings.steps)
     if settings.log_steps:
-        _put(base, "train.time_history.log_steps", settings.log_steps)
+        config_tree.put(base, "train.time_history.log_steps", settings.log_steps)
     if settings.peer_timeout is not None:
-        _put(base, "runtime.peer_timeout_seconds", settings.peer_timeout)
+        config_tree.put(base, "runtime.peer_timeout_seconds", settings.peer_timeout)
     if (nodeset is not None and not use_horovod) or per_node > 1:
-        if _get(yaml_tree, "runtime.distribution_strategy") != \
+        if config_tree.get(yaml_tree, "runtime.distribution_strategy") != \
                 "multi_worker_mirrored":
-            _put(base, "runtime.distribution_strategy",
+            config_tree.put(base, "runtime.distribution_strategy",
                  "multi_worker_mirrored")
-    merged = deep_merge(base, user)
+    merged = config_tree.deep_merge(base, user)
     if use_horovod:
-        asked = _get(user, "runtime.distribution_strategy")
+        asked = config_tree.get(user, "runtime.distribution_strategy")
         if asked not in (None, "horovod"):
             raise PlanError(f"LAUNCHER=horovod runs runtime."
                             f"distribution_strategy horovod, but "
                             f"PARAMS_OVERRIDE asks for {asked!r}")
-        _put(merged, "runtime.distribution_strategy", "horovod")
+        config_tree.put(merged, "runtime.distribution_strategy", "horovod")
         # horovodrun makes the cluster: no TF cluster in the ranks.
         for key, unset in (("worker_hosts", None), ("task_index", -1)):
-            if _get(merged, f"runtime.{key}") not in (None, unset) or \
-                    _get(yaml_tree, f"runtime.{key}") not in (None, unset):
-                _put(merged, f"runtime.{key}", unset)
+            if config_tree.get(merged, f"runtime.{key}") not in (None, unset) or \
+                    config_tree.get(yaml_tree, f"runtime.{key}") not in (None, unset):
+                config_tree.put(merged, f"runtime.{key}", unset)
     cluster = None
     if per_node > 1:
         head = nodeset.nodes if nodeset else [
             nodes_lib.Node("127.0.0.1", settings.worker_port)]
         cluster = worker_addresses(head, per_node,
                                    nodeset.machines if nodeset else None)
-        _put(merged, "runtime.worker_hosts", ",".join(cluster))
+        config_tree.put(merged, "runtime.worker_hosts", ",".join(cluster))
     elif nodeset is not None and not use_horovod:
-        _put(merged, "runtime.worker_hosts", nodeset.worker_hosts)
-        _put(merged, "runtime.task_index", nodeset.index)
+        config_tree.put(merged, "runtime.worker_hosts", nodeset.worker_hosts)
+        config_tree.put(merged, "runtime.task_index", nodeset.index)
 
     # Barrier address.
     barrier = None
@@ -645,14 +620,14 @@ def make_plan(settings: Settings, stamp: str,
         case = f"{num_nodes}n{count}g"
         overrides = copy.deepcopy(merged)
         if horovod is not None or per_node > 1:  # one process per device
-            _put(overrides, "runtime.num_gpus",
+            config_tree.put(overrides, "runtime.num_gpus",
                  1 if devices.kind == "gpu" else 0)
             if per_node > 1:
-                _put(overrides, "runtime.task_index", index * per_node)
+                config_tree.put(overrides, "runtime.task_index", index * per_node)
                 if devices.kind == "cpu":
-                    _put(overrides, "runtime.cpu_devices", 1)
+                    config_tree.put(overrides, "runtime.cpu_devices", 1)
         elif devices.kind == "gpu":
-            _put(overrides, "runtime.num_gpus", count)
+            config_tree.put(overrides, "runtime.num_gpus", count)
         else:
             if num_nodes > 1 and count > 1:
                 # multi_worker_mirrored runs one CPU replica per worker; the
@@ -662,8 +637,8 @@ def make_plan(settings: Settings, stamp: str,
                     "nodes needs one worker per device: set "
                     f"WORKERS_PER_NODE={count} (multi_worker_mirrored uses "
                     "one CPU replica per worker)")
-            _put(overrides, "runtime.num_gpus", 0)
-            _put(overrides, "runtime.cpu_devices", count)
+            config_tree.put(overrides, "runtime.num_gpus", 0)
+            config_tree.put(overrides, "runtime.cpu_devices", count)
         try:
             config_lib.load_config(config_file=config_file,
                                    params_override=[overrides])
@@ -760,7 +735,7 @@ def _local_workers(run: Run, overrides: Dict[str, Any], node_index: int,
     for local in range(per_node):
         task = node_index * per_node + local
         mine = copy.deepcopy(overrides)
-        _put(mine, "runtime.task_index", task)
+        config_tree.put(mine, "runtime.task_index", task)
         suffix = f".local{local}" if local else ""
         model_dir = run.model_dir + suffix
         command = [a if not a.startswith(("--model_dir=",
