@@ -41,6 +41,27 @@ def finish(proc, timeout):
     return proc.returncode, out
 
 
+def train_two_workers(model_dir, hosts, common):
+    """Two workers train together and both succeed; returns (chief's
+    result, worker 1's result, both outputs). Worker 0 is configured
+    by worker_hosts + task_index, worker 1 by TF_CONFIG, which must win
+    over the YAML's worker_hosts/task_index."""
+    w0 = start_worker(model_dir, f"{common},runtime.worker_hosts='{hosts}',"
+                                 "runtime.task_index=0")
+    tf_config = json.dumps({"cluster": {"worker": hosts.split(",")},
+                            "task": {"type": "worker", "index": 1}})
+    w1 = start_worker(model_dir, common, env={"TF_CONFIG": tf_config})
+    rc0, out0 = finish(w0, 400)
+    rc1, out1 = finish(w1, 400)
+    assert rc0 == 0, out0[-3000:]
+    assert rc1 == 0, out1[-3000:]
+    chief = json.load(open(os.path.join(model_dir, "result.json")))
+    other = json.load(open(os.path.join(model_dir, "result_worker1.json")))
+    assert chief["environment"]["num_workers"] == 2
+    assert chief["history"]["loss"] == pytest.approx(other["history"]["loss"])
+    return chief, other, (out0, out1)
+
+
 @pytest.mark.slow
 def test_two_workers_train_together_with_identical_losses(tmp_path):
     p0, p1 = free_ports(2)
@@ -48,24 +69,10 @@ def test_two_workers_train_together_with_identical_losses(tmp_path):
     common = (f"{TINY_OVERRIDE},runtime.all_reduce_alg=ring,"
               "runtime.peer_timeout_seconds=120,runtime.seed=7,"
               "train.steps=4")
-    # Worker 0 from worker_hosts + task_index; worker 1 from TF_CONFIG,
-    # which must win over the YAML's worker_hosts/task_index.
-    w0 = start_worker(tmp_path, f"{common},runtime.worker_hosts='{hosts}',"
-                                "runtime.task_index=0")
-    tf_config = json.dumps({"cluster": {"worker": hosts.split(",")},
-                            "task": {"type": "worker", "index": 1}})
-    w1 = start_worker(tmp_path, common, env={"TF_CONFIG": tf_config})
-    rc0, out0 = finish(w0, 400)
-    rc1, out1 = finish(w1, 400)
-    assert rc0 == 0, out0[-3000:]
-    assert rc1 == 0, out1[-3000:]
-    assert "Using TF_CONFIG from the environment" in out1
-    chief = json.load(open(tmp_path / "result.json"))
-    other = json.load(open(tmp_path / "result_worker1.json"))
-    assert chief["environment"]["num_workers"] == 2
+    chief, other, outs = train_two_workers(str(tmp_path), hosts, common)
+    assert "Using TF_CONFIG from the environment" in outs[1]
     assert chief["stats"]["num_replicas"] == 2
     assert chief["stats"]["global_batch_size"] == 8  # 4 per replica x 2
-    assert chief["history"]["loss"] == pytest.approx(other["history"]["loss"])
     assert chief["model"]["trainable_weights_sha256"] == \
         other["model"]["trainable_weights_sha256"]
     assert chief["task"]["is_chief"] and not other["task"]["is_chief"]
@@ -75,7 +82,7 @@ def test_two_workers_train_together_with_identical_losses(tmp_path):
     assert other["environment"]["devices"] == [
         "/job:worker/replica:0/task:1/device:CPU:0"]
     assert chief["environment"]["replicas_per_worker"] == 1
-    for out in (out0, out1):
+    for out in outs:
         assert "TimeHistory: " in out and "examples/second between steps" in out
 
 

@@ -6,7 +6,7 @@ import socket
 import pytest
 
 from helpers import TINY_OVERRIDE
-from test_multiworker import finish, start_worker
+from test_multiworker import train_two_workers
 
 pytestmark = pytest.mark.multiworker
 
@@ -38,20 +38,8 @@ def test_two_workers_train_on_ipv6_loopback(tmp_path):
     hosts = ",".join(f"[::1]:{p}" for p in ports)
     common = (f"{TINY_OVERRIDE},runtime.peer_timeout_seconds=120,"
               "runtime.seed=7,train.steps=3")
-    # Worker 0 from worker_hosts (the config check), worker 1 from TF_CONFIG.
-    w0 = start_worker(tmp_path, f"{common},runtime.worker_hosts='{hosts}',"
-                                "runtime.task_index=0")
-    tf_config = json.dumps({"cluster": {"worker": hosts.split(",")},
-                            "task": {"type": "worker", "index": 1}})
-    w1 = start_worker(tmp_path, common, env={"TF_CONFIG": tf_config})
-    rc0, out0 = finish(w0, 400)
-    rc1, out1 = finish(w1, 400)
-    assert rc0 == 0, out0[-3000:]
-    assert rc1 == 0, out1[-3000:]
-    chief = json.load(open(tmp_path / "result.json"))
-    other = json.load(open(tmp_path / "result_worker1.json"))
-    assert chief["environment"]["num_workers"] == 2
-    assert chief["history"]["loss"] == pytest.approx(other["history"]["loss"])
+    # Both the worker_hosts config check and TF_CONFIG take '[::1]:port'.
+    train_two_workers(str(tmp_path), hosts, common)
 
 
 @pytest.mark.slow
