@@ -169,3 +169,16 @@ def test_trainer_run_layers_through_load_config(monkeypatch):
     assert seen["args"][:3] == ({"train": {"steps": 3}}, "train.steps=4",
                                 {"model_dir": "/tmp/x", "mode": "train"})
     assert seen["kwargs"]["overrides_from"] == "run() arguments"
+
+
+def test_config_path_may_be_a_pathlike_and_empty_names_no_file(tmp_path):
+    """As before the split: the CLI's empty --config_file= loads the
+    defaults; a pathlib.Path is read like its string."""
+    f = tmp_path / "c.yaml"
+    f.write_text("train:\n  steps: 11\n")
+    assert C.load_config(f).train.steps == 11
+    assert C.load_config("", params_override="train.steps=12").train.steps \
+        == 12
+    with pytest.raises(C.ConfigError) as e:
+        C.load_config(tmp_path / "missing.yaml")
+    assert "missing.yaml' does not exist" in str(e.value)

@@ -8,6 +8,7 @@ layer means the same everywhere and an error names the same sources.
 
 from __future__ import annotations
 
+import os
 from typing import Any, List, Mapping, Optional, Sequence, Union
 
 from official_bench.config import loading, validate
@@ -16,7 +17,8 @@ from official_bench.config.schema import (ConfigError, ExperimentConfig,
                                           base_config)
 
 # A config: a YAML path, a nested mapping, or an ExperimentConfig.
-ConfigLike = Union[None, str, Mapping[str, Any], ExperimentConfig]
+ConfigLike = Union[None, str, os.PathLike, Mapping[str, Any],
+                   ExperimentConfig]
 # What --params_override takes (a YAML/JSON string, `a.b=1,c=2`, a YAML
 # file path) or a mapping, or a list of those applied in order.
 OverrideLike = Union[None, str, Mapping[str, Any],
@@ -34,8 +36,10 @@ def layers_of(config: ConfigLike = None,
     keyword arguments for trainer.run.
     """
     layers: List[Layer] = []
-    if isinstance(config, str):
-        layers.append((f"file {config}", loading.read_yaml_file(config)))
+    if isinstance(config, (str, os.PathLike)):
+        path = os.fspath(config)
+        if path:  # an empty --config_file= names no file
+            layers.append((f"file {path}", loading.read_yaml_file(path)))
     elif isinstance(config, ExperimentConfig):
         layers.append(("ExperimentConfig", config.as_dict()))
     elif config is not None:
