@@ -89,8 +89,9 @@ def flag_overrides() -> dict:
 
 
 def config_from_flags(model_dir=None):
-    """The config the flags describe (layers as in the module docstring);
-    shared by every entry point that takes the trainer's flags."""
+    """The config the flags describe (layers as in the module docstring),
+    through config.load_config, the layering trainer.run and the launcher
+    use too; shared by every entry point that takes the trainer's flags."""
     from official_bench import config as config_lib
     overrides = flag_overrides()
     if model_dir is not None:

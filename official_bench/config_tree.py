@@ -1,9 +1,9 @@
 """Plain nested dicts addressed by dotted keys ("train.time_history.log_steps").
 
 The CLI flags, the launcher and --params_override all describe a config
-layer as such a tree before config.py types it, so they share these three
-helpers instead of each walking dicts its own way. TensorFlow-free: the
-launcher imports it.
+layer as such a tree before config/builder.py types it, so they share these
+three helpers instead of each walking dicts its own way. TensorFlow-free:
+the launcher imports it.
 """
 
 from __future__ import annotations

@@ -120,24 +120,9 @@ def run(config: ConfigLike = None, *, params_override=None,
     """
     flags = {k: v for k, v in (("model_dir", model_dir), ("mode", mode))
              if v is not None}
-    layers = []
-    if isinstance(config, str):
-        layers.append((f"file {config}", config_lib.read_yaml_file(config)))
-    elif isinstance(config, ExperimentConfig):
-        layers.append(("ExperimentConfig", config.as_dict()))
-    elif config is not None:
-        layers.append(("dict", config))
-    if params_override is not None:
-        items = params_override if isinstance(params_override, (list, tuple)) \
-            else [params_override]
-        for item in items:
-            layers.append(("params_override", item) if isinstance(item, Mapping)
-                          else ("--params_override",
-                                config_lib.parse_params_override(item)))
-    if flags:
-        layers.append(("run() arguments", flags))
-    cfg = config_lib.build_config(layers, model_type=model_type,
-                                  dataset=dataset)
+    cfg = config_lib.load_config(config, params_override, flags,
+                                 model_type=model_type, dataset=dataset,
+                                 overrides_from="run() arguments")
     with _info_logging():
         return train_and_evaluate(cfg)
 

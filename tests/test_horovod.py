@@ -111,11 +111,6 @@ def test_pin_gpu_after_tensorflow_initialised_fails(monkeypatch):
         hb._pin_gpu(_FakeHvd(2, 4), 1)
 
 
-def test_horovod_runs_one_gpu_per_process():
-    with pytest.raises(C.ConfigError, match="num_gpus=1"):
-        hb._pin_gpu(_FakeHvd(0, 1), 2)
-
-
 # ------------------------------------------- per-batch numpy logs (CPU)
 
 def _run_callbacks(model_dir):

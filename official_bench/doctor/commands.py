@@ -35,7 +35,7 @@ CPU_PROFILE = Profile("resnet_cifar", 8, 16, 10, 8, 60, 5)
 
 
 def overrides(run: RunSpec, profile: Profile, seed: int = 1) -> List[str]:
-    """--params_override pairs for one run (dotted keys of config.py)."""
+    """--params_override pairs for one run (dotted keys of config/schema.py)."""
     pairs = [
         f"runtime.distribution_strategy={run.strategy}",
         f"runtime.num_gpus={run.num_gpus}",

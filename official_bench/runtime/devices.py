@@ -89,9 +89,6 @@ def configure_threads(rt: RuntimeConfig) -> None:
         os.environ["TF_GPU_THREAD_COUNT"] = str(per_gpu)
         logging.info("TF_GPU_THREAD_MODE=%s TF_GPU_THREAD_COUNT=%d",
                      rt.gpu_thread_mode, per_gpu)
-    elif rt.per_gpu_thread_count:
-        raise ConfigError("runtime.per_gpu_thread_count needs "
-                          "runtime.gpu_thread_mode (gpu_private, gpu_shared)")
     if rt.batchnorm_spatial_persistent:
         os.environ["TF_USE_CUDNN_BATCHNORM_SPATIAL_PERSISTENT"] = "1"
 

@@ -105,19 +105,12 @@ class Distribution:
 
 
 def _mirrored_cross_device_ops(rt: RuntimeConfig, devices: List[str]):
-    """nccl / hierarchical_copy with num_packs; CPU replicas reduce on one."""
+    """nccl / hierarchical_copy with num_packs; CPU replicas reduce on one
+    (config validation refuses num_packs and all_reduce_alg without GPUs)."""
     on_gpu = devices[0].startswith("/gpu")
     alg = rt.all_reduce_alg or ("nccl" if on_gpu else None)
     if alg is None:
-        if rt.num_packs != 1:
-            raise ConfigError(
-                f"runtime.num_packs={rt.num_packs} applies to the nccl and "
-                "hierarchical_copy all-reduce on GPUs; CPU replicas reduce "
-                "on one device")
         return tf.distribute.ReductionToOneDevice()
-    if not on_gpu:
-        raise ConfigError(f"runtime.all_reduce_alg {alg!r} needs GPUs "
-                          "(runtime.num_gpus > 0)")
     if alg == "nccl":
         return tf.distribute.NcclAllReduce(num_packs=rt.num_packs)
     return tf.distribute.HierarchicalCopyAllReduce(num_packs=rt.num_packs)
@@ -151,9 +144,6 @@ def _communication_options(rt: RuntimeConfig):
 
 
 def _multi_worker(rt: RuntimeConfig, cluster: Cluster):
-    if rt.num_packs != 1:
-        raise ConfigError("runtime.num_packs applies to mirrored only; "
-                          "multi_worker_mirrored packs by itself")
     options = _communication_options(rt)
     if cluster.num_workers == 1:
         return tf.distribute.MultiWorkerMirroredStrategy(

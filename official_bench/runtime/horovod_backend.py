@@ -82,12 +82,8 @@ def gpu_for_local_rank(local_rank: int, local_size: int,
 
 
 def _pin_gpu(hvd, num_gpus: int) -> None:
-    """Makes this rank's GPU the only visible one, and checks it took."""
-    if num_gpus > 1:
-        raise ConfigError(
-            f"runtime.num_gpus={num_gpus} with horovod: Horovod runs one "
-            "process per GPU; set runtime.num_gpus=1 and start one process "
-            "per GPU (horovodrun -np <total GPUs> -H host:<GPUs per host>)")
+    """Makes this rank's GPU the only visible one, and checks it took
+    (config validation refuses runtime.num_gpus > 1 with horovod)."""
     gpus = tf.config.list_physical_devices("GPU")
     index = gpu_for_local_rank(hvd.local_rank(), hvd.local_size(),
                                [g.name for g in gpus])

@@ -1,0 +1,102 @@
+"""The one layering function: defaults -> config -> params_override(s) ->
+overrides, typed and checked.
+
+The CLI (classifier_trainer.config_from_flags), the API (trainer.run) and
+the launcher's plan all build their config through `load_config`, so a
+layer means the same everywhere and an error names the same sources.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, List, Mapping, Optional, Sequence, Union
+
+from official_bench.config import loading, validate
+from official_bench.config.builder import Layer, LayerBuilder
+from official_bench.config.schema import (ConfigError, ExperimentConfig,
+                                          base_config)
+
+# A config: a YAML path, a nested mapping, or an ExperimentConfig.
+ConfigLike = Union[None, str, os.PathLike, Mapping[str, Any],
+                   ExperimentConfig]
+# What --params_override takes (a YAML/JSON string, `a.b=1,c=2`, a YAML
+# file path) or a mapping, or a list of those applied in order.
+OverrideLike = Union[None, str, Mapping[str, Any],
+                     Sequence[Union[str, Mapping[str, Any]]]]
+
+
+def layers_of(config: ConfigLike = None,
+              params_override: OverrideLike = None,
+              overrides: Optional[Mapping[str, Any]] = None,
+              overrides_from: str = "flags") -> List[Layer]:
+    """The (source, mapping) layers, in order, that `build_config` merges
+    over the defaults; each source is how an error will name that layer.
+
+    `overrides_from` names the last layer: "flags" for the CLI, the API's
+    keyword arguments for trainer.run.
+    """
+    layers: List[Layer] = []
+    if isinstance(config, (str, os.PathLike)):
+        path = os.fspath(config)
+        if path:  # an empty --config_file= names no file
+            layers.append((f"file {path}", loading.read_yaml_file(path)))
+    elif isinstance(config, ExperimentConfig):
+        layers.append(("ExperimentConfig", config.as_dict()))
+    elif config is not None:
+        layers.append(("config dict", config))
+    if params_override is not None:
+        items = (params_override if isinstance(params_override, (list, tuple))
+                 else [params_override])
+        for item in items:
+            if isinstance(item, Mapping):
+                layers.append(("params_override dict", item))
+            else:
+                layers.append((f"--params_override {loading.describe(item)}",
+                               loading.parse_params_override(item)))
+    if overrides:
+        layers.append((overrides_from, overrides))
+    return layers
+
+
+def build_config(layers: Sequence[Layer], model_type: str = "resnet",
+                 dataset: str = "imagenet") -> ExperimentConfig:
+    """Merges (source, mapping) layers over the defaults; strict.
+
+    Raises one ConfigError listing every problem, each with its key path and
+    the layer it came from.
+    """
+    b = LayerBuilder()
+    tree = base_config(model_type, dataset)
+    for source, layer in layers:
+        if layer is None:
+            continue
+        if not isinstance(layer, Mapping):
+            raise ConfigError(f"{source}: expected a mapping, got "
+                              f"{type(layer).__name__}")
+        loading.check_layer_shape(layer, source)
+        b.merge(tree, layer, source, ExperimentConfig)
+    cfg = b.build(ExperimentConfig, tree)
+    if not b.errors:
+        validate.validate(cfg, b)
+    if b.errors:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(b.errors))
+    validate.fill_derived(cfg)
+    return cfg
+
+
+def load_config(config_file: ConfigLike = None,
+                params_override: OverrideLike = None,
+                overrides: Optional[Mapping[str, Any]] = None,
+                model_type: str = "resnet",
+                dataset: str = "imagenet",
+                overrides_from: str = "flags") -> ExperimentConfig:
+    """defaults -> config file -> params_override(s) -> overrides (flags).
+
+    `config_file` is a YAML path (r2.3's --config_file), or, from the API, a
+    mapping or an ExperimentConfig. `params_override` takes what
+    --params_override takes (a YAML/JSON string, `a.b=1,c=2`, a YAML file
+    path) or a dict, or a list of those.
+    """
+    return build_config(
+        layers_of(config_file, params_override, overrides, overrides_from),
+        model_type=model_type, dataset=dataset)

@@ -1,0 +1,343 @@
+"""The configuration's shape: typed dataclasses, valid choices, presets.
+
+Key names and meanings follow Model Garden r2.3's image-classification
+configs, so DLPerf's YAML files load unchanged. This module only declares;
+reading layers is config/loading.py and config/builder.py, checking them
+config/validate.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, List, Optional, Union
+
+import yaml
+
+from official_bench import config_tree
+from official_bench.contracts import dtypes
+
+STRATEGIES = ("off", "one_device", "mirrored", "multi_worker_mirrored",
+              "horovod", "parameter_server")
+MODES = ("train_and_eval", "train", "eval", "export_only")
+MODEL_NAMES = ("resnet", "resnet_cifar")
+RESNET_DEPTHS = (18, 34, 50, 101, 152)
+BUILDERS = ("synthetic", "records", "tfds", "python", "zmq", "service")
+# builder synthetic: where each replica's batch lives (data/synthetic.py,
+# data/resident_batch.py).
+SYNTHETIC_LOCATIONS = ("host", "device")
+# Accepted precision spellings -> TensorFlow's name (contracts/dtypes.py).
+DTYPE_ALIASES = {spelling: dtypes.tf_name(spelling)
+                 for spelling in dtypes.ACCEPTED}
+OPTIMIZERS = ("momentum", "sgd", "rmsprop", "adam")
+LR_SCHEDULES = ("piecewise_constant_with_warmup", "cosine_with_warmup",
+                "exponential", "constant")
+# model.learning_rate.compat: null (official_bench's schedules, initial_lr
+# honoured) or model_garden_r23 (r2.3's piecewise schedule exactly).
+LR_COMPAT = ("model_garden_r23",)
+LOSSES = ("categorical_crossentropy", "sparse_categorical_crossentropy")
+MIRRORED_ALGS = ("nccl", "hierarchical_copy")
+MULTI_WORKER_ALGS = ("ring", "nccl", "auto")
+DATA_FORMATS = ("channels_last", "channels_first", "auto")
+GPU_THREAD_MODES = ("gpu_private", "gpu_shared", "global")
+
+
+class ConfigError(ValueError):
+    """A bad configuration; the message names the key and its source."""
+
+
+
+
+@dataclasses.dataclass
+class HorovodConfig:
+    """Horovod knobs (runtime.horovod); passed through and recorded."""
+    fp16_allreduce: bool = False  # compress gradients to fp16 on the wire
+    fusion_threshold_mb: Optional[float] = None  # HOROVOD_FUSION_THRESHOLD
+    cycle_time_ms: Optional[float] = None  # HOROVOD_CYCLE_TIME
+    hierarchical_allreduce: bool = False  # HOROVOD_HIERARCHICAL_ALLREDUCE
+
+
+@dataclasses.dataclass
+class RuntimeConfig:
+    """Distribution, precision and threading (r2.3 `runtime`)."""
+    distribution_strategy: str = "mirrored"
+    enable_xla: bool = False
+    gpu_thread_mode: Optional[str] = None
+    dataset_num_private_threads: Optional[int] = None
+    per_gpu_thread_count: int = 0
+    tpu: Optional[str] = None
+    num_gpus: int = 0
+    worker_hosts: Optional[str] = None
+    task_index: int = -1
+    # parameter_server: chief + workers + ps (official_bench extension).
+    ps_hosts: Optional[str] = None
+    chief_host: Optional[str] = None
+    task_type: str = "worker"  # chief | worker | ps
+    all_reduce_alg: Optional[str] = None
+    num_packs: int = 1
+    loss_scale: Optional[Union[str, float]] = None
+    batchnorm_spatial_persistent: bool = False
+    mixed_precision_dtype: Optional[str] = None
+    run_eagerly: bool = False
+    # official_bench extensions.
+    cpu_devices: int = 1  # logical CPU devices for mirrored without GPUs
+    # Per-collective timeout (CommunicationOptions.timeout_seconds). Off by
+    # default: TensorFlow starts a thread per collective that lives this long,
+    # so long runs leak threads until they abort (tensorflow issue 56423).
+    collective_timeout_seconds: Optional[float] = None
+    peer_timeout_seconds: float = 300.0  # all workers must join by then
+    # After SIGTERM/SIGINT the run stops at the next step; if it has not
+    # ended this long after the signal, it exits anyway (128 + signal).
+    stop_grace_seconds: float = 60.0
+    # Set glibc's mmap/trim thresholds back after TensorFlow 2.21 froze them
+    # at 128 KiB (runtime/host_malloc.py; ~35% of CPU step time here).
+    restore_malloc_thresholds: bool = True
+    # [first, last]: a profiler trace of those steps into model_dir/profile;
+    # their timing is left out of the statistics.
+    profile_steps: Optional[List[int]] = None
+    # Seconds between utilisation samples (GPU, CPU, RSS, threads) while a
+    # run trains (training/utilisation.py); 0 turns the sampler off.
+    sample_period_seconds: float = 1.0
+    seed: Optional[int] = None
+    horovod: HorovodConfig = dataclasses.field(default_factory=HorovodConfig)
+
+
+@dataclasses.dataclass
+class DatasetConfig:
+    """One input pipeline (r2.3 `train_dataset` / `validation_dataset`)."""
+    name: Optional[str] = "imagenet2012"
+    data_dir: Optional[str] = None
+    filenames: Optional[List[str]] = None
+    builder: str = "synthetic"
+    split: str = "train"
+    image_size: int = 224
+    num_classes: int = 1000
+    num_channels: int = 3
+    num_examples: int = 1281167
+    batch_size: int = 128
+    use_per_replica_batch_size: bool = True
+    num_devices: int = 1  # r2.3 key; derived from the strategy, kept for YAMLs
+    dtype: str = "float32"
+    one_hot: bool = True
+    download: bool = False
+    shuffle_buffer_size: int = 10000
+    file_shuffle_buffer_size: int = 1024
+    skip_decoding: bool = True
+    cache: bool = False
+    mean_subtract: bool = False
+    standardize: bool = False
+    # official_bench extensions (augmentation; ImageNet values by default).
+    crop_area_range: List[float] = dataclasses.field(
+        default_factory=lambda: [0.05, 1.0])
+    crop_aspect_ratio_range: List[float] = dataclasses.field(
+        default_factory=lambda: [0.75, 1.33])
+    min_object_covered: float = 0.1
+    random_flip: bool = True
+    eval_crop_padding: int = 32  # eval crop = size / (size + padding)
+    layout: str = "auto"  # records: auto | classic | tfds
+    label_offset: Optional[int] = None  # classic records: 1 (labels 1..N)
+    deterministic: bool = False
+    skip_bad_records: bool = False
+    transfer_uint8: bool = False
+    # builder: python: "module:function" returning (images, labels) batches.
+    python_source: Optional[str] = None
+    # builder: zmq: endpoints the trainer binds (or connects to with
+    # zmq_bind: false); worker i uses each tcp port + i.
+    zmq_endpoints: Optional[List[str]] = None
+    zmq_bind: bool = True
+    zmq_timeout_seconds: float = 60.0
+    # builder: synthetic: host (one batch copied to the device every step,
+    # as r2.3/DLPerf) or device (made once on each replica's device).
+    synthetic_location: str = "host"
+    # builder: service: the tf.data service dispatcher, host:port; the
+    # records pipeline runs on its workers (data/service.py).
+    data_service_address: Optional[str] = None
+    data_service_timeout_seconds: float = 60.0
+
+
+@dataclasses.dataclass
+class ModelParams:
+    """Model constructor arguments (r2.3 `model.model_params`)."""
+    num_classes: Optional[int] = None  # follows the dataset when unset
+    depth: Optional[int] = None  # resnet: 50; resnet_cifar: 20
+    width: int = 1  # resnet_cifar filter multiplier
+    batch_size: Optional[int] = None  # r2.3 key, unused by Keras models
+    use_l2_regularizer: bool = True
+    weight_decay: float = 1e-4
+    rescale_inputs: bool = False
+    data_format: str = "auto"
+    zero_init_last_bn: bool = False
+
+
+@dataclasses.dataclass
+class LossConfig:
+    name: Optional[str] = None  # inferred from dataset.one_hot
+    label_smoothing: float = 0.0
+
+
+@dataclasses.dataclass
+class OptimizerConfig:
+    name: str = "momentum"
+    decay: float = 0.9  # rho of rmsprop
+    epsilon: float = 0.001
+    momentum: float = 0.9
+    nesterov: bool = False
+    moving_average_decay: Optional[float] = None
+    lookahead: Optional[bool] = None
+    beta_1: float = 0.9
+    beta_2: float = 0.999
+
+
+@dataclasses.dataclass
+class LearningRateConfig:
+    """LR schedule; rates are per 256 images and scaled by the global batch."""
+    name: str = "piecewise_constant_with_warmup"
+    initial_lr: float = 0.1
+    decay_epochs: Optional[float] = None
+    decay_rate: Optional[float] = None
+    warmup_epochs: float = 5
+    examples_per_epoch: Optional[int] = None  # defaults to train num_examples
+    boundaries: Optional[List[float]] = dataclasses.field(
+        default_factory=lambda: [30, 60, 80])
+    multipliers: Optional[List[float]] = dataclasses.field(
+        default_factory=lambda: [1.0, 0.1, 0.01, 0.001])
+    scale_by_batch_size: float = 1.0 / 256
+    staircase: Optional[bool] = None
+    # model_garden_r23: Model Garden r2.3's piecewise_constant_with_warmup
+    # exactly (0.1 per 256 images; initial_lr and scale_by_batch_size ignored,
+    # as r2.3 ignored them), for DLPerf's YAMLs. null: official_bench's own.
+    compat: Optional[str] = None
+
+
+@dataclasses.dataclass
+class ModelConfig:
+    name: str = "resnet"
+    model_params: ModelParams = dataclasses.field(default_factory=ModelParams)
+    num_classes: Optional[int] = None
+    loss: LossConfig = dataclasses.field(default_factory=LossConfig)
+    optimizer: OptimizerConfig = dataclasses.field(
+        default_factory=OptimizerConfig)
+    learning_rate: LearningRateConfig = dataclasses.field(
+        default_factory=LearningRateConfig)
+
+
+@dataclasses.dataclass
+class CallbacksConfig:
+    enable_checkpoint_and_export: bool = False
+    enable_tensorboard: bool = False
+    enable_time_history: bool = True
+
+
+@dataclasses.dataclass
+class TimeHistoryConfig:
+    log_steps: int = 100
+    warmup_steps: Optional[int] = None  # default: the first interval
+    progress_seconds: float = 30.0  # a progress line at least this often
+
+
+@dataclasses.dataclass
+class MetricsConfig:
+    accuracy: Optional[bool] = None
+    top_5: Optional[bool] = None
+
+
+@dataclasses.dataclass
+class TensorboardConfig:
+    track_lr: bool = True
+    write_model_weights: bool = False
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    resume_checkpoint: bool = False
+    epochs: int = 1
+    steps: Optional[int] = None  # per epoch; inferred from num_examples
+    callbacks: CallbacksConfig = dataclasses.field(
+        default_factory=CallbacksConfig)
+    metrics: Optional[MetricsConfig] = None
+    tensorboard: TensorboardConfig = dataclasses.field(
+        default_factory=TensorboardConfig)
+    time_history: TimeHistoryConfig = dataclasses.field(
+        default_factory=TimeHistoryConfig)
+    # Steps per call into the compiled train function (Keras
+    # steps_per_execution): fewer host round trips for fast steps.
+    steps_per_loop: int = 1
+    set_epoch_loop: bool = False  # r2.3: one loop per epoch (steps_per_loop)
+    # A NaN or infinite training loss stops the run with an error naming the
+    # step (checked every log_steps, no extra host sync); false: a
+    # throughput-only run goes on, with a warning in its summary and result.
+    stop_on_nan: bool = True
+
+
+@dataclasses.dataclass
+class EvalConfig:
+    epochs_between_evals: int = 1
+    steps: Optional[int] = None
+    skip_eval: bool = False
+
+
+@dataclasses.dataclass
+class ExportConfig:
+    checkpoint: Optional[str] = None
+    destination: Optional[str] = None
+
+
+def _validation_default() -> DatasetConfig:
+    return DatasetConfig(split="validation", num_examples=50000)
+
+
+@dataclasses.dataclass
+class ExperimentConfig:
+    """The whole experiment (r2.3 `ExperimentConfig`)."""
+    model_dir: Optional[str] = None
+    model_name: Optional[str] = None
+    mode: str = "train_and_eval"
+    runtime: RuntimeConfig = dataclasses.field(default_factory=RuntimeConfig)
+    train_dataset: DatasetConfig = dataclasses.field(
+        default_factory=DatasetConfig)
+    validation_dataset: DatasetConfig = dataclasses.field(
+        default_factory=_validation_default)
+    train: TrainConfig = dataclasses.field(default_factory=TrainConfig)
+    evaluation: EvalConfig = dataclasses.field(default_factory=EvalConfig)
+    model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+    export: ExportConfig = dataclasses.field(default_factory=ExportConfig)
+
+    def as_dict(self) -> Dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.as_dict(), sort_keys=False)
+
+
+# Base configs picked by --model_type / --dataset, as in r2.3's get_config.
+DATASET_PRESETS: Dict[str, Dict[str, Any]] = {
+    "imagenet": {
+        "train_dataset": {"name": "imagenet2012", "image_size": 224,
+                          "num_classes": 1000, "num_examples": 1281167,
+                          "split": "train"},
+        "validation_dataset": {"name": "imagenet2012", "image_size": 224,
+                               "num_classes": 1000, "num_examples": 50000,
+                               "split": "validation"},
+    },
+    "cifar10": {
+        "train_dataset": {"name": "cifar10", "image_size": 32,
+                          "num_classes": 10, "num_examples": 50000,
+                          "split": "train", "eval_crop_padding": 0},
+        "validation_dataset": {"name": "cifar10", "image_size": 32,
+                               "num_classes": 10, "num_examples": 10000,
+                               "split": "validation", "eval_crop_padding": 0},
+    },
+}
+
+
+def base_config(model_type: str = "resnet",
+                dataset: str = "imagenet") -> Dict[str, Any]:
+    """The defaults layer for a model type and dataset, as a nested dict."""
+    if model_type not in MODEL_NAMES:
+        raise ConfigError(f"unknown --model_type {model_type!r}; valid: "
+                          f"{', '.join(MODEL_NAMES)}")
+    if dataset not in DATASET_PRESETS:
+        raise ConfigError(f"unknown --dataset {dataset!r}; valid: "
+                          f"{', '.join(DATASET_PRESETS)}")
+    tree = dataclasses.asdict(ExperimentConfig())
+    tree["model"]["name"] = model_type
+    return config_tree.deep_merge(tree, DATASET_PRESETS[dataset])
