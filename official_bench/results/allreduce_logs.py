@@ -12,13 +12,11 @@ definitions).
 
 import json
 import os
-import re
 import statistics
 
 from official_bench.results import bandwidth
-from official_bench.results import logparse
+from official_bench.contracts import log_tree
 
-FILE_RE = re.compile(r"^allreduce_(%s)_(\d+)\.json$" % "|".join(logparse.DTYPES))
 COLUMNS = ("case", "size", "dtype", "ranks", "time ms", "algbw GB/s",
            "busbw GB/s", "runs")
 
@@ -28,10 +26,10 @@ def find(log_dir):
     found = []
     for case in sorted(os.listdir(log_dir)):
         folder = os.path.join(log_dir, case)
-        if logparse.parse_case_name(case) is None or not os.path.isdir(folder):
+        if log_tree.parse_case_name(case) is None or not os.path.isdir(folder):
             continue
         found += [(case, os.path.join(folder, n))
-                  for n in sorted(os.listdir(folder)) if FILE_RE.match(n)]
+                  for n in sorted(os.listdir(folder)) if log_tree.parse_allreduce_json_name(n)]
     return found
 
 
@@ -96,7 +94,7 @@ def size_text(nbytes):
 def table_rows(table):
     """Cells in COLUMNS order, cases by device count."""
     def order(case):
-        nodes, gpus = logparse.parse_case_name(case)
+        nodes, gpus = log_tree.parse_case_name(case)
         return nodes * gpus, nodes
     rows = []
     for case in sorted(table, key=order):

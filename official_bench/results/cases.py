@@ -27,7 +27,7 @@ unrounded run speeds, and their ratio).
 
 import statistics
 
-from official_bench.results import logparse
+from official_bench.contracts import dtypes, log_tree
 from official_bench.results import rounding
 
 BASELINE_CASE = "1n1g"
@@ -40,12 +40,12 @@ def group_key(run):
 
 def model_keys(groups):
     """Top-level result key for each ``(dtype, batch)`` group (module doc)."""
-    groups = sorted(set(groups), key=lambda g: (logparse.DTYPES.index(g[0]), g[1]))
+    groups = sorted(set(groups), key=lambda g: (dtypes.SHORT_NAMES.index(g[0]), g[1]))
     if len(groups) == 1:
-        return {groups[0]: logparse.MODEL}
+        return {groups[0]: log_tree.MODEL}
     if len({b for _, b in groups}) == 1:
-        return {g: "%s_%s" % (logparse.MODEL, g[0]) for g in groups}
-    return {g: "%s_b%d_%s" % (logparse.MODEL, g[1], g[0]) for g in groups}
+        return {g: "%s_%s" % (log_tree.MODEL, g[0]) for g in groups}
+    return {g: "%s_b%d_%s" % (log_tree.MODEL, g[1], g[0]) for g in groups}
 
 
 def _round(value, digits):
@@ -70,7 +70,7 @@ def spread(speeds):
 
 def _sort_key(case):
     """Cases in order of device count, then node count (1n8g before 8n1g)."""
-    nodes, gpus = logparse.parse_case_name(case)
+    nodes, gpus = log_tree.parse_case_name(case)
     return nodes * gpus, nodes
 
 

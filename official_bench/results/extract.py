@@ -39,6 +39,7 @@ import os
 import sys
 
 from official_bench.contracts import exit_status
+from official_bench.contracts import log_tree
 from official_bench.results import allreduce_logs
 from official_bench.results import atomic
 from official_bench.results import cases
@@ -108,7 +109,7 @@ def measure_log(run, path, warmup_batches=DEFAULT_WARMUP_BATCHES,
     failed = run_status.exclusion(record)
     if failed:
         return runspeed.RunOutcome(run, path, excluded=failed)
-    run_json, warning = runjson.load_run_json(logparse.result_json_path(path))
+    run_json, warning = runjson.load_run_json(log_tree.json_path(path))
     outcome = runspeed.measure_run(run, parsed, run_json, warmup_batches,
                                    train_batches, method)
     for w in (warning, status_warning):

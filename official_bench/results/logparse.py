@@ -1,8 +1,9 @@
-"""Reading benchmark logs: file naming and the throughput lines in them.
+"""Reading benchmark logs: finding them and the throughput lines in them.
 
 The run scripts write one log per run at
 ``{log_dir}/{N}n{G}g/rn50_b{B}_{dtype}_{i}.log`` (N nodes, G devices per node,
-B images per device, dtype fp32/fp16/bf16, i the run index), and the trainer
+B images per device, dtype fp32/fp16/bf16, i the run index; the names are
+built and parsed by :mod:`official_bench.contracts.log_tree`), and the trainer
 writes, through absl logging, one line per ``log_steps`` interval::
 
     I1121 23:59:40.123456 140234 callbacks.py:88] TimeHistory: 12.34 seconds, \
@@ -30,16 +31,13 @@ import math
 import os
 import re
 
-from official_bench.contracts import dtypes, throughput
+from official_bench.contracts import dtypes, log_tree, throughput
 
 DTYPES = dtypes.SHORT_NAMES
-MODEL = "rn50"
 FINISH_MARKER = throughput.FINISH_MARK
 TRACEBACK_MARKER = "Traceback (most recent call last)"
 THROUGHPUT_MARKER = throughput.THROUGHPUT_MARK
 
-_CASE_DIR_RE = re.compile(r"^(\d+)n(\d+)g$")
-_LOG_NAME_RE = re.compile(r"^rn50_b(\d+)_(%s)_(\d+)\.log$" % "|".join(DTYPES))
 _THROUGHPUT_RE = throughput.LINE_RE
 _STEPS_RE = re.compile(r"between steps (\d+) and (\d+)")
 # absl: "I1121 23:59:40.123456 140234 callbacks.py:88]"; searched anywhere in
@@ -74,7 +72,7 @@ class RunId:
     @property
     def case(self):
         """The run case key used in result files, e.g. ``"2n8g"``."""
-        return case_name(self.num_nodes, self.gpus_per_node)
+        return log_tree.case_name(self.num_nodes, self.gpus_per_node)
 
     @property
     def num_devices(self):
@@ -84,8 +82,7 @@ class RunId:
     @property
     def log_name(self):
         """The log's file name, e.g. ``rn50_b128_fp32_1.log``."""
-        return "%s_b%d_%s_%d.log" % (MODEL, self.batch_size, self.dtype,
-                                     self.index)
+        return log_tree.log_name(self.batch_size, self.dtype, self.index)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,46 +129,6 @@ class ParsedLog:
     num_lines: int = 0
 
 
-def case_name(num_nodes, gpus_per_node):
-    """Case key for N nodes with G devices each: ``"{N}n{G}g"``."""
-    return "%dn%dg" % (num_nodes, gpus_per_node)
-
-
-def parse_case_name(name):
-    """``"10n8g"`` -> ``(10, 8)``; None if ``name`` is not a case key.
-
-    Counts of zero are rejected: a case with no devices cannot have run.
-    """
-    m = _CASE_DIR_RE.match(name)
-    if not m:
-        return None
-    nodes, gpus = int(m.group(1)), int(m.group(2))
-    if nodes < 1 or gpus < 1:
-        return None
-    return nodes, gpus
-
-
-def parse_log_name(filename):
-    """``"rn50_b128_fp16_3.log"`` -> ``(128, "fp16", 3)``; None otherwise."""
-    m = _LOG_NAME_RE.match(filename)
-    if not m or int(m.group(1)) < 1:
-        return None
-    return int(m.group(1)), m.group(2), int(m.group(3))
-
-
-def log_relpath(num_nodes, gpus_per_node, batch_size, dtype, index):
-    """Path of a run's log relative to ``log_dir`` (the run scripts' layout)."""
-    if dtype not in DTYPES:
-        raise ValueError("dtype %r is not one of %s" % (dtype, ", ".join(DTYPES)))
-    run = RunId(num_nodes, gpus_per_node, batch_size, dtype, index)
-    return os.path.join(run.case, run.log_name)
-
-
-def result_json_path(log_path):
-    """Where the run scripts put the trainer's result JSON for a log."""
-    return os.path.splitext(log_path)[0] + ".json"
-
-
 def find_logs(log_dir):
     """List the runs under ``log_dir`` as in ``{log_dir}/*/*.log``.
 
@@ -183,8 +140,8 @@ def find_logs(log_dir):
     runs, skipped = [], []
     for path in sorted(glob.glob(os.path.join(glob.escape(log_dir), "*", "*.log"))):
         case_dir = os.path.basename(os.path.dirname(path))
-        case = parse_case_name(case_dir)
-        name = parse_log_name(os.path.basename(path))
+        case = log_tree.parse_case_name(case_dir)
+        name = log_tree.parse_log_name(os.path.basename(path))
         if case is None:
             skipped.append((path, "directory %r is not named {N}n{G}g "
                                   "(e.g. 1n8g)" % case_dir))

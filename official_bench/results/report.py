@@ -17,7 +17,7 @@ import io
 import json
 import os
 
-from official_bench.results import logparse
+from official_bench.contracts import log_tree
 from official_bench.results.errors import ExtractError
 
 MARKDOWN_COLUMNS = ("node_num", "gpu_num", "samples/s", "speedup", "efficiency",
@@ -34,7 +34,7 @@ COMPARE_CSV_COLUMNS = ("model_a", "model_b", "num_nodes", "num_gpus_per_node",
 
 def case_counts(case):
     """(nodes, gpus per node, devices) of a case key such as ``"4n8g"``."""
-    nodes, gpus = logparse.parse_case_name(case)
+    nodes, gpus = log_tree.parse_case_name(case)
     return nodes, gpus, nodes * gpus
 
 
@@ -74,7 +74,7 @@ def load_result(path):
             raise ExtractError("result file %s: %r is not a non-empty object of "
                                "cases" % (path, model))
         for case, entry in model_result.items():
-            if logparse.parse_case_name(case) is None:
+            if log_tree.parse_case_name(case) is None:
                 raise ExtractError("result file %s: case key %r under %r is not "
                                    "{N}n{G}g" % (path, case, model))
             if not isinstance(entry, dict) or "median_speed" not in entry:

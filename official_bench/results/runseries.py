@@ -14,6 +14,7 @@ Every interval is kept, warm-up included: showing the warm-up is the point.
 import dataclasses
 import statistics
 
+from official_bench.contracts import log_tree
 from official_bench.results import cases
 from official_bench.results import logparse
 from official_bench.results import runjson
@@ -41,7 +42,7 @@ def _intervals(outcome):
     """
     if outcome.source == "result_json":
         run_json, _ = runjson.load_run_json(
-            logparse.result_json_path(outcome.log_path))
+            log_tree.json_path(outcome.log_path))
         if run_json is not None and run_json.intervals:
             return run_json.intervals
     try:
