@@ -98,7 +98,7 @@ def test_model_dir_round_trip(node, local, attempt):
     assert L.parse_model_dir("/m/elsewhere/bz64/2n8g/" + md.tag) is None
 
 
-# -- the launcher's plan and the extractor agree -------------------------------
+# -- the launcher's plan and the extractor agree ------------------------------
 
 
 def _plan(tmp_path, argv, mode="single", **knobs):

@@ -102,7 +102,7 @@ CHIEF_ALLREDUCE_FILE = "allreduce.json"
 ALLREDUCE_PREFIX = "allreduce"
 
 
-# -- directories -------------------------------------------------------------
+# -- directories --------------------------------------------------------------
 
 
 def case_name(num_nodes: int, gpus_per_node: int) -> str:
@@ -138,7 +138,7 @@ def parse_node_dir(name: str) -> Optional[int]:
     return None if fields is None else fields["node"]
 
 
-# -- run files -----------------------------------------------------------------
+# -- run files ----------------------------------------------------------------
 
 
 def run_stem(batch: int, dtype: str, index: int, bench: str = "") -> str:
@@ -219,7 +219,7 @@ def parse_local_path(path: str) -> Tuple[str, int]:
     return (path, 0) if fields is None else (fields["path"], fields["local"])
 
 
-# -- model_dir -------------------------------------------------------------------
+# -- model_dir ----------------------------------------------------------------
 
 
 def result_file_name(tag: str, is_chief: bool) -> str:
