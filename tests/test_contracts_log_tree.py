@@ -32,11 +32,16 @@ def test_log_names(name, expected):
     assert L.parse_log_name(name) == expected
 
 
-def test_log_relpath_matches_layout():
-    assert L.log_relpath(10, 8, 256, "fp16", 3) == os.path.join(
-        "10n8g", "rn50_b256_fp16_3.log")
-    with pytest.raises(ValueError, match="fp32, fp16, bf16"):
-        L.log_relpath(1, 1, 128, "fp8", 1)
+def test_layout_matches_the_run_scripts():
+    root = L.batch_root("/logs", 256)
+    assert root == os.path.join("/logs", "tensorflow", "resnet50", "bz256")
+    assert os.path.join(L.case_dir("/logs", 256, L.case_name(10, 8)),
+                        L.log_name(256, "fp16", 3)) == \
+        os.path.join(root, "10n8g", "rn50_b256_fp16_3.log")
+    assert L.case_dir("/logs", 256, "2n8g", 1) == \
+        os.path.join(root, "2n8g", "node1")
+    with pytest.raises(ValueError, match="'allreduce'"):
+        L.log_name(256, "fp16", 3, "nccl")
 
 
 def test_result_json_and_status_sit_next_to_log():

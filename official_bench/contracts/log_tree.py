@@ -187,16 +187,6 @@ def parse_allreduce_json_name(filename: str) -> Optional[Tuple[str, int]]:
     return None if fields is None else (fields["dtype"], fields["index"])
 
 
-def log_relpath(num_nodes: int, gpus_per_node: int, batch: int, dtype: str,
-                index: int) -> str:
-    """A trainer run's log relative to the batch root."""
-    if dtype not in dtypes.SHORT_NAMES:
-        raise ValueError(f"dtype {dtype!r} is not one of "
-                         f"{', '.join(dtypes.SHORT_NAMES)}")
-    return os.path.join(case_name(num_nodes, gpus_per_node),
-                        log_name(batch, dtype, index))
-
-
 def json_path(log_path: str) -> str:
     """The result JSON beside a log: rn50_...log -> rn50_...json."""
     return os.path.splitext(log_path)[0] + JSON_SUFFIX
