@@ -164,8 +164,8 @@ def run(cfg, sizes: str, dtypes: List[str], iters: int,
                                 tensors=len(gradient) if size is MODEL
                                 else 1))
     if cfg.model_dir:
-        from official_bench.results.run_record import (allreduce_file_name,
-                                                       write_run_record)
+        from official_bench.contracts.log_tree import allreduce_file_name
+        from official_bench.results.run_record import write_run_record
         path = os.path.join(cfg.model_dir,
                             allreduce_file_name(dist.tag, dist.is_chief))
         write_run_record(path, {

@@ -28,8 +28,8 @@ from official_bench.data import factory as data_factory
 from official_bench.data import input_wait
 from official_bench.models import build_model
 from official_bench.results.atomic import write_text_atomic
-from official_bench.results.run_record import (result_file_name,
-                                               write_run_record)
+from official_bench.contracts.log_tree import result_file_name
+from official_bench.results.run_record import write_run_record
 from official_bench.runtime import cluster as cluster_lib
 from official_bench.runtime import devices as devices_lib
 from official_bench.runtime import distribute, host_malloc, precision, ps_server

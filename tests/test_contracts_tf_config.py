@@ -34,6 +34,28 @@ def test_accepted_shapes_and_the_chief_rule():
                               {"type": "chief", "index": 0})).is_chief
 
 
+@pytest.mark.parametrize("jobs", [
+    {"worker": W2}, {"chief": ["c:1"], "worker": W2},
+    {"chief": ["c:1"], "worker": W2, "ps": ["p:1", "p:2"]},
+    {"worker": W2, "ps": ["p:1"]}])
+def test_trainer_cluster_and_tf_config_share_the_chief_rule(jobs):
+    """runtime.cluster.Cluster (the trainer's view) asks the same rule as
+    TFConfig (the launcher's): every task of each cluster agrees."""
+    from official_bench.runtime.cluster import Cluster
+    chiefs = []
+    for job, addresses in jobs.items():
+        for index in range(len(addresses)):
+            parsed = parse_tf_config(tf(jobs, {"type": job, "index": index}))
+            cluster = Cluster(
+                workers=list(jobs.get("worker", [])), task_type=job,
+                task_index=index,
+                extra_jobs={k: v for k, v in jobs.items() if k != "worker"})
+            assert cluster.is_chief == parsed.is_chief, (job, index)
+            if parsed.is_chief:
+                chiefs.append((job, index))
+    assert chiefs == [("chief", 0) if "chief" in jobs else ("worker", 0)]
+
+
 @pytest.mark.parametrize("text, words", [
     ("{not json", "TF_CONFIG is not valid JSON"),
     ("[1, 2]", "TF_CONFIG must be a JSON object"),

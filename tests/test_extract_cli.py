@@ -473,7 +473,7 @@ def test_run_the_launcher_saw_fail_is_never_counted(tmp_path):
     logs = tmp_path / "bz128"
     good = kit.write_run(logs, "1n1g", [50] + [300] * 6, index=1)
     killed = kit.write_run(logs, "1n1g", [50] + [900] * 6, index=2)
-    plain = kit.write_run(logs, "1n1g", [50] + [310] * 6, index=3)
+    kit.write_run(logs, "1n1g", [50] + [310] * 6, index=3)  # no record
     run_status.write_status(good, "ok", 0, "", 1.0, 2.0, 0, "h")
     run_status.write_status(killed, "failed", 137, "killed (SIGKILL)", 1.0,
                             2.0, 0, "h")

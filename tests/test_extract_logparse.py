@@ -15,37 +15,6 @@ from official_bench.results.logparse import Interval, MalformedLine  # noqa: E40
 DLPERF_RE = re.compile(r", (\d+.\d+) examples/second ")
 
 
-@pytest.mark.parametrize("name,expected", [
-    ("1n1g", (1, 1)), ("1n8g", (1, 8)), ("10n8g", (10, 8)), ("1n16g", (1, 16)),
-    ("128n8g", (128, 8)), ("0n8g", None), ("1n0g", None), ("1n8", None),
-    ("n8g", None), ("1n8g_old", None), ("misc", None)])
-def test_case_names(name, expected):
-    assert logparse.parse_case_name(name) == expected
-
-
-@pytest.mark.parametrize("name,expected", [
-    ("rn50_b128_fp32_1.log", (128, "fp32", 1)),
-    ("rn50_b256_fp16_12.log", (256, "fp16", 12)),
-    ("rn50_b64_bf16_0.log", (64, "bf16", 0)),
-    ("rn50_b128_fp8_1.log", None), ("rn50_b0_fp32_1.log", None),
-    ("rn50_b128_fp32.log", None), ("rn50_b128_fp32_1.json", None),
-    ("resnet_b128_fp32_1.log", None)])
-def test_log_names(name, expected):
-    assert logparse.parse_log_name(name) == expected
-
-
-def test_log_relpath_matches_layout():
-    assert logparse.log_relpath(10, 8, 256, "fp16", 3) == os.path.join(
-        "10n8g", "rn50_b256_fp16_3.log")
-    with pytest.raises(ValueError, match="fp32, fp16, bf16"):
-        logparse.log_relpath(1, 1, 128, "fp8", 1)
-
-
-def test_result_json_sits_next_to_log():
-    assert logparse.result_json_path("/x/1n1g/rn50_b128_fp32_2.log") == \
-        "/x/1n1g/rn50_b128_fp32_2.json"
-
-
 def test_find_logs_orders_and_reports_misnamed(tmp_path):
     for case in ("10n8g", "2n8g", "1n1g", "1n16g"):
         kit.write_run(tmp_path, case, [100, 200])

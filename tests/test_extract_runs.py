@@ -11,6 +11,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_extract_logkit as kit  # noqa: E402
 
+from official_bench.contracts import log_tree  # noqa: E402
 from official_bench.results import cases  # noqa: E402
 from official_bench.results import logparse  # noqa: E402
 from official_bench.results import runjson  # noqa: E402
@@ -392,7 +393,7 @@ def test_load_run_json_variants(tmp_path):
 # ---- per-case statistics -----------------------------------------------------
 
 def outcome(case, index, speed, dtype="fp32", batch=128, excluded=None, env=None):
-    nodes, gpus = logparse.parse_case_name(case)
+    nodes, gpus = log_tree.parse_case_name(case)
     run = RunId(nodes, gpus, batch, dtype, index)
     return runspeed.RunOutcome(run, "x.log", speed=speed, excluded=excluded,
                                counted_steps=(100, 600), num_intervals=5,
@@ -493,8 +494,8 @@ def test_mixed_dtypes_have_their_own_baselines():
 
 
 def test_multi_digit_cases_sort_by_devices():
-    outcomes = [outcome(c, 1, float(logparse.parse_case_name(c)[0]
-                                    * logparse.parse_case_name(c)[1]) * 100)
+    outcomes = [outcome(c, 1, float(log_tree.parse_case_name(c)[0]
+                                    * log_tree.parse_case_name(c)[1]) * 100)
                 for c in ("10n8g", "2n8g", "1n16g", "1n1g", "12n1g")]
     r = cases.summarize(outcomes)[0]["rn50"]
     assert list(r) == ["1n1g", "12n1g", "1n16g", "2n8g", "10n8g"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Dict, List, Mapping, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Tuple
 
 from official_bench.contracts.hostport import HostPortError, parse_hostport
 
@@ -32,6 +32,19 @@ class TFConfigError(ValueError):
     """TF_CONFIG does not have the accepted shape; names the field."""
 
 
+def chief_task(job_names: Iterable[str]) -> Tuple[str, int]:
+    """(job, index) of the chief, TensorFlow's rule: the "chief" job's task
+    when the cluster has that job, else worker 0. The one copy of the rule:
+    TFConfig and the trainer's runtime.cluster.Cluster both ask here."""
+    return ("chief", 0) if "chief" in job_names else ("worker", 0)
+
+
+def is_chief(job_names: Iterable[str], task_type: str,
+             task_index: int) -> bool:
+    """Whether task (task_type, task_index) is the chief of such a cluster."""
+    return (task_type, task_index) == chief_task(job_names)
+
+
 @dataclasses.dataclass(frozen=True)
 class TFConfig:
     """A checked TF_CONFIG: every job's addresses and this task's place."""
@@ -41,12 +54,12 @@ class TFConfig:
 
     @property
     def chief(self) -> Tuple[str, int]:
-        """(job, index) of the chief: the "chief" job if any, else worker 0."""
-        return ("chief", 0) if "chief" in self.jobs else ("worker", 0)
+        """(job, index) of the chief (chief_task)."""
+        return chief_task(self.jobs)
 
     @property
     def is_chief(self) -> bool:
-        return (self.task_type, self.task_index) == self.chief
+        return is_chief(self.jobs, self.task_type, self.task_index)
 
     @property
     def address(self) -> str:

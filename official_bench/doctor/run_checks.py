@@ -23,7 +23,7 @@ from official_bench.doctor.report import FAIL, PASS, SKIP, CheckResult
 from official_bench.doctor.runner import Command, Outcome, ProcessGroup
 from official_bench.doctor.sampler import PeriodicSampler
 from official_bench.doctor.verdicts import Finding
-from official_bench.results.run_record import result_file_name
+from official_bench.contracts.log_tree import result_file_name
 
 HEARTBEAT_SECONDS = 30.0
 

@@ -10,7 +10,8 @@ Modules, top to bottom:
   only module that reads the environment (including TF_CONFIG and SLURM_*).
 - nodes: node list and this machine's task index (TASK_INDEX > Slurm >
   matching this machine's hostname and interface addresses).
-- plan: devices, config file, runs, commands, log and model paths.
+- plan: devices, config file, runs, commands, log and model paths (named
+  and placed by contracts/log_tree.py, which the extractor reads with).
 - barrier: a TCP meeting point on node 0, so run i starts together on every
   node and every node learns how run i went on the others.
 - auth: the barrier's shared secret (BARRIER_SECRET[_FILE], else derived

@@ -15,11 +15,11 @@ import shlex
 import shutil
 import signal
 import sys
-import time
 import uuid
 from typing import Optional, Sequence
 
 from official_bench.contracts import exit_status as es
+from official_bench.contracts import log_tree
 from official_bench.launch import auth
 from official_bench.launch import barrier as barrier_lib
 from official_bench.launch import nodes as nodes_lib
@@ -112,7 +112,7 @@ def open_ports(plan) -> list:
         ports.append(f"barrier {plan.barrier[1]} on "
                      f"{', '.join(plan.barrier_bind or ['?'])}")
     run = plan.runs[0] if plan.runs else None
-    workers = [w.address for w in (run.workers if run else []) or []]
+    workers = [w.address for w in run.workers if w.address] if run else []
     if not workers and plan.nodeset is not None and plan.horovod is None:
         workers = [plan.nodeset.me.address]
     if workers:
@@ -131,9 +131,9 @@ def print_dry_run(plan) -> None:
               f"{s.run_timeout:g}s"]
     for run in plan.runs:
         say(plan, f"{run.name}:")
-        for w in run.workers or [run]:
+        for w in run.workers:
             indent = "  "
-            if run.workers:
+            if run.many:
                 print(f"  {w.label}, {w.address}:")
                 indent = "    "
             print(f"{indent}log:       {w.log_path}")
@@ -162,7 +162,7 @@ def main(argv: Optional[Sequence[str]] = None, environ=None) -> int:
         return launcher_cannot_run(settings, e)
     from official_bench.launch.runner import (EXIT_CLUSTER, EXIT_PEER,
                                               Interrupted, say)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
+    stamp = log_tree.session_stamp()
     try:
         plan = plan_lib.make_plan(settings, stamp)
     except NodeError as e:
@@ -217,8 +217,7 @@ def main(argv: Optional[Sequence[str]] = None, environ=None) -> int:
                 return EXIT_USAGE
             head_stamp = (hello.get(0) or {}).get("stamp")
             if head_stamp and head_stamp != stamp:
-                for run in plan.runs:
-                    run.restamp(stamp, head_stamp)
+                plan.restamp(head_stamp)
         return runner.run_all()
     except BarrierError as e:
         say(plan, f"error: {e}", stream=sys.stderr)

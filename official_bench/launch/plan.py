@@ -15,11 +15,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from official_bench import config as config_lib
 from official_bench import config_tree
-from official_bench.contracts import dtypes
+from official_bench.contracts import dtypes, log_tree
 from official_bench.launch import nodes as nodes_lib
 from official_bench.launch import preflight
 from official_bench.launch.settings import Settings
-from official_bench.results.run_record import result_file_name
 
 REPO_ROOT = preflight.REPO_ROOT
 DEFAULT_CONFIG_DIR = os.path.join(REPO_ROOT, "configs", "examples", "resnet",
@@ -44,22 +43,52 @@ class Devices:
     ids: List[str] = dataclasses.field(default_factory=list)  # GPU ids
 
 
+@dataclasses.dataclass(frozen=True)
+class TrainerCommand:
+    """A trainer's command line, kept in parts: the model_dir is decided
+    by log_tree.ModelDir and may still change (node 0's session stamp, a
+    fresh attempt), and each local worker has its own overrides, so the
+    argv is built when it is needed instead of edited afterwards."""
+    head: List[str]  # [horovodrun ...,] python -m module
+    config_file: str
+    overrides: Dict[str, Any]
+    tail: List[str]  # --data_dir, the bench's own arguments
+
+    def argv(self, model_dir: str) -> List[str]:
+        return self.head + [f"--config_file={self.config_file}",
+                            f"--model_dir={model_dir}",
+                            f"--params_override={json.dumps(self.overrides)}"
+                            ] + self.tail
+
+    def with_overrides(self, overrides: Dict[str, Any]) -> "TrainerCommand":
+        return dataclasses.replace(self, overrides=overrides)
+
+
 @dataclasses.dataclass
 class Worker:
-    """One trainer process of a run with WORKERS_PER_NODE > 1."""
+    """One trainer process of a run on this node (one per run, or one per
+    local worker with WORKERS_PER_NODE > 1)."""
     local: int  # 0..W-1 on this node
-    task: int  # TF task index: node_index * W + local
-    address: str  # its host:port in the cluster
-    command: List[str]
-    env: Dict[str, str]
+    task: int  # TF task index: node_index * W + local (-1: not a local worker)
+    address: str  # its host:port in the cluster ("" when not a local worker)
+    trainer: TrainerCommand
+    env: Dict[str, str]  # what the trainer gets on top of the environment
     log_path: str
     json_path: str
-    model_dir: str
-    result_name: str
+    model_dir_spec: log_tree.ModelDir
+    result_name: str  # file the trainer writes into model_dir
 
     @property
     def label(self) -> str:
         return f"local worker {self.local} (task {self.task})"
+
+    @property
+    def model_dir(self) -> str:
+        return self.model_dir_spec.path
+
+    @property
+    def command(self) -> List[str]:
+        return self.trainer.argv(self.model_dir)
 
 
 @dataclasses.dataclass
@@ -67,31 +96,36 @@ class Run:
     case: str  # "2n8g"
     devices: int  # per node
     index: int  # 1-based
-    log_path: str
-    json_path: str
-    model_dir: str
-    command: List[str]
-    env: Dict[str, str]  # what the trainer gets on top of the environment
-    result_name: str  # file the trainer writes into model_dir
-    # WORKERS_PER_NODE > 1: every local worker, [0] being the fields above.
-    workers: List[Worker] = dataclasses.field(default_factory=list)
+    # This node's processes; [0] writes the run's log (the case log on node
+    # 0). More than one only with WORKERS_PER_NODE > 1.
+    workers: List[Worker]
 
     @property
     def name(self) -> str:
         return f"{self.case} run {self.index}"
 
+    @property
+    def log_path(self) -> str:
+        return self.workers[0].log_path
+
+    @property
+    def env(self) -> Dict[str, str]:
+        return self.workers[0].env
+
+    @property
+    def many(self) -> bool:
+        """Several local workers (WORKERS_PER_NODE > 1)."""
+        return len(self.workers) > 1
+
     def processes(self) -> List[Worker]:
         """The trainer processes this node starts for the run."""
-        if self.workers:
-            return list(self.workers)
-        return [Worker(0, -1, "", self.command, self.env, self.log_path,
-                       self.json_path, self.model_dir, self.result_name)]
+        return list(self.workers)
 
-    def restamp(self, old: str, new: str) -> None:
-        """Node 0's session stamp in the model_dirs (see __main__)."""
-        self.model_dir = self.model_dir.replace(f".{old}.", f".{new}.")
+    def restamp(self, stamp: str) -> None:
+        """Every node's model_dirs carry node 0's session stamp (see
+        __main__): the same decision with another stamp."""
         for w in self.workers:
-            w.model_dir = w.model_dir.replace(f".{old}.", f".{new}.")
+            w.model_dir_spec = w.model_dir_spec.restamped(stamp)
 
 
 @dataclasses.dataclass
@@ -116,9 +150,10 @@ class Horovod:
 class Bench:
     """What a run runs (BENCH): the trainer, or the all-reduce benchmark
     with the same flags, whose logs are allreduce_{dtype}_{i}.log in the
-    same case directories and whose result files are named allreduce*."""
+    same case directories and whose result files are named allreduce*
+    (contracts/log_tree.py names both)."""
     module: str
-    prefix: str  # log name prefix; "" for the trainer's rn50_b{B}
+    name: str  # log_tree's bench name: "" (trainer) or "allreduce"
     args: List[str]
 
     @classmethod
@@ -130,14 +165,12 @@ class Bench:
         except ValueError as e:
             raise PlanError(f"ALLREDUCE_ARGS={settings.allreduce_args!r}: "
                             f"{e}")
-        return cls("official_bench.allreduce_bench", "allreduce", args)
+        return cls("official_bench.allreduce_bench", log_tree.ALLREDUCE_PREFIX,
+                   args)
 
-    def file(self, result_name: str) -> str:
-        """result.json -> allreduce.json, result_worker1.json ->
-        allreduce_worker1.json (run_record.allreduce_file_name)."""
-        if not self.prefix:
-            return result_name
-        return self.prefix + result_name[len("result"):]
+    def file(self, tag: str, is_chief: bool) -> str:
+        """The result file a process of this bench writes in model_dir."""
+        return log_tree.process_file_name(tag, is_chief, self.name)
 
 
 @dataclasses.dataclass
@@ -183,6 +216,11 @@ class Plan:
     @property
     def index(self) -> int:
         return self.nodeset.index if self.nodeset else 0
+
+    def restamp(self, stamp: str) -> None:
+        """Node 0's session stamp for every model_dir of this node."""
+        for run in self.runs:
+            run.restamp(stamp)
 
     def digest(self) -> str:
         """What every node must agree on (checked at the first barrier)."""
@@ -457,12 +495,39 @@ def horovod_hosts(nodeset: Optional[nodes_lib.NodeSet]) -> List[str]:
 def make_plan(settings: Settings, stamp: str,
               identity_fn=nodes_lib.local_identity,
               resolver=nodes_lib.resolve_host) -> Plan:
-    """Everything this node will do. Raises PlanError or nodes.NodeError."""
+    """Everything this node will do. Raises PlanError or nodes.NodeError.
+
+    Each step may stop the plan with an error naming the knob, in this
+    order, so that the first problem a user meets is the most basic one."""
     notes: List[str] = []
     devices = choose_devices(settings)
     config_file = choose_config(settings, devices.kind)
     yaml_tree = config_lib.read_yaml_file(config_file)
     user = _user_overrides(settings)
+    _check_devices(devices, config_file, notes)
+    batch = _batch_size(settings, user, yaml_tree)
+    _check_launcher(settings)
+    nodeset = _nodes(settings, config_file, yaml_tree, user, notes,
+                     identity_fn, resolver)
+    horovod = _horovod(settings, nodeset, notes)
+    merged = _overrides(settings, devices, batch, yaml_tree, user,
+                        nodeset, horovod, notes)
+    cluster = _cluster(settings, nodeset, horovod, merged)
+    barrier, bind = _barrier(settings, nodeset, horovod, resolver)
+    interpreter = trainer_interpreter(settings, horovod)
+    runs = _runs(settings, devices, config_file, batch, stamp, nodeset,
+                 horovod, merged, cluster, interpreter)
+    notes.extend(_stale_log_notes(runs, batch, settings.dtype,
+                                  Bench.of(settings)))
+    return Plan(settings, devices, config_file, batch, settings.dtype,
+                nodeset, merged, runs, notes, barrier,
+                log_tree.batch_root(os.path.abspath(settings.log_dir), batch),
+                horovod, interpreter, cluster, bind)
+
+
+def _check_devices(devices: Devices, config_file: str,
+                   notes: List[str]) -> None:
+    """Say what the device count left out; stop when no case remains."""
     if devices.kind == "cpu":
         notes.append(f"no GPU ({devices.how}): CPU run with {config_file}")
     for s in devices.skipped:
@@ -470,10 +535,19 @@ def make_plan(settings: Settings, stamp: str,
     if not devices.counts:
         raise PlanError(f"no case to run: {'; '.join(devices.skipped)}")
 
-    batch = settings.batch or config_tree.get(user, "train_dataset.batch_size") or \
+
+def _batch_size(settings: Settings, user: Dict[str, Any],
+                yaml_tree: Dict[str, Any]) -> int:
+    """Per-device batch: BATCH, else PARAMS_OVERRIDE's, else the config's
+    (it names the log tree's bz{B} directory, so it is fixed here)."""
+    return settings.batch or \
+        config_tree.get(user, "train_dataset.batch_size") or \
         config_tree.get(yaml_tree, "train_dataset.batch_size") or 128
 
-    # Nodes.
+
+def _check_launcher(settings: Settings) -> None:
+    """Knob combinations that cannot work, before any node is resolved:
+    each names both knobs and what to unset."""
     use_horovod = settings.launcher == "horovod"
     per_node = settings.workers_per_node
     if per_node > 1 and use_horovod:
@@ -489,56 +563,86 @@ def make_plan(settings: Settings, stamp: str,
             f"TF_CONFIG is set ({settings.tf_config}), but LAUNCHER=horovod "
             "does not use it (horovodrun makes the cluster) and the trainer "
             "would; unset TF_CONFIG")
-    nodeset = None
-    if settings.mode == "single":
-        ignored = [settings.describe(k) for k in ("nodes", "hostfile",
-                                                  "task_index", "num_nodes")
-                   if settings.values.get(k) is not None]
-        if ignored:
-            notes.append(f"{settings.script} runs this node alone; ignoring "
-                         + ", ".join(ignored))
-        if settings.tf_config:
-            tasks = sum(len(v) for v in nodes_lib.read_tf_config(
-                settings.tf_config).jobs.values())
-            if tasks != 1:
-                raise nodes_lib.NodeError(
-                    f"TF_CONFIG is set ({settings.tf_config}) and the trainer "
-                    f"would use it, but {settings.script} runs one node; unset "
-                    "TF_CONFIG or use run_two_node.sh / run_multi_node.sh")
-            notes.append(f"TF_CONFIG is set and passed on: {settings.tf_config}")
-    else:
-        user_hosts = config_tree.get(user, "runtime.worker_hosts")
-        if user_hosts:
-            hosts, hosts_from = user_hosts, \
-                "runtime.worker_hosts in PARAMS_OVERRIDE"
-        else:
-            hosts = config_tree.get(yaml_tree, "runtime.worker_hosts")
-            hosts_from = f"runtime.worker_hosts of {config_file}"
-        nodeset = nodes_lib.resolve(
-            settings, hosts, hosts_from, config_tree.get(user, "runtime.task_index"),
-            identity_fn=identity_fn, resolver=resolver)
-        notes.extend(n for n in nodeset.notes if not (
-            use_horovod and "not in a job step" in n))
-    horovod = None
-    if use_horovod:
-        venv, venv_from, horovodrun, hvd_python = find_horovod(settings)
-        horovod = Horovod(venv, venv_from, horovodrun, hvd_python,
-                          horovod_hosts(nodeset),
-                          horovodrun_options(settings),
-                          idle=nodeset is not None and nodeset.index > 0)
-        if settings.source("python") == "command line":
-            notes.append(f"--python {settings.python} is not used: the ranks "
-                         f"run {hvd_python} (HOROVOD_VENV)")
 
-    # Overrides: launcher base < PARAMS_OVERRIDE < launcher cluster keys.
+
+def _nodes(settings: Settings, config_file: str, yaml_tree: Dict[str, Any],
+           user: Dict[str, Any], notes: List[str], identity_fn,
+           resolver) -> Optional[nodes_lib.NodeSet]:
+    """The node list and this node's place in it (None: one node alone).
+    The hosts come from PARAMS_OVERRIDE, else the config file, else the
+    launcher's knobs (nodes.resolve)."""
+    use_horovod = settings.launcher == "horovod"
+    if settings.mode == "single":
+        _single_node_notes(settings, notes)
+        return None
+    user_hosts = config_tree.get(user, "runtime.worker_hosts")
+    if user_hosts:
+        hosts, hosts_from = user_hosts, \
+            "runtime.worker_hosts in PARAMS_OVERRIDE"
+    else:
+        hosts = config_tree.get(yaml_tree, "runtime.worker_hosts")
+        hosts_from = f"runtime.worker_hosts of {config_file}"
+    nodeset = nodes_lib.resolve(
+        settings, hosts, hosts_from,
+        config_tree.get(user, "runtime.task_index"),
+        identity_fn=identity_fn, resolver=resolver)
+    notes.extend(n for n in nodeset.notes if not (
+        use_horovod and "not in a job step" in n))
+    return nodeset
+
+
+def _single_node_notes(settings: Settings, notes: List[str]) -> None:
+    """run_single_node.sh ignores node knobs (said so), and a TF_CONFIG the
+    trainer would use must describe one task."""
+    ignored = [settings.describe(k) for k in ("nodes", "hostfile",
+                                              "task_index", "num_nodes")
+               if settings.values.get(k) is not None]
+    if ignored:
+        notes.append(f"{settings.script} runs this node alone; ignoring "
+                     + ", ".join(ignored))
+    if settings.tf_config:
+        tasks = sum(len(v) for v in nodes_lib.read_tf_config(
+            settings.tf_config).jobs.values())
+        if tasks != 1:
+            raise nodes_lib.NodeError(
+                f"TF_CONFIG is set ({settings.tf_config}) and the trainer "
+                f"would use it, but {settings.script} runs one node; unset "
+                "TF_CONFIG or use run_two_node.sh / run_multi_node.sh")
+        notes.append(f"TF_CONFIG is set and passed on: {settings.tf_config}")
+
+
+def _horovod(settings: Settings, nodeset: Optional[nodes_lib.NodeSet],
+             notes: List[str]) -> Optional[Horovod]:
+    """LAUNCHER=horovod: the venv, horovodrun and its host list; None for
+    LAUNCHER=tf."""
+    if settings.launcher != "horovod":
+        return None
+    venv, venv_from, horovodrun, hvd_python = find_horovod(settings)
+    horovod = Horovod(venv, venv_from, horovodrun, hvd_python,
+                      horovod_hosts(nodeset), horovodrun_options(settings),
+                      idle=nodeset is not None and nodeset.index > 0)
+    if settings.source("python") == "command line":
+        notes.append(f"--python {settings.python} is not used: the ranks "
+                     f"run {hvd_python} (HOROVOD_VENV)")
+    return horovod
+
+
+def _overrides(settings: Settings, devices: Devices, batch: int,
+               yaml_tree: Dict[str, Any], user: Dict[str, Any],
+               nodeset: Optional[nodes_lib.NodeSet],
+               horovod: Optional[Horovod], notes: List[str]) -> Dict[str, Any]:
+    """The trainer's --params_override shared by every case: launcher base
+    < PARAMS_OVERRIDE < what the launcher must decide (Horovod's
+    strategy and no TF cluster in its ranks)."""
     base: Dict[str, Any] = {}
     for ds in ("train_dataset", "validation_dataset"):
         config_tree.put(base, f"{ds}.batch_size", batch)
-        if not settings.data_dir and config_tree.get(yaml_tree, f"{ds}.builder") not in \
-                (None, "synthetic"):
+        if not settings.data_dir and config_tree.get(
+                yaml_tree, f"{ds}.builder") not in (None, "synthetic"):
             config_tree.put(base, f"{ds}.builder", "synthetic")
         if devices.kind == "cpu" and settings.dtype != "fp32":
-            config_tree.put(base, f"{ds}.dtype", dtypes.tf_name(settings.dtype))
+            config_tree.put(base, f"{ds}.dtype",
+                            dtypes.tf_name(settings.dtype))
     if not settings.data_dir:
         notes.append("no DATA_DIR: synthetic data")
     if devices.kind == "cpu" and settings.dtype != "fp32":
@@ -547,57 +651,81 @@ def make_plan(settings: Settings, stamp: str,
     if settings.steps:
         config_tree.put(base, "train.steps", settings.steps)
     if settings.log_steps:
-        config_tree.put(base, "train.time_history.log_steps", settings.log_steps)
+        config_tree.put(base, "train.time_history.log_steps",
+                        settings.log_steps)
     if settings.peer_timeout is not None:
-        config_tree.put(base, "runtime.peer_timeout_seconds", settings.peer_timeout)
-    if (nodeset is not None and not use_horovod) or per_node > 1:
+        config_tree.put(base, "runtime.peer_timeout_seconds",
+                        settings.peer_timeout)
+    if (nodeset is not None and horovod is None) or \
+            settings.workers_per_node > 1:
         if config_tree.get(yaml_tree, "runtime.distribution_strategy") != \
                 "multi_worker_mirrored":
             config_tree.put(base, "runtime.distribution_strategy",
-                 "multi_worker_mirrored")
+                            "multi_worker_mirrored")
     merged = config_tree.deep_merge(base, user)
-    if use_horovod:
-        asked = config_tree.get(user, "runtime.distribution_strategy")
-        if asked not in (None, "horovod"):
-            raise PlanError(f"LAUNCHER=horovod runs runtime."
-                            f"distribution_strategy horovod, but "
-                            f"PARAMS_OVERRIDE asks for {asked!r}")
-        config_tree.put(merged, "runtime.distribution_strategy", "horovod")
-        # horovodrun makes the cluster: no TF cluster in the ranks.
-        for key, unset in (("worker_hosts", None), ("task_index", -1)):
-            if config_tree.get(merged, f"runtime.{key}") not in (None, unset) or \
-                    config_tree.get(yaml_tree, f"runtime.{key}") not in (None, unset):
-                config_tree.put(merged, f"runtime.{key}", unset)
-    cluster = None
+    if horovod is not None:
+        _horovod_overrides(merged, user, yaml_tree)
+    return merged
+
+
+def _horovod_overrides(merged: Dict[str, Any], user: Dict[str, Any],
+                       yaml_tree: Dict[str, Any]) -> None:
+    """LAUNCHER=horovod runs the horovod strategy, and horovodrun makes
+    the cluster: no TF cluster in the ranks."""
+    asked = config_tree.get(user, "runtime.distribution_strategy")
+    if asked not in (None, "horovod"):
+        raise PlanError(f"LAUNCHER=horovod runs runtime."
+                        f"distribution_strategy horovod, but "
+                        f"PARAMS_OVERRIDE asks for {asked!r}")
+    config_tree.put(merged, "runtime.distribution_strategy", "horovod")
+    for key, unset in (("worker_hosts", None), ("task_index", -1)):
+        if config_tree.get(merged, f"runtime.{key}") not in (None, unset) or \
+                config_tree.get(yaml_tree, f"runtime.{key}") not in \
+                (None, unset):
+            config_tree.put(merged, f"runtime.{key}", unset)
+
+
+def _cluster(settings: Settings, nodeset: Optional[nodes_lib.NodeSet],
+             horovod: Optional[Horovod],
+             merged: Dict[str, Any]) -> Optional[List[str]]:
+    """The TF cluster into the overrides: every task's host:port with
+    WORKERS_PER_NODE > 1 (returned), else one task per node."""
+    per_node = settings.workers_per_node
     if per_node > 1:
         head = nodeset.nodes if nodeset else [
             nodes_lib.Node("127.0.0.1", settings.worker_port)]
         cluster = worker_addresses(head, per_node,
                                    nodeset.machines if nodeset else None)
         config_tree.put(merged, "runtime.worker_hosts", ",".join(cluster))
-    elif nodeset is not None and not use_horovod:
+        return cluster
+    if nodeset is not None and horovod is None:
         config_tree.put(merged, "runtime.worker_hosts", nodeset.worker_hosts)
         config_tree.put(merged, "runtime.task_index", nodeset.index)
+    return None
 
-    # Barrier address.
-    barrier = None
+
+def _barrier(settings: Settings, nodeset: Optional[nodes_lib.NodeSet],
+             horovod: Optional[Horovod], resolver
+             ) -> Tuple[Optional[Tuple[str, int]], Optional[List[str]]]:
+    """(node 0's barrier host and port, the addresses node 0 listens on):
+    LAUNCHER=tf on several nodes only; (None, None) otherwise."""
+    if nodeset is None or horovod is not None:
+        return None, None
+    try:
+        barrier = nodes_lib.barrier_address(
+            nodeset, settings.barrier_port, settings.workers_per_node)
+    except ValueError as e:
+        raise PlanError(str(e))
     bind = None
-    if nodeset is not None and not use_horovod:
-        try:
-            barrier = nodes_lib.barrier_address(
-                nodeset, settings.barrier_port, per_node)
-        except ValueError as e:
-            raise PlanError(str(e))
-        if nodeset.index == 0:
-            bind = nodes_lib.barrier_bind(nodeset, settings.barrier_bind,
-                                          resolver)
+    if nodeset.index == 0:
+        bind = nodes_lib.barrier_bind(nodeset, settings.barrier_bind,
+                                      resolver)
+    return barrier, bind
 
-    # Runs.
-    num_nodes = len(nodeset.nodes) if nodeset else 1
-    # horovod: node 0's launcher alone writes logs, as node 0 does.
-    index = nodeset.index if nodeset and not use_horovod else 0
-    interpreter = trainer_interpreter(settings, horovod)
-    python = interpreter.python
+
+def _trainer_env(settings: Settings,
+                 horovod: Optional[Horovod]) -> Dict[str, str]:
+    """What every trainer process gets on top of the environment."""
     env: Dict[str, str] = {}
     if horovod is not None:
         env["TF_USE_LEGACY_KERAS"] = "1"  # Horovod needs tf-keras
@@ -611,85 +739,112 @@ def make_plan(settings: Settings, stamp: str,
         # So the trainer imports this checkout from any working directory.
         env["PYTHONPATH"] = REPO_ROOT + (os.pathsep + pythonpath
                                          if pythonpath else "")
-    runs: List[Run] = []
+    return env
+
+
+def _case_overrides(merged: Dict[str, Any], case: str, count: int,
+                    devices: Devices, num_nodes: int, node_index: int,
+                    per_process: bool, per_node: int) -> Dict[str, Any]:
+    """The shared overrides plus this case's device counts: one device per
+    process (Horovod, local workers), else all of the case's devices."""
+    overrides = copy.deepcopy(merged)
+    if per_process:
+        config_tree.put(overrides, "runtime.num_gpus",
+                        1 if devices.kind == "gpu" else 0)
+        if per_node > 1:
+            config_tree.put(overrides, "runtime.task_index",
+                            node_index * per_node)
+            if devices.kind == "cpu":
+                config_tree.put(overrides, "runtime.cpu_devices", 1)
+    elif devices.kind == "gpu":
+        config_tree.put(overrides, "runtime.num_gpus", count)
+    else:
+        if num_nodes > 1 and count > 1:
+            # multi_worker_mirrored runs one CPU replica per worker; the
+            # trainer would stop on the mismatch (runtime/placement.py).
+            raise PlanError(
+                f"{case}: {count} CPU devices per node on {num_nodes} "
+                "nodes needs one worker per device: set "
+                f"WORKERS_PER_NODE={count} (multi_worker_mirrored uses "
+                "one CPU replica per worker)")
+        config_tree.put(overrides, "runtime.num_gpus", 0)
+        config_tree.put(overrides, "runtime.cpu_devices", count)
+    return overrides
+
+
+def _check_config(config_file: str, overrides: Dict[str, Any],
+                  case: str) -> None:
+    """The trainer would load this config: stop now, not after a barrier
+    and a TensorFlow start-up on every node."""
+    try:
+        config_lib.load_config(config_file=config_file,
+                               params_override=[overrides])
+    except config_lib.ConfigError as e:
+        raise PlanError(f"the trainer would reject the config for {case} "
+                        f"({config_file} + overrides "
+                        f"{json.dumps(overrides)}): {e}")
+
+
+def _runs(settings: Settings, devices: Devices, config_file: str,
+          batch: int, stamp: str, nodeset: Optional[nodes_lib.NodeSet],
+          horovod: Optional[Horovod], merged: Dict[str, Any],
+          cluster: Optional[List[str]],
+          interpreter: preflight.Interpreter) -> List[Run]:
+    """TEST_NUM runs of each case, in order, with their log and model_dir
+    places (contracts/log_tree.py) and command lines."""
+    per_node = settings.workers_per_node
+    num_nodes = len(nodeset.nodes) if nodeset else 1
+    # horovod: node 0's launcher alone writes logs, as node 0 does.
+    index = nodeset.index if nodeset and horovod is None else 0
+    env = _trainer_env(settings, horovod)
     bench = Bench.of(settings)
-    case_root = os.path.join(os.path.abspath(settings.log_dir), "tensorflow",
-                             "resnet50", f"bz{batch}")
+    log_root = os.path.abspath(settings.log_dir)
     model_root = os.path.abspath(settings.model_dir)
+    runs: List[Run] = []
     for count in devices.counts:
-        case = f"{num_nodes}n{count}g"
-        overrides = copy.deepcopy(merged)
-        if horovod is not None or per_node > 1:  # one process per device
-            config_tree.put(overrides, "runtime.num_gpus",
-                 1 if devices.kind == "gpu" else 0)
-            if per_node > 1:
-                config_tree.put(overrides, "runtime.task_index", index * per_node)
-                if devices.kind == "cpu":
-                    config_tree.put(overrides, "runtime.cpu_devices", 1)
-        elif devices.kind == "gpu":
-            config_tree.put(overrides, "runtime.num_gpus", count)
-        else:
-            if num_nodes > 1 and count > 1:
-                # multi_worker_mirrored runs one CPU replica per worker; the
-                # trainer would stop on the mismatch (runtime/placement.py).
-                raise PlanError(
-                    f"{case}: {count} CPU devices per node on {num_nodes} "
-                    "nodes needs one worker per device: set "
-                    f"WORKERS_PER_NODE={count} (multi_worker_mirrored uses "
-                    "one CPU replica per worker)")
-            config_tree.put(overrides, "runtime.num_gpus", 0)
-            config_tree.put(overrides, "runtime.cpu_devices", count)
-        try:
-            config_lib.load_config(config_file=config_file,
-                                   params_override=[overrides])
-        except config_lib.ConfigError as e:
-            raise PlanError(f"the trainer would reject the config for {case} "
-                            f"({config_file} + overrides "
-                            f"{json.dumps(overrides)}): {e}")
+        case = log_tree.case_name(num_nodes, count)
+        overrides = _case_overrides(
+            merged, case, count, devices, num_nodes, index,
+            horovod is not None or per_node > 1, per_node)
+        _check_config(config_file, overrides, case)
         run_env = dict(env)
         if settings.gpu_ids and devices.kind == "gpu":
             run_env["CUDA_VISIBLE_DEVICES"] = settings.gpu_ids
-        log_dir = os.path.join(case_root, case)
-        if index > 0:
-            log_dir = os.path.join(log_dir, f"node{index}")
+        head = [] if horovod is None else horovod.command(count)
+        head += [interpreter.python, "-m", bench.module]
+        tail = [f"--data_dir={settings.data_dir}"] if settings.data_dir \
+            else []
+        trainer = TrainerCommand(head, config_file, overrides,
+                                 tail + bench.args)
+        log_dir = log_tree.case_dir(log_root, batch, case, index)
         for i in range(1, settings.test_num + 1):
-            stem = f"{bench.prefix}_{settings.dtype}_{i}" if bench.prefix \
-                else f"rn50_b{batch}_{settings.dtype}_{i}"
-            tag = f"{stem}.{stamp}" + (f".node{index}" if nodeset and
-                                       horovod is None else "")
-            model_dir = os.path.join(model_root, "tensorflow",
-                                     "resnet50", f"bz{batch}", case, tag)
-            command = [] if horovod is None else horovod.command(count)
-            command += [python, "-m", bench.module,
-                       f"--config_file={config_file}",
-                       f"--model_dir={model_dir}",
-                       f"--params_override={json.dumps(overrides)}"]
-            if settings.data_dir:
-                command.append(f"--data_dir={settings.data_dir}")
-            command += bench.args
-            run = Run(
-                case=case, devices=count, index=i,
-                log_path=os.path.join(log_dir, f"{stem}.log"),
-                json_path=os.path.join(log_dir, f"{stem}.json"),
-                model_dir=model_dir, command=command, env=run_env,
-                result_name=bench.file(result_file_name("rank0", True)
-                                       if horovod else _result_name(nodeset)))
-            if per_node > 1:
-                run.workers = _local_workers(run, overrides, index, per_node,
-                                             cluster, devices)
-                for w in run.workers:
-                    w.result_name = bench.file(w.result_name)
-                run.command, run.env = (run.workers[0].command,
-                                        run.workers[0].env)
-                run.result_name = run.workers[0].result_name
-            runs.append(run)
+            stem = log_tree.run_stem(batch, settings.dtype, i, bench.name)
+            log_path = os.path.join(log_dir, stem + log_tree.LOG_SUFFIX)
+            model_dir = log_tree.ModelDir(
+                model_root, batch, case, stem, stamp,
+                node=index if nodeset and horovod is None else None)
+            head_worker = Worker(
+                0, -1, "", trainer, run_env, log_path,
+                log_tree.json_path(log_path), model_dir,
+                bench.file("rank0", True) if horovod
+                else _result_name(nodeset, bench))
+            workers = [head_worker] if per_node == 1 else _local_workers(
+                head_worker, index, per_node, cluster, devices, bench)
+            runs.append(Run(case, count, i, workers))
+    return runs
+
+
+def _stale_log_notes(runs: List[Run], batch: int, dtype: str,
+                     bench: Bench) -> List[str]:
+    """Logs of this batch and dtype already in the case directories: the
+    runs overwrite some, and the extractor would read the others too."""
+    notes: List[str] = []
     planned = {r.log_path for r in runs}
     for folder in sorted({os.path.dirname(p) for p in planned}):
         if not os.path.isdir(folder):
             continue
         found = {os.path.join(folder, n) for n in os.listdir(folder)
-                 if n.startswith(f"rn50_b{batch}_{settings.dtype}_")
-                 and n.endswith(".log")}
+                 if log_tree.is_run_log(n, batch, dtype, bench.name)}
         if found & planned:
             notes.append(f"{len(found & planned)} log(s) in {folder} will be "
                          "overwritten")
@@ -699,9 +854,7 @@ def make_plan(settings: Settings, stamp: str,
                          "too: " + ", ".join(sorted(
                              os.path.basename(p) for p in found - planned))
                          + " (move them away or use another LOG_DIR)")
-    return Plan(settings, devices, config_file, batch, settings.dtype,
-                nodeset, merged, runs, notes, barrier, case_root, horovod,
-                interpreter, cluster, bind)
+    return notes
 
 
 def trainer_interpreter(settings: Settings,
@@ -724,41 +877,36 @@ def trainer_interpreter(settings: Settings,
         python, how, preflight.describe_choice(how, python, REPO_ROOT))
 
 
-def _local_workers(run: Run, overrides: Dict[str, Any], node_index: int,
-                   per_node: int, cluster: List[str],
-                   devices: Devices) -> List[Worker]:
+def _local_workers(head: Worker, node_index: int, per_node: int,
+                   cluster: List[str], devices: Devices,
+                   bench: Bench) -> List[Worker]:
     """WORKERS_PER_NODE: this node's workers for one run. Local worker 0
     keeps the run's log (the case log when it is node 0's, i.e. the chief);
-    local worker l > 0 writes beside it with a .local{l} suffix, which the
+    local worker l > 0 writes beside it (log_tree.local_path), which the
     extractor's rn50_*.log pattern does not match."""
     workers = []
     for local in range(per_node):
         task = node_index * per_node + local
-        mine = copy.deepcopy(overrides)
+        mine = copy.deepcopy(head.trainer.overrides)
         config_tree.put(mine, "runtime.task_index", task)
-        suffix = f".local{local}" if local else ""
-        model_dir = run.model_dir + suffix
-        command = [a if not a.startswith(("--model_dir=",
-                                          "--params_override=")) else
-                   f"--model_dir={model_dir}" if a.startswith("--model_dir=")
-                   else f"--params_override={json.dumps(mine)}"
-                   for a in run.command]
-        env = dict(run.env)
+        env = dict(head.env)
         if devices.kind == "gpu":
             env["CUDA_VISIBLE_DEVICES"] = devices.ids[local]
         workers.append(Worker(
-            local, task, cluster[task], command, env,
-            run.log_path + suffix, run.json_path + suffix, model_dir,
-            result_file_name(f"worker{task}", task == 0)))
+            local, task, cluster[task], head.trainer.with_overrides(mine),
+            env, log_tree.local_path(head.log_path, local),
+            log_tree.local_path(head.json_path, local),
+            head.model_dir_spec.for_local(local),
+            bench.file(f"worker{task}", task == 0)))
     return workers
 
 
-def _result_name(nodeset: Optional[nodes_lib.NodeSet]) -> str:
+def _result_name(nodeset: Optional[nodes_lib.NodeSet], bench: Bench) -> str:
     """The file the trainer writes: result.json on the chief."""
     if nodeset is None:
-        return "result.json"
+        return bench.file("", True)
     if nodeset.tf_config:
         parsed = nodes_lib.read_tf_config(nodeset.tf_config)
-        return result_file_name(f"{parsed.task_type}{parsed.task_index}",
-                                parsed.is_chief)
-    return result_file_name(f"worker{nodeset.index}", nodeset.index == 0)
+        return bench.file(f"{parsed.task_type}{parsed.task_index}",
+                          parsed.is_chief)
+    return bench.file(f"worker{nodeset.index}", nodeset.index == 0)

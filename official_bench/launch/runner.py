@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
 import shlex
@@ -16,6 +15,7 @@ import uuid
 from typing import Dict, List, Optional, TextIO
 
 from official_bench.contracts import exit_status as es
+from official_bench.contracts.tf_config import tf_config_json
 from official_bench.contracts.throughput import DLPERF_KEYWORD, TIMEOUT_MARK
 from official_bench.launch import auth
 from official_bench.launch import barrier as barrier_lib
@@ -308,29 +308,21 @@ class Runner:
 
     # -- one run -----------------------------------------------------------
 
-    def _fresh_model_dir(self, wanted: str) -> str:
-        path = wanted
-        n = 1
-        while os.path.exists(path):
-            n += 1
-            path = f"{wanted}-{n}"
-        os.makedirs(path)
-        return path
-
     def _prepare(self, worker: Worker) -> Worker:
-        """A fresh model_dir (and no stale log or JSON) for one process."""
+        """A fresh model_dir (and no stale log or JSON) for one process:
+        the planned one, or its next attempt (-2, -3, ...) if it exists."""
         for stale in (worker.log_path, worker.json_path):
             if os.path.exists(stale):
                 os.remove(stale)
-        model_dir = self._fresh_model_dir(worker.model_dir)
-        command = [a if not a.startswith("--model_dir=") else
-                   f"--model_dir={model_dir}" for a in worker.command]
-        return dataclasses.replace(worker, command=command,
-                                   model_dir=model_dir)
+        spec = worker.model_dir_spec
+        while os.path.exists(spec.path):
+            spec = spec.next_attempt()
+        os.makedirs(spec.path)
+        return dataclasses.replace(worker, model_dir_spec=spec)
 
     def _header(self, run: Run, worker: Worker) -> str:
         plan = self.plan
-        many = len(run.workers) > 1
+        many = run.many
         lines = [f"# official_bench.launch: {plan.settings.script} "
                  f"{run.name}, node {plan.index} of {plan.num_nodes}"
                  + (f", {worker.label} of {len(run.workers)} on this node"
@@ -347,9 +339,8 @@ class Runner:
                 + f" ({run.devices * len(plan.horovod.hosts)} ranks; "
                 "rank r's lines start with [r])")
         elif many:
-            lines.append("# TF_CONFIG: " + json.dumps(
-                {"cluster": {"worker": plan.cluster},
-                 "task": {"type": "worker", "index": worker.task}})
+            lines.append("# TF_CONFIG: " + tf_config_json(
+                {"worker": plan.cluster}, "worker", worker.task)
                 + " (as runtime.worker_hosts + task_index)")
         elif plan.nodeset is not None:
             lines.append(f"# TF_CONFIG: {plan.nodeset.tf_config_json()}"

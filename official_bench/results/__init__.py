@@ -2,8 +2,9 @@
 
 Modules, one concern each (data flows down the list):
 
-* :mod:`~official_bench.results.logparse` -- log file naming and the
-  TimeHistory lines, finish marker, tracebacks and clock times in a log;
+* :mod:`~official_bench.results.logparse` -- finding the logs (their names
+  are :mod:`official_bench.contracts.log_tree`'s) and the TimeHistory
+  lines, finish marker, tracebacks and clock times in a log;
 * :mod:`~official_bench.results.runjson` -- the trainer's per-run result JSON;
 * :mod:`~official_bench.results.runspeed` -- one run's speed (``mean`` or
   ``time`` method) or the reason it is excluded;

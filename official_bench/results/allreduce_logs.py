@@ -10,32 +10,37 @@ time; algbw and busbw follow from it (results/bandwidth.py, nccl-tests'
 definitions).
 """
 
+from __future__ import annotations
+
 import json
 import os
-import re
 import statistics
+from typing import Any, Dict, List, Tuple
 
 from official_bench.results import bandwidth
-from official_bench.results import logparse
+from official_bench.contracts import log_tree
 
-FILE_RE = re.compile(r"^allreduce_(%s)_(\d+)\.json$" % "|".join(logparse.DTYPES))
+# (nbytes, dtype, ranks, seconds, model) of one result entry.
+Entry = Tuple[int, str, int, float, bool]
+Row = Dict[str, Any]  # one (size, dtype) line of a case
 COLUMNS = ("case", "size", "dtype", "ranks", "time ms", "algbw GB/s",
            "busbw GB/s", "runs")
 
 
-def find(log_dir):
+def find(log_dir: str) -> List[Tuple[str, str]]:
     """``[(case, path)]`` of the all-reduce result files under log_dir."""
-    found = []
+    found: List[Tuple[str, str]] = []
     for case in sorted(os.listdir(log_dir)):
         folder = os.path.join(log_dir, case)
-        if logparse.parse_case_name(case) is None or not os.path.isdir(folder):
+        if log_tree.parse_case_name(case) is None or not os.path.isdir(folder):
             continue
         found += [(case, os.path.join(folder, n))
-                  for n in sorted(os.listdir(folder)) if FILE_RE.match(n)]
+                  for n in sorted(os.listdir(folder))
+                  if log_tree.parse_allreduce_json_name(n)]
     return found
 
 
-def _entries(path):
+def _entries(path: str) -> List[Entry]:
     """The file's result entries; ValueError naming what is wrong."""
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
@@ -43,36 +48,37 @@ def _entries(path):
             not isinstance(data.get("results"), list):
         raise ValueError("not an all-reduce result (kind 'allreduce' with a "
                          "results list)")
-    out = []
+    out: List[Entry] = []
     for k, r in enumerate(data["results"]):
         ok = isinstance(r, dict) and all(
             isinstance(r.get(key), (int, float)) and not isinstance(
                 r.get(key), bool) for key in ("nbytes", "ranks", "seconds"))
         if not ok or r["seconds"] <= 0 or r["nbytes"] <= 0 or r["ranks"] < 1:
-            raise ValueError("results[%d] needs nbytes > 0, ranks >= 1 and "
-                             "seconds > 0, got %r" % (k, r))
+            raise ValueError(f"results[{k}] needs nbytes > 0, ranks >= 1 and "
+                             f"seconds > 0, got {r!r}")
         out.append((int(r["nbytes"]), str(r.get("dtype")), int(r["ranks"]),
                     float(r["seconds"]), bool(r.get("model"))))
     return out
 
 
-def collect(log_dir):
+def collect(log_dir: str) -> Tuple[Dict[str, List[Row]], List[str]]:
     """``(table, warnings)``: table maps case -> rows (dicts with nbytes,
     dtype, ranks, seconds, algbw_gbps, busbw_gbps, runs, model), sorted by
     dtype and size; unreadable files are warnings, not errors."""
-    times, warnings = {}, []
+    times: Dict[str, Dict[Tuple[int, str, int, bool], List[float]]] = {}
+    warnings: List[str] = []
     for case, path in find(log_dir):
         try:
             entries = _entries(path)
         except (OSError, ValueError) as e:
-            warnings.append("%s: unusable all-reduce result (%s)" % (path, e))
+            warnings.append(f"{path}: unusable all-reduce result ({e})")
             continue
         for nbytes, dtype, ranks, seconds, model in entries:
             key = (nbytes, dtype, ranks, model)
             times.setdefault(case, {}).setdefault(key, []).append(seconds)
-    table = {}
+    table: Dict[str, List[Row]] = {}
     for case, by_key in times.items():
-        rows = []
+        rows: List[Row] = []
         for (nbytes, dtype, ranks, model), secs in by_key.items():
             r = bandwidth.AllReduceResult(nbytes, dtype, ranks,
                                           statistics.median(secs))
@@ -84,32 +90,34 @@ def collect(log_dir):
     return table, warnings
 
 
-def size_text(nbytes):
+def size_text(nbytes: int) -> str:
     """1048576 -> '1 MiB', 312168 -> '304.9 KiB'."""
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if nbytes >= scale:
             value = nbytes / scale
-            return ("%d %s" if value == int(value) else "%.1f %s") % (value, unit)
-    return "%d B" % nbytes
+            if value == int(value):
+                return f"{int(value)} {unit}"
+            return f"{value:.1f} {unit}"
+    return f"{int(nbytes)} B"
 
 
-def table_rows(table):
+def table_rows(table: Dict[str, List[Row]]) -> List[List[str]]:
     """Cells in COLUMNS order, cases by device count."""
-    def order(case):
-        nodes, gpus = logparse.parse_case_name(case)
+    def order(case: str) -> Tuple[int, int]:
+        nodes, gpus = log_tree.parse_case_name(case)
         return nodes * gpus, nodes
-    rows = []
+    rows: List[List[str]] = []
     for case in sorted(table, key=order):
         for r in table[case]:
-            rows.append([case, size_text(r["nbytes"]) + (" (model)" if r["model"]
-                                                         else ""),
-                         r["dtype"], str(r["ranks"]), "%.3f" % (r["seconds"] * 1e3),
-                         "%.3f" % r["algbw_gbps"], "%.3f" % r["busbw_gbps"],
-                         str(r["runs"])])
+            model = " (model)" if r["model"] else ""
+            rows.append([case, size_text(r["nbytes"]) + model,
+                         r["dtype"], str(r["ranks"]),
+                         f"{r['seconds'] * 1e3:.3f}", f"{r['algbw_gbps']:.3f}",
+                         f"{r['busbw_gbps']:.3f}", str(r["runs"])])
     return rows
 
 
-def markdown(table):
+def markdown(table: Dict[str, List[Row]]) -> str:
     """The bandwidth section of the Markdown report ('' without results)."""
     if not table:
         return ""

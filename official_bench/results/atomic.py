@@ -6,13 +6,16 @@ directory and moved into place with ``os.replace``, which is atomic on POSIX
 and Windows when source and target are on the same file system.
 """
 
+from __future__ import annotations
+
 import contextlib
 import os
 import tempfile
+from typing import Iterator
 
 
 @contextlib.contextmanager
-def atomic_path(path):
+def atomic_path(path: str) -> Iterator[str]:
     """Yield a temporary path next to ``path``; move it onto ``path`` on success.
 
     For writers that want a file name rather than a file object (matplotlib's
@@ -36,14 +39,14 @@ def atomic_path(path):
         raise
 
 
-def _umask():
+def _umask() -> int:
     """Return the process umask (only readable by setting it, so set it back)."""
     mask = os.umask(0)
     os.umask(mask)
     return mask
 
 
-def write_bytes_atomic(path, data):
+def write_bytes_atomic(path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically, flushed to disk before the rename."""
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
@@ -52,6 +55,6 @@ def write_bytes_atomic(path, data):
             os.fsync(f.fileno())
 
 
-def write_text_atomic(path, text):
+def write_text_atomic(path: str, text: str) -> None:
     """Write UTF-8 ``text`` to ``path`` atomically."""
     write_bytes_atomic(path, text.encode("utf-8"))

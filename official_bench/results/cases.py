@@ -25,35 +25,44 @@ Full-precision values are kept as ``average_speed_unrounded``,
 unrounded run speeds, and their ratio).
 """
 
-import statistics
+from __future__ import annotations
 
-from official_bench.results import logparse
+import statistics
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+
+from official_bench.contracts import dtypes, log_tree
 from official_bench.results import rounding
+from official_bench.results.logparse import RunId
+from official_bench.results.runspeed import RunOutcome
+
+Group = Tuple[str, int]  # (dtype, per-device batch)
+Entry = Dict[str, Any]  # one case of the result dictionary
 
 BASELINE_CASE = "1n1g"
 
 
-def group_key(run):
+def group_key(run: RunId) -> Group:
     """Runs are compared only within one dtype and per-device batch size."""
     return run.dtype, run.batch_size
 
 
-def model_keys(groups):
+def model_keys(groups: Iterable[Group]) -> Dict[Group, str]:
     """Top-level result key for each ``(dtype, batch)`` group (module doc)."""
-    groups = sorted(set(groups), key=lambda g: (logparse.DTYPES.index(g[0]), g[1]))
+    groups = sorted(set(groups),
+                    key=lambda g: (dtypes.SHORT_NAMES.index(g[0]), g[1]))
     if len(groups) == 1:
-        return {groups[0]: logparse.MODEL}
+        return {groups[0]: log_tree.MODEL}
     if len({b for _, b in groups}) == 1:
-        return {g: "%s_%s" % (logparse.MODEL, g[0]) for g in groups}
-    return {g: "%s_b%d_%s" % (logparse.MODEL, g[1], g[0]) for g in groups}
+        return {g: f"{log_tree.MODEL}_{g[0]}" for g in groups}
+    return {g: f"{log_tree.MODEL}_b{g[1]:d}_{g[0]}" for g in groups}
 
 
-def _round(value, digits):
+def _round(value: Optional[float], digits: int) -> Optional[float]:
     """round() that lets None through (cases without usable runs)."""
     return None if value is None else round(value, digits)
 
 
-def spread(speeds):
+def spread(speeds: List[float]) -> Dict[str, Optional[float]]:
     """min, max, sample standard deviation and coefficient of variation.
 
     std and cv are None for fewer than two runs: one run says nothing about
@@ -68,13 +77,13 @@ def spread(speeds):
             "std": _round(std, 2), "cv": _round(cv, 4)}
 
 
-def _sort_key(case):
+def _sort_key(case: str) -> Tuple[int, int]:
     """Cases in order of device count, then node count (1n8g before 8n1g)."""
-    nodes, gpus = logparse.parse_case_name(case)
+    nodes, gpus = log_tree.parse_case_name(case)
     return nodes * gpus, nodes
 
 
-def pick_baseline(medians):
+def pick_baseline(medians: Mapping[str, Optional[float]]) -> Optional[str]:
     """Baseline case for speedup: 1n1g if it has a median, else the smallest.
 
     ``medians`` maps case -> median speed or None. Returns None when no case
@@ -88,7 +97,8 @@ def pick_baseline(medians):
     return min(usable, key=_sort_key)
 
 
-def _environment(outcomes, warnings, label):
+def _environment(outcomes: List[RunOutcome], warnings: List[str],
+                 label: str) -> Optional[Dict[str, Any]]:
     """The case's environment from the runs' result JSONs; warn on differences.
 
     Hostnames may differ between runs without meaning anything, other fields
@@ -104,13 +114,15 @@ def _environment(outcomes, warnings, label):
         if other != first:
             keys = sorted(k for k in set(first) | set(other)
                           if first.get(k) != other.get(k))
-            warnings.append("%s: runs report different environments (%s)"
-                            % (label, ", ".join(keys)))
+            warnings.append(f"{label}: runs report different environments "
+                            f"({', '.join(keys)})")
             break
     return envs[0]
 
 
-def case_entry(run, outcomes, method, warmup_batches, train_batches):
+def case_entry(run: RunId, outcomes: List[RunOutcome], method: str,
+               warmup_batches: int, train_batches: int
+               ) -> Tuple[Entry, Optional[float]]:
     """Statistics of one case (without speedup, which needs all cases).
 
     Extra keys beyond DLPerf's: num_nodes, num_gpus_per_node, num_devices,
@@ -164,7 +176,9 @@ def case_entry(run, outcomes, method, warmup_batches, train_batches):
     return entry, median
 
 
-def add_speedups(cases, medians, model_key, warnings, method="mean"):
+def add_speedups(cases: Dict[str, Entry],
+                 medians: Mapping[str, Optional[float]], model_key: str,
+                 warnings: List[str], method: str = "mean") -> None:
     """Fill speedup, speedup_baseline and efficiency of every case in place.
 
     ``medians`` are the rounded medians (DLPerf's speedup is their ratio).
@@ -176,8 +190,8 @@ def add_speedups(cases, medians, model_key, warnings, method="mean"):
     if base != BASELINE_CASE:
         why = ("has no usable run" if BASELINE_CASE in cases
                else "is not among the cases")
-        warnings.append("%s: %s %s; speedup is against %s"
-                        % (model_key, BASELINE_CASE, why, base))
+        warnings.append(f"{model_key}: {BASELINE_CASE} {why}; speedup is "
+                        f"against {base}")
     base_devices = cases[base]["num_devices"]
     for case, entry in cases.items():
         if medians[case] is None:
@@ -191,46 +205,53 @@ def add_speedups(cases, medians, model_key, warnings, method="mean"):
                                       cases[base]["median_speed_unrounded"])
 
 
-def _spread_warning(label, entry, spread_warn):
+def _spread_warning(label: str, entry: Entry,
+                    spread_warn: float) -> Optional[str]:
     """Warning text when the runs of a case disagree by more than the threshold."""
     if entry["cv"] is None or entry["cv"] * 100 <= spread_warn:
         return None
-    return ("%s: runs disagree: CV %.2f%% > --spread_warn %g%% (speeds %s)"
-            % (label, entry["cv"] * 100, spread_warn,
-               ", ".join("%.2f" % s for s in entry["runs"])))
+    speeds = ", ".join(f"{s:.2f}" for s in entry["runs"])
+    return (f"{label}: runs disagree: CV {entry['cv'] * 100:.2f}% > "
+            f"--spread_warn {spread_warn:g}% (speeds {speeds})")
 
 
-def summarize(outcomes, method="mean", warmup_batches=100, train_batches=600,
-              spread_warn=5.0):
+def summarize(outcomes: Iterable[RunOutcome], method: str = "mean",
+              warmup_batches: int = 100, train_batches: int = 600,
+              spread_warn: float = 5.0
+              ) -> Tuple[Dict[str, Dict[str, Entry]], List[str]]:
     """Build the result dictionary from all runs' outcomes.
 
     Returns ``(result, warnings)``; ``warnings`` are human-readable strings
     (also stored per case under ``"warnings"``).
     """
-    groups = {}
+    groups: Dict[Group, Dict[str, List[RunOutcome]]] = {}
     for o in outcomes:
-        groups.setdefault(group_key(o.run), {}).setdefault(o.run.case, []).append(o)
+        groups.setdefault(group_key(o.run), {}).setdefault(
+            o.run.case, []).append(o)
     keys = model_keys(groups)
-    result, all_warnings = {}, []
+    result: Dict[str, Dict[str, Entry]] = {}
+    all_warnings: List[str] = []
     for group, model_key in keys.items():  # dtype order: fp32, fp16, bf16
         by_case = groups[group]
-        cases, medians, case_warnings = {}, {}, {}
+        cases: Dict[str, Entry] = {}
+        medians: Dict[str, Optional[float]] = {}
+        case_warnings: Dict[str, List[str]] = {}
         for case in sorted(by_case, key=_sort_key):
             runs = sorted(by_case[case], key=lambda o: o.run.index)
-            label = "%s %s" % (model_key, case)
-            warns = []
+            label = f"{model_key} {case}"
+            warns: List[str] = []
             entry, medians[case] = case_entry(runs[0].run, runs, method,
                                               warmup_batches, train_batches)
             env = _environment(runs, warns, label)
             if env is not None:
                 entry["environment"] = env
             if medians[case] is None:
-                warns.append("%s: all %d run(s) excluded" % (label, len(runs)))
+                warns.append(f"{label}: all {len(runs)} run(s) excluded")
             spread_msg = _spread_warning(label, entry, spread_warn)
             if spread_msg:
                 warns.append(spread_msg)
             cases[case], case_warnings[case] = entry, warns
-        group_warnings = []
+        group_warnings: List[str] = []
         add_speedups(cases, medians, model_key, group_warnings, method)
         for case, entry in cases.items():
             warns = case_warnings[case] + [

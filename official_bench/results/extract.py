@@ -32,13 +32,17 @@ Exit status: 0 on success (also when some runs were excluded: they are listed),
 file, ``--plot`` without matplotlib), 2 for bad command-line usage.
 """
 
+from __future__ import annotations
+
 import argparse
 import dataclasses
 import json
 import os
 import sys
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from official_bench.contracts import exit_status
+from official_bench.contracts import log_tree
 from official_bench.results import allreduce_logs
 from official_bench.results import atomic
 from official_bench.results import cases
@@ -49,6 +53,8 @@ from official_bench.results import runjson
 from official_bench.results import runspeed
 from official_bench.results import scaling
 from official_bench.results.errors import ExtractError
+from official_bench.results.logparse import RunId
+from official_bench.results.runspeed import RunOutcome
 
 DEFAULT_WARMUP_BATCHES = 100
 DEFAULT_TRAIN_BATCHES = 600
@@ -61,20 +67,22 @@ class Extraction:
 
     log_dir: str
     name: str
-    result: dict
-    outcomes: list
-    warnings: list  # human-readable, already prefixed with case/log
-    skipped: list  # (path, reason) for .log files outside the naming scheme
+    result: report.Result
+    outcomes: List[RunOutcome]
+    warnings: List[str]  # human-readable, already prefixed with case/log
+    # (path, reason) for .log files outside the naming scheme
+    skipped: List[Tuple[str, str]]
     # All-reduce results (BENCH=allreduce) per case: allreduce_logs.collect
-    bandwidth: dict = dataclasses.field(default_factory=dict)
+    bandwidth: Dict[str, List[Dict[str, Any]]] = dataclasses.field(
+        default_factory=dict)
 
     @property
-    def excluded(self):
+    def excluded(self) -> List[RunOutcome]:
         """Outcomes of runs that were left out of the statistics."""
         return [o for o in self.outcomes if not o.ok]
 
 
-def result_name(log_dir):
+def result_name(log_dir: str) -> str:
     """Base name of the result files: the last component of ``log_dir``.
 
     Trailing slashes and ``.`` are resolved first, so ``bz128/`` gives
@@ -83,32 +91,36 @@ def result_name(log_dir):
     return os.path.basename(os.path.normpath(os.path.abspath(log_dir)))
 
 
-def _check_options(warmup_batches, train_batches, method, spread_warn):
+def _check_options(warmup_batches: int, train_batches: int, method: str,
+                   spread_warn: float) -> None:
     """Reject option values that cannot give a meaningful result."""
     if method not in runspeed.METHODS:
-        raise ExtractError("method %r is not one of: %s"
-                           % (method, ", ".join(runspeed.METHODS)))
+        raise ExtractError(f"method {method!r} is not one of: "
+                           f"{', '.join(runspeed.METHODS)}")
     if warmup_batches < 0:
-        raise ExtractError("warmup_batches is %d, must be >= 0" % warmup_batches)
+        raise ExtractError(f"warmup_batches is {warmup_batches}, must be >= 0")
     if train_batches <= warmup_batches:
-        raise ExtractError("train_batches (%d) must be greater than "
-                           "warmup_batches (%d)" % (train_batches, warmup_batches))
+        raise ExtractError(f"train_batches ({train_batches}) must be greater "
+                           f"than warmup_batches ({warmup_batches})")
     if spread_warn < 0:
-        raise ExtractError("spread_warn is %g, must be >= 0 (percent)" % spread_warn)
+        raise ExtractError(f"spread_warn is {spread_warn:g}, must be >= 0 "
+                           "(percent)")
 
 
-def measure_log(run, path, warmup_batches=DEFAULT_WARMUP_BATCHES,
-                train_batches=DEFAULT_TRAIN_BATCHES, method="mean"):
+def measure_log(run: RunId, path: str,
+                warmup_batches: int = DEFAULT_WARMUP_BATCHES,
+                train_batches: int = DEFAULT_TRAIN_BATCHES,
+                method: str = "mean") -> RunOutcome:
     """Parse one log (and its result JSON, if any) into a RunOutcome."""
     try:
         parsed = logparse.parse_log_file(path)
     except OSError as e:
-        return runspeed.RunOutcome(run, path, excluded="cannot read log: %s" % e)
+        return runspeed.RunOutcome(run, path, excluded=f"cannot read log: {e}")
     record, status_warning = run_status.load_status(path)
     failed = run_status.exclusion(record)
     if failed:
         return runspeed.RunOutcome(run, path, excluded=failed)
-    run_json, warning = runjson.load_run_json(logparse.result_json_path(path))
+    run_json, warning = runjson.load_run_json(log_tree.json_path(path))
     outcome = runspeed.measure_run(run, parsed, run_json, warmup_batches,
                                    train_batches, method)
     for w in (warning, status_warning):
@@ -117,9 +129,9 @@ def measure_log(run, path, warmup_batches=DEFAULT_WARMUP_BATCHES,
     return outcome
 
 
-def extract(log_dir, warmup_batches=DEFAULT_WARMUP_BATCHES,
-            train_batches=DEFAULT_TRAIN_BATCHES, method="mean",
-            spread_warn=DEFAULT_SPREAD_WARN):
+def extract(log_dir: str, warmup_batches: int = DEFAULT_WARMUP_BATCHES,
+            train_batches: int = DEFAULT_TRAIN_BATCHES, method: str = "mean",
+            spread_warn: float = DEFAULT_SPREAD_WARN) -> Extraction:
     """Extract all runs under ``log_dir``; raises ExtractError for bad input.
 
     Bad runs do not raise: they are excluded with their reason (see
@@ -128,10 +140,10 @@ def extract(log_dir, warmup_batches=DEFAULT_WARMUP_BATCHES,
     """
     _check_options(warmup_batches, train_batches, method, spread_warn)
     if not os.path.isdir(log_dir):
-        raise ExtractError("log directory %s does not exist or is not a "
-                           "directory" % log_dir)
+        raise ExtractError(f"log directory {log_dir} does not exist or is not "
+                           "a directory")
     runs, skipped = logparse.find_logs(log_dir)
-    warnings = ["skipped %s: %s" % (p, why) for p, why in skipped]
+    warnings = [f"skipped {p}: {why}" for p, why in skipped]
     table, bw_warnings = allreduce_logs.collect(log_dir)
     warnings += bw_warnings
     if not runs and table:  # an all-reduce session alone: its table only
@@ -139,19 +151,19 @@ def extract(log_dir, warmup_batches=DEFAULT_WARMUP_BATCHES,
                           skipped, table)
     if not runs:
         raise ExtractError(
-            "no logs named {N}n{G}g/rn50_b{B}_{fp32|fp16|bf16}_{i}.log under %s%s"
-            % (log_dir, "".join("\n  " + w for w in warnings)))
+            "no logs named {N}n{G}g/rn50_b{B}_{fp32|fp16|bf16}_{i}.log under "
+            + log_dir + "".join("\n  " + w for w in warnings))
     outcomes = [measure_log(run, path, warmup_batches, train_batches, method)
                 for run, path in runs]
     for o in outcomes:
         where = os.path.join(o.run.case, o.run.log_name)
-        warnings += ["%s: %s" % (where, w) for w in o.warnings]
+        warnings += [f"{where}: {w}" for w in o.warnings]
         if not o.ok:
-            warnings.append("%s: excluded: %s" % (where, o.excluded))
+            warnings.append(f"{where}: excluded: {o.excluded}")
     if not any(o.ok for o in outcomes):
-        raise ExtractError("no usable run under %s (%d log(s), all excluded):%s"
-                           % (log_dir, len(outcomes),
-                              "".join("\n  " + w for w in warnings)))
+        listing = "".join("\n  " + w for w in warnings)
+        raise ExtractError(f"no usable run under {log_dir} ({len(outcomes)} "
+                           f"log(s), all excluded):{listing}")
     result, case_warnings = cases.summarize(outcomes, method, warmup_batches,
                                             train_batches, spread_warn)
     scaling.apply(result, table)
@@ -159,20 +171,22 @@ def extract(log_dir, warmup_batches=DEFAULT_WARMUP_BATCHES,
                       warnings + case_warnings, skipped, table)
 
 
-def output_paths(output_dir, name):
+def output_paths(output_dir: str, name: str) -> Dict[str, str]:
     """File names of every output for result ``name`` in ``output_dir``."""
     base = os.path.join(output_dir, name + "_result")
     return {"json": base + ".json", "markdown": base + ".md",
             "csv": base + ".csv", "png": base + ".png", "html": base + ".html"}
 
 
-def result_json_text(result):
+def result_json_text(result: report.Result) -> str:
     """The result dictionary as written to the JSON file and stdout."""
     return json.dumps(result, indent=4) + "\n"
 
 
-def write_outputs(extraction, output_dir, markdown=True, csv=True, plot=None,
-                  html=True):
+def write_outputs(extraction: Extraction, output_dir: str,
+                  markdown: bool = True, csv: bool = True,
+                  plot: Optional[bool] = None, html: bool = True
+                  ) -> Tuple[List[str], List[str]]:
     """Write the JSON and the requested reports atomically.
 
     ``plot``: True requires a PNG (ExtractError without matplotlib), False
@@ -185,16 +199,19 @@ def write_outputs(extraction, output_dir, markdown=True, csv=True, plot=None,
         return _write_outputs(extraction, output_dir, markdown, csv, plot,
                               html and markdown)
     except OSError as e:
-        raise ExtractError("cannot write results to %s: %s" % (output_dir, e))
+        raise ExtractError(f"cannot write results to {output_dir}: {e}")
 
 
-def _write_outputs(extraction, output_dir, markdown, csv, plot, html):
+def _write_outputs(extraction: Extraction, output_dir: str, markdown: bool,
+                   csv: bool, plot: Optional[bool],
+                   html: bool) -> Tuple[List[str], List[str]]:
     """write_outputs without the OSError translation."""
     from official_bench.results import html_report
     from official_bench.results import runseries
 
     paths = output_paths(output_dir, extraction.name)
-    written, notes = [], []
+    written: List[str] = []
+    notes: List[str] = []
     atomic.write_text_atomic(paths["json"], result_json_text(extraction.result))
     written.append(paths["json"])
     if markdown:
@@ -224,15 +241,16 @@ def _write_outputs(extraction, output_dir, markdown, csv, plot, html):
     return written, notes
 
 
-def _make_plot(extraction, path, plot, series):
+def _make_plot(extraction: Extraction, path: str, plot: Optional[bool],
+               series: Any) -> Tuple[Optional[bytes], Optional[str]]:
     """Write the PNG when wanted and possible: ``(png_bytes, None)``, or
     ``(None, why_not)`` for the notes and the HTML page."""
     from official_bench.results import plot as plotting  # matplotlib is lazy there
 
     if not extraction.result:
         if plot:
-            raise ExtractError("--plot: nothing to plot, %s holds all-reduce "
-                               "results only" % extraction.log_dir)
+            raise ExtractError(f"--plot: nothing to plot, {extraction.log_dir} "
+                               "holds all-reduce results only")
         return None, "no plot: all-reduce results only (no training runs)"
     if plot or (plot is None and plotting.matplotlib_available()):
         return plotting.plot_png(extraction.result, path, extraction.name,
@@ -243,13 +261,14 @@ def _make_plot(extraction, path, plot, series):
     return None, "no plot (--no_plot)"
 
 
-def compare(path_a, path_b, output_dir=None, markdown=True, csv=True):
+def compare(path_a: str, path_b: str, output_dir: Optional[str] = None,
+            markdown: bool = True, csv: bool = True) -> Tuple[str, List[str]]:
     """Side-by-side table of two result files; returns (markdown, written)."""
     a, b = report.load_result(path_a), report.load_result(path_b)
     label_a, label_b = report.compare_labels(path_a, path_b)
     if not report.pair_models(a, b)[0]:
-        raise ExtractError("nothing to compare: %s has sections %s, %s has %s"
-                           % (path_a, ", ".join(a), path_b, ", ".join(b)))
+        raise ExtractError(f"nothing to compare: {path_a} has sections "
+                           f"{', '.join(a)}, {path_b} has {', '.join(b)}")
     text = report.compare_markdown(a, b, label_a, label_b)
     if output_dir is None:
         return text, []
@@ -257,14 +276,16 @@ def compare(path_a, path_b, output_dir=None, markdown=True, csv=True):
         return text, _write_compare(a, b, label_a, label_b, text, output_dir,
                                     markdown, csv)
     except OSError as e:
-        raise ExtractError("cannot write results to %s: %s" % (output_dir, e))
+        raise ExtractError(f"cannot write results to {output_dir}: {e}")
 
 
-def _write_compare(a, b, label_a, label_b, text, output_dir, markdown, csv):
+def _write_compare(a: report.Result, b: report.Result, label_a: str,
+                   label_b: str, text: str, output_dir: str, markdown: bool,
+                   csv: bool) -> List[str]:
     """Write the comparison's Markdown and CSV; returns the paths written."""
-    written = []
-    base = os.path.join(output_dir, "compare_%s_vs_%s" % (
-        label_a.replace(os.sep, "_"), label_b.replace(os.sep, "_")))
+    written: List[str] = []
+    a_name, b_name = (label.replace(os.sep, "_") for label in (label_a, label_b))
+    base = os.path.join(output_dir, f"compare_{a_name}_vs_{b_name}")
     if markdown:
         atomic.write_text_atomic(base + ".md", text)
         written.append(base + ".md")
@@ -275,7 +296,7 @@ def _write_compare(a, b, label_a, label_b, text, output_dir, markdown, csv):
     return written
 
 
-def build_parser():
+def build_parser() -> argparse.ArgumentParser:
     """The command-line interface (DLPerf's flags plus this project's)."""
     p = argparse.ArgumentParser(
         description="Turn benchmark logs {log_dir}/{N}n{G}g/rn50_b{B}_{dtype}_"
@@ -330,13 +351,13 @@ def build_parser():
     return p
 
 
-def _print_lines(prefix, lines):
+def _print_lines(prefix: str, lines: Iterable[str]) -> None:
     """Print messages to stderr, one per line, with a prefix."""
     for line in lines:
-        print("%s%s" % (prefix, line), file=sys.stderr)
+        print(f"{prefix}{line}", file=sys.stderr)
 
 
-def main(argv=None):
+def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command line; returns the exit status (never calls sys.exit)."""
     parser = build_parser()
     try:
@@ -345,8 +366,8 @@ def main(argv=None):
         return e.code if isinstance(e.code, int) else exit_status.CONFIG
     if args.compare is None and args.log_dir is None:
         parser.print_usage(sys.stderr)
-        print("%s: error: --log_dir is required (or --compare A.json B.json)"
-              % parser.prog, file=sys.stderr)
+        print(f"{parser.prog}: error: --log_dir is required (or --compare "
+              "A.json B.json)", file=sys.stderr)
         return exit_status.CONFIG
     try:
         if args.compare:
@@ -367,13 +388,13 @@ def main(argv=None):
                     extraction.bandwidth).strip("\n").splitlines())
             print(result_json_text(extraction.result), end="")
     except ExtractError as e:
-        print("error: %s" % e, file=sys.stderr)
+        print(f"error: {e}", file=sys.stderr)
         return exit_status.FAILED
     _print_lines("wrote ", written)
     return exit_status.OK
 
 
-def run_main():
+def run_main() -> None:
     """Console-script entry point ``official-bench-extract``."""
     sys.exit(main())
 

@@ -25,10 +25,16 @@ lets a headless browser (tests/test_extract_html.py) check that the embedded
 plot really is a picture, not only that an ``<img>`` element exists.
 """
 
+from __future__ import annotations
+
 import base64
 import html
+from typing import Any, Container, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from official_bench.results import report
+from official_bench.results.runseries import RunSeries
+
+ModelResult = Dict[str, Dict[str, Any]]  # case -> entry of one section
 
 ENV_COLUMNS = ("case", "TensorFlow", "tf_keras", "Python", "CUDA", "cuDNN",
                "strategy", "workers", "replicas", "devices", "GPUs", "hosts")
@@ -55,25 +61,26 @@ window.addEventListener("load", function () {
 """
 
 
-def _e(value):
+def _e(value: Any) -> str:
     """Escape any value for element text and attribute values."""
     return html.escape(str(value), quote=True)
 
 
-def _table(columns, rows, css_class, numeric=()):
+def _table(columns: Sequence[str], rows: Iterable[Sequence[Any]],
+           css_class: str, numeric: Container[int] = ()) -> str:
     """An HTML table; cells of the ``numeric`` column indexes right-aligned."""
-    out = ['<table class="%s">' % css_class, "<thead><tr>"]
-    out += ["<th>%s</th>" % _e(c) for c in columns]
+    out = [f'<table class="{css_class}">', "<thead><tr>"]
+    out += [f"<th>{_e(c)}</th>" for c in columns]
     out.append("</tr></thead><tbody>")
     for cells in rows:
         out.append("<tr>" + "".join(
-            '<td class="num">%s</td>' % _e(c) if i in numeric else
-            "<td>%s</td>" % _e(c) for i, c in enumerate(cells)) + "</tr>")
+            f'<td class="num">{_e(c)}</td>' if i in numeric else
+            f"<td>{_e(c)}</td>" for i, c in enumerate(cells)) + "</tr>")
     out.append("</tbody></table>")
     return "".join(out)
 
 
-def _hosts(env, case_series):
+def _hosts(env: Dict[str, Any], case_series: List[RunSeries]) -> str:
     """Host names of the case's counted runs; the first run's as a fallback."""
     names = sorted({r.hostname for r in case_series if r.hostname})
     if not names and env.get("hostname"):
@@ -81,7 +88,7 @@ def _hosts(env, case_series):
     return ", ".join(names) or "n/a"
 
 
-def _or_na(value):
+def _or_na(value: Any) -> str:
     """Table text of an environment value: lists joined, missing as n/a."""
     if value is None or value == "" or value == []:
         return "n/a"
@@ -90,9 +97,11 @@ def _or_na(value):
     return str(value)
 
 
-def environment_rows(model_result, model_series=None):
+def environment_rows(model_result: ModelResult,
+                     model_series: Optional[Dict[str, List[RunSeries]]] = None
+                     ) -> List[List[str]]:
     """One row per case (ENV_COLUMNS order) from its entry's ``environment``."""
-    rows = []
+    rows: List[List[str]] = []
     for case, e in report.sorted_cases(model_result):
         env = e.get("environment") or {}
         gpus = env.get("gpu_names") or []
@@ -104,15 +113,17 @@ def environment_rows(model_result, model_series=None):
     return rows
 
 
-def _section(model_key, model_result, model_series):
+def _section(model_key: str, model_result: ModelResult,
+             model_series: Optional[Dict[str, List[RunSeries]]]) -> str:
     """Heading, numbers table, notes and environment table of one model."""
-    out = ["<section><h2>%s</h2>" % _e(report.section_title(model_key, model_result)),
+    heading = _e(report.section_title(model_key, model_result))
+    out = [f"<section><h2>{heading}</h2>",
            _table(report.MARKDOWN_COLUMNS, report.table_rows(model_result),
                   "result", numeric=range(len(report.MARKDOWN_COLUMNS)))]
     lines = report.notes(model_result)
     if lines:
-        out.append('<ul class="note">%s</ul>'
-                   % "".join("<li>%s</li>" % _e(n) for n in lines))
+        items = "".join(f"<li>{_e(n)}</li>" for n in lines)
+        out.append(f'<ul class="note">{items}</ul>')
     out.append("<h3>Environment</h3>")
     out.append(_table(ENV_COLUMNS, environment_rows(model_result, model_series),
                       "env"))
@@ -121,14 +132,14 @@ def _section(model_key, model_result, model_series):
     return "".join(out)
 
 
-def _figure(png, alt):
+def _figure(png: bytes, alt: str) -> str:
     """An embedded PNG as a data: URI with its caption."""
     data = base64.b64encode(png).decode("ascii")
-    return ('<figure><img alt="%s" src="data:image/png;base64,%s">'
-            "<figcaption>%s</figcaption></figure>" % (_e(alt), data, _e(alt)))
+    return (f'<figure><img alt="{_e(alt)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{_e(alt)}</figcaption></figure>")
 
 
-def _bandwidth_section(table):
+def _bandwidth_section(table: Dict[str, List[Dict[str, Any]]]) -> str:
     """The all-reduce bandwidth table (BENCH=allreduce results)."""
     from official_bench.results import allreduce_logs
     columns = allreduce_logs.COLUMNS
@@ -140,8 +151,12 @@ def _bandwidth_section(table):
             "(nccl-tests); (model): the model's gradient</p></section>")
 
 
-def html_report(result, name=None, images=(), plot_note=None, series=None,
-                bandwidth=None):
+def html_report(result: Dict[str, ModelResult], name: Optional[str] = None,
+                images: Iterable[Tuple[bytes, str]] = (),
+                plot_note: Optional[str] = None,
+                series: Optional[Dict[str, Dict[str, List[RunSeries]]]] = None,
+                bandwidth: Optional[Dict[str, List[Dict[str, Any]]]] = None
+                ) -> str:
     """The whole page as text.
 
     ``images``: ``[(png_bytes, caption)]`` to embed; ``plot_note``: shown
@@ -152,16 +167,16 @@ def html_report(result, name=None, images=(), plot_note=None, series=None,
     """
     title = "ResNet-50 v1.5 throughput" + (": " + name if name else "")
     out = ["<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
-           '<meta http-equiv="Content-Security-Policy" content="%s">' % _e(_POLICY),
-           "<title>%s</title><style>%s</style></head><body>" % (_e(title), _STYLE),
-           "<h1>%s</h1>" % _e(title)]
+           f'<meta http-equiv="Content-Security-Policy" content="{_e(_POLICY)}">',
+           f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>",
+           f"<h1>{_e(title)}</h1>"]
     out += [_figure(png, caption) for png, caption in images]
     if plot_note:
-        out.append('<p class="note">%s</p>' % _e(plot_note))
+        out.append(f'<p class="note">{_e(plot_note)}</p>')
     for model_key, model_result in result.items():
         out.append(_section(model_key, model_result,
                             (series or {}).get(model_key)))
     if bandwidth:
         out.append(_bandwidth_section(bandwidth))
-    out.append("<script>%s</script></body></html>\n" % _DECODE_CHECK)
+    out.append(f"<script>{_DECODE_CHECK}</script></body></html>\n")
     return "\n".join(out)

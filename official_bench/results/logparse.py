@@ -1,8 +1,9 @@
-"""Reading benchmark logs: file naming and the throughput lines in them.
+"""Reading benchmark logs: finding them and the throughput lines in them.
 
 The run scripts write one log per run at
 ``{log_dir}/{N}n{G}g/rn50_b{B}_{dtype}_{i}.log`` (N nodes, G devices per node,
-B images per device, dtype fp32/fp16/bf16, i the run index), and the trainer
+B images per device, dtype fp32/fp16/bf16, i the run index; the names are
+built and parsed by :mod:`official_bench.contracts.log_tree`), and the trainer
 writes, through absl logging, one line per ``log_steps`` interval::
 
     I1121 23:59:40.123456 140234 callbacks.py:88] TimeHistory: 12.34 seconds, \
@@ -23,23 +24,23 @@ of being silently stretched by a day. Lines starting with a full
 ``YYYY-MM-DD HH:MM:SS`` date or a bare ``HH:MM:SS`` are understood too.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import datetime
 import glob
 import math
 import os
 import re
+from typing import Dict, Iterable, List, Optional, Tuple, Union
 
-from official_bench.contracts import dtypes, throughput
+from official_bench.contracts import dtypes, log_tree, throughput
 
 DTYPES = dtypes.SHORT_NAMES
-MODEL = "rn50"
 FINISH_MARKER = throughput.FINISH_MARK
 TRACEBACK_MARKER = "Traceback (most recent call last)"
 THROUGHPUT_MARKER = throughput.THROUGHPUT_MARK
 
-_CASE_DIR_RE = re.compile(r"^(\d+)n(\d+)g$")
-_LOG_NAME_RE = re.compile(r"^rn50_b(\d+)_(%s)_(\d+)\.log$" % "|".join(DTYPES))
 _THROUGHPUT_RE = throughput.LINE_RE
 _STEPS_RE = re.compile(r"between steps (\d+) and (\d+)")
 # absl: "I1121 23:59:40.123456 140234 callbacks.py:88]"; searched anywhere in
@@ -72,20 +73,19 @@ class RunId:
     index: int
 
     @property
-    def case(self):
+    def case(self) -> str:
         """The run case key used in result files, e.g. ``"2n8g"``."""
-        return case_name(self.num_nodes, self.gpus_per_node)
+        return log_tree.case_name(self.num_nodes, self.gpus_per_node)
 
     @property
-    def num_devices(self):
+    def num_devices(self) -> int:
         """Devices (replicas) taking part: nodes times devices per node."""
         return self.num_nodes * self.gpus_per_node
 
     @property
-    def log_name(self):
+    def log_name(self) -> str:
         """The log's file name, e.g. ``rn50_b128_fp32_1.log``."""
-        return "%s_b%d_%s_%d.log" % (MODEL, self.batch_size, self.dtype,
-                                     self.index)
+        return log_tree.log_name(self.batch_size, self.dtype, self.index)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,8 +100,8 @@ class Interval(throughput.Interval):
     """
 
     line_no: int = 0
-    timestamp: float = None
-    clock: str = None
+    timestamp: Optional[float] = None
+    clock: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,12 +111,13 @@ class MalformedLine:
     line_no: int
     text: str
     problem: str
-    steps: tuple = None  # (start, end) when at least those could be read
+    # (start, end) when at least those could be read
+    steps: Optional[Tuple[int, int]] = None
 
-    def describe(self):
+    def describe(self) -> str:
         """One-line description for warnings and exclusion reasons."""
-        return "line %d: %s (%r)" % (self.line_no, self.problem,
-                                     self.text.strip()[:160])
+        shown = self.text.strip()[:160]
+        return f"line {self.line_no}: {self.problem} ({shown!r})"
 
 
 @dataclasses.dataclass
@@ -124,55 +125,17 @@ class ParsedLog:
     """Everything the extractor needs from one log file."""
 
     path: str
-    intervals: list
-    malformed: list
+    intervals: List[Interval]
+    malformed: List[MalformedLine]
     finished: bool
-    traceback_line: int = None  # first "Traceback" line, 1-based
-    exception: str = None  # the exception line that ended the traceback
+    traceback_line: Optional[int] = None  # first "Traceback" line, 1-based
+    # the exception line that ended the traceback
+    exception: Optional[str] = None
     num_lines: int = 0
 
 
-def case_name(num_nodes, gpus_per_node):
-    """Case key for N nodes with G devices each: ``"{N}n{G}g"``."""
-    return "%dn%dg" % (num_nodes, gpus_per_node)
-
-
-def parse_case_name(name):
-    """``"10n8g"`` -> ``(10, 8)``; None if ``name`` is not a case key.
-
-    Counts of zero are rejected: a case with no devices cannot have run.
-    """
-    m = _CASE_DIR_RE.match(name)
-    if not m:
-        return None
-    nodes, gpus = int(m.group(1)), int(m.group(2))
-    if nodes < 1 or gpus < 1:
-        return None
-    return nodes, gpus
-
-
-def parse_log_name(filename):
-    """``"rn50_b128_fp16_3.log"`` -> ``(128, "fp16", 3)``; None otherwise."""
-    m = _LOG_NAME_RE.match(filename)
-    if not m or int(m.group(1)) < 1:
-        return None
-    return int(m.group(1)), m.group(2), int(m.group(3))
-
-
-def log_relpath(num_nodes, gpus_per_node, batch_size, dtype, index):
-    """Path of a run's log relative to ``log_dir`` (the run scripts' layout)."""
-    if dtype not in DTYPES:
-        raise ValueError("dtype %r is not one of %s" % (dtype, ", ".join(DTYPES)))
-    run = RunId(num_nodes, gpus_per_node, batch_size, dtype, index)
-    return os.path.join(run.case, run.log_name)
-
-
-def result_json_path(log_path):
-    """Where the run scripts put the trainer's result JSON for a log."""
-    return os.path.splitext(log_path)[0] + ".json"
-
-
-def find_logs(log_dir):
+def find_logs(log_dir: str) -> Tuple[List[Tuple[RunId, str]],
+                                    List[Tuple[str, str]]]:
     """List the runs under ``log_dir`` as in ``{log_dir}/*/*.log``.
 
     Returns ``(runs, skipped)``: ``runs`` is a list of ``(RunId, path)``
@@ -180,17 +143,18 @@ def find_logs(log_dir):
     files whose directory or name does not follow the layout, so that they are
     reported rather than ignored silently.
     """
-    runs, skipped = [], []
+    runs: List[Tuple[RunId, str]] = []
+    skipped: List[Tuple[str, str]] = []
     for path in sorted(glob.glob(os.path.join(glob.escape(log_dir), "*", "*.log"))):
         case_dir = os.path.basename(os.path.dirname(path))
-        case = parse_case_name(case_dir)
-        name = parse_log_name(os.path.basename(path))
+        case = log_tree.parse_case_name(case_dir)
+        name = log_tree.parse_log_name(os.path.basename(path))
         if case is None:
-            skipped.append((path, "directory %r is not named {N}n{G}g "
-                                  "(e.g. 1n8g)" % case_dir))
+            skipped.append((path, f"directory {case_dir!r} is not named "
+                                  "{N}n{G}g (e.g. 1n8g)"))
         elif name is None:
-            skipped.append((path, "file name is not rn50_b{B}_{%s}_{i}.log"
-                                  % "|".join(DTYPES)))
+            skipped.append((path, "file name is not rn50_b{B}_{"
+                                  + "|".join(DTYPES) + "}_{i}.log"))
         else:
             runs.append((RunId(case[0], case[1], *name), path))
     runs.sort(key=lambda r: (r[0].dtype, r[0].batch_size, r[0].num_devices,
@@ -207,10 +171,11 @@ class _Clock:
     def __init__(self):
         self.year = 2000  # a leap year, so that Feb 29 readings parse
         self.offset = 0.0
-        self.prev = None
-        self.prev_date = None
+        self.prev: Optional[float] = None
+        self.prev_date: Optional[Tuple[int, int]] = None
 
-    def seconds(self, month_day, time_of_day):
+    def seconds(self, month_day: Optional[Tuple[int, int]],
+                time_of_day: float) -> Optional[float]:
         """Seconds for a reading; ``month_day`` is None for time-only clocks."""
         value = self._raw(month_day, time_of_day)
         if value is None:
@@ -226,7 +191,8 @@ class _Clock:
             self.prev, self.prev_date = value, month_day
         return value
 
-    def _raw(self, month_day, time_of_day):
+    def _raw(self, month_day: Optional[Tuple[int, int]],
+             time_of_day: float) -> Optional[float]:
         """Seconds before wrap handling; None for impossible dates."""
         days = 0
         if month_day is not None:
@@ -238,12 +204,13 @@ class _Clock:
         return days * _DAY + time_of_day + self.offset
 
 
-def _fraction(digits):
+def _fraction(digits: Optional[str]) -> float:
     """``"123"`` from ``"12:00:00.123"`` -> 0.123 seconds."""
     return int(digits) / 10 ** len(digits) if digits else 0.0
 
 
-def _timestamp(line, end, clocks):
+def _timestamp(line: str, end: int, clocks: Dict[str, _Clock]
+               ) -> Tuple[Optional[float], Optional[str]]:
     """Clock time of ``line`` (searching before index ``end``) as (seconds, kind).
 
     Returns ``(None, None)`` when the line carries no recognised timestamp.
@@ -272,20 +239,23 @@ def _timestamp(line, end, clocks):
     return None, None
 
 
-def _number(text, what, integer=False):
+def _number(text: str, what: str, integer: bool = False
+            ) -> Tuple[Optional[Union[int, float]], Optional[str]]:
     """Parse a number of a TimeHistory line; returns (value, problem)."""
     try:
         value = int(text) if integer else float(text)
     except ValueError:
-        return None, "%s %r is not a number" % (what, text)
+        return None, f"{what} {text!r} is not a number"
     if integer and value > _MAX_STEP:
-        return None, "%s %r is too large" % (what, text)
+        return None, f"{what} {text!r} is too large"
     if not math.isfinite(value) or math.copysign(1, value) < 0:  # -0.0 too
-        return None, "%s %r is not a finite non-negative number" % (what, text)
+        return None, f"{what} {text!r} is not a finite non-negative number"
     return value, None
 
 
-def parse_throughput_line(line, line_no=0, clocks=None):
+def parse_throughput_line(line: str, line_no: int = 0,
+                          clocks: Optional[Dict[str, _Clock]] = None
+                          ) -> Union[Interval, MalformedLine]:
     """Parse a line containing ``TimeHistory:``.
 
     Returns an :class:`Interval` or a :class:`MalformedLine` saying what is
@@ -307,14 +277,14 @@ def parse_throughput_line(line, line_no=0, clocks=None):
     end, p4 = _number(m.group("end"), "end step", integer=True)
     problem = p1 or p2 or p3 or p4
     if problem is None and end <= start:
-        problem = "end step %d is not after start step %d" % (end, start)
+        problem = f"end step {end} is not after start step {start}"
     if problem:
         return MalformedLine(line_no, line, problem, steps)
     ts, kind = _timestamp(line, pos, clocks)
     return Interval(start, end, seconds, eps, line_no, ts, kind)
 
 
-def _exception_after(lines, tb_index):
+def _exception_after(lines: List[str], tb_index: int) -> Optional[str]:
     """The exception line of the last traceback at or after ``tb_index``.
 
     Python prints ``Traceback ...``, indented frames, then an unindented
@@ -330,13 +300,14 @@ def _exception_after(lines, tb_index):
     return None
 
 
-def parse_log_lines(lines, path="<log>"):
+def parse_log_lines(lines: Iterable[str], path: str = "<log>") -> ParsedLog:
     """Parse the lines of a log (an iterable of str) into a :class:`ParsedLog`."""
     lines = list(lines)
-    intervals, malformed = [], []
+    intervals: List[Interval] = []
+    malformed: List[MalformedLine] = []
     finished = False
-    tb_line = None
-    clocks = {}
+    tb_line: Optional[int] = None
+    clocks: Dict[str, _Clock] = {}
     for i, line in enumerate(lines):
         if THROUGHPUT_MARKER in line:
             item = parse_throughput_line(line, i + 1, clocks)
@@ -350,7 +321,7 @@ def parse_log_lines(lines, path="<log>"):
                      len(lines))
 
 
-def parse_log_file(path):
+def parse_log_file(path: str) -> ParsedLog:
     """Read and parse one log file.
 
     Undecodable bytes (a log cut in the middle of a character, binary noise)

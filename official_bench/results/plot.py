@@ -24,12 +24,19 @@ from the 1n1g compute time and the measured all-reduce time; nothing here
 invents them: without the key no band is drawn.
 """
 
+from __future__ import annotations
+
 import importlib.util
 import io
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from official_bench.results import atomic
 from official_bench.results import report
 from official_bench.results.errors import ExtractError
+from official_bench.results.runseries import RunSeries
+
+ModelResult = Dict[str, Dict[str, Any]]  # case -> entry of one section
+Series = Dict[str, Dict[str, List[RunSeries]]]  # runseries.collect()
 
 BOUNDS_KEY = "speedup_bounds"
 _SIZE_SCALING = (11, 4.5)  # inches at _DPI
@@ -37,14 +44,15 @@ _SIZE_WITH_SERIES = (11, 8.5)
 _DPI = 100
 
 
-def matplotlib_available():
+def matplotlib_available() -> bool:
     """True when matplotlib can be imported (without importing it)."""
     return importlib.util.find_spec("matplotlib") is not None
 
 
-def _series(model_result):
+def _series(model_result: ModelResult) -> List[Tuple[int, float, Any, Any,
+                                                    Any]]:
     """Per-case points of one model section, cases without a median skipped."""
-    points = []
+    points: List[Tuple[int, float, Any, Any, Any]] = []
     for case, e in report.sorted_cases(model_result):
         if e.get("median_speed") is None:
             continue
@@ -54,7 +62,7 @@ def _series(model_result):
     return points
 
 
-def _baseline(model_result):
+def _baseline(model_result: ModelResult) -> Optional[Tuple[int, float]]:
     """(devices, median) of the speedup baseline case, or None."""
     for case, e in model_result.items():
         if case == e.get("speedup_baseline", "1n1g") and e.get("median_speed"):
@@ -62,13 +70,14 @@ def _baseline(model_result):
     return None
 
 
-def speedup_bounds(model_result):
+def speedup_bounds(model_result: ModelResult
+                   ) -> List[Tuple[int, float, float]]:
     """``[(devices, lower, upper)]`` of the cases carrying model bounds.
 
     Entries without :data:`BOUNDS_KEY`, or with a lower or upper bound that is
     not a number, are left out: a band is drawn only where a model said so.
     """
-    points = []
+    points: List[Tuple[int, float, float]] = []
     for case, e in report.sorted_cases(model_result):
         bounds = e.get(BOUNDS_KEY)
         if not isinstance(bounds, dict):
@@ -80,7 +89,8 @@ def speedup_bounds(model_result):
     return points
 
 
-def _draw(ax_speed, ax_speedup, label, model_result):
+def _draw(ax_speed: Any, ax_speedup: Any, label: str,
+          model_result: ModelResult) -> None:
     """Draw one model section into both scaling panels."""
     points = _series(model_result)
     if not points:
@@ -97,10 +107,10 @@ def _draw(ax_speed, ax_speedup, label, model_result):
         base_devices, base_median = base
         ax_speed.plot(devices, [base_median / base_devices * d for d in devices],
                       linestyle="--", color=color, alpha=0.6,
-                      label="%s ideal" % label)
+                      label=f"{label} ideal")
         ax_speedup.plot(devices, [d / base_devices for d in devices],
                         linestyle="--", color=color, alpha=0.6,
-                        label="%s ideal" % label)
+                        label=f"{label} ideal")
     speedups = [(p[0], p[4]) for p in points if p[4] is not None]
     if speedups:
         ax_speedup.plot([s[0] for s in speedups], [s[1] for s in speedups],
@@ -109,10 +119,11 @@ def _draw(ax_speed, ax_speedup, label, model_result):
     if bounds:
         ax_speedup.fill_between([b[0] for b in bounds], [b[1] for b in bounds],
                                 [b[2] for b in bounds], color=color, alpha=0.15,
-                                label="%s model bounds" % label)
+                                label=f"{label} model bounds")
 
 
-def _counted_window(result):
+def _counted_window(result: Dict[str, ModelResult]
+                    ) -> Optional[Tuple[Any, Any]]:
     """(warmup_batches, train_batches) of the result, None if not recorded."""
     for model_result in result.values():
         for e in model_result.values():
@@ -121,14 +132,15 @@ def _counted_window(result):
     return None
 
 
-def _draw_intervals(ax, result, series):
+def _draw_intervals(ax: Any, result: Dict[str, ModelResult],
+                    series: Series) -> None:
     """Bottom panel: examples/second per interval against end step."""
     several = len(series) > 1
     for model_key in result:
         by_case = series.get(model_key) or {}
         for case, _ in report.sorted_cases(result[model_key]):
             runs = by_case.get(case) or []
-            label = ("%s %s" % (model_key, case)) if several else case
+            label = f"{model_key} {case}" if several else case
             color = None
             for run in sorted(runs, key=lambda r: not r.median):
                 if not run.end_steps:
@@ -137,13 +149,13 @@ def _draw_intervals(ax, result, series):
                                 color=color, linewidth=1.6 if run.median else 0.8,
                                 alpha=1.0 if run.median else 0.35,
                                 marker="." if run.median else None,
-                                label=("%s (median run %d)" % (label, run.index)
+                                label=(f"{label} (median run {run.index})"
                                        if run.median else None))[0]
                 color = drawn.get_color()
     window = _counted_window(result)
     if window:
         ax.axvspan(window[0], window[1], color="0.5", alpha=0.08,
-                   label="counted steps %d-%d" % window)
+                   label=f"counted steps {int(window[0])}-{int(window[1])}")
     ax.set_xlabel("step (end of interval)")
     ax.set_ylabel("examples/s (all devices)")
     ax.set_title("throughput per interval (faint: other runs of the case)",
@@ -153,7 +165,7 @@ def _draw_intervals(ax, result, series):
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
 
 
-def _style_scaling(axes, devices):
+def _style_scaling(axes: Iterable[Any], devices: Iterable[int]) -> None:
     """Log-2 device axis with the cases' device counts as ticks."""
     for ax, ylabel in zip(axes, ("samples/s (median over runs)", "speedup")):
         ax.set_xscale("log", base=2)
@@ -165,7 +177,8 @@ def _style_scaling(axes, devices):
         ax.legend(fontsize="small")
 
 
-def png_bytes(result, title=None, series=None):
+def png_bytes(result: Dict[str, ModelResult], title: Optional[str] = None,
+              series: Optional[Series] = None) -> bytes:
     """The plot of ``result`` as PNG bytes (the bottom panel needs ``series``).
 
     ``series`` is :func:`official_bench.results.runseries.collect`'s output;
@@ -176,8 +189,8 @@ def png_bytes(result, title=None, series=None):
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as e:
-        raise ExtractError("--plot needs matplotlib (%s); install it with "
-                           "'pip install matplotlib' or the [plot] extra" % e)
+        raise ExtractError(f"--plot needs matplotlib ({e}); install it with "
+                           "'pip install matplotlib' or the [plot] extra")
     fig = Figure(figsize=_SIZE_WITH_SERIES if series else _SIZE_SCALING,
                  dpi=_DPI)
     FigureCanvasAgg(fig)
@@ -187,7 +200,7 @@ def png_bytes(result, title=None, series=None):
         _draw_intervals(fig.add_subplot(grid[1, :]), result, series)
     else:
         ax_speed, ax_speedup = fig.subplots(1, 2)
-    all_devices = set()
+    all_devices: set = set()
     for model_key, model_result in result.items():
         _draw(ax_speed, ax_speedup, report.section_title(model_key, model_result),
               model_result)
@@ -200,7 +213,9 @@ def png_bytes(result, title=None, series=None):
     return buf.getvalue()
 
 
-def plot_png(result, path, title=None, series=None):
+def plot_png(result: Dict[str, ModelResult], path: str,
+             title: Optional[str] = None,
+             series: Optional[Series] = None) -> bytes:
     """Write the plot of ``result`` to ``path`` atomically; returns the bytes.
 
     Raises ExtractError when matplotlib is not installed.

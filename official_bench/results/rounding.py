@@ -30,12 +30,15 @@ This module is pure arithmetic (no numpy import): the extractor must run
 anywhere.
 """
 
+from __future__ import annotations
+
 import math
+from typing import Callable, Dict, Iterable, List
 
 DIGITS = 2
 
 
-def numpy_sum(values):
+def numpy_sum(values: Iterable[float]) -> float:
     """Sum of floats in exactly numpy's order (``np.add.reduce`` on float64).
 
     numpy sums fewer than 8 values left to right; 8 to 128 values in 8
@@ -67,12 +70,12 @@ def numpy_sum(values):
     return numpy_sum(values[:half]) + numpy_sum(values[half:])
 
 
-def numpy_mean(values):
+def numpy_mean(values: List[float]) -> float:
     """``np.mean`` of a list of floats, bit for bit."""
     return numpy_sum(values) / len(values)
 
 
-def numpy_round(value, digits=DIGITS):
+def numpy_round(value: float, digits: int = DIGITS) -> float:
     """``round(numpy.float64(value), digits)``: scale, round half even, unscale."""
     scale = 10.0 ** digits
     scaled = value * scale
@@ -81,12 +84,12 @@ def numpy_round(value, digits=DIGITS):
     return round(scaled) / scale
 
 
-def python_round(value, digits=DIGITS):
+def python_round(value: float, digits: int = DIGITS) -> float:
     """Python's ``round(float, digits)`` (kept as a function for symmetry)."""
     return round(value, digits)
 
 
-def left_to_right_mean(values):
+def left_to_right_mean(values: List[float]) -> float:
     """Sum from the left, divided by the count (DLPerf's ``compute_average``)."""
     total = 0.0
     for v in values:
@@ -94,7 +97,7 @@ def left_to_right_mean(values):
     return total / len(values)
 
 
-def median_of_sorted_pair(values):
+def median_of_sorted_pair(values: Iterable[float]) -> float:
     """Median the way both DLPerf scripts get it: the middle value, or the two
     middle values added and halved (``np.median`` and the hand-written one
     agree bit for bit on this)."""
@@ -112,28 +115,29 @@ class Arithmetic:
     take already rounded values and return rounded results, as DLPerf does.
     """
 
-    def __init__(self, method):
+    def __init__(self, method: str):
         if method not in METHOD_ROUNDING:
-            raise ValueError("method %r is not one of %s"
-                             % (method, ", ".join(sorted(METHOD_ROUNDING))))
+            raise ValueError(f"method {method!r} is not one of "
+                             f"{', '.join(sorted(METHOD_ROUNDING))}")
         self.method = method
         self.round = METHOD_ROUNDING[method]
 
-    def run(self, speed):
+    def run(self, speed: float) -> float:
         """One run's speed as DLPerf records it."""
         return self.round(speed)
 
-    def average(self, rounded_speeds):
+    def average(self, rounded_speeds: List[float]) -> float:
         """average_speed from the rounded run speeds."""
         return self.round(left_to_right_mean(rounded_speeds))
 
-    def median(self, rounded_speeds):
+    def median(self, rounded_speeds: List[float]) -> float:
         """median_speed from the rounded run speeds."""
         return self.round(median_of_sorted_pair(rounded_speeds))
 
-    def speedup(self, median, baseline_median):
+    def speedup(self, median: float, baseline_median: float) -> float:
         """speedup from two rounded medians."""
         return self.round(median / baseline_median)
 
 
-METHOD_ROUNDING = {"mean": numpy_round, "time": python_round}
+METHOD_ROUNDING: Dict[str, Callable[[float], float]] = {
+    "mean": numpy_round, "time": python_round}

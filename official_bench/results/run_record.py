@@ -3,6 +3,7 @@
 Schema "official_bench.result/1": {"schema", "config", "stats",
 "environment", "history", "evaluation"}; the extractor reads it when it sits
 next to a run's log. Written atomically: a reader never sees half a file.
+Its name in model_dir is contracts/log_tree.result_file_name's.
 """
 
 from __future__ import annotations
@@ -14,19 +15,6 @@ from typing import Any, Dict
 from official_bench.results.atomic import write_text_atomic
 
 SCHEMA = "official_bench.result/1"
-
-
-def result_file_name(tag: str, is_chief: bool) -> str:
-    """The file a process writes in model_dir: result.json on the chief (or
-    Horovod rank 0), else result_{tag}.json, tag "worker1", "rank3", ..."""
-    return "result.json" if is_chief else f"result_{tag}.json"
-
-
-def allreduce_file_name(tag: str, is_chief: bool) -> str:
-    """The all-reduce benchmark's file in model_dir: allreduce.json on the
-    chief, else allreduce_{tag}.json (so the launcher sees every process
-    finish as it does for the trainer)."""
-    return "allreduce.json" if is_chief else f"allreduce_{tag}.json"
 
 
 def _jsonable(value: Any) -> Any:

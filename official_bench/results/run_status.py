@@ -16,13 +16,10 @@ import signal
 from typing import Any, Dict, Optional, Tuple
 
 from official_bench.contracts import exit_status
+from official_bench.contracts.log_tree import status_path
 from official_bench.results.atomic import write_text_atomic
 
 SCHEMA = "official_bench.run_status/1"
-
-
-def status_path(log_path: str) -> str:
-    return log_path + ".status.json"
 
 
 def signal_name(rc: Optional[int]) -> Optional[str]:

@@ -22,10 +22,13 @@ Fields consumed (schema ``official_bench.result/1``)::
                                                       contracts/utilisation.py)
 """
 
+from __future__ import annotations
+
 import dataclasses
 import json
 import math
 import os
+from typing import Any, Dict, List, Optional, Tuple
 
 from official_bench.contracts import dtypes
 from official_bench.contracts import utilisation as usage_contract
@@ -39,15 +42,15 @@ class RunResultFile:
     """The parts of a trainer result JSON the extractor uses."""
 
     path: str
-    intervals: list
-    global_batch_size: int = None
-    num_replicas: int = None
-    environment: dict = None
-    warnings: list = dataclasses.field(default_factory=list)
-    gpu_utilisation: float = None  # mean percent; None without a GPU
+    intervals: List[Interval]
+    global_batch_size: Optional[int] = None
+    num_replicas: Optional[int] = None
+    environment: Optional[Dict[str, Any]] = None
+    warnings: List[str] = dataclasses.field(default_factory=list)
+    gpu_utilisation: Optional[float] = None  # mean percent; None without a GPU
 
     @property
-    def dtype(self):
+    def dtype(self) -> Optional[str]:
         """The trainer's dtype in file-name spelling (fp32/fp16/bf16), if given.
 
         The trainer may spell it as TensorFlow does (float16, mixed_float16).
@@ -60,56 +63,56 @@ class _Invalid(Exception):
     """Internal: the JSON does not follow the schema (message says where)."""
 
 
-def _is_int(value):
+def _is_int(value: Any) -> bool:
     """True for JSON integers (bool is an int subclass in Python, not here)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _number(item, key, where):
+def _number(item: Dict[str, Any], key: str, where: str) -> float:
     """A finite non-negative number from ``item[key]`` or :class:`_Invalid`."""
     value = item.get(key)
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
             or not math.isfinite(value) or value < 0:
-        raise _Invalid("%s.%s is %r, expected a finite number >= 0"
-                       % (where, key, value))
+        raise _Invalid(f"{where}.{key} is {value!r}, expected a finite "
+                       "number >= 0")
     return float(value)
 
 
-def _positive_int(stats, key):
+def _positive_int(stats: Dict[str, Any], key: str) -> Optional[int]:
     """Optional positive integer ``stats[key]``; None when absent."""
     value = stats.get(key)
     if value is None:
         return None
     if not _is_int(value) or value < 1:
-        raise _Invalid("stats.%s is %r, expected an integer >= 1" % (key, value))
+        raise _Invalid(f"stats.{key} is {value!r}, expected an integer >= 1")
     return value
 
 
-def _intervals(stats):
+def _intervals(stats: Dict[str, Any]) -> List[Interval]:
     """Validate ``stats.intervals`` into :class:`Interval` objects."""
     items = stats.get("intervals")
     if not isinstance(items, list):
         raise _Invalid("stats.intervals is missing or not a list")
     intervals = []
     for k, item in enumerate(items):
-        where = "stats.intervals[%d]" % k
+        where = f"stats.intervals[{k}]"
         if not isinstance(item, dict):
-            raise _Invalid("%s is not an object" % where)
+            raise _Invalid(f"{where} is not an object")
         start, end = item.get("start_step"), item.get("end_step")
         if not (_is_int(start) and _is_int(end) and 0 <= start < end):
-            raise _Invalid("%s has start_step=%r end_step=%r, expected "
-                           "integers with 0 <= start < end" % (where, start, end))
+            raise _Invalid(f"{where} has start_step={start!r} end_step="
+                           f"{end!r}, expected integers with 0 <= start < end")
         intervals.append(Interval(start, end, _number(item, "seconds", where),
                                   _number(item, "examples_per_second", where)))
     return intervals
 
 
-def _parse(path, data):
+def _parse(path: str, data: Any) -> RunResultFile:
     """Build a :class:`RunResultFile` from decoded JSON or raise _Invalid."""
     if not isinstance(data, dict):
         raise _Invalid("top level is not an object")
     if data.get("schema") != SCHEMA:
-        raise _Invalid("schema is %r, expected %r" % (data.get("schema"), SCHEMA))
+        raise _Invalid(f"schema is {data.get('schema')!r}, expected {SCHEMA!r}")
     stats = data.get("stats")
     if not isinstance(stats, dict):
         raise _Invalid("stats is missing or not an object")
@@ -127,7 +130,8 @@ def _parse(path, data):
                              data.get(usage_contract.KEY)))
 
 
-def load_run_json(path):
+def load_run_json(path: str) -> Tuple[Optional[RunResultFile],
+                                     Optional[str]]:
     """Load the result JSON at ``path``.
 
     Returns ``(result, warning)``: ``(None, None)`` when there is no file,
@@ -141,4 +145,4 @@ def load_run_json(path):
             data = json.load(f)
         return _parse(path, data), None
     except (OSError, UnicodeDecodeError, ValueError, _Invalid) as e:
-        return None, "%s: unusable result JSON (%s); using the log lines" % (path, e)
+        return None, f"{path}: unusable result JSON ({e}); using the log lines"

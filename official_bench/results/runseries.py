@@ -11,12 +11,18 @@ the files are small and were just read.
 Every interval is kept, warm-up included: showing the warm-up is the point.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import statistics
+from typing import Dict, Iterable, List, Optional
 
+from official_bench.contracts import log_tree
 from official_bench.results import cases
 from official_bench.results import logparse
 from official_bench.results import runjson
+from official_bench.results.logparse import Interval
+from official_bench.results.runspeed import RunOutcome
 
 
 @dataclasses.dataclass
@@ -27,13 +33,13 @@ class RunSeries:
     log_name: str
     index: int
     speed: float  # the run's measured speed, unrounded
-    end_steps: list
-    examples_per_second: list
-    hostname: str = None  # from the run's result JSON, when present
+    end_steps: List[int]
+    examples_per_second: List[float]
+    hostname: Optional[str] = None  # from the run's result JSON, when present
     median: bool = False  # the run whose speed is the case's (lower) median
 
 
-def _intervals(outcome):
+def _intervals(outcome: RunOutcome) -> List[Interval]:
     """The run's intervals from the source its speed was computed from.
 
     A file that cannot be read any more gives no points rather than an error:
@@ -41,7 +47,7 @@ def _intervals(outcome):
     """
     if outcome.source == "result_json":
         run_json, _ = runjson.load_run_json(
-            logparse.result_json_path(outcome.log_path))
+            log_tree.json_path(outcome.log_path))
         if run_json is not None and run_json.intervals:
             return run_json.intervals
     try:
@@ -50,7 +56,7 @@ def _intervals(outcome):
         return []
 
 
-def _series(outcome):
+def _series(outcome: RunOutcome) -> RunSeries:
     """RunSeries of one counted run, intervals in step order."""
     intervals = sorted(_intervals(outcome), key=lambda iv: iv.end_step)
     env = outcome.environment or {}
@@ -60,7 +66,7 @@ def _series(outcome):
                      env.get("hostname"))
 
 
-def _mark_median(runs):
+def _mark_median(runs: List[RunSeries]) -> None:
     """Flag the run whose speed is the lower median of the case's runs.
 
     With an even number of runs DLPerf's median lies between two runs; the
@@ -72,14 +78,15 @@ def _mark_median(runs):
     next(r for r in runs if r.speed == middle).median = True
 
 
-def collect(outcomes):
+def collect(outcomes: Iterable[RunOutcome]
+            ) -> Dict[str, Dict[str, List[RunSeries]]]:
     """``{model_key: {case: [RunSeries]}}`` for the counted runs of ``outcomes``.
 
     Model keys are the result's (``rn50``, ``rn50_fp16``, ...), so a series
     can be matched to its table section; runs are in index order.
     """
     keys = cases.model_keys({cases.group_key(o.run) for o in outcomes})
-    out = {}
+    out: Dict[str, Dict[str, List[RunSeries]]] = {}
     for o in sorted(outcomes, key=lambda o: o.run.index):
         if not o.ok:
             continue

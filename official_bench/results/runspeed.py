@@ -44,10 +44,15 @@ time method always needs the log (the JSON has no clock times). Without the
 JSON the log lines are used.
 """
 
+from __future__ import annotations
+
 import dataclasses
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from official_bench.results import logparse
 from official_bench.results import rounding
+from official_bench.results.logparse import Interval, MalformedLine, ParsedLog
+from official_bench.results.runjson import RunResultFile
 
 METHODS = ("mean", "time")
 # Log lines print examples/second with 2 decimals; JSON values are exact.
@@ -60,41 +65,44 @@ class RunOutcome:
 
     run: logparse.RunId
     log_path: str
-    speed: float = None
-    excluded: str = None
-    warnings: list = dataclasses.field(default_factory=list)
+    speed: Optional[float] = None
+    excluded: Optional[str] = None
+    warnings: List[str] = dataclasses.field(default_factory=list)
     source: str = "log"  # where the intervals came from: "log" or "result_json"
-    counted_steps: tuple = None  # (first start, last end) of counted intervals
+    # (first start, last end) of counted intervals
+    counted_steps: Optional[Tuple[int, int]] = None
     num_intervals: int = 0
-    global_batch_size: int = None
-    environment: dict = None
-    gpu_utilisation: float = None  # mean percent (result JSON), None: n/a
+    global_batch_size: Optional[int] = None
+    environment: Optional[Dict[str, Any]] = None
+    gpu_utilisation: Optional[float] = None  # mean percent (result JSON)
 
     @property
-    def ok(self):
+    def ok(self) -> bool:
         """True when the run has a speed and takes part in the statistics."""
         return self.excluded is None
 
 
-def counted_intervals(intervals, warmup_batches, train_batches):
+def counted_intervals(intervals: Sequence[Interval], warmup_batches: int,
+                      train_batches: int) -> List[Interval]:
     """The intervals inside ``[warmup_batches, train_batches]``, in order."""
     return [iv for iv in intervals
             if iv.start_step >= warmup_batches and iv.end_step <= train_batches]
 
 
-def _steps(intervals, limit=6):
+def _steps(intervals: Sequence[Interval], limit: int = 6) -> str:
     """Short listing of interval steps for messages: '0-100, 100-200, ...'."""
-    text = ", ".join("%d-%d" % (iv.start_step, iv.end_step)
+    text = ", ".join(f"{iv.start_step}-{iv.end_step}"
                      for iv in intervals[:limit])
     return text + (", ..." if len(intervals) > limit else "")
 
 
-def _last_step(intervals):
+def _last_step(intervals: Sequence[Interval]) -> Optional[int]:
     """End step of the last interval, None without intervals."""
     return max((iv.end_step for iv in intervals), default=None)
 
 
-def completeness_problem(parsed, intervals, train_batches):
+def completeness_problem(parsed: ParsedLog, intervals: Sequence[Interval],
+                         train_batches: int) -> Optional[str]:
     """Why the run cannot be trusted to have finished, or None if it did.
 
     Reaching ``train_batches`` is enough: DLPerf's logs have no finish line.
@@ -104,17 +112,19 @@ def completeness_problem(parsed, intervals, train_batches):
     last = _last_step(intervals)
     if last is not None and last >= train_batches:
         return None
-    where = ("the last TimeHistory interval ends at step %d" % last
+    where = (f"the last TimeHistory interval ends at step {last}"
              if last is not None else "there are no TimeHistory lines")
     if parsed.traceback_line:
-        return ("crashed: Traceback at line %d (%s), no '%s' line, and %s"
-                % (parsed.traceback_line, parsed.exception or "exception line "
-                   "missing", logparse.FINISH_MARKER, where))
-    return ("truncated: no '%s' line and %s (train_batches is %d)"
-            % (logparse.FINISH_MARKER, where, train_batches))
+        exception = parsed.exception or "exception line missing"
+        return (f"crashed: Traceback at line {parsed.traceback_line} "
+                f"({exception}), no '{logparse.FINISH_MARKER}' line, and "
+                f"{where}")
+    return (f"truncated: no '{logparse.FINISH_MARKER}' line and {where} "
+            f"(train_batches is {train_batches})")
 
 
-def traceback_warning(parsed, intervals, train_batches):
+def traceback_warning(parsed: ParsedLog, intervals: Sequence[Interval],
+                      train_batches: int) -> Optional[str]:
     """Warning for a traceback in a run counted as complete, else None.
 
     A run with the finish line handled its exception itself; one without it
@@ -123,29 +133,31 @@ def traceback_warning(parsed, intervals, train_batches):
     """
     if parsed.finished or not parsed.traceback_line:
         return None
-    return ("Traceback at line %d (%s) but the intervals reach step %d "
-            "(train_batches %d): counted as complete, as DLPerf does"
-            % (parsed.traceback_line, parsed.exception or "exception line "
-               "missing", _last_step(intervals), train_batches))
+    exception = parsed.exception or "exception line missing"
+    return (f"Traceback at line {parsed.traceback_line} ({exception}) but "
+            f"the intervals reach step {_last_step(intervals)} (train_batches "
+            f"{train_batches}): counted as complete, as DLPerf does")
 
 
-def _where(interval):
+def _where(interval: Interval) -> str:
     """Where an interval came from, for messages."""
-    return "line %d" % interval.line_no if interval.line_no else "result JSON"
+    return f"line {interval.line_no}" if interval.line_no else "result JSON"
 
 
-def order_problem(intervals):
+def order_problem(intervals: Sequence[Interval]) -> Optional[str]:
     """Describe steps that go backward or overlap, or None when they increase."""
     for prev, cur in zip(intervals, intervals[1:]):
         if cur.start_step < prev.end_step:
-            return ("steps go backward: interval %d-%d (%s) after %d-%d (%s); "
-                    "two processes or a restart in one log?"
-                    % (cur.start_step, cur.end_step, _where(cur),
-                       prev.start_step, prev.end_step, _where(prev)))
+            return (f"steps go backward: interval {cur.start_step}-"
+                    f"{cur.end_step} ({_where(cur)}) after {prev.start_step}-"
+                    f"{prev.end_step} ({_where(prev)}); two processes or a "
+                    "restart in one log?")
     return None
 
 
-def _malformed_problem(malformed, warmup_batches, train_batches, warnings):
+def _malformed_problem(malformed: Sequence[MalformedLine], warmup_batches: int,
+                       train_batches: int,
+                       warnings: List[str]) -> Optional[str]:
     """Exclusion reason for malformed lines that may touch the window.
 
     Lines whose steps are known to lie outside the window only warn.
@@ -160,63 +172,67 @@ def _malformed_problem(malformed, warmup_batches, train_batches, warnings):
     return None
 
 
-def _gap_warnings(counted, warmup_batches, train_batches):
+def _gap_warnings(counted: Sequence[Interval], warmup_batches: int,
+                  train_batches: int) -> List[str]:
     """Warnings about missing intervals and a window cut short."""
-    warnings = []
+    warnings: List[str] = []
     for prev, cur in zip(counted, counted[1:]):
         if cur.start_step != prev.end_step:
-            warnings.append("no interval between steps %d and %d"
-                            % (prev.end_step, cur.start_step))
+            warnings.append(f"no interval between steps {prev.end_step} and "
+                            f"{cur.start_step}")
     if counted[-1].end_step < train_batches:
-        warnings.append("counted steps end at %d, before train_batches %d "
-                        "(run finished early or log_steps does not divide it)"
-                        % (counted[-1].end_step, train_batches))
+        warnings.append(f"counted steps end at {counted[-1].end_step}, before "
+                        f"train_batches {train_batches} (run finished early "
+                        "or log_steps does not divide it)")
     if counted[0].start_step > warmup_batches:
-        warnings.append("counted steps start at %d, after warmup_batches %d "
-                        "(log_steps does not divide it)"
-                        % (counted[0].start_step, warmup_batches))
+        warnings.append(f"counted steps start at {counted[0].start_step}, "
+                        f"after warmup_batches {warmup_batches} (log_steps "
+                        "does not divide it)")
     return warnings
 
 
-def mean_speed(counted):
+def mean_speed(counted: Sequence[Interval]) -> float:
     """DLPerf's per-run speed: mean examples/second of the counted intervals
     (numpy's summation order, so that log values give DLPerf's float)."""
     return rounding.numpy_mean([iv.examples_per_second for iv in counted])
 
 
-def time_speed(log_intervals, counted, global_batch):
+def time_speed(log_intervals: Sequence[Interval], counted: Sequence[Interval],
+               global_batch: int) -> Tuple[Optional[float], Optional[str]]:
     """Speed from clock times; returns ``(speed, problem)`` (see module doc)."""
     first, last = counted[0], counted[-1]
     before = [iv for iv in log_intervals
               if iv.end_step == first.start_step and iv.line_no < first.line_no]
     if before and before[-1].timestamp is not None:
         ref = before[-1]
-        t_start, start_desc = ref.timestamp, "line %d" % ref.line_no
+        t_start, start_desc = ref.timestamp, f"line {ref.line_no}"
         clock = ref.clock
     elif first.timestamp is not None:
         t_start = first.timestamp - first.seconds
-        start_desc = "line %d minus its %.2f s" % (first.line_no, first.seconds)
+        start_desc = f"line {first.line_no} minus its {first.seconds:.2f} s"
         clock = first.clock
     else:
-        return None, ("no clock time on TimeHistory line %d (needed by "
-                      "--method time)" % first.line_no)
+        return None, (f"no clock time on TimeHistory line {first.line_no} "
+                      "(needed by --method time)")
     if last.timestamp is None:
-        return None, ("no clock time on TimeHistory line %d (needed by "
-                      "--method time)" % last.line_no)
+        return None, (f"no clock time on TimeHistory line {last.line_no} "
+                      "(needed by --method time)")
     if last.clock != clock:
-        return None, ("TimeHistory lines use different clock formats (%s, %s)"
-                      % (clock, last.clock))
+        return None, ("TimeHistory lines use different clock formats "
+                      f"({clock}, {last.clock})")
     # Whole microseconds, as DLPerf's datetime difference gives them.
     duration = round((last.timestamp - t_start) * 1e6) / 1e6
     if duration <= 0:
-        return None, ("clock time does not increase from %s to line %d "
-                      "(%.3f s); clock changed during the run?"
-                      % (start_desc, last.line_no, duration))
+        return None, (f"clock time does not increase from {start_desc} to "
+                      f"line {last.line_no} ({duration:.3f} s); clock changed "
+                      "during the run?")
     steps = last.end_step - first.start_step
     return float(global_batch) / (duration / steps), None
 
 
-def _cross_check(json_intervals, log_intervals, warmup_batches, train_batches):
+def _cross_check(json_intervals: Sequence[Interval],
+                 log_intervals: Sequence[Interval], warmup_batches: int,
+                 train_batches: int) -> List[str]:
     """Warnings where the result JSON and the log lines disagree (window only)."""
     if not log_intervals:
         return ["result JSON has intervals but the log has no TimeHistory "
@@ -227,42 +243,45 @@ def _cross_check(json_intervals, log_intervals, warmup_batches, train_batches):
     from_log = {(iv.start_step, iv.end_step): iv.examples_per_second
                 for iv in counted_intervals(log_intervals, warmup_batches,
                                             train_batches)}
-    problems = []
+    problems: List[str] = []
     for steps in sorted(set(from_json) | set(from_log)):
         a, b = from_json.get(steps), from_log.get(steps)
         if a is None or b is None:
-            problems.append("steps %d-%d only in the %s" % (
-                steps[0], steps[1], "log" if a is None else "result JSON"))
+            where = "log" if a is None else "result JSON"
+            problems.append(f"steps {steps[0]}-{steps[1]} only in the {where}")
         elif abs(a - b) > _ROUNDING_TOLERANCE:
-            problems.append("steps %d-%d: %.4f examples/s in the result JSON, "
-                            "%.2f in the log" % (steps[0], steps[1], a, b))
+            problems.append(f"steps {steps[0]}-{steps[1]}: {a:.4f} examples/s "
+                            f"in the result JSON, {b:.2f} in the log")
     if not problems:
         return []
-    return ["result JSON and log disagree in %d interval(s), using the JSON: %s"
-            % (len(problems), "; ".join(problems[:3]))]
+    return [f"result JSON and log disagree in {len(problems)} interval(s), "
+            f"using the JSON: {'; '.join(problems[:3])}"]
 
 
-def _json_warnings(run, run_json):
+def _json_warnings(run: logparse.RunId,
+                   run_json: RunResultFile) -> List[str]:
     """Warnings where the result JSON contradicts the log's name or directory."""
-    warnings = []
+    warnings: List[str] = []
     if run_json.num_replicas and run_json.num_replicas != run.num_devices:
-        warnings.append("result JSON says num_replicas=%d but directory %s "
-                        "means %d devices" % (run_json.num_replicas, run.case,
-                                              run.num_devices))
+        warnings.append(f"result JSON says num_replicas="
+                        f"{run_json.num_replicas} but directory {run.case} "
+                        f"means {run.num_devices} devices")
     expected = run.batch_size * run.num_devices
     if run_json.global_batch_size and run_json.global_batch_size != expected:
-        warnings.append("result JSON says global_batch_size=%d, file name and "
-                        "directory give %d x %d = %d; using %d"
-                        % (run_json.global_batch_size, run.batch_size,
-                           run.num_devices, expected, run_json.global_batch_size))
+        warnings.append(f"result JSON says global_batch_size="
+                        f"{run_json.global_batch_size}, file name and "
+                        f"directory give {run.batch_size} x {run.num_devices} "
+                        f"= {expected}; using {run_json.global_batch_size}")
     if run_json.dtype and run_json.dtype != run.dtype:
-        warnings.append("result JSON says dtype %s, file name says %s"
-                        % (run_json.dtype, run.dtype))
+        warnings.append(f"result JSON says dtype {run_json.dtype}, file name "
+                        f"says {run.dtype}")
     return warnings
 
 
-def measure_run(run, parsed, run_json=None, warmup_batches=100,
-                train_batches=600, method="mean"):
+def measure_run(run: logparse.RunId, parsed: ParsedLog,
+                run_json: Optional[RunResultFile] = None,
+                warmup_batches: int = 100, train_batches: int = 600,
+                method: str = "mean") -> RunOutcome:
     """Decide one run's speed from its parsed log and optional result JSON.
 
     ``parsed`` is a :class:`logparse.ParsedLog`, ``run_json`` a
@@ -270,7 +289,8 @@ def measure_run(run, parsed, run_json=None, warmup_batches=100,
     nothing is raised for bad logs (a bad run is an outcome, not an error).
     """
     if method not in METHODS:
-        raise ValueError("method %r is not one of %s" % (method, ", ".join(METHODS)))
+        raise ValueError(f"method {method!r} is not one of "
+                         f"{', '.join(METHODS)}")
     out = RunOutcome(run, parsed.path,
                      global_batch_size=run.batch_size * run.num_devices)
     use_json = run_json is not None and method == "mean"
@@ -312,9 +332,9 @@ def measure_run(run, parsed, run_json=None, warmup_batches=100,
         return out
     counted = counted_intervals(intervals, warmup_batches, train_batches)
     if not counted:
-        out.excluded = ("no TimeHistory interval inside steps [%d, %d] "
-                        "(intervals found: %s)" % (warmup_batches, train_batches,
-                                                   _steps(intervals)))
+        out.excluded = (f"no TimeHistory interval inside steps "
+                        f"[{warmup_batches}, {train_batches}] (intervals "
+                        f"found: {_steps(intervals)})")
         return out
     out.warnings += _gap_warnings(counted, warmup_batches, train_batches)
     out.counted_steps = (counted[0].start_step, counted[-1].end_step)

@@ -19,7 +19,8 @@ from absl import logging
 from official_bench.config import ConfigError, RuntimeConfig
 from official_bench.contracts.hostport import (HostPortError, is_ipv6,
                                                parse_hostport)
-from official_bench.contracts.tf_config import TFConfigError, parse_tf_config
+from official_bench.contracts.tf_config import (TFConfigError, is_chief,
+                                                parse_tf_config)
 
 class ClusterError(RuntimeError):
     """The cluster description is inconsistent or a peer is unreachable."""
@@ -61,10 +62,8 @@ class Cluster:
 
     @property
     def is_chief(self) -> bool:
-        """Worker 0 is chief unless the cluster names an explicit chief."""
-        if "chief" in self.extra_jobs:
-            return self.task_type == "chief"
-        return self.task_type == "worker" and self.task_index == 0
+        """TensorFlow's chief rule, shared with the launcher (tf_config)."""
+        return is_chief(self.jobs(), self.task_type, self.task_index)
 
     @property
     def address(self) -> Optional[str]:
