@@ -12,7 +12,9 @@ import threading
 import pytest
 
 from official_bench.config import DatasetConfig
-from official_bench.data import records
+from official_bench.data import bad_records, record_reader, records
+from official_bench.data.record_files import classic_files
+from official_bench.data.record_verify import check_records
 from official_bench.data.build_records import classic_example
 from official_bench.runtime.keras_setup import tf
 
@@ -122,13 +124,13 @@ def test_strict_training_pipeline_also_stops(tmp_path):
 
 def test_skip_drops_and_counts_every_kind(tmp_path, caplog):
     bad_tree(tmp_path)
-    records.reset_bad_record_count()
+    bad_records.reset_bad_record_count()
     caplog.set_level(logging.WARNING)
     out = collect(build(tmp_path, skip=True))
     assert "error" not in out, out.get("error")
     # Good: 2 in file 0 (labels 1, 3), 2 read from the truncated file, 2.
     assert sorted(out["labels"]) == [0, 0, 0, 1, 1, 2]
-    assert records.bad_record_count("train") == 4
+    assert bad_records.bad_record_count("train") == 4
     text = caplog.text
     assert text.count("skipped (skip_bad_records: true)") == 4
     assert "4 bad record(s) skipped in train so far" in text
@@ -140,10 +142,10 @@ def test_skip_drops_and_counts_every_kind(tmp_path, caplog):
 
 def test_skip_in_training_keeps_going_without_hanging(tmp_path):
     bad_tree(tmp_path)
-    records.reset_bad_record_count()
+    bad_records.reset_bad_record_count()
     out = collect(build(tmp_path, skip=True, training=True))
     assert len(out["labels"]) == 200
-    assert records.bad_record_count("train") >= 4  # each epoch counts again
+    assert bad_records.bad_record_count("train") >= 4  # each epoch counts again
 
 
 def test_all_records_bad_skip_ends_instead_of_hanging(tmp_path):
@@ -155,17 +157,16 @@ def test_all_records_bad_skip_ends_instead_of_hanging(tmp_path):
 
 def test_check_records_reports_everything_in_file_order(tmp_path):
     root = bad_tree(tmp_path)
-    got = list(records.check_records(records.classic_files(root, "train"),
-                                     num_classes=3))
+    got = list(check_records(classic_files(root, "train"), num_classes=3))
     bad = {(os.path.basename(f), i): s for f, i, s, _ in got
-           if s != records.OK}
+           if s != record_reader.OK}
     assert bad == {
-        ("train-00000-of-00003", 1): records.BAD_IMAGE,
-        ("train-00000-of-00003", 2): records.BAD_EXAMPLE,
-        ("train-00000-of-00003", 3): records.BAD_LABEL,
-        ("train-00001-of-00003", 2): records.CORRUPT_FILE,
+        ("train-00000-of-00003", 1): record_reader.BAD_IMAGE,
+        ("train-00000-of-00003", 2): record_reader.BAD_EXAMPLE,
+        ("train-00000-of-00003", 3): record_reader.BAD_LABEL,
+        ("train-00001-of-00003", 2): record_reader.CORRUPT_FILE,
     }
-    assert sum(1 for *_, s, _ in got if s == records.OK) == 6
+    assert sum(1 for *_, s, _ in got if s == record_reader.OK) == 6
 
 
 def test_training_cli_stops_at_the_named_bad_record(tmp_path):
