@@ -3,8 +3,10 @@
 With `skip_bad_records: false` (default) the guard (data/record_guard.py)
 stops the input at the first bad record with `message(...)` plus
 SKIP_HINT; with `true` the pipeline's `keep_or_log` filter drops it, logs
-the message and a running count per split. The verifier
-(data/record_verify.py) parses the message lines back.
+the message and a running count per split, kept in a `SkippedRecords` that
+the pipeline owns (not a process-wide counter: a second run or pipeline in
+the same process counts from zero). The verifier (data/record_verify.py)
+parses the message lines back.
 """
 
 from __future__ import annotations
@@ -20,21 +22,26 @@ from official_bench.data.record_reader import (BAD_EXAMPLE, BAD_IMAGE,
                                                BLOCK_FAILED, END_OK, OK)
 from official_bench.runtime.keras_setup import tf
 
-_bad_lock = threading.Lock()
-_bad_counts: Dict[str, int] = collections.Counter()
+class SkippedRecords:
+    """Records one pipeline skipped so far, per split. Thread-safe: the
+    filter's numpy_function can run on several tf.data threads at once."""
 
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._counts: Dict[str, int] = collections.Counter()
 
-def bad_record_count(split: Optional[str] = None) -> int:
-    """Records skipped so far in this process (all splits, or one)."""
-    with _bad_lock:
-        if split is None:
-            return sum(_bad_counts.values())
-        return _bad_counts.get(split, 0)
+    def add(self, split: str, count: int) -> int:
+        """Counts `count` more for `split`; returns its running total."""
+        with self._lock:
+            self._counts[split] += count
+            return self._counts[split]
 
-
-def reset_bad_record_count() -> None:
-    with _bad_lock:
-        _bad_counts.clear()
+    def count(self, split: Optional[str] = None) -> int:
+        """Skipped so far (all splits, or one)."""
+        with self._lock:
+            if split is None:
+                return sum(self._counts.values())
+            return self._counts.get(split, 0)
 
 
 def message(filename, index, detail) -> tf.Tensor:
@@ -59,12 +66,10 @@ def _bad_lines(label, status, filename, index, detail):
     return text, count
 
 
-def _log_skipped(split: str):
+def _log_skipped(split: str, skipped: SkippedRecords):
     def log(text, count):
         lines = text.decode("utf-8", "replace").splitlines()
-        with _bad_lock:
-            _bad_counts[split] += int(count)
-            total = _bad_counts[split]
+        total = skipped.add(split, int(count))
         for line in lines:
             logging.warning("%s; skipped (skip_bad_records: true)", line)
         logging.warning("official_bench: %d bad record(s) skipped in %s so "
@@ -73,8 +78,10 @@ def _log_skipped(split: str):
     return log
 
 
-def keep_or_log(split: str):
-    log = _log_skipped(split)
+def keep_or_log(split: str, skipped: SkippedRecords):
+    """The filter of a skip_bad_records pipeline: keeps good records, logs
+    and counts (in `skipped`) the bad ones and drops them."""
+    log = _log_skipped(split, skipped)
 
     def keep(image, label, status, filename, index, detail):
         def report():

@@ -42,7 +42,7 @@ from typing import Optional, Sequence
 from absl import logging
 
 from official_bench.config import DatasetConfig
-from official_bench.data.bad_records import keep_or_log
+from official_bench.data.bad_records import SkippedRecords, keep_or_log
 from official_bench.data.record_files import (Layout, config_key,
                                               file_sizes, find_files)
 from official_bench.data.record_guard import GUARD_BLOCK, DecodeFn, Decoder
@@ -54,13 +54,17 @@ def build_dataset(files: Sequence[str], layout: Layout, ds: DatasetConfig,
                   ctx: tf.distribute.InputContext, batch_size: int,
                   is_training: bool, seed: Optional[int],
                   sizes: Optional[Sequence[int]] = None,
-                  decode_fn: Optional[DecodeFn] = None) -> tf.data.Dataset:
+                  decode_fn: Optional[DecodeFn] = None,
+                  skipped: Optional[SkippedRecords] = None
+                  ) -> tf.data.Dataset:
     """Record files -> batches of (images, labels) for one input pipeline.
 
     Images are [batch, size, size, channels] in `ds.dtype` (uint8 with
     transfer_uint8); labels are int32 class ids, or one-hot float32 with
     `ds.one_hot`. Shared by `builder: records` and `builder: tfds`.
     `decode_fn` replaces the per-image decode/crop/resize (benchmarks).
+    `skipped` counts the records dropped with skip_bad_records (a new
+    count for this pipeline when not given).
     """
     sizes = file_sizes(files) if sizes is None else sizes
     offset = ds.label_offset if ds.label_offset is not None else \
@@ -81,7 +85,8 @@ def build_dataset(files: Sequence[str], layout: Layout, ds: DatasetConfig,
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=bool(ds.deterministic))
     if not strict:
-        dataset = dataset.filter(keep_or_log(ds.split))
+        dataset = dataset.filter(keep_or_log(
+            ds.split, skipped if skipped is not None else SkippedRecords()))
     dataset = dataset.batch(batch_size, drop_remainder=True)
 
     def select(image, label, *_):
@@ -97,12 +102,14 @@ def build_dataset(files: Sequence[str], layout: Layout, ds: DatasetConfig,
 
 
 def records_dataset(ds: DatasetConfig, ctx: tf.distribute.InputContext,
-                    batch_size: int, is_training: bool,
-                    seed: int = 0) -> tf.data.Dataset:
-    """The `records` builder (see data.factory.BUILDERS)."""
+                    batch_size: int, is_training: bool, seed: int = 0,
+                    skipped: Optional[SkippedRecords] = None
+                    ) -> tf.data.Dataset:
+    """The `records` builder (see data.factory.BUILDERS); `skipped` as in
+    build_dataset."""
     files, layout = find_files(ds, is_training)
     logging.info("%s: %d %s record file(s) for split %s (%s ... %s)",
                  config_key(is_training), len(files), layout.name, ds.split,
                  os.path.basename(files[0]), os.path.basename(files[-1]))
     return build_dataset(files, layout, ds, ctx, batch_size, is_training,
-                         seed)
+                         seed, skipped=skipped)
