@@ -28,8 +28,8 @@ class StrategyTraits:
     # Keras gets a DatasetCreator that the coordinator sends to the remote
     # workers (ParameterServerStrategy builds their datasets there).
     input_via_dataset_creator: bool
-    # The training input's wait is measured (data/input_wait.py); the
-    # per-process and remote pipelines do not pass through the meter.
+    # The training input's wait is measured (data/input_wait.py); Horovod's
+    # and the parameter server's pipelines are built without the meter.
     measures_input_wait: bool
     # Gradients are all-reduced by Horovod inside the optimizer, not by
     # the strategy (which is the default, single-replica one).
