@@ -49,6 +49,7 @@ sys.path.insert(0, REPO)
 
 from official_bench.config import DatasetConfig  # noqa: E402
 from official_bench.data import preprocessing, records  # noqa: E402
+from official_bench.data.record_files import CLASSIC_LAYOUT  # noqa: E402
 from official_bench.data.build_records import classic_example  # noqa: E402
 from official_bench.runtime.keras_setup import tf  # noqa: E402
 
@@ -116,7 +117,7 @@ def pipelines(files, size: int, batch: int, threads: int):
         cfg = DatasetConfig(split="train", image_size=size, num_classes=10,
                             batch_size=batch, shuffle_buffer_size=256,
                             one_hot=False, **extra)
-        ds = records.build_dataset(files, records.CLASSIC_LAYOUT, cfg, ctx,
+        ds = records.build_dataset(files, CLASSIC_LAYOUT, cfg, ctx,
                                    batch, True, 0, decode_fn=decode_fn)
         return ds.with_options(opts)
 

@@ -67,7 +67,7 @@ def _timed_allreduce(dist, tensors: List[int], dtype: str):
     """
     from official_bench.runtime.keras_setup import tf
     tf_dtype = tf.as_dtype(dtype)
-    if dist.kind == "horovod":
+    if dist.traits.horovod_allreduce:
         hvd = dist.hvd
         values = [tf.ones([n], tf_dtype) for n in tensors]
 

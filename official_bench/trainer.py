@@ -26,13 +26,14 @@ from official_bench import environment, timing
 from official_bench.config import ConfigError, ExperimentConfig
 from official_bench.data import factory as data_factory
 from official_bench.data import input_wait
+from official_bench.data.fit_input import fit_input
 from official_bench.models import build_model
 from official_bench.results.atomic import write_text_atomic
 from official_bench.contracts.log_tree import result_file_name
 from official_bench.results.run_record import write_run_record
 from official_bench.runtime import cluster as cluster_lib
 from official_bench.runtime import devices as devices_lib
-from official_bench.runtime import distribute, host_malloc, precision, ps_server
+from official_bench.runtime import distribute, host_malloc, precision
 from official_bench.runtime import stop_signals
 from official_bench.runtime.keras_setup import keras
 from official_bench.contracts import utilisation as usage_contract
@@ -152,10 +153,9 @@ def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:
     if rt.seed is not None:
         keras.utils.set_random_seed(rt.seed)
     policy = precision.set_policy(dtype)
-    if rt.distribution_strategy == "parameter_server" and \
-            cluster.task_type in ("worker", "ps") and cluster.jobs().get("ps"):
-        # Workers and ps tasks only serve the chief's coordinator.
-        ps_server.serve(rt, cluster)
+    # A process that only serves another's coordinator (runtime/
+    # distribute.py) serves until that run is over, and has no result.
+    if distribute.serve_if_not_coordinator(rt, cluster):
         return RunResult(cfg, None, {}, {}, {}, cfg.model_dir, None)
     try:
         prepared = _setup(cfg, cluster, replica_devices, dtype, policy)
@@ -199,9 +199,9 @@ class _Prepared:
             malloc=self.malloc)
 
     def validation_data(self):
-        return self.dist.dataset(self.cfg.validation_dataset,
-                                 self.plan.eval_global_batch, False,
-                                 (self.cfg.runtime.seed or 0) + 1)
+        return fit_input(self.dist, self.cfg.validation_dataset,
+                         self.plan.eval_global_batch, False,
+                         (self.cfg.runtime.seed or 0) + 1).data
 
     def write(self, stats, history, evaluation, extra=None) -> None:
         if not self.result_path:
@@ -273,8 +273,8 @@ def _fit(prep: _Prepared) -> RunResult:
     rt = cfg.runtime
 
     # 5. Data.
-    train_data = prep.dist.dataset(cfg.train_dataset, plan.global_batch, True,
-                                  rt.seed or 0)
+    train_input = fit_input(prep.dist, cfg.train_dataset, plan.global_batch,
+                            True, rt.seed or 0)
     evaluate = cfg.mode == "train_and_eval" and not cfg.evaluation.skip_eval
     val_data = prep.validation_data() if evaluate else None
 
@@ -295,6 +295,7 @@ def _fit(prep: _Prepared) -> RunResult:
             "nothing to train")
 
     prep.dist.prepare_fit(model)
+    train_input.prepare_fit(model)
 
     # 7. Callbacks.
     th = cfg.train.time_history
@@ -308,7 +309,7 @@ def _fit(prep: _Prepared) -> RunResult:
                                initial_epoch * plan.steps_per_epoch)
     callbacks = prep.dist.callbacks() + ([time_history] if timed else []) + \
         [guard]
-    if prep.dist.is_chief or prep.dist.kind != "horovod":
+    if prep.dist.saves_checkpoints:
         callbacks += checkpoints.build_callbacks(cfg)
     profile = profiler.ProfileSteps(
         rt.profile_steps, profiler.trace_dir(cfg.model_dir),
@@ -325,7 +326,7 @@ def _fit(prep: _Prepared) -> RunResult:
                                    log=logging.warning) as stopper:
         try:
             history = model.fit(
-                train_data, epochs=cfg.train.epochs,
+                train_input.data, epochs=cfg.train.epochs,
                 initial_epoch=initial_epoch,
                 steps_per_epoch=plan.steps_per_epoch,
                 callbacks=callbacks + [stop_signals.StopCallback(
@@ -354,7 +355,7 @@ def _fit(prep: _Prepared) -> RunResult:
                                       plan.total_steps)
     wall = time_history.wall_time or time.perf_counter() - start
     if cfg.train.callbacks.enable_checkpoint_and_export and cfg.model_dir \
-            and (prep.dist.is_chief or prep.dist.kind != "horovod"):
+            and prep.dist.saves_checkpoints:
         checkpoints.export_saved_model(
             model, cfg.export.destination or
             os.path.join(cfg.model_dir, "saved_model"), prep.dist.is_chief)
@@ -380,8 +381,7 @@ def _fit(prep: _Prepared) -> RunResult:
     prep.write(stats, hist, evaluation,
               dict(guard.result_fields(), input_wait=wait,
                    **{usage_contract.KEY: usage}))
-    if prep.dist.kind == "parameter_server":
-        ps_server.report_finished(prep.cluster)  # workers and ps exit 0
+    prep.dist.report_finished()
     return RunResult(cfg, stats, hist, evaluation, prep.environment(),
                      cfg.model_dir, prep.result_path, model)
 
@@ -389,7 +389,7 @@ def _fit(prep: _Prepared) -> RunResult:
 def _input_wait(cfg: ExperimentConfig, prep: _Prepared):
     """The training input's wait (data/input_wait.py), and a warning with
     the input_bench command when it is more than 10% of the time."""
-    if prep.dist.kind in ("horovod", "parameter_server"):
+    if not prep.dist.traits.measures_input_wait:
         return None  # their datasets are not metered (input_wait.py)
     local_replicas = max(1, prep.plan.num_replicas // prep.dist.num_workers)
     skip = max(1, cfg.train.time_history.warmup_steps) * local_replicas

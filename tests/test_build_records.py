@@ -13,6 +13,7 @@ import pytest
 
 from official_bench.data import build_records as br
 from official_bench.data import records
+from official_bench.data.record_files import classic_files
 from official_bench.runtime.keras_setup import tf
 
 PIL = pytest.importorskip("PIL", reason="Pillow (the builder extra) is needed")
@@ -126,7 +127,7 @@ def test_builds_classic_shards_labels_and_verifies(tmp_path):
     assert manifest["splits"]["train"]["skipped"] == 1
     assert sorted(os.listdir(os.path.join(out, ".shards"))) == [
         n + ".json" for n in names if n.startswith(("train-", "validation-"))]
-    train = parse_all(records.classic_files(out, "train"))
+    train = parse_all(classic_files(out, "train"))
     assert len(train) == 12
     by_class = {}
     for ex in train:
@@ -139,7 +140,7 @@ def test_builds_classic_shards_labels_and_verifies(tmp_path):
         assert ex["image/format"].bytes_list.value[0] == b"JPEG"
     assert by_class == {"cat": {1}, "dog": {2}, "emu": {3}}  # 1-based
     # Shards mix classes (seeded shuffle before slicing).
-    first = parse_all([records.classic_files(out, "train")[0]])
+    first = parse_all([classic_files(out, "train")[0]])
     assert len({e["image/class/label"].int64_list.value[0]
                 for e in first}) > 1
     # And the records builder reads them: labels 0..2.
@@ -235,13 +236,13 @@ def test_imagenet_layout_flat_validation_labels_and_boxes(tmp_path):
                      "--train_shards=2", "--validation_shards=1",
                      "--num_workers=1"])
     assert code == 0, log
-    val_ex = parse_all(records.classic_files(out, "validation"))
+    val_ex = parse_all(classic_files(out, "validation"))
     got = {e["image/filename"].bytes_list.value[0].decode():
            e["image/class/label"].int64_list.value[0] for e in val_ex}
     assert got == {"ILSVRC2012_val_00000001.JPEG": 2,
                    "ILSVRC2012_val_00000002.JPEG": 1,
                    "ILSVRC2012_val_00000003.JPEG": 2}
-    boxed = [e for e in parse_all(records.classic_files(out, "train"))
+    boxed = [e for e in parse_all(classic_files(out, "train"))
              if e["image/filename"].bytes_list.value[0] == b"n01_0.JPEG"]
     assert list(boxed[0]["image/object/bbox/xmin"].float_list.value) == \
         pytest.approx([0.1, 0.0])
@@ -259,7 +260,7 @@ def test_imagenet_layout_flat_validation_labels_and_boxes(tmp_path):
     assert code == 0
     got = {e["image/filename"].bytes_list.value[0].decode():
            e["image/class/label"].int64_list.value[0]
-           for e in parse_all(records.classic_files(out2, "validation"))}
+           for e in parse_all(classic_files(out2, "validation"))}
     assert got["ILSVRC2012_val_00000003.JPEG"] == 1
 
 
@@ -403,7 +404,7 @@ def test_builds_without_pillow_and_names_what_to_install(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "Pillow is not installed" in proc.stdout
     assert "verify: OK" in proc.stdout
-    examples = parse_all(records.classic_files(str(out), "train"))
+    examples = parse_all(classic_files(str(out), "train"))
     assert len(examples) == 9
     for ex in examples:
         encoded = ex["image/encoded"].bytes_list.value[0]

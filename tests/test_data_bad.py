@@ -12,7 +12,9 @@ import threading
 import pytest
 
 from official_bench.config import DatasetConfig
-from official_bench.data import records
+from official_bench.data import bad_records, record_reader, records
+from official_bench.data.record_files import classic_files
+from official_bench.data.record_verify import check_records
 from official_bench.data.build_records import classic_example
 from official_bench.runtime.keras_setup import tf
 
@@ -53,11 +55,11 @@ def collect(dataset):
     return out
 
 
-def build(data_dir, skip, training=False, **kw):
+def build(data_dir, skip, training=False, skipped=None, **kw):
     ds = DatasetConfig(data_dir=str(data_dir), split="train", image_size=8,
                        num_classes=3, batch_size=1, one_hot=False,
                        skip_bad_records=skip, shuffle_buffer_size=1, **kw)
-    data = records.records_dataset(ds, CTX, 1, training, 0)
+    data = records.records_dataset(ds, CTX, 1, training, 0, skipped=skipped)
     return data.take(200) if training else data
 
 
@@ -122,13 +124,13 @@ def test_strict_training_pipeline_also_stops(tmp_path):
 
 def test_skip_drops_and_counts_every_kind(tmp_path, caplog):
     bad_tree(tmp_path)
-    records.reset_bad_record_count()
+    skipped = bad_records.SkippedRecords()
     caplog.set_level(logging.WARNING)
-    out = collect(build(tmp_path, skip=True))
+    out = collect(build(tmp_path, skip=True, skipped=skipped))
     assert "error" not in out, out.get("error")
     # Good: 2 in file 0 (labels 1, 3), 2 read from the truncated file, 2.
     assert sorted(out["labels"]) == [0, 0, 0, 1, 1, 2]
-    assert records.bad_record_count("train") == 4
+    assert skipped.count("train") == 4 and skipped.count() == 4
     text = caplog.text
     assert text.count("skipped (skip_bad_records: true)") == 4
     assert "4 bad record(s) skipped in train so far" in text
@@ -140,10 +142,24 @@ def test_skip_drops_and_counts_every_kind(tmp_path, caplog):
 
 def test_skip_in_training_keeps_going_without_hanging(tmp_path):
     bad_tree(tmp_path)
-    records.reset_bad_record_count()
-    out = collect(build(tmp_path, skip=True, training=True))
+    skipped = bad_records.SkippedRecords()
+    out = collect(build(tmp_path, skip=True, training=True, skipped=skipped))
     assert len(out["labels"]) == 200
-    assert records.bad_record_count("train") >= 4  # each epoch counts again
+    assert skipped.count("train") >= 4  # each epoch counts again
+
+
+def test_each_pipeline_counts_its_own_skips(tmp_path, caplog):
+    """The count belongs to the pipeline: a second pipeline in the same
+    process (a second run in a notebook) starts from zero."""
+    bad_tree(tmp_path)
+    caplog.set_level(logging.WARNING)
+    first, second = bad_records.SkippedRecords(), bad_records.SkippedRecords()
+    collect(build(tmp_path, skip=True, skipped=first))
+    caplog.clear()
+    collect(build(tmp_path, skip=True, skipped=second))
+    assert first.count("train") == 4 and second.count("train") == 4
+    assert "4 bad record(s) skipped in train so far" in caplog.text
+    assert "8 bad record(s)" not in caplog.text
 
 
 def test_all_records_bad_skip_ends_instead_of_hanging(tmp_path):
@@ -155,17 +171,16 @@ def test_all_records_bad_skip_ends_instead_of_hanging(tmp_path):
 
 def test_check_records_reports_everything_in_file_order(tmp_path):
     root = bad_tree(tmp_path)
-    got = list(records.check_records(records.classic_files(root, "train"),
-                                     num_classes=3))
+    got = list(check_records(classic_files(root, "train"), num_classes=3))
     bad = {(os.path.basename(f), i): s for f, i, s, _ in got
-           if s != records.OK}
+           if s != record_reader.OK}
     assert bad == {
-        ("train-00000-of-00003", 1): records.BAD_IMAGE,
-        ("train-00000-of-00003", 2): records.BAD_EXAMPLE,
-        ("train-00000-of-00003", 3): records.BAD_LABEL,
-        ("train-00001-of-00003", 2): records.CORRUPT_FILE,
+        ("train-00000-of-00003", 1): record_reader.BAD_IMAGE,
+        ("train-00000-of-00003", 2): record_reader.BAD_EXAMPLE,
+        ("train-00000-of-00003", 3): record_reader.BAD_LABEL,
+        ("train-00001-of-00003", 2): record_reader.CORRUPT_FILE,
     }
-    assert sum(1 for *_, s, _ in got if s == records.OK) == 6
+    assert sum(1 for *_, s, _ in got if s == record_reader.OK) == 6
 
 
 def test_training_cli_stops_at_the_named_bad_record(tmp_path):

@@ -25,13 +25,19 @@ CTX = tf.distribute.InputContext()
     ("horovod", ["/job:localhost/replica:0/task:0/device:GPU:0"],
      "/job:localhost/replica:0/task:0/device:GPU:0"),
     ("off", ["/cpu:0"], "/cpu:0"),
+    ("off", [], None),  # no device read back: nothing to stage onto
     ("one_device", ["/gpu:0"], None),  # its MultiDeviceIterator stages
     ("mirrored", ["/gpu:0", "/gpu:1"], None),
     ("multi_worker_mirrored", ["/gpu:0"], None),
     ("parameter_server", ["/gpu:0"], None),
 ])
 def test_stage_only_where_the_strategy_does_not(kind, devices, want):
-    assert device_stage.stage_device(kind, devices) == want
+    from official_bench.runtime.distribute import Distribution
+    from official_bench.runtime.placement import Placement
+    from official_bench.runtime.strategies import traits
+    dist = Distribution(traits(kind), None, 1, True, True,
+                        placement=Placement(devices))
+    assert dist.stage_device == want
 
 
 def _final_stages(dataset):
@@ -43,6 +49,7 @@ def _final_stages(dataset):
 def _run_dataset(strategy):
     """The training dataset the trainer would give fit, for a strategy."""
     from official_bench.config import RuntimeConfig
+    from official_bench.data.fit_input import fit_input
     from official_bench.runtime import distribute
     from official_bench.runtime.cluster import resolve_cluster
     rt = RuntimeConfig(distribution_strategy=strategy, num_gpus=0,
@@ -50,7 +57,7 @@ def _run_dataset(strategy):
     devices = ["/cpu:0", "/cpu:1"][:rt.cpu_devices]
     dist = distribute.build_distribution(rt, resolve_cluster(rt), devices)
     ds = DatasetConfig(image_size=4, num_classes=3, batch_size=2)
-    return dist.dataset(ds, 2 * dist.num_replicas, True, 0)
+    return fit_input(dist, ds, 2 * dist.num_replicas, True, 0).data
 
 
 def test_off_ends_in_a_device_prefetch_that_yields_the_same_batches():

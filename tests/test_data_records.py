@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from official_bench.config import ConfigError, DatasetConfig
-from official_bench.data import factory, records
+from official_bench.data import factory, record_files, record_reader, records
 from official_bench.data.build_records import classic_example, example_bytes
 from official_bench.runtime.keras_setup import tf
 
@@ -47,8 +47,8 @@ def cfg(data_dir, **kw):
 
 def order(ds, files, count, ctx=CTX, seed=0, training=True):
     """(file basename, record index) of the first `count` raw records."""
-    sizes = records.file_sizes(files)
-    raw = records.record_dataset(files, sizes, ds, ctx, training, seed)
+    sizes = record_files.file_sizes(files)
+    raw = record_reader.record_dataset(files, sizes, ds, ctx, training, seed)
     return [(os.path.basename(f.decode()), int(i))
             for f, i, *_ in raw.take(count).as_numpy_iterator()]
 
@@ -58,37 +58,37 @@ def order(ds, files, count, ctx=CTX, seed=0, training=True):
 
 def test_missing_data_dir_errors_name_the_key_and_dir(tmp_path):
     with pytest.raises(ConfigError, match=r"train_dataset\.data_dir is not set"):
-        records.find_files(cfg(""), True)
+        record_files.find_files(cfg(""), True)
     with pytest.raises(ConfigError, match=r"validation_dataset\.data_dir .*nope"
                                           r".* does not exist"):
-        records.find_files(cfg(tmp_path / "nope", split="validation"), False)
+        record_files.find_files(cfg(tmp_path / "nope", split="validation"), False)
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(ConfigError, match=r"data_dir .*empty.* is empty"):
-        records.find_files(cfg(empty), True)
+        record_files.find_files(cfg(empty), True)
 
 
 def test_no_files_for_split_lists_what_was_looked_for(tmp_path):
     classic_tree(tmp_path, split="train")
     with pytest.raises(ConfigError, match=r"no files for split 'validation'.*"
                                           r"validation-\*.*tfrecord"):
-        records.find_files(cfg(tmp_path, split="validation"), False)
+        record_files.find_files(cfg(tmp_path, split="validation"), False)
 
 
 def test_filenames_key_and_missing_file(tmp_path):
     classic_tree(tmp_path, files=2)
     ds = cfg(tmp_path, filenames=["train-00001-of-00002"])
-    files, layout = records.find_files(ds, True)
+    files, layout = record_files.find_files(ds, True)
     assert files == [str(tmp_path / "train-00001-of-00002")]
     assert layout.name == "classic"
     with pytest.raises(ConfigError, match=r"filenames: .*gone.* does not exist"):
-        records.find_files(cfg(tmp_path, filenames=["gone"]), True)
+        record_files.find_files(cfg(tmp_path, filenames=["gone"]), True)
 
 
 def test_hidden_temporary_shards_are_ignored(tmp_path):
     classic_tree(tmp_path, files=2)
     write(tmp_path / ".train-00002-of-00003.abc.tmp", [b"half"])
-    files, _ = records.find_files(cfg(tmp_path), True)
+    files, _ = record_files.find_files(cfg(tmp_path), True)
     assert [os.path.basename(f) for f in files] == [
         "train-00000-of-00002", "train-00001-of-00002"]
 
@@ -101,26 +101,26 @@ def test_tfds_layout_detected_directly_and_under_name_version(tmp_path):
                                f"imagenet2012-train.tfrecord-{s:05d}-of-00002"),
                   [example_bytes({"image": jpeg(), "label": 4})])
     tfds_files(tmp_path / "flat")
-    files, layout = records.find_files(cfg(tmp_path / "flat"), True)
+    files, layout = record_files.find_files(cfg(tmp_path / "flat"), True)
     assert layout.name == "tfds" and len(files) == 2
     # A TFDS data_dir root: <root>/imagenet2012/<version>/, newest wins.
     tfds_files(tmp_path / "root" / "imagenet2012" / "5.1.0")
     os.makedirs(tmp_path / "root" / "imagenet2012" / "5.0.0")
-    files, layout = records.find_files(
+    files, layout = record_files.find_files(
         cfg(tmp_path / "root", name="imagenet2012"), True)
     assert layout.name == "tfds"
     assert all("/5.1.0/" in f for f in files)
     # Explicit layout: classic finds nothing here.
     with pytest.raises(ConfigError, match="classic"):
-        records.find_files(cfg(tmp_path / "flat", layout="classic"), True)
+        record_files.find_files(cfg(tmp_path / "flat", layout="classic"), True)
 
 
 def test_both_layouts_prefer_classic_unless_told(tmp_path):
     classic_tree(tmp_path, files=1)
     write(tmp_path / "x-train.tfrecord-00000-of-00001",
           [example_bytes({"image": jpeg(), "label": 0})])
-    assert records.find_files(cfg(tmp_path), True)[1].name == "classic"
-    assert records.find_files(cfg(tmp_path, layout="tfds"),
+    assert record_files.find_files(cfg(tmp_path), True)[1].name == "classic"
+    assert record_files.find_files(cfg(tmp_path, layout="tfds"),
                               True)[1].name == "tfds"
 
 
@@ -179,7 +179,7 @@ def test_factory_registers_records_and_tfds():
 
 
 def test_shard_by_file_when_enough_files(tmp_path):
-    files, _ = records.find_files(cfg(classic_tree(tmp_path, files=4)), True)
+    files, _ = record_files.find_files(cfg(classic_tree(tmp_path, files=4)), True)
     ds = cfg(tmp_path)
     seen = []
     for pid in range(2):
@@ -193,7 +193,7 @@ def test_shard_by_file_when_enough_files(tmp_path):
 
 
 def test_shard_by_record_when_fewer_files_than_pipelines(tmp_path):
-    files, _ = records.find_files(
+    files, _ = record_files.find_files(
         cfg(classic_tree(tmp_path, files=1, per_file=9)), True)
     ds = cfg(tmp_path)
     parts = []
@@ -210,7 +210,7 @@ def test_shard_by_record_when_fewer_files_than_pipelines(tmp_path):
 
 
 def test_file_order_changes_with_shuffle_and_is_fixed_with_seed(tmp_path):
-    files, _ = records.find_files(cfg(classic_tree(tmp_path, files=8,
+    files, _ = record_files.find_files(cfg(classic_tree(tmp_path, files=8,
                                                    per_file=2)), True)
     plain = cfg(tmp_path, file_shuffle_buffer_size=1, shuffle_buffer_size=1,
                 deterministic=True)
@@ -230,7 +230,7 @@ def test_file_order_changes_with_shuffle_and_is_fixed_with_seed(tmp_path):
 
 
 def test_record_order_changes_with_shuffle_and_is_fixed_with_seed(tmp_path):
-    files, _ = records.find_files(cfg(classic_tree(tmp_path, files=1,
+    files, _ = record_files.find_files(cfg(classic_tree(tmp_path, files=1,
                                                    per_file=30)), True)
     plain = cfg(tmp_path, shuffle_buffer_size=1, deterministic=True)
     shuffled = cfg(tmp_path, shuffle_buffer_size=100, deterministic=True)

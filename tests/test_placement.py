@@ -8,6 +8,7 @@ from official_bench import config as C
 from official_bench import trainer
 from official_bench.runtime import cluster as cluster_lib
 from official_bench.runtime import placement as P
+from official_bench.runtime.strategies import traits
 
 MWMS_GPUS = [f"/job:worker/replica:0/task:1/device:GPU:{i}" for i in range(4)]
 MWMS_CPU = ["/job:worker/replica:0/task:1/device:CPU:0"]
@@ -29,18 +30,18 @@ def test_device_type_reads_every_spelling():
     ("one_device", 0, 2, 1),
     ("one_device", 0, 1, 1)])
 def test_expected_replicas(kind, gpus, cpus, want):
-    assert P.expected_replicas(kind, gpus, cpus) == want
+    assert P.expected_replicas(traits(kind), gpus, cpus) == want
 
 
 def test_check_accepts_the_configured_devices():
-    P.check("multi_worker_mirrored", 4, 1, P.Placement(MWMS_GPUS))
-    P.check("multi_worker_mirrored", 0, 1, P.Placement(MWMS_CPU))
+    P.check(traits("multi_worker_mirrored"), 4, 1, P.Placement(MWMS_GPUS))
+    P.check(traits("multi_worker_mirrored"), 0, 1, P.Placement(MWMS_CPU))
 
 
 def test_worker_on_cpu_with_gpus_configured_is_an_error():
     """What a resolver without num_accelerators did to every 2-node run."""
     with pytest.raises(C.ConfigError) as e:
-        P.check("multi_worker_mirrored", 4, 1, P.Placement(MWMS_CPU))
+        P.check(traits("multi_worker_mirrored"), 4, 1, P.Placement(MWMS_CPU))
     msg = str(e.value)
     assert MWMS_CPU[0] in msg and "runtime.num_gpus=4" in msg
     assert "4 GPU replica(s) per worker" in msg
@@ -49,7 +50,7 @@ def test_worker_on_cpu_with_gpus_configured_is_an_error():
 def test_wrong_gpu_count_is_an_error():
     with pytest.raises(C.ConfigError, match=r"\(2 replica\(s\)\), but "
                        r"runtime.num_gpus=4"):
-        P.check("mirrored", 4, 1, P.Placement(MWMS_GPUS[:2]))
+        P.check(traits("mirrored"), 4, 1, P.Placement(MWMS_GPUS[:2]))
 
 
 @pytest.mark.parametrize("num_gpus,want", [(0, {}), (4, {"GPU": 4})])

@@ -461,18 +461,20 @@ def verify(output_dir: str, splits: Sequence[str], num_classes: Optional[int],
     `expected` holds record counts per split, `expected_shards` shard counts
     (an interrupted build leaves some missing).
     """
-    from official_bench.data import records
+    from official_bench.data.record_files import CLASSIC_LAYOUT, classic_files
+    from official_bench.data.record_reader import OK
+    from official_bench.data.record_verify import check_records
     problems = 0
     for split in splits:
-        files = records.classic_files(output_dir, split)
+        files = classic_files(output_dir, split)
         if not files:
             log(f"verify [{split}]: no shards in {output_dir}")
             problems += 1
             continue
         total, bad = 0, []
-        for filename, index, status, detail in records.check_records(
-                files, records.CLASSIC_LAYOUT, num_classes):
-            if status == records.OK:
+        for filename, index, status, detail in check_records(
+                files, CLASSIC_LAYOUT, num_classes):
+            if status == OK:
                 total += 1
             else:
                 bad.append(f"{filename} record {index}: {detail}")

@@ -8,8 +8,10 @@ InputOptions, and OneDeviceStrategy goes through the same
 `get_distributed_datasets_from_function`). `off` and `horovod` run under
 the default strategy, whose `distribute_datasets_from_function` hands
 Keras the plain dataset: its elements stay on the host and the step's
-first op copies them, with nothing overlapping that copy. For those two the
-pipeline ends in `tf.data.experimental.prefetch_to_device`: a
+first op copies them, with nothing overlapping that copy. For those two
+(`default_strategy` in runtime/strategies.py; `Distribution.stage_device`
+names the device) the pipeline ends in
+`tf.data.experimental.prefetch_to_device`: a
 copy_to_device stage plus a prefetch buffer on the device, so the copy of
 batch n+1 overlaps step n. It must be the last transformation (TensorFlow's
 documentation of prefetch_to_device), so it comes after the input-wait
@@ -24,23 +26,11 @@ pipeline as GPU runs.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
-
 from absl import logging
 
 from official_bench.runtime.keras_setup import tf
 
-# Strategies whose iterator does not stage elements onto the device.
-UNSTAGED_STRATEGIES = ("off", "horovod")
 BUFFER = 1  # batches held on the device, as the MultiDeviceIterator does
-
-
-def stage_device(kind: str, devices: Sequence[str]) -> Optional[str]:
-    """The device to prefetch onto (the process's one replica device), or
-    None for the strategies that stage by themselves."""
-    if kind not in UNSTAGED_STRATEGIES or not devices:
-        return None
-    return devices[0]
 
 
 def prefetch_to(dataset: tf.data.Dataset, device: str) -> tf.data.Dataset:

@@ -69,21 +69,19 @@ def global_batch_size(ds: DatasetConfig, num_replicas: int) -> int:
     return ds.batch_size
 
 
-def distributed_dataset(strategy: tf.distribute.Strategy, ds: DatasetConfig,
-                        global_batch: int, is_training: bool, seed: int = 0,
-                        num_private_threads: Optional[int] = None,
-                        stage: Optional[str] = None):
-    """Each worker and replica builds its own pipeline (no central split);
-    the training pipeline's input wait is measured (input_wait.TRAIN_METER).
-    `stage`: a device to prefetch onto last (data/device_stage.py), for the
-    strategies that do not stage batches themselves.
+def pipeline_fn(ds: DatasetConfig, global_batch: int, is_training: bool,
+                seed: int = 0, num_private_threads: Optional[int] = None,
+                meter: Optional[input_wait.InputWaitMeter] = None,
+                stage: Optional[str] = None
+                ) -> Callable[[tf.distribute.InputContext], tf.data.Dataset]:
+    """One input pipeline as a function of its InputContext, for the
+    distribution to call (each worker and replica builds its own pipeline,
+    no central split). `stage`: a device to prefetch onto last, after the
+    meter (data/device_stage.py), for the strategies whose iterator does
+    not stage batches itself.
     """
-    meter = input_wait.TRAIN_METER if is_training else None
-    if meter is not None:
-        meter.reset()
-
-    def dataset_fn(ctx):
+    def dataset_fn(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
         dataset = per_replica_dataset(ds, ctx, global_batch, is_training,
                                       seed, num_private_threads, meter)
         return device_stage.prefetch_to(dataset, stage) if stage else dataset
-    return strategy.distribute_datasets_from_function(dataset_fn)
+    return dataset_fn

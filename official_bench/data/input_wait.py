@@ -16,7 +16,8 @@ prefetcher's wait, which can exceed the step's own wait by up to one step
 time; a run that is not input-bound shows near zero either way. So the
 fraction is an upper bound on the share of time the steps waited for input,
 and an honest yes/no for "input-bound". Not measured under horovod and
-parameter_server (their datasets do not pass through here).
+parameter_server (their datasets do not pass through here:
+`measures_input_wait` in runtime/strategies.py).
 
 fraction = sum of waits / host time between the first counted and the
 last hand-out, after leaving out the first `skip` elements (warm-up: the

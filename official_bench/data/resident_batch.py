@@ -109,16 +109,14 @@ class ResidentBatch:
         local = self.strategy.experimental_local_results
         return list(zip(local(self.images), local(self.labels)))
 
-    def dataset(self, meter: Optional[input_wait.InputWaitMeter] = None):
-        """The token feed, distributed like any training input (metered:
-        its wait is the honest "no input" near zero)."""
-        if meter is not None:
-            meter.reset()
-
+    def dataset_fn(self, meter: Optional[input_wait.InputWaitMeter] = None):
+        """The token feed as a function of the InputContext, distributed
+        like any training input (metered: its wait is the honest "no
+        input" near zero). The caller resets the meter."""
         def per_replica(_ctx):
             ds = token_dataset()
             return input_wait.metered(ds, meter) if meter is not None else ds
-        return self.strategy.distribute_datasets_from_function(per_replica)
+        return per_replica
 
     def attach(self, model) -> None:
         """Wraps `model.train_step` to train on the resident batch.

@@ -24,6 +24,7 @@ from absl import logging
 
 from official_bench.config import ConfigError, DatasetConfig
 from official_bench.data import records
+from official_bench.data.record_files import TFDS, Layout
 from official_bench.runtime.keras_setup import tf
 
 
@@ -83,7 +84,7 @@ def _builder(tfds, ds: DatasetConfig, key: str):
 
 
 def tfds_files(ds: DatasetConfig, is_training: bool
-               ) -> Tuple[List[str], records.Layout, int]:
+               ) -> Tuple[List[str], Layout, int]:
     """(record files, layout with the dataset's keys, num_classes)."""
     key = _key(is_training)
     tfds = _import_tfds()
@@ -114,7 +115,7 @@ def tfds_files(ds: DatasetConfig, is_training: bool
     if not files:
         raise ConfigError(f"{key}: TFDS dataset {info.name} split "
                           f"{ds.split!r} has no files in {data_path}")
-    layout = records.Layout(records.TFDS, image_key, label_key, 0, False)
+    layout = Layout(TFDS, image_key, label_key, 0, False)
     return files, layout, num_classes or ds.num_classes
 
 

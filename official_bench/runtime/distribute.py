@@ -1,10 +1,14 @@
 """`runtime.distribution_strategy` -> how a run is distributed.
 
 tf.distribute strategies (off, one_device, mirrored, multi_worker_mirrored,
-parameter_server) and Horovod differ in three places the trainer touches:
-how each process gets its input, how the optimizer reduces gradients, and
-which extra callbacks it needs. `Distribution` puts those three behind one
-object so the trainer reads the same for every backend.
+parameter_server) and Horovod differ in a few places the trainer touches:
+how each process's input reaches model.fit, how the optimizer reduces
+gradients, which extra callbacks it needs, who saves, and whether the
+cluster must be told that the run finished. `Distribution` puts those
+behind one object, answering from the strategy's traits (runtime/
+strategies.py), so the trainer reads the same for every backend. It takes
+the input as a function of the InputContext (the data layer builds it):
+the runtime imports nothing from data/.
 """
 
 from __future__ import annotations
@@ -12,28 +16,29 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from typing import Any, List, Optional
+from typing import Any, Callable, List, Optional
 
 from absl import logging
 
-from official_bench.config import ConfigError, DatasetConfig, RuntimeConfig
+from official_bench.config import ConfigError, RuntimeConfig
 from official_bench.contracts.throughput import timeout_message
-from official_bench.data import device_stage
-from official_bench.data import factory as data_factory
-from official_bench.data import input_wait
-from official_bench.data.resident_batch import ResidentBatch
 from official_bench.runtime import devices as devices_lib
-from official_bench.runtime import horovod_backend, placement
+from official_bench.runtime import (horovod_backend, placement, ps_server,
+                                    strategies)
 from official_bench.runtime.cluster import (Cluster, ClusterError,
                                             can_connect, check_own_port)
 from official_bench.runtime.keras_setup import keras, tf
+from official_bench.runtime.strategies import StrategyTraits
 from official_bench.runtime.watchdog import StartupWatchdog
+
+# fn(InputContext) -> one input pipeline's tf.data.Dataset
+DatasetFn = Callable[[Any], Any]
 
 
 @dataclasses.dataclass
 class Distribution:
     """The strategy plus what differs per backend."""
-    kind: str  # the runtime.distribution_strategy value
+    traits: StrategyTraits  # of runtime.distribution_strategy
     strategy: Any
     num_replicas: int  # replicas whose batches make one global step
     is_chief: bool  # writes model_dir files
@@ -44,64 +49,88 @@ class Distribution:
     tag: str = "worker0"  # names this process's files when not chief
     private_threads: Optional[int] = None  # dataset_num_private_threads
     placement: Optional[placement.Placement] = None  # the strategy's devices
-    # synthetic_location: device: the batch prepare_fit hands the model.
-    resident: Optional[ResidentBatch] = None
+    cluster: Optional[Cluster] = None  # told when the run finished
 
-    def dataset(self, ds: DatasetConfig, global_batch: int,
-                is_training: bool, seed: int):
-        """This process's input, shaped for its backend's model.fit.
+    @property
+    def kind(self) -> str:
+        """The runtime.distribution_strategy value, for logs and records."""
+        return self.traits.name
 
-        off and horovod end in a prefetch to the device (data/
-        device_stage.py). A resident synthetic batch (synthetic_location:
-        device) is kept for `prepare_fit`, which gives it to the model.
+    @property
+    def rank(self) -> int:
+        """This process's index among the processes that each build their
+        own input (Horovod's rank); 0 where the strategy numbers the
+        replicas itself."""
+        return self.hvd.rank() if self.hvd is not None else 0
+
+    @property
+    def stage_device(self) -> Optional[str]:
+        """The device to prefetch the input onto last (this process's one
+        replica device), or None where the strategy's iterator stages the
+        batches itself (data/device_stage.py)."""
+        devices = self.placement.devices if self.placement else []
+        if not self.traits.default_strategy or not devices:
+            return None
+        return devices[0]
+
+    @property
+    def saves_checkpoints(self) -> bool:
+        """Whether this process takes part in checkpoints and exports: the
+        chief, and every worker where saving is collective."""
+        return self.is_chief or self.traits.saves_on_every_worker
+
+    def distribute_input(self, dataset_fn: DatasetFn):
+        """`dataset_fn(ctx)` (one input pipeline's dataset for its
+        tf.distribute.InputContext) -> what model.fit iterates here.
+
+        Horovod: this process's pipeline, numbered by its rank. Parameter
+        server: a DatasetCreator the coordinator runs on each worker.
+        Otherwise the strategy calls `dataset_fn` once per input pipeline.
         """
-        stage = device_stage.stage_device(
-            self.kind, self.placement.devices if self.placement else [])
-        if is_training and ds.builder == "synthetic" and \
-                ds.synthetic_location == "device":
-            rank = self.hvd.rank() if self.hvd is not None else 0
-            self.resident = ResidentBatch(
-                self.strategy, ds, global_batch // self.num_replicas,
-                seed, stream_offset=rank)
-            return self.resident.dataset(
-                None if self.kind == "horovod" else input_wait.TRAIN_METER)
-        if self.kind == "horovod":
-            ctx = tf.distribute.InputContext(
-                num_input_pipelines=self.hvd.size(),
-                input_pipeline_id=self.hvd.rank(),
-                num_replicas_in_sync=self.hvd.size())
-            dataset = data_factory.per_replica_dataset(
-                ds, ctx, global_batch, is_training, seed,
-                self.private_threads)
-            return device_stage.prefetch_to(dataset, stage) if stage \
-                else dataset
-        if self.kind == "parameter_server":
-            return keras.utils.experimental.DatasetCreator(
-                lambda ctx: data_factory.per_replica_dataset(
-                    ds, ctx, global_batch, is_training, seed,
-                    self.private_threads))
-        return data_factory.distributed_dataset(
-            self.strategy, ds, global_batch, is_training, seed,
-            self.private_threads, stage)
+        if self.traits.input_per_process:
+            return dataset_fn(tf.distribute.InputContext(
+                num_input_pipelines=self.num_workers,
+                input_pipeline_id=self.rank,
+                num_replicas_in_sync=self.num_replicas))
+        if self.traits.input_via_dataset_creator:
+            return keras.utils.experimental.DatasetCreator(dataset_fn)
+        return self.strategy.distribute_datasets_from_function(dataset_fn)
 
     def wrap_optimizer(self, optimizer):
-        if self.kind == "horovod":
+        """Horovod's DistributedOptimizer does the all-reduce itself."""
+        if self.traits.horovod_allreduce:
             return horovod_backend.distributed_optimizer(
                 self.hvd, optimizer, self.fp16_allreduce)
         return optimizer
 
     def prepare_fit(self, model) -> None:
-        """Horovod: XLA train step if asked, rank 0's state broadcast once;
-        then a resident batch wraps whichever train step the model has."""
-        if self.kind == "horovod":
+        """Horovod: XLA train step if asked, rank 0's state broadcast once."""
+        if self.traits.horovod_allreduce:
             horovod_backend.prepare_fit(self.hvd, model)
-        if self.resident is not None:
-            self.resident.attach(model)
 
     def callbacks(self) -> List:
-        if self.kind == "horovod":
+        """Horovod's metric averaging; none for tf.distribute."""
+        if self.traits.horovod_allreduce:
             return horovod_backend.callbacks(self.hvd)
         return []
+
+    def report_finished(self) -> None:
+        """After a finished run: tasks that serve the coordinator are told
+        so, and exit 0 when it goes (runtime/ps_server.py)."""
+        if self.traits.tasks_serve_coordinator and self.cluster is not None:
+            ps_server.report_finished(self.cluster)
+
+
+def serve_if_not_coordinator(rt: RuntimeConfig, cluster: Cluster) -> bool:
+    """Serves until the chief's run is over when this process only serves
+    another process's coordinator (a parameter_server worker or ps task);
+    True then, and the caller has nothing to train. False otherwise."""
+    traits = strategies.traits(rt.distribution_strategy)
+    if not traits.tasks_serve_coordinator or \
+            not ps_server.is_serving_task(cluster):
+        return False
+    ps_server.serve(rt, cluster)
+    return True
 
 
 def _mirrored_cross_device_ops(rt: RuntimeConfig, devices: List[str]):
@@ -202,8 +231,8 @@ def build_distribution(rt: RuntimeConfig, cluster: Cluster,
     """Builds the strategy, checks where it put the replicas, and records
     the per-process input threads."""
     dist = _build_distribution(rt, cluster, devices)
-    dist.placement = placement.read_placement(dist.kind, dist.strategy, tf)
-    placement.check(dist.kind, rt.num_gpus, rt.cpu_devices, dist.placement)
+    dist.placement = placement.read_placement(dist.traits, dist.strategy, tf)
+    placement.check(dist.traits, rt.num_gpus, rt.cpu_devices, dist.placement)
     logging.info("official_bench: %s runs %d replica(s) in this process on "
                  "%s", dist.kind, dist.placement.replicas_per_worker,
                  ", ".join(dist.placement.devices))
@@ -218,11 +247,13 @@ def build_distribution(rt: RuntimeConfig, cluster: Cluster,
 
 def _build_distribution(rt: RuntimeConfig, cluster: Cluster,
                         devices: List[str]) -> Distribution:
-    """Builds the strategy; multi-worker start-up is bounded by a deadline."""
+    """Builds the strategy; multi-worker start-up is bounded by a deadline.
+    The one place a strategy name picks code: the constructor of each."""
     name = rt.distribution_strategy
+    traits = strategies.traits(name)
     if name == "horovod":
         hvd = horovod_backend.init(rt, num_gpus=rt.num_gpus)
-        return Distribution(name, tf.distribute.get_strategy(), hvd.size(),
+        return Distribution(traits, tf.distribute.get_strategy(), hvd.size(),
                             is_chief=hvd.rank() == 0,
                             logs_throughput=hvd.rank() == 0,
                             num_workers=hvd.size(), hvd=hvd,
@@ -230,8 +261,9 @@ def _build_distribution(rt: RuntimeConfig, cluster: Cluster,
                             tag=f"rank{hvd.rank()}")
     if name == "parameter_server":
         strategy = _parameter_server(rt, cluster)
-        return Distribution(name, strategy, strategy.num_replicas_in_sync,
-                            True, True, len(cluster.jobs()["worker"]))
+        return Distribution(traits, strategy, strategy.num_replicas_in_sync,
+                            True, True, len(cluster.jobs()["worker"]),
+                            cluster=cluster)
     if cluster.num_workers > 1 and name != "multi_worker_mirrored":
         raise ConfigError(
             f"{cluster.num_workers} workers are configured ({cluster.source})"
@@ -245,10 +277,9 @@ def _build_distribution(rt: RuntimeConfig, cluster: Cluster,
         strategy = tf.distribute.MirroredStrategy(
             devices=devices,
             cross_device_ops=_mirrored_cross_device_ops(rt, devices))
-    elif name == "multi_worker_mirrored":
+    else:  # multi_worker_mirrored
         strategy = _multi_worker(rt, cluster)
-    else:
-        raise ConfigError(f"unknown strategy {name!r}")
-    return Distribution(name, strategy, strategy.num_replicas_in_sync,
+    return Distribution(traits, strategy, strategy.num_replicas_in_sync,
                         cluster.is_chief, True, cluster.num_workers,
-                        tag=f"{cluster.task_type}{cluster.task_index}")
+                        tag=f"{cluster.task_type}{cluster.task_index}",
+                        cluster=cluster)

@@ -15,8 +15,8 @@ import re
 from typing import List
 
 from official_bench.config import ConfigError
+from official_bench.runtime.strategies import StrategyTraits
 
-MIRRORED_KINDS = ("mirrored", "multi_worker_mirrored")
 _DEVICE_TYPE = re.compile(r"(?:device:)?(?P<type>[A-Za-z_]+):\d+$")
 
 
@@ -42,7 +42,8 @@ def device_type(name: str) -> str:
     return match.group("type").upper()
 
 
-def expected_replicas(kind: str, num_gpus: int, cpu_devices: int) -> int:
+def expected_replicas(traits: StrategyTraits, num_gpus: int,
+                      cpu_devices: int) -> int:
     """Replicas one worker (process) should run for the configured devices.
 
     Horovod runs one process per GPU; every tf.distribute strategy runs one
@@ -51,45 +52,46 @@ def expected_replicas(kind: str, num_gpus: int, cpu_devices: int) -> int:
     horovod and parameter_server use one CPU device.
     """
     if num_gpus > 0:
-        return 1 if kind == "horovod" else num_gpus
-    return cpu_devices if kind in MIRRORED_KINDS else 1
+        return 1 if traits.one_process_per_gpu else num_gpus
+    return cpu_devices if traits.cpu_replicas_from_config else 1
 
 
-def check(kind: str, num_gpus: int, cpu_devices: int,
+def check(traits: StrategyTraits, num_gpus: int, cpu_devices: int,
           placement: Placement) -> None:
     """Raises naming both device lists when the strategy disagrees with the
     config (wrong device type or wrong count per worker)."""
     want_type = "GPU" if num_gpus > 0 else "CPU"
-    want_count = expected_replicas(kind, num_gpus, cpu_devices)
+    want_count = expected_replicas(traits, num_gpus, cpu_devices)
     types = placement.device_types
     if types and all(t == want_type for t in types) and \
             len(types) == want_count:
         return
     if num_gpus > 0:
+        unit = "process" if traits.one_process_per_gpu else "worker"
         wanted = f"runtime.num_gpus={num_gpus}, so {want_count} GPU " \
-                 f"replica(s) per {'process' if kind == 'horovod' else 'worker'}"
+                 f"replica(s) per {unit}"
     else:
         wanted = f"runtime.num_gpus=0 and runtime.cpu_devices={cpu_devices}, " \
                  f"so {want_count} CPU replica(s) per worker"
-        if kind == "multi_worker_mirrored" and cpu_devices > 1:
-            wanted += " (multi_worker_mirrored runs one CPU replica per " \
+        if traits.one_cpu_replica_per_worker and cpu_devices > 1:
+            wanted += f" ({traits.name} runs one CPU replica per " \
                       "worker; start more workers instead)"
     raise ConfigError(
-        f"{kind} placed this worker's replicas on "
+        f"{traits.name} placed this worker's replicas on "
         f"{', '.join(placement.devices) or 'no device'} "
         f"({placement.replicas_per_worker} replica(s)), but {wanted}; the "
         "run would measure other devices than configured")
 
 
-def read_placement(kind: str, strategy, tf) -> Placement:
+def read_placement(traits: StrategyTraits, strategy, tf) -> Placement:
     """The replica devices of this process, read back from the strategy."""
-    if kind in ("off", "horovod"):
+    if traits.default_strategy:
         # The default strategy has no worker_devices; ops go to the first
         # visible GPU, else the CPU.
         gpus = tf.config.list_logical_devices("GPU")
         return Placement([gpus[0].name if gpus else
                           tf.config.list_logical_devices("CPU")[0].name])
-    if kind == "parameter_server":
+    if traits.remote_replicas:
         return Placement(_ps_worker_devices(tf))
     return Placement([str(d) for d in strategy.extended.worker_devices])
 

@@ -34,6 +34,14 @@ def done_marker(job: str, index: int, address: str) -> str:
                         f"official_bench-finished-{job}{index}-{port}")
 
 
+def is_serving_task(cluster: Cluster) -> bool:
+    """A worker or ps task of a cluster that has ps tasks: it serves the
+    chief's coordinator instead of training (a cluster without ps tasks
+    is not a parameter-server cluster; building the strategy says so)."""
+    return cluster.task_type in ("worker", "ps") and \
+        bool(cluster.jobs().get("ps"))
+
+
 def report_finished(cluster: Cluster) -> None:
     """Chief, after a finished run: mark it on every worker and ps task."""
     for job in ("worker", "ps"):
