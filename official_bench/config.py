@@ -156,6 +156,8 @@ class DatasetConfig:
     transfer_uint8: bool = False
     # builder: python: "module:function" returning (images, labels) batches.
     python_source: Optional[str] = None
+    # ... and the longest wait for one batch (the first: for the call too).
+    python_timeout_seconds: float = 300.0
     # builder: zmq: endpoints the trainer binds (or connects to with
     # zmq_bind: false); worker i uses each tcp port + i.
     zmq_endpoints: Optional[List[str]] = None
@@ -962,6 +964,8 @@ def _validate_input_sources(ds: DatasetConfig, name: str, b: _Builder) -> None:
         b.error(f"{name}.zmq_endpoints", "builder zmq needs at least one "
                 "endpoint, e.g. ['tcp://127.0.0.1:5555']")
     _positive(b, f"{name}.zmq_timeout_seconds", ds.zmq_timeout_seconds,
+              maximum=MAX_SECONDS)
+    _positive(b, f"{name}.python_timeout_seconds", ds.python_timeout_seconds,
               maximum=MAX_SECONDS)
     _choice(b, f"{name}.synthetic_location", ds.synthetic_location,
             SYNTHETIC_LOCATIONS, "synthetic_location")
