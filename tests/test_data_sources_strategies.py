@@ -175,6 +175,30 @@ def test_zmq_first_batch_that_never_comes_is_a_timeout():
                      r"heard from: none", str(e.value))
 
 
+def test_zmq_interface_name_endpoint_gives_each_worker_its_port():
+    """One config for every node: tcp://<interface>:port binds that
+    interface on whichever host the worker runs, at port + its id."""
+    zmq = pytest.importorskip("zmq")
+    from official_bench.data import batch_spec, zmq_feed, zmq_wire
+    base = consecutive_free_port(2)
+    endpoints = zmq_feed.worker_endpoints([f"tcp://lo:{base}"], 1)
+    assert endpoints == [f"tcp://lo:{base + 1}"]
+    spec = batch_spec.BatchSpec(4, 16, 3, 10, "float32")
+    feed = zmq_feed.receive(endpoints, True, 20.0, spec)
+    sock = zmq.Context.instance().socket(zmq.PUSH)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(f"tcp://127.0.0.1:{base + 1}")
+    try:
+        sock.send_multipart(zmq_wire.encode(
+            np.zeros((4, 16, 16, 3), np.float32), np.arange(4, dtype=np.int32),
+            "via-lo", 0))
+        images, labels = next(feed)
+    finally:
+        sock.close(0)
+        feed.close()
+    assert images.shape == (4, 16, 16, 3) and labels.tolist() == [0, 1, 2, 3]
+
+
 # -- service under mirrored and multi_worker_mirrored (CLI) ----------------
 
 @pytest.mark.slow
