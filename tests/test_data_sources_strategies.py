@@ -202,7 +202,8 @@ def test_zmq_interface_name_endpoint_gives_each_worker_its_port():
 # -- service under mirrored and multi_worker_mirrored (CLI) ----------------
 
 @pytest.mark.slow
-def test_service_feeds_two_mirrored_replicas(tmp_path):
+def test_service_feeds_two_mirrored_replicas_in_bfloat16(tmp_path):
+    import json
     data_dir = _two_file_records(tmp_path / "data")
     address, procs = _service_cluster(sys.executable)
     try:
@@ -211,13 +212,16 @@ def test_service_feeds_two_mirrored_replicas(tmp_path):
                  ",train_dataset.builder=service,train_dataset.data_dir="
                  f"{data_dir},train_dataset.data_service_address={address},"
                  "runtime.distribution_strategy=mirrored,"
-                 "runtime.cpu_devices=2,train.steps=4"], timeout=600)
+                 "runtime.cpu_devices=2,train.steps=4,"
+                 "runtime.mixed_precision_dtype=bfloat16"], timeout=600)
     finally:
         kill_all(procs)
     assert r.returncode == 0, r.stdout[-4000:]
     assert "2 replicas x 4 images" in r.stdout, r.stdout[-4000:]
     assert f"runs on the tf.data service at {address} (input pipeline 0)" \
         in r.stdout
+    result = json.load(open(tmp_path / "m" / "result.json"))
+    assert result["environment"]["dtype"] == "bfloat16"
 
 
 @pytest.mark.slow
@@ -321,8 +325,8 @@ def test_horovod_ranks_each_bind_their_zmq_port(hvd_venv, tmp_path):
                            capture_output=True)
     if probe.returncode != 0:
         pytest.skip(f"pyzmq is not installed in the Horovod venv {hvd_venv} "
-                    "(pip install pyzmq there; scripts/install_horovod.sh "
-                    "installs the [test] extra, which does not list it)")
+                    "(re-run scripts/install_horovod.sh: it installs the [test] "
+                    "extra, which lists pyzmq)")
     base = consecutive_free_port(2)
     producers = [subprocess.Popen(
         [sys.executable, "-m", "official_bench.data.zmq_producer",
