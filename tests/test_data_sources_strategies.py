@@ -8,6 +8,7 @@ Where each (source x strategy) pair is covered:
 | python  | test_data_python | test_data_python | test_data_python (2 workers, pipeline ids) | here (horovodrun, pipeline ids) |
 | zmq     | test_data_zmq | test_data_zmq (2 producers) | test_data_zmq (2 workers, port + i) | here (horovodrun, port + rank) |
 | service | test_data_service | here | here (2 workers, pipeline ids) | here (horovodrun) |
+| records | test_training and others | test_data_records (sharding, in process) | through service (the trainer builds the pipeline) | here (horovodrun) |
 
 "Own share" means: python sources are called with the worker's or rank's
 input pipeline id (recorded by the source itself); a zmq worker or rank
@@ -368,3 +369,19 @@ def test_horovod_ranks_each_register_their_service_pipeline(
         assert re.search(rf"^\[{rank}\].*runs on the tf.data service at "
                          rf"{re.escape(address)} \(input pipeline {rank}\)",
                          out, re.M), out[-4000:]
+
+
+@pytest.mark.slow
+@pytest.mark.multiworker
+def test_horovod_ranks_train_from_records(hvd_venv, tmp_path):
+    """The records builder itself under horovodrun (the service test above
+    sends the same pipeline to the service instead)."""
+    data_dir = _two_file_records(tmp_path / "data")
+    rc, out = _horovodrun(
+        hvd_venv, tmp_path, SERVICE_DATA.lstrip(",") +
+        f",train_dataset.builder=records,train_dataset.data_dir={data_dir}")
+    assert rc == 0, out[-4000:]
+    assert "global batch 8" in out
+    for rank in range(2):
+        assert re.search(rf"^\[{rank}\].*train_dataset: 2 classic record "
+                         r"file\(s\) for split train", out, re.M), out[-4000:]
