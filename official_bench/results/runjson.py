@@ -45,6 +45,7 @@ class RunResultFile:
     environment: dict = None
     warnings: list = dataclasses.field(default_factory=list)
     gpu_utilisation: float = None  # mean percent; None without a GPU
+    input_wait: float = None  # fraction of time blocked on input; None: n/a
 
     @property
     def dtype(self):
@@ -104,6 +105,17 @@ def _intervals(stats):
     return intervals
 
 
+def _input_wait(data):
+    """The trainer's input-wait fraction (data/input_wait.py), or None when
+    the run did not measure it (horovod, parameter_server, older files)."""
+    item = data.get("input_wait")
+    if item is None:
+        return None
+    if not isinstance(item, dict):
+        raise _Invalid("input_wait is not an object")
+    return _number(item, "fraction", "input_wait")
+
+
 def _parse(path, data):
     """Build a :class:`RunResultFile` from decoded JSON or raise _Invalid."""
     if not isinstance(data, dict):
@@ -124,7 +136,8 @@ def _parse(path, data):
                          _positive_int(stats, "global_batch_size"),
                          _positive_int(stats, "num_replicas"), env, warnings,
                          usage_contract.mean_gpu_utilisation(
-                             data.get(usage_contract.KEY)))
+                             data.get(usage_contract.KEY)),
+                         _input_wait(data))
 
 
 def load_run_json(path):

@@ -69,6 +69,7 @@ class RunOutcome:
     global_batch_size: int = None
     environment: dict = None
     gpu_utilisation: float = None  # mean percent (result JSON), None: n/a
+    input_wait: float = None  # input-wait fraction (result JSON), None: n/a
 
     @property
     def ok(self):
@@ -280,6 +281,7 @@ def measure_run(run, parsed, run_json=None, warmup_batches=100,
     if run_json is not None:
         out.environment = run_json.environment
         out.gpu_utilisation = run_json.gpu_utilisation
+        out.input_wait = run_json.input_wait
         out.warnings += _json_warnings(run, run_json)
         out.warnings += ["trainer: " + w for w in run_json.warnings]
         if run_json.global_batch_size:
