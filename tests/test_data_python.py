@@ -9,6 +9,7 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 
 import numpy as np
@@ -60,6 +61,27 @@ def context_source(ctx):
                      2 * ctx.is_training, np.int64)
     while True:
         yield images, labels
+
+
+RELEASE = threading.Event()  # lets the in-process stuck sources go
+
+
+def hanging_source(ctx):
+    """Makes no first batch (a dead mount, a pool that never answers)."""
+    RELEASE.wait()
+    yield from python_loader.synthetic_source(ctx)
+
+
+def stalling_source(ctx):
+    """One good batch, then nothing."""
+    batches = python_loader.synthetic_source(ctx)
+    yield next(batches)
+    RELEASE.wait()
+    yield from batches
+
+
+def call_failing_source(ctx):
+    raise KeyError("no such split")
 
 
 NOT_CALLABLE = 3
@@ -165,6 +187,84 @@ def test_bad_batches_name_the_source_and_field(source, message):
                        rf"test_data_python:{source}: {message}"):
         for _ in data.take(3):
             pass
+
+
+def _spec_for(ds):
+    return python_source.batch_spec(ds, 2)
+
+
+def _ctx(ds):
+    return python_source.SourceContext(2, 8, 3, 10, "float32", True, 0, 0,
+                                       1, ds)
+
+
+@pytest.mark.parametrize("source,message", [
+    ("hanging_source", r"made no first batch within 0.5 s of being called "
+                       r"\(validation_dataset.python_timeout_seconds\)"),
+    ("stalling_source", r"made no batch 1 within 0.5 s "
+                        r"\(validation_dataset.python_timeout_seconds\)"),
+])
+def test_a_source_that_stops_making_batches_times_out(source, message):
+    ds = _ds(f"test_data_python:{source}")
+    before = _source_threads()
+    fn = python_source.load_source(ds.python_source)
+    batches = python_source._batches(fn, ds.python_source, _ctx(ds),
+                                     _spec_for(ds), 0.5,
+                                     "validation_dataset")
+    start = time.monotonic()
+    try:
+        with pytest.raises(python_source.SourceError,
+                           match=rf"^official_bench: python_source "
+                                 rf"test_data_python:{source}: {message}"):
+            for _ in range(3):
+                next(batches)
+        assert time.monotonic() - start < 5
+    finally:
+        batches.close()
+        RELEASE.set()  # the source's thread then sees the stop and ends
+        _wait_for_source_threads(before)
+        RELEASE.clear()
+
+
+def _source_threads():
+    return {t for t in threading.enumerate() if t.name == "python_source"}
+
+
+def _wait_for_source_threads(allowed, timeout=5):
+    """Until no source thread is left but those in `allowed` (threads of
+    earlier tests may end meanwhile)."""
+    deadline = time.monotonic() + timeout
+    while not _source_threads() <= allowed and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _source_threads() <= allowed
+
+
+def test_calling_the_source_fails_named_and_closing_stops_its_thread():
+    ds = _ds("test_data_python:call_failing_source")
+    batches = python_source._batches(
+        python_source.load_source(ds.python_source), ds.python_source,
+        _ctx(ds), _spec_for(ds))
+    with pytest.raises(python_source.SourceError,
+                       match=r"call_failing_source: calling it failed: "
+                             r"KeyError: 'no such split'"):
+        next(batches)
+    ds = _ds("official_bench.data.python_loader:synthetic_source")
+    batches = python_source._batches(
+        python_source.load_source(ds.python_source), ds.python_source,
+        _ctx(ds), _spec_for(ds))
+    before = _source_threads()
+    next(batches)
+    assert len(_source_threads() - before) == 1
+    batches.close()  # what tf.data does when it drops the generator
+    _wait_for_source_threads(before)
+
+
+def test_config_checks_the_python_timeout():
+    from official_bench.config import build_config
+    with pytest.raises(ConfigError, match=r"train_dataset.python_timeout_"
+                                          r"seconds: must be > 0"):
+        build_config([("t", {"train_dataset": {
+            "python_timeout_seconds": 0}})])
 
 
 # -- the reference folder loader ------------------------------------------
@@ -294,6 +394,25 @@ def test_cli_bad_source_exits_nonzero_naming_it(tmp_path):
              f"--model_dir={tmp_path}", "--mode=train"], env=CLI_ENV)
     assert p.returncode == 2
     assert "cannot import module 'nope_mod'" in p.stdout
+
+
+@pytest.mark.slow
+def test_cli_source_without_a_first_batch_ends_with_the_timeout(tmp_path):
+    from official_bench.contracts import exit_status
+    start = time.monotonic()
+    p = cli([_override("train_dataset.builder=python",
+                       "train_dataset.python_source=test_data_python:"
+                       "hanging_source",
+                       "train_dataset.python_timeout_seconds=3"),
+             f"--model_dir={tmp_path}", "--mode=train"], env=CLI_ENV)
+    assert p.returncode == exit_status.FAILED, p.stdout[-3000:]
+    last = [l for l in p.stdout.splitlines() if l.strip()][-1]
+    assert last == ("error: official_bench: python_source test_data_python:"
+                    "hanging_source: made no first batch within 3 s of being "
+                    "called (train_dataset.python_timeout_seconds); is it "
+                    "blocked (a lock, a dead mount, a worker pool that never "
+                    "answers)?"), p.stdout[-3000:]
+    assert time.monotonic() - start < 200
 
 
 @pytest.mark.slow

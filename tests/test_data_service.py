@@ -84,6 +84,36 @@ def test_missing_dispatcher_fails_within_the_timeout(tmp_path):
     assert time.monotonic() - start < 120
 
 
+def test_dispatcher_without_workers_fails_within_the_timeout(tmp_path):
+    """A dispatcher with no worker: TensorFlow's client would wait for one
+    forever; the trainer's probe gives up after the timeout."""
+    from official_bench.contracts import exit_status
+    data_dir = _records(tmp_path / "data")
+    port = free_ports(1)[0]
+    dispatcher, _ = _start("--dispatcher", "--port", str(port))
+    try:
+        override = TINY_OVERRIDE + (
+            f",train_dataset.builder=service,train_dataset.data_dir="
+            f"{data_dir},train_dataset.data_service_address=127.0.0.1:"
+            f"{port},train_dataset.data_service_timeout_seconds=4")
+        start = time.monotonic()
+        r = cli(["--mode=train", f"--model_dir={tmp_path / 'm'}",
+                 f"--params_override={override}"], timeout=300)
+        took = time.monotonic() - start
+    finally:
+        kill_all([dispatcher])
+    assert r.returncode == exit_status.FAILED, r.stdout[-3000:]
+    last = [l for l in r.stdout.splitlines() if l.strip()][-1]
+    assert last.startswith(
+        f"error: official_bench: the tf.data service dispatcher at "
+        f"127.0.0.1:{port} answers, but no worker served a batch within 4 s "
+        "(train_dataset.data_service_address; "
+        "train_dataset.data_service_timeout_seconds)"), r.stdout[-3000:]
+    assert f"--worker --dispatcher_address 127.0.0.1:{port}" in last
+    assert not (tmp_path / "m" / "result.json").exists()
+    assert took < 200, took
+
+
 def test_cli_arguments_are_checked():
     with pytest.raises(SystemExit):
         service.parse_args(["--worker", "--port", "5000"])

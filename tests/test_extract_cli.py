@@ -277,7 +277,11 @@ def test_extractor_does_not_import_tensorflow():
 
 def test_missing_matplotlib_is_a_note_unless_plot_is_required(tmp_path, capsys,
                                                              monkeypatch):
-    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails
+    # Every matplotlib module fails to import, including those an earlier
+    # test in this process already loaded (sys.modules would serve them).
+    for name in [m for m in sys.modules if m.startswith("matplotlib.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
     status, _, err = run_cli(capsys, "--log_dir", FIXTURE, "--output_dir", tmp_path)
     assert status == 0
     assert "note: no plot: matplotlib is not installed" in err

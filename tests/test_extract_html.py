@@ -105,11 +105,12 @@ def test_tables_hold_the_markdown_numbers_and_notes(tmp_path):
     markdown = _read(path[:-5] + ".md")
     assert results[1:] == _markdown_cells(markdown)
     assert results[1:] == [
-        ["1", "1", "320.00", "1.00", "100.00%", "320.00", "3", "3.12%", "n/a"],
-        ["1", "2", "615.00", "1.92", "96.09%", "307.50", "2 (+1 excluded)", "1.15%",
+        ["1", "1", "320.00", "1.00", "100.00%", "320.00", "3", "3.12%", "n/a",
          "n/a"],
+        ["1", "2", "615.00", "1.92", "96.09%", "307.50", "2 (+1 excluded)", "1.15%",
+         "n/a", "n/a"],
         ["2", "4", "1190.00", "3.72", "92.97%", "297.50", "3 (+1 excluded)", "0.84%",
-         "n/a"]]  # GPU util: the fixtures' result JSONs have no sampler field
+         "n/a", "n/a"]]  # input wait, GPU util: not in the fixtures' JSONs
     assert page.items == report.notes(extraction.result["rn50"])
     assert any(i.startswith("excluded 1n2g/rn50_b128_fp32_3.log: crashed")
                for i in page.items)

@@ -140,6 +140,8 @@ class DatasetConfig:
     transfer_uint8: bool = False
     # builder: python: "module:function" returning (images, labels) batches.
     python_source: Optional[str] = None
+    # ... and the longest wait for one batch (the first: for the call too).
+    python_timeout_seconds: float = 300.0
     # builder: zmq: endpoints the trainer binds (or connects to with
     # zmq_bind: false); worker i uses each tcp port + i.
     zmq_endpoints: Optional[List[str]] = None

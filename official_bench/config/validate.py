@@ -350,6 +350,8 @@ def _validate_input_sources(ds: DatasetConfig, name: str,
                 "endpoint, e.g. ['tcp://127.0.0.1:5555']")
     _positive(b, f"{name}.zmq_timeout_seconds", ds.zmq_timeout_seconds,
               maximum=MAX_SECONDS)
+    _positive(b, f"{name}.python_timeout_seconds", ds.python_timeout_seconds,
+              maximum=MAX_SECONDS)
     _choice(b, f"{name}.synthetic_location", ds.synthetic_location,
             SYNTHETIC_LOCATIONS, "synthetic_location")
     if ds.synthetic_location == "device" and ds.builder != "synthetic":

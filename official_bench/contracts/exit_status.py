@@ -50,7 +50,9 @@ TABLE: Tuple[ExitStatus, ...] = (
                "failed)"),
     ExitStatus(FAILED, "FAILED", "other failure: an unexpected error (a "
                "traceback), a NaN/infinite loss under `train.stop_on_nan`, "
-               "a bad input record; launcher: some run failed (its summary "
+               "a bad input record or batch, an input source (python, zmq, "
+               "tf.data service) that sent no batch within its timeout; "
+               "launcher: some run failed (its summary "
                "names the run and why); extractor: no usable log; doctor: a "
                "check failed"),
     ExitStatus(CONFIG, "CONFIG", "bad configuration or arguments: config "

@@ -11,13 +11,19 @@ be endless for training (the trainer takes train.steps batches).
 Errors name the source: a spec that does not import or is not callable is
 a ConfigError before training starts; an exception inside the iterable or a
 batch with the wrong shape, dtype or labels stops the run with
-"official_bench: python_source <spec>: ..." naming the field.
+"official_bench: python_source <spec>: ..." naming the field. A source that
+makes no batch for `python_timeout_seconds` (the first batch's wait
+includes calling the function) stops the run the same way instead of
+hanging it: the source runs in its own thread, and tf.data's thread waits
+for each batch with a deadline.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import queue
+import threading
 from typing import Callable, Iterator, Tuple
 
 import numpy as np
@@ -73,38 +79,111 @@ def load_source(spec: str, key: str = "train_dataset.python_source"
     return fn
 
 
-def _batches(fn: Callable, spec: str, ctx: SourceContext,
-             bspec: BatchSpec) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
+_NEXT, _STOP = "next", "stop"
+
+
+class _Failed(Exception):
+    """The source raised; `stage` is "call" or "batch"."""
+
+    def __init__(self, stage: str, error: Exception):
+        super().__init__(stage)
+        self.stage, self.error = stage, error
+
+
+def _serve(fn: Callable, ctx: SourceContext, requests: queue.Queue,
+           results: queue.Queue) -> None:
+    """The source's own thread: calls it, then makes one batch per request.
+
+    Results are (kind, value): ("item", batch), ("end", None),
+    ("call", error) when calling fn failed, ("batch", error) when the
+    iterable raised.
+    """
+    iterator = None
+    while requests.get() == _NEXT:
+        try:
+            if iterator is None:
+                stage = "call"
+                iterator = iter(fn(ctx))
+            stage = "batch"
+            results.put(("item", next(iterator)))
+        except StopIteration:
+            results.put(("end", None))
+            return
+        except Exception as e:  # noqa: BLE001 - reported by the consumer
+            results.put((stage, e))
+            return
+
+
+def _items(fn: Callable, ctx: SourceContext, timeout: float,
+           late: Callable[[int], str]) -> Iterator[tuple]:
+    """What the source yields, each item waited for at most `timeout` s.
+
+    Why a thread: a source stuck in user code (a dead mount, a pool that
+    never answers, a generator that never yields) cannot be interrupted,
+    but a queue with a deadline can be waited on. On a timeout the stuck
+    thread (a daemon) is left behind and SourceError(late(index)) is
+    raised; when the consumer stops early, the thread is told to stop.
+    """
+    requests, results = queue.Queue(), queue.Queue()
+    threading.Thread(target=_serve, args=(fn, ctx, requests, results),
+                     name="python_source", daemon=True).start()
+    index = 0
+    try:
+        while True:
+            requests.put(_NEXT)
+            try:
+                kind, value = results.get(timeout=timeout)
+            except queue.Empty:
+                raise SourceError(late(index)) from None
+            if kind == "end":
+                return
+            if kind != "item":
+                raise _Failed(kind, value)
+            index += 1
+            yield value
+    finally:
+        requests.put(_STOP)
+
+
+def _batches(fn: Callable, spec: str, ctx: SourceContext, bspec: BatchSpec,
+             timeout: float = 300.0,
+             key: str = "train_dataset") -> Iterator[Tuple[np.ndarray,
+                                                           np.ndarray]]:
     """Checked batches; any failure becomes one line naming the source.
 
     The message carries the "official_bench:" prefix because tf.data wraps
     it in its own error, and the CLI picks our line out of that.
     """
     origin = f"official_bench: python_source {spec}"
-    try:
-        iterator = iter(fn(ctx))
-    except Exception as e:  # noqa: BLE001 - re-raised with the source named
-        raise SourceError(f"{origin}: calling it failed: "
-                          f"{type(e).__name__}: {e}") from e
+
+    def late(index: int) -> str:
+        what = (f"made no batch {index} within {timeout:g} s"
+                if index else f"made no first batch within {timeout:g} s "
+                              "of being called")
+        return (f"{origin}: {what} ({key}.python_timeout_seconds); is it "
+                "blocked (a lock, a dead mount, a worker pool that never "
+                "answers)?")
     index = 0
-    while True:
-        try:
-            item = next(iterator)
-        except StopIteration:
-            return
-        except Exception as e:  # noqa: BLE001
-            raise SourceError(f"{origin}: batch {index} raised "
+    try:
+        for item in _items(fn, ctx, timeout, late):
+            if not isinstance(item, (tuple, list)) or len(item) != 2:
+                raise SourceError(f"{origin}: batch {index} must be a pair "
+                                  f"(images, labels), got "
+                                  f"{type(item).__name__}")
+            try:
+                images, labels = check_batch(bspec, item[0], item[1],
+                                             f"{origin}: batch {index}")
+            except BadBatch as e:
+                raise SourceError(str(e)) from None
+            index += 1
+            yield images, labels
+    except _Failed as f:
+        e = f.error
+        if f.stage == "call":
+            raise SourceError(f"{origin}: calling it failed: "
                               f"{type(e).__name__}: {e}") from e
-        if not isinstance(item, (tuple, list)) or len(item) != 2:
-            raise SourceError(f"{origin}: batch {index} must be a pair "
-                              f"(images, labels), got {type(item).__name__}")
-        try:
-            images, labels = check_batch(bspec, item[0], item[1],
-                                         f"{origin}: batch {index}")
-        except BadBatch as e:
-            raise SourceError(str(e)) from None
-        index += 1
-        yield images, labels
+        raise SourceError(f"{origin}: batch {index} raised "
+                          f"{type(e).__name__}: {e}") from e
 
 
 def finish(dataset: tf.data.Dataset, ds: DatasetConfig) -> tf.data.Dataset:
@@ -133,6 +212,7 @@ def python_dataset(ds: DatasetConfig, ctx: tf.distribute.InputContext,
         bspec.image_dtype, is_training, seed, ctx.input_pipeline_id,
         ctx.num_input_pipelines, ds)
     dataset = tf.data.Dataset.from_generator(
-        lambda: _batches(fn, ds.python_source, source_ctx, bspec),
+        lambda: _batches(fn, ds.python_source, source_ctx, bspec,
+                         ds.python_timeout_seconds, key),
         output_signature=signature(bspec))
     return finish(dataset, ds)

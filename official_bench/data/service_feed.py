@@ -23,7 +23,14 @@ Choices, and what they mean for a run:
 - Before registering, the trainer polls the dispatcher's port for
   `data_service_timeout_seconds` and fails naming the address and the
   start command when nothing listens (TensorFlow's own client would keep
-  retrying).
+  retrying). Then it asks the service for one element of a one-element
+  probe dataset and waits up to `data_service_timeout_seconds` again:
+  with no worker registered (or none the trainer can reach at the address
+  it registered with), TensorFlow's client waits for a worker forever, and
+  nothing tells the dispatcher's client how many workers there are. The
+  probe runs in a daemon thread; on a timeout that thread is left blocked
+  inside TensorFlow and the run fails naming the dispatcher, the seconds
+  and the worker command. One probe per process and address.
 
 Security: the dispatcher and the workers bind every IPv4 interface
 (0.0.0.0:<port>, tensorflow/core/data/service/server_lib.cc,
@@ -35,6 +42,7 @@ workers) and read the data. Run them on a trusted, firewalled network only.
 
 from __future__ import annotations
 
+import threading
 import time
 
 from absl import logging
@@ -73,6 +81,59 @@ def wait_for_dispatcher(address: str, timeout: float, key: str) -> None:
         time.sleep(POLL_SECONDS)
 
 
+_PROBED = set()  # dispatcher addresses whose workers answered a probe
+
+
+def _distribute(address: str):
+    return tf.data.experimental.service.distribute(
+        processing_mode=tf.data.experimental.service.ShardingPolicy.OFF,
+        service=f"grpc://{address}")
+
+
+def _worker_command(address: str) -> str:
+    return (f"python -m official_bench.data.service --worker "
+            f"--dispatcher_address {address} --port <Q> --worker_address "
+            "<this worker's host>")
+
+
+def wait_for_a_worker(address: str, timeout: float, key: str) -> float:
+    """Waits until a service worker serves one element of a probe dataset
+    through the dispatcher at `address`; returns the seconds it took, or
+    raises DataServiceError after `timeout` seconds (see module doc)."""
+    if address in _PROBED:
+        return 0.0
+    out = {}
+
+    def probe():
+        try:
+            probe_ds = tf.data.Dataset.range(1).apply(_distribute(address))
+            out["elements"] = [int(x) for x in probe_ds.as_numpy_iterator()]
+        except Exception as e:  # noqa: BLE001 - reported below
+            out["error"] = e
+    start = time.monotonic()
+    thread = threading.Thread(target=probe, name="data_service_probe",
+                              daemon=True)
+    thread.start()
+    thread.join(timeout)
+    waited = time.monotonic() - start
+    if thread.is_alive():
+        raise DataServiceError(
+            f"official_bench: the tf.data service dispatcher at {address} "
+            f"answers, but no worker served a batch within {timeout:g} s "
+            f"({key}.data_service_address; "
+            f"{key}.data_service_timeout_seconds): are workers running and "
+            "reachable from here at the address they registered with "
+            "(--worker_address)? Start one with: "
+            f"{_worker_command(address)}")
+    if "error" in out:
+        e = out["error"]
+        raise DataServiceError(
+            f"official_bench: the tf.data service at {address} failed a "
+            f"probe: {type(e).__name__}: {str(e).splitlines()[0]}") from e
+    _PROBED.add(address)
+    return waited
+
+
 def service_dataset(ds: DatasetConfig, ctx: tf.distribute.InputContext,
                     batch_size: int, is_training: bool,
                     seed: int = 0) -> tf.data.Dataset:
@@ -81,10 +142,13 @@ def service_dataset(ds: DatasetConfig, ctx: tf.distribute.InputContext,
     logging.warning(SECURITY_WARNING)
     wait_for_dispatcher(ds.data_service_address,
                         ds.data_service_timeout_seconds, key)
+    if tf.executing_eagerly():  # not inside a parameter-server tf.function
+        waited = wait_for_a_worker(ds.data_service_address,
+                                   ds.data_service_timeout_seconds, key)
+        logging.info("%s: a tf.data service worker answered through %s "
+                     "after %.1f s", key, ds.data_service_address, waited)
     dataset = records_dataset(ds, ctx, batch_size, is_training, seed)
     logging.info("%s: the records pipeline runs on the tf.data service at "
                  "%s (input pipeline %d)", key, ds.data_service_address,
                  ctx.input_pipeline_id)
-    return dataset.apply(tf.data.experimental.service.distribute(
-        processing_mode=tf.data.experimental.service.ShardingPolicy.OFF,
-        service=f"grpc://{ds.data_service_address}"))
+    return dataset.apply(_distribute(ds.data_service_address))

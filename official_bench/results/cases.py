@@ -164,6 +164,9 @@ def case_entry(run: RunId, outcomes: List[RunOutcome], method: str,
     utils = [o.gpu_utilisation for o in ok if o.gpu_utilisation is not None]
     entry["gpu_utilisation"] = (_round(statistics.fmean(utils), 1) if utils
                                 else None)
+    waits = [o.input_wait for o in ok if o.input_wait is not None]
+    entry["input_wait"] = (_round(statistics.fmean(waits), 4) if waits
+                           else None)
     entry["run_details"] = [
         {"log": o.run.log_name, "index": o.run.index, "speed": speed,
          "speed_unrounded": o.speed, "source": o.source,

@@ -9,7 +9,10 @@ otherwise; node and device counts come from the case key (``2n8g``).
 The Markdown table follows DLPerf's README tables: ``gpu_num`` is the total
 device count and ``samples/s`` the median over the runs. ``GPU util`` is the
 mean GPU utilisation the trainer's sampler recorded (``n/a`` without a GPU
-or without result JSONs).
+or without result JSONs); ``input wait`` the mean share of time the training
+input pipeline kept the trainer waiting (``input_wait.fraction`` of the
+result JSONs; ``n/a`` under horovod and parameter_server, which do not
+measure it).
 """
 
 from __future__ import annotations
@@ -28,12 +31,14 @@ ModelResult = Dict[str, Entry]  # case -> entry of one section
 Result = Dict[str, ModelResult]  # model key -> section
 
 MARKDOWN_COLUMNS = ("node_num", "gpu_num", "samples/s", "speedup", "efficiency",
-                    "samples/s per device", "runs", "CV", "GPU util")
+                    "samples/s per device", "runs", "CV", "input wait",
+                    "GPU util")
 CSV_COLUMNS = ("model", "dtype", "batch_size_per_device", "num_nodes",
                "num_gpus_per_node", "num_devices", "global_batch_size",
                "average_speed", "median_speed", "speedup", "speedup_baseline",
                "efficiency", "per_device_speed", "min", "max", "std", "cv",
-               "num_runs", "num_excluded", "method", "gpu_utilisation")
+               "num_runs", "num_excluded", "method", "gpu_utilisation",
+               "input_wait")
 COMPARE_CSV_COLUMNS = ("model_a", "model_b", "num_nodes", "num_gpus_per_node",
                        "num_devices", "median_speed_a", "speedup_a",
                        "median_speed_b", "speedup_b", "ratio_b_over_a")
@@ -117,6 +122,7 @@ def table_rows(model_result: ModelResult) -> List[List[str]]:
                      _fmt(e.get("speedup")), _percent(e.get("efficiency")),
                      _fmt(e.get("per_device_speed")),
                      "n/a" if runs is None else str(runs), _percent(e.get("cv")),
+                     _percent(e.get("input_wait")),
                      _fmt(e.get("gpu_utilisation"), ".0f", "%")])
     return rows
 

@@ -48,6 +48,7 @@ class RunResultFile:
     environment: Optional[Dict[str, Any]] = None
     warnings: List[str] = dataclasses.field(default_factory=list)
     gpu_utilisation: Optional[float] = None  # mean percent; None without a GPU
+    input_wait: Optional[float] = None  # fraction blocked on input; None: n/a
 
     @property
     def dtype(self) -> Optional[str]:
@@ -107,6 +108,17 @@ def _intervals(stats: Dict[str, Any]) -> List[Interval]:
     return intervals
 
 
+def _input_wait(data: Dict[str, Any]) -> Optional[float]:
+    """The trainer's input-wait fraction (data/input_wait.py), or None when
+    the run did not measure it (horovod, parameter_server, older files)."""
+    item = data.get("input_wait")
+    if item is None:
+        return None
+    if not isinstance(item, dict):
+        raise _Invalid("input_wait is not an object")
+    return _number(item, "fraction", "input_wait")
+
+
 def _parse(path: str, data: Any) -> RunResultFile:
     """Build a :class:`RunResultFile` from decoded JSON or raise _Invalid."""
     if not isinstance(data, dict):
@@ -127,7 +139,8 @@ def _parse(path: str, data: Any) -> RunResultFile:
                          _positive_int(stats, "global_batch_size"),
                          _positive_int(stats, "num_replicas"), env, warnings,
                          usage_contract.mean_gpu_utilisation(
-                             data.get(usage_contract.KEY)))
+                             data.get(usage_contract.KEY)),
+                         _input_wait(data))
 
 
 def load_run_json(path: str) -> Tuple[Optional[RunResultFile],

@@ -75,6 +75,7 @@ class RunOutcome:
     global_batch_size: Optional[int] = None
     environment: Optional[Dict[str, Any]] = None
     gpu_utilisation: Optional[float] = None  # mean percent (result JSON)
+    input_wait: Optional[float] = None  # input-wait fraction (result JSON), None: n/a
 
     @property
     def ok(self) -> bool:
@@ -300,6 +301,7 @@ def measure_run(run: logparse.RunId, parsed: ParsedLog,
     if run_json is not None:
         out.environment = run_json.environment
         out.gpu_utilisation = run_json.gpu_utilisation
+        out.input_wait = run_json.input_wait
         out.warnings += _json_warnings(run, run_json)
         out.warnings += ["trainer: " + w for w in run_json.warnings]
         if run_json.global_batch_size:
