@@ -131,6 +131,21 @@ def test_single_node_dry_run_on_cpu(tmp_path):
     assert not (tmp_path / "logs").exists()
 
 
+def test_data_note_names_the_builder_params_override_chose(tmp_path):
+    """Without DATA_DIR the plan says synthetic data only when it is."""
+    plain = script("single", tmp_path, "8", "fp32", "1", "--dry-run",
+                   DEVICE="cpu")
+    assert plain.returncode == 0, plain.stderr
+    assert "no DATA_DIR: synthetic data" in plain.stdout
+    zmq = script("single", tmp_path, "8", "fp32", "1", "--dry-run",
+                 DEVICE="cpu", PARAMS_OVERRIDE="train_dataset.builder=zmq,"
+                 "train_dataset.zmq_endpoints=[tcp://127.0.0.1:5555]")
+    assert zmq.returncode == 0, zmq.stderr
+    assert "no DATA_DIR: train_dataset.builder zmq from PARAMS_OVERRIDE" \
+        in zmq.stdout
+    assert "synthetic data" not in zmq.stdout
+
+
 def test_gpu_planning_without_gpus_via_gpu_ids(tmp_path):
     """GPU_IDS stands in for nvidia-smi: 4 GPUs -> 1, 2, 4 (8 skipped)."""
     out = script("single", tmp_path, "256", "fp16", "1", "--dry-run",

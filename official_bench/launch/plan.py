@@ -644,7 +644,11 @@ def _overrides(settings: Settings, devices: Devices, batch: int,
             config_tree.put(base, f"{ds}.dtype",
                             dtypes.tf_name(settings.dtype))
     if not settings.data_dir:
-        notes.append("no DATA_DIR: synthetic data")
+        # PARAMS_OVERRIDE's builder wins over the synthetic default above.
+        chosen = config_tree.get(user, "train_dataset.builder")
+        notes.append("no DATA_DIR: synthetic data" if chosen in
+                     (None, "synthetic") else "no DATA_DIR: train_dataset."
+                     f"builder {chosen} from PARAMS_OVERRIDE")
     if devices.kind == "cpu" and settings.dtype != "fp32":
         notes.append(f"{settings.dtype} on CPU checks the flow only; it is "
                      "slow there")

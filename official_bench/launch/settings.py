@@ -405,6 +405,18 @@ LAUNCHER=horovod: one launcher, on node 0 (the first node of the list),
              says so and exits 0. Rank 0 runs on node 0: the log holds
              everything horovodrun printed (ranks prefixed [r]) and rank 0's
              result.json is copied next to it. TF_CONFIG must be unset.
+input servers: builder zmq and service read from servers the scripts do
+             not start: start them beside the trainers first, then pass the
+             builder in PARAMS_OVERRIDE (README, Data). tf.data service:
+               python -m official_bench.data.service --dispatcher --port 5050
+               python -m official_bench.data.service --worker --port 5051 \\
+                 --dispatcher_address HOST0:5050 --worker_address THIS_HOST
+               PARAMS_OVERRIDE='train_dataset.builder=service,
+                 train_dataset.data_service_address=HOST0:5050'
+             ZMQ: worker i binds each endpoint's port + i; on several hosts
+             name an interface (tcp://eth0:5555) and start, per worker,
+               python -m official_bench.data.zmq_producer \\
+                 --connect tcp://WORKER_HOST:<5555+i> --batch_size B ...
 other environment the launcher reads: TF_CONFIG, SLURM_*, CUDA_VISIBLE_DEVICES
 (counts the visible GPUs), VIRTUAL_ENV (the scripts), PYTHONPATH (the repository is put first for the
 trainer), PATH (LAUNCHER=horovod: HOROVOD_VENV/bin is put first), HOME and
