@@ -7,7 +7,9 @@ holds one entry per buffer size and dtype: ``nbytes``, ``dtype``,
 ``ranks``, ``seconds`` per all-reduce, and ``model`` (true for the model's
 gradient size). Runs of a case are combined per (size, dtype) by the median
 time; algbw and busbw follow from it (results/bandwidth.py, nccl-tests'
-definitions).
+definitions). A ``latency`` entry (a small all-reduce, seconds per
+all-reduce) carries ``per_step``: the small collectives one train step of
+the model issues (allreduce_bench; the scaling model charges each).
 """
 
 import json
@@ -51,8 +53,11 @@ def _entries(path):
         if not ok or r["seconds"] <= 0 or r["nbytes"] <= 0 or r["ranks"] < 1:
             raise ValueError("results[%d] needs nbytes > 0, ranks >= 1 and "
                              "seconds > 0, got %r" % (k, r))
+        per_step = r.get("per_step")
         out.append((int(r["nbytes"]), str(r.get("dtype")), int(r["ranks"]),
-                    float(r["seconds"]), bool(r.get("model"))))
+                    float(r["seconds"]), bool(r.get("model")),
+                    bool(r.get("latency")),
+                    int(per_step) if isinstance(per_step, int) else None))
     return out
 
 
@@ -67,19 +72,21 @@ def collect(log_dir):
         except (OSError, ValueError) as e:
             warnings.append("%s: unusable all-reduce result (%s)" % (path, e))
             continue
-        for nbytes, dtype, ranks, seconds, model in entries:
-            key = (nbytes, dtype, ranks, model)
+        for nbytes, dtype, ranks, seconds, model, latency, per_step in entries:
+            key = (nbytes, dtype, ranks, model, latency, per_step)
             times.setdefault(case, {}).setdefault(key, []).append(seconds)
     table = {}
     for case, by_key in times.items():
         rows = []
-        for (nbytes, dtype, ranks, model), secs in by_key.items():
+        for (nbytes, dtype, ranks, model, latency, per_step), secs in \
+                by_key.items():
             r = bandwidth.AllReduceResult(nbytes, dtype, ranks,
                                           statistics.median(secs))
             rows.append({"nbytes": nbytes, "dtype": dtype, "ranks": ranks,
                          "seconds": r.seconds, "algbw_gbps": r.algbw,
                          "busbw_gbps": r.busbw, "runs": len(secs),
-                         "model": model})
+                         "model": model, "latency": latency,
+                         "per_step": per_step})
         table[case] = sorted(rows, key=lambda r: (r["dtype"], r["nbytes"]))
     return table, warnings
 
@@ -101,8 +108,12 @@ def table_rows(table):
     rows = []
     for case in sorted(table, key=order):
         for r in table[case]:
-            rows.append([case, size_text(r["nbytes"]) + (" (model)" if r["model"]
-                                                         else ""),
+            label = " (model)" if r["model"] else ""
+            if r.get("latency"):
+                label = " (latency%s)" % (
+                    "" if r.get("per_step") is None else
+                    ", %d per step" % r["per_step"])
+            rows.append([case, size_text(r["nbytes"]) + label,
                          r["dtype"], str(r["ranks"]), "%.3f" % (r["seconds"] * 1e3),
                          "%.3f" % r["algbw_gbps"], "%.3f" % r["busbw_gbps"],
                          str(r["runs"])])
@@ -119,5 +130,7 @@ def markdown(table):
     lines += ["| " + " | ".join(cells) + " |\n" for cells in table_rows(table)]
     lines.append("\n- time: median over the case's runs of the mean time of "
                  "one all-reduce; algbw = bytes / time; busbw = algbw x "
-                 "2(n-1)/n (nccl-tests); (model): the model's gradient\n")
+                 "2(n-1)/n (nccl-tests); (model): the model's gradient; (latency): "
+                 "a small all-reduce, time per all-reduce, with the number "
+                 "of small collectives in one train step\n")
     return "".join(lines)
