@@ -1,7 +1,10 @@
 """Where a two-worker multi_worker_mirrored Keras step spends its time
 beyond compute and the gradient's all-reduce (issue 14 §4).
 
-    .venv/bin/python benchmarks/step_collectives.py [ROUNDS [WORKERS]]
+    .venv/bin/python benchmarks/step_collectives.py [ROUNDS [WORKERS [NS_A=ADDR_A,NS_B=ADDR_B]]]
+
+(the third argument runs worker k in network namespace NS_k at ADDR_k, e.g.
+two namespaces joined by a tbf-limited veth pair as in the netem test)
 
 Starts two workers on 127.0.0.1, each pinned to its own core (taskset -c k,
 as tests/test_scaling_netem.py pins its launchers), with the netem test's
@@ -141,9 +144,14 @@ def main(argv) -> int:
     rounds = int(argv[0]) if argv else 3
     workers = int(argv[1]) if len(argv) > 1 else 2
     hosts = ",".join(f"127.0.0.1:{p}" for p in free_ports(workers))
+    prefix = [[] for _ in range(workers)]
+    if len(argv) > 2:  # NS_A=ADDR_A,NS_B=ADDR_B: one worker per namespace
+        pairs = [item.split("=") for item in argv[2].split(",")]
+        hosts = ",".join(f"{addr}:22231" for _, addr in pairs)
+        prefix = [["ip", "netns", "exec", ns] for ns, _ in pairs]
     env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2")
     procs = [subprocess.Popen(
-        ["taskset", "-c", str(i % 2), sys.executable, os.path.abspath(__file__),
+        prefix[i] + ["taskset", "-c", str(i % 2), sys.executable, os.path.abspath(__file__),
          "--worker", str(i), hosts, str(rounds)], cwd=REPO, env=env,
         stdout=None if i == 0 else subprocess.DEVNULL,
         stderr=subprocess.DEVNULL) for i in range(workers)]
