@@ -46,7 +46,7 @@ import subprocess
 
 import pytest
 
-from test_launch_netns import ADDRS, PORT, env_for, two_hosts  # noqa: F401
+from test_launch_netns import env_for, two_hosts  # noqa: F401 (fixture)
 from test_run_scripts import PY, REPO
 
 RATES = ("20mbit", "100mbit", None)  # None: the veth's own speed
