@@ -16,13 +16,13 @@ gradient's all-reduce alone allows with full overlap (N T1 / max(T1, A)),
 within SLACK.
 
 Not asserted: the issue's "inside the predicted bounds at each bandwidth".
-Four runs of this test on 2026-11-23 (BENCHMARKS.md, "Scaling model
+Five runs of this test on 2026-11-23 (BENCHMARKS.md, "Scaling model
 against tbf-limited links") gave, for 20 Mbit/s, 100 Mbit/s and unlimited:
-inside / -14% / inside; -27% / -44% / +52%; inside / -11% / -10% (the one
-quiet run); -14% / -37% / inside. On this shared 2-core machine the 1n1g
+inside / -14% / inside; -27% / -44% / +52%; inside / -11% / -10%;
+-14% / -37% / inside; -25% / -25% / -25%. On this shared 2-core machine the 1n1g
 step T1 moved 16-129 ms and the latency of one small all-reduce 1.4-11 ms
 between minutes, and the baseline, the benchmark and the training run are
-minutes apart; but 100 Mbit/s fell below in all four runs (6-56 ms per step
+minutes apart; but 100 Mbit/s fell below in all five runs (6-56 ms per step
 unexplained), even in the fourth with the 1n1g speed the same before and
 after (0.93), so part of the gap is a real cost of the tbf-limited link
 that neither the gradient's all-reduce nor the small collectives, each
