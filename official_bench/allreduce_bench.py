@@ -14,7 +14,12 @@ model_parameters, the gradient's element count, when 'model' was measured:
 that size is all-reduced as the optimizer does it, one tensor per trainable
 weight in one batched call, so per-tensor costs are in its time;
 the extractor's scaling model uses that size), the other processes to
-allreduce_{task}.json. The run scripts run it with BENCH=allreduce.
+allreduce_{task}.json. With 'model', the model is set up and compiled by
+the trainer's own code, and two more numbers go in for the scaling model:
+the small collectives one train step issues (counted in the traced Keras
+train step, step_collectives.py) and a 4-byte all-reduce's latency (a
+result row with "latency": true and "per_step": that count). The run
+scripts run it with BENCH=allreduce.
 """
 
 from __future__ import annotations
@@ -46,58 +51,80 @@ flags.DEFINE_integer("warmup", 3, "Untimed all-reduces before timing.")
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
-def model_gradient(cfg, dist) -> List[int]:
-    """Element counts of the configured model's trainable weights: its
-    gradient, tensor by tensor."""
-    from official_bench.models import build_model
-    with dist.strategy.scope():
-        model = build_model(cfg, num_gpus=cfg.runtime.num_gpus)
-    return [int(w.shape.num_elements()) for w in model.trainable_weights]
+def _latency_entry(dist, counts, iters: int, warmup: int):
+    """The result entry of a 4-byte all-reduce's latency (LATENCY_CHAIN of
+    them chained in one call, seconds per all-reduce), with per_step: the
+    small collectives one train step of the configured model issues (None
+    where they were not counted)."""
+    r = measure(dist, 4, "float32", iters, warmup, chain=LATENCY_CHAIN)
+    per_step = counts.small if counts else None
+    if dist.logs_throughput:
+        logging.info(
+            "AllReduce latency: %d bytes float32 over %d replicas: %.3f ms "
+            "per all-reduce (%d chained in one call); one train step of the "
+            "model issues %s small and %s large collective ops",
+            r.nbytes, r.ranks, r.seconds * 1e3,
+            LATENCY_CHAIN, "?" if per_step is None else per_step,
+            counts.large if counts else "?")
+    return dict(r.as_dict(), model=False, tensors=1, latency=True,
+                chain=LATENCY_CHAIN, per_step=per_step)
 
 
-def _timed_allreduce(dist, tensors: List[int], dtype: str):
+def _timed_allreduce(dist, tensors: List[int], dtype: str, chain: int = 1):
     """A function running one all-reduce of a list of flat tensors (of
-    these element counts), and one that waits for all of them.
+    these element counts), and one that waits for it.
 
     A list is all-reduced in one call, as the optimizer does with the
     gradients (tf.distribute batches it: ReplicaContext.all_reduce of a
     nest; Horovod: one allreduce per tensor, fused by its background
     thread, as DistributedOptimizer does), so the model's gradient is
-    timed with the per-tensor costs training pays.
+    timed with the per-tensor costs training pays. With chain > 1 the call
+    runs `chain` all-reduces one after the other, each of the last one's
+    result (a latency measurement: the call's own overhead is shared).
+    The function returns one scalar that depends on every result, so the
+    wait reads back one value, not each tensor (29 eager reads cost as much
+    as the all-reduce of a small model's gradient on a loaded core).
     """
     from official_bench.runtime.keras_setup import tf
     tf_dtype = tf.as_dtype(dtype)
+
+    def checksum(reduced):
+        return tf.add_n([t[0] for t in reduced])
+
     if dist.traits.horovod_allreduce:
         hvd = dist.hvd
         values = [tf.ones([n], tf_dtype) for n in tensors]
 
         @tf.function
         def step():
-            return [hvd.allreduce(v, op=hvd.Sum) for v in values]
+            reduced = values
+            for _ in range(chain):
+                reduced = [hvd.allreduce(v, op=hvd.Sum) for v in reduced]
+            return checksum(reduced)
 
-        return step, lambda out: [t[0].numpy() for t in out]
+        return step, lambda out: out.numpy()
     strategy = dist.strategy
-    values = strategy.experimental_distribute_values_from_function(
-        lambda ctx: [tf.ones([n], tf_dtype) for n in tensors])
 
-    def replica_fn(v):
+    def replica_fn():
         ctx = tf.distribute.get_replica_context()
-        return ctx.all_reduce(tf.distribute.ReduceOp.SUM, v)
+        reduced = [tf.ones([n], tf_dtype) for n in tensors]
+        for _ in range(chain):
+            reduced = ctx.all_reduce(tf.distribute.ReduceOp.SUM, reduced)
+        return checksum(reduced)
 
     @tf.function
     def step():
-        return strategy.run(replica_fn, args=(values,))
+        return strategy.run(replica_fn)
 
-    return step, lambda out: [t[0].numpy() for r in
-                              strategy.experimental_local_results(out)
-                              for t in r]
+    return step, lambda out: [t.numpy() for t in
+                              strategy.experimental_local_results(out)]
 
 
-def measure(dist, nbytes, dtype: str, iters: int,
-            warmup: int) -> bandwidth.AllReduceResult:
+def measure(dist, nbytes, dtype: str, iters: int, warmup: int,
+            chain: int = 1) -> bandwidth.AllReduceResult:
     """Seconds of one all-reduce of nbytes (or of a list of tensors with
     these element counts): the median over `iters` calls, each timed until
-    its results are read back.
+    its result is read back; with chain > 1, a call's time / chain.
 
     Each call is waited for before the next starts, as in training, where
     compute separates one step's all-reduce from the next: calls issued
@@ -107,7 +134,7 @@ def measure(dist, nbytes, dtype: str, iters: int,
     """
     tensors = list(nbytes) if isinstance(nbytes, (list, tuple)) else \
         [max(1, nbytes // DTYPE_BYTES[dtype])]
-    step, wait = _timed_allreduce(dist, tensors, dtype)
+    step, wait = _timed_allreduce(dist, tensors, dtype, chain)
     for _ in range(warmup):
         wait(step())
     times = []
@@ -115,9 +142,12 @@ def measure(dist, nbytes, dtype: str, iters: int,
         start = time.perf_counter()
         wait(step())
         times.append(time.perf_counter() - start)
-    seconds = statistics.median(times)
+    seconds = statistics.median(times) / chain
     return bandwidth.AllReduceResult(sum(tensors) * DTYPE_BYTES[dtype],
                                      dtype, dist.num_replicas, seconds)
+
+
+LATENCY_CHAIN = 8  # small all-reduces per timed call of the latency row
 
 
 MODEL = None  # plan_sizes' marker for the model's gradient
@@ -139,16 +169,49 @@ def plan_sizes(sizes: str) -> List:
     return out
 
 
+def _setup(cfg, planned):
+    """(dist, gradient element counts or None, StepCollectives or None).
+
+    With the model's size planned, the trainer's own set-up builds the
+    strategy and compiles the model (so the gradient and the step's
+    collectives are the training run's); otherwise only the strategy.
+    """
+    import dataclasses
+    from official_bench import config as config_lib
+    from official_bench import step_collectives, trainer
+    from official_bench.runtime import distribute, precision
+    replica_devices, cluster = trainer.prepare_runtime(cfg.runtime)
+    if MODEL not in planned:
+        return distribute.build_distribution(cfg.runtime, cluster,
+                                             replica_devices), None, None
+    dtype = config_lib.compute_dtype(cfg)
+    policy = precision.set_policy(dtype)
+    try:
+        # model_dir None: the trainer's set-up writes no params.yaml here.
+        prep = trainer._setup(dataclasses.replace(cfg, model_dir=None),
+                              cluster, replica_devices, dtype, policy)
+        gradient = [int(w.shape.num_elements())
+                    for w in prep.model.trainable_weights]
+        counts = None
+        if prep.dist.kind not in ("horovod", "parameter_server"):
+            counts = step_collectives.of_train_step(
+                prep.model, prep.dist, cfg, prep.plan.global_batch)
+        else:
+            logging.info("official_bench: collectives per step are counted "
+                         "for tf.distribute strategies only, not %s",
+                         prep.dist.kind)
+    finally:
+        precision.reset_policy()
+    return prep.dist, gradient, counts
+
+
 def run(cfg, sizes: str, dtypes: List[str], iters: int,
         warmup: int) -> List[bandwidth.AllReduceResult]:
-    """Set up the runtime as the trainer does, then measure every size."""
-    from official_bench import trainer
-    from official_bench.runtime import distribute
-    replica_devices, cluster = trainer.prepare_runtime(cfg.runtime)
-    dist = distribute.build_distribution(cfg.runtime, cluster,
-                                         replica_devices)
+    """Set up the runtime as the trainer does, then measure every size;
+    with the model's size, also the latency of a small all-reduce and how
+    many small collectives the model's train step issues."""
     planned = plan_sizes(sizes)
-    gradient = model_gradient(cfg, dist) if MODEL in planned else None
+    dist, gradient, counts = _setup(cfg, planned)
     parameters = sum(gradient) if gradient else None
     results, entries = [], []
     for size in planned:
@@ -163,6 +226,8 @@ def run(cfg, sizes: str, dtypes: List[str], iters: int,
             entries.append(dict(r.as_dict(), model=size is MODEL,
                                 tensors=len(gradient) if size is MODEL
                                 else 1))
+    if gradient is not None:
+        entries.append(_latency_entry(dist, counts, iters, warmup))
     if cfg.model_dir:
         from official_bench.contracts.log_tree import allreduce_file_name
         from official_bench.results.run_record import write_run_record
@@ -173,6 +238,7 @@ def run(cfg, sizes: str, dtypes: List[str], iters: int,
             "strategy": dist.kind, "replicas": dist.num_replicas,
             "workers": dist.num_workers, "is_chief": dist.is_chief,
             "model_parameters": parameters,
+            "step_collectives": counts.as_dict() if counts else None,
             "devices": dist.placement.devices if dist.placement else [],
             "results": entries})
         logging.info("official_bench: all-reduce results written to %s", path)

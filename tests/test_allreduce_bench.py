@@ -57,12 +57,19 @@ def test_one_process_two_replicas(tmp_path):
         (65536, "float32", 2), (65536, "float16", 2)]
     data = json.load(open(tmp_path / "allreduce.json"))
     assert data["replicas"] == 2 and data["strategy"] == "mirrored"
-    assert len(data["results"]) == 4
+    assert len(data["results"]) == 5
     assert data["model_parameters"] == TINY_MODEL_BYTES // 4
     assert [r["model"] for r in data["results"]] == [True, True, False,
-                                                     False]
+                                                     False, False]
     assert all(r["seconds"] > 0 and r["busbw_gbps"] > 0
                for r in data["results"])
+    # Mirrored over CPU devices reduces on one device with plain ops: the
+    # traced train step holds no collective op, so nothing to charge.
+    assert data["step_collectives"] == {"small": 0, "large": 0,
+                                        "by_type": {}}
+    latency = data["results"][-1]
+    assert (latency["latency"], latency["nbytes"], latency["chain"],
+            latency["per_step"]) == (True, 4, 8, 0)
 
 
 def test_bad_arguments_are_named(tmp_path):
@@ -83,7 +90,7 @@ def test_two_workers_on_loopback(tmp_path):
     hosts = ",".join(f"127.0.0.1:{p}" for p in ports)
     procs = [subprocess.Popen(
         [sys.executable, "-m", "official_bench.allreduce_bench",
-         f"--model_dir={tmp_path}", "--sizes=256K", "--dtypes=float32",
+         f"--model_dir={tmp_path}", "--sizes=model,256K", "--dtypes=float32",
          "--iters=5", f"--params_override={TINY},runtime.distribution_"
          f"strategy=multi_worker_mirrored,runtime.all_reduce_alg=ring,"
          f"runtime.worker_hosts='{hosts}',runtime.task_index={i},"
@@ -103,9 +110,20 @@ def test_two_workers_on_loopback(tmp_path):
         assert p.returncode == 0, out[-3000:]
     for out in outs:  # each worker times the same collectives
         lines = [bandwidth.parse_line(l) for l in out.splitlines()]
-        assert [(l.nbytes, l.ranks) for l in lines if l] == [(262144, 2)]
+        assert [(l.nbytes, l.ranks) for l in lines if l] == [
+            (TINY_MODEL_BYTES, 2), (262144, 2)]
+        assert "one train step of the model issues 9 small and 1 large " \
+            "collective ops" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "allreduce.json", "allreduce_worker1.json"]  # chief, then task 1
     data = json.load(open(tmp_path / "allreduce.json"))
     assert data["replicas"] == 2
+    # The traced Keras step (tf_keras 2.21, multi_worker_mirrored, loss +
+    # 2 metrics): 1 gradient pack, 2 state reads per metric result (loss,
+    # accuracy, top-5), 3 log sums (official_bench/step_collectives.py).
+    assert data["step_collectives"] == {
+        "small": 9, "large": 1, "by_type": {"CollectiveReduceV2": 10}}
+    latency = data["results"][-1]
+    assert latency["latency"] and latency["per_step"] == 9
+    assert latency["seconds"] > 0
     assert data["devices"] == ["/job:worker/replica:0/task:0/device:CPU:0"]

@@ -10,7 +10,8 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 import test_extract_logkit as kit  # noqa: E402
 
-from official_bench.results import extract, report, scaling  # noqa: E402
+from official_bench.results import (allreduce_logs, extract, report,  # noqa: E402
+                                    scaling)
 
 SPEEDS = [90.0] + [100.0] * 6  # steps 0..700: warm-up, then 100 img/s
 
@@ -65,7 +66,8 @@ def test_bounds_and_words(tree):
     below = rn50["2n1g"]["scaling_model"]
     assert below["verdict"] == "below"
     assert "the step takes 2560.0 ms, 780.0 ms more than compute plus " \
-        "the whole all-reduce" in below["explanation"]
+        "all the communication" in below["explanation"]
+    assert below["small_collectives"] == 0  # no latency row: no k L term
     assert rn50["1n1g"]["speedup_bounds"] == {"lower": 1.0, "upper": 1.0}
     assert "scaling_model" not in rn50["1n1g"]
     notes = report.notes(rn50)
@@ -116,6 +118,52 @@ def test_bad_allreduce_file_is_a_warning(tree):
                for w in ex.warnings)
     assert ex.result["rn50"]["1n2g"]["scaling_model"]["allreduce_ms"] == \
         pytest.approx(600.0)
+
+
+def write_latency(log_dir, case, seconds, per_step, index=2):
+    """A run's latency row (allreduce_bench: 4 bytes, chained, per_step)."""
+    path = os.path.join(str(log_dir), case, "allreduce_fp32_%d.json" % index)
+    with open(path, "w") as f:
+        json.dump({"kind": "allreduce", "results": [dict(
+            nbytes=4, dtype="float32", ranks=2, seconds=seconds, model=False,
+            latency=True, chain=8, per_step=per_step)]}, f)
+
+
+def test_small_collectives_add_latency(tree):
+    # 2n1g: T1 1.28 s, A 0.5 s, 9 collectives x 0.2 s = 1.8 s per step.
+    write_latency(tree, "2n1g", 0.2, 9)
+    write_latency(tree, "2n1g", 0.4, 9, index=3)  # median of 0.2, 0.4
+    ex = extract.extract(str(tree))
+    m = ex.result["rn50"]["2n1g"]["scaling_model"]
+    assert (m["small_collectives"], m["latency_ms"]) == (9, pytest.approx(300))
+    tail = 9 * 0.3
+    assert m["lower"] == pytest.approx(2 * 1.28 / (1.28 + 0.5 + tail))
+    assert m["upper"] == pytest.approx(2 * 1.28 / (1.28 + tail))
+    # measured 1.0 (step 2.56 s) was "below" without the term; with it the
+    # no-overlap step is 4.48 s, so the measured speed is above even that.
+    assert m["verdict"] == "above"
+    assert m["explanation"].startswith(
+        "2n1g latency-dominated: 9 collectives x 300.00 ms = 2700.0 ms per "
+        "step (the step's metric and log all-reduces), and the gradient's "
+        "all-reduce of 3.9 KiB")
+    # The bandwidth table names the row and its count.
+    rows = [r for r in ex.bandwidth["2n1g"] if r.get("latency")]
+    assert [(r["per_step"], r["runs"]) for r in rows] == [(9, 2)]
+    assert ["2n1g", "4 B (latency, 9 per step)", "float32", "2", "300.000"] \
+        in [cells[:5] for cells in allreduce_logs.table_rows(ex.bandwidth)]
+
+
+def test_latency_words_when_the_gradient_dominates():
+    row = {"seconds": 0.3, "nbytes": 10, "busbw_gbps": 1.0,
+           "dtype": "float32"}
+    lat = {"seconds": 0.002, "per_step": 9}
+    m = scaling.explain("2n1g", 1.0, 0.2, row, 2, lat)
+    assert m["explanation"].startswith(
+        "2n1g communication-dominated: all-reduce of 10 B at 1 GB/s bus "
+        "bandwidth takes 300.0 ms, and 9 small collectives x 2.00 ms add "
+        "18.0 ms; together 159% of the 1-device step (200.0 ms)")
+    assert m["lower"] == pytest.approx(0.4 / 0.518)
+    assert m["verdict"] == "inside"
 
 
 def test_model_arithmetic():

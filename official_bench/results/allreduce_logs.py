@@ -7,7 +7,9 @@ holds one entry per buffer size and dtype: ``nbytes``, ``dtype``,
 ``ranks``, ``seconds`` per all-reduce, and ``model`` (true for the model's
 gradient size). Runs of a case are combined per (size, dtype) by the median
 time; algbw and busbw follow from it (results/bandwidth.py, nccl-tests'
-definitions).
+definitions). A ``latency`` entry (a small all-reduce, seconds per
+all-reduce) carries ``per_step``: the small collectives one train step of
+the model issues (allreduce_bench; the scaling model charges each).
 """
 
 from __future__ import annotations
@@ -15,13 +17,13 @@ from __future__ import annotations
 import json
 import os
 import statistics
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from official_bench.results import bandwidth
 from official_bench.contracts import log_tree
 
-# (nbytes, dtype, ranks, seconds, model) of one result entry.
-Entry = Tuple[int, str, int, float, bool]
+# (nbytes, dtype, ranks, seconds, model, latency, per_step) of one entry.
+Entry = Tuple[int, str, int, float, bool, bool, Optional[int]]
 Row = Dict[str, Any]  # one (size, dtype) line of a case
 COLUMNS = ("case", "size", "dtype", "ranks", "time ms", "algbw GB/s",
            "busbw GB/s", "runs")
@@ -56,8 +58,11 @@ def _entries(path: str) -> List[Entry]:
         if not ok or r["seconds"] <= 0 or r["nbytes"] <= 0 or r["ranks"] < 1:
             raise ValueError(f"results[{k}] needs nbytes > 0, ranks >= 1 and "
                              f"seconds > 0, got {r!r}")
+        per_step = r.get("per_step")
         out.append((int(r["nbytes"]), str(r.get("dtype")), int(r["ranks"]),
-                    float(r["seconds"]), bool(r.get("model"))))
+                    float(r["seconds"]), bool(r.get("model")),
+                    bool(r.get("latency")),
+                    int(per_step) if isinstance(per_step, int) else None))
     return out
 
 
@@ -73,19 +78,21 @@ def collect(log_dir: str) -> Tuple[Dict[str, List[Row]], List[str]]:
         except (OSError, ValueError) as e:
             warnings.append(f"{path}: unusable all-reduce result ({e})")
             continue
-        for nbytes, dtype, ranks, seconds, model in entries:
-            key = (nbytes, dtype, ranks, model)
+        for nbytes, dtype, ranks, seconds, model, latency, per_step in entries:
+            key = (nbytes, dtype, ranks, model, latency, per_step)
             times.setdefault(case, {}).setdefault(key, []).append(seconds)
     table: Dict[str, List[Row]] = {}
     for case, by_key in times.items():
         rows: List[Row] = []
-        for (nbytes, dtype, ranks, model), secs in by_key.items():
+        for (nbytes, dtype, ranks, model, latency, per_step), secs in \
+                by_key.items():
             r = bandwidth.AllReduceResult(nbytes, dtype, ranks,
                                           statistics.median(secs))
             rows.append({"nbytes": nbytes, "dtype": dtype, "ranks": ranks,
                          "seconds": r.seconds, "algbw_gbps": r.algbw,
                          "busbw_gbps": r.busbw, "runs": len(secs),
-                         "model": model})
+                         "model": model, "latency": latency,
+                         "per_step": per_step})
         table[case] = sorted(rows, key=lambda r: (r["dtype"], r["nbytes"]))
     return table, warnings
 
@@ -109,8 +116,12 @@ def table_rows(table: Dict[str, List[Row]]) -> List[List[str]]:
     rows: List[List[str]] = []
     for case in sorted(table, key=order):
         for r in table[case]:
-            model = " (model)" if r["model"] else ""
-            rows.append([case, size_text(r["nbytes"]) + model,
+            label = " (model)" if r["model"] else ""
+            if r.get("latency"):
+                per_step = r.get("per_step")
+                label = (" (latency)" if per_step is None
+                         else f" (latency, {per_step} per step)")
+            rows.append([case, size_text(r["nbytes"]) + label,
                          r["dtype"], str(r["ranks"]),
                          f"{r['seconds'] * 1e3:.3f}", f"{r['algbw_gbps']:.3f}",
                          f"{r['busbw_gbps']:.3f}", str(r["runs"])])
@@ -127,5 +138,7 @@ def markdown(table: Dict[str, List[Row]]) -> str:
     lines += ["| " + " | ".join(cells) + " |\n" for cells in table_rows(table)]
     lines.append("\n- time: median over the case's runs of the mean time of "
                  "one all-reduce; algbw = bytes / time; busbw = algbw x "
-                 "2(n-1)/n (nccl-tests); (model): the model's gradient\n")
+                 "2(n-1)/n (nccl-tests); (model): the model's gradient; (latency): "
+                 "a small all-reduce, time per all-reduce, with the number "
+                 "of small collectives in one train step\n")
     return "".join(lines)

@@ -1,21 +1,29 @@
-"""Scaling model: the speedup the measured all-reduce time predicts.
+"""Scaling model: the speedup the measured communication predicts.
 
 For a case with N devices, data parallel with the per-device batch of the
 1n1g run, a step is the 1-device compute time T1 (1n1g: per-device batch /
-its median samples/s) plus the part of the gradient all-reduce A (measured
-by BENCH=allreduce in the same case, at the model's gradient size) that
-compute does not hide:
+its median samples/s) plus the communication compute does not hide: the
+gradient all-reduce A (measured by BENCH=allreduce in the same case, at the
+model's gradient size) and the step's small collectives, k of them at a
+latency L each (the same benchmark times a 4-byte all-reduce and counts k
+in the model's traced train step: under multi-worker tf.distribute, Keras
+all-reduces each metric's state and the step's logs, one round trip each,
+chained after the gradient's; step_collectives.py):
 
-    no overlap (slowest):  step = T1 + A           speedup >= N T1 / (T1 + A)
-    full overlap (fastest): step = max(T1, A)      speedup <= N T1 / max(T1, A)
+    no overlap (slowest):  step = T1 + A + k L       speedup >= N T1 / step
+    full overlap (fastest): step = max(T1, A) + k L  speedup <= N T1 / step
 
-(the upper bound is at most N, the ideal). A is taken in float32, the
-gradients' dtype also under mixed precision (variables stay float32), unless
-only another dtype was measured. The measured speedup is placed against the
-bounds and the gap is put in words: where it is inside, how much of the
-all-reduce was hidden; below, how many ms per step neither compute nor
-all-reduce explain; above, that the N-device step was faster than the model
-allows (a slower 1n1g baseline). Results go into the case entries
+(the upper bound is at most N, the ideal). k L is in both: those
+collectives wait for the step's metrics, after the gradient's all-reduce
+(their ordering token chains them behind it), so no compute is left to
+hide them. Without a latency row (older results, or a backend whose step
+was not counted) k L is 0. A is taken in float32, the gradients' dtype also
+under mixed precision (variables stay float32), unless only another dtype
+was measured. The measured speedup is placed against the bounds and the
+gap is put in words: where it is inside, how much of the all-reduce was
+hidden; below, how many ms per step neither compute nor communication
+explain; above, that the N-device step was faster than the model allows (a
+slower 1n1g baseline). Results go into the case entries
 (``speedup_bounds``: the plot's band; ``scaling_model``: the numbers and the
 sentence).
 """
@@ -34,10 +42,22 @@ def gradient_allreduce(rows):
     return model[0] if model else None
 
 
-def bounds(t1, allreduce, devices):
-    """(lower, upper) speedup against one device."""
-    lower = devices * t1 / (t1 + allreduce)
-    upper = min(float(devices), devices * t1 / max(t1, allreduce))
+def latency_row(rows):
+    """The row of the small all-reduce's latency with its per-step count,
+    or None (float32 preferred, as for the gradient)."""
+    rows = [r for r in rows if r.get("latency") and
+            r.get("per_step") is not None]
+    for r in rows:
+        if r["dtype"] == "float32":
+            return r
+    return rows[0] if rows else None
+
+
+def bounds(t1, allreduce, devices, tail=0.0):
+    """(lower, upper) speedup against one device; tail: the step's small
+    collectives (k x L), paid after compute in either case."""
+    lower = devices * t1 / (t1 + allreduce + tail)
+    upper = min(float(devices), devices * t1 / (max(t1, allreduce) + tail))
     return lower, upper
 
 
@@ -46,36 +66,59 @@ def rate_text(gbps):
     return "%.3g GB/s" % gbps if gbps >= 1 else "%.3g MB/s" % (gbps * 1e3)
 
 
-def _weight(fraction):
-    """Words for the all-reduce's share of the 1-device step."""
+def _weight(fraction, latency_bound):
+    """Words for the communication's share of the 1-device step; which
+    kind of communication dominates it."""
+    kind = "latency" if latency_bound else "communication"
     if fraction >= 1:
-        return "communication-dominated"
+        return kind + "-dominated"
     if fraction >= 0.05:
-        return "communication-bound"
+        return kind + "-bound"
     return "compute-bound"
 
 
-def explain(case, measured, t1, row, devices):
-    """The model's numbers and a sentence for one case."""
+def _communication_text(row, a, small, latency, t1):
+    """What the step spends communicating, in words."""
+    tail = small * latency
+    gradient = ("all-reduce of %s at %s bus bandwidth takes %.1f ms"
+                % (allreduce_logs.size_text(row["nbytes"]),
+                   rate_text(row["busbw_gbps"]), a * 1e3))
+    if not small:
+        return "%s: %s, %.0f%% of the 1-device step (%.1f ms)" % (
+            _weight(a / t1, False), gradient, 100 * a / t1, t1 * 1e3)
+    latency_bound = tail > a
+    parts = ("%d collectives x %.2f ms = %.1f ms per step (the step's "
+             "metric and log all-reduces), and the gradient's %s" % (
+                 small, latency * 1e3, tail * 1e3, gradient)
+             if latency_bound else
+             "%s, and %d small collectives x %.2f ms add %.1f ms" % (
+                 gradient, small, latency * 1e3, tail * 1e3))
+    return "%s: %s; together %.0f%% of the 1-device step (%.1f ms)" % (
+        _weight((a + tail) / t1, latency_bound), parts,
+        100 * (a + tail) / t1, t1 * 1e3)
+
+
+def explain(case, measured, t1, row, devices, latency=None):
+    """The model's numbers and a sentence for one case; latency: the
+    small all-reduce's row (seconds each, per_step of them), or None."""
     a = row["seconds"]
-    lower, upper = bounds(t1, a, devices)
-    fraction = a / t1
-    text = ("%s: all-reduce of %s at %s bus bandwidth takes %.1f ms, "
-            "%.0f%% of the 1-device step (%.1f ms); predicted speedup "
-            "%.2f (no overlap) to %.2f (full overlap)"
-            % (_weight(fraction), allreduce_logs.size_text(row["nbytes"]),
-               rate_text(row["busbw_gbps"]), a * 1e3, 100 * fraction, t1 * 1e3, lower,
-               upper))
+    small = latency["per_step"] if latency else 0
+    lat = latency["seconds"] if latency else 0.0
+    tail = small * lat
+    lower, upper = bounds(t1, a, devices, tail)
+    text = ("%s; predicted speedup %.2f (no overlap) to %.2f (full "
+            "overlap)" % (_communication_text(row, a, small, lat, t1), lower,
+                          upper))
     verdict = None
     if measured is not None:
         step = devices * t1 / measured  # the N-device step the speed implies
         if measured < lower * (1 - TOLERANCE):
             verdict = "below"
             text += ("; measured %.2f is below: the step takes %.1f ms, "
-                     "%.1f ms more than compute plus the whole all-reduce "
+                     "%.1f ms more than compute plus all the communication "
                      "(input pipeline, host overhead, stragglers or "
                      "contention)" % (measured, step * 1e3,
-                                      (step - t1 - a) * 1e3))
+                                      (step - t1 - a - tail) * 1e3))
         elif measured > upper * (1 + TOLERANCE):
             verdict = "above"
             text += ("; measured %.2f is above: the step (%.1f ms) is "
@@ -84,7 +127,7 @@ def explain(case, measured, t1, row, devices):
                          measured, step * 1e3))
         else:
             verdict = "inside"
-            hidden = (t1 + a - step) / min(a, t1) if a > 0 else 1.0
+            hidden = (t1 + a + tail - step) / min(a, t1) if a > 0 else 1.0
             if hidden <= 0:
                 text += ("; measured %.2f is at the no-overlap bound (within "
                          "%.0f%%): the all-reduce is not hidden behind "
@@ -95,7 +138,8 @@ def explain(case, measured, t1, row, devices):
                              measured, 100 * min(1.0, hidden)))
     return {"compute_ms": t1 * 1e3, "allreduce_ms": a * 1e3,
             "allreduce_bytes": row["nbytes"], "allreduce_dtype": row["dtype"],
-            "busbw_gbps": row["busbw_gbps"], "lower": lower, "upper": upper,
+            "busbw_gbps": row["busbw_gbps"], "small_collectives": small,
+            "latency_ms": lat * 1e3, "lower": lower, "upper": upper,
             "measured": measured, "verdict": verdict,
             "explanation": "%s %s" % (case, text)}
 
@@ -112,12 +156,14 @@ def apply(result, table):
         t1 = base["batch_size_per_device"] / base["median_speed_unrounded"]
         for case, entry in model_result.items():
             devices = entry.get("num_devices") or 0
-            row = gradient_allreduce(table.get(case) or [])
+            rows = table.get(case) or []
+            row = gradient_allreduce(rows)
             if devices < 2 or row is None:
                 continue
             measured = entry.get("speedup_unrounded") \
                 if entry.get("speedup_baseline") == "1n1g" else None
-            model = explain(case, measured, t1, row, devices)
+            model = explain(case, measured, t1, row, devices,
+                            latency_row(rows))
             entry["scaling_model"] = model
             entry["speedup_bounds"] = {"lower": round(model["lower"], 4),
                                        "upper": round(model["upper"], 4)}

@@ -1,0 +1,170 @@
+"""Where a two-worker multi_worker_mirrored Keras step spends its time
+beyond compute and the gradient's all-reduce (issue 14 §4).
+
+    .venv/bin/python benchmarks/step_collectives.py [ROUNDS [WORKERS [NS_A=ADDR_A,NS_B=ADDR_B]]]
+
+(the third argument runs worker k in network namespace NS_k at ADDR_k, e.g.
+two namespaces joined by a tbf-limited veth pair as in the netem test)
+
+Starts two workers on 127.0.0.1, each pinned to its own core (taskset -c k,
+as tests/test_scaling_netem.py pins its launchers), with the netem test's
+model (resnet_cifar depth 8, batch 16 per worker, 16x16 synthetic images).
+Each worker sets up the trainer's own strategy, model, compile and input
+(official_bench.trainer), then:
+
+1. traces one call of Keras' train_function and counts the collective ops
+   in its graph (all nested functions), by type and by where they sit;
+2. ROUNDS times (default 3), side by side in the same processes: times 30
+   train steps as compiled (tf_keras' distribute_reduction_method "auto",
+   which is "sum" under multi-worker MirroredStrategy-like strategies), 30
+   with "first" (what TF 2.3's Keras did: no cross-worker reduction of
+   the step's logs), the gradient's all-reduce alone as allreduce_bench
+   times it, and one 4-byte all-reduce.
+
+Worker 0 prints the medians per round; the spread is across rounds.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BATCH, STEPS = 16, 30
+TINY = ("runtime.num_gpus=0,model.name=resnet_cifar,"
+        "model.model_params.depth=8,train_dataset.builder=synthetic,"
+        "train_dataset.image_size=16,train_dataset.num_classes=10,"
+        f"train_dataset.batch_size={BATCH},evaluation.skip_eval=true,"
+        "runtime.distribution_strategy=multi_worker_mirrored,"
+        "runtime.all_reduce_alg=ring,runtime.peer_timeout_seconds=120,"
+        "runtime.sample_period_seconds=0,train.steps=1000")
+
+
+def free_ports(n):
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def collective_ops(concrete):
+    """{op type: count} over the function's graph and its library."""
+    graph_def = concrete.graph.as_graph_def()
+    counts, where = {}, []
+    nodes = [("(top)", n) for n in graph_def.node]
+    for f in graph_def.library.function:
+        nodes += [(f.signature.name, n) for n in f.node_def]
+    for fname, n in nodes:
+        if n.op.startswith("Collective"):
+            counts[n.op] = counts.get(n.op, 0) + 1
+            where.append((fname[:60], n.name[:60], n.op,
+                          "inputs: " + " ".join(i[:40] for i in n.input)))
+    return counts, where
+
+
+def worker(index: int, hosts: str, rounds: int) -> None:
+    from official_bench import config as config_lib
+    from official_bench import trainer
+    from official_bench import allreduce_bench
+    from official_bench.runtime import precision
+    from tf_keras.src.engine import data_adapter
+    cfg = config_lib.build_config([("--params_override",
+                                    config_lib.parse_params_override(
+                                        f"{TINY},runtime.worker_hosts="
+                                        f"'{hosts}',runtime.task_index="
+                                        f"{index}"))])
+    replica_devices, cluster = trainer.prepare_runtime(cfg.runtime)
+    dtype = config_lib.compute_dtype(cfg)
+    policy = precision.set_policy(dtype)
+    prep = trainer._setup(cfg, cluster, replica_devices, dtype, policy)
+    model, dist = prep.model, prep.dist
+    data = dist.dataset(cfg.train_dataset, prep.plan.global_batch, True, 0)
+    dist.prepare_fit(model)
+    handler = data_adapter.get_data_handler(
+        x=data, model=model, steps_per_epoch=10 ** 6, epochs=1)
+    iterator = next(iter(handler.enumerate_epochs()))[1]
+    say = print if index == 0 else (lambda *a, **k: None)
+
+    def step_fn(reduction):
+        model.distribute_reduction_method = reduction
+        model.train_function = None
+        return model.make_train_function(force=True)
+
+    for reduction in ("auto", "first"):
+        fn = step_fn(reduction)
+        counts, where = collective_ops(fn.get_concrete_function(iterator))
+        say(f"train_function, distribute_reduction_method={reduction!r}: "
+            f"collective ops {counts}", flush=True)
+        for w in where:
+            say("    ", *w, flush=True)
+
+    def time_steps(reduction):
+        fn = step_fn(reduction)
+        for _ in range(5):
+            logs = fn(iterator)
+        float(logs["loss"])
+        times = []
+        for _ in range(STEPS):
+            start = time.perf_counter()
+            logs = fn(iterator)
+            float(logs["loss"])  # waits for the step, as a callback would
+            times.append(time.perf_counter() - start)
+        say(f"    logs with {reduction!r}: " + ", ".join(
+            f"{k} {float(v):.4f}" for k, v in logs.items()), flush=True)
+        return statistics.median(times)
+
+    grads = [int(w.shape.num_elements()) for w in model.trainable_weights]
+    for r in range(rounds):
+        row = {
+            "step auto(sum)": time_steps("auto"),
+            "step first": time_steps("first"),
+            "gradient all-reduce": allreduce_bench.measure(
+                dist, grads, "float32", 20, 3).seconds,
+            "4-byte x8 chained, per all-reduce": allreduce_bench.measure(
+                dist, 4, "float32", 20, 3, chain=8).seconds,
+        }
+        say(f"round {r + 1}: " + ", ".join(
+            f"{k} {v * 1e3:.1f} ms" for k, v in row.items()) +
+            "; auto - first %.1f ms" % (
+                (row["step auto(sum)"] - row["step first"]) * 1e3),
+            flush=True)
+
+
+def main(argv) -> int:
+    if argv and argv[0] == "--worker":
+        worker(int(argv[1]), argv[2], int(argv[3]))
+        return 0
+    rounds = int(argv[0]) if argv else 3
+    workers = int(argv[1]) if len(argv) > 1 else 2
+    hosts = ",".join(f"127.0.0.1:{p}" for p in free_ports(workers))
+    prefix = [[] for _ in range(workers)]
+    if len(argv) > 2:  # NS_A=ADDR_A,NS_B=ADDR_B: one worker per namespace
+        pairs = [item.split("=") for item in argv[2].split(",")]
+        hosts = ",".join(f"{addr}:22231" for _, addr in pairs)
+        prefix = [["ip", "netns", "exec", ns] for ns, _ in pairs]
+    env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2")
+    procs = [subprocess.Popen(
+        prefix[i] + ["taskset", "-c", str(i % 2), sys.executable, os.path.abspath(__file__),
+         "--worker", str(i), hosts, str(rounds)], cwd=REPO, env=env,
+        stdout=None if i == 0 else subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL) for i in range(workers)]
+    try:
+        for p in procs:
+            p.wait(timeout=1200)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return max(p.returncode for p in procs)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
