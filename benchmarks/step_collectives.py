@@ -73,6 +73,7 @@ def worker(index: int, hosts: str, rounds: int) -> None:
     from official_bench import config as config_lib
     from official_bench import trainer
     from official_bench import allreduce_bench
+    from official_bench.data.fit_input import fit_input
     from official_bench.runtime import precision
     from tf_keras.src.engine import data_adapter
     cfg = config_lib.build_config([("--params_override",
@@ -83,10 +84,13 @@ def worker(index: int, hosts: str, rounds: int) -> None:
     replica_devices, cluster = trainer.prepare_runtime(cfg.runtime)
     dtype = config_lib.compute_dtype(cfg)
     policy = precision.set_policy(dtype)
-    prep = trainer._setup(cfg, cluster, replica_devices, dtype, policy)
+    prep = trainer.setup_run(cfg, cluster, replica_devices, dtype, policy)
     model, dist = prep.model, prep.dist
-    data = dist.dataset(cfg.train_dataset, prep.plan.global_batch, True, 0)
+    train_input = fit_input(dist, cfg.train_dataset, prep.plan.global_batch,
+                            True, 0)
     dist.prepare_fit(model)
+    train_input.prepare_fit(model)
+    data = train_input.data
     handler = data_adapter.get_data_handler(
         x=data, model=model, steps_per_epoch=10 ** 6, epochs=1)
     iterator = next(iter(handler.enumerate_epochs()))[1]

@@ -188,7 +188,7 @@ def _setup(cfg, planned):
     policy = precision.set_policy(dtype)
     try:
         # model_dir None: the trainer's set-up writes no params.yaml here.
-        prep = trainer._setup(dataclasses.replace(cfg, model_dir=None),
+        prep = trainer.setup_run(dataclasses.replace(cfg, model_dir=None),
                               cluster, replica_devices, dtype, policy)
         gradient = [int(w.shape.num_elements())
                     for w in prep.model.trainable_weights]

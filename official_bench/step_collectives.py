@@ -101,8 +101,10 @@ def of_train_step(model, dist, cfg, global_batch: int) -> StepCollectives:
     configured input's shapes (synthetic data: the trace needs only the
     element spec) and counts its collectives. Nothing is executed."""
     from tf_keras.src.engine import data_adapter
+
+    from official_bench.data.fit_input import fit_input
     synthetic = dataclasses.replace(cfg.train_dataset, builder="synthetic")
-    data = dist.dataset(synthetic, global_batch, True, 0)
+    data = fit_input(dist, synthetic, global_batch, True, 0).data
     handler = data_adapter.get_data_handler(x=data, model=model,
                                             steps_per_epoch=1, epochs=1)
     _, iterator = next(iter(handler.enumerate_epochs()))

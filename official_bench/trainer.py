@@ -158,7 +158,7 @@ def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:
     if distribute.serve_if_not_coordinator(rt, cluster):
         return RunResult(cfg, None, {}, {}, {}, cfg.model_dir, None)
     try:
-        prepared = _setup(cfg, cluster, replica_devices, dtype, policy)
+        prepared = setup_run(cfg, cluster, replica_devices, dtype, policy)
         if cfg.mode == "eval":
             return _evaluate_only(prepared)
         if cfg.mode == "export_only":
@@ -231,8 +231,14 @@ def model_summary(model) -> Dict[str, Any]:
             "trainable_weights_sha256": digest.hexdigest()}
 
 
-def _setup(cfg: ExperimentConfig, cluster: cluster_lib.Cluster,
-           replica_devices: List[str], dtype: str, policy: str) -> _Prepared:
+def setup_run(cfg: ExperimentConfig, cluster: cluster_lib.Cluster,
+              replica_devices: List[str], dtype: str,
+              policy: str) -> _Prepared:
+    """Strategy, plan, model and compile: everything before the data.
+
+    Public because the all-reduce benchmark and benchmarks/step_collectives
+    need the very model and train step a run would use.
+    """
     rt = cfg.runtime
 
     # 2. Strategy.
@@ -264,6 +270,11 @@ def _setup(cfg: ExperimentConfig, cluster: cluster_lib.Cluster,
                       metrics=objectives.build_metrics(cfg),
                       jit_compile=rt.enable_xla, run_eagerly=rt.run_eagerly,
                       steps_per_execution=plan.steps_per_loop)
+        if dist.traits.step_logs_already_global:
+            # tf_keras' "auto" sums each step's logs across workers, but
+            # metric results are already global: values x workers, and three
+            # more collectives per step. "first" is what TF 2.3's Keras did.
+            model.distribute_reduction_method = "first"
     return _Prepared(cfg, cluster, dist, plan, model, dtype, replica_devices,
                 result_path, malloc)
 

@@ -149,14 +149,17 @@ def test_horovod_rank_is_the_input_pipeline_id():
     """CPU sibling of the horovodrun tests: under horovod the dataset is
     built for input pipeline <rank> of <size>, with the global batch
     divided by size."""
+    from official_bench.data.fit_input import fit_input
     from official_bench.runtime.distribute import Distribution
-    dist = Distribution(kind="horovod", strategy=tf.distribute.get_strategy(),
+    from official_bench.runtime.strategies import traits
+    dist = Distribution(traits=traits("horovod"),
+                        strategy=tf.distribute.get_strategy(),
                         num_replicas=2, is_chief=False, logs_throughput=False,
                         hvd=_FakeHorovod())
     ds = DatasetConfig(builder="python", image_size=8, num_classes=4,
                        one_hot=False, python_source="test_data_sources_"
                                                     "strategies:pipeline_source")
-    images, labels = next(iter(dist.dataset(ds, 8, True, 0)))
+    images, labels = next(iter(fit_input(dist, ds, 8, True, 0).data))
     assert images.shape == (4, 8, 8, 3)  # global 8 / 2 ranks
     assert labels.numpy().tolist() == [1, 1, 1, 1]
 

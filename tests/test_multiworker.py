@@ -1,6 +1,7 @@
 """multi_worker_mirrored for real: two CLI processes on 127.0.0.1 ports."""
 
 import json
+import math
 import os
 import socket
 import subprocess
@@ -82,6 +83,14 @@ def test_two_workers_train_together_with_identical_losses(tmp_path):
     assert other["environment"]["devices"] == [
         "/job:worker/replica:0/task:1/device:CPU:0"]
     assert chief["environment"]["replicas_per_worker"] == 1
+    # The step logs are the global values, not their sum over the 2
+    # workers (tf_keras' "auto" reduction doubled them): with 10 classes
+    # the loss after 4 steps is near ln 10 = 2.3, a doubled one near 4.6.
+    for out in outs:
+        losses = [float(v) for v in re.findall(
+            r"official_bench: step \d+/\d+ .*, loss ([0-9.]+)", out)]
+        assert losses and all(0 < v < 1.5 * math.log(10) for v in losses), \
+            losses
     for out in outs:
         assert "TimeHistory: " in out and "examples/second between steps" in out
 

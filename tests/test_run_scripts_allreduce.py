@@ -54,7 +54,7 @@ def test_two_node_allreduce_mode_and_extractor(tmp_path):
              for r in chief["results"]]
     assert sizes == [(4 * 78042, True, None), (262144, False, None),
                      (4, False, True)]  # then the latency row
-    assert chief["results"][-1]["per_step"] == 9
+    assert chief["results"][-1]["per_step"] == 6
     assert all(r["seconds"] > 0 and r["busbw_gbps"] > 0
                for r in chief["results"])
 
@@ -66,7 +66,7 @@ def test_two_node_allreduce_mode_and_extractor(tmp_path):
     assert json.loads(ext.stdout) == {}  # no training runs in this tree
     rows = [l for l in ext.stderr.splitlines() if l.startswith("| 2n1g |")]
     assert [r.split(" | ")[1:4] for r in rows] == [  # by size
-        ["4 B (latency, 9 per step)", "float32", "2"],
+        ["4 B (latency, 6 per step)", "float32", "2"],
         ["256 KiB", "float32", "2"], ["304.9 KiB (model)", "float32", "2"]]
     for row, r in zip(rows, sorted(chief["results"],
                                    key=lambda r: r["nbytes"])):

@@ -53,6 +53,10 @@ class StrategyTraits:
     # cluster serve its coordinator (runtime/ps_server.py) and are told
     # when the run finished.
     tasks_serve_coordinator: bool
+    # Keras' default ("auto") reduction of a step's logs would sum metric
+    # results that the strategy already made global, across workers
+    # (tf_keras reduce_per_replica with a multi-worker collective strategy).
+    step_logs_already_global: bool
 
 
 def _traits(name: str, **overrides) -> StrategyTraits:
@@ -63,7 +67,8 @@ def _traits(name: str, **overrides) -> StrategyTraits:
                 horovod_allreduce=False, one_process_per_gpu=False,
                 cpu_replicas_from_config=False,
                 one_cpu_replica_per_worker=False, remote_replicas=False,
-                saves_on_every_worker=True, tasks_serve_coordinator=False)
+                saves_on_every_worker=True, tasks_serve_coordinator=False,
+                step_logs_already_global=False)
     unknown = set(overrides) - set(base)
     if unknown:
         raise TypeError(f"unknown strategy traits {sorted(unknown)}")
@@ -76,7 +81,7 @@ TRAITS: Dict[str, StrategyTraits] = {t.name: t for t in (
     _traits("one_device"),
     _traits("mirrored", cpu_replicas_from_config=True),
     _traits("multi_worker_mirrored", cpu_replicas_from_config=True,
-            one_cpu_replica_per_worker=True),
+            one_cpu_replica_per_worker=True, step_logs_already_global=True),
     _traits("parameter_server", input_via_dataset_creator=True,
             measures_input_wait=False, remote_replicas=True,
             tasks_serve_coordinator=True),
