@@ -152,6 +152,23 @@ def test_builds_classic_shards_labels_and_verifies(tmp_path):
     assert sorted(labels.numpy().tolist()) == [0, 0, 1, 1, 2, 2]
 
 
+def test_library_call_takes_typed_options(tmp_path):
+    """A notebook builds without argparse; the CLI's defaults are the
+    options' defaults."""
+    src = make_tree(str(tmp_path / "src"), per_class=2)
+    out = str(tmp_path / "out")
+    lines = []
+    opts = br.BuildOptions(output_dir=out, input_dir=src, splits="train",
+                           train_shards=2, num_workers=1)
+    assert br.build(opts, log=lines.append) == 0
+    assert sorted(n for n in os.listdir(out) if n.startswith("train-")) == [
+        "train-00000-of-00002", "train-00001-of-00002"]
+    assert open(os.path.join(out, "labels.txt")).read() == "cat\ndog\nemu\n"
+    defaults = br._parser().parse_args(["--output_dir", out])
+    assert br.BuildOptions.from_namespace(defaults) == \
+        br.BuildOptions(output_dir=out)
+
+
 def test_restart_skips_finished_shards_and_never_exposes_partial_ones(
         tmp_path, monkeypatch):
     src = make_tree(str(tmp_path / "src"), per_class=4)

@@ -507,7 +507,35 @@ def verify(output_dir: str, splits: Sequence[str], num_classes: Optional[int],
 # --------------------------------------------------------------------------
 
 
+@dataclasses.dataclass
+class BuildOptions:
+    """What `build` converts: the CLI's flags, typed, so that a notebook or
+    a test can call the builder without argparse."""
+    output_dir: str
+    input_dir: Optional[str] = None
+    layout: str = "imagefolder"  # or "imagenet"
+    train_dir: Optional[str] = None
+    validation_dir: Optional[str] = None
+    validation_labels: Optional[str] = None
+    bounding_boxes: Optional[str] = None
+    class_names: Optional[str] = None
+    class_text: Optional[str] = None
+    splits: str = "train,validation"
+    train_shards: int = DEFAULT_SHARDS["train"]
+    validation_shards: int = DEFAULT_SHARDS["validation"]
+    num_workers: int = dataclasses.field(
+        default_factory=lambda: os.cpu_count() or 1)
+    quality: int = 95  # JPEG quality for converted images
+    seed: int = 12345  # shuffle seed for the image -> shard assignment
+
+    @classmethod
+    def from_namespace(cls, ns: argparse.Namespace) -> "BuildOptions":
+        return cls(**{f.name: getattr(ns, f.name)
+                      for f in dataclasses.fields(cls)})
+
+
 def _parser() -> argparse.ArgumentParser:
+    d = BuildOptions(output_dir="")  # the defaults, shown by --help
     p = argparse.ArgumentParser(
         prog="python -m official_bench.data.build_records",
         description="Write image folders as ImageNet-style TFRecord shards.",
@@ -517,7 +545,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="where the shards, labels.txt and build_records.json go")
     p.add_argument("--input_dir", help="root holding train/ and validation/")
     p.add_argument("--layout", choices=("imagefolder", "imagenet"),
-                   default="imagefolder")
+                   default=d.layout)
     p.add_argument("--train_dir", help="train folder (default input_dir/train)")
     p.add_argument("--validation_dir",
                    help="validation folder (default input_dir/validation "
@@ -531,14 +559,14 @@ def _parser() -> argparse.ArgumentParser:
                         "(default: sorted train folder names)")
     p.add_argument("--class_text",
                    help="'<class> <text>' per line for image/class/text")
-    p.add_argument("--splits", default="train,validation")
-    p.add_argument("--train_shards", type=int, default=DEFAULT_SHARDS["train"])
+    p.add_argument("--splits", default=d.splits)
+    p.add_argument("--train_shards", type=int, default=d.train_shards)
     p.add_argument("--validation_shards", type=int,
-                   default=DEFAULT_SHARDS["validation"])
-    p.add_argument("--num_workers", type=int, default=os.cpu_count() or 1)
-    p.add_argument("--quality", type=int, default=95,
+                   default=d.validation_shards)
+    p.add_argument("--num_workers", type=int, default=d.num_workers)
+    p.add_argument("--quality", type=int, default=d.quality,
                    help="JPEG quality for converted images")
-    p.add_argument("--seed", type=int, default=12345,
+    p.add_argument("--seed", type=int, default=d.seed,
                    help="shuffle seed for the image -> shard assignment")
     p.add_argument("--verify", action="store_true",
                    help="afterwards (or, without inputs, only) count records "
@@ -546,7 +574,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _split_dir(args, split: str) -> Optional[str]:
+def _split_dir(args: BuildOptions, split: str) -> Optional[str]:
     explicit = getattr(args, f"{split}_dir", None)
     if explicit:
         return explicit
@@ -564,7 +592,7 @@ def _read_lines(path: str) -> List[str]:
         return [line.strip() for line in f if line.strip()]
 
 
-def _classes(args, splits: Sequence[str]) -> List[str]:
+def _classes(args: BuildOptions, splits: Sequence[str]) -> List[str]:
     if args.class_names:
         return _read_lines(args.class_names)
     train_dir = _split_dir(args, "train")
@@ -581,7 +609,8 @@ def _classes(args, splits: Sequence[str]) -> List[str]:
     return classes
 
 
-def _list_items(args, split: str, classes: Sequence[str]) -> List[Item]:
+def _list_items(args: BuildOptions, split: str,
+                classes: Sequence[str]) -> List[Item]:
     directory = _split_dir(args, split)
     if not directory or not os.path.isdir(directory):
         raise BuildError(f"split {split}: {directory} is not a directory")
@@ -666,7 +695,7 @@ def finish(output_dir: str, manifest: Dict, log=print) -> List[Tuple[str,
     return all_skipped
 
 
-def build(args, log=print) -> int:
+def build(args: BuildOptions, log=print) -> int:
     splits = [s.strip() for s in args.splits.split(",") if s.strip()]
     os.makedirs(args.output_dir, exist_ok=True)
     classes = _classes(args, splits)
@@ -757,7 +786,7 @@ def main(argv: Optional[Sequence[str]] = None, log=print) -> int:
                                  "--validation_dir), or --verify to check "
                                  "existing shards")
             if has_input:
-                build(args, log=log)
+                build(BuildOptions.from_namespace(args), log=log)
             if args.verify:
                 return _verify_cli(args, log)
     except Interrupted as e:

@@ -46,7 +46,14 @@ class Node:
 
 @dataclasses.dataclass
 class NodeSet:
-    """The resolved cluster as the launcher sees it."""
+    """The machines the launcher coordinates: one entry per node (host and
+    launcher port), this node's index and where both came from.
+
+    Not runtime.cluster.Cluster, which is the trainer's view of the same job:
+    one address per TensorFlow task (WORKERS_PER_NODE of them per node) and
+    this process's role. The launcher builds the trainer's worker_hosts or
+    TF_CONFIG from a NodeSet; the trainer resolves its Cluster from those.
+    """
     nodes: List[Node]
     index: int
     nodes_from: str  # where the list came from, for messages

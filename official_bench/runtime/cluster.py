@@ -49,7 +49,9 @@ def lost_peers_error(cluster: "Cluster", step, total: int) -> Optional[PeerLost]
 
 @dataclasses.dataclass
 class Cluster:
-    """The resolved cluster: every task's address and our own role."""
+    """The trainer's cluster: every TensorFlow task's address and this
+    process's role (launch/nodes.py NodeSet is the launcher's per-node
+    view it was made from)."""
     workers: List[str]
     task_type: str = "worker"
     task_index: int = 0
