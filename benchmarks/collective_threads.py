@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+from official_bench.contracts.hostport import free_ports
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEPS, LOG_STEPS = 650, 50
@@ -29,16 +30,6 @@ TINY = ("runtime.num_gpus=0,model.name=resnet_cifar,"
         "runtime.all_reduce_alg=ring,runtime.peer_timeout_seconds=120,"
         f"train.steps={STEPS},train.time_history.log_steps={LOG_STEPS}")
 LINE = re.compile(r"examples/second between steps \d+ and (\d+)")
-
-
-def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def threads_of(pid: int) -> int:

@@ -52,6 +52,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 HERE = os.path.dirname(os.path.abspath(__file__))
 
+from official_bench.contracts.hostport import free_ports  # noqa: E402
+
 TRAIN_RATE = re.compile(r"run finished: \d+ steps, average ([\d.]+) "
                         r"examples/second")
 INPUT_RATE = re.compile(r"([\d.]+) images/second from this worker")
@@ -101,13 +103,6 @@ def write_data(root: str, count: int):
     for writer in writers:
         writer.close()
     return folder, records_dir
-
-
-def _free_port() -> int:
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _env():
@@ -167,7 +162,7 @@ def sources(folder, records_dir, size, batch):
                 procs.append(_spawn(
                     ["-m", "official_bench.data.service", "--worker",
                      "--dispatcher_address", f"127.0.0.1:{port}", "--port",
-                     str(_free_port())], ready="ready on port"))
+                     str(free_ports(1)[0])], ready="ready on port"))
             return procs
         return start
 
@@ -239,7 +234,7 @@ def _run(args, pattern, timeout):
 
 
 def measure(name, overrides, start, args, tmp):
-    port = _free_port()
+    port = free_ports(1)[0]
     procs = start(port) if start else []
     try:
         cfg = json.dumps(config(overrides(port), args.image_size, args.batch,

@@ -27,11 +27,12 @@ Worker 0 prints the medians per round; the spread is across rounds.
 from __future__ import annotations
 
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import time
+
+from official_bench.contracts.hostport import free_ports
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BATCH, STEPS = 16, 30
@@ -42,16 +43,6 @@ TINY = ("runtime.num_gpus=0,model.name=resnet_cifar,"
         "runtime.distribution_strategy=multi_worker_mirrored,"
         "runtime.all_reduce_alg=ring,runtime.peer_timeout_seconds=120,"
         "runtime.sample_period_seconds=0,train.steps=1000")
-
-
-def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def collective_ops(concrete):
@@ -145,8 +136,16 @@ def main(argv) -> int:
     if argv and argv[0] == "--worker":
         worker(int(argv[1]), argv[2], int(argv[3]))
         return 0
-    rounds = int(argv[0]) if argv else 3
-    workers = int(argv[1]) if len(argv) > 1 else 2
+    if argv and argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    try:
+        rounds = int(argv[0]) if argv else 3
+        workers = int(argv[1]) if len(argv) > 1 else 2
+    except ValueError:
+        print(f"error: ROUNDS and WORKERS are integers, got {argv[:2]}; "
+              "see --help", file=sys.stderr)
+        return 2
     hosts = ",".join(f"127.0.0.1:{p}" for p in free_ports(workers))
     prefix = [[] for _ in range(workers)]
     if len(argv) > 2:  # NS_A=ADDR_A,NS_B=ADDR_B: one worker per namespace

@@ -10,6 +10,8 @@ import sys
 import threading
 import time
 
+from official_bench.contracts.hostport import free_ports
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # DLPerf's six TF 2.3 ResNet-50 YAMLs, kept as fixtures (header names the
 # source); the suite must never read anything outside the repository.
@@ -82,19 +84,6 @@ TINY_OVERRIDE = ",".join([
     "train.steps=6", "train.time_history.log_steps=2",
     "evaluation.skip_eval=true",
 ])
-
-
-def free_ports(n):
-    """n distinct free TCP ports on 127.0.0.1."""
-    socks, ports = [], []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
-    return ports
 
 
 def consecutive_free_port(n):

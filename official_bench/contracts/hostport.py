@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Optional, Tuple
+import socket
+from typing import List, Optional, Tuple
 
 _HOST_RE = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?$")
 PORT_RANGE = "1..65535"
@@ -82,3 +83,19 @@ def format_hostport(host: str, port: int) -> str:
     """(host, port) -> 'host:port', bracketing IPv6 addresses."""
     shown = f"[{host}]" if ":" in host else host
     return f"{shown}:{port}"
+
+
+def free_ports(n: int, host: str = "127.0.0.1") -> List[int]:
+    """n distinct TCP ports on `host` that were free a moment ago (all held
+    open together, so no two are the same); for local multi-process runs."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET6 if ":" in host
+                              else socket.AF_INET)
+            s.bind((host, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()

@@ -12,10 +12,10 @@ import dataclasses
 import json
 import os
 import shutil
-import socket
 import time
 from typing import Callable, Dict, List, Optional
 
+from official_bench.contracts.hostport import free_ports
 from official_bench.contracts.throughput import THROUGHPUT_MARK
 from official_bench.doctor import commands, gpu_util, threads, verdicts
 from official_bench.doctor.plan import CheckSpec
@@ -42,20 +42,6 @@ class RunContext:
     horovod_venv: Optional[str] = None
     sample_period: float = 0.5
     progress: Callable[[str], None] = print
-
-
-def free_ports(n: int) -> List[int]:
-    """n distinct free TCP ports on 127.0.0.1."""
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def _run_dir(ctx: RunContext, name: str) -> str:
