@@ -33,7 +33,7 @@ from typing import List
 from absl import app, flags, logging
 
 from official_bench.contracts import exit_status
-from official_bench import classifier_trainer  # noqa: F401 (its flags)
+from official_bench import classifier_trainer  # its flags and entry steps
 from official_bench.results import bandwidth
 
 FLAGS = flags.FLAGS
@@ -246,11 +246,9 @@ def run(cfg, sizes: str, dtypes: List[str], iters: int,
 
 
 def main(argv) -> int:
-    if len(argv) > 1:
-        print(f"error: unexpected arguments {argv[1:]}; see --help",
-              file=sys.stderr)
-        return exit_status.CONFIG
-    logging.set_verbosity(logging.INFO)
+    refused = classifier_trainer.start_main(argv)
+    if refused is not None:
+        return refused
     from official_bench import config as config_lib
     from official_bench.runtime.cluster import ClusterError
     dtypes = [d.strip() for d in FLAGS.dtypes.split(",") if d.strip()]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from typing import Optional
 
 from absl import app, flags, logging
 
@@ -118,12 +119,22 @@ def _default_model_dir() -> str:
     return f"model_dir/run-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def main(argv) -> int:
+def start_main(argv) -> Optional[int]:
+    """What every entry point on these flags does first: absl leaves words
+    it did not parse in argv[1:], which are refused by name (the exit
+    status to return), then INFO logging."""
     if len(argv) > 1:
         print(f"error: unexpected arguments {argv[1:]}; see --help",
               file=sys.stderr)
         return exit_status.CONFIG
     logging.set_verbosity(logging.INFO)
+    return None
+
+
+def main(argv) -> int:
+    refused = start_main(argv)
+    if refused is not None:
+        return refused
     # Imported here so --help answers without loading TensorFlow.
     from official_bench import config as config_lib
     from official_bench.runtime.cluster import ClusterError, PeerLost

@@ -26,6 +26,23 @@ def test_bad_config_exits_2_naming_the_key(tmp_path):
     assert not os.listdir(tmp_path)  # nothing written
 
 
+def test_stray_words_are_refused_by_both_entry_points(tmp_path):
+    """absl leaves words it did not parse; the trainer and the all-reduce
+    benchmark (same flags, same first steps) name them and write nothing."""
+    import subprocess
+    import sys
+    from helpers import REPO, cli_env
+    for module in ("official_bench.classifier_trainer",
+                   "official_bench.allreduce_bench"):
+        p = subprocess.run([sys.executable, "-m", module,
+                            f"--model_dir={tmp_path}", "stray"], cwd=REPO,
+                           env=cli_env(), capture_output=True, text=True,
+                           timeout=120)
+        assert p.returncode == exit_status.CONFIG, (module, p.stderr)
+        assert "error: unexpected arguments ['stray']; see --help" in p.stderr
+    assert not os.listdir(tmp_path)
+
+
 def test_unknown_key_in_config_file_names_file(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("train:\n  stepz: 3\n")
