@@ -146,6 +146,27 @@ def test_data_note_names_the_builder_params_override_chose(tmp_path):
     assert "synthetic data" not in zmq.stdout
 
 
+def test_host_that_does_not_resolve_stops_a_run_but_not_a_dry_run(tmp_path):
+    """A run refuses at once with exit 3 naming the node (it used to wait
+    for the barrier and end 75); a dry run, perhaps on a login node that
+    does not know the compute nodes, notes it. '.invalid' never resolves
+    (RFC 2606)."""
+    knobs = dict(NODES="nosuchhost.invalid:5000,127.0.0.1:5001",
+                 TASK_INDEX=1, DEVICE="cpu", BARRIER_TIMEOUT=600)
+    dry = script("two", tmp_path, "8", "fp32", "1", "--dry-run", **knobs)
+    assert dry.returncode == 0, dry.stderr
+    assert "host 'nosuchhost.invalid' does not resolve on this machine" \
+        in dry.stdout and "a real run stops here (exit 3)" in dry.stdout
+    start = time.monotonic()
+    real = script("two", tmp_path, "8", "fp32", "1", **knobs)
+    assert real.returncode == exit_status.CLUSTER, real.stderr
+    assert "node 0 of NODES" in real.stderr and \
+        "nosuchhost.invalid:5000: host 'nosuchhost.invalid' does not " \
+        "resolve" in real.stderr
+    assert time.monotonic() - start < 60
+    assert not (tmp_path / "logs").exists()
+
+
 def test_gpu_planning_without_gpus_via_gpu_ids(tmp_path):
     """GPU_IDS stands in for nvidia-smi: 4 GPUs -> 1, 2, 4 (8 skipped)."""
     out = script("single", tmp_path, "256", "fp16", "1", "--dry-run",

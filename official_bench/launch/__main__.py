@@ -171,6 +171,12 @@ def main(argv: Optional[Sequence[str]] = None, environ=None) -> int:
     except (plan_lib.PlanError, ConfigError) as e:
         print(f"error: {settings.script}: {e}", file=sys.stderr)
         return EXIT_USAGE
+    unresolved = plan.nodeset.unresolved if plan.nodeset else []
+    if unresolved and not settings.dry_run:
+        print(f"error: {settings.script}: {unresolved[0]}", file=sys.stderr)
+        return EXIT_CLUSTER
+    for problem in unresolved:
+        plan.notes.append(f"{problem}; a real run stops here (exit 3)")
     cannot_run = None
     if not settings.dry_run and not (plan.horovod and plan.horovod.idle):
         cannot_run = check_trainer_python(plan)

@@ -63,6 +63,9 @@ class NodeSet:
     # Node k runs on machine machines[k]: nodes whose hosts resolve to a
     # common address share a number (same_machines); None: by name only.
     machines: Optional[List[int]] = None
+    # Hosts this machine cannot resolve (see unresolvable): a run refuses
+    # to start; a dry run notes them.
+    unresolved: List[str] = dataclasses.field(default_factory=list)
 
     def same_machine(self, a: int, b: int) -> bool:
         if self.machines is None:
@@ -305,6 +308,18 @@ def same_machines(nodes: Sequence[Node],
     return machines
 
 
+def unresolvable(nodes: Sequence[Node], where: str,
+                 resolver: Callable[[str], List[str]] = resolve_host
+                 ) -> List[str]:
+    """One problem per node whose host this machine cannot resolve: its
+    trainers could never connect to it. A real run refuses to start on
+    them (exit 3, not 75 when the barrier times out); a dry run, perhaps on
+    a login node that does not know the compute nodes, only notes them."""
+    return [f"node {i} of {where}, {node.address}: host {node.host!r} does "
+            "not resolve on this machine (check the name, /etc/hosts or DNS)"
+            for i, node in enumerate(nodes) if not resolver(node.host)]
+
+
 def reject_aliases(nodes: Sequence[Node], machines: Sequence[int],
                    where: str,
                    resolver: Callable[[str], List[str]] = resolve_host
@@ -511,6 +526,7 @@ def resolve(settings: Settings, config_hosts: Optional[str],
         if settings.task_index is not None and settings.task_index != index:
             ns.notes.append(f"TASK_INDEX={settings.task_index} ignored: "
                             f"TF_CONFIG says index {index}")
+        ns.unresolved = unresolvable(nodes, "TF_CONFIG", resolver)
         ns.machines = same_machines(nodes, resolver)
         reject_aliases(nodes, ns.machines, "TF_CONFIG", resolver)
         return _check_count(ns, settings)
@@ -557,7 +573,8 @@ def resolve(settings: Settings, config_hosts: Optional[str],
     if not 0 <= index < len(nodes):
         raise NodeError(f"task index {index} ({how}) is outside {where}, "
                         f"which has {len(nodes)} nodes (0..{len(nodes) - 1})")
-    ns = NodeSet(nodes, index, where, how, machines=machines)
+    ns = NodeSet(nodes, index, where, how, machines=machines,
+                 unresolved=unresolvable(nodes, where, resolver))
     if slurm_index is not None and not settings.slurm.get("SLURM_STEP_ID"):
         ns.notes.append("in a Slurm job but not in a job step: start the "
                         "script on every node with srun --ntasks-per-node=1, "
