@@ -374,6 +374,7 @@ def test_same_secret_on_both_nodes_runs(tmp_path):
     report both nodes; the secret is not passed to the trainer."""
     secret = tmp_path / "secret"
     secret.write_text("s3cret-text\n")
+    secret.chmod(0o600)
     stub = _stub_trainer(tmp_path)
     w0, w1, b = free_ports(3)
     common = dict(NODES=f"127.0.0.1:{w0},127.0.0.1:{w1}", BARRIER_PORT=b,
@@ -451,9 +452,24 @@ def test_secret_sources_and_slurm_derivation(tmp_path):
     from official_bench.launch import auth
     empty = tmp_path / "empty"
     empty.write_text("\n")
+    empty.chmod(0o600)
     with pytest.raises(settings_lib.SettingsError, match="is empty"):
         settings_lib.parse([], environ={"BARRIER_SECRET_FILE": str(empty)},
                            mode="two")
+    # Others may read it: refused with the fix, as ssh refuses open keys.
+    shared = tmp_path / "shared"
+    shared.write_text("abc\n")
+    for mode in (0o644, 0o620, 0o604):
+        shared.chmod(mode)
+        with pytest.raises(settings_lib.SettingsError,
+                           match=rf"group or others \(mode {mode:04o}\); "
+                                 rf"run: chmod 600 {re.escape(str(shared))}"):
+            settings_lib.parse([], environ={"BARRIER_SECRET_FILE":
+                                            str(shared)}, mode="two")
+    shared.chmod(0o400)
+    s = settings_lib.parse([], environ={"BARRIER_SECRET_FILE": str(shared)},
+                           mode="two")
+    assert auth.key_for(s).key == b"abc"
     s = settings_lib.parse([], environ={"BARRIER_SECRET": " abc \n"},
                            mode="two")
     assert auth.key_for(s).key == b"abc" and "BARRIER_SECRET" not in s.environ

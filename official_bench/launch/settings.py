@@ -494,7 +494,7 @@ def read_barrier_secret(text: Optional[str], path: Optional[str],
                         path_source: str) -> tuple:
     """(secret or None, where it came from) from BARRIER_SECRET or the file
     BARRIER_SECRET_FILE names; SettingsError when both are set, the file
-    cannot be read, or the secret is empty."""
+    cannot be read, the secret is empty, or others may read the file."""
     if text is not None and text.strip() == "":
         text = None
     if text is not None and path:
@@ -513,4 +513,11 @@ def read_barrier_secret(text: Optional[str], path: Optional[str],
     if not secret:
         raise SettingsError(f"BARRIER_SECRET_FILE={path!r} ({path_source}) "
                             "is empty")
+    mode = os.stat(path).st_mode & 0o777
+    if mode & 0o077:
+        # As ssh refuses an unprotected private key: a secret that others
+        # on the machine can read authenticates nobody.
+        raise SettingsError(f"BARRIER_SECRET_FILE={path!r} ({path_source}) "
+                            f"is readable or writable by group or others "
+                            f"(mode {mode:04o}); run: chmod 600 {path}")
     return secret, f"BARRIER_SECRET_FILE {path}"
