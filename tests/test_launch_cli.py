@@ -167,6 +167,36 @@ def test_host_that_does_not_resolve_stops_a_run_but_not_a_dry_run(tmp_path):
     assert not (tmp_path / "logs").exists()
 
 
+def test_launchers_sharing_a_machine_split_its_gpus(tmp_path):
+    """Two node-list entries on one machine (srun --ntasks-per-node=2, or
+    NODES naming it twice) are two launchers that each see all 4 GPUs:
+    each takes its own half. Planned on CPU with GPU_IDS standing for the
+    visible GPUs."""
+    nodes = "127.0.0.1:5000,127.0.0.1:5001"
+    for index, ids in ((0, "0,1"), (1, "2,3")):
+        out = script("two", tmp_path, "8", "fp32", "1", "--dry-run",
+                     NODES=nodes, TASK_INDEX=index, GPU_IDS="0,1,2,3",
+                     DEVICE="gpu")
+        assert out.returncode == 0, out.stderr
+        assert f"env:       CUDA_VISIBLE_DEVICES={ids}" in out.stdout
+        assert f"this launcher (#{index}) uses GPU(s) {ids} of the 4 " \
+            "visible" in out.stdout
+        assert "bz8/2n2g/" in out.stdout and '"num_gpus": 2' in out.stdout
+    odd = script("two", tmp_path, "8", "fp32", "1", "--dry-run", NODES=nodes,
+                 TASK_INDEX=0, GPU_IDS="0,1,2", DEVICE="gpu")
+    assert odd.returncode == exit_status.CONFIG
+    assert "2 entries of NODES (env NODES) on this machine share its 3 " \
+        "visible GPU(s)" in odd.stderr and "--gpus-per-task" in odd.stderr
+    # Slurm bound GPUs per task: what this task sees is its own.
+    bound = script("two", tmp_path, "8", "fp32", "1", "--dry-run",
+                   NODES=nodes, TASK_INDEX=1, GPU_IDS="6,7", DEVICE="gpu",
+                   SLURM_GPUS_PER_TASK="2")
+    assert bound.returncode == 0, bound.stderr
+    assert "env:       CUDA_VISIBLE_DEVICES=6,7" in bound.stdout
+    assert "SLURM_GPUS_PER_TASK=2, so the 2 GPU(s) this task sees are its " \
+        "own" in bound.stdout
+
+
 def test_gpu_planning_without_gpus_via_gpu_ids(tmp_path):
     """GPU_IDS stands in for nvidia-smi: 4 GPUs -> 1, 2, 4 (8 skipped)."""
     out = script("single", tmp_path, "256", "fp16", "1", "--dry-run",

@@ -41,6 +41,9 @@ class Devices:
     counts: List[int]  # devices per node, one case each
     skipped: List[str] = dataclasses.field(default_factory=list)
     ids: List[str] = dataclasses.field(default_factory=list)  # GPU ids
+    # CUDA_VISIBLE_DEVICES of this launcher's trainers when it shares the
+    # machine's GPUs with other launchers (see share_gpus).
+    share: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -510,6 +513,7 @@ def make_plan(settings: Settings, stamp: str,
     nodeset = _nodes(settings, config_file, yaml_tree, user, notes,
                      identity_fn, resolver)
     horovod = _horovod(settings, nodeset, notes)
+    devices = share_gpus(settings, devices, nodeset, horovod, notes)
     merged = _overrides(settings, devices, batch, yaml_tree, user,
                         nodeset, horovod, notes)
     cluster = _cluster(settings, nodeset, horovod, merged)
@@ -523,6 +527,58 @@ def make_plan(settings: Settings, stamp: str,
                 nodeset, merged, runs, notes, barrier,
                 log_tree.batch_root(os.path.abspath(settings.log_dir), batch),
                 horovod, interpreter, cluster, bind)
+
+
+def share_gpus(settings: Settings, devices: Devices,
+               nodeset: Optional[nodes_lib.NodeSet],
+               horovod: Optional[Horovod], notes: List[str]) -> Devices:
+    """Launchers that share a machine get their own GPUs.
+
+    Several entries of the node list on one machine (srun
+    --ntasks-per-node=t, or NODES naming a host twice) are t launchers that
+    each see every GPU there; left alone, their trainers would all claim
+    all of them. Each takes its slice of the visible ids, by its place
+    among the entries on that machine, unless Slurm already bound GPUs to
+    each task (SLURM_GPUS_PER_TASK), in which case what it sees is its own.
+    """
+    if devices.kind != "gpu" or nodeset is None or horovod is not None:
+        return devices
+    mates = [i for i in range(len(nodeset.nodes))
+             if nodeset.same_machine(i, nodeset.index)]
+    tasks = len(mates)
+    if tasks == 1:
+        return devices
+    local = mates.index(nodeset.index)
+    where = f"{tasks} entries of {nodeset.nodes_from} on this machine"
+    if settings.slurm.get("SLURM_GPUS_PER_TASK"):
+        notes.append(f"{where}: SLURM_GPUS_PER_TASK="
+                     f"{settings.slurm['SLURM_GPUS_PER_TASK']}, so the "
+                     f"{devices.available} GPU(s) this task sees are its own")
+        return devices
+    if settings.workers_per_node > 1:
+        raise PlanError(f"{where} and WORKERS_PER_NODE="
+                        f"{settings.workers_per_node}: give each machine one "
+                        "entry (one launcher starts its workers)")
+    share, rest = divmod(devices.available, tasks)
+    if share == 0 or rest:
+        raise PlanError(
+            f"{where} share its {devices.available} visible GPU(s) "
+            f"({devices.how}), which do not split evenly; bind GPUs per "
+            "task (srun --gpus-per-task=G), or run one launcher per machine "
+            "(srun --ntasks-per-node=1, with WORKERS_PER_NODE for one "
+            "worker per GPU)")
+    too_many = [g for g in devices.counts if g > share]
+    if settings.gpus is not None and too_many:
+        raise PlanError(f"GPUS={','.join(map(str, settings.gpus))} asks for "
+                        f"{too_many} GPU(s) per launcher, but {where} share "
+                        f"{devices.available}: {share} each")
+    ids = gpu_id_list(settings, devices.available)[
+        local * share:(local + 1) * share]
+    notes.append(f"{where}: this launcher (#{local}) uses GPU(s) "
+                 f"{','.join(ids)} of the {devices.available} visible")
+    return Devices("gpu", share, f"{devices.how}; share {local} of {tasks}",
+                   devices.counts if settings.gpus is not None else [share],
+                   devices.skipped, ids=ids, share=",".join(ids))
 
 
 def _check_devices(devices: Devices, config_file: str,
@@ -812,7 +868,9 @@ def _runs(settings: Settings, devices: Devices, config_file: str,
             horovod is not None or per_node > 1, per_node)
         _check_config(config_file, overrides, case)
         run_env = dict(env)
-        if settings.gpu_ids and devices.kind == "gpu":
+        if devices.share is not None:
+            run_env["CUDA_VISIBLE_DEVICES"] = devices.share
+        elif settings.gpu_ids and devices.kind == "gpu":
             run_env["CUDA_VISIBLE_DEVICES"] = settings.gpu_ids
         head = [] if horovod is None else horovod.command(count)
         head += [interpreter.python, "-m", bench.module]
