@@ -217,3 +217,22 @@ def thread_count(pid):
             if line.startswith("Threads:"):
                 return int(line.split()[1])
     raise AssertionError(f"no Threads line for pid {pid}")
+
+
+def start_service(*args, python=sys.executable, env=None, timeout=120):
+    """A tf.data service dispatcher or worker (official_bench.data.service)
+    once it prints its ready line: (process, its lines so far)."""
+    proc = subprocess.Popen(
+        [python, "-m", "official_bench.data.service", *args], cwd=REPO,
+        env=cli_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True)
+    lines, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if "ready on port" in line:
+            return proc, lines
+    kill_all([proc])
+    raise AssertionError("service did not start:\n" + "".join(lines))

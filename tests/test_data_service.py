@@ -2,36 +2,16 @@
 127.0.0.1 (python -m official_bench.data.service), a CLI training run
 through them, and a clear error when no dispatcher is there."""
 
-import subprocess
-import sys
 import time
 
 import pytest
 
-from helpers import REPO, TINY_OVERRIDE, cli, cli_env, free_ports, kill_all
+from helpers import TINY_OVERRIDE, cli, free_ports, kill_all, start_service
 
 from official_bench.config import ConfigError, load_config
 from official_bench.data import service
 
 pytestmark = pytest.mark.slow
-
-
-def _start(*args):
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "official_bench.data.service", *args],
-        cwd=REPO, env=cli_env(), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
-    lines = []
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-        if "ready on port" in line:
-            return proc, lines
-    kill_all([proc])
-    raise AssertionError("service did not start:\n" + "".join(lines))
 
 
 def _records(root):
@@ -44,11 +24,11 @@ def test_trains_through_a_dispatcher_and_two_workers(tmp_path):
     dport, w1, w2 = free_ports(3)
     procs = []
     try:
-        dispatcher, dlines = _start("--dispatcher", "--port", str(dport))
+        dispatcher, dlines = start_service("--dispatcher", "--port", str(dport))
         procs.append(dispatcher)
         assert any("no authentication" in l for l in dlines), dlines
         for port in (w1, w2):
-            procs.append(_start("--worker", "--dispatcher_address",
+            procs.append(start_service("--worker", "--dispatcher_address",
                                 f"127.0.0.1:{dport}", "--port",
                                 str(port))[0])
         override = TINY_OVERRIDE + (
@@ -90,7 +70,7 @@ def test_dispatcher_without_workers_fails_within_the_timeout(tmp_path):
     from official_bench.contracts import exit_status
     data_dir = _records(tmp_path / "data")
     port = free_ports(1)[0]
-    dispatcher, _ = _start("--dispatcher", "--port", str(port))
+    dispatcher, _ = start_service("--dispatcher", "--port", str(port))
     try:
         override = TINY_OVERRIDE + (
             f",train_dataset.builder=service,train_dataset.data_dir="

@@ -32,7 +32,8 @@ import numpy as np
 import pytest
 
 from helpers import (REPO, TINY_OVERRIDE, cli, cli_env,
-                     consecutive_free_port, free_ports, kill_all)
+                     consecutive_free_port, free_ports, kill_all,
+                     start_service)
 
 from official_bench.config import DatasetConfig
 from official_bench.data import service_feed
@@ -61,20 +62,8 @@ def _two_file_records(root, per_file=8):
 
 def _service(python, *args, timeout=180):
     """A dispatcher or worker process, once it prints its ready line."""
-    proc = subprocess.Popen(
-        [python, "-m", "official_bench.data.service", *args], cwd=REPO,
-        env=cli_env({"CUDA_VISIBLE_DEVICES": ""}), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
-    lines, deadline = [], time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-        if "ready on port" in line:
-            return proc
-    kill_all([proc])
-    raise AssertionError("service did not start:\n" + "".join(lines))
+    return start_service(*args, python=python, timeout=timeout,
+                         env={"CUDA_VISIBLE_DEVICES": ""})[0]
 
 
 def _service_cluster(python, workers=1):
