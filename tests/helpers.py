@@ -10,6 +10,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 from official_bench.contracts.hostport import free_ports
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -236,3 +238,34 @@ def start_service(*args, python=sys.executable, env=None, timeout=120):
             return proc, lines
     kill_all([proc])
     raise AssertionError("service did not start:\n" + "".join(lines))
+
+
+INSTALL_HOROVOD = os.path.join(REPO, "scripts", "install_horovod.sh")
+
+
+def horovod_venv():
+    """The venv scripts/install_horovod.sh builds (`make horovod`), or skip."""
+    venv = subprocess.run(["bash", INSTALL_HOROVOD, "--print-venv"],
+                          text=True, capture_output=True).stdout.strip()
+    if subprocess.run(["bash", INSTALL_HOROVOD, "--check"],
+                      capture_output=True).returncode != 0:
+        pytest.skip(f"Horovod venv not built at {venv}: run `make horovod` "
+                    "(scripts/install_horovod.sh)")
+    return venv
+
+
+def horovod_env(venv, extra=None):
+    """The environment of a horovodrun test: the venv's bin first on PATH
+    (horovodrun starts the ranks from it), tf-keras, no GPU."""
+    return cli_env(dict({"PATH": os.path.join(venv, "bin") + os.pathsep +
+                         os.environ.get("PATH", ""),
+                         "TF_USE_LEGACY_KERAS": "1",
+                         "CUDA_VISIBLE_DEVICES": ""}, **(extra or {})))
+
+
+def horovodrun(venv, *args):
+    """horovodrun -np 2 --gloo on this machine, running the venv's python
+    with `args`."""
+    return [os.path.join(venv, "bin", "horovodrun"), "-np", "2", "-H",
+            "localhost:2", "--gloo", os.path.join(venv, "bin", "python"),
+            *args]

@@ -32,15 +32,14 @@ import numpy as np
 import pytest
 
 from helpers import (REPO, TINY_OVERRIDE, cli, cli_env,
-                     consecutive_free_port, free_ports, kill_all,
-                     start_service)
+                     consecutive_free_port, free_ports, horovod_env,
+                     horovod_venv, horovodrun, kill_all, start_service)
 
 from official_bench.config import DatasetConfig
 from official_bench.data import service_feed
 from official_bench.runtime.keras_setup import tf
 
 TESTS = os.path.join(REPO, "tests")
-SCRIPT = os.path.join(REPO, "scripts", "install_horovod.sh")
 
 
 # -- helpers ---------------------------------------------------------------
@@ -254,34 +253,18 @@ def test_service_feeds_two_multi_worker_mirrored_workers(tmp_path):
 
 # -- horovodrun -np 2 (the Horovod venv) -----------------------------------
 
-def _horovod_venv():
-    path = subprocess.run(["bash", SCRIPT, "--print-venv"], text=True,
-                          capture_output=True).stdout.strip()
-    if subprocess.run(["bash", SCRIPT, "--check"],
-                      capture_output=True).returncode != 0:
-        pytest.skip(f"Horovod venv not built at {path}: run `make horovod` "
-                    "(scripts/install_horovod.sh)")
-    return path
-
-
-def _hvd_env(venv, extra=None):
-    return cli_env(dict({
-        "PATH": os.path.join(venv, "bin") + os.pathsep +
-        os.environ.get("PATH", ""),
-        "TF_USE_LEGACY_KERAS": "1", "CUDA_VISIBLE_DEVICES": "",
-        "PYTHONPATH": os.pathsep.join(
-            [REPO, TESTS] + [p for p in [os.environ.get("PYTHONPATH")] if p])},
-        **(extra or {})))
+def _hvd_env(venv):
+    """horovod_env, with the tests' python sources importable by the ranks."""
+    return horovod_env(venv, {"PYTHONPATH": os.pathsep.join(
+        [REPO, TESTS] + [p for p in [os.environ.get("PYTHONPATH")] if p])})
 
 
 def _horovodrun(venv, tmp_path, override, timeout=600):
     """horovodrun -np 2 --gloo the trainer CLI; (returncode, output)."""
-    cmd = [os.path.join(venv, "bin", "horovodrun"), "-np", "2", "-H",
-           "localhost:2", "--gloo", os.path.join(venv, "bin", "python"),
-           "-m", "official_bench.classifier_trainer", "--mode=train",
-           f"--model_dir={tmp_path / 'm'}",
-           f"--params_override={TINY_OVERRIDE},train.steps=4,"
-           f"runtime.distribution_strategy=horovod,{override}"]
+    cmd = horovodrun(venv, "-m", "official_bench.classifier_trainer",
+                     "--mode=train", f"--model_dir={tmp_path / 'm'}",
+                     f"--params_override={TINY_OVERRIDE},train.steps=4,"
+                     f"runtime.distribution_strategy=horovod,{override}")
     p = subprocess.run(cmd, cwd=REPO, env=_hvd_env(venv), text=True,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        timeout=timeout)
@@ -290,7 +273,7 @@ def _horovodrun(venv, tmp_path, override, timeout=600):
 
 @pytest.fixture(scope="module")
 def hvd_venv():
-    return _horovod_venv()
+    return horovod_venv()
 
 
 @pytest.mark.slow

@@ -15,14 +15,14 @@ import subprocess
 import numpy as np
 import pytest
 
-from helpers import REPO, TINY_OVERRIDE, cli_env, tiny
+from helpers import (REPO, TINY_OVERRIDE, horovod_env, horovod_venv,
+                     horovodrun, tiny)
 from official_bench import config as C
 from official_bench import timing
 from official_bench.runtime import horovod_backend as hb
 from official_bench.runtime.keras_setup import keras, tf
 from official_bench.training import checkpoints
 
-SCRIPT = os.path.join(REPO, "scripts", "install_horovod.sh")
 TESTS = os.path.join(REPO, "tests")
 
 
@@ -283,38 +283,15 @@ def test_xla_step_needs_a_horovod_optimizer():
 
 # ------------------------------------------------- the Horovod venv
 
-def _venv():
-    path = subprocess.run(["bash", SCRIPT, "--print-venv"], text=True,
-                          capture_output=True).stdout.strip()
-    done = subprocess.run(["bash", SCRIPT, "--check"], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"Horovod venv not built at {path}: run `make horovod` "
-                    "(scripts/install_horovod.sh)")
-    return path
-
-
 @pytest.fixture(scope="module")
 def venv():
-    return _venv()
-
-
-def _env(venv, extra=None):
-    return cli_env(dict({"PATH": os.path.join(venv, "bin") + os.pathsep +
-                         os.environ.get("PATH", ""),
-                         "TF_USE_LEGACY_KERAS": "1",
-                         "CUDA_VISIBLE_DEVICES": ""}, **(extra or {})))
+    return horovod_venv()
 
 
 def _run(venv, cmd, timeout=600, env=None):
-    return subprocess.run(cmd, cwd=REPO, env=_env(venv, env), text=True,
+    return subprocess.run(cmd, cwd=REPO, env=horovod_env(venv, env), text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           timeout=timeout)
-
-
-def _horovodrun(venv, *args):
-    return [os.path.join(venv, "bin", "horovodrun"), "-np", "2", "-H",
-            "localhost:2", "--gloo", os.path.join(venv, "bin", "python"),
-            *args]
 
 
 def _broadcast_digests(output):
@@ -328,7 +305,7 @@ def _broadcast_digests(output):
 @pytest.mark.slow
 @pytest.mark.parametrize("xla", [False, True], ids=["plain", "xla"])
 def test_horovodrun_two_ranks_train_through_cli(venv, tmp_path, xla):
-    p = _run(venv, _horovodrun(venv) + [
+    p = _run(venv, horovodrun(venv) + [
         "-m", "official_bench.classifier_trainer", "--mode=train",
         f"--model_dir={tmp_path}",
         f"--params_override={TINY_OVERRIDE},train.steps=6,"
@@ -368,7 +345,7 @@ def test_broadcast_and_xla_step_for_every_optimizer_kind(venv):
     still equal after XLA gradient steps, for new and legacy SGD, bare and
     loss-scaled (tests/horovod_ranks_check.py)."""
     kinds = sorted(OPTIMIZERS)
-    p = _run(venv, _horovodrun(
+    p = _run(venv, horovodrun(
         venv, os.path.join(TESTS, "horovod_ranks_check.py"), *kinds),
         timeout=300)
     assert p.returncode == 0, p.stdout[-4000:]

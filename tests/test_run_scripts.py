@@ -15,7 +15,8 @@ import pytest
 
 from official_bench.launch import settings as settings_lib
 
-from helpers import consecutive_free_port, extract_tables, free_ports
+from helpers import (consecutive_free_port, extract_tables, free_ports,
+                     horovod_venv)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = os.environ.get("OB_TEST_PYTHON", sys.executable)
@@ -144,18 +145,6 @@ def test_two_node_on_one_machine(tmp_path):
     assert len(model_dirs) == 4  # fresh per run and node
     rn50 = extract(tmp_path, root)
     assert list(rn50) == ["2n1g"] and rn50["2n1g"]["num_runs"] == 2
-
-
-def horovod_venv():
-    """The venv scripts/install_horovod.sh builds (`make horovod`), or skip."""
-    install = os.path.join(REPO, "scripts", "install_horovod.sh")
-    venv = subprocess.run(["bash", install, "--print-venv"], text=True,
-                          capture_output=True).stdout.strip()
-    if subprocess.run(["bash", install, "--check"],
-                      capture_output=True).returncode != 0:
-        pytest.skip(f"Horovod venv not built at {venv}: run `make horovod` "
-                    "(scripts/install_horovod.sh)")
-    return venv
 
 
 @pytest.mark.slow
