@@ -163,6 +163,20 @@ def test_nodes_env_and_task_index():
     assert ns.index == 1 and "TASK_INDEX" in ns.index_from
 
 
+def test_each_host_is_looked_up_once_per_plan():
+    """unresolvable, same_machines, reject_aliases and the index match all
+    ask about the same hosts: one lookup each (a slow DNS pays once)."""
+    calls = []
+
+    def counting(host):
+        calls.append(host)
+        return no_dns(host)
+    nodes.resolve(make_settings(nodes="box:1,box:2", task_index=0), None,
+                  "config", None, identity_fn=fake_identity(),
+                  resolver=counting)
+    assert calls == ["box"]
+
+
 def test_command_line_beats_environment():
     s = make_settings(argv=["--task-index", "0"], nodes=f"{A}:1,{B}:1",
                       task_index=1)

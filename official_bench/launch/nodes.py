@@ -287,6 +287,20 @@ def resolve_host(host: str) -> List[str]:
     return sorted({info[4][0] for info in infos})
 
 
+def memoized(resolver: Callable[[str], List[str]]
+             ) -> Callable[[str], List[str]]:
+    """`resolver` looking each host up once: the node list is checked by
+    several steps (unresolvable, same_machines, reject_aliases, the index
+    match, the barrier's bind), and a slow DNS would pay every lookup again."""
+    cache: Dict[str, List[str]] = {}
+
+    def lookup(host: str) -> List[str]:
+        if host not in cache:
+            cache[host] = resolver(host)
+        return list(cache[host])
+    return lookup
+
+
 def same_machines(nodes: Sequence[Node],
                   resolver: Callable[[str], List[str]] = resolve_host
                   ) -> List[int]:
@@ -517,6 +531,7 @@ def resolve(settings: Settings, config_hosts: Optional[str],
             identity_fn: Callable[[], Identity] = local_identity,
             resolver: Callable[[str], List[str]] = resolve_host) -> NodeSet:
     """The node list and this machine's index for a two/multi-node run."""
+    resolver = memoized(resolver)
     if settings.tf_config:
         nodes, index = _tf_config_nodes(settings.tf_config)
         ns = NodeSet(nodes, index, "TF_CONFIG", "TF_CONFIG task",

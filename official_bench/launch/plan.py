@@ -502,6 +502,7 @@ def make_plan(settings: Settings, stamp: str,
 
     Each step may stop the plan with an error naming the knob, in this
     order, so that the first problem a user meets is the most basic one."""
+    resolver = nodes_lib.memoized(resolver)  # nodes and barrier share it
     notes: List[str] = []
     devices = choose_devices(settings)
     config_file = choose_config(settings, devices.kind)
