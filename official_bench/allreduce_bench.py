@@ -193,7 +193,7 @@ def _setup(cfg, planned):
         gradient = [int(w.shape.num_elements())
                     for w in prep.model.trainable_weights]
         counts = None
-        if prep.dist.kind not in ("horovod", "parameter_server"):
+        if prep.dist.traits.collectives_in_step_graph:
             counts = step_collectives.of_train_step(
                 prep.model, prep.dist, cfg, prep.plan.global_batch)
         else:

@@ -6,14 +6,14 @@ multi-worker Keras step issues more collectives than that, each a round trip
 between the workers that nothing hides (measured in BENCHMARKS.md, "Scaling
 model against tbf-limited links"). With tf_keras 2.21 under
 multi_worker_mirrored, the traced step of resnet_cifar with the default
-metrics holds 10 CollectiveReduceV2 ops, chained one after the other by
+metrics holds 7 CollectiveReduceV2 ops, chained one after the other by
 their ordering token: the gradient (one concatenated pack), then two per
 metric result (each Mean-like metric's total and count are sync-on-read
 variables, all-reduced when Keras reads the result inside the replica
-context: loss, accuracy, top-5), then one per log value (fit's
-``distribute_reduction_method`` "auto" sums the step's logs across workers).
-TF 2.3's Keras, which Model Garden r2.3 ran on, took the first replica's
-logs instead (no such sum).
+context: loss, accuracy, top-5). With fit's default
+``distribute_reduction_method`` "auto" there were 3 more, one per log
+value summed across workers; the trainer sets "first" (what TF 2.3's
+Keras, which Model Garden r2.3 ran on, did), so there are none.
 
 So rather than assume a count, the benchmark compiles the configured model
 exactly as the trainer does (trainer's own set-up), traces one call of

@@ -57,6 +57,11 @@ class StrategyTraits:
     # results that the strategy already made global, across workers
     # (tf_keras reduce_per_replica with a multi-worker collective strategy).
     step_logs_already_global: bool
+    # The train step's all-reduces are tf.distribute collective ops in its
+    # traced graph (official_bench/step_collectives.py counts them);
+    # Horovod's run inside its optimizer's own ops, the parameter server
+    # has none.
+    collectives_in_step_graph: bool
 
 
 def _traits(name: str, **overrides) -> StrategyTraits:
@@ -68,7 +73,8 @@ def _traits(name: str, **overrides) -> StrategyTraits:
                 cpu_replicas_from_config=False,
                 one_cpu_replica_per_worker=False, remote_replicas=False,
                 saves_on_every_worker=True, tasks_serve_coordinator=False,
-                step_logs_already_global=False)
+                step_logs_already_global=False,
+                collectives_in_step_graph=True)
     unknown = set(overrides) - set(base)
     if unknown:
         raise TypeError(f"unknown strategy traits {sorted(unknown)}")
@@ -84,10 +90,11 @@ TRAITS: Dict[str, StrategyTraits] = {t.name: t for t in (
             one_cpu_replica_per_worker=True, step_logs_already_global=True),
     _traits("parameter_server", input_via_dataset_creator=True,
             measures_input_wait=False, remote_replicas=True,
-            tasks_serve_coordinator=True),
+            tasks_serve_coordinator=True, collectives_in_step_graph=False),
     _traits("horovod", default_strategy=True, input_per_process=True,
             measures_input_wait=False, horovod_allreduce=True,
-            one_process_per_gpu=True, saves_on_every_worker=False),
+            one_process_per_gpu=True, saves_on_every_worker=False,
+            collectives_in_step_graph=False),
 )}
 
 
