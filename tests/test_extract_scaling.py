@@ -144,7 +144,8 @@ def test_small_collectives_add_latency(tree):
     assert m["verdict"] == "above"
     assert m["explanation"].startswith(
         "2n1g latency-dominated: 9 collectives x 300.00 ms = 2700.0 ms per "
-        "step (the step's metric and log all-reduces), and the gradient's "
+        "step (the step's small all-reduces, such as metric results), and "
+        "the gradient's "
         "all-reduce of 3.9 KiB")
     # The bandwidth table names the row and its count.
     rows = [r for r in ex.bandwidth["2n1g"] if r.get("latency")]

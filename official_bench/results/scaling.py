@@ -88,8 +88,8 @@ def _communication_text(row, a, small, latency, t1):
             _weight(a / t1, False), gradient, 100 * a / t1, t1 * 1e3)
     latency_bound = tail > a
     parts = ("%d collectives x %.2f ms = %.1f ms per step (the step's "
-             "metric and log all-reduces), and the gradient's %s" % (
-                 small, latency * 1e3, tail * 1e3, gradient)
+             "small all-reduces, such as metric results), and the "
+             "gradient's %s" % (small, latency * 1e3, tail * 1e3, gradient)
              if latency_bound else
              "%s, and %d small collectives x %.2f ms add %.1f ms" % (
                  gradient, small, latency * 1e3, tail * 1e3))
