@@ -564,10 +564,14 @@ def test_workers_die_with_the_killed_builder(slow_tree, tmp_path, signum):
         else:
             os.kill(proc.pid, signum)
         deadline = time.monotonic() + 10
+        try:
+            _, stderr = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the builder did not exit within 30 s of "
+                        f"{signal.Signals(signum).name}")
         while _alive(children) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert _alive(children) == [], "workers outlived the builder"
-        _, stderr = proc.communicate(timeout=30)
     finally:
         if proc.returncode is None:
             _kill_tree(proc, children)
@@ -575,11 +579,44 @@ def test_workers_die_with_the_killed_builder(slow_tree, tmp_path, signum):
         assert proc.returncode == 128 + signum, stderr
         assert (f"build_records: stopped by {signal.Signals(signum).name}; "
                 "finished shards are kept") in stderr
-        assert "Traceback" not in stderr
+        assert "Traceback" not in stderr, stderr
         assert [n for n in os.listdir(out) if n.endswith(".tmp")] == []
     else:
         assert proc.returncode == -signal.SIGKILL
     # Whatever a shard's name shows is complete and has its skip record.
+    for name in _shards_done(out):
+        assert os.path.exists(os.path.join(out, ".shards", name + ".json"))
+
+
+@pytest.mark.slow
+def test_a_killed_worker_fails_the_build_with_its_name(slow_tree, tmp_path):
+    """The out-of-memory killer takes one worker: the builder says which
+    and how, exits 1 and keeps finished shards, instead of waiting for
+    shards that never come or printing a BrokenProcessPool traceback."""
+    out = str(tmp_path / "out")
+    proc = _start_builder(slow_tree, out, workers=2)
+    children = {}
+    try:
+        _wait_for(lambda: len(_children(proc.pid)) >= 3 and _shards_done(out),
+                  proc, what="two workers and a finished shard")
+        children = _children(proc.pid)
+        workers = [pid for pid in children if "spawn_main" in
+                   open(f"/proc/{pid}/cmdline").read()]
+        assert len(workers) == 2, children
+        os.kill(workers[0], signal.SIGKILL)
+        _, stderr = proc.communicate(timeout=60)
+        deadline = time.monotonic() + 10
+        while _alive(children) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _alive(children) == [], "workers outlived the builder"
+    finally:
+        if proc.returncode is None:
+            _kill_tree(proc, children)
+    assert proc.returncode == 1, stderr
+    assert f"worker {workers[0]} was killed by SIGKILL" in stderr, stderr
+    assert "re-run the same command" in stderr
+    assert "Traceback" not in stderr, stderr
+    assert [n for n in os.listdir(out) if n.endswith(".tmp")] == []
     for name in _shards_done(out):
         assert os.path.exists(os.path.join(out, ".shards", name + ".json"))
 

@@ -2,8 +2,15 @@
 race it provokes, and only about that."""
 
 import concurrent.futures
+import os
+import signal
+import struct
+import subprocess
+import sys
 import threading
 import time
+
+import pytest
 
 from official_bench.data import worker_pool
 
@@ -71,3 +78,45 @@ def test_stop_ends_workers_with_queued_work_and_reports_nothing():
     finally:
         threading.excepthook = previous
     assert seen == []
+
+
+def _die_sending_a_result():
+    """In a worker: write the start of a result message, then die, as a
+    worker killed while sending a shard's records does."""
+    frame = sys._getframe()
+    while frame is not None and "result_queue" not in frame.f_locals:
+        frame = frame.f_back
+    writer = frame.f_locals["result_queue"]._writer
+    os.write(writer.fileno(), struct.pack("!i", 1 << 20) + b"half a message")
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _stop_after_a_worker_died_mid_result():
+    """Run in a child process (a hang there must not hang pytest)."""
+    pool = worker_pool.WorkerPool(1)
+    pool.submit(_die_sending_a_result)
+    deadline = time.monotonic() + 60
+    while not pool.exited_workers() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (_, code), = pool.exited_workers()
+    assert code == -signal.SIGKILL, code
+    manager = pool.executor._executor_manager_thread
+    pool.stop(grace_seconds=1.0)
+    assert not manager.is_alive(), "manager thread still waiting"
+    print("stopped")
+
+
+def test_stop_ends_a_pool_whose_worker_died_mid_result():
+    """The manager thread, stuck on half a message, ends on stop(), so the
+    process can exit (it used to hang in interpreter exit after Ctrl-C)."""
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
+            "import test_worker_pool as t; "
+            "t._stop_after_a_worker_died_mid_result()")
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", code, os.path.dirname(__file__)],
+            capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"the process did not exit after stop(): {e.stderr}")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "stopped"

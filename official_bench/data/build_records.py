@@ -49,7 +49,8 @@ images in parallel processes that die with this one (even on SIGKILL);
 SIGTERM or Ctrl-C stops the workers, keeps finished shards and exits
 128+signal (143, 130).
 
-Exit status: 0 done, 1 --verify found problems, 2 bad arguments or inputs,
+Exit status: 0 done, 1 --verify found problems or a worker died (killed,
+e.g. by the out-of-memory killer), 2 bad arguments or inputs,
 128+signal stopped by a signal.
 """
 
@@ -57,6 +58,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+from concurrent.futures.process import BrokenProcessPool
 import contextlib
 import dataclasses
 import json
@@ -399,6 +401,44 @@ def _remove_stale_temporaries(output_dir: str, split: str) -> None:
     shard_skips.remove_stale_temporaries(output_dir)
 
 
+class WorkerLost(Exception):
+    """A conversion worker died mid-build (killed or crashed)."""
+
+
+def _lost_message(exited) -> str:
+    """Names the dead workers. Once one dies the executor SIGTERMs the
+    rest, so those are left out when another cause is known."""
+    first = [(pid, code) for pid, code in exited
+             if code != -signal.SIGTERM]
+    exited = first or exited
+    how = []
+    for pid, code in exited:
+        if code is not None and code < 0:
+            how.append(f"worker {pid} was killed by "
+                       f"{signal.Signals(-code).name}")
+        else:
+            how.append(f"worker {pid} exited with status {code}")
+    return ("; ".join(how or ["a worker died"]) + " (the out-of-memory "
+            "killer? try fewer --num_workers); finished shards are kept, "
+            "re-run the same command to build the rest")
+
+
+def _check_workers(pool: WorkerPool) -> None:
+    """Fails the build when a worker died, instead of waiting for shards
+    that will never come (see WorkerPool.exited_workers)."""
+    exited = pool.exited_workers()
+    if exited:
+        raise WorkerLost(_lost_message(exited))
+
+
+def _shard_result(future: concurrent.futures.Future, pool: WorkerPool):
+    try:
+        return future.result()
+    except BrokenProcessPool as e:
+        pool.wait_all_exited(timeout=5.0)
+        raise WorkerLost(_lost_message(pool.exited_workers())) from e
+
+
 def build_split(split: str, items: Sequence[Item], num_shards: int,
                 output_dir: str, pool: WorkerPool, slots,
                 class_text: Dict[str, str], quality: int, seed: int,
@@ -437,12 +477,13 @@ def build_split(split: str, items: Sequence[Item], num_shards: int,
             pending, timeout=0.5,
             return_when=concurrent.futures.FIRST_COMPLETED)
         for future in done:
-            index, records, skipped = future.result()
+            index, records, skipped = _shard_result(future, pool)
             _finish_shard(output_dir, shard_name(split, index, num_shards),
                           len(shards[index]), records, skipped)
             bad.extend(skipped)
             written += 1
         if pending:
+            _check_workers(pool)
             progress.update(done_images + sum(slots[:num_shards]))
     progress.update(done_images + sum(slots[:num_shards]), force=True)
     return written, num_shards - len(tasks), bad
@@ -797,6 +838,9 @@ def main(argv: Optional[Sequence[str]] = None, log=print) -> int:
     except (BuildError, NeedsPillow) as e:
         print(f"error: {e}", file=sys.stderr)
         return exit_status.CONFIG
+    except WorkerLost as e:
+        print(f"error: build_records: {e}", file=sys.stderr)
+        return exit_status.FAILED
     return exit_status.OK
 
 

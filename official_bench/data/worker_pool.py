@@ -83,6 +83,21 @@ class _quiet_broken_pool_race:
         threading.excepthook = self.previous
 
 
+def _unblock_result_reader(results) -> None:
+    """Lets the executor's manager thread end after its workers were killed.
+
+    A worker killed while sending a large result (a shard's records) leaves
+    half a message in the result pipe. The manager thread then waits for the
+    rest forever, and interpreter exit joins that thread: the builder hangs
+    after Ctrl-C. With the workers gone this process holds the pipe's last
+    write end; closing it turns the wait into end-of-file, which the manager
+    treats as a broken pool and exits.
+    """
+    writer = getattr(results, "_writer", None)
+    if writer is not None:
+        writer.close()
+
+
 class WorkerPool:
     """A spawn-context ProcessPoolExecutor whose workers die with us."""
 
@@ -92,9 +107,14 @@ class WorkerPool:
             max(1, num_workers), mp_context=SPAWN,
             initializer=_init_worker,
             initargs=(os.getpid(), initializer, tuple(initargs)))
+        self._started = {}
 
     def submit(self, fn, *args) -> concurrent.futures.Future:
-        return self.executor.submit(fn, *args)
+        future = self.executor.submit(fn, *args)
+        # The executor starts workers as work arrives and forgets them once
+        # it finds its pool broken; keep our own list for exited_workers().
+        self._started.update(getattr(self.executor, "_processes", None) or {})
+        return future
 
     def worker_pids(self):
         """The live workers' pids (from the executor's process table)."""
@@ -102,6 +122,26 @@ class WorkerPool:
         # Process) and offers no public way to end them without waiting.
         processes = getattr(self.executor, "_processes", None) or {}
         return [p.pid for p in list(processes.values()) if p.is_alive()]
+
+    def exited_workers(self):
+        """(pid, exit code) of workers that ended while the pool runs.
+
+        Workers end only when the pool is closed, so one that has exited was
+        killed (the out-of-memory killer) or crashed. The executor notices
+        that too, unless the worker died halfway through sending a result:
+        then the executor waits for the rest forever, and so would we.
+        """
+        return [(p.pid, p.exitcode) for p in self._started.values()
+                if p.exitcode is not None]
+
+    def wait_all_exited(self, timeout: float) -> None:
+        """After the executor found its pool broken it ends every worker;
+        this waits (at most `timeout`) until each exit status is readable,
+        which may lag the report (the executor's own thread reaps them)."""
+        deadline = time.monotonic() + timeout
+        while (any(p.exitcode is None for p in self._started.values())
+               and time.monotonic() < deadline):
+            time.sleep(0.02)
 
     def close(self) -> None:
         """Normal end: every task is done, wait for the workers to exit."""
@@ -113,6 +153,7 @@ class WorkerPool:
         processes = list((getattr(self.executor, "_processes", None)
                           or {}).values())
         manager = getattr(self.executor, "_executor_manager_thread", None)
+        results = getattr(self.executor, "_result_queue", None)
         with _quiet_broken_pool_race(manager):
             self.executor.shutdown(wait=False, cancel_futures=True)
             for process in processes:
@@ -124,6 +165,7 @@ class WorkerPool:
                 if process.is_alive():
                     process.kill()
                     process.join(5.0)
+            _unblock_result_reader(results)
             if manager is not None:
                 manager.join(5.0)
 
