@@ -34,15 +34,12 @@ import time
 
 from official_bench.contracts.hostport import free_ports
 
+from keras_step import TINY as STEP_TINY, compiled_step
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BATCH, STEPS = 16, 30
-TINY = ("runtime.num_gpus=0,model.name=resnet_cifar,"
-        "model.model_params.depth=8,train_dataset.builder=synthetic,"
-        "train_dataset.image_size=16,train_dataset.num_classes=10,"
-        f"train_dataset.batch_size={BATCH},evaluation.skip_eval=true,"
-        "runtime.distribution_strategy=multi_worker_mirrored,"
-        "runtime.all_reduce_alg=ring,runtime.peer_timeout_seconds=120,"
-        "runtime.sample_period_seconds=0,train.steps=1000")
+STEPS = 30
+TINY = (f"{STEP_TINY},runtime.distribution_strategy=multi_worker_mirrored,"
+        "runtime.all_reduce_alg=ring,runtime.peer_timeout_seconds=120")
 
 
 def collective_ops(concrete):
@@ -61,30 +58,9 @@ def collective_ops(concrete):
 
 
 def worker(index: int, hosts: str, rounds: int) -> None:
-    from official_bench import config as config_lib
-    from official_bench import trainer
     from official_bench import allreduce_bench
-    from official_bench.data.fit_input import fit_input
-    from official_bench.runtime import precision
-    from tf_keras.src.engine import data_adapter
-    cfg = config_lib.build_config([("--params_override",
-                                    config_lib.parse_params_override(
-                                        f"{TINY},runtime.worker_hosts="
-                                        f"'{hosts}',runtime.task_index="
-                                        f"{index}"))])
-    replica_devices, cluster = trainer.prepare_runtime(cfg.runtime)
-    dtype = config_lib.compute_dtype(cfg)
-    policy = precision.set_policy(dtype)
-    prep = trainer.setup_run(cfg, cluster, replica_devices, dtype, policy)
-    model, dist = prep.model, prep.dist
-    train_input = fit_input(dist, cfg.train_dataset, prep.plan.global_batch,
-                            True, 0)
-    dist.prepare_fit(model)
-    train_input.prepare_fit(model)
-    data = train_input.data
-    handler = data_adapter.get_data_handler(
-        x=data, model=model, steps_per_epoch=10 ** 6, epochs=1)
-    iterator = next(iter(handler.enumerate_epochs()))[1]
+    model, dist, iterator = compiled_step(
+        f"{TINY},runtime.worker_hosts='{hosts}',runtime.task_index={index}")
     say = print if index == 0 else (lambda *a, **k: None)
 
     def step_fn(reduction):

@@ -1,0 +1,42 @@
+"""The trainer's compiled Keras train step, outside `fit`, for benchmarks
+that time or profile single steps (step_collectives, step_anatomy,
+idle_gap): the same config layering, strategy, model, compile and input
+pipeline a run would use (official_bench.trainer), so what they measure is
+the step a run takes."""
+
+from __future__ import annotations
+
+# resnet_cifar depth 8 on 16x16 synthetic images, batch 16 per device: the
+# netem test's model (tests/test_scaling_netem.py).
+BATCH = 16
+TINY = ("runtime.num_gpus=0,model.name=resnet_cifar,"
+        "model.model_params.depth=8,train_dataset.builder=synthetic,"
+        "train_dataset.image_size=16,train_dataset.num_classes=10,"
+        f"train_dataset.batch_size={BATCH},evaluation.skip_eval=true,"
+        "runtime.sample_period_seconds=0,train.steps=1000")
+
+
+def compiled_step(params_override: str):
+    """(model, Distribution, iterator) for `params_override` (dotted keys);
+    `model.make_train_function()` is then the step fit would call."""
+    from official_bench import config as config_lib
+    from official_bench import trainer
+    from official_bench.data.fit_input import fit_input
+    from official_bench.runtime import precision
+    from tf_keras.src.engine import data_adapter
+    cfg = config_lib.build_config([(
+        "--params_override",
+        config_lib.parse_params_override(params_override))])
+    replica_devices, cluster = trainer.prepare_runtime(cfg.runtime)
+    dtype = config_lib.compute_dtype(cfg)
+    policy = precision.set_policy(dtype)
+    prep = trainer.setup_run(cfg, cluster, replica_devices, dtype, policy)
+    train_input = fit_input(prep.dist, cfg.train_dataset,
+                            prep.plan.global_batch, True, 0)
+    prep.dist.prepare_fit(prep.model)
+    train_input.prepare_fit(prep.model)
+    handler = data_adapter.get_data_handler(
+        x=train_input.data, model=prep.model, steps_per_epoch=10 ** 6,
+        epochs=1)
+    iterator = next(iter(handler.enumerate_epochs()))[1]
+    return prep.model, prep.dist, iterator
