@@ -20,6 +20,8 @@ import time
 
 from official_bench.contracts.hostport import free_ports
 
+import workers as workers_lib
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEPS, LOG_STEPS = 650, 50
 TINY = ("runtime.num_gpus=0,model.name=resnet_cifar,"
@@ -67,14 +69,7 @@ def one_run(timeout: str) -> None:
                for p, c in zip(procs, (counts, {}))]
     for r in readers:
         r.start()
-    try:
-        for p in procs:
-            p.wait(timeout=900)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+    workers_lib.wait_all(procs, timeout=900)
     for r in readers:
         r.join(timeout=5)
     grown = counts.get(STEPS, 0) - counts.get(100, 0)

@@ -33,8 +33,7 @@ import subprocess
 import sys
 import time
 
-from official_bench.contracts.hostport import free_ports
-
+import workers as workers_lib
 from keras_step import TINY, compiled_step
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -137,33 +136,19 @@ def main(argv) -> int:
         parser.error(f"--workers and --steps must be >= 1, got "
                      f"{args.workers} and {args.steps}")
     out = args.out or os.path.join("/tmp", f"step_anatomy_{int(time.time())}")
-    prefix = [[] for _ in range(args.workers)]
-    hosts = ",".join(f"127.0.0.1:{p}" for p in free_ports(args.workers))
-    if args.netns:
-        pairs = [item.split("=") for item in args.netns.split(",")]
-        if len(pairs) != args.workers or any(len(p) != 2 for p in pairs):
-            parser.error(f"--netns needs {args.workers} NS=ADDR pairs, got "
-                         f"{args.netns!r}")
-        hosts = ",".join(f"{addr}:22231" for _, addr in pairs)
-        prefix = [["ip", "netns", "exec", ns] for ns, _ in pairs]
+    try:
+        hosts, prefix = workers_lib.placement(args.workers, args.netns)
+    except ValueError as e:
+        parser.error(f"--netns: {e}")
     env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2")
     procs = [subprocess.Popen(
-        prefix[i] + ["taskset", "-c", str(i % 2), sys.executable,
-                     os.path.abspath(__file__), "--worker", str(i),
-                     "--hosts", hosts, "--steps", str(args.steps),
+        prefix[i] + [sys.executable, os.path.abspath(__file__), "--worker",
+                     str(i), "--hosts", hosts, "--steps", str(args.steps),
                      "--out", out], cwd=REPO, env=env,
         stderr=subprocess.DEVNULL) for i in range(args.workers)]
-    try:
-        for p in procs:
-            p.wait(timeout=1200)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    if any(p.returncode for p in procs):
-        print(f"error: a worker failed: exit {[p.returncode for p in procs]}",
-              file=sys.stderr)
+    codes = workers_lib.wait_all(procs, timeout=1200)
+    if any(codes):
+        print(f"error: a worker failed: exit {codes}", file=sys.stderr)
         return 1
     for i in range(args.workers):
         report(f"worker {i} ({os.path.join(out, f'w{i}')})",

@@ -32,8 +32,7 @@ import subprocess
 import sys
 import time
 
-from official_bench.contracts.hostport import free_ports
-
+import workers as workers_lib
 from keras_step import TINY as STEP_TINY, compiled_step
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -122,28 +121,19 @@ def main(argv) -> int:
         print(f"error: ROUNDS and WORKERS are integers, got {argv[:2]}; "
               "see --help", file=sys.stderr)
         return 2
-    hosts = ",".join(f"127.0.0.1:{p}" for p in free_ports(workers))
-    prefix = [[] for _ in range(workers)]
-    if len(argv) > 2:  # NS_A=ADDR_A,NS_B=ADDR_B: one worker per namespace
-        pairs = [item.split("=") for item in argv[2].split(",")]
-        hosts = ",".join(f"{addr}:22231" for _, addr in pairs)
-        prefix = [["ip", "netns", "exec", ns] for ns, _ in pairs]
+    try:
+        hosts, prefix = workers_lib.placement(
+            workers, argv[2] if len(argv) > 2 else "")
+    except ValueError as e:
+        print(f"error: {e}; see --help", file=sys.stderr)
+        return 2
     env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="2")
     procs = [subprocess.Popen(
-        prefix[i] + ["taskset", "-c", str(i % 2), sys.executable, os.path.abspath(__file__),
-         "--worker", str(i), hosts, str(rounds)], cwd=REPO, env=env,
+        prefix[i] + [sys.executable, os.path.abspath(__file__), "--worker",
+                     str(i), hosts, str(rounds)], cwd=REPO, env=env,
         stdout=None if i == 0 else subprocess.DEVNULL,
         stderr=subprocess.DEVNULL) for i in range(workers)]
-    try:
-        for p in procs:
-            p.wait(timeout=1200)
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    return max(p.returncode for p in procs)
-
+    return max(workers_lib.wait_all(procs, timeout=1200))
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

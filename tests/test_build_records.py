@@ -538,6 +538,20 @@ def _kill_tree(proc, children):
     proc.communicate(timeout=30)
 
 
+def _exits_with_children(proc, children, after: str) -> str:
+    """The builder exits within 30 s of `after` and its children within
+    10 s of it; returns its stderr."""
+    deadline = time.monotonic() + 10
+    try:
+        _, stderr = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the builder did not exit within 30 s of {after}")
+    while _alive(children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _alive(children) == [], "workers outlived the builder"
+    return stderr
+
+
 @pytest.fixture(scope="module")
 def slow_tree(tmp_path_factory):
     return _slow_tree(str(tmp_path_factory.mktemp("slow")))
@@ -563,15 +577,8 @@ def test_workers_die_with_the_killed_builder(slow_tree, tmp_path, signum):
             os.killpg(proc.pid, signum)
         else:
             os.kill(proc.pid, signum)
-        deadline = time.monotonic() + 10
-        try:
-            _, stderr = proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"the builder did not exit within 30 s of "
-                        f"{signal.Signals(signum).name}")
-        while _alive(children) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert _alive(children) == [], "workers outlived the builder"
+        stderr = _exits_with_children(proc, children,
+                                      signal.Signals(signum).name)
     finally:
         if proc.returncode is None:
             _kill_tree(proc, children)
@@ -604,11 +611,7 @@ def test_a_killed_worker_fails_the_build_with_its_name(slow_tree, tmp_path):
                    open(f"/proc/{pid}/cmdline").read()]
         assert len(workers) == 2, children
         os.kill(workers[0], signal.SIGKILL)
-        _, stderr = proc.communicate(timeout=60)
-        deadline = time.monotonic() + 10
-        while _alive(children) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert _alive(children) == [], "workers outlived the builder"
+        stderr = _exits_with_children(proc, children, "a worker's SIGKILL")
     finally:
         if proc.returncode is None:
             _kill_tree(proc, children)
