@@ -135,5 +135,6 @@ def main(argv) -> int:
         stderr=subprocess.DEVNULL) for i in range(workers)]
     return max(workers_lib.wait_all(procs, timeout=1200))
 
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -408,9 +408,9 @@ class WorkerLost(Exception):
 def _lost_message(exited) -> str:
     """Names the dead workers. Once one dies the executor SIGTERMs the
     rest, so those are left out when another cause is known."""
-    first = [(pid, code) for pid, code in exited
-             if code != -signal.SIGTERM]
-    exited = first or exited
+    causes = [(pid, code) for pid, code in exited
+              if code != -signal.SIGTERM]
+    exited = causes or exited
     how = []
     for pid, code in exited:
         if code is not None and code < 0:

@@ -111,17 +111,16 @@ class WorkerPool:
 
     def submit(self, fn, *args) -> concurrent.futures.Future:
         future = self.executor.submit(fn, *args)
-        # The executor starts workers as work arrives and forgets them once
-        # it finds its pool broken; keep our own list for exited_workers().
+        # ProcessPoolExecutor keeps its workers in `_processes` (pid ->
+        # Process), starts them as work arrives, forgets them once it finds
+        # its pool broken, and offers no public way to end them without
+        # waiting: keep our own table of every worker it started.
         self._started.update(getattr(self.executor, "_processes", None) or {})
         return future
 
     def worker_pids(self):
-        """The live workers' pids (from the executor's process table)."""
-        # ProcessPoolExecutor keeps its workers in `_processes` (pid ->
-        # Process) and offers no public way to end them without waiting.
-        processes = getattr(self.executor, "_processes", None) or {}
-        return [p.pid for p in list(processes.values()) if p.is_alive()]
+        """The live workers' pids."""
+        return [p.pid for p in self._started.values() if p.is_alive()]
 
     def exited_workers(self):
         """(pid, exit code) of workers that ended while the pool runs.
@@ -150,8 +149,7 @@ class WorkerPool:
     def stop(self, grace_seconds: float = 2.0) -> None:
         """Interrupted: drop queued tasks, SIGTERM the workers, SIGKILL any
         still alive after `grace_seconds`, and reap them."""
-        processes = list((getattr(self.executor, "_processes", None)
-                          or {}).values())
+        processes = list(self._started.values())
         manager = getattr(self.executor, "_executor_manager_thread", None)
         results = getattr(self.executor, "_result_queue", None)
         with _quiet_broken_pool_race(manager):
