@@ -21,9 +21,8 @@ def compiled_step(params_override: str):
     `model.make_train_function()` is then the step fit would call."""
     from official_bench import config as config_lib
     from official_bench import trainer
-    from official_bench.data.fit_input import fit_input
+    from official_bench.compute_wait import compiled_train_function
     from official_bench.runtime import precision
-    from tf_keras.src.engine import data_adapter
     cfg = config_lib.build_config([(
         "--params_override",
         config_lib.parse_params_override(params_override))])
@@ -31,12 +30,5 @@ def compiled_step(params_override: str):
     dtype = config_lib.compute_dtype(cfg)
     policy = precision.set_policy(dtype)
     prep = trainer.setup_run(cfg, cluster, replica_devices, dtype, policy)
-    train_input = fit_input(prep.dist, cfg.train_dataset,
-                            prep.plan.global_batch, True, 0)
-    prep.dist.prepare_fit(prep.model)
-    train_input.prepare_fit(prep.model)
-    handler = data_adapter.get_data_handler(
-        x=train_input.data, model=prep.model, steps_per_epoch=10 ** 6,
-        epochs=1)
-    iterator = next(iter(handler.enumerate_epochs()))[1]
+    _, iterator = compiled_train_function(prep)
     return prep.model, prep.dist, iterator

@@ -18,8 +18,12 @@ allreduce_{task}.json. With 'model', the model is set up and compiled by
 the trainer's own code, and two more numbers go in for the scaling model:
 the small collectives one train step issues (counted in the traced Keras
 train step, step_collectives.py) and a 4-byte all-reduce's latency (a
-result row with "latency": true and "per_step": that count). The run
-scripts run it with BENCH=allreduce.
+result row with "latency": true and "per_step": that count). And one more
+(--compute_wait_cycles): the model's step on this process's first device
+alone, after a wait as long as that communication and back to back, side
+by side (compute_wait.py; the record's "compute_after_wait"), which the
+scaling model charges its no-overlap bound. The run scripts run it with
+BENCH=allreduce.
 """
 
 from __future__ import annotations
@@ -47,6 +51,11 @@ flags.DEFINE_string("dtypes", "float32,float16",
 flags.DEFINE_integer("iters", 20, "Timed all-reduces per size and dtype "
                      "(each waited for; the median is reported).")
 flags.DEFINE_integer("warmup", 3, "Untimed all-reduces before timing.")
+flags.DEFINE_integer("compute_wait_cycles", 20,
+                     "With 'model' in --sizes: cycles of timing the model's "
+                     "step on one device after a wait as long as the step's "
+                     "measured communication and back to back (the scaling "
+                     "model's compute penalty); 0 skips it.")
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
@@ -169,21 +178,26 @@ def plan_sizes(sizes: str) -> List:
     return out
 
 
-def _setup(cfg, planned):
-    """(dist, gradient element counts or None, StepCollectives or None).
+def _setup(cfg, planned, wait_cycles: int = 0):
+    """(dist, gradient element counts or None, StepCollectives or None,
+    the one-device step to time after a wait or None).
 
     With the model's size planned, the trainer's own set-up builds the
     strategy and compiles the model (so the gradient and the step's
     collectives are the training run's); otherwise only the strategy.
+    With wait_cycles too, the model is compiled a second time on this
+    process's first device alone (compute_wait.local_step), under the same
+    precision policy.
     """
     import dataclasses
     from official_bench import config as config_lib
-    from official_bench import step_collectives, trainer
+    from official_bench import compute_wait, step_collectives, trainer
     from official_bench.runtime import distribute, precision
     replica_devices, cluster = trainer.prepare_runtime(cfg.runtime)
     if MODEL not in planned:
         return distribute.build_distribution(cfg.runtime, cluster,
-                                             replica_devices), None, None
+                                             replica_devices), None, None, \
+            None
     dtype = config_lib.compute_dtype(cfg)
     policy = precision.set_policy(dtype)
     try:
@@ -200,18 +214,69 @@ def _setup(cfg, planned):
             logging.info("official_bench: collectives per step are counted "
                          "for tf.distribute strategies only, not %s",
                          prep.dist.kind)
+        local = compute_wait.local_step(
+            cfg, replica_devices, dtype, policy,
+            prep.dist.num_replicas) if wait_cycles > 0 else None
     finally:
         precision.reset_policy()
-    return prep.dist, gradient, counts
+    return prep.dist, gradient, counts, local
 
 
-def run(cfg, sizes: str, dtypes: List[str], iters: int,
-        warmup: int) -> List[bandwidth.AllReduceResult]:
+def _gather_cycles(dist, mine) -> list:
+    """Every process's compute_wait.Cycles, process 0 (the chief) first:
+    all-gathered through the strategy (Horovod: its allgather), so every
+    process holds them all. One process, or parameter server (whose
+    workers run no benchmark code): this process's alone."""
+    from official_bench import compute_wait
+    from official_bench.runtime.keras_setup import tf
+    if dist.num_workers < 2 or dist.traits.remote_replicas:
+        return [mine]
+    n = min(len(mine.after), len(mine.back))
+    row = tf.constant([mine.after[:n] + mine.back[:n]], tf.float32)
+    if dist.traits.horovod_allreduce:
+        rows = dist.hvd.allgather(row).numpy()
+    else:
+        def replica_fn():
+            return tf.distribute.get_replica_context().all_gather(row, 0)
+
+        gathered = tf.function(
+            lambda: dist.strategy.run(replica_fn))()
+        rows = dist.strategy.experimental_local_results(gathered)[0].numpy()
+        # one row per replica; a worker's replicas share its row
+        per = dist.num_replicas // dist.num_workers
+        rows = rows[::per]
+    return [compute_wait.Cycles([float(x) for x in r[:n]],
+                                [float(x) for x in r[n:]]) for r in rows]
+
+
+def _compute_wait_entry(dist, local, entries, cycles: int):
+    """The record's compute_after_wait: the one-device step after a sleep
+    as long as the step's measured communication (scaling.
+    step_communication of these entries), and back to back, on every
+    process at once; the slowest process's after-wait time counts."""
+    from official_bench import compute_wait
+    from official_bench.results import scaling
+    gap = scaling.step_communication(entries)
+    logging.info("official_bench: timing the model's step on one device "
+                 "after a %.1f ms wait and back to back (%d cycles)",
+                 gap * 1e3, cycles)
+    r = compute_wait.summarize(gap, _gather_cycles(
+        dist, compute_wait.measure(local, gap, cycles)))
+    r.device = dist.placement.devices[0] if dist.placement and \
+        dist.placement.devices else ""
+    if dist.logs_throughput:
+        logging.info(r.line())
+    return r.as_dict()
+
+
+def run(cfg, sizes: str, dtypes: List[str], iters: int, warmup: int,
+        wait_cycles: int = 0) -> List[bandwidth.AllReduceResult]:
     """Set up the runtime as the trainer does, then measure every size;
-    with the model's size, also the latency of a small all-reduce and how
-    many small collectives the model's train step issues."""
+    with the model's size, also the latency of a small all-reduce, how
+    many small collectives the model's train step issues and (wait_cycles
+    > 0) its compute after a wait."""
     planned = plan_sizes(sizes)
-    dist, gradient, counts = _setup(cfg, planned)
+    dist, gradient, counts, local = _setup(cfg, planned, wait_cycles)
     parameters = sum(gradient) if gradient else None
     results, entries = [], []
     for size in planned:
@@ -226,8 +291,11 @@ def run(cfg, sizes: str, dtypes: List[str], iters: int,
             entries.append(dict(r.as_dict(), model=size is MODEL,
                                 tensors=len(gradient) if size is MODEL
                                 else 1))
+    wait = None
     if gradient is not None:
         entries.append(_latency_entry(dist, counts, iters, warmup))
+        if local is not None:
+            wait = _compute_wait_entry(dist, local, entries, wait_cycles)
     if cfg.model_dir:
         from official_bench.contracts.log_tree import allreduce_file_name
         from official_bench.results.run_record import write_run_record
@@ -240,7 +308,7 @@ def run(cfg, sizes: str, dtypes: List[str], iters: int,
             "model_parameters": parameters,
             "step_collectives": counts.as_dict() if counts else None,
             "devices": dist.placement.devices if dist.placement else [],
-            "results": entries})
+            "results": entries, "compute_after_wait": wait})
         logging.info("official_bench: all-reduce results written to %s", path)
     return results
 
@@ -259,12 +327,15 @@ def main(argv) -> int:
                 f"--dtypes: unknown {', '.join(bad) or '(none)'}; valid: "
                 f"{', '.join(DTYPE_BYTES)}")
         plan_sizes(FLAGS.sizes)  # reject bad sizes before TF
-        if FLAGS.iters < 1 or FLAGS.warmup < 0:
+        if FLAGS.iters < 1 or FLAGS.warmup < 0 or \
+                FLAGS.compute_wait_cycles < 0:
             raise config_lib.ConfigError(
-                f"--iters must be >= 1 and --warmup >= 0, got "
-                f"{FLAGS.iters} and {FLAGS.warmup}")
+                f"--iters must be >= 1, --warmup and --compute_wait_cycles "
+                f">= 0, got {FLAGS.iters}, {FLAGS.warmup} and "
+                f"{FLAGS.compute_wait_cycles}")
         cfg = classifier_trainer.config_from_flags()
-        run(cfg, FLAGS.sizes, dtypes, FLAGS.iters, FLAGS.warmup)
+        run(cfg, FLAGS.sizes, dtypes, FLAGS.iters, FLAGS.warmup,
+            FLAGS.compute_wait_cycles)
     except config_lib.ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return exit_status.CONFIG

@@ -46,6 +46,7 @@ def test_sizes(text, want):
 def test_one_process_two_replicas(tmp_path):
     p = bench([f"--model_dir={tmp_path}", "--sizes=model,64K",
                "--dtypes=float32,float16", "--iters=3", "--warmup=1",
+               "--compute_wait_cycles=3",
                f"--params_override={TINY},runtime.distribution_strategy="
                "mirrored,runtime.cpu_devices=2"])
     assert p.returncode == 0, p.stdout[-3000:]
@@ -70,6 +71,15 @@ def test_one_process_two_replicas(tmp_path):
     latency = data["results"][-1]
     assert (latency["latency"], latency["nbytes"], latency["chain"],
             latency["per_step"]) == (True, 4, 8, 0)
+    # The model's step on one device, after a wait as long as the step's
+    # communication (the float32 gradient; no small collectives here).
+    wait = data["compute_after_wait"]
+    assert wait["gap_seconds"] == pytest.approx(data["results"][0]["seconds"])
+    assert wait["after_wait_seconds"] > 0 and wait["back_to_back_seconds"] > 0
+    assert wait["penalty"] == pytest.approx(
+        wait["after_wait_seconds"] / wait["back_to_back_seconds"])
+    assert wait["cycles"] == 3
+    assert "Compute after wait: " in p.stdout
 
 
 def test_bad_arguments_are_named(tmp_path):
@@ -82,6 +92,11 @@ def test_bad_arguments_are_named(tmp_path):
     assert p.returncode == 2
     assert "--dtypes: unknown float64; valid: float32, float16, bfloat16" \
         in p.stdout
+    p = bench([f"--model_dir={tmp_path}", "--compute_wait_cycles=-1",
+               f"--params_override={TINY}"])
+    assert p.returncode == 2
+    assert "--iters must be >= 1, --warmup and --compute_wait_cycles >= 0, " \
+        "got 20, 3 and -1" in p.stdout
 
 
 @pytest.mark.multiworker
@@ -91,7 +106,8 @@ def test_two_workers_on_loopback(tmp_path):
     procs = [subprocess.Popen(
         [sys.executable, "-m", "official_bench.allreduce_bench",
          f"--model_dir={tmp_path}", "--sizes=model,256K", "--dtypes=float32",
-         "--iters=5", f"--params_override={TINY},runtime.distribution_"
+         "--iters=5", "--compute_wait_cycles=5",
+         f"--params_override={TINY},runtime.distribution_"
          f"strategy=multi_worker_mirrored,runtime.all_reduce_alg=ring,"
          f"runtime.worker_hosts='{hosts}',runtime.task_index={i},"
          "runtime.peer_timeout_seconds=60"],
@@ -129,3 +145,18 @@ def test_two_workers_on_loopback(tmp_path):
     assert latency["latency"] and latency["per_step"] == 6
     assert latency["seconds"] > 0
     assert data["devices"] == ["/job:worker/replica:0/task:0/device:CPU:0"]
+    # Compute after a wait of the gradient's all-reduce + 6 latencies.
+    wait = data["compute_after_wait"]
+    assert wait["gap_seconds"] == pytest.approx(
+        data["results"][0]["seconds"] + 6 * latency["seconds"])
+    assert wait["after_wait_seconds"] > 0 and wait["back_to_back_seconds"] > 0
+    assert wait["cycles"] == 5
+    # both workers' timings reached the chief: the slowest counts
+    assert wait["processes"] == 2 and len(wait["per_process"]) == 2
+    # (a per-cycle max's median is at least each process's median)
+    assert wait["after_wait_seconds"] >= max(
+        p["after_wait_seconds"] for p in wait["per_process"])
+    assert wait["back_to_back_seconds"] == \
+        wait["per_process"][0]["back_to_back_seconds"]
+    # no file is written by the second, one-device set-up
+    assert not (tmp_path / "params.yaml").exists()

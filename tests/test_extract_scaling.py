@@ -193,3 +193,69 @@ def test_gpu_utilisation_column(tmp_path):
     rows = report.table_rows(rn50)
     assert report.MARKDOWN_COLUMNS[-1] == "GPU util"
     assert [r[-1] for r in rows] == ["87%", "n/a"]
+
+
+def write_compute_wait(log_dir, case, after, back, gap=0.5, index=4):
+    """A run's compute_after_wait (official_bench/compute_wait.py)."""
+    path = os.path.join(str(log_dir), case, "allreduce_fp32_%d.json" % index)
+    with open(path, "w") as f:
+        json.dump({"kind": "allreduce", "results": [],
+                   "compute_after_wait": {
+                       "gap_seconds": gap, "after_wait_seconds": after,
+                       "back_to_back_seconds": back, "cycles": 20}}, f)
+
+
+def test_compute_after_a_wait_widens_the_no_overlap_bound(tree):
+    # 2n1g: T1 1.28 s, A 0.5 s; measured 1.0 means a 2.56 s step, 0.78 s
+    # more than T1 + A ("below" in test_bounds_and_words). Compute after a
+    # wait measured 1.5x and 1.7x (median 1.6) the back-to-back step: the
+    # no-overlap step is 1.6 x 1.28 + 0.5 = 2.548 s, so 1.0 is at it.
+    write_compute_wait(tree, "2n1g", 0.15, 0.1)
+    write_compute_wait(tree, "2n1g", 0.17, 0.1, index=5)
+    ex = extract.extract(str(tree))
+    m = ex.result["rn50"]["2n1g"]["scaling_model"]
+    assert m["compute_penalty"] == pytest.approx(1.6)
+    assert m["lower"] == pytest.approx(2 * 1.28 / (1.6 * 1.28 + 0.5))
+    assert m["upper"] == pytest.approx(2 * 1.28 / 1.28)  # full overlap: T1
+    assert m["verdict"] == "inside"
+    assert ("compute after a 500.0 ms wait took 1.60x the back-to-back "
+            "step (measured beside the all-reduce), so no overlap charges "
+            "2048.0 ms of compute" in m["explanation"])
+    # 1n2g measured nothing after a wait: the model is unchanged.
+    other = ex.result["rn50"]["1n2g"]["scaling_model"]
+    assert other["compute_penalty"] == 1.0
+    assert other["compute_wait"] is None
+    assert m["compute_wait"] == {"gap_ms": 500.0, "measured_penalty":
+                                 pytest.approx(1.6), "runs": 2}
+    assert other["lower"] == pytest.approx(2 * 1.28 / 1.88)
+    assert "after a" not in other["explanation"]
+
+
+def test_compute_faster_after_a_wait_does_not_tighten_the_bound(tree):
+    write_compute_wait(tree, "2n1g", 0.09, 0.1)  # 0.9x: noise, not a gain
+    m = extract.extract(str(tree)).result["rn50"]["2n1g"]["scaling_model"]
+    assert m["compute_penalty"] == 1.0
+    assert m["compute_wait"]["measured_penalty"] == pytest.approx(0.9)
+    assert m["lower"] == pytest.approx(2 * 1.28 / 1.78)
+    assert "took 0.90x the back-to-back step (measured beside the " \
+        "all-reduce), so no overlap charges the 1n1g step's compute" \
+        in m["explanation"]
+
+
+def test_bad_compute_wait_is_a_warning_naming_the_file(tree):
+    write_compute_wait(tree, "2n1g", 0.15, 0.0)  # back to back 0 s
+    ex = extract.extract(str(tree))
+    assert any("allreduce_fp32_4.json: unusable compute_after_wait "
+               "(compute_after_wait needs" in w for w in ex.warnings)
+    assert ex.result["rn50"]["2n1g"]["scaling_model"]["compute_penalty"] \
+        == 1.0
+
+
+def test_step_communication_is_what_the_no_overlap_step_waits():
+    rows = [{"model": True, "dtype": "float16", "seconds": 0.1},
+            {"model": True, "dtype": "float32", "seconds": 0.2},
+            {"latency": True, "dtype": "float32", "seconds": 0.01,
+             "per_step": 6}]
+    assert scaling.step_communication(rows) == pytest.approx(0.26)
+    assert scaling.step_communication(rows[:2]) == pytest.approx(0.2)
+    assert scaling.step_communication(rows[2:]) is None

@@ -9,7 +9,11 @@ gradient size). Runs of a case are combined per (size, dtype) by the median
 time; algbw and busbw follow from it (results/bandwidth.py, nccl-tests'
 definitions). A ``latency`` entry (a small all-reduce, seconds per
 all-reduce) carries ``per_step``: the small collectives one train step of
-the model issues (allreduce_bench; the scaling model charges each).
+the model issues (allreduce_bench; the scaling model charges each). A
+file's ``compute_after_wait`` (official_bench/compute_wait.py: the model's
+step after a wait as long as the step's communication, against back to
+back, side by side) gives the case's compute penalty, the median over its
+runs (compute_waits).
 """
 
 from __future__ import annotations
@@ -42,14 +46,20 @@ def find(log_dir: str) -> List[Tuple[str, str]]:
     return found
 
 
-def _entries(path: str) -> List[Entry]:
-    """The file's result entries; ValueError naming what is wrong."""
+def _load(path: str) -> Dict[str, Any]:
+    """The file's record; ValueError unless it is an all-reduce result."""
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
     if not isinstance(data, dict) or data.get("kind") != "allreduce" or \
             not isinstance(data.get("results"), list):
         raise ValueError("not an all-reduce result (kind 'allreduce' with a "
                          "results list)")
+    return data
+
+
+def _entries(path: str) -> List[Entry]:
+    """The file's result entries; ValueError naming what is wrong."""
+    data = _load(path)
     out: List[Entry] = []
     for k, r in enumerate(data["results"]):
         ok = isinstance(r, dict) and all(
@@ -95,6 +105,49 @@ def collect(log_dir: str) -> Tuple[Dict[str, List[Row]], List[str]]:
                          "per_step": per_step})
         table[case] = sorted(rows, key=lambda r: (r["dtype"], r["nbytes"]))
     return table, warnings
+
+
+def _compute_wait(data: Dict[str, Any]) -> Optional[Dict[str, float]]:
+    """The record's compute_after_wait (None when it has none); ValueError
+    naming what is wrong."""
+    wait = data.get("compute_after_wait")
+    if wait is None:
+        return None
+    keys = ("gap_seconds", "after_wait_seconds", "back_to_back_seconds")
+    if not isinstance(wait, dict) or not all(
+            isinstance(wait.get(k), (int, float)) and
+            not isinstance(wait.get(k), bool) and wait[k] >= 0 for k in keys) \
+            or wait["back_to_back_seconds"] <= 0:
+        raise ValueError(f"compute_after_wait needs {', '.join(keys)} >= 0 "
+                         f"(back_to_back_seconds > 0), got {wait!r}")
+    return {k: float(wait[k]) for k in keys}
+
+
+def compute_waits(log_dir: str) -> Tuple[Dict[str, Dict[str, Any]],
+                                         List[str]]:
+    """``(waits, warnings)``: case -> penalty (median over the case's runs
+    of after-wait / back-to-back), gap_seconds (their median) and runs, for
+    the cases whose all-reduce results measured compute after a wait."""
+    found: Dict[str, List[Dict[str, float]]] = {}
+    warnings: List[str] = []
+    for case, path in find(log_dir):
+        try:
+            data = _load(path)
+        except (OSError, ValueError):
+            continue  # collect() warns about the file
+        try:
+            wait = _compute_wait(data)
+        except ValueError as e:
+            warnings.append(f"{path}: unusable compute_after_wait ({e})")
+            continue
+        if wait is not None:
+            found.setdefault(case, []).append(wait)
+    waits = {case: {
+        "penalty": statistics.median(w["after_wait_seconds"] /
+                                     w["back_to_back_seconds"] for w in ws),
+        "gap_seconds": statistics.median(w["gap_seconds"] for w in ws),
+        "runs": len(ws)} for case, ws in found.items()}
+    return waits, warnings
 
 
 def size_text(nbytes: int) -> str:

@@ -145,7 +145,8 @@ def extract(log_dir: str, warmup_batches: int = DEFAULT_WARMUP_BATCHES,
     runs, skipped = logparse.find_logs(log_dir)
     warnings = [f"skipped {p}: {why}" for p, why in skipped]
     table, bw_warnings = allreduce_logs.collect(log_dir)
-    warnings += bw_warnings
+    waits, wait_warnings = allreduce_logs.compute_waits(log_dir)
+    warnings += bw_warnings + wait_warnings
     if not runs and table:  # an all-reduce session alone: its table only
         return Extraction(log_dir, result_name(log_dir), {}, [], warnings,
                           skipped, table)
@@ -166,7 +167,7 @@ def extract(log_dir: str, warmup_batches: int = DEFAULT_WARMUP_BATCHES,
                            f"log(s), all excluded):{listing}")
     result, case_warnings = cases.summarize(outcomes, method, warmup_batches,
                                             train_batches, spread_warn)
-    scaling.apply(result, table)
+    scaling.apply(result, table, waits)
     return Extraction(log_dir, result_name(log_dir), result, outcomes,
                       warnings + case_warnings, skipped, table)
 

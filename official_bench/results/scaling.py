@@ -10,13 +10,19 @@ in the model's traced train step: under multi-worker tf.distribute, Keras
 all-reduces each metric's state and the step's logs, one round trip each,
 chained after the gradient's; step_collectives.py):
 
-    no overlap (slowest):  step = T1 + A + k L       speedup >= N T1 / step
+    no overlap (slowest):  step = p T1 + A + k L     speedup >= N T1 / step
     full overlap (fastest): step = max(T1, A) + k L  speedup <= N T1 / step
 
 (the upper bound is at most N, the ideal). k L is in both: those
 collectives wait for the step's metrics, after the gradient's all-reduce
 (their ordering token chains them behind it), so no compute is left to
-hide them. Without a latency row (older results, or a backend whose step
+hide them. p is the compute-after-a-wait penalty: a step's compute right
+after waiting A + k L is slower than back to back, as the 1n1g run computes
+(official_bench/compute_wait.py measures both side by side in the case's
+all-reduce benchmark; p is 1 without that measurement, and never below 1:
+the slowest step the model allows is not faster than the 1n1g step). The
+full-overlap bound keeps T1: compute that overlaps the all-reduce never
+waited. Without a latency row (older results, or a backend whose step
 was not counted) k L is 0. A is taken in float32, the gradients' dtype also
 under mixed precision (variables stay float32), unless only another dtype
 was measured. The measured speedup is placed against the bounds and the
@@ -53,10 +59,24 @@ def latency_row(rows):
     return rows[0] if rows else None
 
 
-def bounds(t1, allreduce, devices, tail=0.0):
+def step_communication(rows):
+    """Seconds one step waits on communication when nothing overlaps it,
+    A + k L (the gradient's all-reduce and the small collectives) from a
+    case's result rows, or None without the gradient's row. The all-reduce
+    benchmark sleeps this long before timing compute after a wait."""
+    row = gradient_allreduce(rows)
+    if row is None:
+        return None
+    latency = latency_row(rows)
+    tail = latency["per_step"] * latency["seconds"] if latency else 0.0
+    return row["seconds"] + tail
+
+
+def bounds(t1, allreduce, devices, tail=0.0, penalty=1.0):
     """(lower, upper) speedup against one device; tail: the step's small
-    collectives (k x L), paid after compute in either case."""
-    lower = devices * t1 / (t1 + allreduce + tail)
+    collectives (k x L), paid after compute in either case; penalty: p,
+    the no-overlap step's compute is p T1."""
+    lower = devices * t1 / (penalty * t1 + allreduce + tail)
     upper = min(float(devices), devices * t1 / (max(t1, allreduce) + tail))
     return lower, upper
 
@@ -98,17 +118,33 @@ def _communication_text(row, a, small, latency, t1):
         100 * (a + tail) / t1, t1 * 1e3)
 
 
-def explain(case, measured, t1, row, devices, latency=None):
+def _wait_text(wait, penalty, t1):
+    """The compute-after-a-wait measurement in words ('' without one)."""
+    if not wait:
+        return ""
+    text = ("; compute after a %.1f ms wait took %.2fx the back-to-back "
+            "step (measured beside the all-reduce)" % (
+                wait["gap_seconds"] * 1e3, wait["penalty"]))
+    if penalty > 1:
+        return text + ", so no overlap charges %.1f ms of compute" % (
+            penalty * t1 * 1e3)
+    return text + ", so no overlap charges the 1n1g step's compute"
+
+
+def explain(case, measured, t1, row, devices, latency=None, wait=None):
     """The model's numbers and a sentence for one case; latency: the
-    small all-reduce's row (seconds each, per_step of them), or None."""
+    small all-reduce's row (seconds each, per_step of them), or None;
+    wait: the case's compute-after-a-wait measurement (penalty,
+    gap_seconds), or None."""
     a = row["seconds"]
     small = latency["per_step"] if latency else 0
     lat = latency["seconds"] if latency else 0.0
     tail = small * lat
-    lower, upper = bounds(t1, a, devices, tail)
-    text = ("%s; predicted speedup %.2f (no overlap) to %.2f (full "
-            "overlap)" % (_communication_text(row, a, small, lat, t1), lower,
-                          upper))
+    penalty = max(1.0, wait["penalty"]) if wait else 1.0
+    lower, upper = bounds(t1, a, devices, tail, penalty)
+    text = ("%s%s; predicted speedup %.2f (no overlap) to %.2f (full "
+            "overlap)" % (_communication_text(row, a, small, lat, t1),
+                          _wait_text(wait, penalty, t1), lower, upper))
     verdict = None
     if measured is not None:
         step = devices * t1 / measured  # the N-device step the speed implies
@@ -118,7 +154,8 @@ def explain(case, measured, t1, row, devices, latency=None):
                      "%.1f ms more than compute plus all the communication "
                      "(input pipeline, host overhead, stragglers or "
                      "contention)" % (measured, step * 1e3,
-                                      (step - t1 - a - tail) * 1e3))
+                                      (step - penalty * t1 - a - tail)
+                                      * 1e3))
         elif measured > upper * (1 + TOLERANCE):
             verdict = "above"
             text += ("; measured %.2f is above: the step (%.1f ms) is "
@@ -127,7 +164,8 @@ def explain(case, measured, t1, row, devices, latency=None):
                          measured, step * 1e3))
         else:
             verdict = "inside"
-            hidden = (t1 + a + tail - step) / min(a, t1) if a > 0 else 1.0
+            hidden = (penalty * t1 + a + tail - step) / min(a, t1) \
+                if a > 0 else 1.0
             if hidden <= 0:
                 text += ("; measured %.2f is at the no-overlap bound (within "
                          "%.0f%%): the all-reduce is not hidden behind "
@@ -139,15 +177,20 @@ def explain(case, measured, t1, row, devices, latency=None):
     return {"compute_ms": t1 * 1e3, "allreduce_ms": a * 1e3,
             "allreduce_bytes": row["nbytes"], "allreduce_dtype": row["dtype"],
             "busbw_gbps": row["busbw_gbps"], "small_collectives": small,
-            "latency_ms": lat * 1e3, "lower": lower, "upper": upper,
+            "latency_ms": lat * 1e3, "compute_penalty": penalty,
+            "compute_wait": {"gap_ms": wait["gap_seconds"] * 1e3,
+                             "measured_penalty": wait["penalty"],
+                             "runs": wait.get("runs")} if wait else None,
+            "lower": lower, "upper": upper,
             "measured": measured, "verdict": verdict,
             "explanation": "%s %s" % (case, text)}
 
 
-def apply(result, table):
+def apply(result, table, waits=None):
     """Adds the model to every multi-device case of every section that has
     a 1n1g median and an all-reduce of the model's gradient in the case;
-    returns the explanations (also under each entry's scaling_model)."""
+    waits: case -> compute-after-a-wait (allreduce_logs.compute_waits).
+    Returns the explanations (also under each entry's scaling_model)."""
     texts = []
     for model_result in result.values():
         base = model_result.get("1n1g")
@@ -163,7 +206,7 @@ def apply(result, table):
             measured = entry.get("speedup_unrounded") \
                 if entry.get("speedup_baseline") == "1n1g" else None
             model = explain(case, measured, t1, row, devices,
-                            latency_row(rows))
+                            latency_row(rows), (waits or {}).get(case))
             entry["scaling_model"] = model
             entry["speedup_bounds"] = {"lower": round(model["lower"], 4),
                                        "upper": round(model["upper"], 4)}
