@@ -101,12 +101,14 @@ def _timed_allreduce(dist, tensors: List[int], dtype: str, chain: int = 1):
         return tf.add_n([t[0] for t in reduced])
 
     if dist.traits.horovod_allreduce:
-        hvd = dist.hvd
-        values = [tf.ones([n], tf_dtype) for n in tensors]
+        from official_bench.runtime.horovod_backend import collectives
+        hvd = collectives()
 
         @tf.function
         def step():
-            reduced = values
+            # made in the graph: Horovod names its op after the input
+            # tensor, which a captured eager tensor does not have
+            reduced = [tf.ones([n], tf_dtype) for n in tensors]
             for _ in range(chain):
                 reduced = [hvd.allreduce(v, op=hvd.Sum) for v in reduced]
             return checksum(reduced)
@@ -234,7 +236,8 @@ def _gather_cycles(dist, mine) -> list:
     n = min(len(mine.after), len(mine.back))
     row = tf.constant([mine.after[:n] + mine.back[:n]], tf.float32)
     if dist.traits.horovod_allreduce:
-        rows = dist.hvd.allgather(row).numpy()
+        from official_bench.runtime.horovod_backend import collectives
+        rows = collectives().allgather(row).numpy()
     else:
         def replica_fn():
             return tf.distribute.get_replica_context().all_gather(row, 0)

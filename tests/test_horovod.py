@@ -340,6 +340,34 @@ def test_horovodrun_two_ranks_train_through_cli(venv, tmp_path, xla):
 
 
 @pytest.mark.multiworker
+def test_horovodrun_two_ranks_allreduce_bench(venv, tmp_path):
+    """The all-reduce benchmark under Horovod: the model's gradient through
+    hvd.allreduce, and compute after a wait gathered from both ranks
+    (hvd.allgather) to rank 0's allreduce.json."""
+    p = _run(venv, horovodrun(venv) + [
+        "-m", "official_bench.allreduce_bench", f"--model_dir={tmp_path}",
+        "--sizes=model", "--dtypes=float32", "--iters=3",
+        "--compute_wait_cycles=4",
+        f"--params_override={TINY_OVERRIDE},"
+        "runtime.distribution_strategy=horovod"], timeout=300)
+    assert p.returncode == 0, p.stdout[-4000:]
+    data = json.load(open(tmp_path / "allreduce.json"))
+    assert data["strategy"] == "horovod" and data["replicas"] == 2
+    gradient, latency = data["results"]
+    assert gradient["model"] and gradient["seconds"] > 0
+    # Horovod's step is not traced: no count of small collectives, so
+    # the wait is the gradient's all-reduce alone.
+    assert latency["latency"] and latency["per_step"] is None
+    wait = data["compute_after_wait"]
+    assert wait["gap_seconds"] == pytest.approx(gradient["seconds"])
+    assert wait["processes"] == 2 and wait["cycles"] == 4
+    assert wait["after_wait_seconds"] >= max(
+        r["after_wait_seconds"] for r in wait["per_process"])
+    assert "(the slowest of 2 processes)" in p.stdout
+    assert (tmp_path / "allreduce_rank1.json").exists()
+
+
+@pytest.mark.multiworker
 def test_broadcast_and_xla_step_for_every_optimizer_kind(venv):
     """Model and optimizer state equal to rank 0's after the broadcast, and
     still equal after XLA gradient steps, for new and legacy SGD, bare and

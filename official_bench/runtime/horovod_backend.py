@@ -132,6 +132,15 @@ def init(rt: RuntimeConfig, num_gpus: int):
     return hvd
 
 
+def collectives():
+    """horovod.tensorflow, for collectives called directly (allreduce,
+    allgather, broadcast_variables): those of horovod.tensorflow.keras go
+    through Keras 1's backend session (K.get_session), which tf_keras 2 no
+    longer has, and fail inside a tf.function."""
+    import horovod.tensorflow as hvd_tf
+    return hvd_tf
+
+
 def distributed_optimizer(hvd, optimizer, fp16_allreduce: bool):
     """Averages gradients across ranks; fp16 compression when asked."""
     compression = hvd.Compression.fp16 if fp16_allreduce else \
@@ -192,7 +201,7 @@ def broadcast_initial_state(hvd, model) -> None:
     opt_vars = optimizer_variables(optimizer)
     # horovod.tensorflow.keras does not export broadcast_variables; Horovod's
     # own callback uses the horovod.tensorflow one too.
-    import horovod.tensorflow as hvd_tf
+    hvd_tf = collectives()
     hvd_tf.broadcast_variables(model.variables, root_rank=0)
     hvd_tf.broadcast_variables(opt_vars, root_rank=0)
     logging.info("Horovod rank %d: broadcast %d model and %d optimizer "
