@@ -14,6 +14,7 @@ import time
 import pytest
 
 from official_bench.launch import settings as settings_lib
+from official_bench.results import allreduce_logs
 
 from helpers import (consecutive_free_port, extract_tables, free_ports,
                      horovod_venv)
@@ -189,6 +190,33 @@ def test_single_node_horovod_end_to_end(tmp_path):
     assert case["global_batch_size"] == 8
     assert case["run_details"][0]["source"] == "result_json"
     print(f"horovod single node: {time.monotonic() - start:.0f} s")
+
+
+@pytest.mark.multiworker
+def test_single_node_horovod_allreduce_bench(tmp_path):
+    """LAUNCHER=horovod with BENCH=allreduce: horovodrun -np 2 runs the
+    all-reduce benchmark; rank 0's allreduce.json lands beside the log with
+    both ranks' compute after a wait, and the extractor's table has it."""
+    venv = horovod_venv()
+    out = subprocess.run(
+        ["bash", os.path.join(REPO, "run_single_node.sh"), "4", "fp32", "1"],
+        cwd=tmp_path, env=clean_env(
+            tmp_path, LAUNCHER="horovod", HOROVOD_VENV=venv, CPU_DEVICES="2",
+            BENCH="allreduce", ALLREDUCE_ARGS="--sizes=model,64K "
+            "--dtypes=float32 --iters=3 --compute_wait_cycles=3"),
+        capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, failures(tmp_path, out.stdout + out.stderr)
+    root = tmp_path / "logs" / "tensorflow" / "resnet50" / "bz4"
+    data = json.loads((root / "1n2g" / "allreduce_fp32_1.json").read_text())
+    assert data["strategy"] == "horovod" and data["replicas"] == 2
+    assert [(r["model"], r.get("latency", False)) for r in data["results"]] \
+        == [(True, False), (False, False), (False, True)]
+    assert data["compute_after_wait"]["processes"] == 2
+    text = (root / "1n2g" / "allreduce_fp32_1.log").read_text()
+    assert "-m official_bench.allreduce_bench" in text
+    assert "Compute after wait: " in text
+    table, warnings = allreduce_logs.collect(str(root))
+    assert warnings == [] and [r["ranks"] for r in table["1n2g"]] == [2] * 3
 
 
 @pytest.mark.slow
