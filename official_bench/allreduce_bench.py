@@ -19,10 +19,12 @@ the trainer's own code, and two more numbers go in for the scaling model:
 the small collectives one train step issues (counted in the traced Keras
 train step, step_collectives.py) and a 4-byte all-reduce's latency (a
 result row with "latency": true and "per_step": that count). And one more
-(--compute_wait_cycles): the model's step on this process's first device
-alone, after a wait as long as that communication and back to back, side
-by side (compute_wait.py; the record's "compute_after_wait"), which the
-scaling model charges its no-overlap bound. The run scripts run it with
+(--compute_wait_cycles): the step's communication timed in training's
+pattern, each gradient all-reduce and its small collectives followed by a
+compute step (comm_in_step.py), and the model's step on this process's
+first device alone, after a wait that long and back to back, side by side
+(compute_wait.py); both go in the record's "compute_after_wait", and the
+scaling model charges them in its no-overlap bound. The run scripts run it with
 BENCH=allreduce.
 """
 
@@ -52,10 +54,13 @@ flags.DEFINE_integer("iters", 20, "Timed all-reduces per size and dtype "
                      "(each waited for; the median is reported).")
 flags.DEFINE_integer("warmup", 3, "Untimed all-reduces before timing.")
 flags.DEFINE_integer("compute_wait_cycles", 20,
-                     "With 'model' in --sizes: cycles of timing the model's "
-                     "step on one device after a wait as long as the step's "
-                     "measured communication and back to back (the scaling "
-                     "model's compute penalty); 0 skips it.")
+                     "With 'model' in --sizes: cycles of timing the step's "
+                     "communication in training's pattern (gradient "
+                     "all-reduce, small collectives, one compute step), "
+                     "then as many of the model's step on one device after "
+                     "a wait that long and back to back (the scaling "
+                     "model's communication and compute penalty); 0 skips "
+                     "both.")
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
@@ -224,23 +229,22 @@ def _setup(cfg, planned, wait_cycles: int = 0):
     return prep.dist, gradient, counts, local
 
 
-def _gather_cycles(dist, mine) -> list:
-    """Every process's compute_wait.Cycles, process 0 (the chief) first:
-    all-gathered through the strategy (Horovod: its allgather), so every
-    process holds them all. One process, or parameter server (whose
-    workers run no benchmark code): this process's alone."""
-    from official_bench import compute_wait
+def _gather_rows(dist, row: List[float]) -> List[List[float]]:
+    """Every process's row of floats (all of one length), process 0 (the
+    chief) first: all-gathered through the strategy (Horovod: its
+    allgather), so every process holds them all. One process, or
+    parameter server (whose workers run no benchmark code): this
+    process's alone."""
     from official_bench.runtime.keras_setup import tf
     if dist.num_workers < 2 or dist.traits.remote_replicas:
-        return [mine]
-    n = min(len(mine.after), len(mine.back))
-    row = tf.constant([mine.after[:n] + mine.back[:n]], tf.float32)
+        return [list(row)]
+    mine = tf.constant([row], tf.float32)
     if dist.traits.horovod_allreduce:
         from official_bench.runtime.horovod_backend import collectives
-        rows = collectives().allgather(row).numpy()
+        rows = collectives().allgather(mine).numpy()
     else:
         def replica_fn():
-            return tf.distribute.get_replica_context().all_gather(row, 0)
+            return tf.distribute.get_replica_context().all_gather(mine, 0)
 
         gathered = tf.function(
             lambda: dist.strategy.run(replica_fn))()
@@ -248,18 +252,51 @@ def _gather_cycles(dist, mine) -> list:
         # one row per replica; a worker's replicas share its row
         per = dist.num_replicas // dist.num_workers
         rows = rows[::per]
-    return [compute_wait.Cycles([float(x) for x in r[:n]],
-                                [float(x) for x in r[n:]]) for r in rows]
+    return [[float(x) for x in r] for r in rows]
 
 
-def _compute_wait_entry(dist, local, entries, cycles: int):
+def _gather_cycles(dist, mine) -> list:
+    """Every process's compute_wait.Cycles, the chief's first."""
+    from official_bench import compute_wait
+    n = min(len(mine.after), len(mine.back))
+    return [compute_wait.Cycles(r[:n], r[n:]) for r in
+            _gather_rows(dist, mine.after[:n] + mine.back[:n])]
+
+
+def _comm_in_step(dist, gradient, counts, local, cycles: int):
+    """The step's communication timed in training's pattern
+    (comm_in_step.py): the gradient's all-reduce, the step's small
+    collectives, one compute step of the model, on every process at
+    once."""
+    from official_bench import comm_in_step
+    k = counts.small if counts else 0
+    gstep, gwait = _timed_allreduce(dist, gradient, "float32")
+    sstep, swait = _timed_allreduce(dist, [1], "float32", chain=k) \
+        if k else (None, None)
+    mine = comm_in_step.measure(
+        lambda: gwait(gstep()), (lambda: swait(sstep())) if k else None,
+        local, cycles)
+    n = len(mine.gradient)
+    r = comm_in_step.summarize(k, [
+        comm_in_step.Timings(row[:n], row[n:]) for row in
+        _gather_rows(dist, mine.gradient + mine.small)])
+    if dist.logs_throughput:
+        logging.info(r.line())
+    return r
+
+
+def _compute_wait_entry(dist, local, entries, cycles: int,
+                        in_step=None):
     """The record's compute_after_wait: the one-device step after a sleep
-    as long as the step's measured communication (scaling.
+    as long as the step's communication (in training's pattern when
+    in_step, a comm_in_step.CommInStep, is given; else scaling.
     step_communication of these entries), and back to back, on every
-    process at once; the slowest process's after-wait time counts."""
+    process at once; the slowest process's after-wait time counts.
+    in_step goes into the record too, as communication_in_step."""
     from official_bench import compute_wait
     from official_bench.results import scaling
-    gap = scaling.step_communication(entries)
+    gap = in_step.seconds if in_step else \
+        scaling.step_communication(entries)
     logging.info("official_bench: timing the model's step on one device "
                  "after a %.1f ms wait and back to back (%d cycles)",
                  gap * 1e3, cycles)
@@ -269,7 +306,8 @@ def _compute_wait_entry(dist, local, entries, cycles: int):
         dist.placement.devices else ""
     if dist.logs_throughput:
         logging.info(r.line())
-    return r.as_dict()
+    return dict(r.as_dict(), communication_in_step=in_step.as_dict()
+                if in_step else None)
 
 
 def run(cfg, sizes: str, dtypes: List[str], iters: int, warmup: int,
@@ -298,7 +336,10 @@ def run(cfg, sizes: str, dtypes: List[str], iters: int, warmup: int,
     if gradient is not None:
         entries.append(_latency_entry(dist, counts, iters, warmup))
         if local is not None:
-            wait = _compute_wait_entry(dist, local, entries, wait_cycles)
+            in_step = _comm_in_step(dist, gradient, counts, local,
+                                    wait_cycles)
+            wait = _compute_wait_entry(dist, local, entries, wait_cycles,
+                                       in_step)
     if cfg.model_dir:
         from official_bench.contracts.log_tree import allreduce_file_name
         from official_bench.results.run_record import write_run_record

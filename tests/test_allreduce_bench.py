@@ -71,10 +71,15 @@ def test_one_process_two_replicas(tmp_path):
     latency = data["results"][-1]
     assert (latency["latency"], latency["nbytes"], latency["chain"],
             latency["per_step"]) == (True, 4, 8, 0)
-    # The model's step on one device, after a wait as long as the step's
-    # communication (the float32 gradient; no small collectives here).
+    # The step's communication in training's pattern (the float32
+    # gradient between compute steps; no small collectives here), then the
+    # model's step on one device after a wait that long.
     wait = data["compute_after_wait"]
-    assert wait["gap_seconds"] == pytest.approx(data["results"][0]["seconds"])
+    in_step = wait["communication_in_step"]
+    assert (in_step["small_collectives"], in_step["small_seconds"],
+            in_step["cycles"], in_step["processes"]) == (0, 0.0, 3, 1)
+    assert in_step["gradient_seconds"] > 0
+    assert wait["gap_seconds"] == pytest.approx(in_step["gradient_seconds"])
     assert wait["after_wait_seconds"] > 0 and wait["back_to_back_seconds"] > 0
     assert wait["penalty"] == pytest.approx(
         wait["after_wait_seconds"] / wait["back_to_back_seconds"])
@@ -145,10 +150,17 @@ def test_two_workers_on_loopback(tmp_path):
     assert latency["latency"] and latency["per_step"] == 6
     assert latency["seconds"] > 0
     assert data["devices"] == ["/job:worker/replica:0/task:0/device:CPU:0"]
-    # Compute after a wait of the gradient's all-reduce + 6 latencies.
+    # The gradient's all-reduce and the 6 small collectives timed between
+    # compute steps on both workers; compute after a wait that long.
     wait = data["compute_after_wait"]
+    in_step = wait["communication_in_step"]
+    assert (in_step["small_collectives"], in_step["cycles"],
+            in_step["processes"]) == (6, 5, 2)
+    assert in_step["gradient_seconds"] > 0 and in_step["small_seconds"] > 0
     assert wait["gap_seconds"] == pytest.approx(
-        data["results"][0]["seconds"] + 6 * latency["seconds"])
+        in_step["gradient_seconds"] + in_step["small_seconds"])
+    assert "Communication in the step's pattern: gradient all-reduce " \
+        in outs[0]
     assert wait["after_wait_seconds"] > 0 and wait["back_to_back_seconds"] > 0
     assert wait["cycles"] == 5
     # both workers' timings reached the chief: the slowest counts

@@ -195,14 +195,59 @@ def test_gpu_utilisation_column(tmp_path):
     assert [r[-1] for r in rows] == ["87%", "n/a"]
 
 
-def write_compute_wait(log_dir, case, after, back, gap=0.5, index=4):
-    """A run's compute_after_wait (official_bench/compute_wait.py)."""
+def write_compute_wait(log_dir, case, after, back, gap=0.5, index=4,
+                       in_step=None):
+    """A run's compute_after_wait (official_bench/compute_wait.py), with
+    in_step (gradient_seconds, small_seconds) as its
+    communication_in_step (official_bench/comm_in_step.py)."""
     path = os.path.join(str(log_dir), case, "allreduce_fp32_%d.json" % index)
+    wait = {"gap_seconds": gap, "after_wait_seconds": after,
+            "back_to_back_seconds": back, "cycles": 20}
+    if in_step is not None:
+        wait["communication_in_step"] = {
+            "gradient_seconds": in_step[0], "small_seconds": in_step[1],
+            "small_collectives": 6, "cycles": 20}
     with open(path, "w") as f:
         json.dump({"kind": "allreduce", "results": [],
-                   "compute_after_wait": {
-                       "gap_seconds": gap, "after_wait_seconds": after,
-                       "back_to_back_seconds": back, "cycles": 20}}, f)
+                   "compute_after_wait": wait}, f)
+
+
+def test_communication_in_the_step_pattern_is_what_the_bounds_charge(tree):
+    # 2n1g: T1 1.28 s, A alone 0.5 s, no latency row. Timed between
+    # compute steps the all-reduce averaged 0.7 and 0.9 s (median 0.8) and
+    # the small collectives 0.1 s: the no-overlap step is 1.28 + 0.8 + 0.1
+    # = 2.18 s, full overlap max(1.28, 0.8) + 0.1 = 1.38 s.
+    write_compute_wait(tree, "2n1g", 0.1, 0.1, gap=0.8, in_step=(0.7, 0.1))
+    write_compute_wait(tree, "2n1g", 0.1, 0.1, gap=0.9, in_step=(0.9, 0.1),
+                       index=5)
+    m = extract.extract(str(tree)).result["rn50"]["2n1g"]["scaling_model"]
+    assert m["allreduce_ms"] == pytest.approx(500.0)  # alone, as measured
+    assert m["allreduce_in_step_ms"] == pytest.approx(800.0)
+    assert m["small_in_step_ms"] == pytest.approx(100.0)
+    assert m["lower"] == pytest.approx(2 * 1.28 / 2.18)
+    assert m["upper"] == pytest.approx(2 * 1.28 / 1.38)
+    assert ("all-reduce of 3.9 KiB at 0.008 MB/s bus bandwidth takes "
+            "500.0 ms alone, 800.0 ms on average between compute steps as "
+            "in training" in m["explanation"])
+    # the measured step (2.56 s) is 0.38 s over that, not 0.68 s
+    assert "380.0 ms more than compute plus all the communication" in \
+        m["explanation"]
+    # a run without the in-step timing: the case falls back to A alone
+    write_compute_wait(tree, "2n1g", 0.1, 0.1, index=6)
+    m = extract.extract(str(tree)).result["rn50"]["2n1g"]["scaling_model"]
+    assert m["allreduce_in_step_ms"] is None
+    assert m["lower"] == pytest.approx(2 * 1.28 / 1.78)
+
+
+def test_bad_communication_in_step_is_a_warning_naming_the_file(tree):
+    write_compute_wait(tree, "2n1g", 0.1, 0.1, in_step=(-1.0, 0.1))
+    ex = extract.extract(str(tree))
+    assert any("allreduce_fp32_4.json: unusable compute_after_wait "
+               "(compute_after_wait.communication_in_step needs "
+               "gradient_seconds, small_seconds >= 0" in w
+               for w in ex.warnings)
+    assert ex.result["rn50"]["2n1g"]["scaling_model"][
+        "allreduce_in_step_ms"] is None
 
 
 def test_compute_after_a_wait_widens_the_no_overlap_bound(tree):

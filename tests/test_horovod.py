@@ -356,10 +356,14 @@ def test_horovodrun_two_ranks_allreduce_bench(venv, tmp_path):
     gradient, latency = data["results"]
     assert gradient["model"] and gradient["seconds"] > 0
     # Horovod's step is not traced: no count of small collectives, so
-    # the wait is the gradient's all-reduce alone.
+    # the wait is the gradient's all-reduce alone, timed between compute
+    # steps on both ranks.
     assert latency["latency"] and latency["per_step"] is None
     wait = data["compute_after_wait"]
-    assert wait["gap_seconds"] == pytest.approx(gradient["seconds"])
+    in_step = wait["communication_in_step"]
+    assert (in_step["small_collectives"], in_step["small_seconds"],
+            in_step["processes"]) == (0, 0.0, 2)
+    assert wait["gap_seconds"] == pytest.approx(in_step["gradient_seconds"])
     assert wait["processes"] == 2 and wait["cycles"] == 4
     assert wait["after_wait_seconds"] >= max(
         r["after_wait_seconds"] for r in wait["per_process"])

@@ -13,7 +13,8 @@ the model issues (allreduce_bench; the scaling model charges each). A
 file's ``compute_after_wait`` (official_bench/compute_wait.py: the model's
 step after a wait as long as the step's communication, against back to
 back, side by side) gives the case's compute penalty, the median over its
-runs (compute_waits).
+runs (compute_waits), and its communication_in_step the step's
+communication timed in training's pattern (comm_in_step.py).
 """
 
 from __future__ import annotations
@@ -107,28 +108,46 @@ def collect(log_dir: str) -> Tuple[Dict[str, List[Row]], List[str]]:
     return table, warnings
 
 
-def _compute_wait(data: Dict[str, Any]) -> Optional[Dict[str, float]]:
-    """The record's compute_after_wait (None when it has none); ValueError
-    naming what is wrong."""
+IN_STEP_KEYS = ("gradient_seconds", "small_seconds")
+
+
+def _compute_wait(data: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The record's compute_after_wait (None when it has none), with its
+    communication_in_step (None in older records); ValueError naming what
+    is wrong."""
     wait = data.get("compute_after_wait")
     if wait is None:
         return None
     keys = ("gap_seconds", "after_wait_seconds", "back_to_back_seconds")
-    if not isinstance(wait, dict) or not all(
-            isinstance(wait.get(k), (int, float)) and
-            not isinstance(wait.get(k), bool) and wait[k] >= 0 for k in keys) \
+    if not isinstance(wait, dict) or not _numbers(wait, keys) \
             or wait["back_to_back_seconds"] <= 0:
         raise ValueError(f"compute_after_wait needs {', '.join(keys)} >= 0 "
                          f"(back_to_back_seconds > 0), got {wait!r}")
-    return {k: float(wait[k]) for k in keys}
+    out: Dict[str, Any] = {k: float(wait[k]) for k in keys}
+    in_step = wait.get("communication_in_step")
+    if in_step is not None and not (isinstance(in_step, dict) and
+                                    _numbers(in_step, IN_STEP_KEYS)):
+        raise ValueError(f"compute_after_wait.communication_in_step needs "
+                         f"{', '.join(IN_STEP_KEYS)} >= 0, got {in_step!r}")
+    out["in_step"] = {k: float(in_step[k]) for k in IN_STEP_KEYS} \
+        if in_step else None
+    return out
+
+
+def _numbers(d: Dict[str, Any], keys) -> bool:
+    """Each key holds a number >= 0 (not a bool)."""
+    return all(isinstance(d.get(k), (int, float)) and
+               not isinstance(d.get(k), bool) and d[k] >= 0 for k in keys)
 
 
 def compute_waits(log_dir: str) -> Tuple[Dict[str, Dict[str, Any]],
                                          List[str]]:
     """``(waits, warnings)``: case -> penalty (median over the case's runs
-    of after-wait / back-to-back), gap_seconds (their median) and runs, for
-    the cases whose all-reduce results measured compute after a wait."""
-    found: Dict[str, List[Dict[str, float]]] = {}
+    of after-wait / back-to-back), gap_seconds (their median), runs, and
+    in_step: the communication in training's pattern (per key the median
+    over the runs; None unless every run measured it), for the cases whose
+    all-reduce results measured compute after a wait."""
+    found: Dict[str, List[Dict[str, Any]]] = {}
     warnings: List[str] = []
     for case, path in find(log_dir):
         try:
@@ -146,7 +165,11 @@ def compute_waits(log_dir: str) -> Tuple[Dict[str, Dict[str, Any]],
         "penalty": statistics.median(w["after_wait_seconds"] /
                                      w["back_to_back_seconds"] for w in ws),
         "gap_seconds": statistics.median(w["gap_seconds"] for w in ws),
-        "runs": len(ws)} for case, ws in found.items()}
+        "runs": len(ws),
+        "in_step": {k: statistics.median(w["in_step"][k] for w in ws)
+                    for k in IN_STEP_KEYS}
+        if all(w["in_step"] for w in ws) else None}
+        for case, ws in found.items()}
     return waits, warnings
 
 

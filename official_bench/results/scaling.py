@@ -13,6 +13,13 @@ chained after the gradient's; step_collectives.py):
     no overlap (slowest):  step = p T1 + A + k L     speedup >= N T1 / step
     full overlap (fastest): step = max(T1, A) + k L  speedup <= N T1 / step
 
+Where the benchmark also timed the step's communication in training's
+pattern (comm_in_step.py: each gradient all-reduce and its small
+collectives followed by a compute step, the mean over cycles), A and k L
+are those times: on a shaped link the same all-reduce took 120-210 ms
+between compute steps against 133.5 ms back to back. The bandwidth in the
+words stays the back-to-back one (nccl-tests' measure).
+
 (the upper bound is at most N, the ideal). k L is in both: those
 collectives wait for the step's metrics, after the gradient's all-reduce
 (their ordering token chains them behind it), so no compute is left to
@@ -97,22 +104,29 @@ def _weight(fraction, latency_bound):
     return "compute-bound"
 
 
-def _communication_text(row, a, small, latency, t1):
-    """What the step spends communicating, in words."""
-    tail = small * latency
+def _communication_text(row, a, small, latency, tail, t1, in_step):
+    """What the step spends communicating, in words; in_step: a and tail
+    were timed in training's pattern (else a is the row's time alone and
+    tail is small x latency)."""
     gradient = ("all-reduce of %s at %s bus bandwidth takes %.1f ms"
                 % (allreduce_logs.size_text(row["nbytes"]),
-                   rate_text(row["busbw_gbps"]), a * 1e3))
+                   rate_text(row["busbw_gbps"]), row["seconds"] * 1e3))
+    if in_step:
+        gradient += (" alone, %.1f ms on average between compute steps as "
+                     "in training" % (a * 1e3))
     if not small:
         return "%s: %s, %.0f%% of the 1-device step (%.1f ms)" % (
             _weight(a / t1, False), gradient, 100 * a / t1, t1 * 1e3)
     latency_bound = tail > a
-    parts = ("%d collectives x %.2f ms = %.1f ms per step (the step's "
-             "small all-reduces, such as metric results), and the "
-             "gradient's %s" % (small, latency * 1e3, tail * 1e3, gradient)
+    each = ("(%.2f ms each alone)" % (latency * 1e3) if in_step else
+            "x %.2f ms" % (latency * 1e3))
+    where = " in training's pattern" if in_step else ""
+    parts = ("%d collectives %s = %.1f ms per step%s (the step's small "
+             "all-reduces, such as metric results), and the gradient's %s"
+             % (small, each, tail * 1e3, where, gradient)
              if latency_bound else
-             "%s, and %d small collectives x %.2f ms add %.1f ms" % (
-                 gradient, small, latency * 1e3, tail * 1e3))
+             "%s, and %d small collectives %s add %.1f ms%s" % (
+                 gradient, small, each, tail * 1e3, where))
     return "%s: %s; together %.0f%% of the 1-device step (%.1f ms)" % (
         _weight((a + tail) / t1, latency_bound), parts,
         100 * (a + tail) / t1, t1 * 1e3)
@@ -136,14 +150,18 @@ def explain(case, measured, t1, row, devices, latency=None, wait=None):
     small all-reduce's row (seconds each, per_step of them), or None;
     wait: the case's compute-after-a-wait measurement (penalty,
     gap_seconds), or None."""
-    a = row["seconds"]
     small = latency["per_step"] if latency else 0
     lat = latency["seconds"] if latency else 0.0
-    tail = small * lat
+    in_step = (wait or {}).get("in_step")
+    if in_step:  # timed as training runs it (comm_in_step.py)
+        a, tail = in_step["gradient_seconds"], in_step["small_seconds"]
+    else:
+        a, tail = row["seconds"], small * lat
     penalty = max(1.0, wait["penalty"]) if wait else 1.0
     lower, upper = bounds(t1, a, devices, tail, penalty)
     text = ("%s%s; predicted speedup %.2f (no overlap) to %.2f (full "
-            "overlap)" % (_communication_text(row, a, small, lat, t1),
+            "overlap)" % (_communication_text(row, a, small, lat, tail, t1,
+                                              bool(in_step)),
                           _wait_text(wait, penalty, t1), lower, upper))
     verdict = None
     if measured is not None:
@@ -174,7 +192,9 @@ def explain(case, measured, t1, row, devices, latency=None, wait=None):
                 text += ("; measured %.2f is inside: about %.0f%% of the "
                          "all-reduce is hidden behind compute" % (
                              measured, 100 * min(1.0, hidden)))
-    return {"compute_ms": t1 * 1e3, "allreduce_ms": a * 1e3,
+    return {"compute_ms": t1 * 1e3, "allreduce_ms": row["seconds"] * 1e3,
+            "allreduce_in_step_ms": a * 1e3 if in_step else None,
+            "small_in_step_ms": tail * 1e3 if in_step else None,
             "allreduce_bytes": row["nbytes"], "allreduce_dtype": row["dtype"],
             "busbw_gbps": row["busbw_gbps"], "small_collectives": small,
             "latency_ms": lat * 1e3, "compute_penalty": penalty,
