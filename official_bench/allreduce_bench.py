@@ -255,12 +255,12 @@ def _gather_rows(dist, row: List[float]) -> List[List[float]]:
     return [[float(x) for x in r] for r in rows]
 
 
-def _gather_cycles(dist, mine) -> list:
-    """Every process's compute_wait.Cycles, the chief's first."""
-    from official_bench import compute_wait
-    n = min(len(mine.after), len(mine.back))
-    return [compute_wait.Cycles(r[:n], r[n:]) for r in
-            _gather_rows(dist, mine.after[:n] + mine.back[:n])]
+def _gather_pairs(dist, first: List[float], second: List[float]):
+    """Every process's (first, second) lists of per-cycle times, the
+    chief's first (_gather_rows of both, cut to the shorter length)."""
+    n = min(len(first), len(second))
+    return [(r[:n], r[n:]) for r in
+            _gather_rows(dist, list(first[:n]) + list(second[:n]))]
 
 
 def _comm_in_step(dist, gradient, counts, local, cycles: int):
@@ -276,38 +276,34 @@ def _comm_in_step(dist, gradient, counts, local, cycles: int):
     mine = comm_in_step.measure(
         lambda: gwait(gstep()), (lambda: swait(sstep())) if k else None,
         local, cycles)
-    n = len(mine.gradient)
     r = comm_in_step.summarize(k, [
-        comm_in_step.Timings(row[:n], row[n:]) for row in
-        _gather_rows(dist, mine.gradient + mine.small)])
+        comm_in_step.Timings(g, s) for g, s in
+        _gather_pairs(dist, mine.gradient, mine.small)])
     if dist.logs_throughput:
         logging.info(r.line())
     return r
 
 
-def _compute_wait_entry(dist, local, entries, cycles: int,
-                        in_step=None):
+def _compute_wait_entry(dist, local, in_step, cycles: int):
     """The record's compute_after_wait: the one-device step after a sleep
-    as long as the step's communication (in training's pattern when
-    in_step, a comm_in_step.CommInStep, is given; else scaling.
-    step_communication of these entries), and back to back, on every
-    process at once; the slowest process's after-wait time counts.
-    in_step goes into the record too, as communication_in_step."""
+    as long as the step's communication in training's pattern (in_step,
+    a comm_in_step.CommInStep), and back to back, on every process at
+    once; the slowest process's after-wait time counts. in_step goes into
+    the record too, as communication_in_step."""
     from official_bench import compute_wait
-    from official_bench.results import scaling
-    gap = in_step.seconds if in_step else \
-        scaling.step_communication(entries)
+    gap = in_step.seconds
     logging.info("official_bench: timing the model's step on one device "
                  "after a %.1f ms wait and back to back (%d cycles)",
                  gap * 1e3, cycles)
-    r = compute_wait.summarize(gap, _gather_cycles(
-        dist, compute_wait.measure(local, gap, cycles)))
+    mine = compute_wait.measure(local, gap, cycles)
+    r = compute_wait.summarize(gap, [
+        compute_wait.Cycles(a, b) for a, b in
+        _gather_pairs(dist, mine.after, mine.back)])
     r.device = dist.placement.devices[0] if dist.placement and \
         dist.placement.devices else ""
     if dist.logs_throughput:
         logging.info(r.line())
-    return dict(r.as_dict(), communication_in_step=in_step.as_dict()
-                if in_step else None)
+    return dict(r.as_dict(), communication_in_step=in_step.as_dict())
 
 
 def run(cfg, sizes: str, dtypes: List[str], iters: int, warmup: int,
@@ -338,8 +334,7 @@ def run(cfg, sizes: str, dtypes: List[str], iters: int, warmup: int,
         if local is not None:
             in_step = _comm_in_step(dist, gradient, counts, local,
                                     wait_cycles)
-            wait = _compute_wait_entry(dist, local, entries, wait_cycles,
-                                       in_step)
+            wait = _compute_wait_entry(dist, local, in_step, wait_cycles)
     if cfg.model_dir:
         from official_bench.contracts.log_tree import allreduce_file_name
         from official_bench.results.run_record import write_run_record

@@ -19,8 +19,8 @@ compiled once more by the trainer's own set-up on this process's first
 replica device alone (one_device, the per-device batch, synthetic data:
 compute only, no collective) and, once the communication is timed, its
 step is timed in cycles of: sleep for the step's measured communication (the
-gradient's all-reduce plus k small collectives x their latency), one
-step (after a wait), one untimed step, one step (back to back). Taking
+gradient's all-reduce plus the k small collectives, as timed in training's
+pattern by comm_in_step.py), one step (after a wait), one untimed step, one step (back to back). Taking
 both kinds of step in every cycle puts them side by side, so a machine
 whose speed drifts between minutes moves both. Every process does this at
 the same time; the chief gathers their timings (summarize): a step waits

@@ -294,13 +294,3 @@ def test_bad_compute_wait_is_a_warning_naming_the_file(tree):
                "(compute_after_wait needs" in w for w in ex.warnings)
     assert ex.result["rn50"]["2n1g"]["scaling_model"]["compute_penalty"] \
         == 1.0
-
-
-def test_step_communication_is_what_the_no_overlap_step_waits():
-    rows = [{"model": True, "dtype": "float16", "seconds": 0.1},
-            {"model": True, "dtype": "float32", "seconds": 0.2},
-            {"latency": True, "dtype": "float32", "seconds": 0.01,
-             "per_step": 6}]
-    assert scaling.step_communication(rows) == pytest.approx(0.26)
-    assert scaling.step_communication(rows[:2]) == pytest.approx(0.2)
-    assert scaling.step_communication(rows[2:]) is None

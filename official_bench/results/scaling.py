@@ -13,13 +13,6 @@ chained after the gradient's; step_collectives.py):
     no overlap (slowest):  step = p T1 + A + k L     speedup >= N T1 / step
     full overlap (fastest): step = max(T1, A) + k L  speedup <= N T1 / step
 
-Where the benchmark also timed the step's communication in training's
-pattern (comm_in_step.py: each gradient all-reduce and its small
-collectives followed by a compute step, the mean over cycles), A and k L
-are those times: on a shaped link the same all-reduce took 120-210 ms
-between compute steps against 133.5 ms back to back. The bandwidth in the
-words stays the back-to-back one (nccl-tests' measure).
-
 (the upper bound is at most N, the ideal). k L is in both: those
 collectives wait for the step's metrics, after the gradient's all-reduce
 (their ordering token chains them behind it), so no compute is left to
@@ -29,8 +22,14 @@ after waiting A + k L is slower than back to back, as the 1n1g run computes
 all-reduce benchmark; p is 1 without that measurement, and never below 1:
 the slowest step the model allows is not faster than the 1n1g step). The
 full-overlap bound keeps T1: compute that overlaps the all-reduce never
-waited. Without a latency row (older results, or a backend whose step
-was not counted) k L is 0. A is taken in float32, the gradients' dtype also
+waited. Where the benchmark also timed the step's communication in
+training's pattern (comm_in_step.py: each gradient all-reduce and its
+small collectives followed by a compute step, the mean over cycles), A and
+k L are those times (on a shaped link the same all-reduce took 120-210 ms
+between compute steps against 133.5 ms back to back); the bandwidth in the
+words stays the back-to-back one (nccl-tests' measure). Without a
+latency row (older results, or a backend whose step was not counted) k L
+is 0. A is taken in float32, the gradients' dtype also
 under mixed precision (variables stay float32), unless only another dtype
 was measured. The measured speedup is placed against the bounds and the
 gap is put in words: where it is inside, how much of the all-reduce was
@@ -64,19 +63,6 @@ def latency_row(rows):
         if r["dtype"] == "float32":
             return r
     return rows[0] if rows else None
-
-
-def step_communication(rows):
-    """Seconds one step waits on communication when nothing overlaps it,
-    A + k L (the gradient's all-reduce and the small collectives) from a
-    case's result rows, or None without the gradient's row. The all-reduce
-    benchmark sleeps this long before timing compute after a wait."""
-    row = gradient_allreduce(rows)
-    if row is None:
-        return None
-    latency = latency_row(rows)
-    tail = latency["per_step"] * latency["seconds"] if latency else 0.0
-    return row["seconds"] + tail
 
 
 def bounds(t1, allreduce, devices, tail=0.0, penalty=1.0):
