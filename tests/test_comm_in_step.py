@@ -57,22 +57,38 @@ def test_no_small_collectives_times_zero():
     assert t.small == [0.0, 0.0] and t.gradient == [1.0, 1.0]
 
 
-def test_the_fastest_process_per_cycle_and_the_mean_over_cycles():
-    # The chief waited 30 s for its peer's compute in cycle 2; the peer's
-    # own time there is the transfer. Cycle 3 stalled on both (40 s).
-    chief = comm_in_step.Timings([10.0, 40.0, 50.0, 10.0], [1.0, 1.0, 2.0, 1.0])
-    peer = comm_in_step.Timings([11.0, 10.0, 50.0, 12.0], [1.0, 3.0, 2.0, 1.0])
+def test_one_process_whose_communication_took_least_and_its_mean():
+    # Cycle 2: the peer's small collectives stalled 30 s (a late ACK) and
+    # the chief, whose compute then began 30 s earlier, waited as long in
+    # the next gradient all-reduce; cycle 3 stalled on both (40 s). The
+    # step paid each stall once, so the peer's own times are the answer;
+    # cycle by cycle minima (10, 10, 50, 10 and 1, 1, 1, 1) would drop
+    # the 30 s stall twice.
+    chief = comm_in_step.Timings([10.0, 10.0, 80.0, 10.0], [1.0, 1.0, 1.0, 1.0])
+    peer = comm_in_step.Timings([11.0, 10.0, 50.0, 10.0], [1.0, 31.0, 1.0, 1.0])
     r = comm_in_step.summarize(6, [chief, peer])
-    # per cycle min: 10, 10, 50, 10 -> mean 20 (a stall in 1 of 4 cycles
-    # costs throughput 10 s per step), median 10
-    assert (r.gradient_seconds, r.gradient_median_seconds) == (20.0, 10.0)
-    assert (r.small_seconds, r.small_median_seconds) == (1.25, 1.0)
+    # peer: 81 + 34 = 115 s in total against the chief's 110 + 4 = 114:
+    # the chief it is, mean 27.5 (a stall in 2 of 4 cycles), median 10
+    assert (r.gradient_seconds, r.gradient_median_seconds) == (27.5, 10.0)
+    assert (r.small_seconds, r.small_median_seconds) == (1.0, 1.0)
+    assert r.seconds == 28.5
+    # the other one when it is the one that communicated least
+    slower = comm_in_step.Timings(chief.gradient, [1.0, 1.0, 30.0, 1.0])
+    r = comm_in_step.summarize(6, [slower, peer])
+    assert (r.gradient_seconds, r.small_seconds) == (20.25, 8.5)
     assert (r.small_collectives, r.cycles, r.processes) == (6, 4, 2)
-    assert r.seconds == 21.25
-    assert r.as_dict()["gradient_seconds"] == 20.0
-    assert ("gradient all-reduce 20000.00 ms mean (median 10000.00), 6 "
-            "small collectives 1250.00 ms mean (median 1000.00); 4 cycles "
+    assert r.as_dict()["gradient_seconds"] == 20.25
+    assert ("gradient all-reduce 20250.00 ms mean (median 10500.00), 6 "
+            "small collectives 8500.00 ms mean (median 1000.00); 4 cycles "
             "over 2 processes") in r.line()
+
+
+def test_cycles_only_all_processes_timed_count():
+    short = comm_in_step.Timings([5.0, 5.0], [1.0, 1.0])
+    long = comm_in_step.Timings([1.0, 1.0, 100.0], [0.0, 0.0, 100.0])
+    # long's third cycle is not compared: over two cycles it took 2 s
+    r = comm_in_step.summarize(0, [short, long])
+    assert (r.gradient_seconds, r.small_seconds, r.cycles) == (1.0, 0.0, 2)
 
 
 def test_no_cycles_is_refused():
