@@ -294,3 +294,67 @@ def test_bad_compute_wait_is_a_warning_naming_the_file(tree):
                "(compute_after_wait needs" in w for w in ex.warnings)
     assert ex.result["rn50"]["2n1g"]["scaling_model"]["compute_penalty"] \
         == 1.0
+
+
+def test_the_runs_spread_widens_at_the_bound(tmp_path):
+    # T1 1.28 s (1n1g, two identical runs: no spread). The benchmark ran
+    # twice: gradient 0.8 and 1.0 s between compute steps, small
+    # collectives 0.1 s, no compute penalty: no-overlap steps 2.18 and
+    # 2.38 s (cv 0.062), the bound from their median 2 x 1.28 / 2.28 =
+    # 1.123. The 2n1g runs: 98 and 108 img/s against 100, speedup 1.03
+    # (cv 0.0687): 8% below the bound, more than 3%, less than twice
+    # the combined spread sqrt(0.0687^2 + 0.062^2) = 9.25% (19%).
+    log_dir = tmp_path / "bz128"
+    for i in (1, 2):
+        kit.write_run(log_dir, "1n1g", speeds(100, "1n1g"), index=i)
+    kit.write_run(log_dir, "2n1g", speeds(98, "2n1g"), index=1)
+    write_allreduce(log_dir, "2n1g", [(4000, "float32", 2, 0.5, True)])
+    write_compute_wait(log_dir, "2n1g", 0.1, 0.1, gap=0.9, in_step=(0.8, 0.1))
+    # one run of each: 0.98 against 2 x 1.28 / 2.18 = 1.174 is below
+    m = extract.extract(str(log_dir)).result["rn50"]["2n1g"]["scaling_model"]
+    assert (m["verdict"], m["run_spread"], m["tolerance"]) == \
+        ("below", 0.0, scaling.TOLERANCE)
+    assert "is below (not within 3%)" in m["explanation"]
+    kit.write_run(log_dir, "2n1g", speeds(108, "2n1g"), index=2)
+    write_compute_wait(log_dir, "2n1g", 0.1, 0.1, gap=1.1, in_step=(1.0, 0.1),
+                       index=5)
+    m = extract.extract(str(log_dir)).result["rn50"]["2n1g"]["scaling_model"]
+    assert m["lower"] == pytest.approx(2 * 1.28 / 2.28)
+    assert m["measured"] == pytest.approx(1.03)
+    steps_cv = 0.1 * 2 ** 0.5 / 2.28  # stdev(2.18, 2.38) / mean
+    assert m["run_spread"] == pytest.approx(
+        (0.0687 ** 2 + steps_cv ** 2) ** 0.5, rel=1e-3)
+    assert m["tolerance"] == pytest.approx(2 * m["run_spread"])
+    assert m["verdict"] == "inside"
+    assert "measured 1.03 is at the no-overlap bound (within 19%, twice " \
+        "the runs' spread)" in m["explanation"]
+
+
+def test_spread_arithmetic():
+    wait = {"per_run": [{"penalty": 0.9, "in_step": {"gradient_seconds": 1.0,
+                                                     "small_seconds": 0.0}},
+                        {"penalty": 2.0, "in_step": {"gradient_seconds": 1.0,
+                                                     "small_seconds": 1.0}},
+                        {"penalty": 1.5, "in_step": None}]}
+    # steps: max(1, 0.9) x 1 + 1 = 2 and 2 x 1 + 2 = 4 (the run without
+    # the in-step timing has no step): cv = stdev(2, 4) / 3
+    assert scaling.spread(None, None, 1.0, wait) == pytest.approx(2 ** 0.5 / 3)
+    assert scaling.spread(0.03, 0.04, 1.0, None) == pytest.approx(0.05)
+    assert scaling.spread(None, None, 1.0, {"per_run": []}) == 0.0
+
+
+def test_near_the_no_overlap_bound_no_share_is_claimed_hidden():
+    # bounds 0.5 (no overlap) to 0.667; 0.55 is 10% above the lower one.
+    row = {"seconds": 0.3, "nbytes": 10, "busbw_gbps": 1.0,
+           "dtype": "float32"}
+    m = scaling.explain("2n1g", 0.55, 0.1, row, 2)
+    assert m["verdict"] == "inside"
+    # step 0.3636 s against 0.4 s without overlap: 0.0364 of 0.1 hidden
+    assert "measured 0.55 is inside: about 36% of the all-reduce is " \
+        "hidden behind compute" in m["explanation"]
+    # the same when the runs moved by 6%: 10% is within their spread
+    m = scaling.explain("2n1g", 0.55, 0.1, row, 2, run_spread=0.06)
+    assert m["verdict"] == "inside"
+    assert "measured 0.55 is at the no-overlap bound (within 12%, twice " \
+        "the runs' spread): no measurable part of the all-reduce is " \
+        "hidden behind compute" in m["explanation"]

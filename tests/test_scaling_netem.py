@@ -7,26 +7,28 @@ train step (BENCH=allreduce), then train on both hosts; with a 1n1g run as
 the baseline the extractor predicts the 2n1g speedup's bounds and prints
 its verdict at every rate (-s shows them).
 
-Asserted: the all-reduce gets faster with the rate; the step's 6 small
-collectives were counted from the traced step at every rate (the 6
-metric-state reads beside the 1 gradient pack; official_bench/step_collectives.py)
-and their latency measured; the model's compute after a wait as long as
-the step's communication was measured on both workers and charged
-(official_bench/compute_wait.py); at 20 Mbit/s the communication outweighs
-a step's compute; and at every rate the measured speedup is at most what
-the gradient's all-reduce alone allows with full overlap
-(N T1 / max(T1, A)), within SLACK.
+Asserted: at every rate the measured speedup is inside the predicted
+bounds, a bound counting as met within twice the measurements' run-to-run
+spread (each measurement runs RUNS times; results/scaling.py); the
+all-reduce gets faster with the rate; the step's 6 small collectives were
+counted from the traced step at every rate (the 6 metric-state reads
+beside the 1 gradient pack; official_bench/step_collectives.py) and their
+latency measured; the step's communication in training's pattern and the
+compute after a wait that long were measured on both workers and charged
+(official_bench/comm_in_step.py, compute_wait.py); at 20 Mbit/s the
+communication outweighs a step's compute.
 
-Not asserted: the issue's "inside the predicted bounds at each
-bandwidth". On 2026-11-24 on a quiet machine (T1 3.4-6.1 ms), against the
-no-overlap bound at 20 Mbit/s, 100 Mbit/s and unlimited: with the
-communication timed back to back (the model before), -9% / -16% / -21%
-and -11% / -12% / -25%; timed in training's pattern
-(official_bench/comm_in_step.py), -5% / at / -8%, -3.0% / -0.3% / -3.8%
-and -10% / -7.9% / -18.5% (BENCHMARKS.md, "Communication in the step's
-pattern"): closer, but a 10% band would still have failed one run in
-three. Five runs on 2026-11-23, on a busier machine and before compute
-after a wait was measured, had 100 Mbit/s 11-44% below.
+How it got there (BENCHMARKS.md, "Scaling model validated"): the model
+fell 5-25% below the no-overlap bound until (1) the communication in
+training's pattern was taken from the one process that communicated
+least, not from each phase's fastest process cycle by cycle, which
+dropped every stall twice, and (2) the token bucket's burst was cut from
+32 KB to 4 KB: a bucket refilled during compute made the gradient's
+all-reduce bimodal (120 or 140-200 ms at 20 Mbit/s). Since then the
+prediction's error was -0.8% on average (24 rate-runs, sd 8%), and a
+single run still moves by up to 10% (a ~10 ms step at unlimited; one
+1n1g run in nine ran 33% slow), which is why a bound is met within the
+runs' spread rather than within a fixed 3%.
 
 What makes the experiment as fair as it can be on a CPU machine: each
 process is pinned to its own core (taskset), the 1n1g baseline to one core
@@ -51,21 +53,21 @@ from test_run_scripts import PY, REPO
 RATES = ("20mbit", "100mbit", None)  # None: the veth's own speed
 BATCH = 16
 LOG_STEPS, WARMUP = 10, 20
-# Steps per rate: enough for ~2 s of counted 1n1g steps where a step is
-# short (a 60-step baseline counts 40 steps of ~11 ms: 0.4 s, where one
-# disturbed interval moves the median by a tenth).
-STEPS = {"20mbit": 60, "100mbit": 200, None: 200}
+# Steps per rate: about a second of counted 1n1g steps per run where a
+# step is short (~3.5 ms here; 40 counted steps would be 0.14 s, where one
+# disturbed interval moves the result by a tenth).
+STEPS = {"20mbit": 60, "100mbit": 300, None: 400}
+# Cycles of the step's communication in training's pattern and of compute
+# after a wait (allreduce_bench --compute_wait_cycles): about 3 s each.
+CYCLES = {"20mbit": 20, "100mbit": 80, None: 250}
 TINY = ",".join([
     "model.name=resnet_cifar", "model.model_params.depth=8",
     "train_dataset.image_size=16", "train_dataset.num_classes=10",
     "validation_dataset.image_size=16", "validation_dataset.num_classes=10",
     "evaluation.skip_eval=true", "runtime.sample_period_seconds=0",
 ])
-# Relative slack on the asserted bound: one disturbed interval moves a
-# 60-step run's mean by 10%, and the baseline runs minutes before the
-# two-host run while other jobs' load moves a core's speed by up to 8x.
-SLACK = 0.15
 KNOBS = dict(LOG_STEPS=LOG_STEPS, PARAMS_OVERRIDE=TINY)
+RUNS = 3  # of each measurement per rate: the verdict allows their spread
 
 
 def tc(ns, dev, rate):
@@ -74,8 +76,10 @@ def tc(ns, dev, rate):
     base = ["ip", "netns", "exec", ns, "tc", "qdisc"]
     subprocess.run(base + ["del", "dev", dev, "root"], capture_output=True)
     if rate:
+        # A small burst: a 32 KB bucket refilled while the workers computed
+        # and made the next all-reduce 10% faster than the one after it.
         out = subprocess.run(base + ["add", "dev", dev, "root", "tbf",
-                                     "rate", rate, "burst", "32kb",
+                                     "rate", rate, "burst", "4kb",
                                      "latency", "400ms"],
                              capture_output=True, text=True)
         if out.returncode != 0:
@@ -83,7 +87,8 @@ def tc(ns, dev, rate):
 
 
 def both(tmp_path, hosts, log_dir, **knobs):
-    """run_two_node.sh in each namespace, host k pinned to core k."""
+    """RUNS runs of run_two_node.sh in each namespace, host k pinned to
+    core k."""
     procs = []
     try:
         for k, ns in enumerate(hosts):
@@ -93,7 +98,7 @@ def both(tmp_path, hosts, log_dir, **knobs):
                 ["ip", "netns", "exec", ns, "taskset", "-c", str(k % 2),
                  "timeout", "-k", "10", "500", "bash",
                  os.path.join(REPO, "run_two_node.sh"), str(BATCH), "fp32",
-                 "1"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                 str(RUNS)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT, text=True, start_new_session=True))
         outs = [p.communicate(timeout=540)[0] for p in procs]
     finally:
@@ -105,12 +110,13 @@ def both(tmp_path, hosts, log_dir, **knobs):
 
 
 def baseline(tmp_path, log_dir, **knobs):
-    """The 1n1g run, on core 0 alone."""
+    """RUNS 1n1g runs, on core 0 alone."""
     env = env_for(tmp_path, "base", **KNOBS, **knobs)
     env["LOG_DIR"] = str(log_dir)
     out = subprocess.run(
         ["taskset", "-c", "0", "bash",
-         os.path.join(REPO, "run_single_node.sh"), str(BATCH), "fp32", "1"],
+         os.path.join(REPO, "run_single_node.sh"), str(BATCH), "fp32",
+         str(RUNS)],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=500)
     assert out.returncode == 0, out.stdout + out.stderr
 
@@ -132,7 +138,8 @@ def test_measured_speedup_inside_predicted_bounds(tmp_path, two_hosts):
         steps = STEPS[rate]
         baseline(tmp_path, logs, STEPS=steps)
         both(tmp_path, two_hosts, logs, BENCH="allreduce",
-             ALLREDUCE_ARGS="--sizes=model --dtypes=float32 --iters=20")
+             ALLREDUCE_ARGS="--sizes=model --dtypes=float32 --iters=20 "
+             f"--compute_wait_cycles={CYCLES[rate]}")
         both(tmp_path, two_hosts, logs, STEPS=steps)
         tree = logs / "tensorflow" / "resnet50" / f"bz{BATCH}"
         out = subprocess.run(
@@ -143,7 +150,8 @@ def test_measured_speedup_inside_predicted_bounds(tmp_path, two_hosts):
             capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr
         models[rate] = json.loads(out.stdout)["rn50"]["2n1g"]["scaling_model"]
-    report = "\n".join(f"{r or 'unlimited'}: {m['explanation']}"
+    report = "\n".join(f"{r or 'unlimited'} (tolerance "
+                       f"{m['tolerance']:.0%}): {m['explanation']}"
                        for r, m in models.items())
     print(report)
     # The link is what the rates change: the all-reduce gets faster.
@@ -153,7 +161,6 @@ def test_measured_speedup_inside_predicted_bounds(tmp_path, two_hosts):
     for rate, m in models.items():
         assert m["small_collectives"] == 6, report
         assert m["latency_ms"] > 0, report
-        assert m["verdict"] in ("inside", "below", "above"), report
     # At 20 Mbit/s the communication outweighs a step's compute: a model
     # without it (speedup 2) would be far off.
     slow = models[RATES[0]]
@@ -168,15 +175,18 @@ def test_measured_speedup_inside_predicted_bounds(tmp_path, two_hosts):
         assert wait is not None and wait["measured_penalty"] > 0, report
         assert m["allreduce_in_step_ms"] > 0 and \
             m["small_in_step_ms"] > 0, report
+        # (medians over the runs: of the sums, against the sum of medians)
         assert wait["gap_ms"] == pytest.approx(
             m["allreduce_in_step_ms"] + m["small_in_step_ms"],
-            rel=0.05), report
+            rel=0.15), report
         assert "on average between compute steps as in training" in \
             m["explanation"], report
         assert "compute after a %.1f ms wait" % wait["gap_ms"] in \
             m["explanation"], report
-    # Nothing beats the gradient's all-reduce fully hidden behind compute.
+    # The issue's test: at every rate the measured speedup is inside the
+    # bounds, within twice the runs' spread (at least 3%).
     for rate, m in models.items():
-        t1, a = m["compute_ms"], m["allreduce_ms"]
-        assert m["measured"] <= min(2.0, 2 * t1 / max(t1, a)) * \
-            (1 + SLACK), report
+        assert m["run_spread"] > 0, report  # RUNS runs were compared
+        assert m["verdict"] == "inside", report
+        assert m["lower"] * (1 - m["tolerance"]) <= m["measured"] <= \
+            m["upper"] * (1 + m["tolerance"]), report

@@ -143,10 +143,11 @@ def _numbers(d: Dict[str, Any], keys) -> bool:
 def compute_waits(log_dir: str) -> Tuple[Dict[str, Dict[str, Any]],
                                          List[str]]:
     """``(waits, warnings)``: case -> penalty (median over the case's runs
-    of after-wait / back-to-back), gap_seconds (their median), runs, and
+    of after-wait / back-to-back), gap_seconds (their median), runs,
     in_step: the communication in training's pattern (per key the median
-    over the runs; None unless every run measured it), for the cases whose
-    all-reduce results measured compute after a wait."""
+    over the runs; None unless every run measured it), and per_run: each
+    run's penalty and in_step (the scaling model's run-to-run spread), for
+    the cases whose all-reduce results measured compute after a wait."""
     found: Dict[str, List[Dict[str, Any]]] = {}
     warnings: List[str] = []
     for case, path in find(log_dir):
@@ -168,7 +169,10 @@ def compute_waits(log_dir: str) -> Tuple[Dict[str, Dict[str, Any]],
         "runs": len(ws),
         "in_step": {k: statistics.median(w["in_step"][k] for w in ws)
                     for k in IN_STEP_KEYS}
-        if all(w["in_step"] for w in ws) else None}
+        if all(w["in_step"] for w in ws) else None,
+        "per_run": [{"penalty": w["after_wait_seconds"] /
+                     w["back_to_back_seconds"], "in_step": w["in_step"]}
+                    for w in ws]}
         for case, ws in found.items()}
     return waits, warnings
 
