@@ -47,7 +47,7 @@ it compares. Results go into the case entries
 sentence).
 """
 
-from official_bench.results import allreduce_logs
+from official_bench.results import allreduce_logs, cases
 
 TOLERANCE = 0.03  # relative: within this of a bound counts as at the bound
 
@@ -81,16 +81,6 @@ def bounds(t1, allreduce, devices, tail=0.0, penalty=1.0):
     return lower, upper
 
 
-def _cv(values):
-    """Coefficient of variation of the values (0 for fewer than 2)."""
-    values = [v for v in values if v is not None]
-    if len(values) < 2:
-        return 0.0
-    mean = sum(values) / len(values)
-    var = sum((v - mean) ** 2 for v in values) / (len(values) - 1)
-    return var ** 0.5 / mean if mean > 0 else 0.0
-
-
 def spread(case_cv, base_cv, t1, wait):
     """The run-to-run spread the verdict allows twice (module docstring):
     case_cv, base_cv: the case's and the 1n1g speed's coefficients of
@@ -100,7 +90,7 @@ def spread(case_cv, base_cv, t1, wait):
     steps = [max(1.0, r["penalty"]) * t1 + r["in_step"]["gradient_seconds"]
              + r["in_step"]["small_seconds"]
              for r in (wait or {}).get("per_run") or () if r.get("in_step")]
-    parts = [case_cv or 0.0, base_cv or 0.0, _cv(steps)]
+    parts = [case_cv or 0.0, base_cv or 0.0, cases.spread(steps)["cv"] or 0.0]
     return sum(x * x for x in parts) ** 0.5
 
 
