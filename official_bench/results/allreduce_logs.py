@@ -124,6 +124,7 @@ def _compute_wait(data: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         raise ValueError(f"compute_after_wait needs {', '.join(keys)} >= 0 "
                          f"(back_to_back_seconds > 0), got {wait!r}")
     out: Dict[str, Any] = {k: float(wait[k]) for k in keys}
+    out["penalty"] = out["after_wait_seconds"] / out["back_to_back_seconds"]
     in_step = wait.get("communication_in_step")
     if in_step is not None and not (isinstance(in_step, dict) and
                                     _numbers(in_step, IN_STEP_KEYS)):
@@ -163,15 +164,13 @@ def compute_waits(log_dir: str) -> Tuple[Dict[str, Dict[str, Any]],
         if wait is not None:
             found.setdefault(case, []).append(wait)
     waits = {case: {
-        "penalty": statistics.median(w["after_wait_seconds"] /
-                                     w["back_to_back_seconds"] for w in ws),
+        "penalty": statistics.median(w["penalty"] for w in ws),
         "gap_seconds": statistics.median(w["gap_seconds"] for w in ws),
         "runs": len(ws),
         "in_step": {k: statistics.median(w["in_step"][k] for w in ws)
                     for k in IN_STEP_KEYS}
         if all(w["in_step"] for w in ws) else None,
-        "per_run": [{"penalty": w["after_wait_seconds"] /
-                     w["back_to_back_seconds"], "in_step": w["in_step"]}
+        "per_run": [{"penalty": w["penalty"], "in_step": w["in_step"]}
                     for w in ws]}
         for case, ws in found.items()}
     return waits, warnings

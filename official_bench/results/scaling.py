@@ -72,11 +72,21 @@ def latency_row(rows):
     return rows[0] if rows else None
 
 
+def charged_penalty(measured):
+    """p as the model charges it: never below 1 (module docstring)."""
+    return max(1.0, measured)
+
+
+def no_overlap_step(t1, allreduce, tail, penalty):
+    """The slowest step the model allows: p T1 + A + k L."""
+    return penalty * t1 + allreduce + tail
+
+
 def bounds(t1, allreduce, devices, tail=0.0, penalty=1.0):
     """(lower, upper) speedup against one device; tail: the step's small
     collectives (k x L), paid after compute in either case; penalty: p,
     the no-overlap step's compute is p T1."""
-    lower = devices * t1 / (penalty * t1 + allreduce + tail)
+    lower = devices * t1 / no_overlap_step(t1, allreduce, tail, penalty)
     upper = min(float(devices), devices * t1 / (max(t1, allreduce) + tail))
     return lower, upper
 
@@ -87,8 +97,9 @@ def spread(case_cv, base_cv, t1, wait):
     variation across runs (None with one run); wait: the case's
     compute_waits entry, whose per_run give each benchmark run's
     no-overlap step with the 1n1g T1."""
-    steps = [max(1.0, r["penalty"]) * t1 + r["in_step"]["gradient_seconds"]
-             + r["in_step"]["small_seconds"]
+    steps = [no_overlap_step(t1, r["in_step"]["gradient_seconds"],
+                             r["in_step"]["small_seconds"],
+                             charged_penalty(r["penalty"]))
              for r in (wait or {}).get("per_run") or () if r.get("in_step")]
     parts = [case_cv or 0.0, base_cv or 0.0, cases.spread(steps)["cv"] or 0.0]
     return sum(x * x for x in parts) ** 0.5
@@ -164,8 +175,9 @@ def explain(case, measured, t1, row, devices, latency=None, wait=None,
         a, tail = in_step["gradient_seconds"], in_step["small_seconds"]
     else:
         a, tail = row["seconds"], small * lat
-    penalty = max(1.0, wait["penalty"]) if wait else 1.0
+    penalty = charged_penalty(wait["penalty"]) if wait else 1.0
     lower, upper = bounds(t1, a, devices, tail, penalty)
+    slowest = no_overlap_step(t1, a, tail, penalty)
     text = ("%s%s; predicted speedup %.2f (no overlap) to %.2f (full "
             "overlap)" % (_communication_text(row, a, small, lat, tail, t1,
                                               bool(in_step)),
@@ -184,8 +196,7 @@ def explain(case, measured, t1, row, devices, latency=None, wait=None,
                      "%.1f ms more than compute plus all the communication "
                      "(input pipeline, host overhead, stragglers or "
                      "contention)" % (measured, within, step * 1e3,
-                                      (step - penalty * t1 - a - tail)
-                                      * 1e3))
+                                      (step - slowest) * 1e3))
         elif measured > upper * (1 + tolerance):
             verdict = "above"
             text += ("; measured %.2f is above (not %s): the step (%.1f ms) "
@@ -194,8 +205,7 @@ def explain(case, measured, t1, row, devices, latency=None, wait=None,
                          measured, within, step * 1e3))
         else:
             verdict = "inside"
-            hidden = (penalty * t1 + a + tail - step) / min(a, t1) \
-                if a > 0 else 1.0
+            hidden = (slowest - step) / min(a, t1) if a > 0 else 1.0
             if hidden <= 0 or measured <= lower * (1 + tolerance):
                 # as close to the bound as the measurements can tell
                 text += ("; measured %.2f is at the no-overlap bound (%s): "
