@@ -30,11 +30,12 @@ doctor: venv
 # The Horovod venv (TF 2.18) is cached in ~/.cache/official_bench; a failed
 # build is reported and its tests then skip with the reason.
 test: venv
-	bash scripts/install_horovod.sh || echo "WARNING: the Horovod venv could not be built (see above); tests/test_horovod.py will skip"
+	bash scripts/install_horovod.sh || echo "WARNING: the Horovod venv could not be built (see above); tests/system/test_horovod.py will skip"
 	$(PY) -m pytest $(ARGS)
 
+# The unit tier (tests/unit: one process, no cluster): a contributor's loop.
 test-fast: venv
-	$(PY) -m pytest -m "not slow" $(ARGS)
+	$(PY) -m pytest tests/unit $(ARGS)
 
 horovod:
 	bash scripts/install_horovod.sh

@@ -48,9 +48,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from official_bench.config import DatasetConfig  # noqa: E402
-from official_bench.data import preprocessing, records  # noqa: E402
-from official_bench.data.record_files import CLASSIC_LAYOUT  # noqa: E402
-from official_bench.data.build_records import classic_example  # noqa: E402
+from official_bench.data import preprocessing  # noqa: E402
+from official_bench.data.records import pipeline as records
+from official_bench.data.records.record_files import CLASSIC_LAYOUT  # noqa: E402
+from official_bench.data.build.build_records import classic_example  # noqa: E402
 from official_bench.runtime.keras_setup import tf  # noqa: E402
 
 

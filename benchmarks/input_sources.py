@@ -63,7 +63,7 @@ CLASSES = 10
 def inline_folder_source(ctx):
     """python_source: python_loader's folder reader with no process pool:
     every image decoded in the generator's own thread."""
-    from official_bench.data import python_loader
+    from official_bench.data.feeds import python_loader
     ds = ctx.config
     return python_loader.folder_batches(
         ds.data_dir, ds.split, ctx.batch_size, ctx.image_size,
@@ -74,7 +74,7 @@ def inline_folder_source(ctx):
 def write_data(root: str, count: int):
     """(folder root, records dir): the same JPEGs twice."""
     from PIL import Image
-    from official_bench.data.build_records import classic_example
+    from official_bench.data.build.build_records import classic_example
     from official_bench.runtime.keras_setup import tf
     rng = np.random.default_rng(0)
     folder, records_dir = os.path.join(root, "folder"), \
@@ -144,7 +144,7 @@ def sources(folder, records_dir, size, batch):
     """name -> (train_dataset overrides, helper starter)."""
     def producers(n):
         def start(port):
-            return [_spawn(["-m", "official_bench.data.zmq_producer",
+            return [_spawn(["-m", "official_bench.data.feeds.zmq_producer",
                             "--connect", f"tcp://127.0.0.1:{port}",
                             "--folder", folder, "--workers", "1",
                             "--batch_size", str(batch), "--image_size",
@@ -155,12 +155,12 @@ def sources(folder, records_dir, size, batch):
 
     def service(n):
         def start(port):
-            procs = [_spawn(["-m", "official_bench.data.service",
+            procs = [_spawn(["-m", "official_bench.data.feeds.service",
                              "--dispatcher", "--port", str(port)],
                             ready="ready on port")]
             for _ in range(n):
                 procs.append(_spawn(
-                    ["-m", "official_bench.data.service", "--worker",
+                    ["-m", "official_bench.data.feeds.service", "--worker",
                      "--dispatcher_address", f"127.0.0.1:{port}", "--port",
                      str(free_ports(1)[0])], ready="ready on port"))
             return procs
@@ -194,7 +194,7 @@ def sources(folder, records_dir, size, batch):
             "python_source": "input_sources:inline_folder_source"}, none),
         "python pool": (lambda p: {
             "builder": "python", "data_dir": folder,
-            "python_source": "official_bench.data.python_loader:"
+            "python_source": "official_bench.data.feeds.python_loader:"
                              "folder_source"}, none),
         "zmq 1": (zmq, producers(1)),
         "zmq 2": (zmq, producers(2)),
@@ -245,7 +245,7 @@ def measure(name, overrides, start, args, tmp):
                       f"--params_override={cfg}"], TRAIN_RATE, 900)
         inputs = None
         if name != "synthetic device":  # nothing is fed per step
-            inputs = _run(["-m", "official_bench.input_bench",
+            inputs = _run(["-m", "official_bench.data.input_bench",
                            f"--params_override={cfg}",
                            f"--seconds={args.seconds}"], INPUT_RATE, 600)
         return train, inputs

@@ -1,5 +1,5 @@
 """What one utilisation sample costs this process: the /proc reads of
-training/utilisation.py's ProcessReader (CPU time, RSS, threads), timed
+measure/utilisation.py's ProcessReader (CPU time, RSS, threads), timed
 over many calls. No TensorFlow; GPU queries are not included (NVML needs a
 GPU).
 
@@ -9,7 +9,7 @@ GPU).
 import os
 import time
 
-from official_bench.runtime import probes
+from official_bench.host import probes
 
 
 def main(n: int = 2000) -> None:

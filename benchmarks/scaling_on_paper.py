@@ -1,4 +1,4 @@
-"""The scaling model (official_bench/results/scaling.py) on DLPerf's
+"""The scaling model (official_bench/extract/scaling.py) on DLPerf's
 published TF 2.3 ResNet-50 numbers, on paper: no run, no GPU.
 
     .venv/bin/python benchmarks/scaling_on_paper.py
@@ -16,7 +16,7 @@ Inputs, all stated here:
   definition); across nodes the slowest link bounds the ring.
 """
 
-from official_bench.results import scaling
+from official_bench.extract import scaling
 
 PARAMETERS = 25.6e6
 GRADIENT_BYTES = 4 * PARAMETERS

@@ -7,7 +7,7 @@ beyond compute and the gradient's all-reduce (issue 14 §4).
 two namespaces joined by a tbf-limited veth pair as in the netem test)
 
 Starts two workers on 127.0.0.1, each pinned to its own core (taskset -c k,
-as tests/test_scaling_netem.py pins its launchers), with the netem test's
+as tests/system/test_scaling_netem.py pins its launchers), with the netem test's
 model (resnet_cifar depth 8, batch 16 per worker, 16x16 synthetic images).
 Each worker sets up the trainer's own strategy, model, compile and input
 (official_bench.trainer), then:
@@ -57,7 +57,7 @@ def collective_ops(concrete):
 
 
 def worker(index: int, hosts: str, rounds: int) -> None:
-    from official_bench import allreduce_bench
+    from official_bench.allreduce import bench as allreduce_bench
     model, dist, iterator = compiled_step(
         f"{TINY},runtime.worker_hosts='{hosts}',runtime.task_index={index}")
     say = print if index == 0 else (lambda *a, **k: None)

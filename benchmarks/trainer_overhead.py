@@ -235,7 +235,7 @@ def run_bare(spec, steps) -> Measurement:
     from official_bench import config as config_lib
     from official_bench.models import build_model
     from official_bench.runtime.keras_setup import keras, tf
-    from official_bench.timing import Interval
+    from official_bench.measure.timing import Interval
 
     warmup, timed, log_steps = steps
     cfg = config_lib.build_config(
@@ -334,7 +334,7 @@ def fixed_costs(repeats: int, steps: int) -> None:
     of plumbing costs per step: the tf.function call, the tf.data and
     distributed iterators, Keras fit and the TimeHistory callback.
     """
-    from official_bench import timing
+    from official_bench.measure import timing
     from official_bench.runtime.keras_setup import keras, tf
 
     x = tf.random.normal((2, 4))

@@ -1,4 +1,5 @@
-"""Shared test set-up.
+"""Shared test set-up (helpers live in tests/support/, importable as
+`support` through setup.cfg's pytest `pythonpath`).
 
 TensorFlow fixes its device list at the first op, so the session splits the
 CPU into two logical devices before anything else runs: mirrored tests then
@@ -6,13 +7,8 @@ have two replicas, and every other test uses the first device.
 """
 
 import logging
-import os
-import sys
 
 import pytest
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "tests"))
 
 
 def pytest_configure(config):

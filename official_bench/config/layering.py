@@ -1,7 +1,7 @@
 """The one layering function: defaults -> config -> params_override(s) ->
 overrides, typed and checked.
 
-The CLI (classifier_trainer.config_from_flags), the API (trainer.run) and
+The CLI (config/flags.config_from_flags), the API (trainer.run) and
 the launcher's plan all build their config through `load_config`, so a
 layer means the same everywhere and an error names the same sources.
 """

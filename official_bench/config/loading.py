@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Mapping
 
 import yaml
 
-from official_bench import config_tree
+from official_bench.config import dotted_keys as config_tree
 from official_bench.config.schema import ConfigError
 
 

@@ -13,11 +13,13 @@ from typing import Any, Dict, List, Optional, Union
 
 import yaml
 
-from official_bench import config_tree
+from official_bench.config import dotted_keys as config_tree
+from official_bench.config.errors import ConfigError
+from official_bench.config.strategies import TRAITS
 from official_bench.contracts import dtypes
 
-STRATEGIES = ("off", "one_device", "mirrored", "multi_worker_mirrored",
-              "horovod", "parameter_server")
+# Every strategy's name, from its row in config/strategies.py.
+STRATEGIES = tuple(TRAITS)
 MODES = ("train_and_eval", "train", "eval", "export_only")
 MODEL_NAMES = ("resnet", "resnet_cifar")
 RESNET_DEPTHS = (18, 34, 50, 101, 152)
@@ -39,12 +41,6 @@ MIRRORED_ALGS = ("nccl", "hierarchical_copy")
 MULTI_WORKER_ALGS = ("ring", "nccl", "auto")
 DATA_FORMATS = ("channels_last", "channels_first", "auto")
 GPU_THREAD_MODES = ("gpu_private", "gpu_shared", "global")
-
-
-class ConfigError(ValueError):
-    """A bad configuration; the message names the key and its source."""
-
-
 
 
 @dataclasses.dataclass
@@ -89,13 +85,13 @@ class RuntimeConfig:
     # ended this long after the signal, it exits anyway (128 + signal).
     stop_grace_seconds: float = 60.0
     # Set glibc's mmap/trim thresholds back after TensorFlow 2.21 froze them
-    # at 128 KiB (runtime/host_malloc.py; ~35% of CPU step time here).
+    # at 128 KiB (host/malloc.py; ~35% of CPU step time here).
     restore_malloc_thresholds: bool = True
     # [first, last]: a profiler trace of those steps into model_dir/profile;
     # their timing is left out of the statistics.
     profile_steps: Optional[List[int]] = None
     # Seconds between utilisation samples (GPU, CPU, RSS, threads) while a
-    # run trains (training/utilisation.py); 0 turns the sampler off.
+    # run trains (measure/utilisation.py); 0 turns the sampler off.
     sample_period_seconds: float = 1.0
     seed: Optional[int] = None
     horovod: HorovodConfig = dataclasses.field(default_factory=HorovodConfig)
@@ -151,7 +147,7 @@ class DatasetConfig:
     # as r2.3/DLPerf) or device (made once on each replica's device).
     synthetic_location: str = "host"
     # builder: service: the tf.data service dispatcher, host:port; the
-    # records pipeline runs on its workers (data/service.py).
+    # records pipeline runs on its workers (data/feeds/service.py).
     data_service_address: Optional[str] = None
     data_service_timeout_seconds: float = 60.0
 

@@ -334,8 +334,8 @@ def _validate_dataset(ds: DatasetConfig, name: str, b: LayerBuilder) -> None:
 
 def _validate_input_sources(ds: DatasetConfig, name: str,
                             b: LayerBuilder) -> None:
-    """The python and zmq builders' own keys (data/python_source.py,
-    data/zmq_feed.py)."""
+    """The python and zmq builders' own keys (data/feeds/python_source.py,
+    data/feeds/zmq_feed.py)."""
     source = ds.python_source
     if source is not None and (source.count(":") != 1 or
                                not all(source.split(":"))):
@@ -371,7 +371,7 @@ def _validate_input_sources(ds: DatasetConfig, name: str,
     if ds.builder == "service" and not address:
         b.error(f"{name}.data_service_address", "builder service needs the "
                 "tf.data service dispatcher's host:port (start one with "
-                "python -m official_bench.data.service --dispatcher "
+                "python -m official_bench.data.feeds.service --dispatcher "
                 "--port P)")
     if ds.builder == "service" and ds.skip_bad_records:
         b.error(f"{name}.skip_bad_records", "builder service cannot send "

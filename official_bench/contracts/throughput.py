@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Iterable
+from typing import Iterable, Optional
 
 LINE_FORMAT = ("TimeHistory: {seconds:.2f} seconds, {examples_per_second:.2f}"
                " examples/second between steps {start} and {end}")
@@ -37,13 +37,27 @@ TIMEOUT_MARK = "official_bench: timeout:"
 class Interval:
     """One TimeHistory interval, as the trainer logs it.
 
-    The extractor's results.logparse.Interval extends it with where and
-    when the line was read.
+    ReadInterval extends it with where and when the extractor read it.
     """
     start_step: int
     end_step: int
     seconds: float
     examples_per_second: float
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadInterval(Interval):
+    """One TimeHistory interval: ``examples_per_second`` counts all workers.
+
+    The trainer's fields, and where the extractor read them: ``timestamp``
+    is seconds on extract/logparse.py's running calendar (only differences
+    between lines of one log mean anything); ``clock`` names the timestamp
+    format so that differences are only taken within one format.
+    """
+
+    line_no: int = 0
+    timestamp: Optional[float] = None
+    clock: Optional[str] = None
 
 
 def format_line(interval: Interval) -> str:

@@ -1,6 +1,6 @@
 """The `utilisation` field of result.json and its part of the summary line.
 
-Written by the trainer's sampler (training/utilisation.py), read by the
+Written by the trainer's sampler (measure/utilisation.py), read by the
 extractor (mean GPU utilisation per case), so the shape is defined here,
 TensorFlow-free. Every measured quantity is summarised the same way, as
 {"mean", "p10", "p90"} over the samples taken while the run trained:

@@ -9,7 +9,7 @@ InputOptions, and OneDeviceStrategy goes through the same
 the default strategy, whose `distribute_datasets_from_function` hands
 Keras the plain dataset: its elements stay on the host and the step's
 first op copies them, with nothing overlapping that copy. For those two
-(`default_strategy` in runtime/strategies.py; `Distribution.stage_device`
+(`default_strategy` in config/strategies.py; `Distribution.stage_device`
 names the device) the pipeline ends in
 `tf.data.experimental.prefetch_to_device`: a
 copy_to_device stage plus a prefetch buffer on the device, so the copy of

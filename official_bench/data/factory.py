@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Callable, Dict, Optional
 
 from official_bench.config import ConfigError, DatasetConfig
-from official_bench.data import device_stage, input_wait
-from official_bench.data.python_source import python_dataset
-from official_bench.data.records import records_dataset
-from official_bench.data.service_feed import service_dataset
+from official_bench.data import device_stage
+from official_bench.measure import input_wait
+from official_bench.data.feeds.python_source import python_dataset
+from official_bench.data.records.pipeline import records_dataset
+from official_bench.data.feeds.service_feed import service_dataset
 from official_bench.data.synthetic import synthetic_dataset
-from official_bench.data.tfds import tfds_dataset
-from official_bench.data.zmq_feed import zmq_dataset
+from official_bench.data.records.tfds import tfds_dataset
+from official_bench.data.feeds.zmq_feed import zmq_dataset
 from official_bench.runtime.keras_setup import tf
 
 
@@ -24,11 +25,11 @@ def _synthetic(ds: DatasetConfig, ctx: tf.distribute.InputContext,
 #                    is_training, seed) -> batched tf.data.Dataset
 BUILDERS: Dict[str, Callable] = {
     "synthetic": _synthetic,
-    "records": records_dataset,  # data/records.py
-    "tfds": tfds_dataset,  # data/tfds.py
-    "python": python_dataset,  # data/python_source.py
-    "zmq": zmq_dataset,  # data/zmq_feed.py (pyzmq imported when used)
-    "service": service_dataset,  # data/service_feed.py (tf.data service)
+    "records": records_dataset,  # data/records/pipeline.py
+    "tfds": tfds_dataset,  # data/records/tfds.py
+    "python": python_dataset,  # data/feeds/python_source.py
+    "zmq": zmq_dataset,  # data/feeds/zmq_feed.py (pyzmq imported when used)
+    "service": service_dataset,  # data/feeds/service_feed.py (tf.data service)
 }
 
 
@@ -43,7 +44,7 @@ def per_replica_dataset(ds: DatasetConfig, ctx: tf.distribute.InputContext,
     `num_private_threads` (runtime.dataset_num_private_threads) gives the
     pipeline its own thread pool of that size instead of the shared one.
     `meter` records how long each request for an element blocked
-    (data/input_wait.py).
+    (measure/input_wait.py).
     """
     batch = ctx.get_per_replica_batch_size(global_batch)
     dataset = BUILDERS[ds.builder](ds, ctx, batch, is_training, seed)

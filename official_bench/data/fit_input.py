@@ -7,7 +7,7 @@ function is called (by the strategy once per pipeline, once per Horovod
 process, or remotely through a DatasetCreator). Here the two meet:
 
 - the training input's wait is measured where the strategy lets the
-  pipeline pass through the meter (data/input_wait.py);
+  pipeline pass through the meter (measure/input_wait.py);
 - the strategies that do not stage batches onto the device get a final
   prefetch to it (data/device_stage.py);
 - `synthetic_location: device` keeps one batch per replica on its device
@@ -21,7 +21,8 @@ import dataclasses
 from typing import Any, Optional
 
 from official_bench.config import DatasetConfig
-from official_bench.data import factory, input_wait
+from official_bench.data import factory
+from official_bench.measure import input_wait
 from official_bench.data.resident_batch import ResidentBatch
 
 

@@ -4,7 +4,7 @@ Run on a GPU machine before benchmarking. It prints a PASS/FAIL/SKIP table
 and writes it as JSON:
 
 - tensorflow / gpus: what TensorFlow sees and, if a GPU is missing, why and
-  how to fix it (official_bench/runtime/gpu_diagnosis.py);
+  how to fix it (official_bench/host/gpu_diagnosis.py);
 - short synthetic runs on one GPU for each precision x data format x XLA,
   with the GPU's utilisation sampled while they run and the loss checked;
 - mirrored over all GPUs (replicas = GPUs, img/s per GPU within 15% of one

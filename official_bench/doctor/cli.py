@@ -17,9 +17,9 @@ import time
 from typing import Callable, Dict, List, Optional, Sequence
 
 from official_bench.contracts import exit_status as es
-from official_bench.doctor import (commands, env_checks, gpu_util, plan,
-                                   report, run_checks, tfprobe)
-from official_bench.runtime import gpu_diagnosis
+from official_bench.doctor import (
+    check_plan as plan, commands, env_checks, report, run_checks, tfprobe)
+from official_bench.host import gpu_diagnosis, probes
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -154,7 +154,7 @@ def gather(env: Dict[str, str], horovod_venv: Optional[str]) -> Machine:
         (tf_facts or {}).get("build") or {}, gpus, smi,
         gpu_diagnosis.cuda_visible_devices(),
         (tf_facts or {}).get("tensorflow"))
-    reader, reader_desc = (gpu_util.make_reader() if gpus
+    reader, reader_desc = (probes.make_gpu_reader() if gpus
                            else (None, "no GPU"))
     hvd_venv, hvd_skip = env_checks.find_horovod_venv(REPO, horovod_venv)
     return Machine(tf_facts, probe_error, smi, diagnosis, reader,

@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Dict, List, Optional, Sequence
 
-from official_bench.doctor.plan import RunSpec
+from official_bench.doctor.check_plan import RunSpec
 
 DTYPE_NAMES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 TRAINER = "official_bench.classifier_trainer"

@@ -12,7 +12,7 @@ import subprocess
 from typing import Dict, List, Optional, Tuple
 
 from official_bench.doctor.report import FAIL, PASS, SKIP, CheckResult
-from official_bench.runtime.gpu_diagnosis import Diagnosis, SmiFacts
+from official_bench.host.gpu_diagnosis import Diagnosis, SmiFacts
 
 
 def tensorflow_row(tf_facts: Optional[Dict],

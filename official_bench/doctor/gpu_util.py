@@ -1,4 +1,4 @@
-"""GPU utilisation while a run trains: NVML if importable, else nvidia-smi.
+"""Is the GPU busy while a check trains? (The readers: host/probes.py.)
 
 "Busy" is decided from the samples taken after the run's warm-up: the N
 busiest GPUs (N = GPUs the run uses) must each average at least
@@ -12,14 +12,9 @@ from __future__ import annotations
 from typing import Sequence
 
 from official_bench.doctor.verdicts import Finding
-from official_bench.runtime.probes import (  # noqa: F401 - re-exported
-    SMI_UTIL_QUERY, GpuSample, NvmlReader, SmiReader, make_gpu_reader,
-    parse_smi_utilisation)
+from official_bench.host.probes import GpuSample
 
 BUSY_THRESHOLD = 20.0  # percent, mean over the samples after warm-up
-
-# The readers live in runtime/probes.py (the per-run sampler uses them too).
-make_reader = make_gpu_reader
 
 
 def busy(samples: Sequence[Sequence[GpuSample]], gpus_used: int,

@@ -21,7 +21,7 @@ import json
 from typing import Any, Dict, Optional, Sequence
 
 from official_bench.contracts import exit_status as es
-from official_bench.results.atomic import write_text_atomic
+from official_bench.host.atomic import write_text_atomic
 
 SCHEMA = "official_bench.doctor/1"
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"

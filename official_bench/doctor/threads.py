@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence
 
 from official_bench.doctor.verdicts import Finding
-from official_bench.runtime.probes import thread_count  # noqa: F401
+from official_bench.host.probes import thread_count  # noqa: F401
 
 MAX_GROWTH = 30  # threads, first sample after warm-up to the last
 

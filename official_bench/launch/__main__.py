@@ -44,7 +44,7 @@ def describe(plan) -> None:
         + f" ({dev.how}); config {plan.config_file}")
     if s.bench == "allreduce":
         out("BENCH=allreduce: each run is python -m official_bench."
-            "allreduce_bench (same config, devices, nodes and strategy), "
+            "allreduce.bench (same config, devices, nodes and strategy), "
             "logged as allreduce_{dtype}_{i}.log")
     out(f"trainer python: {plan.python.described}"
         + ("" if s.python_check_timeout else " (not checked: "

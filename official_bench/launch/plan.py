@@ -14,7 +14,7 @@ import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 from official_bench import config as config_lib
-from official_bench import config_tree
+from official_bench.config import dotted_keys as config_tree
 from official_bench.contracts import dtypes, log_tree
 from official_bench.launch import nodes as nodes_lib
 from official_bench.launch import preflight
@@ -168,7 +168,7 @@ class Bench:
         except ValueError as e:
             raise PlanError(f"ALLREDUCE_ARGS={settings.allreduce_args!r}: "
                             f"{e}")
-        return cls("official_bench.allreduce_bench", log_tree.ALLREDUCE_PREFIX,
+        return cls("official_bench.allreduce.bench", log_tree.ALLREDUCE_PREFIX,
                    args)
 
     def file(self, tag: str, is_chief: bool) -> str:

@@ -20,8 +20,8 @@ from official_bench.contracts.throughput import DLPERF_KEYWORD, TIMEOUT_MARK
 from official_bench.launch import auth
 from official_bench.launch import barrier as barrier_lib
 from official_bench.launch.plan import Plan, Run, Worker
-from official_bench.results import run_status
-from official_bench.results.atomic import write_text_atomic
+from official_bench.contracts import run_status
+from official_bench.host.atomic import write_text_atomic
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_CLUSTER, EXIT_PEER = (
     es.OK, es.FAILED, es.CONFIG, es.CLUSTER, es.BARRIER_TIMEOUT)

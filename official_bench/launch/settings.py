@@ -149,7 +149,7 @@ KNOBS: List[Knob] = [
          "peers to start (runtime.peer_timeout_seconds); default: the "
          "config's", section="training"),
     Knob("bench", "choice", "train", "what each run runs: train (the "
-         "trainer) or allreduce (python -m official_bench.allreduce_bench "
+         "trainer) or allreduce (python -m official_bench.allreduce.bench "
          "with the same config, devices, nodes and strategy: all-reduce "
          "time, algbw and busbw of the model's gradient size and a sweep; "
          "logs allreduce_{dtype}_{i}.log + .json in the same case "
@@ -409,14 +409,14 @@ LAUNCHER=horovod: one launcher, on node 0 (the first node of the list),
 input servers: builder zmq and service read from servers the scripts do
              not start: start them beside the trainers first, then pass the
              builder in PARAMS_OVERRIDE (README, Data). tf.data service:
-               python -m official_bench.data.service --dispatcher --port 5050
-               python -m official_bench.data.service --worker --port 5051 \\
+               python -m official_bench.data.feeds.service --dispatcher --port 5050
+               python -m official_bench.data.feeds.service --worker --port 5051 \\
                  --dispatcher_address HOST0:5050 --worker_address THIS_HOST
                PARAMS_OVERRIDE='train_dataset.builder=service,
                  train_dataset.data_service_address=HOST0:5050'
              ZMQ: worker i binds each endpoint's port + i; on several hosts
              name an interface (tcp://eth0:5555) and start, per worker,
-               python -m official_bench.data.zmq_producer \\
+               python -m official_bench.data.feeds.zmq_producer \\
                  --connect tcp://WORKER_HOST:<5555+i> --batch_size B ...
 other environment the launcher reads: TF_CONFIG, SLURM_*, CUDA_VISIBLE_DEVICES
 (counts the visible GPUs), VIRTUAL_ENV (the scripts), PYTHONPATH (the repository is put first for the

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from official_bench.config import ExperimentConfig, compute_dtype
+from official_bench.models.device_normalize import model_input
 from official_bench.models.resnet import resnet_v15
 from official_bench.models.resnet_cifar import resnet_cifar
 
@@ -35,8 +36,6 @@ def resolve_data_format(requested: str, num_gpus: int,
 
 def build_model(cfg: ExperimentConfig, num_gpus: int = 0):
     """Builds the configured model for the train dataset's image shape."""
-    # Imported here: data.preprocessing imports models.resnet's constants.
-    from official_bench.data.device_normalize import model_input
     mp = cfg.model.model_params
     ds = cfg.train_dataset
     input_dtype, input_layer = model_input(ds)

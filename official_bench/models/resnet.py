@@ -14,15 +14,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional, Sequence
 
+from official_bench.data.preprocessing import (IMAGENET_MEAN_RGB,
+                                               IMAGENET_STD_RGB)
 from official_bench.runtime.keras_setup import keras, tf
 
 layers = keras.layers
 
 BN_MOMENTUM = 0.9
 BN_EPSILON = 1e-5
-# ImageNet RGB mean and std on a 0..255 scale (also used by data/).
-IMAGENET_MEAN_RGB = (0.485 * 255, 0.456 * 255, 0.406 * 255)
-IMAGENET_STD_RGB = (0.229 * 255, 0.224 * 255, 0.225 * 255)
 
 # depth -> (block kind, blocks per stage)
 RESNET_SPECS = {
@@ -125,7 +124,7 @@ def image_input(image_size: int, channels: int, input_dtype: str,
                 batch_size: Optional[int], data_format: str,
                 rescale_inputs: bool, input_layer=None):
     """The NHWC input every pipeline produces, moved to `data_format`;
-    `input_layer` first (transfer_uint8: data/device_normalize.py)."""
+    `input_layer` first (transfer_uint8: models/device_normalize.py)."""
     inputs = keras.Input(shape=(image_size, image_size, channels),
                          batch_size=batch_size, dtype=input_dtype,
                          name="images")

@@ -23,12 +23,12 @@ from absl import logging
 from official_bench.config import ConfigError, RuntimeConfig
 from official_bench.contracts.throughput import timeout_message
 from official_bench.runtime import devices as devices_lib
-from official_bench.runtime import (horovod_backend, placement, ps_server,
-                                    strategies)
+from official_bench.runtime import horovod_backend, placement, ps_server
+from official_bench.config import strategies
 from official_bench.runtime.cluster import (Cluster, ClusterError,
                                             can_connect, check_own_port)
 from official_bench.runtime.keras_setup import keras, tf
-from official_bench.runtime.strategies import StrategyTraits
+from official_bench.config.strategies import StrategyTraits
 from official_bench.runtime.watchdog import StartupWatchdog
 
 # fn(InputContext) -> one input pipeline's tf.data.Dataset

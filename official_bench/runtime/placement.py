@@ -15,7 +15,7 @@ import re
 from typing import List
 
 from official_bench.config import ConfigError
-from official_bench.runtime.strategies import StrategyTraits
+from official_bench.config.strategies import StrategyTraits
 
 _DEVICE_TYPE = re.compile(r"(?:device:)?(?P<type>[A-Za-z_]+):\d+$")
 

@@ -1,0 +1,184 @@
+"""The per-run result JSON: written by the trainer into model_dir, read by
+the extractor.
+
+The run scripts copy it next to the log as ``rn50_b{B}_{dtype}_{i}.json``.
+It is preferred over the log lines because its numbers are not rounded to two
+decimals and it carries the environment (TensorFlow version, GPU names, CUDA)
+for the report. It is optional: a missing file is normal (older runs, DLPerf
+logs), a malformed one gives a warning and the log lines are used instead.
+
+Fields consumed (schema ``official_bench.result/1``)::
+
+    stats.intervals[]: start_step, end_step, seconds, examples_per_second
+    stats.global_batch_size, stats.num_replicas      (optional, cross-checks)
+    environment{...}                                 (optional, reported as is;
+                                                      environment.dtype checked)
+    warnings[]                                       (optional: the trainer's
+                                                      own, e.g. a NaN loss in a
+                                                      train.stop_on_nan=false
+                                                      run; passed on)
+    utilisation{...}                                 (optional: the sampler's
+                                                      figures; mean GPU
+                                                      utilisation is reported,
+                                                      contracts/utilisation.py)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from typing import Any, Dict, List, Optional, Tuple
+
+from official_bench.contracts import dtypes
+from official_bench.host.atomic import write_text_atomic
+from official_bench.contracts import utilisation as usage_contract
+from official_bench.contracts.throughput import ReadInterval as Interval
+
+SCHEMA = "official_bench.result/1"
+
+
+@dataclasses.dataclass
+class RunResultFile:
+    """The parts of a trainer result JSON the extractor uses."""
+
+    path: str
+    intervals: List[Interval]
+    global_batch_size: Optional[int] = None
+    num_replicas: Optional[int] = None
+    environment: Optional[Dict[str, Any]] = None
+    warnings: List[str] = dataclasses.field(default_factory=list)
+    gpu_utilisation: Optional[float] = None  # mean percent; None without a GPU
+    input_wait: Optional[float] = None  # fraction blocked on input; None: n/a
+
+    @property
+    def dtype(self) -> Optional[str]:
+        """The trainer's dtype in file-name spelling (fp32/fp16/bf16), if given.
+
+        The trainer may spell it as TensorFlow does (float16, mixed_float16).
+        """
+        value = (self.environment or {}).get("dtype")
+        return dtypes.TO_SHORT.get(value, value)
+
+
+class _Invalid(Exception):
+    """Internal: the JSON does not follow the schema (message says where)."""
+
+
+def _is_int(value: Any) -> bool:
+    """True for JSON integers (bool is an int subclass in Python, not here)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(item: Dict[str, Any], key: str, where: str) -> float:
+    """A finite non-negative number from ``item[key]`` or :class:`_Invalid`."""
+    value = item.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value < 0:
+        raise _Invalid(f"{where}.{key} is {value!r}, expected a finite "
+                       "number >= 0")
+    return float(value)
+
+
+def _positive_int(stats: Dict[str, Any], key: str) -> Optional[int]:
+    """Optional positive integer ``stats[key]``; None when absent."""
+    value = stats.get(key)
+    if value is None:
+        return None
+    if not _is_int(value) or value < 1:
+        raise _Invalid(f"stats.{key} is {value!r}, expected an integer >= 1")
+    return value
+
+
+def _intervals(stats: Dict[str, Any]) -> List[Interval]:
+    """Validate ``stats.intervals`` into :class:`Interval` objects."""
+    items = stats.get("intervals")
+    if not isinstance(items, list):
+        raise _Invalid("stats.intervals is missing or not a list")
+    intervals = []
+    for k, item in enumerate(items):
+        where = f"stats.intervals[{k}]"
+        if not isinstance(item, dict):
+            raise _Invalid(f"{where} is not an object")
+        start, end = item.get("start_step"), item.get("end_step")
+        if not (_is_int(start) and _is_int(end) and 0 <= start < end):
+            raise _Invalid(f"{where} has start_step={start!r} end_step="
+                           f"{end!r}, expected integers with 0 <= start < end")
+        intervals.append(Interval(start, end, _number(item, "seconds", where),
+                                  _number(item, "examples_per_second", where)))
+    return intervals
+
+
+def _input_wait(data: Dict[str, Any]) -> Optional[float]:
+    """The trainer's input-wait fraction (measure/input_wait.py), or None when
+    the run did not measure it (horovod, parameter_server, older files)."""
+    item = data.get("input_wait")
+    if item is None:
+        return None
+    if not isinstance(item, dict):
+        raise _Invalid("input_wait is not an object")
+    return _number(item, "fraction", "input_wait")
+
+
+def _parse(path: str, data: Any) -> RunResultFile:
+    """Build a :class:`RunResultFile` from decoded JSON or raise _Invalid."""
+    if not isinstance(data, dict):
+        raise _Invalid("top level is not an object")
+    if data.get("schema") != SCHEMA:
+        raise _Invalid(f"schema is {data.get('schema')!r}, expected {SCHEMA!r}")
+    stats = data.get("stats")
+    if not isinstance(stats, dict):
+        raise _Invalid("stats is missing or not an object")
+    env = data.get("environment")
+    if env is not None and not isinstance(env, dict):
+        raise _Invalid("environment is not an object")
+    warnings = data.get("warnings") or []
+    if not isinstance(warnings, list) or \
+            not all(isinstance(w, str) for w in warnings):
+        raise _Invalid("warnings is not a list of strings")
+    return RunResultFile(path, _intervals(stats),
+                         _positive_int(stats, "global_batch_size"),
+                         _positive_int(stats, "num_replicas"), env, warnings,
+                         usage_contract.mean_gpu_utilisation(
+                             data.get(usage_contract.KEY)),
+                         _input_wait(data))
+
+
+def load_run_json(path: str) -> Tuple[Optional[RunResultFile],
+                                     Optional[str]]:
+    """Load the result JSON at ``path``.
+
+    Returns ``(result, warning)``: ``(None, None)`` when there is no file,
+    ``(None, message)`` when it cannot be used (the caller falls back to the
+    log), ``(RunResultFile, None)`` otherwise.
+    """
+    if not os.path.exists(path):
+        return None, None
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        return _parse(path, data), None
+    except (OSError, UnicodeDecodeError, ValueError, _Invalid) as e:
+        return None, f"{path}: unusable result JSON ({e}); using the log lines"
+
+
+# ------------------------------------------------------------------ writing
+
+def _jsonable(value: Any) -> Any:
+    """NaN/inf become null: strict JSON readers reject them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "item"):  # numpy scalars
+        return _jsonable(value.item())
+    return value
+
+
+def write_run_record(path: str, record: Dict[str, Any]) -> str:
+    record = dict(record, schema=SCHEMA)
+    write_text_atomic(path, json.dumps(_jsonable(record), indent=2) + "\n")
+    return path

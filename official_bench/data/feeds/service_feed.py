@@ -1,0 +1,154 @@
+"""builder: service: the records pipeline runs on tf.data service workers.
+
+TensorFlow's tf.data service (`tf.data.experimental.service`) moves a
+pipeline's preprocessing off the training host: the trainer serialises the
+pipeline (records.py's, unchanged: find files, shard by input pipeline,
+read, decode, augment, batch per replica) and registers it with a
+dispatcher; the dispatcher hands it to every worker process, and the
+trainer streams finished batches from them over gRPC. Start the servers
+with `python -m official_bench.data.feeds.service` (data/feeds/service.py).
+
+Choices, and what they mean for a run:
+- Processing mode `ShardingPolicy.OFF` ("parallel epochs"): every service
+  worker runs its own copy of this input pipeline's (endless, shuffled)
+  training stream and the trainer takes batches from whichever is ready.
+  Dynamic sharding would need a pipeline whose source the dispatcher can
+  split; ours reads files through its own bad-record guard, so each worker
+  reads them all. With `deterministic: true` every worker would send the
+  same order, so do not combine the two for training quality.
+- The workers open `data_dir`'s files themselves: they must see the same
+  paths as the trainer.
+- `skip_bad_records: true` is rejected by config.py: its logging runs
+  Python (tf.numpy_function), which cannot be sent to a worker.
+- Before registering, the trainer polls the dispatcher's port for
+  `data_service_timeout_seconds` and fails naming the address and the
+  start command when nothing listens (TensorFlow's own client would keep
+  retrying). Then it asks the service for one element of a one-element
+  probe dataset and waits up to `data_service_timeout_seconds` again:
+  with no worker registered (or none the trainer can reach at the address
+  it registered with), TensorFlow's client waits for a worker forever, and
+  nothing tells the dispatcher's client how many workers there are. The
+  probe runs in a daemon thread; on a timeout that thread is left blocked
+  inside TensorFlow and the run fails naming the dispatcher, the seconds
+  and the worker command. One probe per process and address.
+
+Security: the dispatcher and the workers bind every IPv4 interface
+(0.0.0.0:<port>, tensorflow/core/data/service/server_lib.cc,
+GrpcDataServerBase::Start) and protocol "grpc" uses insecure credentials:
+no TLS and no authentication. Anyone who can reach the ports can register
+pipelines (which run arbitrary TensorFlow ops, file reads included, on the
+workers) and read the data. Run them on a trusted, firewalled network only.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from absl import logging
+
+from official_bench.config import DatasetConfig
+from official_bench.data.records.pipeline import records_dataset
+from official_bench.runtime.cluster import can_connect
+from official_bench.runtime.keras_setup import tf
+
+SECURITY_WARNING = (
+    "official_bench: the tf.data service has no authentication or "
+    "encryption and its servers listen on all interfaces; use it on a "
+    "trusted network only (README, 'builder: service')")
+POLL_SECONDS = 0.5
+
+
+class DataServiceError(RuntimeError):
+    """The dispatcher cannot be reached; names the address and the fix."""
+
+
+def wait_for_dispatcher(address: str, timeout: float, key: str) -> None:
+    """Polls `address` until something listens, or raises after
+    `timeout` seconds naming it, the key and how to start one."""
+    deadline = time.monotonic() + timeout
+    while not can_connect(address, timeout=min(1.0, timeout)):
+        if time.monotonic() >= deadline:
+            port = address.rsplit(":", 1)[-1]
+            raise DataServiceError(
+                f"official_bench: no tf.data service dispatcher at {address} "
+                f"after {timeout:g} s ({key}.data_service_address; "
+                f"{key}.data_service_timeout_seconds). Start one with: "
+                f"python -m official_bench.data.feeds.service --dispatcher "
+                f"--port {port}, and workers with: python -m "
+                f"official_bench.data.feeds.service --worker --dispatcher_address "
+                f"{address} --port <Q>")
+        time.sleep(POLL_SECONDS)
+
+
+_PROBED = set()  # dispatcher addresses whose workers answered a probe
+
+
+def _distribute(address: str):
+    return tf.data.experimental.service.distribute(
+        processing_mode=tf.data.experimental.service.ShardingPolicy.OFF,
+        service=f"grpc://{address}")
+
+
+def _worker_command(address: str) -> str:
+    return (f"python -m official_bench.data.feeds.service --worker "
+            f"--dispatcher_address {address} --port <Q> --worker_address "
+            "<this worker's host>")
+
+
+def wait_for_a_worker(address: str, timeout: float, key: str) -> float:
+    """Waits until a service worker serves one element of a probe dataset
+    through the dispatcher at `address`; returns the seconds it took, or
+    raises DataServiceError after `timeout` seconds (see module doc)."""
+    if address in _PROBED:
+        return 0.0
+    out = {}
+
+    def probe():
+        try:
+            probe_ds = tf.data.Dataset.range(1).apply(_distribute(address))
+            out["elements"] = [int(x) for x in probe_ds.as_numpy_iterator()]
+        except Exception as e:  # noqa: BLE001 - reported below
+            out["error"] = e
+    start = time.monotonic()
+    thread = threading.Thread(target=probe, name="data_service_probe",
+                              daemon=True)
+    thread.start()
+    thread.join(timeout)
+    waited = time.monotonic() - start
+    if thread.is_alive():
+        raise DataServiceError(
+            f"official_bench: the tf.data service dispatcher at {address} "
+            f"answers, but no worker served a batch within {timeout:g} s "
+            f"({key}.data_service_address; "
+            f"{key}.data_service_timeout_seconds): are workers running and "
+            "reachable from here at the address they registered with "
+            "(--worker_address)? Start one with: "
+            f"{_worker_command(address)}")
+    if "error" in out:
+        e = out["error"]
+        raise DataServiceError(
+            f"official_bench: the tf.data service at {address} failed a "
+            f"probe: {type(e).__name__}: {str(e).splitlines()[0]}") from e
+    _PROBED.add(address)
+    return waited
+
+
+def service_dataset(ds: DatasetConfig, ctx: tf.distribute.InputContext,
+                    batch_size: int, is_training: bool,
+                    seed: int = 0) -> tf.data.Dataset:
+    """The `service` builder (see data.factory.BUILDERS)."""
+    key = "train_dataset" if is_training else "validation_dataset"
+    logging.warning(SECURITY_WARNING)
+    wait_for_dispatcher(ds.data_service_address,
+                        ds.data_service_timeout_seconds, key)
+    if tf.executing_eagerly():  # not inside a parameter-server tf.function
+        waited = wait_for_a_worker(ds.data_service_address,
+                                   ds.data_service_timeout_seconds, key)
+        logging.info("%s: a tf.data service worker answered through %s "
+                     "after %.1f s", key, ds.data_service_address, waited)
+    dataset = records_dataset(ds, ctx, batch_size, is_training, seed)
+    logging.info("%s: the records pipeline runs on the tf.data service at "
+                 "%s (input pipeline %d)", key, ds.data_service_address,
+                 ctx.input_pipeline_id)
+    return dataset.apply(_distribute(ds.data_service_address))

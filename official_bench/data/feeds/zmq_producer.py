@@ -1,0 +1,215 @@
+"""Reference ZMQ producer: reads data, PUSHes batches to a trainer.
+
+    python -m official_bench.data.feeds.zmq_producer --connect tcp://127.0.0.1:5555 \\
+        --synthetic --batch_size 32 --image_size 224 --num_classes 1000
+    official-bench-zmq-producer --connect tcp://10.0.0.5:5555 \\
+        --folder /data/imagenet --split train --workers 8 --batch_size 32
+
+Sources: --synthetic (one random batch, repeated), --folder (an image
+folder decoded by --workers processes, python_loader.py), --records (the
+trainer's own TFRecord pipeline, records.py: TensorFlow's reader threads
+decode and augment here instead of in the trainer), or
+--python_source module:function (any Python source, called with a
+SourceContext as the trainer would). --batch_size is the trainer's
+PER-REPLICA batch; every batch is sent in zmq_wire.py's format. By default
+the producer connects to a trainer that binds (the trainer's default);
+--bind makes the producer bind and the trainer connect (zmq_bind: false).
+Several producers may feed one trainer. No authentication: trusted network
+only.
+
+Exit status: 0 after --max_batches (or when --send_timeout_seconds pass
+with no trainer taking batches), 2 for bad arguments, 1 for a failing
+source.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+from typing import Iterable, Optional
+
+from official_bench.contracts import exit_status
+from official_bench.data.feeds import batch_spec, python_loader, zmq_wire
+
+INSTALL_HINT = ("the ZMQ producer needs pyzmq: "
+                "pip install 'official_bench[zmq]'")
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog="python -m official_bench.data.feeds.zmq_producer",
+        description="PUSH (images, labels) batches to an official_bench "
+                    "trainer (builder: zmq).")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--connect", action="append", metavar="ENDPOINT",
+                       help="trainer endpoint to connect to (repeatable)")
+    where.add_argument("--bind", action="append", metavar="ENDPOINT",
+                       help="endpoint to bind (trainer zmq_bind: false); "
+                            "give an interface address, e.g. "
+                            "tcp://10.0.0.5:5555")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--synthetic", action="store_true",
+                     help="one random batch, repeated")
+    src.add_argument("--folder", metavar="DIR",
+                     help="image folder DIR/<split>/<class>/*.jpg")
+    src.add_argument("--records", metavar="DATA_DIR",
+                     help="TFRecords (classic or tfds layout) in DATA_DIR, "
+                          "through the records builder's pipeline")
+    src.add_argument("--python_source", metavar="MODULE:FUNCTION")
+    p.add_argument("--split", default="train")
+    p.add_argument("--batch_size", type=int, required=True,
+                   help="the trainer's per-replica batch size")
+    p.add_argument("--image_size", type=int, default=224)
+    p.add_argument("--num_channels", type=int, default=3)
+    p.add_argument("--num_classes", type=int, default=1000)
+    p.add_argument("--dtype", default="float32",
+                   choices=("float32", "float16", "bfloat16", "uint8"),
+                   help="image dtype; must match the trainer's "
+                        "train_dataset.dtype (uint8 with transfer_uint8)")
+    p.add_argument("--workers", type=int, default=-1,
+                   help="decoding processes for --folder (default: CPUs, "
+                        "at most 8; 0 decodes in this process)")
+    p.add_argument("--shard", type=int, default=0)
+    p.add_argument("--num_shards", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--name", default=None,
+                   help="producer name in the trainer's errors "
+                        "(default host:pid)")
+    p.add_argument("--max_batches", type=int, default=0,
+                   help="stop after this many batches (0: never)")
+    p.add_argument("--send_timeout_seconds", type=float, default=0,
+                   help="exit when no trainer takes a batch for this long "
+                        "(0: wait forever)")
+    args = p.parse_args(argv)
+    for key in ("batch_size", "image_size", "num_channels", "num_classes"):
+        if getattr(args, key) <= 0:
+            p.error(f"--{key} must be > 0, got {getattr(args, key)}")
+    if not 0 <= args.shard < args.num_shards:
+        p.error(f"--shard {args.shard} must be in 0..{args.num_shards - 1}")
+    return args
+
+
+def make_batches(args) -> Iterable:
+    """The source the flags choose, as an endless iterable of batches."""
+    if args.synthetic:
+        return python_loader.synthetic_batches(
+            args.batch_size, args.image_size, args.num_channels,
+            args.num_classes, args.dtype, args.seed + args.shard)
+    if args.records:
+        return _records(args)
+    if args.folder:
+        return python_loader.folder_batches(
+            args.folder, args.split, args.batch_size, args.image_size,
+            args.num_channels, args.dtype, True, args.seed, args.shard,
+            args.num_shards, args.workers)
+    return _user_source(args)
+
+
+def _records(args) -> Iterable:
+    """The records builder's training batches, as numpy (imports TF)."""
+    from official_bench.config import DatasetConfig
+    from official_bench.data.records.pipeline import records_dataset
+    from official_bench.runtime.keras_setup import tf
+    uint8 = args.dtype == "uint8"
+    ds = DatasetConfig(builder="records", data_dir=args.records,
+                       split=args.split, image_size=args.image_size,
+                       num_channels=args.num_channels,
+                       num_classes=args.num_classes, one_hot=False,
+                       dtype="float32" if uint8 else args.dtype,
+                       transfer_uint8=uint8)
+    ctx = tf.distribute.InputContext(num_input_pipelines=args.num_shards,
+                                     input_pipeline_id=args.shard)
+    data = records_dataset(ds, ctx, args.batch_size, True, args.seed)
+    return ((images, labels.astype("int32"))
+            for images, labels in data.as_numpy_iterator())
+
+
+def _user_source(args) -> Iterable:
+    """A python_source run here instead of in the trainer."""
+    import importlib
+    from official_bench.config import DatasetConfig
+    from official_bench.data.feeds.python_source import SourceContext
+    module, _, attr = args.python_source.partition(":")
+    fn = getattr(importlib.import_module(module), attr)
+    ds = DatasetConfig(builder="python", python_source=args.python_source,
+                       split=args.split, image_size=args.image_size,
+                       num_channels=args.num_channels,
+                       num_classes=args.num_classes, dtype=args.dtype
+                       if args.dtype != "uint8" else "float32",
+                       transfer_uint8=args.dtype == "uint8")
+    return fn(SourceContext(args.batch_size, args.image_size,
+                            args.num_channels, args.num_classes, args.dtype,
+                            True, args.seed, args.shard, args.num_shards, ds))
+
+
+def produce(sock, batches: Iterable, spec: batch_spec.BatchSpec, name: str,
+            max_batches: int = 0) -> int:
+    """Checks and sends batches; returns how many were sent.
+
+    Checking here too means a broken source fails in the producer, with
+    its own traceback, rather than as a rejected batch in the trainer.
+    """
+    sent = 0
+    for images, labels in batches:
+        images, labels = batch_spec.check_batch(
+            spec, images, labels, f"producer {name!r} batch {sent}")
+        sock.send_multipart(zmq_wire.encode(images, labels, name, sent),
+                            copy=False)
+        sent += 1
+        if max_batches and sent >= max_batches:
+            break
+    return sent
+
+
+def main(argv: Optional[list] = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        import zmq
+    except ImportError:
+        print(f"error: {INSTALL_HINT}", file=sys.stderr)
+        return exit_status.CONFIG
+    name = args.name or f"{socket.gethostname()}:{os.getpid()}"
+    spec = batch_spec.BatchSpec(args.batch_size, args.image_size,
+                                args.num_channels, args.num_classes,
+                                args.dtype)
+    sock = zmq.Context.instance().socket(zmq.PUSH)
+    # With --max_batches the last batches may still be queued at exit:
+    # wait up to 30 s for the trainer to take them.
+    sock.setsockopt(zmq.LINGER, 30000 if args.max_batches else 2000)
+    sock.setsockopt(zmq.SNDHWM, 4)
+    if args.send_timeout_seconds > 0:
+        sock.setsockopt(zmq.SNDTIMEO, int(args.send_timeout_seconds * 1000))
+    try:
+        for ep in args.bind or []:
+            sock.bind(ep)
+        for ep in args.connect or []:
+            sock.connect(ep)
+        print(f"zmq_producer {name}: {'bound' if args.bind else 'connected'}"
+              f" {', '.join(args.bind or args.connect)}", flush=True)
+        sent = produce(sock, make_batches(args), spec, name,
+                       args.max_batches)
+    except zmq.Again:
+        print(f"zmq_producer {name}: no trainer took a batch for "
+              f"{args.send_timeout_seconds:g} s; exiting", flush=True)
+        return exit_status.OK
+    except zmq.ZMQError as e:
+        print(f"error: zmq_producer {name}: {e}", file=sys.stderr)
+        return exit_status.CONFIG
+    except (batch_spec.BadBatch, FileNotFoundError, ValueError) as e:
+        print(f"error: zmq_producer {name}: {e}", file=sys.stderr)
+        return exit_status.FAILED
+    finally:
+        sock.close()
+    print(f"zmq_producer {name}: sent {sent} batches", flush=True)
+    return exit_status.OK
+
+
+def run_main() -> None:
+    """Console-script entry (official-bench-zmq-producer)."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run_main()

@@ -1,0 +1,2 @@
+"""ImageNet-style TFRecord files (and prepared TFDS directories) read into a
+tf.data pipeline: file lists, the reader, the guarded decode, bad records."""

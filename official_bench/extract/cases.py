@@ -1,0 +1,267 @@
+"""Per-case statistics and the result dictionary in DLPerf's shape.
+
+A *case* is one ``{N}n{G}g`` directory; its runs are the logs in it. Runs are
+kept apart by dtype and per-device batch size (a *group*); each group becomes
+one top-level key of the result:
+
+* one group in the directory (the usual ``bz{B}`` directory with one dtype):
+  ``"rn50"`` -- exactly DLPerf's shape;
+* several dtypes, one batch size: ``"rn50_fp32"``, ``"rn50_fp16"``, ...;
+* several batch sizes: ``"rn50_b128_fp32"``, ``"rn50_b256_fp16"``, ...
+
+Each case entry has DLPerf's keys ``average_speed``, ``median_speed``
+(samples/s), ``speedup`` and ``batch_size_per_device``, computed in DLPerf's
+order: each run's speed is rounded to 2 decimals first, then the average and
+median of those rounded speeds are taken and rounded, and
+``speedup = round(median_speed / median_speed(baseline), 2)`` from the two
+rounded medians, so every printed speedup can be recomputed from the printed
+medians (the exact roundings per method are in
+:mod:`official_bench.extract.rounding`). The baseline is ``1n1g`` or, when the
+group has no usable 1n1g, the case with the fewest devices (then fewest nodes);
+``speedup_baseline`` names it. ``efficiency = (median_speed /
+median_speed(baseline)) / (devices / baseline devices)``, 4 decimals.
+Full-precision values are kept as ``average_speed_unrounded``,
+``median_speed_unrounded`` and ``speedup_unrounded`` (mean and median of the
+unrounded run speeds, and their ratio).
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+
+from official_bench.contracts import dtypes, log_tree
+from official_bench.extract import rounding
+from official_bench.extract.logparse import RunId
+from official_bench.extract.speeds import RunOutcome
+
+Group = Tuple[str, int]  # (dtype, per-device batch)
+Entry = Dict[str, Any]  # one case of the result dictionary
+
+BASELINE_CASE = "1n1g"
+
+
+def group_key(run: RunId) -> Group:
+    """Runs are compared only within one dtype and per-device batch size."""
+    return run.dtype, run.batch_size
+
+
+def model_keys(groups: Iterable[Group]) -> Dict[Group, str]:
+    """Top-level result key for each ``(dtype, batch)`` group (module doc)."""
+    groups = sorted(set(groups),
+                    key=lambda g: (dtypes.SHORT_NAMES.index(g[0]), g[1]))
+    if len(groups) == 1:
+        return {groups[0]: log_tree.MODEL}
+    if len({b for _, b in groups}) == 1:
+        return {g: f"{log_tree.MODEL}_{g[0]}" for g in groups}
+    return {g: f"{log_tree.MODEL}_b{g[1]:d}_{g[0]}" for g in groups}
+
+
+def _round(value: Optional[float], digits: int) -> Optional[float]:
+    """round() that lets None through (cases without usable runs)."""
+    return None if value is None else round(value, digits)
+
+
+def spread(speeds: List[float]) -> Dict[str, Optional[float]]:
+    """min, max, sample standard deviation and coefficient of variation.
+
+    std and cv are None for fewer than two runs: one run says nothing about
+    run-to-run variation.
+    """
+    if not speeds:
+        return {"min": None, "max": None, "std": None, "cv": None}
+    std = statistics.stdev(speeds) if len(speeds) > 1 else None
+    mean = statistics.fmean(speeds)
+    cv = std / mean if std is not None and mean > 0 else None
+    return {"min": round(min(speeds), 2), "max": round(max(speeds), 2),
+            "std": _round(std, 2), "cv": _round(cv, 4)}
+
+
+def _sort_key(case: str) -> Tuple[int, int]:
+    """Cases in order of device count, then node count (1n8g before 8n1g)."""
+    nodes, gpus = log_tree.parse_case_name(case)
+    return nodes * gpus, nodes
+
+
+def pick_baseline(medians: Mapping[str, Optional[float]]) -> Optional[str]:
+    """Baseline case for speedup: 1n1g if it has a median, else the smallest.
+
+    ``medians`` maps case -> median speed or None. Returns None when no case
+    has a median.
+    """
+    usable = [c for c, m in medians.items() if m is not None]
+    if not usable:
+        return None
+    if BASELINE_CASE in usable:
+        return BASELINE_CASE
+    return min(usable, key=_sort_key)
+
+
+def _environment(outcomes: List[RunOutcome], warnings: List[str],
+                 label: str) -> Optional[Dict[str, Any]]:
+    """The case's environment from the runs' result JSONs; warn on differences.
+
+    Hostnames may differ between runs without meaning anything, other fields
+    (TensorFlow version, GPUs, CUDA) should not.
+    """
+    envs = [o.environment for o in outcomes if o.environment]
+    if not envs:
+        return None
+    ignore = {"hostname"}
+    first = {k: v for k, v in envs[0].items() if k not in ignore}
+    for env in envs[1:]:
+        other = {k: v for k, v in env.items() if k not in ignore}
+        if other != first:
+            keys = sorted(k for k in set(first) | set(other)
+                          if first.get(k) != other.get(k))
+            warnings.append(f"{label}: runs report different environments "
+                            f"({', '.join(keys)})")
+            break
+    return envs[0]
+
+
+def case_entry(run: RunId, outcomes: List[RunOutcome], method: str,
+               warmup_batches: int, train_batches: int
+               ) -> Tuple[Entry, Optional[float]]:
+    """Statistics of one case (without speedup, which needs all cases).
+
+    Extra keys beyond DLPerf's: num_nodes, num_gpus_per_node, num_devices,
+    dtype, global_batch_size, per_device_speed (median / devices), runs
+    (per-run speeds rounded as DLPerf rounds them, in run order), num_runs,
+    min, max, std, cv (of those), gpu_utilisation (mean GPU utilisation in
+    percent over the counted runs that sampled a GPU, else None),
+    the ``*_unrounded`` values, run_details,
+    excluded ([{log, index, reason}]), method, warmup_batches, train_batches,
+    environment (when a result JSON was present), warnings (when any).
+    Returns ``(entry, median_speed)``; the median is the rounded one.
+    """
+    arith = rounding.Arithmetic(method)
+    ok = [o for o in outcomes if o.ok]
+    exact = [o.speed for o in ok]
+    speeds = [arith.run(s) for s in exact]
+    median = arith.median(speeds) if speeds else None
+    entry = {
+        "average_speed": arith.average(speeds) if speeds else None,
+        "median_speed": median,
+        "speedup": None,
+        "batch_size_per_device": run.batch_size,
+        "speedup_baseline": None,
+        "efficiency": None,
+        "num_nodes": run.num_nodes,
+        "num_gpus_per_node": run.gpus_per_node,
+        "num_devices": run.num_devices,
+        "dtype": run.dtype,
+        "global_batch_size": (ok[0].global_batch_size if ok
+                              else run.batch_size * run.num_devices),
+        "per_device_speed": _round(median / run.num_devices if speeds else None, 2),
+        "runs": speeds,
+        "num_runs": len(speeds),
+        "average_speed_unrounded": statistics.fmean(exact) if exact else None,
+        "median_speed_unrounded": statistics.median(exact) if exact else None,
+        "speedup_unrounded": None,
+    }
+    entry.update(spread(speeds))
+    utils = [o.gpu_utilisation for o in ok if o.gpu_utilisation is not None]
+    entry["gpu_utilisation"] = (_round(statistics.fmean(utils), 1) if utils
+                                else None)
+    waits = [o.input_wait for o in ok if o.input_wait is not None]
+    entry["input_wait"] = (_round(statistics.fmean(waits), 4) if waits
+                           else None)
+    entry["run_details"] = [
+        {"log": o.run.log_name, "index": o.run.index, "speed": speed,
+         "speed_unrounded": o.speed, "source": o.source,
+         "counted_steps": list(o.counted_steps),
+         "num_intervals": o.num_intervals} for o, speed in zip(ok, speeds)]
+    entry["excluded"] = [{"log": o.run.log_name, "index": o.run.index,
+                          "reason": o.excluded} for o in outcomes if not o.ok]
+    entry.update(method=method, warmup_batches=warmup_batches,
+                 train_batches=train_batches)
+    return entry, median
+
+
+def add_speedups(cases: Dict[str, Entry],
+                 medians: Mapping[str, Optional[float]], model_key: str,
+                 warnings: List[str], method: str = "mean") -> None:
+    """Fill speedup, speedup_baseline and efficiency of every case in place.
+
+    ``medians`` are the rounded medians (DLPerf's speedup is their ratio).
+    """
+    arith = rounding.Arithmetic(method)
+    base = pick_baseline(medians)
+    if base is None:
+        return
+    if base != BASELINE_CASE:
+        why = ("has no usable run" if BASELINE_CASE in cases
+               else "is not among the cases")
+        warnings.append(f"{model_key}: {BASELINE_CASE} {why}; speedup is "
+                        f"against {base}")
+    base_devices = cases[base]["num_devices"]
+    for case, entry in cases.items():
+        if medians[case] is None:
+            continue
+        ratio = medians[case] / medians[base]
+        entry["speedup"] = arith.speedup(medians[case], medians[base])
+        entry["speedup_baseline"] = base
+        entry["efficiency"] = round(
+            ratio / (entry["num_devices"] / base_devices), 4)
+        entry["speedup_unrounded"] = (entry["median_speed_unrounded"] /
+                                      cases[base]["median_speed_unrounded"])
+
+
+def _spread_warning(label: str, entry: Entry,
+                    spread_warn: float) -> Optional[str]:
+    """Warning text when the runs of a case disagree by more than the threshold."""
+    if entry["cv"] is None or entry["cv"] * 100 <= spread_warn:
+        return None
+    speeds = ", ".join(f"{s:.2f}" for s in entry["runs"])
+    return (f"{label}: runs disagree: CV {entry['cv'] * 100:.2f}% > "
+            f"--spread_warn {spread_warn:g}% (speeds {speeds})")
+
+
+def summarize(outcomes: Iterable[RunOutcome], method: str = "mean",
+              warmup_batches: int = 100, train_batches: int = 600,
+              spread_warn: float = 5.0
+              ) -> Tuple[Dict[str, Dict[str, Entry]], List[str]]:
+    """Build the result dictionary from all runs' outcomes.
+
+    Returns ``(result, warnings)``; ``warnings`` are human-readable strings
+    (also stored per case under ``"warnings"``).
+    """
+    groups: Dict[Group, Dict[str, List[RunOutcome]]] = {}
+    for o in outcomes:
+        groups.setdefault(group_key(o.run), {}).setdefault(
+            o.run.case, []).append(o)
+    keys = model_keys(groups)
+    result: Dict[str, Dict[str, Entry]] = {}
+    all_warnings: List[str] = []
+    for group, model_key in keys.items():  # dtype order: fp32, fp16, bf16
+        by_case = groups[group]
+        cases: Dict[str, Entry] = {}
+        medians: Dict[str, Optional[float]] = {}
+        case_warnings: Dict[str, List[str]] = {}
+        for case in sorted(by_case, key=_sort_key):
+            runs = sorted(by_case[case], key=lambda o: o.run.index)
+            label = f"{model_key} {case}"
+            warns: List[str] = []
+            entry, medians[case] = case_entry(runs[0].run, runs, method,
+                                              warmup_batches, train_batches)
+            env = _environment(runs, warns, label)
+            if env is not None:
+                entry["environment"] = env
+            if medians[case] is None:
+                warns.append(f"{label}: all {len(runs)} run(s) excluded")
+            spread_msg = _spread_warning(label, entry, spread_warn)
+            if spread_msg:
+                warns.append(spread_msg)
+            cases[case], case_warnings[case] = entry, warns
+        group_warnings: List[str] = []
+        add_speedups(cases, medians, model_key, group_warnings, method)
+        for case, entry in cases.items():
+            warns = case_warnings[case] + [
+                w for w in group_warnings if case == entry["speedup_baseline"]]
+            if warns:
+                entry["warnings"] = warns
+        all_warnings += group_warnings + [w for c in cases
+                                          for w in case_warnings[c]]
+        result[model_key] = cases
+    return result, all_warnings

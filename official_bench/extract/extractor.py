@@ -1,0 +1,404 @@
+"""Turn a directory of benchmark logs into DLPerf's result JSON and reports.
+
+Command line (also ``extract_tensorflow_logs.py`` at the repository root and
+the ``official-bench-extract`` console script)::
+
+    official-bench-extract --log_dir logs/tensorflow/resnet50/bz128 \\
+        [--output_dir ./result] [--warmup_batches 100] [--train_batches 600] \\
+        [--method mean|time] [--spread_warn 5] [--no_markdown] [--no_csv] \\
+        [--no_html] [--plot | --no_plot]
+    official-bench-extract --compare result/bz128_result.json result/bz256_result.json
+
+Reads ``{log_dir}/*/*.log`` (``{N}n{G}g/rn50_b{B}_{dtype}_{i}.log``) and the
+trainer's result JSON next to each log when present, the all-reduce results
+``{N}n{G}g/allreduce_{dtype}_{i}.json`` of ``BENCH=allreduce`` sessions (a
+bandwidth table on stderr and in the Markdown/HTML; with a 1n1g training
+run, the scaling model's bounds for each multi-device case,
+:mod:`official_bench.extract.scaling`), and writes to
+``output_dir``: ``{name}_result.json`` (always; ``name`` is the base name of
+``log_dir``, e.g. ``bz128``), ``{name}_result.md`` and ``{name}_result.csv``
+(unless turned off), ``{name}_result.png`` (when matplotlib is installed,
+or required with ``--plot``) and ``{name}_result.html`` beside the Markdown
+(one self-contained page: the tables, the plot embedded, each case's
+environment; not with ``--no_markdown`` or ``--no_html``). The JSON is also
+printed on stdout; warnings and excluded runs go to stderr.
+
+How a run's speed is computed and which runs are excluded:
+:mod:`official_bench.extract.speeds`. Per-case statistics, speedup,
+efficiency and the JSON shape: :mod:`official_bench.extract.cases`.
+
+Exit status: 0 on success (also when some runs were excluded: they are listed),
+1 for bad input (no such directory, no logs, no usable run, unreadable result
+file, ``--plot`` without matplotlib), 2 for bad command-line usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from official_bench.contracts import exit_status
+from official_bench.contracts import log_tree
+from official_bench.extract import allreduce_logs
+from official_bench.host import atomic
+from official_bench.extract import cases
+from official_bench.extract import logparse
+from official_bench.extract import tables as report
+from official_bench.contracts import run_status
+from official_bench.contracts import result_json as runjson
+from official_bench.extract import speeds as runspeed
+from official_bench.extract import scaling
+from official_bench.extract.errors import ExtractError
+from official_bench.extract.logparse import RunId
+from official_bench.extract.speeds import RunOutcome
+
+DEFAULT_WARMUP_BATCHES = 100
+DEFAULT_TRAIN_BATCHES = 600
+DEFAULT_SPREAD_WARN = 5.0
+
+
+@dataclasses.dataclass
+class Extraction:
+    """Result of :func:`extract`: the result dict plus what was left out."""
+
+    log_dir: str
+    name: str
+    result: report.Result
+    outcomes: List[RunOutcome]
+    warnings: List[str]  # human-readable, already prefixed with case/log
+    # (path, reason) for .log files outside the naming scheme
+    skipped: List[Tuple[str, str]]
+    # All-reduce results (BENCH=allreduce) per case: allreduce_logs.collect
+    bandwidth: Dict[str, List[Dict[str, Any]]] = dataclasses.field(
+        default_factory=dict)
+
+    @property
+    def excluded(self) -> List[RunOutcome]:
+        """Outcomes of runs that were left out of the statistics."""
+        return [o for o in self.outcomes if not o.ok]
+
+
+def result_name(log_dir: str) -> str:
+    """Base name of the result files: the last component of ``log_dir``.
+
+    Trailing slashes and ``.`` are resolved first, so ``bz128/`` gives
+    ``bz128`` like DLPerf's ``bz128_result.json``.
+    """
+    return os.path.basename(os.path.normpath(os.path.abspath(log_dir)))
+
+
+def _check_options(warmup_batches: int, train_batches: int, method: str,
+                   spread_warn: float) -> None:
+    """Reject option values that cannot give a meaningful result."""
+    if method not in runspeed.METHODS:
+        raise ExtractError(f"method {method!r} is not one of: "
+                           f"{', '.join(runspeed.METHODS)}")
+    if warmup_batches < 0:
+        raise ExtractError(f"warmup_batches is {warmup_batches}, must be >= 0")
+    if train_batches <= warmup_batches:
+        raise ExtractError(f"train_batches ({train_batches}) must be greater "
+                           f"than warmup_batches ({warmup_batches})")
+    if spread_warn < 0:
+        raise ExtractError(f"spread_warn is {spread_warn:g}, must be >= 0 "
+                           "(percent)")
+
+
+def measure_log(run: RunId, path: str,
+                warmup_batches: int = DEFAULT_WARMUP_BATCHES,
+                train_batches: int = DEFAULT_TRAIN_BATCHES,
+                method: str = "mean") -> RunOutcome:
+    """Parse one log (and its result JSON, if any) into a RunOutcome."""
+    try:
+        parsed = logparse.parse_log_file(path)
+    except OSError as e:
+        return runspeed.RunOutcome(run, path, excluded=f"cannot read log: {e}")
+    record, status_warning = run_status.load_status(path)
+    failed = run_status.exclusion(record)
+    if failed:
+        return runspeed.RunOutcome(run, path, excluded=failed)
+    run_json, warning = runjson.load_run_json(log_tree.json_path(path))
+    outcome = runspeed.measure_run(run, parsed, run_json, warmup_batches,
+                                   train_batches, method)
+    for w in (warning, status_warning):
+        if w:
+            outcome.warnings.insert(0, w)
+    return outcome
+
+
+def extract(log_dir: str, warmup_batches: int = DEFAULT_WARMUP_BATCHES,
+            train_batches: int = DEFAULT_TRAIN_BATCHES, method: str = "mean",
+            spread_warn: float = DEFAULT_SPREAD_WARN) -> Extraction:
+    """Extract all runs under ``log_dir``; raises ExtractError for bad input.
+
+    Bad runs do not raise: they are excluded with their reason (see
+    :attr:`Extraction.excluded`). Raises only when there is nothing to report:
+    missing directory, no log following the naming, or no usable run at all.
+    """
+    _check_options(warmup_batches, train_batches, method, spread_warn)
+    if not os.path.isdir(log_dir):
+        raise ExtractError(f"log directory {log_dir} does not exist or is not "
+                           "a directory")
+    runs, skipped = logparse.find_logs(log_dir)
+    warnings = [f"skipped {p}: {why}" for p, why in skipped]
+    table, bw_warnings = allreduce_logs.collect(log_dir)
+    waits, wait_warnings = allreduce_logs.compute_waits(log_dir)
+    warnings += bw_warnings + wait_warnings
+    if not runs and table:  # an all-reduce session alone: its table only
+        return Extraction(log_dir, result_name(log_dir), {}, [], warnings,
+                          skipped, table)
+    if not runs:
+        raise ExtractError(
+            "no logs named {N}n{G}g/rn50_b{B}_{fp32|fp16|bf16}_{i}.log under "
+            + log_dir + "".join("\n  " + w for w in warnings))
+    outcomes = [measure_log(run, path, warmup_batches, train_batches, method)
+                for run, path in runs]
+    for o in outcomes:
+        where = os.path.join(o.run.case, o.run.log_name)
+        warnings += [f"{where}: {w}" for w in o.warnings]
+        if not o.ok:
+            warnings.append(f"{where}: excluded: {o.excluded}")
+    if not any(o.ok for o in outcomes):
+        listing = "".join("\n  " + w for w in warnings)
+        raise ExtractError(f"no usable run under {log_dir} ({len(outcomes)} "
+                           f"log(s), all excluded):{listing}")
+    result, case_warnings = cases.summarize(outcomes, method, warmup_batches,
+                                            train_batches, spread_warn)
+    scaling.apply(result, table, waits)
+    return Extraction(log_dir, result_name(log_dir), result, outcomes,
+                      warnings + case_warnings, skipped, table)
+
+
+def output_paths(output_dir: str, name: str) -> Dict[str, str]:
+    """File names of every output for result ``name`` in ``output_dir``."""
+    base = os.path.join(output_dir, name + "_result")
+    return {"json": base + ".json", "markdown": base + ".md",
+            "csv": base + ".csv", "png": base + ".png", "html": base + ".html"}
+
+
+def result_json_text(result: report.Result) -> str:
+    """The result dictionary as written to the JSON file and stdout."""
+    return json.dumps(result, indent=4) + "\n"
+
+
+def write_outputs(extraction: Extraction, output_dir: str,
+                  markdown: bool = True, csv: bool = True,
+                  plot: Optional[bool] = None, html: bool = True
+                  ) -> Tuple[List[str], List[str]]:
+    """Write the JSON and the requested reports atomically.
+
+    ``plot``: True requires a PNG (ExtractError without matplotlib), False
+    skips it, None makes it when matplotlib is importable. ``html``: write the
+    HTML page too when the Markdown is written (it embeds the PNG when there
+    is one). Returns ``(written_paths, notes)``; notes say what was skipped
+    and why.
+    """
+    try:
+        return _write_outputs(extraction, output_dir, markdown, csv, plot,
+                              html and markdown)
+    except OSError as e:
+        raise ExtractError(f"cannot write results to {output_dir}: {e}")
+
+
+def _write_outputs(extraction: Extraction, output_dir: str, markdown: bool,
+                   csv: bool, plot: Optional[bool],
+                   html: bool) -> Tuple[List[str], List[str]]:
+    """write_outputs without the OSError translation."""
+    from official_bench.extract import html_report
+    from official_bench.extract import series as runseries
+
+    paths = output_paths(output_dir, extraction.name)
+    written: List[str] = []
+    notes: List[str] = []
+    atomic.write_text_atomic(paths["json"], result_json_text(extraction.result))
+    written.append(paths["json"])
+    if markdown:
+        atomic.write_text_atomic(paths["markdown"],
+                                 report.markdown_report(extraction.result,
+                                                        extraction.name)
+                                 + allreduce_logs.markdown(
+                                     extraction.bandwidth))
+        written.append(paths["markdown"])
+    if csv:
+        atomic.write_text_atomic(paths["csv"], report.csv_text(extraction.result))
+        written.append(paths["csv"])
+    series = (runseries.collect(extraction.outcomes)
+              if plot is not False or html else None)
+    png, plot_note = _make_plot(extraction, paths["png"], plot, series)
+    if png:
+        written.append(paths["png"])
+    elif plot is None:  # wanted if possible: say why there is none
+        notes.append(plot_note)
+    if html:
+        images = [(png, "Scaling against devices, and throughput per interval "
+                   "of each case's runs")] if png else []
+        atomic.write_text_atomic(paths["html"], html_report.html_report(
+            extraction.result, extraction.name, images, plot_note, series,
+            extraction.bandwidth))
+        written.append(paths["html"])
+    return written, notes
+
+
+def _make_plot(extraction: Extraction, path: str, plot: Optional[bool],
+               series: Any) -> Tuple[Optional[bytes], Optional[str]]:
+    """Write the PNG when wanted and possible: ``(png_bytes, None)``, or
+    ``(None, why_not)`` for the notes and the HTML page."""
+    from official_bench.extract import plot as plotting  # matplotlib is lazy there
+
+    if not extraction.result:
+        if plot:
+            raise ExtractError(f"--plot: nothing to plot, {extraction.log_dir} "
+                               "holds all-reduce results only")
+        return None, "no plot: all-reduce results only (no training runs)"
+    if plot or (plot is None and plotting.matplotlib_available()):
+        return plotting.plot_png(extraction.result, path, extraction.name,
+                                 series), None
+    if plot is None:
+        return None, ("no plot: matplotlib is not installed (pip install "
+                      "matplotlib, or the package's [plot] extra)")
+    return None, "no plot (--no_plot)"
+
+
+def compare(path_a: str, path_b: str, output_dir: Optional[str] = None,
+            markdown: bool = True, csv: bool = True) -> Tuple[str, List[str]]:
+    """Side-by-side table of two result files; returns (markdown, written)."""
+    a, b = report.load_result(path_a), report.load_result(path_b)
+    label_a, label_b = report.compare_labels(path_a, path_b)
+    if not report.pair_models(a, b)[0]:
+        raise ExtractError(f"nothing to compare: {path_a} has sections "
+                           f"{', '.join(a)}, {path_b} has {', '.join(b)}")
+    text = report.compare_markdown(a, b, label_a, label_b)
+    if output_dir is None:
+        return text, []
+    try:
+        return text, _write_compare(a, b, label_a, label_b, text, output_dir,
+                                    markdown, csv)
+    except OSError as e:
+        raise ExtractError(f"cannot write results to {output_dir}: {e}")
+
+
+def _write_compare(a: report.Result, b: report.Result, label_a: str,
+                   label_b: str, text: str, output_dir: str, markdown: bool,
+                   csv: bool) -> List[str]:
+    """Write the comparison's Markdown and CSV; returns the paths written."""
+    written: List[str] = []
+    a_name, b_name = (label.replace(os.sep, "_") for label in (label_a, label_b))
+    base = os.path.join(output_dir, f"compare_{a_name}_vs_{b_name}")
+    if markdown:
+        atomic.write_text_atomic(base + ".md", text)
+        written.append(base + ".md")
+    if csv:
+        atomic.write_text_atomic(base + ".csv",
+                                 report.compare_csv(a, b, label_a, label_b))
+        written.append(base + ".csv")
+    return written
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line interface (DLPerf's flags plus this project's)."""
+    p = argparse.ArgumentParser(
+        description="Turn benchmark logs {log_dir}/{N}n{G}g/rn50_b{B}_{dtype}_"
+                    "{i}.log into DLPerf's result JSON ({output_dir}/"
+                    "{basename(log_dir)}_result.json: average and median "
+                    "samples/s per case, speedup against 1n1g), plus a "
+                    "Markdown table, a CSV, a PNG plot (scaling, and "
+                    "throughput per interval) and a self-contained HTML page "
+                    "with the tables, the plot and each case's environment. "
+                    "Crashed or truncated runs are listed and left out.",
+        epilog="Exit status: 0 success (excluded runs are listed on stderr), "
+               "1 bad input, 2 bad usage. Example: %(prog)s --log_dir "
+               "logs/tensorflow/resnet50/bz128",
+)
+    p.add_argument("--log_dir", help="directory holding the {N}n{G}g "
+                   "subdirectories (required unless --compare)")
+    p.add_argument("--output_dir", default="./result",
+                   help="where the result files are written (default: %(default)s)")
+    p.add_argument("--warmup_batches", type=int, default=DEFAULT_WARMUP_BATCHES,
+                   help="intervals starting before this step are not counted "
+                        "(default: %(default)s)")
+    p.add_argument("--train_batches", type=int, default=DEFAULT_TRAIN_BATCHES,
+                   help="intervals ending after this step are not counted; "
+                        "a run without the finish line must reach it "
+                        "(default: %(default)s)")
+    p.add_argument("--method", choices=runspeed.METHODS, default="mean",
+                   help="mean: mean of the intervals' examples/second "
+                        "(DLPerf); time: global batch x steps / clock time "
+                        "between the first and last counted interval "
+                        "(default: %(default)s)")
+    p.add_argument("--spread_warn", type=float, default=DEFAULT_SPREAD_WARN,
+                   help="warn when a case's runs have a coefficient of "
+                        "variation above this many percent (default: "
+                        "%(default)s)")
+    p.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"),
+                   help="print (and write to --output_dir) a side-by-side "
+                        "table of two result files instead of extracting")
+    p.add_argument("--no_markdown", dest="markdown", action="store_false",
+                   help="do not write {name}_result.md")
+    p.add_argument("--no_csv", dest="csv", action="store_false",
+                   help="do not write {name}_result.csv")
+    p.add_argument("--no_html", dest="html", action="store_false",
+                   help="do not write {name}_result.html (a self-contained "
+                        "page with the tables, the plot and each case's "
+                        "environment, written beside the Markdown)")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--plot", dest="plot", action="store_const", const=True,
+                       default=None, help="require the PNG plot (fails "
+                       "without matplotlib); default: plot when available")
+    group.add_argument("--no_plot", dest="plot", action="store_const",
+                       const=False, help="do not write the PNG plot")
+    return p
+
+
+def _print_lines(prefix: str, lines: Iterable[str]) -> None:
+    """Print messages to stderr, one per line, with a prefix."""
+    for line in lines:
+        print(f"{prefix}{line}", file=sys.stderr)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the command line; returns the exit status (never calls sys.exit)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse exits on --help and on usage errors
+        return e.code if isinstance(e.code, int) else exit_status.CONFIG
+    if args.compare is None and args.log_dir is None:
+        parser.print_usage(sys.stderr)
+        print(f"{parser.prog}: error: --log_dir is required (or --compare "
+              "A.json B.json)", file=sys.stderr)
+        return exit_status.CONFIG
+    try:
+        if args.compare:
+            text, written = compare(args.compare[0], args.compare[1],
+                                    args.output_dir, args.markdown, args.csv)
+            print(text, end="")
+        else:
+            extraction = extract(args.log_dir, args.warmup_batches,
+                                 args.train_batches, args.method,
+                                 args.spread_warn)
+            _print_lines("warning: ", extraction.warnings)
+            written, notes = write_outputs(extraction, args.output_dir,
+                                           args.markdown, args.csv, args.plot,
+                                           args.html)
+            _print_lines("note: ", notes)
+            if extraction.bandwidth:  # stdout stays the result JSON
+                _print_lines("", allreduce_logs.markdown(
+                    extraction.bandwidth).strip("\n").splitlines())
+            print(result_json_text(extraction.result), end="")
+    except ExtractError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return exit_status.FAILED
+    _print_lines("wrote ", written)
+    return exit_status.OK
+
+
+def run_main() -> None:
+    """Console-script entry point ``official-bench-extract``."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run_main()

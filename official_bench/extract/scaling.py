@@ -1,0 +1,263 @@
+"""Scaling model: the speedup the measured communication predicts.
+
+For a case with N devices, data parallel with the per-device batch of the
+1n1g run, a step is the 1-device compute time T1 (1n1g: per-device batch /
+its median samples/s) plus the communication compute does not hide: the
+gradient all-reduce A (measured by BENCH=allreduce in the same case, at the
+model's gradient size) and the step's small collectives, k of them at a
+latency L each (the same benchmark times a 4-byte all-reduce and counts k
+in the model's traced train step: under multi-worker tf.distribute, Keras
+all-reduces each metric's state and the step's logs, one round trip each,
+chained after the gradient's; allreduce/collectives.py):
+
+    no overlap (slowest):  step = p T1 + A + k L     speedup >= N T1 / step
+    full overlap (fastest): step = max(T1, A) + k L  speedup <= N T1 / step
+
+(the upper bound is at most N, the ideal). k L is in both: those
+collectives wait for the step's metrics, after the gradient's all-reduce
+(their ordering token chains them behind it), so no compute is left to
+hide them. p is the compute-after-a-wait penalty: a step's compute right
+after waiting A + k L is slower than back to back, as the 1n1g run computes
+(official_bench/allreduce/compute_wait.py measures both side by side in the case's
+all-reduce benchmark; p is 1 without that measurement, and never below 1:
+the slowest step the model allows is not faster than the 1n1g step). The
+full-overlap bound keeps T1: compute that overlaps the all-reduce never
+waited. Where the benchmark also timed the step's communication in
+training's pattern (allreduce/in_step.py: each gradient all-reduce and its
+small collectives followed by a compute step, the mean over cycles), A and
+k L are those times (on a shaped link the same all-reduce took 120-210 ms
+between compute steps against 133.5 ms back to back); the bandwidth in the
+words stays the back-to-back one (nccl-tests' measure). Without a
+latency row (older results, or a backend whose step was not counted) k L
+is 0. A is taken in float32, the gradients' dtype also
+under mixed precision (variables stay float32), unless only another dtype
+was measured. The measured speedup is placed against the bounds and the
+gap is put in words: where it is inside, how much of the all-reduce was
+hidden; below, how many ms per step neither compute nor communication
+explain; above, that the N-device step was faster than the model allows (a
+slower 1n1g baseline). "At a bound" means within 3%, or, where the case,
+the 1n1g baseline or the all-reduce benchmark ran more than once, within
+twice their run-to-run spread (``spread``): the square root of the sum of
+the squared coefficients of variation across runs of the case's speed,
+the 1n1g speed and the benchmark's no-overlap step (p T1 + A + k L per
+run). Identical runs of a ~10 ms step differ by up to 10% on a shared
+2-core machine, and a comparison cannot be finer than the measurements
+it compares. Results go into the case entries
+(``speedup_bounds``: the plot's band; ``scaling_model``: the numbers and the
+sentence).
+"""
+
+from official_bench.extract import allreduce_logs
+from official_bench.extract import cases
+
+TOLERANCE = 0.03  # relative: within this of a bound counts as at the bound
+
+
+def gradient_allreduce(rows):
+    """The row of the model's gradient all-reduce to use, or None."""
+    model = [r for r in rows if r.get("model")]
+    for r in model:
+        if r["dtype"] == "float32":
+            return r
+    return model[0] if model else None
+
+
+def latency_row(rows):
+    """The row of the small all-reduce's latency with its per-step count,
+    or None (float32 preferred, as for the gradient)."""
+    rows = [r for r in rows if r.get("latency") and
+            r.get("per_step") is not None]
+    for r in rows:
+        if r["dtype"] == "float32":
+            return r
+    return rows[0] if rows else None
+
+
+def charged_penalty(measured):
+    """p as the model charges it: never below 1 (module docstring)."""
+    return max(1.0, measured)
+
+
+def no_overlap_step(t1, allreduce, tail, penalty):
+    """The slowest step the model allows: p T1 + A + k L."""
+    return penalty * t1 + allreduce + tail
+
+
+def bounds(t1, allreduce, devices, tail=0.0, penalty=1.0):
+    """(lower, upper) speedup against one device; tail: the step's small
+    collectives (k x L), paid after compute in either case; penalty: p,
+    the no-overlap step's compute is p T1."""
+    lower = devices * t1 / no_overlap_step(t1, allreduce, tail, penalty)
+    upper = min(float(devices), devices * t1 / (max(t1, allreduce) + tail))
+    return lower, upper
+
+
+def spread(case_cv, base_cv, t1, wait):
+    """The run-to-run spread the verdict allows twice (module docstring):
+    case_cv, base_cv: the case's and the 1n1g speed's coefficients of
+    variation across runs (None with one run); wait: the case's
+    compute_waits entry, whose per_run give each benchmark run's
+    no-overlap step with the 1n1g T1."""
+    steps = [no_overlap_step(t1, r["in_step"]["gradient_seconds"],
+                             r["in_step"]["small_seconds"],
+                             charged_penalty(r["penalty"]))
+             for r in (wait or {}).get("per_run") or () if r.get("in_step")]
+    parts = [case_cv or 0.0, base_cv or 0.0, cases.spread(steps)["cv"] or 0.0]
+    return sum(x * x for x in parts) ** 0.5
+
+
+def rate_text(gbps):
+    """9.3 -> '9.3 GB/s', 0.0117 -> '11.7 MB/s' (1e9 and 1e6 bytes)."""
+    return "%.3g GB/s" % gbps if gbps >= 1 else "%.3g MB/s" % (gbps * 1e3)
+
+
+def _weight(fraction, latency_bound):
+    """Words for the communication's share of the 1-device step; which
+    kind of communication dominates it."""
+    kind = "latency" if latency_bound else "communication"
+    if fraction >= 1:
+        return kind + "-dominated"
+    if fraction >= 0.05:
+        return kind + "-bound"
+    return "compute-bound"
+
+
+def _communication_text(row, a, small, latency, tail, t1, in_step):
+    """What the step spends communicating, in words; in_step: a and tail
+    were timed in training's pattern (else a is the row's time alone and
+    tail is small x latency)."""
+    gradient = ("all-reduce of %s at %s bus bandwidth takes %.1f ms"
+                % (allreduce_logs.size_text(row["nbytes"]),
+                   rate_text(row["busbw_gbps"]), row["seconds"] * 1e3))
+    if in_step:
+        gradient += (" alone, %.1f ms on average between compute steps as "
+                     "in training" % (a * 1e3))
+    if not small:
+        return "%s: %s, %.0f%% of the 1-device step (%.1f ms)" % (
+            _weight(a / t1, False), gradient, 100 * a / t1, t1 * 1e3)
+    latency_bound = tail > a
+    each = ("(%.2f ms each alone)" % (latency * 1e3) if in_step else
+            "x %.2f ms" % (latency * 1e3))
+    where = " in training's pattern" if in_step else ""
+    parts = ("%d collectives %s = %.1f ms per step%s (the step's small "
+             "all-reduces, such as metric results), and the gradient's %s"
+             % (small, each, tail * 1e3, where, gradient)
+             if latency_bound else
+             "%s, and %d small collectives %s add %.1f ms%s" % (
+                 gradient, small, each, tail * 1e3, where))
+    return "%s: %s; together %.0f%% of the 1-device step (%.1f ms)" % (
+        _weight((a + tail) / t1, latency_bound), parts,
+        100 * (a + tail) / t1, t1 * 1e3)
+
+
+def _wait_text(wait, penalty, t1):
+    """The compute-after-a-wait measurement in words ('' without one)."""
+    if not wait:
+        return ""
+    text = ("; compute after a %.1f ms wait took %.2fx the back-to-back "
+            "step (measured beside the all-reduce)" % (
+                wait["gap_seconds"] * 1e3, wait["penalty"]))
+    if penalty > 1:
+        return text + ", so no overlap charges %.1f ms of compute" % (
+            penalty * t1 * 1e3)
+    return text + ", so no overlap charges the 1n1g step's compute"
+
+
+def explain(case, measured, t1, row, devices, latency=None, wait=None,
+            run_spread=0.0):
+    """The model's numbers and a sentence for one case; latency: the
+    small all-reduce's row (seconds each, per_step of them), or None;
+    wait: the case's compute-after-a-wait measurement (penalty,
+    gap_seconds), or None; run_spread: spread(), relative."""
+    small = latency["per_step"] if latency else 0
+    lat = latency["seconds"] if latency else 0.0
+    in_step = (wait or {}).get("in_step")
+    if in_step:  # timed as training runs it (allreduce/in_step.py)
+        a, tail = in_step["gradient_seconds"], in_step["small_seconds"]
+    else:
+        a, tail = row["seconds"], small * lat
+    penalty = charged_penalty(wait["penalty"]) if wait else 1.0
+    lower, upper = bounds(t1, a, devices, tail, penalty)
+    slowest = no_overlap_step(t1, a, tail, penalty)
+    text = ("%s%s; predicted speedup %.2f (no overlap) to %.2f (full "
+            "overlap)" % (_communication_text(row, a, small, lat, tail, t1,
+                                              bool(in_step)),
+                          _wait_text(wait, penalty, t1), lower, upper))
+    verdict = None
+    tolerance = max(TOLERANCE, 2 * run_spread)
+    within = ("within %.0f%%, twice the runs' spread" % (100 * tolerance)
+              if tolerance > TOLERANCE else
+              "within %.0f%%" % (100 * TOLERANCE))
+    if measured is not None:
+        step = devices * t1 / measured  # the N-device step the speed implies
+        if measured < lower * (1 - tolerance):
+            verdict = "below"
+            text += ("; measured %.2f is below (not %s): the step takes "
+                     "%.1f ms, "
+                     "%.1f ms more than compute plus all the communication "
+                     "(input pipeline, host overhead, stragglers or "
+                     "contention)" % (measured, within, step * 1e3,
+                                      (step - slowest) * 1e3))
+        elif measured > upper * (1 + tolerance):
+            verdict = "above"
+            text += ("; measured %.2f is above (not %s): the step (%.1f ms) "
+                     "is shorter than the model allows, so the 1n1g "
+                     "baseline ran slower per device than this case" % (
+                         measured, within, step * 1e3))
+        else:
+            verdict = "inside"
+            hidden = (slowest - step) / min(a, t1) if a > 0 else 1.0
+            if hidden <= 0 or measured <= lower * (1 + tolerance):
+                # as close to the bound as the measurements can tell
+                text += ("; measured %.2f is at the no-overlap bound (%s): "
+                         "no measurable part of the all-reduce is hidden "
+                         "behind compute" % (measured, within))
+            else:
+                text += ("; measured %.2f is inside: about %.0f%% of the "
+                         "all-reduce is hidden behind compute" % (
+                             measured, 100 * min(1.0, hidden)))
+    return {"compute_ms": t1 * 1e3, "allreduce_ms": row["seconds"] * 1e3,
+            "allreduce_in_step_ms": a * 1e3 if in_step else None,
+            "small_in_step_ms": tail * 1e3 if in_step else None,
+            "allreduce_bytes": row["nbytes"], "allreduce_dtype": row["dtype"],
+            "busbw_gbps": row["busbw_gbps"], "small_collectives": small,
+            "latency_ms": lat * 1e3, "compute_penalty": penalty,
+            "compute_wait": {"gap_ms": wait["gap_seconds"] * 1e3,
+                             "measured_penalty": wait["penalty"],
+                             "runs": wait.get("runs")} if wait else None,
+            "lower": lower, "upper": upper,
+            "measured": measured, "verdict": verdict,
+            "run_spread": run_spread, "tolerance": tolerance,
+            "explanation": "%s %s" % (case, text)}
+
+
+def apply(result, table, waits=None):
+    """Adds the model to every multi-device case of every section that has
+    a 1n1g median and an all-reduce of the model's gradient in the case;
+    waits: case -> compute-after-a-wait (allreduce_logs.compute_waits).
+    Returns the explanations (also under each entry's scaling_model)."""
+    texts = []
+    for model_result in result.values():
+        base = model_result.get("1n1g")
+        if not base or not base.get("median_speed_unrounded"):
+            continue
+        t1 = base["batch_size_per_device"] / base["median_speed_unrounded"]
+        for case, entry in model_result.items():
+            devices = entry.get("num_devices") or 0
+            rows = table.get(case) or []
+            row = gradient_allreduce(rows)
+            if devices < 2 or row is None:
+                continue
+            measured = entry.get("speedup_unrounded") \
+                if entry.get("speedup_baseline") == "1n1g" else None
+            wait = (waits or {}).get(case)
+            model = explain(case, measured, t1, row, devices,
+                            latency_row(rows), wait,
+                            spread(entry.get("cv"), base.get("cv"), t1, wait))
+            entry["scaling_model"] = model
+            entry["speedup_bounds"] = {"lower": round(model["lower"], 4),
+                                       "upper": round(model["upper"], 4)}
+            texts.append(model["explanation"])
+        if any("speedup_bounds" in e for e in model_result.values()):
+            base["speedup_bounds"] = {"lower": 1.0, "upper": 1.0}
+    return texts

@@ -1,0 +1,276 @@
+"""Small helpers shared by tests: tiny configs, free ports, CLI runs."""
+
+import copy
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from official_bench.contracts.hostport import free_ports
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+# DLPerf's six TF 2.3 ResNet-50 YAMLs, kept as fixtures (header names the
+# source); the suite must never read anything outside the repository.
+DLPERF_CONFIGS = os.path.join(REPO, "tests", "fixtures", "dlperf")
+DLPERF_NAMES = ("gpu.yaml", "gpu_fp16.yaml", "two_node_gpu.yaml",
+                "two_node_gpu_fp16.yaml", "multi_node_gpu.yaml",
+                "multi_node_gpu_fp16.yaml")
+EXAMPLES = os.path.join(REPO, "configs", "examples", "resnet", "imagenet")
+# The regex DLPerf's tooling uses on lines containing "TimeHistory".
+DLPERF_REGEX = re.compile(r", (\d+.\d+) examples/second ")
+
+def fixture_set(directory, pattern="*.yaml", required=()):
+    """Sorted paths matching pattern; raises when the set is empty or lacks a
+    required name, so a parametrized test can never shrink to a skip."""
+    import glob
+    paths = sorted(glob.glob(os.path.join(directory, pattern)))
+    names = {os.path.basename(p) for p in paths}
+    missing = [n for n in required if n not in names]
+    if not paths or missing:
+        raise FileNotFoundError(
+            f"fixture set {os.path.join(directory, pattern)} is "
+            f"{'empty' if not paths else 'missing ' + ', '.join(missing)}")
+    return paths
+
+
+TINY = {
+    "runtime": {"distribution_strategy": "one_device", "num_gpus": 0},
+    "model": {"name": "resnet_cifar", "model_params": {"depth": 8},
+              "learning_rate": {"name": "constant", "initial_lr": 0.05,
+                                "warmup_epochs": 0}},
+    "train_dataset": {"builder": "synthetic", "image_size": 16,
+                      "num_classes": 10, "batch_size": 8,
+                      "num_examples": 800},
+    "validation_dataset": {"builder": "synthetic", "image_size": 16,
+                           "num_classes": 10, "batch_size": 8,
+                           "num_examples": 32},
+    "train": {"epochs": 1, "steps": 6,
+              "time_history": {"log_steps": 2, "progress_seconds": 3600}},
+    "evaluation": {"skip_eval": True},
+}
+
+
+def tiny(**sections):
+    """TINY with nested overrides: tiny(runtime={"seed": 1})."""
+    cfg = copy.deepcopy(TINY)
+    for key, value in sections.items():
+        if isinstance(value, dict) and isinstance(cfg.get(key), dict):
+            _merge(cfg[key], value)
+        else:
+            cfg[key] = value
+    return cfg
+
+
+def _merge(dst, src):
+    for k, v in src.items():
+        if isinstance(v, dict) and isinstance(dst.get(k), dict):
+            _merge(dst[k], v)
+        else:
+            dst[k] = v
+
+
+TINY_OVERRIDE = ",".join([
+    "runtime.num_gpus=0",
+    "model.name=resnet_cifar", "model.model_params.depth=8",
+    "train_dataset.builder=synthetic", "train_dataset.image_size=16",
+    "train_dataset.num_classes=10", "train_dataset.batch_size=4",
+    "validation_dataset.builder=synthetic",
+    "validation_dataset.image_size=16", "validation_dataset.num_classes=10",
+    "validation_dataset.batch_size=4", "validation_dataset.num_examples=16",
+    "train.steps=6", "train.time_history.log_steps=2",
+    "evaluation.skip_eval=true",
+])
+
+
+def consecutive_free_port(n):
+    """A port p with p..p+n-1 all free on 127.0.0.1 (worker i binds p + i)."""
+    for _ in range(100):
+        base = free_ports(1)[0]
+        if base + n > 65535:
+            continue
+        socks = []
+        try:
+            for port in range(base, base + n):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError(f"no {n} consecutive free ports")
+
+
+def extract_tables(tmp_path, log_dir, python=sys.executable):
+    """The extractor (root entry, as DLPerf users run it) on a run-script log
+    tree: its JSON table (the 'rn50' part) and its Markdown."""
+    out = subprocess.run(
+        [python, os.path.join(REPO, "extract_tensorflow_logs.py"),
+         "--log_dir", str(log_dir), "--warmup_batches", "2",
+         "--train_batches", "6", "--output_dir", str(tmp_path / "result"),
+         "--no_plot"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    result = tmp_path / "result"
+    table = json.loads((result / f"{log_dir.name}_result.json")
+                       .read_text())["rn50"]
+    markdown = "".join(p.read_text() for p in result.glob("*.md"))
+    return table, markdown
+
+
+def cli_env(extra=None):
+    env = dict(os.environ)
+    env.pop("TF_CONFIG", None)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra or {})
+    return env
+
+
+def cli(args, timeout=300, env=None, **kwargs):
+    """Runs the trainer CLI; returns CompletedProcess (stdout+stderr)."""
+    return subprocess.run(
+        [sys.executable, "-m", "official_bench.classifier_trainer"] + args,
+        cwd=REPO, env=cli_env(env), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, timeout=timeout, **kwargs)
+
+
+_STEP_LINE = re.compile(r"examples/second between steps \d+ and (\d+)")
+
+
+def trainer_cmd(model_dir, override, *extra):
+    return [sys.executable, "-m", "official_bench.classifier_trainer",
+            "--mode=train", f"--model_dir={model_dir}",
+            f"--params_override={override}", *extra]
+
+
+class LiveProcess:
+    """A trainer process whose output is read as it comes: its lines, the
+    last TimeHistory step, and `on_step(step)` called (in the reader
+    thread, while the process is still inside fit) at each interval end."""
+
+    def __init__(self, cmd, on_step=None, env=None):
+        self.proc = subprocess.Popen(
+            cmd, cwd=REPO, env=cli_env(env), stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True)
+        self.lines, self.step, self.on_step = [], 0, on_step
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line)
+            m = _STEP_LINE.search(line)
+            if m:
+                self.step = int(m.group(1))
+                if self.on_step:
+                    self.on_step(self.step)
+
+    @property
+    def output(self):
+        return "".join(self.lines)
+
+    @property
+    def last_line(self):
+        return [l for l in self.output.splitlines() if l.strip()][-1]
+
+    def wait_for_step(self, step, timeout=300):
+        deadline = time.monotonic() + timeout
+        while self.step < step and self.proc.poll() is None and \
+                time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert self.step >= step, self.output[-3000:]
+
+    def finish(self, timeout):
+        """Waits; still running at the deadline means SIGKILL."""
+        try:
+            self.proc.wait(timeout=timeout)
+        finally:
+            kill_all([self])
+        self._reader.join(timeout=10)
+        return self.proc.returncode
+
+
+def kill_all(processes):
+    for p in processes:
+        proc = getattr(p, "proc", p)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def loopback_hosts(n):
+    """n free ports on 127.0.0.1 and the worker_hosts string for them."""
+    ports = free_ports(n)
+    return ports, ",".join(f"127.0.0.1:{p}" for p in ports)
+
+
+def thread_count(pid):
+    """Threads of a process, from /proc/<pid>/status."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+    raise AssertionError(f"no Threads line for pid {pid}")
+
+
+def start_service(*args, python=sys.executable, env=None, timeout=120):
+    """A tf.data service dispatcher or worker (official_bench.data.feeds.service)
+    once it prints its ready line: (process, its lines so far)."""
+    proc = subprocess.Popen(
+        [python, "-m", "official_bench.data.feeds.service", *args], cwd=REPO,
+        env=cli_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True)
+    lines, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if "ready on port" in line:
+            return proc, lines
+    kill_all([proc])
+    raise AssertionError("service did not start:\n" + "".join(lines))
+
+
+INSTALL_HOROVOD = os.path.join(REPO, "scripts", "install_horovod.sh")
+
+
+def horovod_venv():
+    """The venv scripts/install_horovod.sh builds (`make horovod`), or skip."""
+    venv = subprocess.run(["bash", INSTALL_HOROVOD, "--print-venv"],
+                          text=True, capture_output=True).stdout.strip()
+    if subprocess.run(["bash", INSTALL_HOROVOD, "--check"],
+                      capture_output=True).returncode != 0:
+        pytest.skip(f"Horovod venv not built at {venv}: run `make horovod` "
+                    "(scripts/install_horovod.sh)")
+    return venv
+
+
+def horovod_env(venv, extra=None):
+    """The environment of a horovodrun test: the venv's bin first on PATH
+    (horovodrun starts the ranks from it), this checkout and tests/ on
+    PYTHONPATH (the check scripts import official_bench and support), tf-keras,
+    no GPU."""
+    return cli_env(dict({"PATH": os.path.join(venv, "bin") + os.pathsep +
+                         os.environ.get("PATH", ""),
+                         "PYTHONPATH": os.pathsep.join(
+                             [REPO, os.path.join(REPO, "tests")]),
+                         "TF_USE_LEGACY_KERAS": "1",
+                         "CUDA_VISIBLE_DEVICES": ""}, **(extra or {})))
+
+
+def horovodrun(venv, *args):
+    """horovodrun -np 2 --gloo on this machine, running the venv's python
+    with `args`."""
+    return [os.path.join(venv, "bin", "horovodrun"), "-np", "2", "-H",
+            "localhost:2", "--gloo", os.path.join(venv, "bin", "python"),
+            *args]

@@ -1,0 +1,35 @@
+"""The run scripts run as a user would, with no knob of the test process's
+environment leaking in."""
+
+import os
+import subprocess
+import sys
+
+from official_bench.launch import settings as settings_lib
+from support.helpers import REPO
+
+PY = os.environ.get("OB_TEST_PYTHON", sys.executable)
+
+
+SCRIPTS = {m: os.path.join(REPO, f"run_{n}_node.sh")
+           for m, n in (("single", "single"), ("two", "two"),
+                        ("multi", "multi"))}
+
+
+def clean_env(tmp_path, **knobs):
+    """The test process's environment without any launcher knob, TF_CONFIG
+    or Slurm variable, plus `knobs` (upper-cased)."""
+    drop = {k.env for k in settings_lib.KNOBS} | {"TF_CONFIG"} | \
+        set(settings_lib.SLURM_VARS)
+    env = {k: v for k, v in os.environ.items()
+           if k not in drop and not k.startswith("SLURM")}
+    env.update(PYTHON=PY, LOG_DIR=str(tmp_path / "logs"),
+               MODEL_DIR=str(tmp_path / "model_dir"), SLEEP_SECONDS="0")
+    env.update({k.upper(): str(v) for k, v in knobs.items()})
+    return env
+
+
+def script(mode, tmp_path, *args, timeout=60, **knobs):
+    return subprocess.run(["bash", SCRIPTS[mode], *args], cwd=tmp_path,
+                          env=clean_env(tmp_path, **knobs),
+                          capture_output=True, text=True, timeout=timeout)

@@ -1,0 +1,362 @@
+"""The outside-TensorFlow sources (python, zmq, service) under several
+workers and Horovod ranks: each gets its own share.
+
+Where each (source x strategy) pair is covered:
+
+| source  | one_device | mirrored | multi_worker_mirrored | horovod |
+|---------|------------|----------|-----------------------|---------|
+| python  | test_data_python | test_data_python | test_data_python (2 workers, pipeline ids) | here (horovodrun, pipeline ids) |
+| zmq     | test_data_zmq | test_data_zmq (2 producers) | test_data_zmq (2 workers, port + i) | here (horovodrun, port + rank) |
+| service | test_data_service | here | here (2 workers, pipeline ids) | here (horovodrun) |
+| records | test_training and others | test_data_records (sharding, in process) | through service (the trainer builds the pipeline) | here (horovodrun) |
+
+"Own share" means: python sources are called with the worker's or rank's
+input pipeline id (recorded by the source itself); a zmq worker or rank
+binds port + its id and only its own producer connects there, so the run
+finishes only if every rank got batches from its own producer; a service
+job registered by pipeline i runs the records pipeline sharded for i (the
+in-process test reads the labels of each pipeline's files back).
+
+The Horovod runs need the venv scripts/install_horovod.sh builds (skip with
+the reason otherwise; the CPU test of Distribution.dataset under a fake
+Horovod covers the rank -> input pipeline decision here).
+"""
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from support.helpers import (REPO, TINY_OVERRIDE, cli, cli_env,
+                     consecutive_free_port, free_ports, horovod_env,
+                     horovod_venv, horovodrun, kill_all, start_service)
+
+from official_bench.config import DatasetConfig
+from official_bench.data.feeds import service_feed
+from official_bench.runtime.keras_setup import tf
+
+TESTS = os.path.join(REPO, "tests")
+
+
+# -- helpers ---------------------------------------------------------------
+
+def _two_file_records(root, per_file=8):
+    """train-0000{0,1}-of-00002: every record of file k has label k (after
+    the classic layout's 1-based offset), so labels name the file read."""
+    from official_bench.data.build.build_records import classic_example
+    from support.records import noisy_jpeg as _noisy_jpeg
+    os.makedirs(root, exist_ok=True)
+    for k in range(2):
+        path = os.path.join(root, f"train-0000{k}-of-00002")
+        with tf.io.TFRecordWriter(path) as writer:
+            for i in range(per_file):
+                writer.write(classic_example(_noisy_jpeg(10 * k + i), k + 1,
+                                             12, 12))
+    return str(root)
+
+
+def _service(python, *args, timeout=180):
+    """A dispatcher or worker process, once it prints its ready line."""
+    return start_service(*args, python=python, timeout=timeout,
+                         env={"CUDA_VISIBLE_DEVICES": ""})[0]
+
+
+def _service_cluster(python, workers=1):
+    """(dispatcher address, processes): a dispatcher and `workers` workers
+    on 127.0.0.1."""
+    dport, *wports = free_ports(1 + workers)
+    procs = [_service(python, "--dispatcher", "--port", str(dport))]
+    try:
+        for port in wports:
+            procs.append(_service(
+                python, "--worker", "--dispatcher_address",
+                f"127.0.0.1:{dport}", "--port", str(port),
+                "--worker_address", "127.0.0.1"))
+    except BaseException:
+        kill_all(procs)
+        raise
+    return f"127.0.0.1:{dport}", procs
+
+
+SERVICE_DATA = (",train_dataset.image_size=8,train_dataset.num_classes=2,"
+                "validation_dataset.num_classes=2,"
+                "validation_dataset.image_size=8,"
+                "model.model_params.num_classes=2")
+
+
+# -- the share logic, in process (CPU) -------------------------------------
+
+def test_each_service_pipeline_reads_its_own_files(tmp_path):
+    """A dispatcher and a worker in this process; pipeline 0 of 2 must see
+    only file 0's labels, pipeline 1 only file 1's."""
+    data_dir = _two_file_records(tmp_path / "data")
+    service = tf.data.experimental.service
+    dispatcher = service.DispatchServer(service.DispatcherConfig(port=0))
+    address = dispatcher.target.split("://")[1]
+    worker = service.WorkerServer(service.WorkerConfig(
+        dispatcher_address=address, worker_address="127.0.0.1:%port%"))
+    try:
+        ds = DatasetConfig(builder="service", data_dir=data_dir,
+                           split="train", image_size=8, num_classes=2,
+                           one_hot=False, data_service_address=address,
+                           data_service_timeout_seconds=60)
+        seen = {}
+        for pid in range(2):
+            ctx = tf.distribute.InputContext(num_input_pipelines=2,
+                                             input_pipeline_id=pid)
+            dataset = service_feed.service_dataset(ds, ctx, 4, True, 0)
+            seen[pid] = sorted({int(label) for _, labels in
+                                dataset.take(4).as_numpy_iterator()
+                                for label in labels})
+        assert seen == {0: [0], 1: [1]}
+    finally:
+        worker.stop()
+        dispatcher.stop()
+
+
+class _FakeHorovod:
+    """rank 1 of 2: what Distribution.dataset asks Horovod."""
+    rank = staticmethod(lambda: 1)
+    size = staticmethod(lambda: 2)
+
+
+def pipeline_source(ctx):
+    """Labels = this pipeline's id, so the batches say who made them."""
+    images = np.zeros((ctx.batch_size, ctx.image_size, ctx.image_size,
+                       ctx.num_channels), ctx.image_dtype)
+    labels = np.full((ctx.batch_size,), ctx.input_pipeline_id, np.int32)
+    while True:
+        yield images, labels
+
+
+def test_horovod_rank_is_the_input_pipeline_id():
+    """CPU sibling of the horovodrun tests: under horovod the dataset is
+    built for input pipeline <rank> of <size>, with the global batch
+    divided by size."""
+    from official_bench.data.fit_input import fit_input
+    from official_bench.runtime.distribute import Distribution
+    from official_bench.config.strategies import traits
+    dist = Distribution(traits=traits("horovod"),
+                        strategy=tf.distribute.get_strategy(),
+                        num_replicas=2, is_chief=False, logs_throughput=False,
+                        hvd=_FakeHorovod())
+    ds = DatasetConfig(builder="python", image_size=8, num_classes=4,
+                       one_hot=False, python_source="test_data_sources_"
+                                                    "strategies:pipeline_source")
+    images, labels = next(iter(fit_input(dist, ds, 8, True, 0).data))
+    assert images.shape == (4, 8, 8, 3)  # global 8 / 2 ranks
+    assert labels.numpy().tolist() == [1, 1, 1, 1]
+
+
+def test_zmq_first_batch_that_never_comes_is_a_timeout():
+    """No producer at all: the first batch times out like any other."""
+    pytest.importorskip("zmq")
+    from official_bench.data.feeds import batch_spec, zmq_feed
+    ep = f"tcp://127.0.0.1:{free_ports(1)[0]}"
+    spec = batch_spec.BatchSpec(4, 16, 3, 10, "float32")
+    start = time.monotonic()
+    with pytest.raises(zmq_feed.ZmqFeedError) as e:
+        next(zmq_feed.receive([ep], True, 1.0, spec))
+    assert time.monotonic() - start < 10
+    assert re.search(r"no batch for 1 s \(zmq_timeout_seconds\) on "
+                     rf"{re.escape(ep)} after 0 batches; producers last "
+                     r"heard from: none", str(e.value))
+
+
+def test_zmq_interface_name_endpoint_gives_each_worker_its_port():
+    """One config for every node: tcp://<interface>:port binds that
+    interface on whichever host the worker runs, at port + its id."""
+    zmq = pytest.importorskip("zmq")
+    from official_bench.data.feeds import batch_spec, zmq_feed, zmq_wire
+    base = consecutive_free_port(2)
+    endpoints = zmq_feed.worker_endpoints([f"tcp://lo:{base}"], 1)
+    assert endpoints == [f"tcp://lo:{base + 1}"]
+    spec = batch_spec.BatchSpec(4, 16, 3, 10, "float32")
+    feed = zmq_feed.receive(endpoints, True, 20.0, spec)
+    sock = zmq.Context.instance().socket(zmq.PUSH)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(f"tcp://127.0.0.1:{base + 1}")
+    try:
+        sock.send_multipart(zmq_wire.encode(
+            np.zeros((4, 16, 16, 3), np.float32), np.arange(4, dtype=np.int32),
+            "via-lo", 0))
+        images, labels = next(feed)
+    finally:
+        sock.close(0)
+        feed.close()
+    assert images.shape == (4, 16, 16, 3) and labels.tolist() == [0, 1, 2, 3]
+
+
+# -- service under mirrored and multi_worker_mirrored (CLI) ----------------
+
+@pytest.mark.slow
+def test_service_feeds_two_mirrored_replicas_in_bfloat16(tmp_path):
+    import json
+    data_dir = _two_file_records(tmp_path / "data")
+    address, procs = _service_cluster(sys.executable)
+    try:
+        r = cli(["--mode=train", f"--model_dir={tmp_path / 'm'}",
+                 "--params_override=" + TINY_OVERRIDE + SERVICE_DATA +
+                 ",train_dataset.builder=service,train_dataset.data_dir="
+                 f"{data_dir},train_dataset.data_service_address={address},"
+                 "runtime.distribution_strategy=mirrored,"
+                 "runtime.cpu_devices=2,train.steps=4,"
+                 "runtime.mixed_precision_dtype=bfloat16"], timeout=600)
+    finally:
+        kill_all(procs)
+    assert r.returncode == 0, r.stdout[-4000:]
+    assert "2 replicas x 4 images" in r.stdout, r.stdout[-4000:]
+    assert f"runs on the tf.data service at {address} (input pipeline 0)" \
+        in r.stdout
+    result = json.load(open(tmp_path / "m" / "result.json"))
+    assert result["environment"]["dtype"] == "bfloat16"
+
+
+@pytest.mark.slow
+@pytest.mark.multiworker
+def test_service_feeds_two_multi_worker_mirrored_workers(tmp_path):
+    """Two trainers on 127.0.0.1 share one dispatcher and two service
+    workers; each registers its own job, for its own input pipeline."""
+    data_dir = _two_file_records(tmp_path / "data")
+    address, procs = _service_cluster(sys.executable, workers=2)
+    hosts = ",".join(f"127.0.0.1:{p}" for p in free_ports(2))
+    trainers = []
+    try:
+        for i in range(2):
+            override = (
+                TINY_OVERRIDE + SERVICE_DATA +
+                ",runtime.distribution_strategy=multi_worker_mirrored,"
+                f"runtime.worker_hosts='{hosts}',runtime.task_index={i},"
+                "runtime.all_reduce_alg=ring,runtime.peer_timeout_seconds=180,"
+                "train.steps=4,train_dataset.builder=service,"
+                f"train_dataset.data_dir={data_dir},"
+                f"train_dataset.data_service_address={address}")
+            trainers.append(subprocess.Popen(
+                [sys.executable, "-m", "official_bench.classifier_trainer",
+                 "--mode=train", f"--model_dir={tmp_path / str(i)}",
+                 f"--params_override={override}"], cwd=REPO,
+                env=cli_env(), stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, text=True))
+        outs = [t.communicate(timeout=600)[0] for t in trainers]
+    finally:
+        kill_all(trainers + procs)
+    for i, (t, out) in enumerate(zip(trainers, outs)):
+        assert t.returncode == 0, out[-4000:]
+        assert f"runs on the tf.data service at {address} (input pipeline " \
+               f"{i})" in out, out[-4000:]
+    assert "global batch 8" in outs[0]  # 4 per replica x 2 workers
+
+
+# -- horovodrun -np 2 (the Horovod venv) -----------------------------------
+
+def _hvd_env(venv):
+    """horovod_env, with the tests' python sources importable by the ranks."""
+    return horovod_env(venv, {"PYTHONPATH": os.pathsep.join(
+        [REPO, TESTS] + [p for p in [os.environ.get("PYTHONPATH")] if p])})
+
+
+def _horovodrun(venv, tmp_path, override, timeout=600):
+    """horovodrun -np 2 --gloo the trainer CLI; (returncode, output)."""
+    cmd = horovodrun(venv, "-m", "official_bench.classifier_trainer",
+                     "--mode=train", f"--model_dir={tmp_path / 'm'}",
+                     f"--params_override={TINY_OVERRIDE},train.steps=4,"
+                     f"runtime.distribution_strategy=horovod,{override}")
+    p = subprocess.run(cmd, cwd=REPO, env=_hvd_env(venv), text=True,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=timeout)
+    return p.returncode, p.stdout
+
+
+@pytest.fixture(scope="module")
+def hvd_venv():
+    return horovod_venv()
+
+
+@pytest.mark.slow
+@pytest.mark.multiworker
+def test_horovod_ranks_each_call_the_python_source_for_their_rank(
+        hvd_venv, tmp_path):
+    rc, out = _horovodrun(
+        hvd_venv, tmp_path, "train_dataset.builder=python,"
+        "train_dataset.python_source=test_data_python:recording_source,"
+        f"train_dataset.data_dir={tmp_path}")
+    assert rc == 0, out[-4000:]
+    seen = sorted(open(tmp_path / f).read() for f in os.listdir(tmp_path)
+                  if f.startswith("pipeline-"))
+    assert seen == ["0 of 2", "1 of 2"]
+    assert "global batch 8" in out  # 4 per rank x 2 ranks
+
+
+@pytest.mark.slow
+@pytest.mark.multiworker
+def test_horovod_ranks_each_bind_their_zmq_port(hvd_venv, tmp_path):
+    """Rank r binds port + r; producer r connects to that port only, so
+    both ranks finish only if each got its own producer's batches."""
+    probe = subprocess.run([os.path.join(hvd_venv, "bin", "python"), "-c",
+                            "import zmq"], env=_hvd_env(hvd_venv),
+                           capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"pyzmq is not installed in the Horovod venv {hvd_venv} "
+                    "(re-run scripts/install_horovod.sh: it installs the [test] "
+                    "extra, which lists pyzmq)")
+    base = consecutive_free_port(2)
+    producers = [subprocess.Popen(
+        [sys.executable, "-m", "official_bench.data.feeds.zmq_producer",
+         "--connect", f"tcp://127.0.0.1:{base + r}", "--synthetic",
+         "--batch_size", "4", "--image_size", "16", "--num_classes", "10",
+         "--name", f"for-rank{r}", "--send_timeout_seconds", "300"],
+        cwd=REPO, env=cli_env(), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True) for r in range(2)]
+    try:
+        rc, out = _horovodrun(
+            hvd_venv, tmp_path, "train_dataset.builder=zmq,"
+            f"train_dataset.zmq_endpoints=[tcp://127.0.0.1:{base}],"
+            "train_dataset.zmq_timeout_seconds=120")
+    finally:
+        kill_all(producers)
+    assert rc == 0, out[-4000:]
+    assert "global batch 8" in out
+
+
+@pytest.mark.slow
+@pytest.mark.multiworker
+def test_horovod_ranks_each_register_their_service_pipeline(
+        hvd_venv, tmp_path):
+    # The servers run the venv's TensorFlow too: a pipeline serialised by
+    # TensorFlow 2.18 is not sent to a 2.21 worker here.
+    data_dir = _two_file_records(tmp_path / "data")
+    address, procs = _service_cluster(
+        os.path.join(hvd_venv, "bin", "python"))
+    try:
+        rc, out = _horovodrun(
+            hvd_venv, tmp_path, SERVICE_DATA.lstrip(",") +
+            ",train_dataset.builder=service,"
+            f"train_dataset.data_dir={data_dir},"
+            f"train_dataset.data_service_address={address}")
+    finally:
+        kill_all(procs)
+    assert rc == 0, out[-4000:]
+    for rank in range(2):
+        assert re.search(rf"^\[{rank}\].*runs on the tf.data service at "
+                         rf"{re.escape(address)} \(input pipeline {rank}\)",
+                         out, re.M), out[-4000:]
+
+
+@pytest.mark.slow
+@pytest.mark.multiworker
+def test_horovod_ranks_train_from_records(hvd_venv, tmp_path):
+    """The records builder itself under horovodrun (the service test above
+    sends the same pipeline to the service instead)."""
+    data_dir = _two_file_records(tmp_path / "data")
+    rc, out = _horovodrun(
+        hvd_venv, tmp_path, SERVICE_DATA.lstrip(",") +
+        f",train_dataset.builder=records,train_dataset.data_dir={data_dir}")
+    assert rc == 0, out[-4000:]
+    assert "global batch 8" in out
+    for rank in range(2):
+        assert re.search(rf"^\[{rank}\].*train_dataset: 2 classic record "
+                         r"file\(s\) for split train", out, re.M), out[-4000:]

@@ -1,0 +1,102 @@
+"""multi_worker_mirrored on the IPv6 loopback: '[::1]:port' end to end."""
+
+import json
+import socket
+
+import pytest
+
+from support.helpers import TINY_OVERRIDE
+from support.multiworker import train_two_workers
+
+pytestmark = pytest.mark.multiworker
+
+
+def _free_ipv6_ports(n):
+    """n free ports on ::1, or None when this machine has no IPv6 loopback."""
+    if not socket.has_ipv6:
+        return None
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+            socks.append(s)
+            s.bind(("::1", 0))
+        return [s.getsockname()[1] for s in socks]
+    except OSError:
+        return None
+    finally:
+        for s in socks:
+            s.close()
+
+
+@pytest.mark.slow
+def test_two_workers_train_on_ipv6_loopback(tmp_path):
+    ports = _free_ipv6_ports(2)
+    if ports is None:
+        pytest.skip("no IPv6 loopback here (socket.has_ipv6 is false or "
+                    "binding ::1 fails)")
+    hosts = ",".join(f"[::1]:{p}" for p in ports)
+    common = (f"{TINY_OVERRIDE},runtime.peer_timeout_seconds=120,"
+              "runtime.seed=7,train.steps=3")
+    # Both the worker_hosts config check and TF_CONFIG take '[::1]:port'.
+    train_two_workers(str(tmp_path), hosts, common)
+
+
+@pytest.mark.slow
+def test_launcher_to_trainer_on_ipv6_loopback(tmp_path):
+    """run_two_node.sh twice with NODES=[::1]:p0,[::1]:p1 (issue 11 §6): the
+    launcher's node list, its barrier (bound to ::1, with the same
+    BARRIER_SECRET on both nodes) and the trainer's config check all take
+    the bracketed form; both nodes finish with result files."""
+    import os
+    import subprocess
+    import sys
+
+    from official_bench.launch import settings as settings_lib
+    ports = _free_ipv6_ports(3)
+    if ports is None:
+        pytest.skip("no IPv6 loopback here (socket.has_ipv6 is false or "
+                    "binding ::1 fails)")
+    repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    drop = {k.env for k in settings_lib.KNOBS} | {"TF_CONFIG",
+                                                  settings_lib.SECRET_ENV}
+    base = {k: v for k, v in os.environ.items()
+            if k not in drop and not k.startswith("SLURM")}
+    base.update(
+        PYTHON=os.environ.get("OB_TEST_PYTHON", sys.executable),
+        LOG_DIR=str(tmp_path / "logs"), MODEL_DIR=str(tmp_path / "model_dir"),
+        SLEEP_SECONDS="0", DEVICE="cpu", STEPS="4", LOG_STEPS="2",
+        PARAMS_OVERRIDE=",".join([
+            "model.name=resnet_cifar", "model.model_params.depth=8",
+            "train_dataset.image_size=16", "train_dataset.num_classes=10",
+            "validation_dataset.image_size=16",
+            "validation_dataset.num_classes=10", "evaluation.skip_eval=true"]),
+        RUN_TIMEOUT="240", KILL_AFTER="10", BARRIER_TIMEOUT="60",
+        PEER_TIMEOUT="120", BARRIER_SECRET="v6-secret",
+        NODES=f"[::1]:{ports[0]},[::1]:{ports[1]}", BARRIER_PORT=str(ports[2]))
+    procs = []
+    try:
+        for index in (0, 1):
+            procs.append(subprocess.Popen(
+                ["timeout", "-k", "10", "400", "bash",
+                 os.path.join(repo, "run_two_node.sh"), "4", "fp32", "1"],
+                cwd=tmp_path, env=dict(base, TASK_INDEX=str(index)),
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                start_new_session=True))
+        outs = [p.communicate(timeout=420)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, 9)
+                p.wait()
+    assert [p.returncode for p in procs] == [0, 0], "\n".join(outs)
+    assert f"barrier: serving on [::1]:{ports[2]} for 2 nodes" in outs[0]
+    for out in outs:
+        assert "authenticated (key: BARRIER_SECRET (env))" in out
+        assert "done: 1 of 1 run(s) ok on every node" in out
+    root = tmp_path / "logs" / "tensorflow" / "resnet50" / "bz4" / "2n1g"
+    chief = json.loads((root / "rn50_b4_fp32_1.json").read_text())
+    worker = json.loads((root / "node1" / "rn50_b4_fp32_1.json").read_text())
+    assert chief["environment"]["num_workers"] == 2
+    assert chief["task"]["index"] == 0 and worker["task"]["index"] == 1
+    assert chief["history"]["loss"] == worker["history"]["loss"]

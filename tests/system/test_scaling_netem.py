@@ -1,0 +1,192 @@
+"""The scaling model against real runs (issue 14 §4): two "hosts" in
+network namespaces joined by a veth pair (tests/system/test_launch_netns.py's
+fixture), the link limited with `tc ... tbf` to a few rates. At each rate
+the run scripts measure the all-reduce of the model's gradient, the latency
+of a small all-reduce and the number of small collectives in the model's
+train step (BENCH=allreduce), then train on both hosts; with a 1n1g run as
+the baseline the extractor predicts the 2n1g speedup's bounds and prints
+its verdict at every rate (-s shows them).
+
+Asserted: at every rate the measured speedup is inside the predicted
+bounds, a bound counting as met within twice the measurements' run-to-run
+spread (each measurement runs RUNS times; extract/scaling.py); the
+all-reduce gets faster with the rate; the step's 6 small collectives were
+counted from the traced step at every rate (the 6 metric-state reads
+beside the 1 gradient pack; official_bench/allreduce/collectives.py) and their
+latency measured; the step's communication in training's pattern and the
+compute after a wait that long were measured on both workers and charged
+(official_bench/allreduce/in_step.py, allreduce/compute_wait.py); at 20 Mbit/s the
+communication outweighs a step's compute.
+
+How it got there (BENCHMARKS.md, "Scaling model validated"): the model
+fell 5-25% below the no-overlap bound until (1) the communication in
+training's pattern was taken from the one process that communicated
+least, not from each phase's fastest process cycle by cycle, which
+dropped every stall twice, and (2) the token bucket's burst was cut from
+32 KB to 4 KB: a bucket refilled during compute made the gradient's
+all-reduce bimodal (120 or 140-200 ms at 20 Mbit/s). Since then the
+prediction's error was -0.8% on average (24 rate-runs, sd 8%), and a
+single run still moves by up to 10% (a ~10 ms step at unlimited; one
+1n1g run in nine ran 33% slow), which is why a bound is met within the
+runs' spread rather than within a fixed 3%.
+
+What makes the experiment as fair as it can be on a CPU machine: each
+process is pinned to its own core (taskset), the 1n1g baseline to one core
+too, so a worker of the two-host run computes as fast as the baseline does
+and the link is what differs, and the baseline is repeated right before
+each rate. The model is small (resnet_cifar depth 8: 78,042 parameters, a
+312 KB gradient), so that at 20 Mbit/s its all-reduce (~0.14 s) outweighs a
+step's compute, at 100 Mbit/s is comparable, and unlimited costs little.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+
+import pytest
+
+from support.netns import env_for, two_hosts  # noqa: F401 (fixture)
+from support.run_scripts import PY, REPO
+
+RATES = ("20mbit", "100mbit", None)  # None: the veth's own speed
+BATCH = 16
+LOG_STEPS, WARMUP = 10, 20
+# Steps per rate: about a second of counted 1n1g steps per run where a
+# step is short (~3.5 ms here; 40 counted steps would be 0.14 s, where one
+# disturbed interval moves the result by a tenth).
+STEPS = {"20mbit": 60, "100mbit": 300, None: 400}
+# Cycles of the step's communication in training's pattern and of compute
+# after a wait (allreduce_bench --compute_wait_cycles): about 3 s each.
+CYCLES = {"20mbit": 20, "100mbit": 80, None: 250}
+TINY = ",".join([
+    "model.name=resnet_cifar", "model.model_params.depth=8",
+    "train_dataset.image_size=16", "train_dataset.num_classes=10",
+    "validation_dataset.image_size=16", "validation_dataset.num_classes=10",
+    "evaluation.skip_eval=true", "runtime.sample_period_seconds=0",
+])
+KNOBS = dict(LOG_STEPS=LOG_STEPS, PARAMS_OVERRIDE=TINY)
+RUNS = 3  # of each measurement per rate: the verdict allows their spread
+
+
+def tc(ns, dev, rate):
+    """Egress of `dev` in `ns` limited to `rate` (both ends get one, so
+    both directions are limited); None removes the limit."""
+    base = ["ip", "netns", "exec", ns, "tc", "qdisc"]
+    subprocess.run(base + ["del", "dev", dev, "root"], capture_output=True)
+    if rate:
+        # A small burst: a 32 KB bucket refilled while the workers computed
+        # and made the next all-reduce 10% faster than the one after it.
+        out = subprocess.run(base + ["add", "dev", dev, "root", "tbf",
+                                     "rate", rate, "burst", "4kb",
+                                     "latency", "400ms"],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            pytest.skip(f"tc tbf not possible here: {out.stderr.strip()}")
+
+
+def both(tmp_path, hosts, log_dir, **knobs):
+    """RUNS runs of run_two_node.sh in each namespace, host k pinned to
+    core k."""
+    procs = []
+    try:
+        for k, ns in enumerate(hosts):
+            env = env_for(tmp_path, ns, **KNOBS, **knobs)
+            env["LOG_DIR"] = str(log_dir)
+            procs.append(subprocess.Popen(
+                ["ip", "netns", "exec", ns, "taskset", "-c", str(k % 2),
+                 "timeout", "-k", "10", "500", "bash",
+                 os.path.join(REPO, "run_two_node.sh"), str(BATCH), "fp32",
+                 str(RUNS)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, text=True, start_new_session=True))
+        outs = [p.communicate(timeout=540)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    assert [p.returncode for p in procs] == [0, 0], "\n".join(outs)
+
+
+def baseline(tmp_path, log_dir, **knobs):
+    """RUNS 1n1g runs, on core 0 alone."""
+    env = env_for(tmp_path, "base", **KNOBS, **knobs)
+    env["LOG_DIR"] = str(log_dir)
+    out = subprocess.run(
+        ["taskset", "-c", "0", "bash",
+         os.path.join(REPO, "run_single_node.sh"), str(BATCH), "fp32",
+         str(RUNS)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=500)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.multiworker
+def test_measured_speedup_inside_predicted_bounds(tmp_path, two_hosts):
+    if shutil.which("tc") is None or shutil.which("taskset") is None:
+        pytest.skip("needs tc (iproute2) and taskset (util-linux)")
+    tag = two_hosts[0][:-1]
+    devs = (f"{tag}va", f"{tag}vb")
+    models = {}
+    for rate in RATES:
+        for ns, dev in zip(two_hosts, devs):
+            tc(ns, dev, rate)
+        logs = tmp_path / f"rate-{rate or 'unlimited'}"
+        # The baseline right before the two-host run: the machine's speed
+        # drifts with other jobs' load, and T1 must be the same load's.
+        steps = STEPS[rate]
+        baseline(tmp_path, logs, STEPS=steps)
+        both(tmp_path, two_hosts, logs, BENCH="allreduce",
+             ALLREDUCE_ARGS="--sizes=model --dtypes=float32 --iters=20 "
+             f"--compute_wait_cycles={CYCLES[rate]}")
+        both(tmp_path, two_hosts, logs, STEPS=steps)
+        tree = logs / "tensorflow" / "resnet50" / f"bz{BATCH}"
+        out = subprocess.run(
+            [PY, os.path.join(REPO, "extract_tensorflow_logs.py"),
+             "--log_dir", str(tree), "--warmup_batches", str(WARMUP),
+             "--train_batches", str(steps), "--output_dir",
+             str(tmp_path / "result" / str(rate)), "--no_plot"],
+            capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        models[rate] = json.loads(out.stdout)["rn50"]["2n1g"]["scaling_model"]
+    report = "\n".join(f"{r or 'unlimited'} (tolerance "
+                       f"{m['tolerance']:.0%}): {m['explanation']}"
+                       for r, m in models.items())
+    print(report)
+    # The link is what the rates change: the all-reduce gets faster.
+    times = [models[r]["allreduce_ms"] for r in RATES]
+    assert times[0] > times[1] > times[2], report
+    # The count comes from the traced step, and the latency was measured.
+    for rate, m in models.items():
+        assert m["small_collectives"] == 6, report
+        assert m["latency_ms"] > 0, report
+    # At 20 Mbit/s the communication outweighs a step's compute: a model
+    # without it (speedup 2) would be far off.
+    slow = models[RATES[0]]
+    assert slow["allreduce_ms"] + slow["small_collectives"] * \
+        slow["latency_ms"] > slow["compute_ms"], report
+    # The all-reduce benchmark timed the step's communication in
+    # training's pattern and the model's compute after a wait that long,
+    # on both workers (the run scripts carry both to the extractor, which
+    # charges them): the gap is the in-step A + k L.
+    for rate, m in models.items():
+        wait = m["compute_wait"]
+        assert wait is not None and wait["measured_penalty"] > 0, report
+        assert m["allreduce_in_step_ms"] > 0 and \
+            m["small_in_step_ms"] > 0, report
+        # (medians over the runs: of the sums, against the sum of medians)
+        assert wait["gap_ms"] == pytest.approx(
+            m["allreduce_in_step_ms"] + m["small_in_step_ms"],
+            rel=0.15), report
+        assert "on average between compute steps as in training" in \
+            m["explanation"], report
+        assert "compute after a %.1f ms wait" % wait["gap_ms"] in \
+            m["explanation"], report
+    # The issue's test: at every rate the measured speedup is inside the
+    # bounds, within twice the runs' spread (at least 3%).
+    for rate, m in models.items():
+        assert m["run_spread"] > 0, report  # RUNS runs were compared
+        assert m["verdict"] == "inside", report
+        assert m["lower"] * (1 - m["tolerance"]) <= m["measured"] <= \
+            m["upper"] * (1 + m["tolerance"]), report

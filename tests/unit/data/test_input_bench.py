@@ -1,0 +1,59 @@
+"""python -m official_bench.data.input_bench: the input pipeline alone."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from support.helpers import REPO, TINY_OVERRIDE, cli_env
+
+from official_bench.data import input_bench
+
+RATE = re.compile(r"input_bench: (\d+) steps, ([\d.]+) images/second from "
+                  r"this worker's input pipeline alone")
+
+
+def _run(*extra, seconds="3"):
+    override = ",".join([TINY_OVERRIDE, "train.steps=100000",
+                         "train.time_history.log_steps=5", *extra])
+    env = cli_env({"PYTHONPATH": os.pathsep.join(
+        [REPO, os.path.join(REPO, "tests")])})
+    return subprocess.run(
+        [sys.executable, "-m", "official_bench.data.input_bench",
+         f"--params_override={override}", f"--seconds={seconds}"],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, timeout=240)
+
+
+def test_bad_seconds_is_a_usage_error():
+    with pytest.raises(SystemExit) as e:
+        input_bench.parse_args(["--seconds=0"])
+    assert e.value.code == 2
+
+
+@pytest.mark.slow
+def test_rates_of_a_slow_source_and_synthetic_data():
+    slow = _run("train_dataset.builder=python",
+                "train_dataset.python_source=support.python_sources:slow_source")
+    assert slow.returncode == 0, slow.stdout[-3000:]
+    # The trainer's progress output: TimeHistory and step lines.
+    assert re.search(r"TimeHistory: [\d.]+ seconds, [\d.]+ examples/second "
+                     r"between steps 0 and 5", slow.stdout)
+    assert "official_bench: step " in slow.stdout
+    steps, rate = RATE.search(slow.stdout).groups()
+    # 4 images per 0.15 s batch: at most ~27 images/second.
+    assert float(rate) < 30 and int(steps) >= 10
+    fast = _run()
+    assert fast.returncode == 0, fast.stdout[-3000:]
+    assert float(RATE.search(fast.stdout).group(2)) > 10 * float(rate)
+
+
+def test_pipeline_errors_exit_1_naming_the_source():
+    p = _run("train_dataset.builder=python",
+             "train_dataset.python_source=support.python_sources:float64_source",
+             seconds="2")
+    assert p.returncode == 1, p.stdout[-3000:]
+    assert "error: official_bench: python_source support.python_sources:" \
+           "float64_source: batch 0: images dtype float64" in p.stdout

@@ -1,0 +1,120 @@
+"""builder: service: a real tf.data service dispatcher and two workers on
+127.0.0.1 (python -m official_bench.data.feeds.service), a CLI training run
+through them, and a clear error when no dispatcher is there."""
+
+import time
+
+import pytest
+
+from support.helpers import TINY_OVERRIDE, cli, free_ports, kill_all, start_service
+
+from official_bench.config import ConfigError, load_config
+from official_bench.data.feeds import service
+
+pytestmark = pytest.mark.slow
+
+
+def _records(root):
+    from support.records import write_records as write
+    return write(root, count=16)
+
+
+def test_trains_through_a_dispatcher_and_two_workers(tmp_path):
+    data_dir = _records(tmp_path / "data")
+    dport, w1, w2 = free_ports(3)
+    procs = []
+    try:
+        dispatcher, dlines = start_service("--dispatcher", "--port", str(dport))
+        procs.append(dispatcher)
+        assert any("no authentication" in l for l in dlines), dlines
+        for port in (w1, w2):
+            procs.append(start_service("--worker", "--dispatcher_address",
+                                f"127.0.0.1:{dport}", "--port",
+                                str(port))[0])
+        override = TINY_OVERRIDE + (
+            f",train_dataset.builder=service,train_dataset.data_dir="
+            f"{data_dir},train_dataset.data_service_address=127.0.0.1:"
+            f"{dport},train_dataset.image_size=8,"
+            "model.model_params.num_classes=3,train_dataset.num_classes=3,"
+            "validation_dataset.num_classes=3,validation_dataset.image_size=8,"
+            "runtime.distribution_strategy=one_device")
+        r = cli(["--mode=train", f"--model_dir={tmp_path / 'm'}",
+                 f"--params_override={override}"], timeout=600)
+        assert r.returncode == 0, r.stdout[-4000:]
+        assert "runs on the tf.data service at 127.0.0.1" in r.stdout
+        assert "no authentication or encryption" in r.stdout
+        assert "examples/second" in r.stdout
+    finally:
+        kill_all(procs)
+
+
+def test_missing_dispatcher_fails_within_the_timeout(tmp_path):
+    data_dir = _records(tmp_path / "data")
+    port = free_ports(1)[0]
+    override = TINY_OVERRIDE + (
+        f",train_dataset.builder=service,train_dataset.data_dir={data_dir},"
+        f"train_dataset.data_service_address=127.0.0.1:{port},"
+        "train_dataset.data_service_timeout_seconds=2")
+    start = time.monotonic()
+    r = cli(["--mode=train", f"--params_override={override}"], timeout=300)
+    assert r.returncode != 0
+    assert f"no tf.data service dispatcher at 127.0.0.1:{port} after 2 s" \
+        in r.stdout, r.stdout[-3000:]
+    assert f"--dispatcher --port {port}" in r.stdout
+    assert time.monotonic() - start < 120
+
+
+def test_dispatcher_without_workers_fails_within_the_timeout(tmp_path):
+    """A dispatcher with no worker: TensorFlow's client would wait for one
+    forever; the trainer's probe gives up after the timeout."""
+    from official_bench.contracts import exit_status
+    data_dir = _records(tmp_path / "data")
+    port = free_ports(1)[0]
+    dispatcher, _ = start_service("--dispatcher", "--port", str(port))
+    try:
+        override = TINY_OVERRIDE + (
+            f",train_dataset.builder=service,train_dataset.data_dir="
+            f"{data_dir},train_dataset.data_service_address=127.0.0.1:"
+            f"{port},train_dataset.data_service_timeout_seconds=4")
+        start = time.monotonic()
+        r = cli(["--mode=train", f"--model_dir={tmp_path / 'm'}",
+                 f"--params_override={override}"], timeout=300)
+        took = time.monotonic() - start
+    finally:
+        kill_all([dispatcher])
+    assert r.returncode == exit_status.FAILED, r.stdout[-3000:]
+    last = [l for l in r.stdout.splitlines() if l.strip()][-1]
+    assert last.startswith(
+        f"error: official_bench: the tf.data service dispatcher at "
+        f"127.0.0.1:{port} answers, but no worker served a batch within 4 s "
+        "(train_dataset.data_service_address; "
+        "train_dataset.data_service_timeout_seconds)"), r.stdout[-3000:]
+    assert f"--worker --dispatcher_address 127.0.0.1:{port}" in last
+    assert not (tmp_path / "m" / "result.json").exists()
+    assert took < 200, took
+
+
+def test_cli_arguments_are_checked():
+    with pytest.raises(SystemExit):
+        service.parse_args(["--worker", "--port", "5000"])
+    with pytest.raises(SystemExit):
+        service.parse_args(["--dispatcher", "--port", "70000"])
+    args = service.parse_args(["--worker", "--port", "5001",
+                               "--dispatcher_address", "127.0.0.1:5000"])
+    assert args.worker and args.worker_address == "localhost"
+
+
+@pytest.mark.parametrize("override,message", [
+    ("train_dataset.builder=service,train_dataset.data_dir=/d",
+     r"train_dataset.data_service_address: builder service needs"),
+    ("train_dataset.builder=service,train_dataset.data_dir=/d,"
+     "train_dataset.data_service_address=nohost",
+     r"'nohost' is not host:port"),
+    ("train_dataset.builder=service,train_dataset.data_dir=/d,"
+     "train_dataset.data_service_address=h:1,"
+     "train_dataset.skip_bad_records=true",
+     r"train_dataset.skip_bad_records: builder service cannot"),
+])
+def test_config_errors(override, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(params_override=override)

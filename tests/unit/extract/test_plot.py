@@ -1,0 +1,119 @@
+"""The extractor's plot: per-run interval series, the interval panel, model bounds.
+
+Series are checked without matplotlib; the drawing tests inspect the artists
+matplotlib was given (lines, their data, the bounds band), not pixels.
+"""
+
+import pytest
+
+from support import logkit as kit
+
+from official_bench.extract import extractor as extract
+from official_bench.extract import plot
+from official_bench.extract import series as runseries
+
+
+def _tree(tmp_path):
+    """1n1g: three runs (warm-up 50, then 300/310/320; run 2 has a result JSON
+    with unrounded speeds); 1n2g: two runs and a crashed one."""
+    logs = tmp_path / "bz128"
+    for index, speed in ((1, 300), (3, 320)):
+        kit.write_run(logs, "1n1g", [50] + [speed] * 5, index=index)
+    path = kit.write_run(logs, "1n1g", [50] + [310] * 5, index=2)
+    exact = [50.004] + [310.004] * 5  # the log lines say 50.00 and 310.00
+    kit.write_json(path[:-4] + ".json", kit.result_json(
+        [(k * 100, k * 100 + 100, e) for k, e in enumerate(exact)], 128, 1,
+        kit.environment(num_replicas=1, gpu_names=["GPU-A"], hostname="h2")))
+    kit.write_run(logs, "1n2g", [90] + [600] * 5, index=1)
+    kit.write_run(logs, "1n2g", [90] + [620] * 5, index=2)
+    kit.write_run(logs, "1n2g", [90, 600], index=3, finished=False,
+                  exception="RuntimeError: boom")
+    return extract.extract(str(logs))
+
+
+def test_series_hold_every_interval_from_the_measured_source(tmp_path):
+    extraction = _tree(tmp_path)
+    series = runseries.collect(extraction.outcomes)
+    assert list(series) == ["rn50"]
+    one = {r.index: r for r in series["rn50"]["1n1g"]}
+    assert sorted(one) == [1, 2, 3]
+    # warm-up included: the first interval (ending at step 100) is there
+    assert one[1].end_steps == [100, 200, 300, 400, 500, 600]
+    assert one[1].examples_per_second == [50, 300, 300, 300, 300, 300]
+    # run 2's speed came from its JSON, so its points are the JSON's values
+    assert one[2].examples_per_second == [50.004] + [310.004] * 5
+    assert one[2].hostname == "h2" and one[1].hostname is None
+    assert [r.median for r in (one[1], one[2], one[3])] == [False, True, False]
+
+
+def test_crashed_runs_are_not_drawn_and_even_counts_take_the_lower_median(tmp_path):
+    series = runseries.collect(_tree(tmp_path).outcomes)
+    two = series["rn50"]["1n2g"]
+    assert [r.index for r in two] == [1, 2]  # run 3 crashed
+    assert [r.median for r in two] == [True, False]  # 600 < 620
+
+
+def _axes(count=1):
+    from matplotlib.figure import Figure
+    fig = Figure()
+    return fig.subplots(1, count) if count > 1 else fig.subplots()
+
+
+def test_interval_panel_draws_each_case_median_solid_and_window(tmp_path):
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed")
+    extraction = _tree(tmp_path)
+    series = runseries.collect(extraction.outcomes)
+    ax = _axes()
+    plot._draw_intervals(ax, extraction.result, series)
+    labelled = {line.get_label(): line for line in ax.lines
+                if not line.get_label().startswith("_")}
+    assert sorted(labelled) == ["1n1g (median run 2)", "1n2g (median run 1)"]
+    median = labelled["1n1g (median run 2)"]
+    assert list(median.get_xdata()) == [100, 200, 300, 400, 500, 600]
+    assert list(median.get_ydata()) == [50.004] + [310.004] * 5
+    faint = [line for line in ax.lines if line.get_label().startswith("_")]
+    assert len(faint) == 3 and all(line.get_alpha() < 1 for line in faint)
+    # runs of one case share the median run's colour
+    ones = [line for line in ax.lines if list(line.get_ydata())[1] in (300, 320)]
+    assert {line.get_color() for line in ones} == {median.get_color()}
+    window = [p for p in ax.patches if p.get_label() == "counted steps 100-600"]
+    assert len(window) == 1
+
+
+def test_bounds_band_drawn_only_where_a_model_gave_bounds():
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed")
+    entries = {"1n1g": {"median_speed": 300.0, "speedup": 1.0,
+                        "speedup_baseline": "1n1g"},
+               "1n4g": {"median_speed": 1100.0, "speedup": 3.67,
+                        "speedup_baseline": "1n1g"}}
+    ax_speed, ax_speedup = _axes(2)
+    plot._draw(ax_speed, ax_speedup, "rn50", entries)
+    assert len(ax_speedup.collections) == 0  # no model, no band
+    with_bounds = {c: dict(e) for c, e in entries.items()}
+    with_bounds["1n1g"][plot.BOUNDS_KEY] = {"lower": 1.0, "upper": 1.0}
+    with_bounds["1n4g"][plot.BOUNDS_KEY] = {"lower": 3.2, "upper": 3.9}
+    ax_speed, ax_speedup = _axes(2)
+    plot._draw(ax_speed, ax_speedup, "rn50", with_bounds)
+    bands = [c for c in ax_speedup.collections
+             if c.get_label() == "rn50 model bounds"]
+    assert len(bands) == 1
+    ys = {round(float(y), 2) for x, y in bands[0].get_paths()[0].vertices if x == 4}
+    assert ys == {3.2, 3.9}
+
+
+def test_bounds_that_are_not_numbers_are_ignored():
+    entries = {"1n1g": {"median_speed": 1.0, plot.BOUNDS_KEY: {"lower": 1.0}},
+               "1n2g": {"median_speed": 2.0, plot.BOUNDS_KEY: {"lower": "1.5",
+                                                              "upper": 2.0}},
+               "1n4g": {"median_speed": 3.0, plot.BOUNDS_KEY: {"lower": 3,
+                                                              "upper": 3.8}}}
+    assert plot.speedup_bounds(entries) == [(4, 3, 3.8)]
+
+
+def test_png_without_series_has_only_the_scaling_panels():
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed")
+    import io
+    from matplotlib import image
+    data = plot.png_bytes({"rn50": {"1n1g": {"median_speed": 300.0,
+                                             "speedup": 1.0}}})
+    assert image.imread(io.BytesIO(data)).shape[:2] == (450, 1100)

@@ -1,0 +1,175 @@
+"""TimeHistory: interval arithmetic, the log line, sync points, statistics."""
+
+import pytest
+
+from support.helpers import DLPERF_REGEX
+from official_bench.measure import timing
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+class Loss:
+    """A 'tensor' whose float() records that the host waited for it."""
+
+    def __init__(self, value, reads):
+        self.value, self.reads = value, reads
+
+    def __float__(self):
+        self.reads.append(self.value)
+        return self.value
+
+
+def drive(th, clock, step_seconds, reads=None, test_at=None):
+    reads = [] if reads is None else reads
+    th.on_train_begin()
+    for i, sec in enumerate(step_seconds):
+        clock.now += sec
+        th.on_train_batch_end(i, {"loss": Loss(float(i), reads)})
+        if test_at is not None and i == test_at:
+            th.on_test_begin()
+            clock.now += 100.0  # evaluation must not count
+            th.on_test_end()
+    th.on_train_end()
+    return reads
+
+
+def test_intervals_use_global_batch_and_exact_line_format():
+    clock, lines = FakeClock(), []
+    th = timing.TimeHistory(global_batch=256, log_steps=2, total_steps=6,
+                            progress_seconds=1e9,
+                            log_fn=lambda fmt, *a: lines.append(fmt % a
+                                                                if a else fmt),
+                            clock=clock)
+    drive(th, clock, [1.0, 1.0, 0.5, 0.5, 0.25, 0.25])
+    th_lines = [l for l in lines if "TimeHistory" in l]
+    assert th_lines[0] == ("TimeHistory: 2.00 seconds, 256.00 examples/second "
+                           "between steps 0 and 2")
+    assert th_lines[1].endswith("512.00 examples/second between steps 2 and 4")
+    assert th_lines[2].endswith("1024.00 examples/second between steps 4 "
+                                "and 6")
+    rates = [float(DLPERF_REGEX.search(l).group(1)) for l in th_lines]
+    assert rates == [256.0, 512.0, 1024.0]
+
+
+def test_syncs_only_where_it_logs():
+    clock = FakeClock()
+    th = timing.TimeHistory(8, log_steps=3, total_steps=9,
+                            progress_seconds=1e9, log_fn=lambda *a: None,
+                            clock=clock)
+    reads = drive(th, clock, [1.0] * 9)
+    # Steps 3, 6 and 9 close intervals (0-based batch 2, 5, 8); 9 is also
+    # the last step. No other step waits for the device.
+    assert reads == [2.0, 5.0, 8.0]
+
+
+def test_evaluation_time_is_left_out():
+    clock = FakeClock()
+    th = timing.TimeHistory(10, log_steps=2, total_steps=4,
+                            progress_seconds=1e9, log_fn=lambda *a: None,
+                            clock=clock)
+    drive(th, clock, [1.0] * 4, test_at=2)
+    assert [round(i.seconds, 6) for i in th.intervals] == [2.0, 2.0]
+    assert th.wall_time == pytest.approx(4.0)
+
+
+def test_progress_lines_on_long_runs():
+    clock, lines = FakeClock(), []
+    th = timing.TimeHistory(4, log_steps=100, total_steps=10,
+                            progress_seconds=2.5,
+                            log_fn=lambda fmt, *a: lines.append(fmt % a),
+                            clock=clock)
+    drive(th, clock, [1.0] * 10)
+    progress = [l for l in lines if "official_bench: step" in l]
+    assert progress[0].startswith("official_bench: step 3/10 (30%)")
+    assert "ETA" in progress[0] and "loss 2.0000" in progress[0]
+    assert progress[-1].startswith("official_bench: step 10/10 (100%)")
+
+
+def test_stats_leave_out_warmup_and_report_spread():
+    intervals = [timing.Interval(0, 10, 10.0, 10.0),
+                 timing.Interval(10, 20, 1.0, 100.0),
+                 timing.Interval(20, 30, 0.5, 200.0),
+                 timing.Interval(30, 40, 1.0, 100.0)]
+    steps = [1.0] * 10 + [0.1] * 10 + [0.05] * 10 + [0.1] * 9 + [0.3]
+    s = timing.compute_stats(intervals, steps, 10, total_steps=40,
+                             wall_time=12.5, global_batch=10, num_replicas=2,
+                             log_steps=10)
+    assert s.warmup_excluded
+    assert s.average_examples_per_second == pytest.approx(400 / 3)
+    assert s.median_examples_per_second == 100.0
+    assert s.per_replica_examples_per_second == pytest.approx(200 / 3)
+    assert s.step_time_median == pytest.approx(0.1)
+    assert s.step_time_p99 == pytest.approx(0.3)
+    assert s.num_images == 400 and s.per_replica_batch_size == 5
+    assert "official_bench: run finished" in s.summary()
+
+
+def test_short_run_counts_everything_and_says_so():
+    intervals = [timing.Interval(0, 2, 2.0, 4.0)]
+    s = timing.compute_stats(intervals, [1.0, 1.0], 100, total_steps=2,
+                             wall_time=2.0, global_batch=4, num_replicas=1,
+                             log_steps=2)
+    assert not s.warmup_excluded
+    assert s.average_examples_per_second == 4.0
+    assert "too short" in s.summary()
+
+
+def test_run_shorter_than_one_interval_reports_the_whole_run():
+    s = timing.compute_stats([], [2.0, 1.0, 1.0], 0, total_steps=3,
+                             wall_time=4.0, global_batch=8, num_replicas=2,
+                             log_steps=100)
+    assert s.basis == "whole_run"
+    assert s.average_examples_per_second == 6.0  # 24 images in 4 s
+    assert s.per_replica_examples_per_second == 3.0
+    assert "over the whole run, warm-up included" in s.summary()
+    assert "6.00 examples/second" in s.summary()
+
+
+def test_percentile_is_nearest_rank():
+    values = list(range(1, 101))
+    assert timing.percentile(values, 99) == 99
+    assert timing.percentile(values, 50) == 50
+    assert timing.percentile([5.0], 99) == 5.0
+
+
+def test_steps_per_loop_counts_steps_from_the_batch_index():
+    """Keras calls once per loop of 5 steps with the loop's last batch index;
+    two epochs of 10 steps (batches restart at 0 in each epoch)."""
+    clock, lines = FakeClock(), []
+    th = timing.TimeHistory(8, log_steps=10, total_steps=20,
+                            progress_seconds=1e9,
+                            log_fn=lambda fmt, *a: lines.append(fmt % a),
+                            clock=clock)
+    th.on_train_begin()
+    for epoch in range(2):
+        th.on_epoch_begin(epoch)
+        for batch in (4, 9):
+            clock.now += 2.5  # 0.5 s per step
+            th.on_train_batch_end(batch, {"loss": 1.0})
+    th.on_train_end()
+    assert th.step == 20
+    assert [(i.start_step, i.end_step) for i in th.intervals] == \
+        [(0, 10), (10, 20)]
+    assert [i.examples_per_second for i in th.intervals] == [16.0, 16.0]
+    assert th.step_times == [0.5] * 20
+    assert lines[0].endswith("16.00 examples/second between steps 0 and 10")
+
+
+def test_steps_per_loop_after_a_resume():
+    clock = FakeClock()
+    th = timing.TimeHistory(8, log_steps=4, total_steps=12,
+                            progress_seconds=1e9, initial_step=4,
+                            log_fn=lambda *a: None, clock=clock)
+    th.on_train_begin()
+    th.on_epoch_begin(1)
+    for batch in (1, 3):
+        clock.now += 1.0
+        th.on_train_batch_end(batch, {"loss": 1.0})
+    assert th.step == 8
+    assert [(i.start_step, i.end_step) for i in th.intervals] == [(4, 8)]

@@ -1,0 +1,81 @@
+"""The absl CLI in a subprocess: flags, exit codes, DLPerf YAMLs, log lines."""
+
+import json
+import os
+
+from support.helpers import DLPERF_CONFIGS, DLPERF_REGEX, TINY_OVERRIDE, cli
+from official_bench.contracts import exit_status
+
+
+def test_help_lists_model_garden_flags():
+    p = cli(["--help"], timeout=120)
+    assert p.returncode == exit_status.OK
+    for flag in ("--mode", "--model_type", "--dataset", "--model_dir",
+                 "--data_dir", "--config_file", "--params_override",
+                 "--log_steps", "--num_gpus", "--[no]run_eagerly"):
+        assert flag in p.stdout
+
+
+def test_bad_config_exits_2_naming_the_key(tmp_path):
+    p = cli([f"--model_dir={tmp_path}",
+             "--params_override=runtime.distribution_strategy=mirored"],
+            timeout=120)
+    assert p.returncode == exit_status.CONFIG
+    assert "runtime.distribution_strategy: unknown strategy 'mirored'; " \
+           "valid: off, one_device, mirrored, multi_worker_mirrored" in p.stdout
+    assert not os.listdir(tmp_path)  # nothing written
+
+
+def test_stray_words_are_refused_by_both_entry_points(tmp_path):
+    """absl leaves words it did not parse; the trainer and the all-reduce
+    benchmark (same flags, same first steps) name them and write nothing."""
+    import subprocess
+    import sys
+    from support.helpers import REPO, cli_env
+    for module in ("official_bench.classifier_trainer",
+                   "official_bench.allreduce.bench"):
+        p = subprocess.run([sys.executable, "-m", module,
+                            f"--model_dir={tmp_path}", "stray"], cwd=REPO,
+                           env=cli_env(), capture_output=True, text=True,
+                           timeout=120)
+        assert p.returncode == exit_status.CONFIG, (module, p.stderr)
+        assert "error: unexpected arguments ['stray']; see --help" in p.stderr
+    assert not os.listdir(tmp_path)
+
+
+def test_unknown_key_in_config_file_names_file(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("train:\n  stepz: 3\n")
+    p = cli([f"--config_file={bad}", f"--model_dir={tmp_path / 'm'}"],
+            timeout=120)
+    assert p.returncode == 2
+    assert "train.stepz: unknown key" in p.stdout and str(bad) in p.stdout
+
+
+def test_eval_without_checkpoint_is_a_clear_error(tmp_path):
+    p = cli([f"--model_dir={tmp_path}", "--mode=eval",
+             f"--params_override={TINY_OVERRIDE}"], timeout=120)
+    assert p.returncode == 2
+    assert f"no checkpoint (model.ckpt-*) in model_dir '{tmp_path}'" in p.stdout
+
+
+def test_dlperf_gpu_yaml_runs_on_cpu_through_cli(tmp_path):
+    """gpu.yaml unchanged + CPU overrides; explicit flags beat the YAML."""
+    p = cli(["--mode=train", "--model_type=resnet_cifar",
+             "--dataset=imagenet", f"--model_dir={tmp_path}",
+             f"--config_file={os.path.join(DLPERF_CONFIGS, 'gpu.yaml')}",
+             f"--params_override={TINY_OVERRIDE},train.steps=4",
+             "--num_gpus=0", "--log_steps=1"], timeout=300)
+    assert p.returncode == exit_status.OK, p.stdout[-3000:]
+    lines = [l for l in p.stdout.splitlines() if "TimeHistory" in l]
+    assert len(lines) == 4  # --log_steps=1 beat log_steps=2 in the override
+    for line in lines:
+        assert DLPERF_REGEX.search(line)
+        assert "] TimeHistory: " in line  # through absl logging
+    result = json.load(open(tmp_path / "result.json"))
+    cfg = result["config"]
+    assert cfg["model"]["name"] == "resnet_cifar"
+    assert cfg["model"]["optimizer"]["momentum"] == 0.875  # from gpu.yaml
+    assert cfg["train"]["time_history"]["log_steps"] == 1
+    assert cfg["runtime"]["batchnorm_spatial_persistent"] is True
+    assert "official_bench: run finished" in p.stdout

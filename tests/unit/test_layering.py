@@ -1,0 +1,182 @@
+"""Arrows only point down: every import of every module obeys the one order
+of layers declared in docs/design.md, and the TensorFlow-free folders stay
+TensorFlow-free through everything they import."""
+
+import ast
+import pathlib
+import re
+
+import pytest
+
+from support.helpers import REPO
+
+PACKAGE = pathlib.Path(REPO) / "official_bench"
+TOP = "official_bench"  # the entry points at the top of the package
+TF_ROOTS = ("tensorflow", "tf_keras", "keras", "horovod")
+
+
+def declared_layers(text):
+    """The ```layers block of docs/design.md: a list of (folders, tf_free)
+    per line, highest first."""
+    block = re.search(r"```layers\n(.*?)```", text, re.S)
+    if not block:
+        raise AssertionError("docs/design.md has no ```layers block")
+    layers = []
+    for line in block.group(1).splitlines():
+        words, _, note = line.partition("#")
+        if not words.strip():
+            continue
+        folders = words.split()
+        tf_free = set()
+        for part in note.split(";"):
+            if part.strip().endswith("tf-free"):
+                named = part.replace("tf-free", "").replace(":", " ")
+                named = named.replace(",", " ").split()
+                tf_free |= set(named) if named else set(folders)
+        layers.append((folders, tf_free))
+    return layers
+
+
+def imports_of(path):
+    """Every official_bench module or outside package `path` imports, at any
+    depth (lazy imports inside functions too), as dotted names."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            assert node.level == 0, f"{path}: relative import"
+            if node.module != TOP:  # `from official_bench import x`: x counts
+                found.add(node.module)
+            found |= {f"{node.module}.{a.name}" for a in node.names
+                      if node.module.startswith(TOP)}
+    return found
+
+
+def module_name(path):
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def folder_of(dotted, folders):
+    """The layer folder of an official_bench module name; TOP for the
+    entry points and the package itself."""
+    parts = dotted.split(".")
+    if len(parts) > 1 and parts[1] in folders:
+        return parts[1]
+    return TOP
+
+
+def modules():
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def upward_imports(mods, layers):
+    rank = {f: i for i, (fs, _) in enumerate(layers) for f in fs}
+    peers = {f: set(fs) for fs, _ in layers for f in fs}
+    bad = []
+    for name, path in mods.items():
+        src = folder_of(name, rank)
+        for target in imports_of(path):
+            if not target.startswith(TOP):
+                continue
+            dst = folder_of(target, rank)
+            if dst == src:
+                continue
+            if rank[dst] < rank[src]:
+                bad.append(f"{name} imports {target} ({dst} is above {src})")
+            elif dst in peers[src]:
+                bad.append(f"{name} imports {target} ({dst} is {src}'s peer)")
+    return bad
+
+
+def tensorflow_reached(mods, layers):
+    """For each module in a tf-free folder, the first chain of imports that
+    reaches TensorFlow (or Keras, or Horovod)."""
+    folders = {f for fs, _ in layers for f in fs}
+    free = {f for _, tf_free in layers for f in tf_free}
+    graph = {n: imports_of(p) for n, p in mods.items()}
+    bad = []
+    for name in mods:
+        if folder_of(name, folders) not in free:
+            continue
+        seen, stack = {name}, [(name, [name])]
+        while stack:
+            node, chain = stack.pop()
+            for target in sorted(graph.get(node, ())):
+                if target.split(".")[0] in TF_ROOTS:
+                    bad.append(" -> ".join(chain + [target]))
+                    stack = []
+                    break
+                if target in mods and target not in seen:
+                    seen.add(target)
+                    stack.append((target, chain + [target]))
+    return bad
+
+
+@pytest.fixture(scope="module")
+def layers():
+    return declared_layers((pathlib.Path(REPO) / "docs" / "design.md")
+                           .read_text())
+
+
+def test_every_folder_of_the_package_is_declared(layers):
+    declared = [f for fs, _ in layers for f in fs]
+    assert declared[0] == TOP and len(declared) == len(set(declared))
+    on_disk = {p.parent.relative_to(PACKAGE).parts[0]
+               for p in PACKAGE.rglob("__init__.py") if p.parent != PACKAGE}
+    assert on_disk == set(declared) - {TOP}
+
+
+def test_top_of_the_package_holds_only_the_entry_points():
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == [
+        "__init__.py", "classifier_trainer.py", "trainer.py"]
+
+
+def test_no_import_points_upwards_or_sideways(layers):
+    mods = modules()
+    assert len(mods) > 100, sorted(mods)  # the walk found the package
+    assert upward_imports(mods, layers) == []
+
+
+def test_tensorflow_free_folders_stay_free(layers):
+    free = {f for _, tf_free in layers for f in tf_free}
+    assert free == {"launch", "extract", "config", "contracts", "host"}
+    assert tensorflow_reached(modules(), layers) == []
+
+
+def test_the_checks_see_a_violation(tmp_path, layers):
+    """Each spelling of an upward, sideways or TensorFlow import is caught."""
+    pkg = tmp_path / "official_bench"
+    for folder in ("data", "models", "launch", "extract", "host"):
+        (pkg / folder).mkdir(parents=True)
+        (pkg / folder / "__init__.py").write_text("")
+    (pkg / "data" / "a.py").write_text(
+        "def f():\n    import official_bench.models.resnet\n")
+    (pkg / "data" / "b.py").write_text("from official_bench import models\n")
+    (pkg / "launch" / "c.py").write_text(
+        "from official_bench.extract import cases\n")
+    (pkg / "host" / "d.py").write_text("from official_bench.data import a\n")
+    (pkg / "extract" / "cases.py").write_text("import official_bench.host.e\n")
+    (pkg / "host" / "e.py").write_text(
+        "def g():\n    from tensorflow import nest\n")
+    mods = {}
+    for p in sorted(pkg.rglob("*.py")):
+        parts = list(p.relative_to(tmp_path).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        mods[".".join(parts)] = p
+    bad = upward_imports(mods, layers)
+    assert any(b.startswith("official_bench.data.a imports "
+                            "official_bench.models.resnet") for b in bad)
+    assert any(b.startswith("official_bench.data.b imports "
+                            "official_bench.models") for b in bad)
+    assert any("peer" in b and b.startswith("official_bench.launch.c")
+               for b in bad)
+    assert any(b.startswith("official_bench.host.d") for b in bad)
+    reached = tensorflow_reached(mods, layers)
+    assert ("official_bench.extract.cases -> official_bench.host.e -> "
+            "tensorflow") in reached

@@ -1,0 +1,124 @@
+"""model.learning_rate.compat: model_garden_r23 reproduces Model Garden r2.3's
+piecewise_constant_with_warmup for DLPerf's YAMLs.
+
+Expected values are worked out by hand from r2.3's formula (learning_rate.py
+PiecewiseConstantDecayWithWarmup, fed the global batch by classifier_trainer):
+steps_per_epoch = examples_per_epoch // global_batch, peak = 0.1 * global_batch
+/ 256, warm-up peak * step / warmup_steps while step < warmup_steps, then
+peak * multipliers[i], switching when step > boundary steps.
+"""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from support.helpers import DLPERF_CONFIGS, tiny
+
+from official_bench import config as C
+from official_bench import trainer
+from official_bench.training import schedules
+from official_bench.training.schedules import build_schedule
+
+R23 = "model.learning_rate.compat=model_garden_r23"
+
+
+def dlperf_lr(name, override=R23):
+    """The learning_rate section of one of DLPerf's YAMLs (plus override)."""
+    cfg = C.load_config(config_file=os.path.join(DLPERF_CONFIGS, name),
+                        params_override=override)
+    return cfg.model.learning_rate
+
+
+def f32_warmup(peak, step, warmup_steps):
+    """peak * (step / warmup_steps) in float32, as r2.3 computed it."""
+    return float(np.float32(peak) * (np.float32(step) / np.float32(warmup_steps)))
+
+
+@pytest.mark.parametrize("yaml,replicas", [
+    ("two_node_gpu.yaml", 16), ("two_node_gpu_fp16.yaml", 16)])
+def test_two_node_yaml_reproduces_r23(yaml, replicas):
+    lr = dlperf_lr(yaml)
+    assert lr.initial_lr == 1.024 and lr.examples_per_epoch == 640512
+    per_replica = 128 if yaml == "two_node_gpu.yaml" else 256
+    gb = per_replica * replicas
+    s = build_schedule(lr, global_batch=gb, total_steps=600)
+    if gb == 2048:
+        # 640512 // 2048 = 312 steps per epoch; peak 0.1 * 2048 / 256 = 0.8
+        # (honouring initial_lr would give 1.024 * 8 = 8.192); warm-up 1 epoch
+        # = 312 steps; boundaries 30/60/80 epochs = 9360, 18720, 24960 steps.
+        expected = {0: 0.0, 1: f32_warmup(0.8, 1, 312), 156: 0.4,
+                    311: f32_warmup(0.8, 311, 312), 312: 0.8, 600: 0.8,
+                    9360: 0.8, 9361: 0.08, 18720: 0.08, 18721: 0.008,
+                    24960: 0.008, 24961: 0.0008}
+    else:
+        # 640512 // 4096 = 156; peak 1.6; boundaries 4680, 9360, 12480
+        expected = {0: 0.0, 78: 0.8, 155: f32_warmup(1.6, 155, 156), 156: 1.6,
+                    4680: 1.6, 4681: 0.16, 9361: 0.016, 12481: 0.0016}
+    for step, value in expected.items():
+        assert float(s(step)) == pytest.approx(value, rel=1e-6), step
+        assert float(s(step)) == float(np.float32(value)), step
+
+
+def test_four_node_yaml_peak_is_r23s_not_16():
+    lr = dlperf_lr("multi_node_gpu.yaml")
+    s = build_schedule(lr, global_batch=128 * 32, total_steps=600)
+    # 640512 // 4096 = 156 steps per epoch, peak 0.1 * 4096 / 256 = 1.6
+    assert float(s(156)) == pytest.approx(1.6)
+    assert float(s(78)) == pytest.approx(0.8)
+    ours = build_schedule(dlperf_lr("multi_node_gpu.yaml", override=None),
+                          global_batch=4096, total_steps=600)
+    assert float(ours(156)) == pytest.approx(16.384)  # 1.024 x 16: what compat avoids
+
+
+def test_single_gpu_yaml_without_warmup():
+    # gpu.yaml: warmup_epochs 0, batch 128 on 1 GPU: 5004 steps per epoch,
+    # peak 0.1 * 128 / 256 = 0.05 from step 0; first boundary 150120.
+    s = build_schedule(dlperf_lr("gpu.yaml"), global_batch=128, total_steps=600)
+    assert [float(s(k)) for k in (0, 1, 600, 150120)] == \
+        [pytest.approx(0.05)] * 4
+    assert float(s(150121)) == pytest.approx(0.005)
+
+
+def test_the_log_line_says_which_schedule_runs():
+    text = schedules.describe_schedule(dlperf_lr("two_node_gpu.yaml"), 2048)
+    assert "Model Garden r2.3's piecewise_constant_with_warmup" in text
+    assert "peak 0.8 (initial_lr 1.024 ignored" in text
+    assert "warm-up 312 steps" in text and "[9360, 18720, 24960]" in text
+    ours = schedules.describe_schedule(
+        dlperf_lr("two_node_gpu.yaml", override=None), 2048)
+    assert "initial_lr 1.024 x 8 (global batch 2048" in ours
+    assert "peak 8.192" in ours
+    assert "model.learning_rate.compat=model_garden_r23 trains as it did" in ours
+
+
+def test_compat_only_for_the_piecewise_schedule():
+    with pytest.raises(C.ConfigError, match=(
+            "model.learning_rate.compat: model_garden_r23 reproduces r2.3's "
+            "piecewise_constant_with_warmup only; name is 'cosine_with_warmup'")):
+        C.load_config(params_override=R23 + ",model.learning_rate.name="
+                      "cosine_with_warmup")
+    with pytest.raises(C.ConfigError, match="unknown learning-rate compat mode "
+                       "'model_garden_r24'; valid: model_garden_r23, or null"):
+        C.load_config(params_override="model.learning_rate.compat="
+                      "model_garden_r24")
+
+
+def test_a_run_trains_with_the_r23_schedule(tmp_path):
+    cfg = tiny(model={"learning_rate": {
+        "name": "piecewise_constant_with_warmup", "compat": "model_garden_r23",
+        "initial_lr": 1.024, "warmup_epochs": 1, "examples_per_epoch": 24,
+        "boundaries": [1], "multipliers": [1.0, 0.1]}})
+    result = trainer.run(cfg, model_dir=str(tmp_path))
+    assert result.stats.total_steps == 6
+    opt = result.model.optimizer
+    # global batch 8: 24 // 8 = 3 steps per epoch, peak 0.1 * 8 / 256; after
+    # 6 steps (step 6 > boundary 3) the rate is peak * 0.1
+    # The fused (legacy) optimizer keeps the schedule; ask it for this step.
+    lr = opt.learning_rate
+    lr = lr(opt.iterations) if callable(lr) else lr
+    assert float(lr) == pytest.approx(0.1 * 8 / 256 * 0.1)
+    record = json.loads((tmp_path / "result.json").read_text())
+    assert record["config"]["model"]["learning_rate"]["compat"] == \
+        "model_garden_r23"
