@@ -51,7 +51,7 @@ from official_bench.config import DatasetConfig  # noqa: E402
 from official_bench.data import preprocessing  # noqa: E402
 from official_bench.data.records import pipeline as records
 from official_bench.data.records.record_files import CLASSIC_LAYOUT  # noqa: E402
-from official_bench.data.build.build_records import classic_example  # noqa: E402
+from official_bench.data.build.example_proto import classic_example  # noqa: E402
 from official_bench.runtime.keras_setup import tf  # noqa: E402
 
 

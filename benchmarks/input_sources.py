@@ -74,7 +74,7 @@ def inline_folder_source(ctx):
 def write_data(root: str, count: int):
     """(folder root, records dir): the same JPEGs twice."""
     from PIL import Image
-    from official_bench.data.build.build_records import classic_example
+    from official_bench.data.build.example_proto import classic_example
     from official_bench.runtime.keras_setup import tf
     rng = np.random.default_rng(0)
     folder, records_dir = os.path.join(root, "folder"), \

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Optional
 
 LINE_FORMAT = ("AllReduce: {nbytes} bytes {dtype} over {ranks} replicas: "
                "{ms:.3f} ms, algbw {algbw:.3f} GB/s, busbw {busbw:.3f} GB/s")
@@ -49,14 +48,6 @@ class AllReduceResult:
 def bus_factor(ranks: int) -> float:
     """2(n-1)/n; 0 for one rank (nothing crosses a link)."""
     return 2.0 * (ranks - 1) / ranks if ranks > 0 else 0.0
-
-
-def parse_line(line: str) -> Optional[AllReduceResult]:
-    m = LINE_RE.search(line)
-    if not m:
-        return None
-    return AllReduceResult(int(m["nbytes"]), m["dtype"], int(m["ranks"]),
-                           float(m["ms"]) / 1e3)
 
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}

@@ -1,38 +1,19 @@
 """Compute after a wait: how much slower the model's step is when the
-device waited on communication just before it (issue 14 §4).
+device waited on communication just before it.
 
-The scaling model (extract/scaling.py) takes the compute part of an
-N-device step from the 1n1g run, whose steps run back to back. A
-multi-worker step does not: each one waits on the gradient's all-reduce
-and the step's small collectives, and the compute that follows is slower.
-On this project's 2-core CPU machine a train step after a 37 ms pause was
-15-60% slower than back to back on a busy evening and 10-20% on a quiet
-night, whether the pause slept or spun
-(benchmarks/idle_gap.py), and a profile of the 2-worker step at 100 Mbit/s
-put its compute 5-10 ms above the 1-worker step's (benchmarks/
-step_anatomy.py; BENCHMARKS.md, "Where the last ~10 ms goes"). On a GPU
-the same can come from clocks or host threads going idle; nobody should
-assume either way, so the all-reduce benchmark measures it.
-
-How: in the all-reduce benchmark's process the configured model is
-compiled once more by the trainer's own set-up on this process's first
-replica device alone (one_device, the per-device batch, synthetic data:
-compute only, no collective) and, once the communication is timed, its
-step is timed in cycles of: sleep for the step's measured communication (the
-gradient's all-reduce plus the k small collectives, as timed in training's
-pattern by allreduce/in_step.py), one step (after a wait), one untimed step, one step (back to back). Taking
-both kinds of step in every cycle puts them side by side, so a machine
-whose speed drifts between minutes moves both. Every process does this at
-the same time; the chief gathers their timings (summarize): a step waits
-for its slowest worker, so the after-wait time is the slowest process's
-per cycle. The penalty is its median over the chief's back-to-back
-median; the scaling model charges the no-overlap bound's compute
-T1 x penalty.
+The scaling model takes an N-device step's compute from the 1n1g run,
+whose steps run back to back; a multi-worker step waits first, and the
+compute that follows can be slower (measured 10-60% on 2 CPU cores;
+unknown on GPUs, so measured, not assumed). In the all-reduce benchmark's
+process the model is compiled once more on the first device alone and
+timed in cycles of: sleep as long as the step's communication, one step
+(after a wait), one untimed step, one step (back to back), side by side.
+The penalty is the slowest process's after-wait median over the chief's
+back-to-back median (docs/scaling_model.md).
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import statistics
 import time
@@ -126,20 +107,18 @@ def summarize(gap_seconds: float, processes: Sequence[Cycles]) -> ComputeWait:
 def local_config(cfg, num_replicas: int):
     """The config of one device's share of `cfg`'s step: one_device, the
     per-device batch, synthetic data, no model_dir (writes nothing), the
-    same model, precision, XLA and optimizer. A deep copy: the trainer's
-    set-up writes into the dataset configs."""
+    same model, precision, XLA and optimizer. A new config: `cfg` is
+    frozen and stays as it is."""
+    from official_bench.config import replace_keys
     from official_bench.data.factory import global_batch_size
-    local = copy.deepcopy(cfg)
-    local.model_dir = None
-    rt = local.runtime
-    rt.distribution_strategy = "one_device"
-    rt.num_gpus = min(rt.num_gpus, 1)
-    ds = local.train_dataset
-    ds.batch_size = global_batch_size(cfg.train_dataset, num_replicas) \
-        // num_replicas
-    ds.use_per_replica_batch_size = True
-    ds.builder = "synthetic"
-    return local
+    return replace_keys(cfg, {
+        "model_dir": None,
+        "runtime.distribution_strategy": "one_device",
+        "runtime.num_gpus": min(cfg.runtime.num_gpus, 1),
+        "train_dataset.batch_size": global_batch_size(
+            cfg.train_dataset, num_replicas) // num_replicas,
+        "train_dataset.use_per_replica_batch_size": True,
+        "train_dataset.builder": "synthetic"})
 
 
 def local_step(cfg, replica_devices: List[str], dtype: str, policy: str,

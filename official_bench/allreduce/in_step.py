@@ -1,35 +1,13 @@
-"""The step's communication timed as training runs it (issue 14 §4).
+"""The step's communication timed as training runs it.
 
-The all-reduce benchmark's bandwidth rows time each all-reduce back to
-back, as nccl-tests does. Training does not: between one step's gradient
-all-reduce and the next there is a step of compute, and the small
-collectives (metric results) follow the gradient's. On the netem test's
-20 Mbit/s link the difference is large: alone, the 312 KB gradient took
-133.5 ms (median; p90 145 ms); in profiled training steps the same
-all-reduce took 120-124 ms in some steps (the link's token bucket refilled
-during compute) and 145-210 ms in others, and the small collectives
-sometimes 33-42 ms instead of 3-6 ms (about Linux's 40 ms minimum delayed
-ACK), so the step was 10-17 ms slower than the isolated numbers allow
-(BENCHMARKS.md, "Communication in the step's pattern").
-
-So, beside the bandwidth rows, the benchmark repeats training's pattern on
-every process at once: the gradient's all-reduce (the model's tensors, one
-batched call), the step's k small all-reduces (chained in one call), one
-compute step of the model on this device; each all-reduce timed. The
-processes move in lock step (each collective waits for both), so a stall
-on one of them shows twice: as its own slow phase (a late ACK in its small
-collectives) and as its peer's wait in the next phase (the peer's compute
-started earlier and its next gradient all-reduce waits the difference).
-Taking each phase's fastest process cycle by cycle would remove the stall
-both times: on the 20 Mbit/s link that was 9.5 ms of a 160 ms step that
-training paid. So the record keeps one process: the one whose
-communication took least over all cycles, i.e. the one whose compute was
-slowest and so waited for nobody (the compute-after-a-wait measurement
-takes the slowest process's compute too; together they are one process's
-cycle). Stalls come now and then, and throughput pays their average, so
-the scaling model takes that process's mean over cycles (medians
-are kept to show how skewed the times are). TensorFlow-free: the caller
-passes the functions that communicate and compute.
+Training does not all-reduce back to back as nccl-tests does: a compute
+step sits between gradient all-reduces and the small collectives follow
+the gradient's, and on a shaped link that changes their times. So every
+process repeats training's pattern at once (gradient all-reduce, k small
+all-reduces, one compute step) and the record keeps the one process whose
+communication took least (the others' extra is waiting for it); why, and
+the measurements behind it: docs/scaling_model.md. TensorFlow-free: the
+caller passes the functions that communicate and compute.
 """
 
 from __future__ import annotations

@@ -14,7 +14,10 @@ One module per concern (docs/design.md, "Config"):
     schema.py    the dataclasses, valid choices and presets
     loading.py   reading YAML files and --params_override text
     builder.py   merging layers into the typed config, each leaf's source
-    validate.py  every check that needs only the config; derived values
+    ranges.py    the values each key may take (choices, numeric ranges)
+    rules.py     keys that must agree with each other
+    validate.py  runs ranges and rules in one order; derived values
+    frozen.py    a validated config is frozen; replace_keys derives a copy
     layering.py  load_config / build_config: the one layering function
 This module re-exports their public names.
 """
@@ -36,13 +39,15 @@ from official_bench.config.schema import (
     LearningRateConfig, LossConfig, MetricsConfig, ModelConfig, ModelParams,
     OptimizerConfig, RuntimeConfig, TensorboardConfig, TimeHistoryConfig,
     TrainConfig, base_config)
-from official_bench.config.validate import (
+from official_bench.config.frozen import FrozenConfigError, replace_keys
+from official_bench.config.ranges import (
     FLOAT32_MAX, INT64_MAX, MAX_BATCH, MAX_CLASSES, MAX_CPU_DEVICES,
     MAX_CYCLE_MS, MAX_EPOCHS, MAX_EXAMPLES, MAX_FUSION_MB, MAX_GPU_THREADS,
     MAX_GPUS, MAX_IMAGE_SIZE, MAX_NUM_PACKS, MAX_PRIVATE_THREADS,
     MAX_REPLICAS, MAX_RESNET_CIFAR_DEPTH, MAX_SECONDS, MAX_SEED,
     MAX_SHUFFLE_BUFFER, MAX_STEPS, MAX_SYNTHETIC_CHANNELS, MAX_TASK_INDEX,
-    MAX_WIDTH, check_numbers, compute_dtype, fill_derived)
+    MAX_WIDTH, check_numbers)
+from official_bench.config.validate import compute_dtype, fill_derived
 
 # The names these had when config was one module (tests use them).
 _Builder = LayerBuilder
@@ -53,8 +58,9 @@ __all__ = [
     "BUILDERS", "CallbacksConfig", "ConfigError", "ConfigLike",
     "DATASET_PRESETS", "DATA_FORMATS", "DEFAULTS", "DTYPE_ALIASES",
     "DatasetConfig", "EvalConfig", "ExperimentConfig", "ExportConfig",
-    "FLOAT32_MAX", "GPU_THREAD_MODES", "HorovodConfig", "INT64_MAX", "LOSSES",
-    "LR_COMPAT", "LR_SCHEDULES", "Layer", "LayerBuilder",
+    "FLOAT32_MAX", "FrozenConfigError", "GPU_THREAD_MODES", "HorovodConfig",
+    "INT64_MAX", "LOSSES", "LR_COMPAT", "LR_SCHEDULES", "Layer",
+    "LayerBuilder",
     "LearningRateConfig", "LossConfig", "MAX_BATCH", "MAX_CLASSES",
     "MAX_CPU_DEVICES", "MAX_CYCLE_MS", "MAX_EPOCHS", "MAX_EXAMPLES",
     "MAX_FUSION_MB", "MAX_GPUS", "MAX_GPU_THREADS", "MAX_IMAGE_SIZE",
@@ -68,5 +74,5 @@ __all__ = [
     "SYNTHETIC_LOCATIONS", "TensorboardConfig", "TimeHistoryConfig",
     "TrainConfig", "base_config", "build_config", "check_numbers",
     "compute_dtype", "dataclass_of", "fill_derived", "layers_of",
-    "load_config", "parse_params_override", "read_yaml_file",
+    "load_config", "parse_params_override", "read_yaml_file", "replace_keys",
 ]

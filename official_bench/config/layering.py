@@ -13,6 +13,7 @@ from typing import Any, List, Mapping, Optional, Sequence, Union
 
 from official_bench.config import loading, validate
 from official_bench.config.builder import Layer, LayerBuilder
+from official_bench.config.frozen import freeze
 from official_bench.config.schema import (ConfigError, ExperimentConfig,
                                           base_config)
 
@@ -63,7 +64,8 @@ def build_config(layers: Sequence[Layer], model_type: str = "resnet",
     """Merges (source, mapping) layers over the defaults; strict.
 
     Raises one ConfigError listing every problem, each with its key path and
-    the layer it came from.
+    the layer it came from. The config returned is frozen (config/frozen.py):
+    a derived value makes a new one with config.replace_keys.
     """
     b = LayerBuilder()
     tree = base_config(model_type, dataset)
@@ -81,7 +83,7 @@ def build_config(layers: Sequence[Layer], model_type: str = "resnet",
     if b.errors:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(b.errors))
     validate.fill_derived(cfg)
-    return cfg
+    return freeze(cfg)
 
 
 def load_config(config_file: ConfigLike = None,

@@ -3,7 +3,8 @@
 Key names and meanings follow Model Garden r2.3's image-classification
 configs, so DLPerf's YAML files load unchanged. This module only declares;
 reading layers is config/loading.py and config/builder.py, checking them
-config/validate.py.
+config/validate.py. Every config dataclass is a ConfigNode, frozen once
+validated (config/frozen.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import yaml
 
 from official_bench.config import dotted_keys as config_tree
 from official_bench.config.errors import ConfigError
+from official_bench.config.frozen import ConfigNode
 from official_bench.config.strategies import TRAITS
 from official_bench.contracts import dtypes
 
@@ -44,7 +46,7 @@ GPU_THREAD_MODES = ("gpu_private", "gpu_shared", "global")
 
 
 @dataclasses.dataclass
-class HorovodConfig:
+class HorovodConfig(ConfigNode):
     """Horovod knobs (runtime.horovod); passed through and recorded."""
     fp16_allreduce: bool = False  # compress gradients to fp16 on the wire
     fusion_threshold_mb: Optional[float] = None  # HOROVOD_FUSION_THRESHOLD
@@ -53,7 +55,7 @@ class HorovodConfig:
 
 
 @dataclasses.dataclass
-class RuntimeConfig:
+class RuntimeConfig(ConfigNode):
     """Distribution, precision and threading (r2.3 `runtime`)."""
     distribution_strategy: str = "mirrored"
     enable_xla: bool = False
@@ -98,7 +100,7 @@ class RuntimeConfig:
 
 
 @dataclasses.dataclass
-class DatasetConfig:
+class DatasetConfig(ConfigNode):
     """One input pipeline (r2.3 `train_dataset` / `validation_dataset`)."""
     name: Optional[str] = "imagenet2012"
     data_dir: Optional[str] = None
@@ -153,7 +155,7 @@ class DatasetConfig:
 
 
 @dataclasses.dataclass
-class ModelParams:
+class ModelParams(ConfigNode):
     """Model constructor arguments (r2.3 `model.model_params`)."""
     num_classes: Optional[int] = None  # follows the dataset when unset
     depth: Optional[int] = None  # resnet: 50; resnet_cifar: 20
@@ -167,13 +169,13 @@ class ModelParams:
 
 
 @dataclasses.dataclass
-class LossConfig:
+class LossConfig(ConfigNode):
     name: Optional[str] = None  # inferred from dataset.one_hot
     label_smoothing: float = 0.0
 
 
 @dataclasses.dataclass
-class OptimizerConfig:
+class OptimizerConfig(ConfigNode):
     name: str = "momentum"
     decay: float = 0.9  # rho of rmsprop
     epsilon: float = 0.001
@@ -186,7 +188,7 @@ class OptimizerConfig:
 
 
 @dataclasses.dataclass
-class LearningRateConfig:
+class LearningRateConfig(ConfigNode):
     """LR schedule; rates are per 256 images and scaled by the global batch."""
     name: str = "piecewise_constant_with_warmup"
     initial_lr: float = 0.1
@@ -207,7 +209,7 @@ class LearningRateConfig:
 
 
 @dataclasses.dataclass
-class ModelConfig:
+class ModelConfig(ConfigNode):
     name: str = "resnet"
     model_params: ModelParams = dataclasses.field(default_factory=ModelParams)
     num_classes: Optional[int] = None
@@ -219,33 +221,33 @@ class ModelConfig:
 
 
 @dataclasses.dataclass
-class CallbacksConfig:
+class CallbacksConfig(ConfigNode):
     enable_checkpoint_and_export: bool = False
     enable_tensorboard: bool = False
     enable_time_history: bool = True
 
 
 @dataclasses.dataclass
-class TimeHistoryConfig:
+class TimeHistoryConfig(ConfigNode):
     log_steps: int = 100
     warmup_steps: Optional[int] = None  # default: the first interval
     progress_seconds: float = 30.0  # a progress line at least this often
 
 
 @dataclasses.dataclass
-class MetricsConfig:
+class MetricsConfig(ConfigNode):
     accuracy: Optional[bool] = None
     top_5: Optional[bool] = None
 
 
 @dataclasses.dataclass
-class TensorboardConfig:
+class TensorboardConfig(ConfigNode):
     track_lr: bool = True
     write_model_weights: bool = False
 
 
 @dataclasses.dataclass
-class TrainConfig:
+class TrainConfig(ConfigNode):
     resume_checkpoint: bool = False
     epochs: int = 1
     steps: Optional[int] = None  # per epoch; inferred from num_examples
@@ -267,14 +269,14 @@ class TrainConfig:
 
 
 @dataclasses.dataclass
-class EvalConfig:
+class EvalConfig(ConfigNode):
     epochs_between_evals: int = 1
     steps: Optional[int] = None
     skip_eval: bool = False
 
 
 @dataclasses.dataclass
-class ExportConfig:
+class ExportConfig(ConfigNode):
     checkpoint: Optional[str] = None
     destination: Optional[str] = None
 
@@ -284,7 +286,7 @@ def _validation_default() -> DatasetConfig:
 
 
 @dataclasses.dataclass
-class ExperimentConfig:
+class ExperimentConfig(ConfigNode):
     """The whole experiment (r2.3 `ExperimentConfig`)."""
     model_dir: Optional[str] = None
     model_name: Optional[str] = None

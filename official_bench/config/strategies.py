@@ -63,6 +63,21 @@ class StrategyTraits:
     # Horovod's run inside its optimizer's own ops, the parameter server
     # has none.
     collectives_in_step_graph: bool
+    # Trains on a cluster of peer worker tasks, one process each, told the
+    # cluster by runtime.worker_hosts and task_index; they all-reduce with
+    # tf.distribute's cross-worker collectives (runtime.all_reduce_alg picks
+    # the implementation: auto, ring or nccl) and each writes its own result.
+    peer_workers: bool
+    # runtime.all_reduce_alg (nccl, hierarchical_copy) and num_packs pick
+    # the cross-device ops between the replicas on the worker's GPUs; its
+    # CPU replicas reduce on one device, where neither applies (runtime/
+    # distribute._mirrored_cross_device_ops; config/rules.reduction).
+    gpu_cross_device_ops: bool
+    # One replica on each device the process configures (runtime/devices
+    # .configure_devices: the num_gpus GPUs, else cpu_devices CPUs), so its
+    # input feeds that many (data/input_bench.py); one_device, off and
+    # horovod feed one, parameter_server's replicas are remote.
+    replica_per_local_device: bool
 
 
 def _traits(name: str, **overrides) -> StrategyTraits:
@@ -75,7 +90,8 @@ def _traits(name: str, **overrides) -> StrategyTraits:
                 one_cpu_replica_per_worker=False, remote_replicas=False,
                 saves_on_every_worker=True, tasks_serve_coordinator=False,
                 step_logs_already_global=False,
-                collectives_in_step_graph=True)
+                collectives_in_step_graph=True, peer_workers=False,
+                gpu_cross_device_ops=False, replica_per_local_device=False)
     unknown = set(overrides) - set(base)
     if unknown:
         raise TypeError(f"unknown strategy traits {sorted(unknown)}")
@@ -86,9 +102,11 @@ def _traits(name: str, **overrides) -> StrategyTraits:
 TRAITS: Dict[str, StrategyTraits] = {t.name: t for t in (
     _traits("off", default_strategy=True),
     _traits("one_device"),
-    _traits("mirrored", cpu_replicas_from_config=True),
+    _traits("mirrored", cpu_replicas_from_config=True,
+            gpu_cross_device_ops=True, replica_per_local_device=True),
     _traits("multi_worker_mirrored", cpu_replicas_from_config=True,
-            one_cpu_replica_per_worker=True, step_logs_already_global=True),
+            one_cpu_replica_per_worker=True, step_logs_already_global=True,
+            peer_workers=True, replica_per_local_device=True),
     _traits("horovod", default_strategy=True, input_per_process=True,
             measures_input_wait=False, horovod_allreduce=True,
             one_process_per_gpu=True, saves_on_every_worker=False,

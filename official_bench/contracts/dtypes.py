@@ -38,8 +38,3 @@ ACCEPTED: Tuple[str, ...] = SHORT_NAMES + TF_NAMES
 def tf_name(spelling: str) -> str:
     """TensorFlow's name for any accepted spelling; KeyError otherwise."""
     return TO_TF[spelling]
-
-
-def short_name(spelling: str) -> str:
-    """DLPerf's short name for any accepted spelling; KeyError otherwise."""
-    return TO_SHORT[spelling]

@@ -119,20 +119,6 @@ def lookup(rc: Optional[int]) -> Optional[ExitStatus]:
     return _BY_CODE.get(rc)
 
 
-def name_of(rc: Optional[int]) -> str:
-    """A short name for any status: the table's, else SIG<name>/'exit N'."""
-    row = lookup(rc)
-    if row is not None:
-        return row.name
-    num = signal_number(rc)
-    if num is not None:
-        try:
-            return signal.Signals(num).name
-        except ValueError:
-            return f"signal {num}"
-    return f"exit {rc}"
-
-
 def markdown_table() -> str:
     """README's "Exit status" table, generated from TABLE."""
     rows = ["| status | name | meaning |", "|---|---|---|"]

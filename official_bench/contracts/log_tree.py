@@ -156,11 +156,6 @@ def log_name(batch: int, dtype: str, index: int, bench: str = "") -> str:
     return run_stem(batch, dtype, index, bench) + LOG_SUFFIX
 
 
-def json_name(batch: int, dtype: str, index: int, bench: str = "") -> str:
-    """The run's result JSON, copied beside its log."""
-    return run_stem(batch, dtype, index, bench) + JSON_SUFFIX
-
-
 def parse_log_name(filename: str) -> Optional[Tuple[int, str, int]]:
     """"rn50_b128_fp16_3.log" -> (128, "fp16", 3); None otherwise (also a
     batch of 0)."""

@@ -28,6 +28,7 @@ from typing import Optional
 
 from absl import logging
 
+from official_bench.config import strategies
 from official_bench.contracts import exit_status
 
 
@@ -49,10 +50,11 @@ def parse_args(argv):
 
 
 def local_replicas(cfg, replica_devices) -> int:
-    """Replicas this process feeds: one per device under (multi-worker)
-    mirrored, one otherwise (one_device, off, horovod)."""
-    if cfg.runtime.distribution_strategy in ("mirrored",
-                                             "multi_worker_mirrored"):
+    """Replicas this process feeds: one per device where the strategy runs a
+    replica on each ((multi-worker) mirrored), one otherwise (one_device,
+    off, horovod)."""
+    if strategies.traits(
+            cfg.runtime.distribution_strategy).replica_per_local_device:
         return len(replica_devices)
     return 1
 

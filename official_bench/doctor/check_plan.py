@@ -13,6 +13,7 @@ import fnmatch
 from typing import List, Optional, Sequence, Tuple
 
 from official_bench.contracts import dtypes
+from official_bench.host import gpus as host_gpus
 
 DTYPES = dtypes.SHORT_NAMES
 DATA_FORMATS = ("channels_first", "channels_last")
@@ -73,33 +74,6 @@ def single_name(device: str, dtype: str, data_format: str, xla: bool) -> str:
     return f"1gpu-{dtype}-{data_format}-xla_{'on' if xla else 'off'}"
 
 
-def split_gpus(gpu_ids: Sequence[str], workers: int = 2) -> List[str]:
-    """CUDA_VISIBLE_DEVICES for each worker: equal, disjoint GPU sets.
-
-    multi_worker_mirrored needs the same number of replicas on every worker,
-    so an odd GPU is left out (3 GPUs: "0" and "1"). Raises ValueError when
-    there are fewer GPUs than workers.
-    """
-    per = len(gpu_ids) // workers
-    if per == 0:
-        raise ValueError(f"{workers} workers need at least {workers} GPUs; "
-                         f"{len(gpu_ids)} visible")
-    return [",".join(gpu_ids[w * per:(w + 1) * per]) for w in range(workers)]
-
-
-def gpu_ids_from(visible: Optional[str], count: int) -> List[str]:
-    """The ids to hand out in CUDA_VISIBLE_DEVICES for TensorFlow's GPUs.
-
-    With CUDA_VISIBLE_DEVICES=2,3 TensorFlow's GPU 0 is physical GPU 2, so
-    the workers get "2" and "3"; unset, TensorFlow's order is 0..count-1.
-    """
-    if visible:
-        ids = [v.strip() for v in visible.split(",") if v.strip()]
-        if len(ids) >= count:
-            return ids[:count]
-    return [str(i) for i in range(count)]
-
-
 def _bf16_skip(capabilities: Sequence[Optional[tuple]]) -> Optional[str]:
     known = [c for c in capabilities if c]
     if known and min(known) < BF16_MIN_CAPABILITY:
@@ -140,12 +114,13 @@ def plan_gpu(gpu_ids: Sequence[str], capabilities: Sequence[Optional[tuple]],
         checks.append(CheckSpec("multi_worker-2x1gpu", "multi_worker", "gpu",
                                 skip=need_two))
     else:
-        split = split_gpus(gpu_ids, 2)
-        per = len(split[0].split(","))
+        shares = host_gpus.split_ids(gpu_ids, 2)
+        per = len(shares[0])
         checks.append(CheckSpec(
             f"multi_worker-2x{per}gpu", "multi_worker", "gpu",
             RunSpec("multi_worker_mirrored", per, *SCALING_BASELINE,
-                    processes=2, visible_devices=tuple(split)),
+                    processes=2,
+                    visible_devices=tuple(",".join(s) for s in shares)),
             expected_replicas=2 * per))
     hv_skip = no_gpu_reason or horovod_skip
     checks.append(CheckSpec(

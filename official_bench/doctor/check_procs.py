@@ -3,8 +3,9 @@
 Each process gets its own session (process group), so a timeout can take
 down what it started too (horovodrun's ranks). TensorFlow ignores SIGTERM
 while it runs ops, so a timeout sends SIGTERM, waits KILL_GRACE seconds,
-then SIGKILLs. Output goes to a log file per process; the first
-"TimeHistory:" line marks the end of warm-up for the samplers.
+then SIGKILLs (host/processes.py, the launcher's stop too). Output goes to
+a log file per process; the first "TimeHistory:" line marks the end of
+warm-up for the samplers.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import time
 from typing import Dict, List, Optional, Sequence
 
 from official_bench.contracts.throughput import THROUGHPUT_MARK
+from official_bench.host import processes
 
 KILL_GRACE = 5.0  # seconds between SIGTERM and SIGKILL
 WARM_MARK = THROUGHPUT_MARK  # the trainer's per-interval line
@@ -122,22 +124,7 @@ class ProcessGroup:
 
     def kill(self) -> None:
         """SIGTERM to each process group started here, then SIGKILL."""
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            alive = [p for p in self.procs if p.poll() is None]
-            for p in alive:
-                try:
-                    os.killpg(p.pid, sig)
-                except ProcessLookupError:
-                    pass
-            end = time.monotonic() + KILL_GRACE
-            for p in alive:
-                try:
-                    p.wait(timeout=max(end - time.monotonic(), 0.01))
-                except subprocess.TimeoutExpired:
-                    pass
+        processes.stop_groups(self.procs, KILL_GRACE)
         # Ranks horovodrun started in the same session, if it died first.
         for p in self.procs:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            processes.signal_group(p.pid, signal.SIGKILL)

@@ -20,6 +20,7 @@ from official_bench.contracts import exit_status as es
 from official_bench.doctor import (
     check_plan as plan, commands, env_checks, report, run_checks, tfprobe)
 from official_bench.host import gpu_diagnosis, probes
+from official_bench.host import gpus as host_gpus
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -152,7 +153,7 @@ def gather(env: Dict[str, str], horovod_venv: Optional[str]) -> Machine:
     gpus = env_checks.gpu_names(tf_facts)
     diagnosis = gpu_diagnosis.diagnose(
         (tf_facts or {}).get("build") or {}, gpus, smi,
-        gpu_diagnosis.cuda_visible_devices(),
+        host_gpus.cuda_visible_devices(),
         (tf_facts or {}).get("tensorflow"))
     reader, reader_desc = (probes.make_gpu_reader() if gpus
                            else (None, "no GPU"))
@@ -166,7 +167,7 @@ def plan_for(machine: Machine, quick: bool) -> List[plan.CheckSpec]:
     """The checks for this machine; if TensorFlow did not even start, every
     run is a SKIP naming that (one failure instead of ten)."""
     n = len(env_checks.gpu_names(machine.tf_facts))
-    gpu_ids = plan.gpu_ids_from(gpu_diagnosis.cuda_visible_devices(), n)
+    gpu_ids = host_gpus.gpu_ids(host_gpus.cuda_visible_devices(), n)
     checks = plan.plan(gpu_ids if not machine.no_gpu else [],
                        env_checks.capabilities(machine.tf_facts),
                        machine.no_gpu, machine.horovod_skip, quick=quick)

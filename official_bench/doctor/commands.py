@@ -12,6 +12,7 @@ import os
 import sys
 from typing import Dict, List, Optional, Sequence
 
+from official_bench.config import strategies
 from official_bench.doctor.check_plan import RunSpec
 
 DTYPE_NAMES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
@@ -58,8 +59,8 @@ def overrides(run: RunSpec, profile: Profile, seed: int = 1) -> List[str]:
         pairs.append(f"runtime.mixed_precision_dtype={DTYPE_NAMES[run.dtype]}")
     if run.cpu_devices > 1:
         pairs.append(f"runtime.cpu_devices={run.cpu_devices}")
-    if run.strategy == "multi_worker_mirrored" and run.num_gpus == 0:
-        pairs.append("runtime.all_reduce_alg=ring")
+    if strategies.traits(run.strategy).peer_workers and run.num_gpus == 0:
+        pairs.append("runtime.all_reduce_alg=ring")  # CPU collectives
     return pairs
 
 

@@ -15,6 +15,7 @@ import shutil
 import time
 from typing import Callable, Dict, List, Optional
 
+from official_bench.config import strategies
 from official_bench.contracts.hostport import free_ports
 from official_bench.contracts.throughput import THROUGHPUT_MARK
 from official_bench.doctor import commands, gpu_util, threads, verdicts
@@ -63,10 +64,11 @@ def _commands(spec: CheckSpec, ctx: RunContext, model_dir: str
               ) -> List[Command]:
     """The processes of a check: 1, one per worker, or horovodrun."""
     run = spec.run
+    traits = strategies.traits(run.strategy)
     profile = ctx.profiles[spec.device]
     pairs = commands.overrides(run, profile)
     log = os.path.join(model_dir, "{}.log")
-    if run.strategy == "horovod":
+    if traits.horovod_allreduce:  # Horovod's ranks: horovodrun starts them
         extra = {"PATH": os.path.join(ctx.horovod_venv, "bin") + os.pathsep
                  + ctx.env.get("PATH", ""), "TF_USE_LEGACY_KERAS": "1"}
         if run.num_gpus == 0:
@@ -75,7 +77,7 @@ def _commands(spec: CheckSpec, ctx: RunContext, model_dir: str
                                      model_dir, pairs)
         return [Command(argv, commands.child_env(ctx.env, extra),
                         log.format("horovodrun"))]
-    if run.strategy == "multi_worker_mirrored":
+    if traits.peer_workers:  # one process per worker of a local cluster
         hosts = [f"127.0.0.1:{p}" for p in free_ports(run.processes)]
         peer = min(ctx.timeouts[spec.device], 300)
         cmds = []
@@ -215,6 +217,7 @@ def _judge(spec: CheckSpec, model_dir: str, ctx: RunContext,
            earlier: Dict[str, CheckResult], data: Dict) -> List[Finding]:
     """Verdicts from the result.json file(s) of a finished run."""
     run = spec.run
+    traits = strategies.traits(run.strategy)
     chief = _read_json(os.path.join(model_dir, "result.json"))
     if chief is None:
         return [Finding(False, f"no readable result.json in {model_dir}")]
@@ -227,7 +230,7 @@ def _judge(spec: CheckSpec, model_dir: str, ctx: RunContext,
         findings.append(Finding(True, f"{ips:.1f} img/s"))
     findings.append(verdicts.precision(env, commands.DTYPE_NAMES[run.dtype]))
     kind = "GPU" if spec.device == "gpu" else "CPU"
-    if run.strategy == "horovod":
+    if traits.one_process_per_gpu:  # the ranks are the replicas
         size = (env.get("horovod") or {}).get("size")
         findings.append(Finding(size == run.processes,
                                 f"horovod size {size}, expected "
@@ -238,7 +241,7 @@ def _judge(spec: CheckSpec, model_dir: str, ctx: RunContext,
     findings.append(verdicts.replicas(stats, spec.expected_replicas))
     per_worker = run.num_gpus if run.num_gpus else run.cpu_devices
     findings.append(verdicts.devices(env, kind, per_worker))
-    if run.strategy == "multi_worker_mirrored":
+    if traits.peer_workers:  # every worker wrote its own result
         others = [_read_json(os.path.join(model_dir, result_file_name(
             f"worker{i}", False))) for i in range(1, run.processes)]
         if any(o is None for o in others):

@@ -1,30 +1,19 @@
-"""Results: benchmark logs -> per-run speeds -> per-case statistics -> reports.
+"""The extractor: benchmark logs -> per-run speeds -> per-case statistics ->
+tables, JSON, plot and HTML (the `official-bench-extract` console script and
+extract_tensorflow_logs.py).
 
-Modules, one concern each (data flows down the list):
+Modules, data flowing down the list: logparse (finding the logs, named by
+contracts/log_tree.py, and the TimeHistory lines in them; result.json is
+read by contracts/result_json.py), speeds (one run's speed or why it is
+left out), rounding (DLPerf's arithmetic to the hundredth), cases
+(per-case statistics, speedup, the DLPerf-shaped dictionary),
+allreduce_logs and scaling (the all-reduce benchmark's table and the
+scaling model), tables (Markdown, CSV, comparisons), series, plot and
+html_report, and extractor (the API `extract(log_dir)` and the CLI).
 
-* :mod:`~official_bench.extract.logparse` -- finding the logs (their names
-  are :mod:`official_bench.contracts.log_tree`'s) and the TimeHistory
-  lines, finish marker, tracebacks and clock times in a log;
-* :mod:`~official_bench.contracts.result_json` -- the trainer's per-run result JSON;
-* :mod:`~official_bench.extract.speeds` -- one run's speed (``mean`` or
-  ``time`` method) or the reason it is excluded;
-* :mod:`~official_bench.extract.rounding` -- DLPerf's sums and roundings, so
-  that the numbers equal DLPerf's to the hundredth;
-* :mod:`~official_bench.extract.cases` -- per-case statistics, speedup,
-  efficiency, spread, and the DLPerf-shaped result dictionary;
-* :mod:`~official_bench.extract.tables` -- Markdown, CSV, comparisons;
-* :mod:`~official_bench.extract.plot` -- PNG plot (optional matplotlib);
-* :mod:`~official_bench.host.atomic` -- atomic file writes;
-* :mod:`~official_bench.extract.extractor` -- the extractor API and CLI.
-
-Nothing here imports TensorFlow: extraction must stay fast and run on a
-machine without it.
-
-Entry points: ``official_bench.extract.extractor.extract(log_dir, ...)`` (an
-``Extraction``: result dictionary, every run's outcome, warnings), ``main(argv)``
-(the CLI). They are not re-exported here: the function ``extract`` would
-shadow its own module, and ``python -m official_bench.extract.extractor`` must
-not find the module imported already.
+Nothing here imports TensorFlow: extraction must run on a machine without
+it (tests/unit/test_layering.py checks this). `extract` is not re-exported
+here: the function would shadow its package's name.
 """
 
 from official_bench.extract.errors import ExtractError

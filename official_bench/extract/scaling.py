@@ -1,50 +1,11 @@
 """Scaling model: the speedup the measured communication predicts.
 
-For a case with N devices, data parallel with the per-device batch of the
-1n1g run, a step is the 1-device compute time T1 (1n1g: per-device batch /
-its median samples/s) plus the communication compute does not hide: the
-gradient all-reduce A (measured by BENCH=allreduce in the same case, at the
-model's gradient size) and the step's small collectives, k of them at a
-latency L each (the same benchmark times a 4-byte all-reduce and counts k
-in the model's traced train step: under multi-worker tf.distribute, Keras
-all-reduces each metric's state and the step's logs, one round trip each,
-chained after the gradient's; allreduce/collectives.py):
-
-    no overlap (slowest):  step = p T1 + A + k L     speedup >= N T1 / step
-    full overlap (fastest): step = max(T1, A) + k L  speedup <= N T1 / step
-
-(the upper bound is at most N, the ideal). k L is in both: those
-collectives wait for the step's metrics, after the gradient's all-reduce
-(their ordering token chains them behind it), so no compute is left to
-hide them. p is the compute-after-a-wait penalty: a step's compute right
-after waiting A + k L is slower than back to back, as the 1n1g run computes
-(official_bench/allreduce/compute_wait.py measures both side by side in the case's
-all-reduce benchmark; p is 1 without that measurement, and never below 1:
-the slowest step the model allows is not faster than the 1n1g step). The
-full-overlap bound keeps T1: compute that overlaps the all-reduce never
-waited. Where the benchmark also timed the step's communication in
-training's pattern (allreduce/in_step.py: each gradient all-reduce and its
-small collectives followed by a compute step, the mean over cycles), A and
-k L are those times (on a shaped link the same all-reduce took 120-210 ms
-between compute steps against 133.5 ms back to back); the bandwidth in the
-words stays the back-to-back one (nccl-tests' measure). Without a
-latency row (older results, or a backend whose step was not counted) k L
-is 0. A is taken in float32, the gradients' dtype also
-under mixed precision (variables stay float32), unless only another dtype
-was measured. The measured speedup is placed against the bounds and the
-gap is put in words: where it is inside, how much of the all-reduce was
-hidden; below, how many ms per step neither compute nor communication
-explain; above, that the N-device step was faster than the model allows (a
-slower 1n1g baseline). "At a bound" means within 3%, or, where the case,
-the 1n1g baseline or the all-reduce benchmark ran more than once, within
-twice their run-to-run spread (``spread``): the square root of the sum of
-the squared coefficients of variation across runs of the case's speed,
-the 1n1g speed and the benchmark's no-overlap step (p T1 + A + k L per
-run). Identical runs of a ~10 ms step differ by up to 10% on a shared
-2-core machine, and a comparison cannot be finer than the measurements
-it compares. Results go into the case entries
-(``speedup_bounds``: the plot's band; ``scaling_model``: the numbers and the
-sentence).
+Bounds for each multi-device case from its 1n1g compute time T1 and its
+all-reduce benchmark (gradient all-reduce A, k small collectives of latency
+L, compute-after-wait penalty p): no overlap, step = p T1 + A + k L; full
+overlap, step = max(T1, A) + k L. The measured speedup is placed against
+them, within the runs' own spread, and the gap is put in words. The model,
+its reasons and its validation: docs/scaling_model.md.
 """
 
 from official_bench.extract import allreduce_logs

@@ -11,15 +11,17 @@ doctor (official_bench/doctor) and the trainer's "num_gpus > 0 but no GPU"
 error give the same answer, and tests can feed it any machine. The facts are
 gathered by the caller: `tf.sysconfig.get_build_info()`, the names from
 `tf.config.list_physical_devices("GPU")`, `probe_nvidia_smi()` and
-`cuda_visible_devices()`.
+`cuda_visible_devices()` (host/gpus.py, which runs nvidia-smi and reads
+the variable for everyone).
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from typing import Callable, List, Mapping, NamedTuple, Optional, Sequence
+
+from official_bench.host import gpus as host_gpus
 
 # Oldest Linux driver that runs any toolkit of a CUDA major release (CUDA
 # minor version compatibility; NVIDIA's "CUDA Compatibility" guide, table
@@ -29,6 +31,11 @@ MIN_DRIVER_FOR_CUDA_MAJOR = {11: (450, 80, 2), 12: (525, 60, 13), 13: (580,)}
 SMI_QUERY = "index,name,driver_version,compute_cap"
 # Drivers older than ~510 do not know compute_cap; asked again without it.
 SMI_QUERY_OLD = "index,name,driver_version"
+
+
+# The CUDA_VISIBLE_DEVICES fact `diagnose` takes, read where every reader
+# of the variable reads it.
+cuda_visible_devices = host_gpus.cuda_visible_devices
 
 
 class SmiGpu(NamedTuple):
@@ -64,11 +71,6 @@ class Diagnosis(NamedTuple):
         return self.fix is None
 
 
-def cuda_visible_devices() -> Optional[str]:
-    """CUDA_VISIBLE_DEVICES as set (None when unset; "" hides every GPU)."""
-    return os.environ.get("CUDA_VISIBLE_DEVICES")
-
-
 def parse_smi_gpus(text: str) -> List[SmiGpu]:
     """Parses `nvidia-smi --query-gpu=<SMI_QUERY[_OLD]> --format=csv,noheader`.
 
@@ -96,19 +98,17 @@ def probe_nvidia_smi(timeout: float = 15.0,
 
     `run` and `which` are injectable so tests can play a machine's output.
     """
-    if which("nvidia-smi") is None:
+    if which(host_gpus.NVIDIA_SMI) is None:
         return SmiFacts(found=False)
     error = None
     for query in (SMI_QUERY, SMI_QUERY_OLD):
-        try:
-            p = run(["nvidia-smi", f"--query-gpu={query}",
-                     "--format=csv,noheader"], capture_output=True,
-                    text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
+        p = host_gpus.run_nvidia_smi([f"--query-gpu={query}",
+                                      "--format=csv,noheader"], timeout, run)
+        if isinstance(p.error, subprocess.TimeoutExpired):
             return SmiFacts(found=True, error=f"nvidia-smi did not answer "
                                               f"within {timeout:g} s")
-        except OSError as e:
-            return SmiFacts(found=True, error=f"nvidia-smi: {e}")
+        if p.error is not None:
+            return SmiFacts(found=True, error=f"nvidia-smi: {p.error}")
         if p.returncode == 0:
             try:
                 return SmiFacts(found=True, ok=True,

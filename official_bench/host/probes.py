@@ -6,7 +6,8 @@ its own process):
 
 - GPU utilisation and memory used: NVML through pynvml (the nvidia-ml-py
   package; no process per sample) if importable and a driver answers, else
-  one `nvidia-smi --query-gpu` call per sample (about 50 ms), else none;
+  one `nvidia-smi --query-gpu` call per sample (about 50 ms; run by
+  host/gpus.py), else none;
 - a process's thread count, resident memory and CPU time, from
   /proc/<pid>/status and /proc/<pid>/stat (Linux; None elsewhere);
 - PeriodicSampler: a daemon thread calling a read function every period.
@@ -21,6 +22,8 @@ import threading
 import time
 from typing import (Any, Callable, List, NamedTuple, Optional,
                     Tuple)
+
+from official_bench.host import gpus as host_gpus
 
 SMI_UTIL_QUERY = "index,utilization.gpu,memory.used"
 
@@ -59,9 +62,11 @@ class SmiReader:
         self._run = run
 
     def __call__(self) -> List[GpuSample]:
-        p = self._run(["nvidia-smi", f"--query-gpu={SMI_UTIL_QUERY}",
-                       "--format=csv,noheader,nounits"], capture_output=True,
-                      text=True, timeout=10)
+        p = host_gpus.run_nvidia_smi([f"--query-gpu={SMI_UTIL_QUERY}",
+                                      "--format=csv,noheader,nounits"],
+                                     10, self._run)
+        if p.error is not None:
+            raise p.error  # the sampler records it; sampling goes on
         if p.returncode != 0:
             raise RuntimeError(f"nvidia-smi exit {p.returncode}: "
                                f"{(p.stdout + p.stderr).strip()[:200]}")
@@ -101,7 +106,7 @@ def make_gpu_reader(which: Callable = shutil.which,
         return NvmlReader(import_nvml()), NvmlReader.name
     except Exception as e:  # ImportError, or NVML without a driver
         nvml_error = f"{type(e).__name__}: {e}"
-    if which("nvidia-smi"):
+    if which(host_gpus.NVIDIA_SMI):
         return SmiReader(), SmiReader.name
     return None, ("no GPU sampler: pynvml (pip install nvidia-ml-py) "
                   f"unusable ({nvml_error}) and nvidia-smi not on PATH")

@@ -9,9 +9,14 @@ Modules, top to bottom:
 - settings: every knob (command-line option or environment variable); the
   only module that reads the environment (including TF_CONFIG and SLURM_*).
 - nodes: node list and this machine's task index (TASK_INDEX > Slurm >
-  matching this machine's hostname and interface addresses).
-- plan: devices, config file, runs, commands, log and model paths (named
-  and placed by contracts/log_tree.py, which the extractor reads with).
+  matching this machine's hostname and interface addresses), from
+  node_list (parsing NODES, HOSTFILE, TF_CONFIG), slurm (hostlists,
+  SLURM_*) and identity (this machine's addresses, DNS).
+- plan: config file, runs, commands, log and model paths (named and placed
+  by contracts/log_tree.py, which the extractor reads with), from
+  gpu_assign (devices per case, GPUs per trainer), horovodrun
+  (LAUNCHER=horovod's venv, hosts, options) and overrides (the trainer's
+  --params_override); errors holds their PlanError.
 - barrier: a TCP meeting point on node 0, so run i starts together on every
   node and every node learns how run i went on the others.
 - auth: the barrier's shared secret (BARRIER_SECRET[_FILE], else derived

@@ -26,7 +26,7 @@ from official_bench.launch import nodes as nodes_lib
 from official_bench.launch import preflight
 from official_bench.launch import settings as settings_lib
 from official_bench.launch.barrier import BarrierError
-from official_bench.launch.nodes import NodeError
+from official_bench.launch.node_list import Node, NodeError
 
 EXIT_USAGE = es.CONFIG  # as runner.EXIT_USAGE, which needs the launcher
 
@@ -97,7 +97,7 @@ def describe_barrier(plan, out) -> None:
     host, port = plan.barrier
     key = auth.key_for(plan.settings)
     out(f"barrier: node 0's launcher at "
-        f"{nodes_lib.Node(host, port).address}, "
+        f"{Node(host, port).address}, "
         f"{plan.settings.barrier_timeout:g} s timeout, "
         + ("open (no key)" if key.open else f"authenticated (key: "
            f"{key.source})"))

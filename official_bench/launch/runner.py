@@ -21,6 +21,7 @@ from official_bench.launch import auth
 from official_bench.launch import barrier as barrier_lib
 from official_bench.launch.plan import Plan, Run, Worker
 from official_bench.contracts import run_status
+from official_bench.host import processes
 from official_bench.host.atomic import write_text_atomic
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_CLUSTER, EXIT_PEER = (
@@ -138,11 +139,14 @@ class TrainerProcess:
         self.rc: Optional[int] = None
         self.stopped_because: Optional[str] = None
 
-    def _signal_group(self, sig: int) -> None:
-        try:
-            os.killpg(self.proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def wait(self, timeout: Optional[float] = None) -> Optional[int]:
+        """Waits for it (subprocess.TimeoutExpired past `timeout`); poll()."""
+        self.proc.wait(timeout)
+        return self.poll()
 
     def stop(self, why: str, grace: Optional[float] = None) -> None:
         """SIGTERM the group, SIGKILL it after `grace` seconds."""
@@ -171,15 +175,7 @@ def stop_all(procs: List[TrainerProcess], why: str, grace: float) -> None:
     running = [p for p in procs if p.poll() is None]
     for p in running:
         p.stopped_because = p.stopped_because or why
-        p._signal_group(signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    for p in running:
-        try:
-            p.proc.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            p._signal_group(signal.SIGKILL)
-            p.proc.wait()
-        p.poll()
+    processes.stop_groups(running, grace)
 
 
 def wait_all(procs: List[TrainerProcess], labels: List[str], kill_after: float,

@@ -19,6 +19,7 @@ import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from official_bench.contracts import dtypes
+from official_bench.host import gpus as host_gpus
 
 MODES = {
     "single": "run_single_node.sh",
@@ -27,7 +28,7 @@ MODES = {
 }
 DTYPES = dtypes.SHORT_NAMES
 
-# Slurm variables the launcher understands (see nodes.slurm_cluster).
+# Slurm variables the launcher understands (see slurm.py).
 SLURM_VARS = (
     "SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_NODELIST",
     "SLURM_STEP_NODELIST", "SLURMD_NODENAME", "SLURM_NODEID", "SLURM_PROCID",
@@ -481,7 +482,8 @@ def parse(argv: Sequence[str], environ: Optional[Mapping[str, str]] = None,
     slurm = {k: environ[k] for k in SLURM_VARS if environ.get(k)}
     return Settings(mode=mode, values=values, sources=sources,
                     tf_config=tf_config, slurm=slurm,
-                    cuda_visible_devices=environ.get("CUDA_VISIBLE_DEVICES"),
+                    cuda_visible_devices=host_gpus.cuda_visible_devices(
+                        environ),
                     pythonpath=environ.get("PYTHONPATH"),
                     path=environ.get("PATH"),
                     launch_python=environ.get("OB_LAUNCH_PYTHON") or None,

@@ -160,8 +160,10 @@ def setup_run(cfg: ExperimentConfig, cluster: cluster_lib.Cluster,
     malloc = host_malloc.restore_malloc_thresholds(
         rt.restore_malloc_thresholds)
     plan = batch_plan(cfg, dist.num_replicas)
-    for ds in (cfg.train_dataset, cfg.validation_dataset):
-        ds.num_devices = plan.num_replicas
+    # The r2.3 key, derived: a new (frozen) config, recorded and returned.
+    cfg = config_lib.replace_keys(cfg, {
+        f"{name}.num_devices": plan.num_replicas
+        for name in ("train_dataset", "validation_dataset")})
     params_path, result_path = _task_files(cfg.model_dir, dist)
     logging.info("official_bench config (mode %s, %s, %s, %d worker(s), %d "
                  "replica(s), global batch %d, %d steps, %d per loop):\n%s",

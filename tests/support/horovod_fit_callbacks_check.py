@@ -18,8 +18,8 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 from support.helpers import TINY_OVERRIDE  # noqa: E402
 from official_bench import trainer  # noqa: E402
-from official_bench.runtime import horovod_backend  # noqa: E402
 from official_bench.runtime.keras_setup import keras  # noqa: E402
+from support.callback_logs import forces_numpy_batch_logs  # noqa: E402
 
 
 def main(model_dir):
@@ -45,10 +45,10 @@ def main(model_dir):
         fit.callbacks + [hvd.callbacks.BroadcastGlobalVariablesCallback(0)])
     print("CALLBACKS " + json.dumps({
         "names": [type(c).__name__ for c in fit.callbacks],
-        "forces_numpy": horovod_backend.forces_numpy_batch_logs(fit),
+        "forces_numpy": forces_numpy_batch_logs(fit),
         "calls_batch_hooks": bool(fit._should_call_train_batch_hooks),
         "with_broadcast_callback_forces_numpy":
-            horovod_backend.forces_numpy_batch_logs(with_bcast)}),
+            forces_numpy_batch_logs(with_bcast)}),
         flush=True)
 
 

@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 
-from official_bench.data.build.build_records import classic_example
+from official_bench.data.build.example_proto import classic_example
 from official_bench.runtime.keras_setup import tf
 
 def noisy_jpeg(seed, size=12):

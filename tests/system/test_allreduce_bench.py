@@ -10,6 +10,7 @@ import pytest
 
 from support.helpers import REPO, cli_env, free_ports
 from official_bench.allreduce import bandwidth
+from support.bandwidth_line import parse_line
 
 TINY = ("runtime.num_gpus=0,model.name=resnet_cifar,"
         "model.model_params.depth=8,train_dataset.image_size=16,"
@@ -31,7 +32,7 @@ def test_bus_bandwidth_is_nccl_tests_definition():
     assert r.algbw == pytest.approx(8.0)
     assert r.busbw == pytest.approx(8.0 * 2 * 7 / 8)
     assert bandwidth.bus_factor(1) == 0.0
-    again = bandwidth.parse_line("I1123 x] " + r.line())
+    again = parse_line("I1123 x] " + r.line())
     assert (again.nbytes, again.dtype, again.ranks) == (8_000_000,
                                                          "float32", 8)
     assert again.seconds == pytest.approx(0.001)
@@ -50,7 +51,7 @@ def test_one_process_two_replicas(tmp_path):
                f"--params_override={TINY},runtime.distribution_strategy="
                "mirrored,runtime.cpu_devices=2"])
     assert p.returncode == 0, p.stdout[-3000:]
-    lines = [bandwidth.parse_line(l) for l in p.stdout.splitlines()]
+    lines = [parse_line(l) for l in p.stdout.splitlines()]
     lines = [l for l in lines if l]
     assert [(l.nbytes, l.dtype, l.ranks) for l in lines] == [
         (TINY_MODEL_BYTES, "float32", 2), (TINY_MODEL_BYTES // 2,
@@ -130,7 +131,7 @@ def test_two_workers_on_loopback(tmp_path):
     for p, out in zip(procs, outs):
         assert p.returncode == 0, out[-3000:]
     for out in outs:  # each worker times the same collectives
-        lines = [bandwidth.parse_line(l) for l in out.splitlines()]
+        lines = [parse_line(l) for l in out.splitlines()]
         assert [(l.nbytes, l.ranks) for l in lines if l] == [
             (TINY_MODEL_BYTES, 2), (262144, 2)]
         assert "one train step of the model issues 6 small and 1 large " \

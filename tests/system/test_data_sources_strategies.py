@@ -47,7 +47,7 @@ TESTS = os.path.join(REPO, "tests")
 def _two_file_records(root, per_file=8):
     """train-0000{0,1}-of-00002: every record of file k has label k (after
     the classic layout's 1-based offset), so labels name the file read."""
-    from official_bench.data.build.build_records import classic_example
+    from official_bench.data.build.example_proto import classic_example
     from support.records import noisy_jpeg as _noisy_jpeg
     os.makedirs(root, exist_ok=True)
     for k in range(2):

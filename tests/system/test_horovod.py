@@ -22,6 +22,7 @@ from official_bench.measure import timing
 from official_bench.runtime import horovod_backend as hb
 from official_bench.runtime.keras_setup import keras, tf
 from official_bench.training import checkpoints
+from support.callback_logs import forces_numpy_batch_logs
 
 TESTS = os.path.join(REPO, "tests")
 
@@ -116,10 +117,9 @@ def test_pin_gpu_after_tensorflow_initialised_fails(monkeypatch):
 def _run_callbacks(model_dir):
     """The callbacks a Horovod rank 0 passes to fit (trainer._fit), with
     checkpoints and TensorBoard on."""
-    cfg = C.build_config([("test", tiny(train={"callbacks": {
-        "enable_checkpoint_and_export": True,
-        "enable_tensorboard": True}}))])
-    cfg.model_dir = str(model_dir)
+    cfg = C.build_config([("test", tiny(model_dir=str(model_dir), train={
+        "callbacks": {"enable_checkpoint_and_export": True,
+                      "enable_tensorboard": True}}))])
     return hb.callbacks(hvd=None) + \
         [timing.TimeHistory(8, 2, 6)] + checkpoints.build_callbacks(cfg)
 
@@ -129,7 +129,7 @@ def test_horovod_callbacks_keep_batch_logs_as_tensors(tmp_path):
     cbs = keras.callbacks.CallbackList(_run_callbacks(tmp_path),
                                        add_history=True)
     assert cbs._should_call_train_batch_hooks  # TimeHistory has one
-    assert not hb.forces_numpy_batch_logs(cbs)
+    assert not forces_numpy_batch_logs(cbs)
 
 
 def test_a_batch_hook_without_tensor_logs_is_detected(tmp_path):
@@ -140,7 +140,7 @@ def test_a_batch_hook_without_tensor_logs_is_detected(tmp_path):
             pass
     cbs = keras.callbacks.CallbackList(
         _run_callbacks(tmp_path) + [BatchHook()], add_history=True)
-    assert hb.forces_numpy_batch_logs(cbs)
+    assert forces_numpy_batch_logs(cbs)
 
 
 # -------------------------------------------- optimizer slots (CPU)

@@ -29,7 +29,8 @@ import time
 import pytest
 
 from official_bench.launch import settings as settings_lib
-from official_bench.launch.nodes import NodeError, slurm_nodes
+from official_bench.launch.node_list import NodeError
+from official_bench.launch.slurm import slurm_nodes
 
 from support.helpers import (TINY_OVERRIDE, consecutive_free_port, extract_tables,
                      free_ports)

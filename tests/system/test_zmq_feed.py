@@ -318,7 +318,7 @@ def test_two_workers_each_bind_their_port_and_train(tmp_path):
 
 @pytest.mark.slow
 def test_producer_sends_tfrecords_through_the_records_pipeline(tmp_path):
-    from official_bench.data.build.build_records import classic_example
+    from official_bench.data.build.example_proto import classic_example
     from official_bench.runtime.keras_setup import tf
     with tf.io.TFRecordWriter(str(tmp_path / "train-00000-of-00001")) as w:
         for i in range(8):

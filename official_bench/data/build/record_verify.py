@@ -2,20 +2,24 @@
 
 Every record is read by the byte-checked reader and its whole image
 decoded inside the guard; `check_records` yields each one's verdict and
-never raises on bad data.
+never raises on bad data. `verify` checks a build's output directory with
+it: every shard there, every record good, the counts the manifest expects.
 """
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+import os
+from typing import Dict, Optional, Sequence
 
 from official_bench.config import DatasetConfig
+from official_bench.data.build.manifest import MANIFEST
+from official_bench.data.build.shards import shard_name
 from official_bench.data.records.bad_records import parse_message
 from official_bench.data.records.record_files import (
-    CLASSIC_LAYOUT, Layout, file_sizes)
+    CLASSIC_LAYOUT, Layout, classic_files, file_sizes)
 from official_bench.data.records.record_guard import GUARD_BLOCK, Decoder
 from official_bench.data.records.record_reader import (
-    BLOCK_FAILED, END_OK, read_file)
+    BLOCK_FAILED, END_OK, OK, read_file)
 from official_bench.runtime.keras_setup import tf
 
 
@@ -76,3 +80,50 @@ def check_records(files: Sequence[str], layout: Layout = CLASSIC_LAYOUT,
             continue
         yield (filename.decode("utf-8", "replace"), int(index), int(status),
                detail.decode("utf-8", "replace"))
+
+
+def verify(output_dir: str, splits: Sequence[str], num_classes: Optional[int],
+           expected: Optional[Dict[str, int]] = None,
+           log=print, expected_shards: Optional[Dict[str, int]] = None) -> int:
+    """Counts records, decodes every image, checks labels; returns #problems.
+
+    `expected` holds record counts per split, `expected_shards` shard counts
+    (an interrupted build leaves some missing).
+    """
+    problems = 0
+    for split in splits:
+        files = classic_files(output_dir, split)
+        if not files:
+            log(f"verify [{split}]: no shards in {output_dir}")
+            problems += 1
+            continue
+        total, bad = 0, []
+        for filename, index, status, detail in check_records(
+                files, CLASSIC_LAYOUT, num_classes):
+            if status == OK:
+                total += 1
+            else:
+                bad.append(f"{filename} record {index}: {detail}")
+        log(f"verify [{split}]: {len(files)} shard(s), {total} good "
+            f"record(s), {len(bad)} bad")
+        for line in bad:
+            log(f"  BAD {line}")
+        problems += len(bad)
+        want_shards = (expected_shards or {}).get(split)
+        if want_shards is not None:
+            missing = [shard_name(split, i, want_shards)
+                       for i in range(want_shards)
+                       if not os.path.exists(os.path.join(
+                           output_dir, shard_name(split, i, want_shards)))]
+            if missing:
+                log(f"verify [{split}]: {len(missing)} of {want_shards} "
+                    f"shard(s) missing (first: {missing[0]}); the build did "
+                    "not finish: re-run the build command")
+                problems += 1
+        want = (expected or {}).get(split)
+        if want is not None and want != total:
+            log(f"verify [{split}]: expected {want} records "
+                f"({MANIFEST}), found {total}")
+            problems += 1
+    return problems
+

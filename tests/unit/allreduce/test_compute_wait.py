@@ -74,8 +74,8 @@ def test_local_config_is_one_device_of_the_step():
     cfg = _config("runtime.num_gpus=8,runtime.distribution_strategy="
                   "multi_worker_mirrored,train_dataset.batch_size=256,"
                   "train_dataset.use_per_replica_batch_size=false,"
-                  "train_dataset.builder=records,runtime.enable_xla=true")
-    cfg.model_dir = "/somewhere"
+                  "train_dataset.builder=records,runtime.enable_xla=true,"
+                  "model_dir=/somewhere")
     local = compute_wait.local_config(cfg, 16)
     rt, ds = local.runtime, local.train_dataset
     assert (rt.distribution_strategy, rt.num_gpus, rt.enable_xla) == \
@@ -84,7 +84,7 @@ def test_local_config_is_one_device_of_the_step():
     assert (ds.batch_size, ds.use_per_replica_batch_size, ds.builder) == \
         (16, True, "synthetic")
     assert local.model_dir is None
-    # the run's own config is untouched (the set-up writes into datasets)
+    # the run's own (frozen) config is untouched
     assert (cfg.runtime.distribution_strategy, cfg.train_dataset.batch_size,
             cfg.train_dataset.builder, cfg.model_dir) == (
         "multi_worker_mirrored", 256, "records", "/somewhere")

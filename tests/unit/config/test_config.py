@@ -215,10 +215,11 @@ def test_private_input_threads_derived_for_gpu_private(cores, gpus, want):
                        params_override=f"runtime.num_gpus={gpus}").runtime
     assert rt.gpu_thread_mode == "gpu_private"
     assert devices.dataset_private_threads(rt, cores) == want
-    rt.dataset_num_private_threads = 3  # an explicit count wins
-    assert devices.dataset_private_threads(rt, cores) == 3
-    rt.dataset_num_private_threads, rt.gpu_thread_mode = None, None
-    assert devices.dataset_private_threads(rt, cores) is None
+    explicit = C.replace_keys(rt, {"dataset_num_private_threads": 3})
+    assert devices.dataset_private_threads(explicit, cores) == 3  # it wins
+    unset = C.replace_keys(rt, {"dataset_num_private_threads": None,
+                                "gpu_thread_mode": None})
+    assert devices.dataset_private_threads(unset, cores) is None
 
 
 def test_ipv6_worker_hosts_accepted_and_bare_ipv6_rejected():

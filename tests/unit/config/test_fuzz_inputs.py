@@ -7,7 +7,7 @@ unit/contracts/test_tf_config.py does the same), in-process and TensorFlow-free,
 a few seconds per parser:
   --params_override strings      -> config.ConfigError
   config files (YAML documents)  -> config.ConfigError
-  node lists, hostfiles, Slurm   -> nodes.NodeError / hostport.HostPortError
+  node lists, hostfiles, Slurm   -> node_list.NodeError / hostport.HostPortError
   log lines and log directories  -> no exception from the line parsers
                                     (bad lines are reported as MalformedLine);
                                     results.errors.ExtractError from extract()
@@ -26,7 +26,7 @@ import pytest
 
 from official_bench import config as C
 from official_bench.contracts import hostport, throughput
-from official_bench.launch import nodes
+from official_bench.launch import node_list, slurm
 from official_bench.extract import extractor as extract_lib
 from official_bench.extract import logparse
 from official_bench.extract.errors import ExtractError
@@ -244,9 +244,9 @@ def test_node_lists_give_only_node_errors():
         text = _node_text(rng)
         default = rng.choice([None, 5000])
         try:
-            items = nodes.split_list(text)
-            got = nodes.parse_node_list(items, default, "NODES")
-        except nodes.NodeError as e:
+            items = node_list.split_list(text)
+            got = node_list.parse_node_list(items, default, "NODES")
+        except node_list.NodeError as e:
             assert "NODES" in str(e), text
             continue
         except Exception as e:  # noqa: BLE001
@@ -288,12 +288,13 @@ def test_slurm_hostlists_and_hostfiles_give_only_node_errors(tmp_path):
                  for _ in range(rng.randint(0, 4))]
         hostfile.write_text("\n".join(lines), encoding="utf-8")
         for what, call in (
-                ("slurm", lambda: nodes.slurm_nodes(env, 5000)),
-                ("hostfile", lambda: nodes.parse_node_list(
-                    nodes.read_hostfile(str(hostfile)), 5000, "HOSTFILE"))):
+                ("slurm", lambda: slurm.slurm_nodes(env, 5000)),
+                ("hostfile", lambda: node_list.parse_node_list(
+                    node_list.read_hostfile(str(hostfile)), 5000,
+                    "HOSTFILE"))):
             try:
                 call()
-            except nodes.NodeError:
+            except node_list.NodeError:
                 pass
             except Exception as e:  # noqa: BLE001
                 pytest.fail(f"{what}: {type(e).__name__}: {e}\n  input: "

@@ -206,7 +206,7 @@ def error_line(message, path):
 def records_dir(tmp_path_factory):
     """Classic ImageNet-layout TFRecords of 8x8 JPEGs; labels 1..9 of 10
     classes, so label_offset 0 and 1 both stay in range."""
-    from official_bench.data.build.build_records import classic_example
+    from official_bench.data.build.example_proto import classic_example
     from official_bench.runtime.keras_setup import tf
     root = tmp_path_factory.mktemp("records")
     for split in ("train", "validation"):

@@ -31,6 +31,15 @@ def test_traits_state_the_differences_that_were_string_compares():
         t("horovod").horovod_allreduce
     assert t("parameter_server").input_via_dataset_creator and \
         t("parameter_server").tasks_serve_coordinator
+    # How runtime.all_reduce_alg and num_packs apply (config/rules.py), and
+    # the replicas a process feeds (data/input_bench.py).
+    assert {n for n, x in strategies.TRAITS.items() if x.peer_workers} == \
+        {"multi_worker_mirrored"}
+    assert {n for n, x in strategies.TRAITS.items()
+            if x.gpu_cross_device_ops} == {"mirrored"}
+    assert {n for n, x in strategies.TRAITS.items()
+            if x.replica_per_local_device} == {"mirrored",
+                                               "multi_worker_mirrored"}
     with pytest.raises(TypeError, match="unknown strategy traits"):
         strategies._traits("x", stages=True)
 

@@ -13,8 +13,8 @@ def test_both_spellings_and_policy_names_convert_both_ways():
     for short, long in zip(dtypes.SHORT_NAMES, dtypes.TF_NAMES):
         for spelling in (short, long, f"mixed_{long}"):
             assert dtypes.tf_name(spelling) == long
-            assert dtypes.short_name(spelling) == short
-    assert dtypes.short_name("amp") == "fp16"
+            assert dtypes.TO_SHORT[spelling] == short
+    assert dtypes.TO_SHORT["amp"] == "fp16"
     with pytest.raises(KeyError):
         dtypes.tf_name("fp64")
 

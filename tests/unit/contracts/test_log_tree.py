@@ -61,7 +61,7 @@ def test_names_round_trip(nodes, gpus, batch, dtype, index):
     assert L.parse_log_name(L.log_name(batch, dtype, index)) == \
         (batch, dtype, index)
     assert L.parse_allreduce_json_name(
-        L.json_name(batch, dtype, index, "allreduce")) == (dtype, index)
+        L.run_stem(batch, dtype, index, "allreduce") + L.JSON_SUFFIX) == (dtype, index)
     assert L.is_run_log(L.log_name(batch, dtype, index), batch, dtype)
     assert not L.is_run_log(L.log_name(batch + 1, dtype, index), batch, dtype)
     assert L.is_run_log(L.log_name(batch, dtype, index, "allreduce"), batch,

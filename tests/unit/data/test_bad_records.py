@@ -16,7 +16,7 @@ from official_bench.data.records import (
     bad_records, record_reader, pipeline as records)
 from official_bench.data.records.record_files import classic_files
 from official_bench.data.build.record_verify import check_records
-from official_bench.data.build.build_records import classic_example
+from official_bench.data.build.example_proto import classic_example
 from official_bench.runtime.keras_setup import tf
 
 CTX = tf.distribute.InputContext()

@@ -12,6 +12,9 @@ import numpy as np
 import pytest
 
 from official_bench.data.build import build_records as br
+from official_bench.data.build import (builder, example_proto, shards,
+                                       sources)
+from official_bench.data.build import image_codec as codec
 from official_bench.data.records import pipeline as records
 from official_bench.data.records.record_files import classic_files
 from official_bench.runtime.keras_setup import tf
@@ -71,7 +74,7 @@ def run(args, log=None):
 
 
 def test_example_bytes_round_trips_through_tensorflow():
-    raw = br.example_bytes({"b": b"\x00\xff", "s": "t\u00e9xt", "i": [3, -2],
+    raw = example_proto.example_bytes({"b": b"\x00\xff", "s": "t\u00e9xt", "i": [3, -2],
                             "f": [0.5, 1.25], "one": 7, "empty": []})
     ex = tf.train.Example.FromString(raw).features.feature
     assert ex["b"].bytes_list.value == [b"\x00\xff"]
@@ -86,20 +89,20 @@ def test_to_rgb_jpeg_keeps_rgb_jpegs_and_converts_the_rest():
     buf = io.BytesIO()
     rgb(1).save(buf, "JPEG")
     data = buf.getvalue()
-    assert br.to_rgb_jpeg(data) == (data, 10, 12)  # unchanged bytes
+    assert codec.to_rgb_jpeg(data) == (data, 10, 12)  # unchanged bytes
     for mode, fmt in (("L", "JPEG"), ("CMYK", "JPEG"), ("RGBA", "PNG"),
                       ("P", "PNG")):
         buf = io.BytesIO()
         rgb(2).convert(mode).save(buf, fmt)
-        out, h, w = br.to_rgb_jpeg(buf.getvalue())
+        out, h, w = codec.to_rgb_jpeg(buf.getvalue())
         image = Image.open(io.BytesIO(out))
         assert (image.format, image.mode, h, w) == ("JPEG", "RGB", 10, 12)
     with pytest.raises(ValueError, match="Pillow"):
-        br.to_rgb_jpeg(b"garbage")
+        codec.to_rgb_jpeg(b"garbage")
     buf = io.BytesIO()
     rgb(3, (64, 64)).save(buf, "JPEG")
     with pytest.raises(ValueError, match="cannot decode"):
-        br.to_rgb_jpeg(buf.getvalue()[:300])  # truncated
+        codec.to_rgb_jpeg(buf.getvalue()[:300])  # truncated
 
 
 def test_builds_classic_shards_labels_and_verifies(tmp_path):
@@ -158,15 +161,15 @@ def test_library_call_takes_typed_options(tmp_path):
     src = make_tree(str(tmp_path / "src"), per_class=2)
     out = str(tmp_path / "out")
     lines = []
-    opts = br.BuildOptions(output_dir=out, input_dir=src, splits="train",
+    opts = builder.BuildOptions(output_dir=out, input_dir=src, splits="train",
                            train_shards=2, num_workers=1)
-    assert br.build(opts, log=lines.append) == 0
+    assert builder.build(opts, log=lines.append) == 0
     assert sorted(n for n in os.listdir(out) if n.startswith("train-")) == [
         "train-00000-of-00002", "train-00001-of-00002"]
     assert open(os.path.join(out, "labels.txt")).read() == "cat\ndog\nemu\n"
     defaults = br._parser().parse_args(["--output_dir", out])
-    assert br.BuildOptions.from_namespace(defaults) == \
-        br.BuildOptions(output_dir=out)
+    assert builder.BuildOptions.from_namespace(defaults) == \
+        builder.BuildOptions(output_dir=out)
 
 
 def test_restart_skips_finished_shards_and_never_exposes_partial_ones(
@@ -176,7 +179,7 @@ def test_restart_skips_finished_shards_and_never_exposes_partial_ones(
     args = [f"--input_dir={src}", f"--output_dir={out}", "--train_shards=4",
             "--validation_shards=1", "--num_workers=1"]
     # A crash in the middle of writing shard 2: nothing under its name.
-    real = br._write_shard
+    real = shards._write_shard
     written = []
 
     def crashing(path, recs):
@@ -187,7 +190,7 @@ def test_restart_skips_finished_shards_and_never_exposes_partial_ones(
             return real(path, gen())
         written.append(path)
         return real(path, recs)
-    monkeypatch.setattr(br, "_write_shard", crashing)
+    monkeypatch.setattr(shards, "_write_shard", crashing)
     with pytest.raises(RuntimeError, match="disk full"):
         run(args)
     names = os.listdir(out)
@@ -199,7 +202,7 @@ def test_restart_skips_finished_shards_and_never_exposes_partial_ones(
     # A stale temporary from a killed run is removed on restart.
     stale = os.path.join(out, ".train-00003-of-00004.x1y2.tmp")
     open(stale, "wb").write(b"partial")
-    monkeypatch.setattr(br, "_write_shard", real)
+    monkeypatch.setattr(shards, "_write_shard", real)
     code, log = run(args + ["--verify"])
     assert code == 0, log
     assert f"{len(done)} of 4 shard(s) already complete" in log
@@ -332,7 +335,6 @@ def test_cli_module_runs_with_progress_output(tmp_path):
 
 
 def test_tensorflow_path_converts_like_pillow_and_keeps_rgb_jpegs():
-    from official_bench.data.build import image_codec as codec
     buf = io.BytesIO()
     rgb(1).save(buf, "JPEG")
     data = buf.getvalue()
@@ -636,9 +638,9 @@ def test_skipped_list_survives_a_kill_and_the_rerun(slow_tree, tmp_path):
         for name in os.listdir(os.path.join(slow_tree, "train", cls)):
             os.link(os.path.join(slow_tree, "train", cls, name),
                     os.path.join(src, "train", cls, name))
-    items = br.list_folder_split(os.path.join(src, "train"), ["a", "b"])
-    shards = br.assign_shards(items, 8, 12345)
-    bad = [shards[0][0].path, shards[1][0].path]
+    items = sources.list_folder_split(os.path.join(src, "train"), ["a", "b"])
+    assigned = shards.assign_shards(items, 8, 12345)
+    bad = [assigned[0][0].path, assigned[1][0].path]
     for path in bad:
         os.remove(path)
         with open(path, "wb") as f:

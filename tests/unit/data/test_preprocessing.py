@@ -6,7 +6,7 @@ import pytest
 from official_bench.config import DatasetConfig
 from official_bench.data import preprocessing as pp
 from official_bench.data.records import pipeline as records
-from official_bench.data.build.build_records import classic_example
+from official_bench.data.build.example_proto import classic_example
 from official_bench.data.preprocessing import (IMAGENET_MEAN_RGB,
                                                IMAGENET_STD_RGB)
 from official_bench.runtime.keras_setup import tf

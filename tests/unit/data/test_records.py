@@ -9,7 +9,7 @@ from official_bench.config import ConfigError, DatasetConfig
 from official_bench.data import factory
 from official_bench.data.records import (
     record_files, record_reader, pipeline as records)
-from official_bench.data.build.build_records import (
+from official_bench.data.build.example_proto import (
     classic_example, example_bytes)
 from official_bench.runtime.keras_setup import tf
 

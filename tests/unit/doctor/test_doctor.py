@@ -242,17 +242,6 @@ def test_plan_when_tensorflow_does_not_start():
             and c.kind != "horovod"} == {why}
 
 
-def test_split_gpus_and_visible_ids():
-    assert plan.split_gpus(["0", "1", "2"]) == ["0", "1"]  # equal shares
-    with pytest.raises(ValueError, match="2 workers need at least 2 GPUs"):
-        plan.split_gpus(["0"])
-    # CUDA_VISIBLE_DEVICES=2,3: TensorFlow's GPU 0 and 1 are physical 2, 3.
-    assert plan.gpu_ids_from("2,3", 2) == ["2", "3"]
-    assert plan.gpu_ids_from(None, 3) == ["0", "1", "2"]
-    ids = plan.gpu_ids_from("4,5,6,7", 4)
-    assert plan.split_gpus(ids) == ["4,5", "6,7"]
-
-
 def test_select_by_glob_keeps_environment_rows_and_rejects_unknown():
     checks = list(planned(0).values())
     chosen = [c.name for c in plan.select(checks, ["cpu-fp*"])]

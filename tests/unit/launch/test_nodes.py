@@ -4,9 +4,10 @@ import json
 
 import pytest
 
-from official_bench.launch import nodes
+from official_bench.launch import identity, node_list, nodes, slurm
 from official_bench.launch import settings as settings_lib
-from official_bench.launch.nodes import Identity, Node, NodeError
+from official_bench.launch.identity import Identity
+from official_bench.launch.node_list import Node, NodeError
 
 # Only 127.0.0.1 and the 10.200.0.0/24 test-namespace range appear here; no
 # address is ever contacted (IP literals are not looked up).
@@ -37,9 +38,9 @@ def no_dns(host):
 
 
 def test_parse_node_forms():
-    assert nodes.parse_node(f"{A}:2222", None, "x") == Node(A, 2222)
-    assert nodes.parse_node("gpu01", 11111, "x") == Node("gpu01", 11111)
-    v6 = nodes.parse_node("[fd00::1]:5", None, "x")
+    assert node_list.parse_node(f"{A}:2222", None, "x") == Node(A, 2222)
+    assert node_list.parse_node("gpu01", 11111, "x") == Node("gpu01", 11111)
+    v6 = node_list.parse_node("[fd00::1]:5", None, "x")
     assert v6 == Node("fd00::1", 5) and v6.address == "[fd00::1]:5"
 
 
@@ -51,29 +52,31 @@ def test_parse_node_forms():
 ])
 def test_parse_node_rejects(text, words):
     with pytest.raises(NodeError, match=words.replace("[", r"\[")):
-        nodes.parse_node(text, None, "NODES")
+        node_list.parse_node(text, None, "NODES")
 
 
 def test_port_required_without_default():
     with pytest.raises(NodeError, match="has no port"):
-        nodes.parse_node(A, None, "NODES")
+        node_list.parse_node(A, None, "NODES")
 
 
 def test_duplicate_node_is_an_error():
     with pytest.raises(NodeError, match=r"listed twice \(positions 0 and 2\)"):
-        nodes.parse_node_list([f"{A}:1", f"{B}:1", f"{A}:1"], None, "NODES")
+        node_list.parse_node_list([f"{A}:1", f"{B}:1", f"{A}:1"], None,
+                                  "NODES")
     # Same host, different ports: two workers on one machine is fine.
-    assert len(nodes.parse_node_list([f"{A}:1", f"{A}:2"], None, "x")) == 2
+    assert len(node_list.parse_node_list([f"{A}:1", f"{A}:2"], None,
+                                         "x")) == 2
 
 
 def test_split_list_and_hostfile(tmp_path):
-    assert nodes.split_list(f" {A}:1, {B}:1\n{C}:1 ") == \
+    assert node_list.split_list(f" {A}:1, {B}:1\n{C}:1 ") == \
         [f"{A}:1", f"{B}:1", f"{C}:1"]
     hostfile = tmp_path / "hosts"
     hostfile.write_text(f"# cluster\n{A} slots=8\n\n{B}:2222  # second\n")
-    assert nodes.read_hostfile(str(hostfile)) == [A, f"{B}:2222"]
+    assert node_list.read_hostfile(str(hostfile)) == [A, f"{B}:2222"]
     with pytest.raises(NodeError, match="cannot be read"):
-        nodes.read_hostfile(str(tmp_path / "missing"))
+        node_list.read_hostfile(str(tmp_path / "missing"))
 
 
 @pytest.mark.parametrize("expr, hosts", [
@@ -84,13 +87,13 @@ def test_split_list_and_hostfile(tmp_path):
     ("a[7],b", ["a7", "b"]),
 ])
 def test_expand_hostlist(expr, hosts):
-    assert nodes.expand_hostlist(expr) == hosts
+    assert slurm.expand_hostlist(expr) == hosts
 
 
 @pytest.mark.parametrize("expr", ["gpu[01-03", "gpu]1[", "gpu[a-b]"])
 def test_expand_hostlist_rejects(expr):
     with pytest.raises(NodeError):
-        nodes.expand_hostlist(expr)
+        slurm.expand_hostlist(expr)
 
 
 # -- matching this machine ----------------------------------------------------
@@ -98,29 +101,30 @@ def test_expand_hostlist_rejects(expr):
 
 def test_match_by_interface_address():
     ident = fake_identity(addresses=[B])()
-    index, why = nodes.match_index([Node(A, 1), Node(B, 1)], ident, no_dns)
+    index, why = identity.match_index([Node(A, 1), Node(B, 1)], ident,
+                                      no_dns)
     assert index == 1 and B in why
 
 
 def test_match_by_hostname_short_and_long():
     ident = fake_identity(hostname="gpu02.cluster.local")()
-    index, why = nodes.match_index([Node("gpu01", 1), Node("gpu02", 1)],
-                                   ident, no_dns)
+    index, why = identity.match_index([Node("gpu01", 1), Node("gpu02", 1)],
+                                      ident, no_dns)
     assert index == 1 and "hostname" in why
 
 
 def test_match_by_name_resolving_to_local_address():
     ident = fake_identity(hostname="elsewhere", addresses=[A])()
-    index, _ = nodes.match_index([Node("other", 1), Node("box", 1)], ident,
-                                 no_dns)
+    index, _ = identity.match_index([Node("other", 1), Node("box", 1)],
+                                    ident, no_dns)
     assert index == 1
 
 
 def test_no_match_lists_everything_tried():
     ident = fake_identity(hostname="box9", addresses=[C])()
     with pytest.raises(NodeError) as e:
-        nodes.match_index([Node(A, 1), Node(B, 1)], ident, no_dns,
-                          where="NODES")
+        identity.match_index([Node(A, 1), Node(B, 1)], ident, no_dns,
+                             where="NODES")
     text = str(e.value)
     for part in ("not in NODES", "TASK_INDEX", "hostname 'box9'", C,
                  f"{A}:1 -> {A}", "Set TASK_INDEX"):
@@ -130,19 +134,19 @@ def test_no_match_lists_everything_tried():
 def test_loopback_twice_is_ambiguous():
     ident = fake_identity()()
     with pytest.raises(NodeError, match="matches 2 nodes.*TASK_INDEX"):
-        nodes.match_index([Node("127.0.0.1", 1), Node("127.0.0.1", 2)],
-                          ident, no_dns)
+        identity.match_index([Node("127.0.0.1", 1), Node("127.0.0.1", 2)],
+                             ident, no_dns)
 
 
 def test_same_address_under_two_names_is_a_duplicate():
     ident = fake_identity(addresses=[B])()
     with pytest.raises(NodeError, match="same address 127.0.0.1:1"):
-        nodes.match_index([Node("127.0.0.1", 1), Node("localhost", 1)],
-                          ident, no_dns)
+        identity.match_index([Node("127.0.0.1", 1), Node("localhost", 1)],
+                             ident, no_dns)
 
 
 def test_local_identity_sees_loopback():
-    ident = nodes.local_identity()
+    ident = identity.local_identity()
     assert ident.hostname
     assert ident.is_local_address("127.0.0.1")
 
@@ -329,12 +333,13 @@ def test_names_of_one_machine_share_it_in_ports_and_barrier():
     """Different ports on one machine under two names are fine, but the
     default barrier port and WORKERS_PER_NODE port ranges see one machine."""
     from official_bench.launch import plan
+    from official_bench.launch.errors import PlanError
     ns = resolve_aliases(make_settings(nodes="box:5001,box-alias:5002",
                                        task_index=0))
     assert ns.machines == [0, 0]
     # One above every trainer port of the machine, not just of 'box'.
     assert nodes.barrier_address(ns, None) == ("box", 5003)
-    with pytest.raises(plan.PlanError, match="overlap those of node 0"):
+    with pytest.raises(PlanError, match="overlap those of node 0"):
         plan.worker_addresses(ns.nodes, 2, ns.machines)
     ns2 = resolve_aliases(make_settings(nodes=f"box:5001,{B}:5002",
                                         task_index=0))

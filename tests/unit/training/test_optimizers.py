@@ -80,7 +80,7 @@ def test_float16_loss_scaling_wraps_the_fused_optimizer():
 
 
 def test_unknown_optimizer_names_the_valid_ones():
-    cfg = _opt_config(name="momentum")
-    cfg.name = "lamb"
+    # The config refuses the name; a copy of a loaded one takes it.
+    cfg = C.replace_keys(_opt_config(name="momentum"), {"name": "lamb"})
     with pytest.raises(ValueError, match="momentum, sgd, rmsprop, adam"):
         build_optimizer(cfg, 0.1)

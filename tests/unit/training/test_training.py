@@ -37,7 +37,9 @@ def test_mirrored_over_two_cpu_devices():
         "/job:localhost/replica:0/task:0/device:CPU:1"]
     assert r.environment["configured_devices"] == ["/cpu:0", "/cpu:1"]
     assert r.environment["replicas_per_worker"] == 2
+    # setup_run's derived r2.3 key reaches both datasets (a new config).
     assert r.config.train_dataset.num_devices == 2
+    assert r.config.validation_dataset.num_devices == 2
     assert all(math.isfinite(x) for x in r.history["loss"])
 
 

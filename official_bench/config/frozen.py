@@ -1,0 +1,87 @@
+"""A validated config is frozen: checked once, it cannot change afterwards.
+
+The config dataclasses (config/schema.py) share `ConfigNode`: mutable
+while config/builder.py fills them and config/validate.py fills the
+derived values, frozen by `freeze` at the end of config/layering
+.build_config. A later attribute write on the config or any config inside
+it raises FrozenConfigError naming the key. Code that derives new values
+(the replicas of a run, a one-device copy) makes a new config with
+`replace_keys` (frozen again) or `dataclasses.replace`; the parts it does
+not change are shared, which is safe because they are frozen too. Lists
+inside a config are not frozen.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, Mapping, TypeVar
+
+# The instance attribute holding a frozen node's key path ("" for the whole
+# config, "train_dataset." for a dataset); absent while it is mutable.
+_FROZEN_AT = "_frozen_at"
+
+T = TypeVar("T")
+
+
+class FrozenConfigError(dataclasses.FrozenInstanceError):
+    """An attribute write on a validated (frozen) config."""
+
+
+class ConfigNode:
+    """Base of the config dataclasses: attribute writes raise once the
+    config is frozen (`freeze`)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _refuse_if_frozen(self, name)
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        _refuse_if_frozen(self, name)
+        object.__delattr__(self, name)
+
+
+def _refuse_if_frozen(node: Any, name: str) -> None:
+    prefix = node.__dict__.get(_FROZEN_AT)
+    if prefix is not None:
+        raise FrozenConfigError(
+            f"config is frozen after validation: {prefix}{name}; use "
+            "config.replace_keys or dataclasses.replace for a copy with new "
+            "values")
+
+
+def is_frozen(node: Any) -> bool:
+    return _FROZEN_AT in node.__dict__
+
+
+def freeze(node: T, prefix: str = "") -> T:
+    """Freezes `node` and every config inside it; returns `node`."""
+    for f in dataclasses.fields(node):
+        value = getattr(node, f.name)
+        if isinstance(value, ConfigNode):
+            freeze(value, f"{prefix}{f.name}.")
+    object.__setattr__(node, _FROZEN_AT, prefix)
+    return node
+
+
+def replace_keys(node: T, values: Mapping[str, Any]) -> T:
+    """A copy of `node` with the dotted keys set ("train_dataset.num_devices":
+    8), frozen if `node` was; `node` is unchanged and the configs on no
+    key's path are shared with it."""
+    changes: Dict[str, Any] = {}
+    nested: Dict[str, Dict[str, Any]] = {}
+    for key, value in values.items():
+        head, dot, rest = key.partition(".")
+        if dot:
+            nested.setdefault(head, {})[rest] = value
+        else:
+            changes[head] = value
+    both = set(changes) & set(nested)
+    if both:
+        raise ValueError(f"replace_keys: {sorted(both)[0]} is set and so is "
+                         "a key below it")
+    for head, below in nested.items():
+        changes[head] = replace_keys(getattr(node, head), below)
+    copy = dataclasses.replace(node, **changes)
+    if is_frozen(node):
+        freeze(copy, node.__dict__[_FROZEN_AT])
+    return copy

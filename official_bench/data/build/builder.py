@@ -1,0 +1,147 @@
+"""The build: typed options (the CLI's flags, so a notebook or a test
+builds without argparse), the inputs they name, and the run over the
+splits: manifest, labels, shards in worker processes, the final merge."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from typing import List, Optional, Sequence
+
+from official_bench.contracts import exit_status
+from official_bench.data.build import manifest as manifest_lib
+from official_bench.data.build.manifest import LABELS_FILE, SKIPPED_FILE
+from official_bench.data.build.image_codec import (INSTALL_HINT,
+                                                   pillow_available)
+from official_bench.data.build.shards import build_split, init_progress
+from official_bench.data.build.sources import (
+    BuildError, Item, class_folders, list_flat_split, list_folder_split,
+    read_boxes, read_class_text, read_lines)
+from official_bench.data.build.worker_pool import SPAWN, WorkerPool
+from official_bench.host.atomic import write_text_atomic
+
+DEFAULT_SHARDS = {"train": 1024, "validation": 128}
+SPLIT_DIRS = {"train": ("train",), "validation": ("validation", "val")}
+
+
+@dataclasses.dataclass
+class BuildOptions:
+    """What `build` converts: the CLI's flags, typed, so that a notebook or
+    a test can call the builder without argparse."""
+    output_dir: str
+    input_dir: Optional[str] = None
+    layout: str = "imagefolder"  # or "imagenet"
+    train_dir: Optional[str] = None
+    validation_dir: Optional[str] = None
+    validation_labels: Optional[str] = None
+    bounding_boxes: Optional[str] = None
+    class_names: Optional[str] = None
+    class_text: Optional[str] = None
+    splits: str = "train,validation"
+    train_shards: int = DEFAULT_SHARDS["train"]
+    validation_shards: int = DEFAULT_SHARDS["validation"]
+    num_workers: int = dataclasses.field(
+        default_factory=lambda: os.cpu_count() or 1)
+    quality: int = 95  # JPEG quality for converted images
+    seed: int = 12345  # shuffle seed for the image -> shard assignment
+
+    @classmethod
+    def from_namespace(cls, ns: argparse.Namespace) -> "BuildOptions":
+        return cls(**{f.name: getattr(ns, f.name)
+                      for f in dataclasses.fields(cls)})
+
+
+def _split_dir(args: BuildOptions, split: str) -> Optional[str]:
+    explicit = getattr(args, f"{split}_dir", None)
+    if explicit:
+        return explicit
+    if not args.input_dir:
+        return None
+    for name in SPLIT_DIRS.get(split, (split,)):
+        path = os.path.join(args.input_dir, name)
+        if os.path.isdir(path):
+            return path
+    return os.path.join(args.input_dir, SPLIT_DIRS.get(split, (split,))[0])
+
+
+def _classes(args: BuildOptions, splits: Sequence[str]) -> List[str]:
+    if args.class_names:
+        return read_lines(args.class_names)
+    train_dir = _split_dir(args, "train")
+    source = train_dir if train_dir and os.path.isdir(train_dir) else None
+    if source is None:
+        # No train split: classes from the validation folders.
+        source = _split_dir(args, splits[0])
+    if not source or not os.path.isdir(source):
+        raise BuildError(f"cannot find the class folders: {source} is not a "
+                         "directory (give --input_dir or --train_dir)")
+    classes = class_folders(source)
+    if not classes:
+        raise BuildError(f"{source} has no class folders")
+    return classes
+
+
+def _list_items(args: BuildOptions, split: str,
+                classes: Sequence[str]) -> List[Item]:
+    directory = _split_dir(args, split)
+    if not directory or not os.path.isdir(directory):
+        raise BuildError(f"split {split}: {directory} is not a directory")
+    if args.layout == "imagenet" and split != "train":
+        if not args.validation_labels:
+            raise BuildError("--layout=imagenet needs --validation_labels for "
+                             "the flat validation folder")
+        return list_flat_split(directory, args.validation_labels, classes)
+    return list_folder_split(directory, classes)
+
+
+def build(args: BuildOptions, log=print) -> int:
+    splits = [s.strip() for s in args.splits.split(",") if s.strip()]
+    os.makedirs(args.output_dir, exist_ok=True)
+    classes = _classes(args, splits)
+    boxes = read_boxes(args.bounding_boxes) if args.bounding_boxes else {}
+    class_text = read_class_text(args.class_text)
+    plan = {}
+    for split in splits:
+        items = _list_items(args, split, classes)
+        for item in items:
+            item.boxes = tuple(boxes.get(os.path.basename(item.path), ()))
+        shards = getattr(args, f"{split}_shards", None) or \
+            DEFAULT_SHARDS.get(split, 1)
+        plan[split] = (items, shards)
+    manifest = {"format": 1, "layout": args.layout, "classes": list(classes),
+                "splits": {s: {"images": len(items), "shards": shards,
+                               "seed": args.seed}
+                           for s, (items, shards) in plan.items()}}
+    manifest_lib.check_manifest(args.output_dir, manifest)
+    manifest = manifest_lib.start_manifest(args.output_dir, manifest)
+    write_text_atomic(os.path.join(args.output_dir, LABELS_FILE),
+                      "".join(c + "\n" for c in classes))
+    log(f"{len(classes)} classes -> {os.path.join(args.output_dir, LABELS_FILE)}"
+        f" (label i = line i, 1-based)")
+    if not pillow_available():
+        log("Pillow is not installed: TensorFlow converts the images (JPEG, "
+            "PNG, GIF, BMP, WebP); TIFF and PPM/PGM need "
+            f"{INSTALL_HINT}")
+    # TensorFlow writes the shards: import it now, not when the first
+    # shard is done, or the workers would finish while this process imports.
+    from official_bench.runtime.keras_setup import tf  # noqa: F401
+    workers = max(1, args.num_workers)
+    slots = SPAWN.RawArray("q", max(shards for _, shards in plan.values()))
+    with WorkerPool(workers, initializer=init_progress,
+                    initargs=(slots,)) as pool:
+        for split, (items, shards) in plan.items():
+            log(f"[{split}] {len(items)} images -> {shards} shard(s), "
+                f"{workers} worker(s)")
+            written, kept, bad = build_split(
+                split, items, shards, args.output_dir, pool, slots,
+                class_text, args.quality, args.seed, log=log)
+            log(f"[{split}] wrote {written} shard(s), {kept} already there, "
+                f"{len(bad)} image(s) skipped")
+    all_bad = manifest_lib.finish(args.output_dir, manifest, log=log)
+    if all_bad:
+        log(f"WARNING: {len(all_bad)} unreadable image(s) were skipped; "
+            f"listed in {os.path.join(args.output_dir, SKIPPED_FILE)}")
+        for image, why in all_bad[:10]:
+            log(f"  skipped {image}: {why}")
+    return exit_status.OK

@@ -1,0 +1,91 @@
+"""The machine's GPUs as nvidia-smi and CUDA_VISIBLE_DEVICES show them.
+
+The one place that runs nvidia-smi (the launcher counts GPUs with it, the
+GPU diagnosis lists them, the utilisation sampler reads their load) and
+reads CUDA_VISIBLE_DEVICES, and the one split of GPU ids among workers
+(the launcher's launchers sharing a machine, the doctor's two workers).
+Each caller words its own messages from what it gets here.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from typing import (Callable, List, Mapping, NamedTuple, Optional, Sequence)
+
+NVIDIA_SMI = "nvidia-smi"
+VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
+
+
+class SmiRun(NamedTuple):
+    """One nvidia-smi call: its output, or the exception that stopped it
+    (OSError, subprocess.TimeoutExpired) with returncode None."""
+    returncode: Optional[int]
+    stdout: str = ""
+    stderr: str = ""
+    error: Optional[Exception] = None
+
+
+def run_nvidia_smi(args: Sequence[str], timeout: float,
+                   run: Callable = subprocess.run,
+                   program: str = NVIDIA_SMI) -> SmiRun:
+    """Runs `program args` (nvidia-smi, or the path `which` found for it)
+    with a timeout; never raises for a call that could not run. `run` is
+    injectable so tests can play a machine's answers."""
+    try:
+        p = run([program, *args], capture_output=True, text=True,
+                timeout=timeout)
+    except (OSError, subprocess.SubprocessError) as e:
+        return SmiRun(None, error=e)
+    return SmiRun(p.returncode, p.stdout, p.stderr)
+
+
+def cuda_visible_devices(environ: Optional[Mapping[str, str]] = None
+                         ) -> Optional[str]:
+    """CUDA_VISIBLE_DEVICES as set (None when unset; "" hides every GPU),
+    from `environ` (default: this process's environment)."""
+    return (os.environ if environ is None else environ).get(VISIBLE_DEVICES)
+
+
+def parse_visible(text: str) -> List[str]:
+    """'0, 2,3' -> ['0', '2', '3']: the entries of a CUDA_VISIBLE_DEVICES
+    style list (indices or UUIDs), blanks dropped."""
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def visible_count(text: str) -> int:
+    """How many GPUs a CUDA_VISIBLE_DEVICES style list names ("" and "-1"
+    name none)."""
+    text = text.strip()
+    if not text or text == "-1":
+        return 0
+    return len(parse_visible(text))
+
+
+def gpu_ids(visible: Optional[str], count: int) -> List[str]:
+    """The ids to hand out in CUDA_VISIBLE_DEVICES for `count` GPUs.
+
+    With CUDA_VISIBLE_DEVICES=2,3 the process's GPU 0 is physical GPU 2,
+    so the ids are "2" and "3"; unset (or naming fewer than `count`), the
+    order is 0..count-1.
+    """
+    if visible:
+        ids = parse_visible(visible)
+        if len(ids) >= count:
+            return ids[:count]
+    return [str(i) for i in range(count)]
+
+
+def split_ids(ids: Sequence[str], workers: int) -> List[List[str]]:
+    """`ids` in `workers` equal, disjoint, consecutive shares.
+
+    Every worker gets the same number of GPUs (multi_worker_mirrored needs
+    the same replicas on each), so an odd GPU is left out (3 ids, 2
+    workers: ["0"] and ["1"]). ValueError when there are fewer ids than
+    workers.
+    """
+    per = len(ids) // workers
+    if per == 0:
+        raise ValueError(f"{workers} workers need at least {workers} GPUs; "
+                         f"{len(ids)} visible")
+    return [list(ids[w * per:(w + 1) * per]) for w in range(workers)]

@@ -1,0 +1,44 @@
+"""Stopping a child that runs in its own process group.
+
+The launcher's trainers and the doctor's checks each start in a session of
+their own (start_new_session), so a stop reaches what they started too
+(`timeout`'s trainer, horovodrun's ranks). TensorFlow may ignore SIGTERM
+while it runs ops, hence the one stop both use: SIGTERM, a grace, SIGKILL.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from typing import Sequence
+
+
+def signal_group(pid: int, sig: int) -> None:
+    """Sends `sig` to the process group led by `pid`; a group that is gone
+    (or no longer ours) is left alone."""
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stop_groups(procs: Sequence, grace: float) -> None:
+    """SIGTERMs the group of every process still running, all at once, and
+    SIGKILLs the group of each one still running `grace` seconds later;
+    returns when they have ended.
+
+    procs: subprocess.Popen, or anything with its pid, poll() and
+    wait(timeout) (the launcher's TrainerProcess).
+    """
+    running = [p for p in procs if p.poll() is None]
+    for p in running:
+        signal_group(p.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for p in running:
+        try:
+            p.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            signal_group(p.pid, signal.SIGKILL)
+            p.wait()

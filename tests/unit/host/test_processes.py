@@ -1,0 +1,74 @@
+"""host/processes.py: the one stop of a process group (SIGTERM, a grace,
+then SIGKILL) that the launcher's trainers and the doctor's checks share,
+on real child processes."""
+
+import signal
+import subprocess
+import sys
+import time
+
+from official_bench.host import processes
+
+IGNORES_TERM = ("import signal, time; signal.signal(signal.SIGTERM, "
+                "signal.SIG_IGN); print('up', flush=True); time.sleep(120)")
+# Starts a grandchild in its own process group and prints its pid.
+WITH_CHILD = ("import subprocess, sys, time; c = subprocess.Popen([sys."
+              "executable, '-c', 'import time; time.sleep(120)']); "
+              "print(c.pid, flush=True); time.sleep(120)")
+
+
+def start(code):
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    return p, p.stdout.readline().strip()  # ready once it printed
+
+
+def gone(pid, within=10.0):
+    """The process ended (a zombie nobody reaped yet counts as ended)."""
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_sigterm_ignored_means_sigkill_after_the_grace():
+    p, line = start(IGNORES_TERM)
+    assert line == "up"
+    began = time.monotonic()
+    processes.stop_groups([p], grace=0.5)
+    took = time.monotonic() - began
+    assert p.returncode == -signal.SIGKILL
+    assert 0.4 < took < 10
+
+
+def test_sigterm_reaches_the_whole_group_without_waiting_the_grace():
+    p, child = start(WITH_CHILD)
+    began = time.monotonic()
+    processes.stop_groups([p], grace=30)
+    assert p.returncode == -signal.SIGTERM
+    assert time.monotonic() - began < 10  # did not sit out the grace
+    assert gone(int(child))  # its child was in the group too
+
+
+def test_all_groups_get_sigterm_at_once():
+    """Two that ignore SIGTERM share one grace, not one each."""
+    procs = [start(IGNORES_TERM)[0] for _ in range(2)]
+    began = time.monotonic()
+    processes.stop_groups(procs, grace=2.0)
+    assert [p.returncode for p in procs] == [-signal.SIGKILL] * 2
+    assert time.monotonic() - began < 3.5  # one after the other: 4 s
+
+
+def test_ended_processes_and_gone_groups_are_left_alone():
+    p = subprocess.Popen([sys.executable, "-c", "pass"],
+                         start_new_session=True)
+    p.wait()
+    processes.stop_groups([p], grace=5)  # nothing to stop, no error
+    assert p.returncode == 0
+    processes.signal_group(p.pid, signal.SIGKILL)  # gone: no error
