@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 from typing import Dict, List, Optional, Sequence
 
 from official_bench.config import strategies
@@ -96,7 +95,3 @@ def child_env(base: Dict[str, str], extra: Optional[Dict[str, str]] = None
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra or {})
     return env
-
-
-def default_python() -> str:
-    return sys.executable

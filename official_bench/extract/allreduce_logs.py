@@ -9,7 +9,7 @@ gradient size). Runs of a case are combined per (size, dtype) by the median
 time; algbw and busbw follow from it (allreduce/bandwidth.py, nccl-tests'
 definitions). A ``latency`` entry (a small all-reduce, seconds per
 all-reduce) carries ``per_step``: the small collectives one train step of
-the model issues (allreduce_bench; the scaling model charges each). A
+the model issues (allreduce/bench.py; the scaling model charges each). A
 file's ``compute_after_wait`` (official_bench/allreduce/compute_wait.py: the model's
 step after a wait as long as the step's communication, against back to
 back, side by side) gives the case's compute penalty, the median over its

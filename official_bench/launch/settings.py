@@ -157,7 +157,7 @@ KNOBS: List[Knob] = [
          "directories, which the extractor reads)",
          choices=("train", "allreduce"), section="training"),
     Knob("allreduce_args", "str", None, "BENCH=allreduce: further "
-         "allreduce_bench flags, split as by a shell, e.g. "
+         "official-bench-allreduce flags, split as by a shell, e.g. "
          "'--sizes=model,1M,64M --dtypes=float32 --iters=50'",
          section="training"),
     Knob("python", "str", None, "Python interpreter for the launcher and "

@@ -80,3 +80,12 @@ def recording_source(ctx):
     with open(path, "w") as f:
         f.write(f"{ctx.input_pipeline_id} of {ctx.num_input_pipelines}")
     return python_loader.synthetic_source(ctx)
+
+
+def pipeline_source(ctx):
+    """Labels = this pipeline's id, so the batches say who made them."""
+    images = np.zeros((ctx.batch_size, ctx.image_size, ctx.image_size,
+                       ctx.num_channels), ctx.image_dtype)
+    labels = np.full((ctx.batch_size,), ctx.input_pipeline_id, np.int32)
+    while True:
+        yield images, labels

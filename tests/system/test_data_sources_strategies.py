@@ -5,10 +5,10 @@ Where each (source x strategy) pair is covered:
 
 | source  | one_device | mirrored | multi_worker_mirrored | horovod |
 |---------|------------|----------|-----------------------|---------|
-| python  | test_data_python | test_data_python | test_data_python (2 workers, pipeline ids) | here (horovodrun, pipeline ids) |
-| zmq     | test_data_zmq | test_data_zmq (2 producers) | test_data_zmq (2 workers, port + i) | here (horovodrun, port + rank) |
-| service | test_data_service | here | here (2 workers, pipeline ids) | here (horovodrun) |
-| records | test_training and others | test_data_records (sharding, in process) | through service (the trainer builds the pipeline) | here (horovodrun) |
+| python  | unit/data/test_python_feed | same | same (2 workers, pipeline ids) | here (horovodrun, pipeline ids) |
+| zmq     | system/test_zmq_feed | same (2 producers) | same (2 workers, port + i) | here (horovodrun, port + rank) |
+| service | unit/data/test_service | here | here (2 workers, pipeline ids) | here (horovodrun) |
+| records | unit/training/test_training and others | unit/data/test_records (sharding, in process) | through service (the trainer builds the pipeline) | here (horovodrun) |
 
 "Own share" means: python sources are called with the worker's or rank's
 input pipeline id (recorded by the source itself); a zmq worker or rank
@@ -124,15 +124,6 @@ class _FakeHorovod:
     size = staticmethod(lambda: 2)
 
 
-def pipeline_source(ctx):
-    """Labels = this pipeline's id, so the batches say who made them."""
-    images = np.zeros((ctx.batch_size, ctx.image_size, ctx.image_size,
-                       ctx.num_channels), ctx.image_dtype)
-    labels = np.full((ctx.batch_size,), ctx.input_pipeline_id, np.int32)
-    while True:
-        yield images, labels
-
-
 def test_horovod_rank_is_the_input_pipeline_id():
     """CPU sibling of the horovodrun tests: under horovod the dataset is
     built for input pipeline <rank> of <size>, with the global batch
@@ -145,8 +136,8 @@ def test_horovod_rank_is_the_input_pipeline_id():
                         num_replicas=2, is_chief=False, logs_throughput=False,
                         hvd=_FakeHorovod())
     ds = DatasetConfig(builder="python", image_size=8, num_classes=4,
-                       one_hot=False, python_source="test_data_sources_"
-                                                    "strategies:pipeline_source")
+                       one_hot=False, python_source="support.python_sources:"
+                                                    "pipeline_source")
     images, labels = next(iter(fit_input(dist, ds, 8, True, 0).data))
     assert images.shape == (4, 8, 8, 3)  # global 8 / 2 ranks
     assert labels.numpy().tolist() == [1, 1, 1, 1]
@@ -282,7 +273,7 @@ def test_horovod_ranks_each_call_the_python_source_for_their_rank(
         hvd_venv, tmp_path):
     rc, out = _horovodrun(
         hvd_venv, tmp_path, "train_dataset.builder=python,"
-        "train_dataset.python_source=test_data_python:recording_source,"
+        "train_dataset.python_source=support.python_sources:recording_source,"
         f"train_dataset.data_dir={tmp_path}")
     assert rc == 0, out[-4000:]
     seen = sorted(open(tmp_path / f).read() for f in os.listdir(tmp_path)

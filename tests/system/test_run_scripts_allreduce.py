@@ -33,7 +33,7 @@ def test_two_node_allreduce_mode_and_extractor(tmp_path):
         failures(tmp_path, "\n".join(outs))
     for out in outs:
         assert "BENCH=allreduce: each run is python -m official_bench." \
-            "allreduce_bench" in out
+            "allreduce.bench" in out
         assert "2n1g run 1: node 0 ok, node 1 ok" in out
     root = tmp_path / "logs" / "tensorflow" / "resnet50" / "bz4"
     files = sorted(str(p.relative_to(root)) for p in root.rglob("*")

@@ -120,7 +120,7 @@ def test_bad_allreduce_file_is_a_warning(tree):
 
 
 def write_latency(log_dir, case, seconds, per_step, index=2):
-    """A run's latency row (allreduce_bench: 4 bytes, chained, per_step)."""
+    """A run's latency row (allreduce/bench.py: 4 bytes, chained, per_step)."""
     path = os.path.join(str(log_dir), case, "allreduce_fp32_%d.json" % index)
     with open(path, "w") as f:
         json.dump({"kind": "allreduce", "results": [dict(
