@@ -29,13 +29,20 @@ doctor: venv
 
 # The Horovod venv (TF 2.18) is cached in ~/.cache/official_bench; a failed
 # build is reported and its tests then skip with the reason.
+# Two pytest runs: every test but the timing-sensitive ones on TEST_JOBS
+# workers (pytest-xdist; a file's tests stay on one worker), then those
+# (marked serial: the scaling model's measured speedups) alone. Exit 5 of
+# the second run means ARGS selected none of them.
+TEST_JOBS ?= 2
 test: venv
 	bash scripts/install_horovod.sh || echo "WARNING: the Horovod venv could not be built (see above); tests/system/test_horovod.py will skip"
-	$(PY) -m pytest $(ARGS)
+	$(PY) -m pytest -n $(TEST_JOBS) --dist loadfile -m "not serial" $(ARGS)
+	$(PY) -m pytest -m serial $(ARGS) || [ $$? -eq 5 ]
 
-# The unit tier (tests/unit: one process, no cluster): a contributor's loop.
+# The unit tier (tests/unit: one process each, no cluster): a contributor's
+# loop before each commit.
 test-fast: venv
-	$(PY) -m pytest tests/unit $(ARGS)
+	$(PY) -m pytest -n $(TEST_JOBS) tests/unit $(ARGS)
 
 horovod:
 	bash scripts/install_horovod.sh

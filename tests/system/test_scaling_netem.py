@@ -122,6 +122,7 @@ def baseline(tmp_path, log_dir, **knobs):
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # it measures speedups: nothing else may run
 @pytest.mark.multiworker
 def test_measured_speedup_inside_predicted_bounds(tmp_path, two_hosts):
     if shutil.which("tc") is None or shutil.which("taskset") is None:

@@ -133,35 +133,3 @@ def test_weights_and_checkpoints_do_not_hold_the_batch():
 def test_config_rejects_what_device_cannot_do(override, message):
     with pytest.raises(ConfigError, match=message):
         load_config(params_override=override)
-
-
-@pytest.mark.slow
-@pytest.mark.multiworker
-def test_two_loopback_workers_train_on_resident_batches(tmp_path):
-    import json
-    import subprocess
-    import sys
-    from support.helpers import (REPO, TINY_OVERRIDE, cli_env, kill_all,
-                         loopback_hosts)
-    _, hosts = loopback_hosts(2)
-    common = (f"{TINY_OVERRIDE},runtime.distribution_strategy="
-              "multi_worker_mirrored,runtime.all_reduce_alg=ring,"
-              f"runtime.worker_hosts='{hosts}',runtime.peer_timeout_seconds="
-              "120,train.steps=4,train_dataset.synthetic_location=device")
-    procs = [subprocess.Popen(
-        [sys.executable, "-m", "official_bench.classifier_trainer",
-         "--mode=train", f"--model_dir={tmp_path}",
-         f"--params_override={common},runtime.task_index={i}"],
-        cwd=REPO, env=cli_env(), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True) for i in range(2)]
-    try:
-        outs = [p.communicate(timeout=400)[0] for p in procs]
-    finally:
-        kill_all(procs)
-    for p, out in zip(procs, outs):
-        assert p.returncode == 0, out[-3000:]
-    chief = json.load(open(tmp_path / "result.json"))
-    other = json.load(open(tmp_path / "result_worker1.json"))
-    assert chief["stats"]["num_replicas"] == 2
-    assert chief["model"]["trainable_weights_sha256"] == \
-        other["model"]["trainable_weights_sha256"]
