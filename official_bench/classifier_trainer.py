@@ -25,6 +25,7 @@ from absl import app, logging
 
 from official_bench.config.flags import (answer_help, config_from_flags,
                                          start_main)
+from official_bench.config.paths import check_local_dirs
 from official_bench.contracts import exit_status
 
 
@@ -33,35 +34,40 @@ def _default_model_dir() -> str:
     return f"model_dir/run-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
+def _fail(message: str, status: int) -> int:
+    """The one place a failure is said: once, as the last line."""
+    logging.flush()
+    sys.stdout.flush()
+    print(f"error: {message}", file=sys.stderr, flush=True)
+    return status
+
+
 def main(argv) -> int:
     refused = start_main(argv)
     if refused is not None:
         return refused
-    # Imported here so --help answers without loading TensorFlow.
+    # 1. The config, before TensorFlow starts: a typo ends in a second.
     from official_bench import config as config_lib
+    try:
+        cfg = config_from_flags(model_dir=_default_model_dir())
+        check_local_dirs(cfg)
+    except config_lib.ConfigError as e:
+        return _fail(str(e), exit_status.CONFIG)
+    # 2. The run (TensorFlow is imported from here on).
+    from official_bench import trainer
     from official_bench.runtime.cluster import ClusterError, PeerLost
     from official_bench.runtime.stop_signals import RunStopped
     try:
-        cfg = config_from_flags(model_dir=_default_model_dir())
-        from official_bench import trainer
         trainer.train_and_evaluate(cfg)
     except config_lib.ConfigError as e:
-        logging.error("%s", e)
-        print(f"error: {e}", file=sys.stderr)
-        return exit_status.CONFIG
+        return _fail(str(e), exit_status.CONFIG)
     except (RunStopped, PeerLost) as e:
         # Exit at once: a multi-worker teardown can wait for peers that are
         # still training or gone, and would print after our last line.
-        logging.error("%s", e)
-        logging.flush()
-        sys.stdout.flush()
-        print(f"error: {e}", file=sys.stderr, flush=True)
-        os._exit(e.exit_status if isinstance(e, RunStopped)
-                 else exit_status.PEER_LOST)
+        os._exit(_fail(str(e), e.exit_status if isinstance(e, RunStopped)
+                       else exit_status.PEER_LOST))
     except ClusterError as e:
-        logging.error("%s", e)
-        print(f"error: {e}", file=sys.stderr)
-        return exit_status.CLUSTER
+        return _fail(str(e), exit_status.CLUSTER)
     except Exception as e:  # noqa: BLE001 - one clear line, then the trace
         # Our input pipeline's messages reach us inside TensorFlow's op
         # errors ("assertion failed: [official_bench: bad record ...]").
@@ -69,8 +75,7 @@ def main(argv) -> int:
         if not ours:
             raise
         logging.exception("training stopped")
-        print(f"error: {ours.group(0).strip()}", file=sys.stderr)
-        return exit_status.FAILED
+        return _fail(ours.group(0).strip(), exit_status.FAILED)
     return exit_status.OK
 
 

@@ -51,6 +51,15 @@ class RunResult:
     def examples_per_second(self) -> Optional[float]:
         return self.stats.average_examples_per_second if self.stats else None
 
+    def __repr__(self) -> str:
+        """One line a notebook can read; the fields hold the rest."""
+        rate = self.examples_per_second
+        return (f"RunResult(model={self.config.model.name!r}, strategy="
+                f"{self.config.runtime.distribution_strategy!r}, replicas="
+                f"{self.stats.num_replicas if self.stats else None}, "
+                + (f"{rate:.2f} img/s" if rate is not None else "no rate")
+                + f", result={self.result_path!r})")
+
 
 def run(config: ConfigLike = None, *, params_override=None,
         model_dir: Optional[str] = None, mode: Optional[str] = None,

@@ -164,12 +164,29 @@ def extract(log_dir: str, warmup_batches: int = DEFAULT_WARMUP_BATCHES,
     if not any(o.ok for o in outcomes):
         listing = "".join("\n  " + w for w in warnings)
         raise ExtractError(f"no usable run under {log_dir} ({len(outcomes)} "
-                           f"log(s), all excluded):{listing}")
+                           f"log(s), all excluded):{listing}"
+                           + window_hint(outcomes))
     result, case_warnings = cases.summarize(outcomes, method, warmup_batches,
                                             train_batches, spread_warn)
     scaling.apply(result, table, waits)
     return Extraction(log_dir, result_name(log_dir), result, outcomes,
                       warnings + case_warnings, skipped, table)
+
+
+def window_hint(outcomes: Sequence[RunOutcome]) -> str:
+    """For runs shorter than the window (DLPerf's 100-600 on a short CPU
+    try): the window every run covers after its first interval (warm-up),
+    and the flags that count it; empty when there is none."""
+    found = [o.steps_found for o in outcomes if o.steps_found]
+    if not found or len(found) != len(outcomes):
+        return ""
+    start = max(first for first, _ in found)
+    end = min(last for _, last in found)
+    if start >= end:
+        return ""
+    return (f"\nthe runs cover steps {start}-{end} after their first "
+            f"(warm-up) interval: count them with --warmup_batches {start} "
+            f"--train_batches {end}")
 
 
 def output_paths(output_dir: str, name: str) -> Dict[str, str]:

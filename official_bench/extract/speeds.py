@@ -76,6 +76,9 @@ class RunOutcome:
     environment: Optional[Dict[str, Any]] = None
     gpu_utilisation: Optional[float] = None  # mean percent (result JSON)
     input_wait: Optional[float] = None  # input-wait fraction (result JSON), None: n/a
+    # Excluded for the window: (end of the first interval, end of the last)
+    # of the intervals found, for the extractor's hint at a window that fits.
+    steps_found: Optional[Tuple[int, int]] = None
 
     @property
     def ok(self) -> bool:
@@ -337,6 +340,7 @@ def measure_run(run: logparse.RunId, parsed: ParsedLog,
         out.excluded = (f"no TimeHistory interval inside steps "
                         f"[{warmup_batches}, {train_batches}] (intervals "
                         f"found: {_steps(intervals)})")
+        out.steps_found = (intervals[0].end_step, intervals[-1].end_step)
         return out
     out.warnings += _gap_warnings(counted, warmup_batches, train_batches)
     out.counted_steps = (counted[0].start_step, counted[-1].end_step)

@@ -30,7 +30,10 @@ from official_bench.runtime.keras_setup import keras
 
 @dataclasses.dataclass
 class ThroughputStats:
-    """What one run measured; all rates count the global batch."""
+    """What one run measured; all rates count the global batch.
+
+    Units: rates in examples (images) per second; step_time_* and wall_time
+    in seconds (the log's summary line prints step times in ms)."""
     average_examples_per_second: Optional[float]
     median_examples_per_second: Optional[float]
     per_replica_examples_per_second: Optional[float]

@@ -165,13 +165,17 @@ def setup_run(cfg: ExperimentConfig, cluster: cluster_lib.Cluster,
         f"{name}.num_devices": plan.num_replicas
         for name in ("train_dataset", "validation_dataset")})
     params_path, result_path = _task_files(cfg.model_dir, dist)
+    if not (params_path and cfg.mode in ("train", "train_and_eval")):
+        params_path = None
+    if params_path:
+        write_text_atomic(params_path, cfg.to_yaml())
+    # One line on the console; the whole config where it is kept (the
+    # log holds it only where no params.yaml is written).
     logging.info("official_bench config (mode %s, %s, %s, %d worker(s), %d "
-                 "replica(s), global batch %d, %d steps, %d per loop):\n%s",
+                 "replica(s), global batch %d, %d steps, %d per loop): %s",
                  cfg.mode, rt.distribution_strategy, policy, dist.num_workers,
                  plan.num_replicas, plan.global_batch, plan.total_steps,
-                 plan.steps_per_loop, cfg.to_yaml())
-    if params_path and cfg.mode in ("train", "train_and_eval"):
-        write_text_atomic(params_path, cfg.to_yaml())
+                 plan.steps_per_loop, params_path or "\n" + cfg.to_yaml())
 
     # 3. Model and 4. compile, under the strategy.
     with dist.strategy.scope():

@@ -2,9 +2,46 @@
 
 import json
 import os
+import subprocess
+import sys
 
-from support.helpers import DLPERF_CONFIGS, DLPERF_REGEX, TINY_OVERRIDE, cli
+import pytest
+
+from support.helpers import (DLPERF_CONFIGS, DLPERF_REGEX, REPO,
+                             TINY_OVERRIDE, cli, cli_env)
 from official_bench.contracts import exit_status
+
+# main() in a fresh process; prints its status and whether TensorFlow was
+# imported by then.
+BEFORE_TF = """
+import sys
+from absl import flags
+from official_bench import classifier_trainer
+argv = ["classifier_trainer"] + sys.argv[1:]
+flags.FLAGS(argv)
+status = classifier_trainer.main(argv[:1])
+print(status, "tensorflow" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("flags, words", [
+    (["--params_override=train.stpes=1"],
+     "train.stpes: unknown key; valid keys here: "),
+    (["--params_override=train_dataset.builder=records",
+      "--data_dir=/nonexistent/imagenet"],
+     "train_dataset.data_dir '/nonexistent/imagenet' does not exist"),
+])
+def test_bad_config_ends_before_tensorflow_once(tmp_path, flags, words):
+    """A typo or a missing data directory is refused before TensorFlow is
+    imported, and said once, as the last line."""
+    p = subprocess.run([sys.executable, "-c", BEFORE_TF,
+                        f"--model_dir={tmp_path}", *flags], cwd=REPO,
+                       env=cli_env(), capture_output=True, text=True,
+                       timeout=120)
+    assert p.stdout.split() == [str(exit_status.CONFIG), "False"], p.stderr
+    err = "\n" + p.stderr
+    last = err[err.rindex("\nerror: ") + 1:]  # the message: the last lines
+    assert words in last and p.stderr.count(words) == 1, p.stderr
 
 
 def test_help_lists_model_garden_flags():

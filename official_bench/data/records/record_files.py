@@ -17,6 +17,7 @@ from typing import List, Optional, Sequence, Tuple
 from absl import logging
 
 from official_bench.config import ConfigError, DatasetConfig
+from official_bench.config.paths import missing_dir_message
 from official_bench.runtime.keras_setup import tf
 
 CLASSIC = "classic"
@@ -97,8 +98,7 @@ def find_files(ds: DatasetConfig, is_training: bool) -> Tuple[List[str],
             "synthetic")
     data_dir = ds.data_dir
     if not tf.io.gfile.isdir(data_dir):
-        raise ConfigError(f"{key}.data_dir {data_dir!r} does not exist or is "
-                          "not a directory")
+        raise ConfigError(missing_dir_message(key, data_dir))
     if not tf.io.gfile.listdir(data_dir):
         raise ConfigError(f"{key}.data_dir {data_dir!r} is empty; write "
                           "TFRecords there first (python -m "

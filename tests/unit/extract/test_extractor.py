@@ -486,3 +486,20 @@ def test_run_the_launcher_saw_fail_is_never_counted(tmp_path):
     reasons = [r for r in out.excluded if "rn50_b128_fp32_2.log" in str(r)]
     assert reasons and "the launcher saw this run failed (exit 137, SIGKILL)" \
         in str(reasons[0])
+
+
+def test_short_runs_get_the_window_that_counts_them(tmp_path):
+    """Runs of 30 steps (a CPU try) are outside DLPerf's 100-600: the error
+    names the window every run covers after its warm-up interval and the
+    flags that count it, and those flags then extract them."""
+    for index, speeds in ((1, [50.0, 100.0, 104.0]), (2, [40.0, 98.0])):
+        kit.write_run(tmp_path, "1n1g", speeds, batch=16, index=index,
+                      log_steps=10)
+    with pytest.raises(ExtractError) as e:
+        extract.extract(str(tmp_path))
+    assert str(e.value).endswith(
+        "the runs cover steps 10-20 after their first (warm-up) interval: "
+        "count them with --warmup_batches 10 --train_batches 20")
+    case = extract.extract(str(tmp_path), warmup_batches=10,
+                           train_batches=20).result["rn50"]["1n1g"]
+    assert case["runs"] == [100.0, 98.0]

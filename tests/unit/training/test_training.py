@@ -24,6 +24,11 @@ def test_one_device_loss_finite_and_falling_on_fixed_batch():
     assert r.stats.num_replicas == 1
     assert r.stats.global_batch_size == 8
     assert r.stats.total_steps == 12
+    # A notebook's repr is one line: what ran and how fast, not the config.
+    assert repr(r) == (f"RunResult(model='resnet_cifar', strategy="
+                       f"'one_device', replicas=1, "
+                       f"{r.examples_per_second:.2f} img/s, "
+                       f"result={r.result_path!r})")
 
 
 def test_mirrored_over_two_cpu_devices():

@@ -1,0 +1,46 @@
+"""Directories the config names that must exist on this machine, checked
+before TensorFlow starts (the trainer CLI; the pipeline checks them again
+with TensorFlow's file system, which also reads gs:// and hdfs://)."""
+
+from __future__ import annotations
+
+import os
+from typing import List, Tuple
+
+from official_bench.config.errors import ConfigError
+from official_bench.config.schema import DatasetConfig, ExperimentConfig
+
+# Builders that read files from data_dir.
+FILE_BUILDERS = ("records", "tfds")
+
+
+def missing_dir_message(key: str, data_dir: str) -> str:
+    """The words for a data_dir that is not there (shared with the
+    pipeline's own check in data/records/record_files.py)."""
+    return (f"{key}.data_dir {data_dir!r} does not exist or is not a "
+            "directory")
+
+
+def datasets_read(cfg: ExperimentConfig) -> List[Tuple[str, DatasetConfig]]:
+    """The datasets this run's mode reads, with their config keys."""
+    read = []
+    if cfg.mode in ("train", "train_and_eval"):
+        read.append(("train_dataset", cfg.train_dataset))
+    if cfg.mode == "eval" or (cfg.mode == "train_and_eval" and
+                              not cfg.evaluation.skip_eval):
+        read.append(("validation_dataset", cfg.validation_dataset))
+    return read
+
+
+def check_local_dirs(cfg: ExperimentConfig) -> None:
+    """ConfigError naming the key for a local data_dir that is missing.
+
+    Only plain local paths are checked (a URL scheme is left to the
+    pipeline), and only where the files come from data_dir (no
+    `filenames` list, which may name absolute paths)."""
+    for key, ds in datasets_read(cfg):
+        if ds.builder not in FILE_BUILDERS or ds.filenames or \
+                not ds.data_dir or "://" in ds.data_dir:
+            continue
+        if not os.path.isdir(ds.data_dir):
+            raise ConfigError(missing_dir_message(key, ds.data_dir))
