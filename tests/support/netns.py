@@ -4,27 +4,14 @@ for each: the two-host tests (launcher, scaling model) share them."""
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 from official_bench.launch import settings as settings_lib
-
-PY = os.environ.get("OB_TEST_PYTHON", sys.executable)
-
+from support.run_scripts import PY, TINY
 
 ADDRS = ("10.200.0.1", "10.200.0.2")
-
-
 PORT = 22221
-
-
-TINY = ",".join([
-    "model.name=resnet_cifar", "model.model_params.depth=8",
-    "train_dataset.image_size=16", "train_dataset.num_classes=10",
-    "validation_dataset.image_size=16", "validation_dataset.num_classes=10",
-    "evaluation.skip_eval=true",
-])
 
 
 def ip(*args, check=True):

@@ -1,33 +1,26 @@
 """Running the run scripts on tiny CPU configs: their environment and the
 tails of failed runs' logs for assertion messages."""
 
-import os
-import sys
-
-from official_bench.launch import settings as settings_lib
 from support.helpers import REPO  # noqa: F401 - re-exported for the tests
+from support.launch_cli import PY  # noqa: F401 - re-exported
+from support.launch_cli import clean_env as bare_env
 
-PY = os.environ.get("OB_TEST_PYTHON", sys.executable)
-
-
+# A depth-8 CIFAR ResNet on 16x16 images, no evaluation: seconds per run.
 TINY = ",".join([
     "model.name=resnet_cifar", "model.model_params.depth=8",
     "train_dataset.image_size=16", "train_dataset.num_classes=10",
     "validation_dataset.image_size=16", "validation_dataset.num_classes=10",
     "evaluation.skip_eval=true",
 ])
+# What every run-script test runs unless it says otherwise.
+RUN_DEFAULTS = dict(DEVICE="cpu", STEPS="6", LOG_STEPS="2",
+                    PARAMS_OVERRIDE=TINY, RUN_TIMEOUT="240", KILL_AFTER="10")
 
 
 def clean_env(tmp_path, **knobs):
-    drop = {k.env for k in settings_lib.KNOBS} | {"TF_CONFIG"}
-    env = {k: v for k, v in os.environ.items()
-           if k not in drop and not k.startswith("SLURM")}
-    env.update(PYTHON=PY, LOG_DIR=str(tmp_path / "logs"),
-               MODEL_DIR=str(tmp_path / "model_dir"), SLEEP_SECONDS="0",
-               DEVICE="cpu", STEPS="6", LOG_STEPS="2", PARAMS_OVERRIDE=TINY,
-               RUN_TIMEOUT="240", KILL_AFTER="10")
-    env.update({k.upper(): str(v) for k, v in knobs.items()})
-    return env
+    """The launcher's clean environment (support/launch_cli.py) with the
+    tiny CPU run's defaults; `knobs` win."""
+    return bare_env(tmp_path, **dict(RUN_DEFAULTS, **knobs))
 
 
 def failures(tmp_path, output):

@@ -10,7 +10,6 @@ tensorflow, absl, yaml), put first on PATH. Only 127.0.0.1 is used.
 import os
 import shutil
 import subprocess
-import sys
 import time
 
 import pytest
@@ -18,15 +17,9 @@ import pytest
 from official_bench.launch import settings as settings_lib
 
 from support.helpers import free_ports
+from support.run_scripts import PY, TINY
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-PY = os.environ.get("OB_TEST_PYTHON", sys.executable)
-TINY = ",".join([
-    "model.name=resnet_cifar", "model.model_params.depth=8",
-    "train_dataset.image_size=16", "train_dataset.num_classes=10",
-    "validation_dataset.image_size=16", "validation_dataset.num_classes=10",
-    "evaluation.skip_eval=true",
-])
 TREE = ("official_bench", "configs", "scripts", "run_single_node.sh",
         "run_two_node.sh", "run_multi_node.sh")
 
