@@ -121,6 +121,12 @@ def test_result_json_and_params_yaml(tmp_path):
     assert len(stats["intervals"]) == 3
     assert stats["average_examples_per_second"] == pytest.approx(
         r.stats.average_examples_per_second)
+    # Total counts BN's moving statistics, trainable only what SGD updates.
+    model = data["model"]
+    assert model["trainable_parameters"] == sum(
+        int(w.shape.num_elements()) for w in r.model.trainable_weights)
+    assert model["parameters"] == r.model.count_params() > \
+        model["trainable_parameters"]
     # params.yaml is the resolved config and loads back to the same thing.
     again = C.load_config(str(tmp_path / "params.yaml"))
     assert again == r.config
