@@ -196,10 +196,9 @@ def _setup(cfg, planned, wait_cycles: int = 0):
     process's first device alone (compute_wait.local_step), under the same
     precision policy.
     """
-    import dataclasses
     from official_bench import config as config_lib
-    from official_bench.allreduce import (
-        compute_wait, collectives as step_collectives)
+    from official_bench.allreduce import collectives as step_collectives
+    from official_bench.allreduce import compute_wait
     from official_bench.training import setup
     from official_bench.runtime import distribute, precision
     replica_devices, cluster = setup.prepare_runtime(cfg.runtime)
@@ -211,8 +210,9 @@ def _setup(cfg, planned, wait_cycles: int = 0):
     policy = precision.set_policy(dtype)
     try:
         # model_dir None: the trainer's set-up writes no params.yaml here.
-        prep = setup.setup_run(dataclasses.replace(cfg, model_dir=None),
-                              cluster, replica_devices, dtype, policy)
+        local = config_lib.replace_keys(cfg, {"model_dir": None})
+        prep = setup.setup_run(local, cluster, replica_devices, dtype,
+                               policy)
         gradient = [int(w.shape.num_elements())
                     for w in prep.model.trainable_weights]
         counts = None

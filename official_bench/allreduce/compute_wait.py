@@ -130,7 +130,7 @@ def local_step(cfg, replica_devices: List[str], dtype: str, policy: str,
     from official_bench.runtime.cluster import Cluster
     local = local_config(cfg, num_replicas)
     prep = setup.setup_run(local, Cluster(workers=[]), replica_devices[:1],
-                             dtype, policy)
+                           dtype, policy)
     fn, iterator = compiled_train_function(prep)
     return lambda: float(fn(iterator)["loss"])
 

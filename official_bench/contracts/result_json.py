@@ -34,7 +34,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from official_bench.contracts import dtypes
 from official_bench.host.atomic import write_text_atomic
 from official_bench.contracts import utilisation as usage_contract
-from official_bench.contracts.throughput import ReadInterval as Interval
+from official_bench.contracts.throughput import ReadInterval
 
 SCHEMA = "official_bench.result/1"
 
@@ -44,7 +44,7 @@ class RunResultFile:
     """The parts of a trainer result JSON the extractor uses."""
 
     path: str
-    intervals: List[Interval]
+    intervals: List[ReadInterval]
     global_batch_size: Optional[int] = None
     num_replicas: Optional[int] = None
     environment: Optional[Dict[str, Any]] = None
@@ -91,8 +91,8 @@ def _positive_int(stats: Dict[str, Any], key: str) -> Optional[int]:
     return value
 
 
-def _intervals(stats: Dict[str, Any]) -> List[Interval]:
-    """Validate ``stats.intervals`` into :class:`Interval` objects."""
+def _intervals(stats: Dict[str, Any]) -> List[ReadInterval]:
+    """Validate ``stats.intervals`` into :class:`ReadInterval` objects."""
     items = stats.get("intervals")
     if not isinstance(items, list):
         raise _Invalid("stats.intervals is missing or not a list")
@@ -105,8 +105,9 @@ def _intervals(stats: Dict[str, Any]) -> List[Interval]:
         if not (_is_int(start) and _is_int(end) and 0 <= start < end):
             raise _Invalid(f"{where} has start_step={start!r} end_step="
                            f"{end!r}, expected integers with 0 <= start < end")
-        intervals.append(Interval(start, end, _number(item, "seconds", where),
-                                  _number(item, "examples_per_second", where)))
+        intervals.append(ReadInterval(
+            start, end, _number(item, "seconds", where),
+            _number(item, "examples_per_second", where)))
     return intervals
 
 

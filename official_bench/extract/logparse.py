@@ -35,6 +35,7 @@ import re
 from typing import Dict, Iterable, List, Optional, Tuple, Union
 
 from official_bench.contracts import dtypes, log_tree, throughput
+from official_bench.contracts.throughput import ReadInterval
 
 DTYPES = dtypes.SHORT_NAMES
 FINISH_MARKER = throughput.FINISH_MARK
@@ -88,11 +89,6 @@ class RunId:
         return log_tree.log_name(self.batch_size, self.dtype, self.index)
 
 
-# One TimeHistory interval as read from a log or a result.json
-# (contracts/throughput.py: the trainer's fields, and where it was read).
-Interval = throughput.ReadInterval
-
-
 @dataclasses.dataclass(frozen=True)
 class MalformedLine:
     """A line that claims to be a TimeHistory line but does not parse."""
@@ -114,7 +110,7 @@ class ParsedLog:
     """Everything the extractor needs from one log file."""
 
     path: str
-    intervals: List[Interval]
+    intervals: List[ReadInterval]
     malformed: List[MalformedLine]
     finished: bool
     traceback_line: Optional[int] = None  # first "Traceback" line, 1-based
@@ -244,10 +240,10 @@ def _number(text: str, what: str, integer: bool = False
 
 def parse_throughput_line(line: str, line_no: int = 0,
                           clocks: Optional[Dict[str, _Clock]] = None
-                          ) -> Union[Interval, MalformedLine]:
+                          ) -> Union[ReadInterval, MalformedLine]:
     """Parse a line containing ``TimeHistory:``.
 
-    Returns an :class:`Interval` or a :class:`MalformedLine` saying what is
+    Returns a :class:`ReadInterval` or a :class:`MalformedLine` saying what is
     wrong (numbers that do not parse, steps that do not increase, text that
     does not follow the contract's format).
     """
@@ -270,7 +266,7 @@ def parse_throughput_line(line: str, line_no: int = 0,
     if problem:
         return MalformedLine(line_no, line, problem, steps)
     ts, kind = _timestamp(line, pos, clocks)
-    return Interval(start, end, seconds, eps, line_no, ts, kind)
+    return ReadInterval(start, end, seconds, eps, line_no, ts, kind)
 
 
 def _exception_after(lines: List[str], tb_index: int) -> Optional[str]:
@@ -292,7 +288,7 @@ def _exception_after(lines: List[str], tb_index: int) -> Optional[str]:
 def parse_log_lines(lines: Iterable[str], path: str = "<log>") -> ParsedLog:
     """Parse the lines of a log (an iterable of str) into a :class:`ParsedLog`."""
     lines = list(lines)
-    intervals: List[Interval] = []
+    intervals: List[ReadInterval] = []
     malformed: List[MalformedLine] = []
     finished = False
     tb_line: Optional[int] = None
@@ -300,7 +296,8 @@ def parse_log_lines(lines: Iterable[str], path: str = "<log>") -> ParsedLog:
     for i, line in enumerate(lines):
         if THROUGHPUT_MARKER in line:
             item = parse_throughput_line(line, i + 1, clocks)
-            (intervals if isinstance(item, Interval) else malformed).append(item)
+            (intervals if isinstance(item, ReadInterval)
+             else malformed).append(item)
         if FINISH_MARKER in line:
             finished = True
         if tb_line is None and TRACEBACK_MARKER in line:

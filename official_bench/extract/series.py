@@ -21,7 +21,7 @@ from official_bench.contracts import log_tree
 from official_bench.extract import cases
 from official_bench.extract import logparse
 from official_bench.contracts import result_json as runjson
-from official_bench.extract.logparse import Interval
+from official_bench.contracts.throughput import ReadInterval
 from official_bench.extract.speeds import RunOutcome
 
 
@@ -39,7 +39,7 @@ class RunSeries:
     median: bool = False  # the run whose speed is the case's (lower) median
 
 
-def _intervals(outcome: RunOutcome) -> List[Interval]:
+def _intervals(outcome: RunOutcome) -> List[ReadInterval]:
     """The run's intervals from the source its speed was computed from.
 
     A file that cannot be read any more gives no points rather than an error:

@@ -51,7 +51,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from official_bench.extract import logparse
 from official_bench.extract import rounding
-from official_bench.extract.logparse import Interval, MalformedLine, ParsedLog
+from official_bench.contracts.throughput import ReadInterval
+from official_bench.extract.logparse import MalformedLine, ParsedLog
 from official_bench.contracts.result_json import RunResultFile
 
 METHODS = ("mean", "time")
@@ -86,26 +87,26 @@ class RunOutcome:
         return self.excluded is None
 
 
-def counted_intervals(intervals: Sequence[Interval], warmup_batches: int,
-                      train_batches: int) -> List[Interval]:
+def counted_intervals(intervals: Sequence[ReadInterval], warmup_batches: int,
+                      train_batches: int) -> List[ReadInterval]:
     """The intervals inside ``[warmup_batches, train_batches]``, in order."""
     return [iv for iv in intervals
             if iv.start_step >= warmup_batches and iv.end_step <= train_batches]
 
 
-def _steps(intervals: Sequence[Interval], limit: int = 6) -> str:
+def _steps(intervals: Sequence[ReadInterval], limit: int = 6) -> str:
     """Short listing of interval steps for messages: '0-100, 100-200, ...'."""
     text = ", ".join(f"{iv.start_step}-{iv.end_step}"
                      for iv in intervals[:limit])
     return text + (", ..." if len(intervals) > limit else "")
 
 
-def _last_step(intervals: Sequence[Interval]) -> Optional[int]:
+def _last_step(intervals: Sequence[ReadInterval]) -> Optional[int]:
     """End step of the last interval, None without intervals."""
     return max((iv.end_step for iv in intervals), default=None)
 
 
-def completeness_problem(parsed: ParsedLog, intervals: Sequence[Interval],
+def completeness_problem(parsed: ParsedLog, intervals: Sequence[ReadInterval],
                          train_batches: int) -> Optional[str]:
     """Why the run cannot be trusted to have finished, or None if it did.
 
@@ -127,7 +128,7 @@ def completeness_problem(parsed: ParsedLog, intervals: Sequence[Interval],
             f"(train_batches is {train_batches})")
 
 
-def traceback_warning(parsed: ParsedLog, intervals: Sequence[Interval],
+def traceback_warning(parsed: ParsedLog, intervals: Sequence[ReadInterval],
                       train_batches: int) -> Optional[str]:
     """Warning for a traceback in a run counted as complete, else None.
 
@@ -143,12 +144,12 @@ def traceback_warning(parsed: ParsedLog, intervals: Sequence[Interval],
             f"{train_batches}): counted as complete, as DLPerf does")
 
 
-def _where(interval: Interval) -> str:
+def _where(interval: ReadInterval) -> str:
     """Where an interval came from, for messages."""
     return f"line {interval.line_no}" if interval.line_no else "result JSON"
 
 
-def order_problem(intervals: Sequence[Interval]) -> Optional[str]:
+def order_problem(intervals: Sequence[ReadInterval]) -> Optional[str]:
     """Describe steps that go backward or overlap, or None when they increase."""
     for prev, cur in zip(intervals, intervals[1:]):
         if cur.start_step < prev.end_step:
@@ -176,7 +177,7 @@ def _malformed_problem(malformed: Sequence[MalformedLine], warmup_batches: int,
     return None
 
 
-def _gap_warnings(counted: Sequence[Interval], warmup_batches: int,
+def _gap_warnings(counted: Sequence[ReadInterval], warmup_batches: int,
                   train_batches: int) -> List[str]:
     """Warnings about missing intervals and a window cut short."""
     warnings: List[str] = []
@@ -195,14 +196,14 @@ def _gap_warnings(counted: Sequence[Interval], warmup_batches: int,
     return warnings
 
 
-def mean_speed(counted: Sequence[Interval]) -> float:
+def mean_speed(counted: Sequence[ReadInterval]) -> float:
     """DLPerf's per-run speed: mean examples/second of the counted intervals
     (numpy's summation order, so that log values give DLPerf's float)."""
     return rounding.numpy_mean([iv.examples_per_second for iv in counted])
 
 
-def time_speed(log_intervals: Sequence[Interval], counted: Sequence[Interval],
-               global_batch: int) -> Tuple[Optional[float], Optional[str]]:
+def time_speed(log_intervals: Sequence[ReadInterval],
+               counted: Sequence[ReadInterval], global_batch: int) -> Tuple[Optional[float], Optional[str]]:
     """Speed from clock times; returns ``(speed, problem)`` (see module doc)."""
     first, last = counted[0], counted[-1]
     before = [iv for iv in log_intervals
@@ -234,8 +235,8 @@ def time_speed(log_intervals: Sequence[Interval], counted: Sequence[Interval],
     return float(global_batch) / (duration / steps), None
 
 
-def _cross_check(json_intervals: Sequence[Interval],
-                 log_intervals: Sequence[Interval], warmup_batches: int,
+def _cross_check(json_intervals: Sequence[ReadInterval],
+                 log_intervals: Sequence[ReadInterval], warmup_batches: int,
                  train_batches: int) -> List[str]:
     """Warnings where the result JSON and the log lines disagree (window only)."""
     if not log_intervals:

@@ -11,8 +11,8 @@ doctor (official_bench/doctor) and the trainer's "num_gpus > 0 but no GPU"
 error give the same answer, and tests can feed it any machine. The facts are
 gathered by the caller: `tf.sysconfig.get_build_info()`, the names from
 `tf.config.list_physical_devices("GPU")`, `probe_nvidia_smi()` and
-`cuda_visible_devices()` (host/gpus.py, which runs nvidia-smi and reads
-the variable for everyone).
+host/gpus.py's `cuda_visible_devices()` (host/gpus.py also runs
+nvidia-smi for everyone).
 """
 
 from __future__ import annotations
@@ -31,11 +31,6 @@ MIN_DRIVER_FOR_CUDA_MAJOR = {11: (450, 80, 2), 12: (525, 60, 13), 13: (580,)}
 SMI_QUERY = "index,name,driver_version,compute_cap"
 # Drivers older than ~510 do not know compute_cap; asked again without it.
 SMI_QUERY_OLD = "index,name,driver_version"
-
-
-# The CUDA_VISIBLE_DEVICES fact `diagnose` takes, read where every reader
-# of the variable reads it.
-cuda_visible_devices = host_gpus.cuda_visible_devices
 
 
 class SmiGpu(NamedTuple):

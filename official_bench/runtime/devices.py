@@ -14,6 +14,7 @@ from absl import logging
 
 from official_bench.config import ConfigError, RuntimeConfig
 from official_bench.host import gpu_diagnosis
+from official_bench.host import gpus as host_gpus
 from official_bench.runtime.keras_setup import tf
 
 
@@ -59,7 +60,7 @@ def no_gpu_cause(gpu_names: List[str]) -> str:
     facts = gpu_diagnosis.diagnose(
         tf.sysconfig.get_build_info(), gpu_names,
         gpu_diagnosis.probe_nvidia_smi(),
-        gpu_diagnosis.cuda_visible_devices(), tf.__version__)
+        host_gpus.cuda_visible_devices(), tf.__version__)
     if facts.fix is None:
         return f" ({facts.verdict})"
     return f" ({facts.verdict}; fix: {facts.fix})"

@@ -2,12 +2,15 @@
 batches resident on each replica's device, and a Python source per worker
 with its own pipeline id."""
 
+import json
 import os
+import subprocess
 import sys
 
 import pytest
 
-from support.helpers import REPO, TINY_OVERRIDE
+from support.helpers import (REPO, TINY_OVERRIDE, cli_env, free_ports,
+                             kill_all, loopback_hosts)
 
 CLI_ENV = {"PYTHONPATH": os.pathsep.join([REPO, os.path.join(REPO, "tests")])}
 
@@ -15,11 +18,6 @@ CLI_ENV = {"PYTHONPATH": os.pathsep.join([REPO, os.path.join(REPO, "tests")])}
 @pytest.mark.slow
 @pytest.mark.multiworker
 def test_two_loopback_workers_train_on_resident_batches(tmp_path):
-    import json
-    import subprocess
-    import sys
-    from support.helpers import (REPO, TINY_OVERRIDE, cli_env, kill_all,
-                         loopback_hosts)
     _, hosts = loopback_hosts(2)
     common = (f"{TINY_OVERRIDE},runtime.distribution_strategy="
               "multi_worker_mirrored,runtime.all_reduce_alg=ring,"
@@ -49,8 +47,6 @@ def test_two_loopback_workers_train_on_resident_batches(tmp_path):
 def test_two_workers_each_get_their_pipeline_id(tmp_path):
     """Each worker's source writes the input pipeline id and count it was
     given to a file in data_dir; both workers must train and differ."""
-    import subprocess
-    from support.helpers import cli_env, free_ports
     hosts = ",".join(f"127.0.0.1:{p}" for p in free_ports(2))
     procs = []
     for i in range(2):

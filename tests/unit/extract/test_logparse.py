@@ -8,7 +8,8 @@ import pytest
 from support import logkit as kit
 
 from official_bench.extract import logparse  # noqa: E402
-from official_bench.extract.logparse import Interval, MalformedLine  # noqa: E402
+from official_bench.contracts.throughput import ReadInterval  # noqa: E402
+from official_bench.extract.logparse import MalformedLine  # noqa: E402
 
 DLPERF_RE = re.compile(r", (\d+.\d+) examples/second ")
 
@@ -77,7 +78,7 @@ def test_timestamp_found_after_launcher_prefix_and_progress_bar():
     noisy = logparse.parse_throughput_line(
         "[1,0]<stderr>: 10/600 [>...] - loss: 1.2" +
         kit.throughput_line(0, 100, 5, 1, when))
-    assert isinstance(noisy, Interval)
+    assert isinstance(noisy, ReadInterval)
     assert noisy.timestamp == plain.timestamp is not None
 
 
