@@ -27,6 +27,8 @@ FAILED = 1
 CONFIG = 2
 CLUSTER = 3
 PEER_LOST = 4
+NOT_WRITABLE = 5
+LOGS_IN_USE = 6
 BARRIER_TIMEOUT = 75
 TIMEOUT = 124
 SIGNAL_BASE = 128
@@ -68,6 +70,16 @@ TABLE: Tuple[ExitStatus, ...] = (
                "host:port at step S of T (...); see that task's log ...`; "
                "also a worker or ps task whose chief or ps went away before "
                "the run finished"),
+    ExitStatus(NOT_WRITABLE, "NOT_WRITABLE", "a result, log, status, "
+               "checkpoint or record file could not be written: no space "
+               "left, a quota, a read-only file system or no permission; "
+               "the last line names the path, what was being written and "
+               "the free space there (host/write_errors.py). Launcher: the "
+               "sweep stops there, the runs already finished are kept"),
+    ExitStatus(LOGS_IN_USE, "LOGS_IN_USE", "launcher: the log tree already "
+               "holds this case: another launcher is writing it (named by "
+               "host, pid and start time), or finished runs would be "
+               "overwritten (re-run with RESUME=1 or OVERWRITE=1)"),
     ExitStatus(BARRIER_TIMEOUT, "BARRIER_TIMEOUT", "launcher: a node never "
                "arrived at the start barrier within BARRIER_TIMEOUT (the "
                "missing nodes are named)"),

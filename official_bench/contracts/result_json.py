@@ -21,6 +21,9 @@ Fields consumed (schema ``official_bench.result/1``)::
                                                       figures; mean GPU
                                                       utilisation is reported,
                                                       contracts/utilisation.py)
+    flops{...}                                       (optional: GFLOP per
+                                                      image, the peak, MFU;
+                                                      contracts/flops.py)
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import os
 from typing import Any, Dict, List, Optional, Tuple
 
 from official_bench.contracts import dtypes
+from official_bench.contracts import flops as flops_contract
 from official_bench.host.atomic import write_text_atomic
 from official_bench.contracts import utilisation as usage_contract
 from official_bench.contracts.throughput import ReadInterval
@@ -51,6 +55,7 @@ class RunResultFile:
     warnings: List[str] = dataclasses.field(default_factory=list)
     gpu_utilisation: Optional[float] = None  # mean percent; None without a GPU
     input_wait: Optional[float] = None  # fraction blocked on input; None: n/a
+    flops: Optional[flops_contract.FlopsRecord] = None  # None: not counted
 
     @property
     def dtype(self) -> Optional[str]:
@@ -138,12 +143,16 @@ def _parse(path: str, data: Any) -> RunResultFile:
     if not isinstance(warnings, list) or \
             not all(isinstance(w, str) for w in warnings):
         raise _Invalid("warnings is not a list of strings")
+    try:
+        flops = flops_contract.read_record(data)
+    except ValueError as e:
+        raise _Invalid(str(e)) from None
     return RunResultFile(path, _intervals(stats),
                          _positive_int(stats, "global_batch_size"),
                          _positive_int(stats, "num_replicas"), env, warnings,
                          usage_contract.mean_gpu_utilisation(
                              data.get(usage_contract.KEY)),
-                         _input_wait(data))
+                         _input_wait(data), flops)
 
 
 def load_run_json(path: str) -> Tuple[Optional[RunResultFile],

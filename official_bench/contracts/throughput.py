@@ -60,6 +60,26 @@ class ReadInterval(Interval):
     clock: Optional[str] = None
 
 
+# result.json's stats key and the summary line's name for images / time.
+OVER_WINDOW_KEY = "images_per_second_over_window"
+
+
+def images_per_second_over_window(intervals: Iterable[Interval]
+                                  ) -> Optional[float]:
+    """Images trained over the counted window / its wall time.
+
+    ``average_examples_per_second`` is the arithmetic mean of the interval
+    rates (DLPerf's convention); this is images / time over the same
+    intervals, their time-weighted (for equal intervals harmonic) mean,
+    never larger. None when the window holds no time.
+    """
+    items = list(intervals)
+    seconds = sum(i.seconds for i in items)
+    if seconds <= 0:
+        return None
+    return sum(i.examples_per_second * i.seconds for i in items) / seconds
+
+
 def format_line(interval: Interval) -> str:
     """The TimeHistory line for an interval (without the log prefix)."""
     return LINE_FORMAT.format(seconds=interval.seconds,

@@ -44,6 +44,15 @@ PRODUCERS = {
                    ("system/test_parameter_server.py",
                     "test_ps_killed_mid_run_no_task_exits_0",
                     "exit_status.PEER_LOST")],
+    es.NOT_WRITABLE: [("unit/test_disk_full.py",
+                       "test_trainer_result_on_full_disk",
+                       "exit_status.NOT_WRITABLE"),
+                      ("unit/launch/test_launch_disk_full.py",
+                       "test_launcher_log_on_full_disk_stops_sweep",
+                       "exit_status.NOT_WRITABLE")],
+    es.LOGS_IN_USE: [("unit/launch/test_log_claims.py",
+                      "test_second_launcher_on_same_case_stops",
+                      "exit_status.LOGS_IN_USE")],
     es.BARRIER_TIMEOUT: [("unit/launch/test_launch_cli.py",
                           "test_peer_that_never_arrives",
                           "exit_status.BARRIER_TIMEOUT")],
@@ -100,7 +109,7 @@ def test_signal_helpers():
     assert es.signal_number(128) is None and es.signal_number(250) is None
     assert es.lookup(-15) is es.lookup(143) and es.lookup(143).name == \
         "TERMINATED"
-    assert es.lookup(5) is None
+    assert es.lookup(7) is None
 
 
 def test_readme_table_is_the_modules():

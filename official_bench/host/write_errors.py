@@ -1,0 +1,110 @@
+"""One line for a file a command could not write.
+
+A full disk, a quota, a read-only mount or a missing permission used to end
+in a Python traceback from wherever the write happened. Every writer (the
+trainer's params.yaml, result.json, checkpoints and SavedModel; the
+launcher's logs and status files; the extractor; the TFRecord builder; the
+doctor; the run history) wraps its write in :func:`writing`, which turns
+those four causes into :class:`NotWritable`: a message that names the path,
+what was being written and the free space there. Entry points print it as
+their one ``error:`` line and exit with ``exit_status.NOT_WRITABLE``; other
+OSErrors pass through unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+from typing import Iterator, Optional
+
+# The causes a user fixes outside the program (free space, a quota, a mount,
+# permissions), as opposed to a bug. EDQUOT is missing on some platforms.
+NOT_WRITABLE_ERRNOS = frozenset(
+    code for code in (errno.ENOSPC, getattr(errno, "EDQUOT", None),
+                      errno.EROFS, errno.EACCES, errno.EPERM)
+    if code is not None)
+
+_CAUSE = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+}
+if hasattr(errno, "EDQUOT"):
+    _CAUSE[errno.EDQUOT] = "disk quota exceeded"
+
+
+class NotWritable(OSError):
+    """A write failed for a reason the user must fix; ``str()`` is the line.
+
+    Subclasses OSError (same errno) so code that already catches OSError
+    keeps working; ``path`` and ``what`` say which file and why it mattered.
+    """
+
+    def __init__(self, err: int, path: str, what: str,
+                 free_bytes: Optional[int]):
+        self.path = path
+        self.what = what
+        self.free_bytes = free_bytes
+        super().__init__(err, _message(err, path, what, free_bytes))
+
+    def __str__(self) -> str:
+        return self.strerror or ""
+
+
+def free_bytes(path: str) -> Optional[int]:
+    """Free bytes for an unprivileged user on the file system holding
+    ``path`` (its nearest existing parent), or None if that cannot be read."""
+    probe = os.path.abspath(path)
+    while probe and not os.path.exists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    try:
+        return shutil.disk_usage(probe).free
+    except OSError:
+        return None
+
+
+def human_bytes(count: int) -> str:
+    """Bytes in the largest binary unit that keeps the number >= 1."""
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else \
+                f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def _message(err: int, path: str, what: str,
+             free: Optional[int]) -> str:
+    cause = _CAUSE.get(err, os.strerror(err))
+    room = "free space unknown" if free is None else \
+        f"{human_bytes(free)} free there"
+    return f"cannot write {what} to {path}: {cause} ({room})"
+
+
+def as_not_writable(exc: OSError, path: str, what: str) -> OSError:
+    """``exc`` as :class:`NotWritable` when its cause is one the user fixes,
+    else ``exc`` itself (a bug or a cause we do not know stays as it was)."""
+    if isinstance(exc, NotWritable) or exc.errno not in NOT_WRITABLE_ERRNOS:
+        return exc
+    # The failing file may be a temporary or a file inside ``path``.
+    return NotWritable(exc.errno, path, what, free_bytes(path))
+
+
+@contextlib.contextmanager
+def writing(path: str, what: str) -> Iterator[None]:
+    """Run a write of ``what`` to ``path``; a full disk, quota, read-only
+    file system or permission error leaves as :class:`NotWritable`."""
+    try:
+        yield
+    except OSError as e:
+        converted = as_not_writable(e, path, what)
+        if converted is e:
+            raise
+        raise converted from e
