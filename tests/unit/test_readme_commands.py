@@ -482,6 +482,17 @@ def test_every_command_and_link_is_accepted(name):
     assert not problems, f"{name}:\n" + "\n".join(problems)
 
 
+def test_every_launcher_variable_is_documented():
+    """docs/nodes.md names every variable the run scripts take (their
+    --help lists them too, but a reader of the docs should not need it)."""
+    with open(os.path.join(REPO, "docs", "nodes.md"), encoding="utf-8") as f:
+        text = f.read()
+    missing = [k.env for k in launch_settings.KNOBS
+               if f"`{k.env}`" not in text]
+    assert not missing, ("launcher variables docs/nodes.md does not "
+                         f"mention (add them to its Options list): {missing}")
+
+
 def test_readme_has_commands_to_check():
     """The check above is not vacuous: README shows the headline flow."""
     with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
