@@ -31,6 +31,9 @@ import sys
 import pytest
 
 from support.helpers import REPO
+from official_bench.config import loading as config_loading
+from official_bench.config.builder import LayerBuilder
+from official_bench.config.schema import ExperimentConfig
 from official_bench.launch import settings as launch_settings
 
 DOC_FILES = ["README.md"] + sorted(
@@ -115,12 +118,13 @@ def split_commands(line):
 
 
 def split_assignments(tokens):
-    """(names of leading NAME=value words, the remaining tokens)."""
-    names = []
+    """({NAME: value} of the leading NAME=value words, the other tokens)."""
+    env = {}
     while tokens and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", tokens[0]):
-        names.append(tokens[0].split("=", 1)[0])
+        name, value = tokens[0].split("=", 1)
+        env[name] = value
         tokens = tokens[1:]
-    return names, tokens
+    return env, tokens
 
 
 def github_slug(heading):
@@ -145,7 +149,7 @@ def headings(path):
 # ---- what the project accepts, read from the code -----------------------------
 
 @functools.lru_cache(maxsize=None)
-def launcher_env_names():
+def launcher_env():
     """Variables the run scripts read: every knob's NAME, the barrier's
     secret, the Slurm variables, the other environ keys settings.py looks up,
     and the ${NAME}s of scripts/lib/launch.sh (PYTHON, VIRTUAL_ENV)."""
@@ -267,25 +271,61 @@ def is_python(word):
 
 
 def flag_problems(args, accepted, what):
-    """Problems for every --flag in args that `accepted` lacks."""
+    """Problems for every --flag in args that `accepted` lacks, and for the
+    values of --params_override and --config_file."""
     problems = []
-    for arg in args:
+    for i, arg in enumerate(args):
         if arg == "--":
             break
         if arg.startswith("--"):
-            name = arg.split("=", 1)[0]
+            name, eq, value = arg.partition("=")
             if name not in accepted:
                 problems.append(f"{what}: unknown flag {name}")
+            if not eq and i + 1 < len(args):
+                value = args[i + 1]
+            if name == "--params_override":
+                problems += override_problems(value, what)
+            elif name == "--config_file":
+                problems += config_file_problems(value, what)
     return problems
 
 
-def check_run_script(script, args, env_names, extra_env=frozenset()):
+def override_problems(text, what):
+    """Config keys of a --params_override / PARAMS_OVERRIDE that the config
+    schema lacks, found by the builder's own key check (values are not
+    judged: docs may write placeholders)."""
+    if "..." in text:
+        return []
+    try:
+        tree = config_loading.parse_params_override(text)
+    except ValueError as e:  # ConfigError
+        return [f"{what}: params_override {text!r} does not parse: {e}"]
+    builder = LayerBuilder()
+    builder.merge({}, tree, "docs", ExperimentConfig)
+    return [f"{what}: {e}" for e in builder.errors]
+
+
+def config_file_problems(path, what):
+    """A --config_file / CONFIG_FILE inside the repository must exist."""
+    if "..." in path or os.path.isabs(path) or not path.endswith(
+            (".yaml", ".yml")):
+        return []
+    if not os.path.isfile(os.path.join(REPO, path)):
+        return [f"{what}: no such config file {path}"]
+    return []
+
+
+def check_run_script(script, args, env, extra_env=frozenset()):
     """A run script: its variables are launcher variables, its arguments
     parse with the launcher's parser (positional BATCH DTYPE TEST_NUM)."""
     mode = run_script_modes()[os.path.basename(script)]
     problems = [f"{script}: {name} is not a variable the launcher reads"
-                for name in env_names
-                if name not in launcher_env_names() | extra_env]
+                for name in env
+                if name not in launcher_env() | extra_env]
+    if "PARAMS_OVERRIDE" in env:
+        problems += override_problems(env["PARAMS_OVERRIDE"], script)
+    if "CONFIG_FILE" in env:
+        problems += config_file_problems(env["CONFIG_FILE"], script)
     problems += flag_problems(args, launcher_options(mode), script)
     try:
         with contextlib.redirect_stderr(io.StringIO()) as err:
@@ -300,7 +340,7 @@ def check_run_script(script, args, env_names, extra_env=frozenset()):
     return problems
 
 
-def check_bash(tokens, env_names):
+def check_bash(tokens, env):
     """`bash X.sh ...`: the script exists; run scripts are checked by the
     launcher's parser, other scripts' --flags against their --help."""
     if len(tokens) < 2:
@@ -309,7 +349,7 @@ def check_bash(tokens, env_names):
     if not os.path.isfile(os.path.join(REPO, script)):
         return [f"no such script: {script}"]
     if os.path.basename(script) in run_script_modes():
-        return check_run_script(script, args, env_names)
+        return check_run_script(script, args, env)
     return flag_problems(args, help_flags(("bash", script)), script)
 
 
@@ -379,7 +419,7 @@ def check_make(tokens):
     return problems
 
 
-def check_sbatch(tokens, env_names):
+def check_sbatch(tokens, env):
     """`sbatch [--opt=v] file.sbatch args`: the batch script exists and its
     arguments and variables suit the run script it starts."""
     rest = tokens[1:]
@@ -392,7 +432,7 @@ def check_sbatch(tokens, env_names):
         m = re.search(r"bash (run_\w+_node\.sh)", f.read())
     if not m:
         return [f"sbatch {rest[0]}: starts no run script"]
-    return check_run_script(m.group(1), rest[1:], env_names,
+    return check_run_script(m.group(1), rest[1:], env,
                             frozenset(shell_variables(path)))
 
 
@@ -408,14 +448,14 @@ def check_wrapped(tokens):
 
 def check_command(tokens):
     """Problems of one simple command (a token list)."""
-    env_names, tokens = split_assignments(tokens)
+    env, tokens = split_assignments(tokens)
     if not tokens:
         return []
     word = tokens[0]
     if word in ("bash", "sh"):
-        return check_bash(tokens, env_names)
+        return check_bash(tokens, env)
     if os.path.basename(word) in run_script_modes():
-        return check_bash(["bash"] + tokens, env_names)
+        return check_bash(["bash"] + tokens, env)
     if is_python(word):
         return check_python(tokens)
     if word.startswith("official-bench"):
@@ -423,7 +463,7 @@ def check_command(tokens):
     if word == "make":
         return check_make(tokens)
     if word == "sbatch":
-        return check_sbatch(tokens, env_names)
+        return check_sbatch(tokens, env)
     if word in WRAPPERS:
         return check_wrapped(tokens)
     if word in ALLOWED_COMMANDS:
@@ -525,6 +565,13 @@ FAKE = os.path.join(REPO, "README.md")
     ("```bash\nofficial-bench-extract --log_dirr x\n```\n",
      "unknown flag --log_dirr"),
     ("```bash\nmake no_such_target\n```\n", "no target no_such_target"),
+    ("```bash\npython -m official_bench.classifier_trainer "
+     "--params_override='train.stpes=20'\n```\n",
+     "train.stpes: unknown key"),
+    ("```bash\nPARAMS_OVERRIDE=runtime.no_such_key=1 bash run_single_node.sh"
+     "\n```\n", "runtime.no_such_key: unknown key"),
+    ("```bash\npython -m official_bench.classifier_trainer "
+     "--config_file=configs/no_such.yaml\n```\n", "no such config file"),
     ("```bash\nmake bench ARGS=\"--no_such_flag=1\"\n```\n",
      "unknown flag --no_such_flag"),
     ("```bash\nmake bench NO_SUCH=1\n```\n", "NO_SUCH is not a Makefile"),
@@ -551,7 +598,9 @@ def test_the_check_accepts_the_shapes_it_knows():
             "TEST_NUM=1 STEPS=30 bash run_single_node.sh 16 fp32\n"
             "NODES=a:1,b:1 bash run_two_node.sh 256 fp16 5 --dry-run\n"
             "python -m official_bench.classifier_trainer --norun_eagerly "
-            "--config_file=x.yaml  # a comment --not_a_flag\n"
+            "--config_file=configs/examples/resnet/imagenet/gpu.yaml "
+            "--params_override=runtime.num_gpus=8,train.steps=600 "
+            "# a comment --not_a_flag\n"
             "official-bench-extract --log_dir x --method time &\n"
             "make doctor ARGS=\"--quick\" && make test-fast\n"
             "DEVICE=cpu sbatch --gres=none examples/slurm/two_nodes.sbatch "
