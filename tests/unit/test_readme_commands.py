@@ -3,16 +3,17 @@
 Every command line in a ```bash block must be one the project accepts today:
 the run scripts with launcher variables and arguments their parser takes,
 the Python entry points and console scripts with flags their --help lists,
-make targets and variables the Makefile has, files that exist. Any other
+config keys (--params_override, PARAMS_OVERRIDE) the config schema has, make
+targets and variables the Makefile has, files that exist. Any other
 command is an error unless it is on the short ALLOWED_COMMANDS list, so a new
 command shape gets a check instead of slipping through. Every fence carries
 a language (output goes in ```text), so no command hides in an untagged
 block. Relative links must point at files (and headings) that exist.
 
 The accepted sets are read from the code (official_bench/launch/settings.py,
-setup.cfg's console scripts, the entry points' --help, the Makefile), never
-listed here: a new launcher variable, flag or console script is accepted as
-soon as the code has it.
+setup.cfg's console scripts, the entry points' --help, the config builder's
+key check, the Makefile), never listed here: a new launcher variable, flag,
+config key or console script is accepted as soon as the code has it.
 """
 
 import argparse
