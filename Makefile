@@ -34,7 +34,7 @@ doctor: venv
 # (marked serial: the scaling model's measured speedups) alone. Exit 5 of
 # the second run means ARGS selected none of them. 3 workers on 2 cores:
 # the tests wait on processes and sockets about a third of the time
-# (README, "Tests and benchmarks", has the times).
+# (docs/testing.md has the times).
 TEST_JOBS ?= 3
 test: venv
 	bash scripts/install_horovod.sh || echo "WARNING: the Horovod venv could not be built (see above); tests/system/test_horovod.py will skip"

@@ -12,7 +12,7 @@ DLPerf's TensorFlow scripts run, from Model Garden's
 Copied into this repository's root, they run unchanged: this file is that
 ``classifier_trainer.py`` (the same flags as ``python -m
 official_bench.classifier_trainer``), and ``configs/examples/resnet/imagenet/``
-is here too. See "Coming from DLPerf" in README.md.
+is here too. See docs/dlperf.md.
 
 It works without installing the package: the directory this file really lives
 in (symbolic links resolved) goes first on ``sys.path``, so this checkout's

@@ -4,7 +4,7 @@ published TF 2.3 ResNet-50 numbers, on paper: no run, no GPU.
     .venv/bin/python benchmarks/scaling_on_paper.py
 
 Inputs, all stated here:
-- DLPerf's median img/s (README.md's table: V100-SXM2-16GB, TF 2.3, steps
+- DLPerf's median img/s (docs/dlperf.md's table: V100-SXM2-16GB, TF 2.3, steps
   100-600): 1n1g gives the 1-GPU step T1 = batch / img/s;
 - the gradient: ResNet-50 v1.5's 25.6 M parameters in float32 (102.4 MB;
   under mixed precision the variables, hence the gradients, stay float32);

@@ -2,8 +2,8 @@
 
 The trainer, the launcher (run_*_node.sh), the extractor, the doctor and the
 small tools all read their codes from here, so that a scheduler or a script
-that checks `$?` sees the same number for the same cause everywhere. README's
-"Exit status" table is this module's `markdown_table()` (a test compares
+that checks `$?` sees the same number for the same cause everywhere. The table
+in docs/exit_status.md is this module's `markdown_table()` (a test compares
 them); `python -m official_bench.contracts.exit_status` prints it. The shell
 library (scripts/lib/launch.sh) writes its few codes as literals, each
 tagged `# exit_status.NAME`; a test checks the numbers against this module.
@@ -132,7 +132,7 @@ def lookup(rc: Optional[int]) -> Optional[ExitStatus]:
 
 
 def markdown_table() -> str:
-    """README's "Exit status" table, generated from TABLE."""
+    """The table of docs/exit_status.md, generated from TABLE."""
     rows = ["| status | name | meaning |", "|---|---|---|"]
     rows += [f"| {s.code} | `{s.name}` | {s.meaning} |" for s in TABLE]
     code, name, meaning = SIGNAL_ROW

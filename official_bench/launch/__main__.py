@@ -86,7 +86,7 @@ def describe(plan) -> None:
     if ports:
         out("ports this node opens: " + "; ".join(ports) + " (TensorFlow's "
             "worker servers accept any client that reaches them: use a "
-            "private network or a firewall; README, Security)")
+            "private network or a firewall; docs/security.md)")
     for note in plan.notes:
         out(f"note: {note}")
 

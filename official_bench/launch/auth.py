@@ -89,7 +89,7 @@ def open_warning(port: int) -> str:
     return (f"warning: the barrier (port {port}) is open: no BARRIER_SECRET "
             "or BARRIER_SECRET_FILE and not in a Slurm job, so anyone who can "
             "reach that port can join as a node; this assumes a trusted "
-            "network (see README, Security)")
+            "network (see docs/security.md)")
 
 
 def new_nonce() -> str:

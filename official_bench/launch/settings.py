@@ -98,7 +98,7 @@ KNOBS: List[Knob] = [
          "same on every node; keep it mode 600). Or BARRIER_SECRET=text in "
          "the environment (never on the command line, where ps shows it). "
          "Default: derived from the Slurm job in one, else none (the "
-         "barrier is open, with a warning); see README, Security",
+         "barrier is open, with a warning); see docs/security.md",
          section="nodes"),
     Knob("barrier_bind", "str", None, "address node 0's barrier listens "
          "on; default: what node 0's host in the node list resolves to on "
@@ -409,7 +409,7 @@ LAUNCHER=horovod: one launcher, on node 0 (the first node of the list),
              result.json is copied next to it. TF_CONFIG must be unset.
 input servers: builder zmq and service read from servers the scripts do
              not start: start them beside the trainers first, then pass the
-             builder in PARAMS_OVERRIDE (README, Data). tf.data service:
+             builder in PARAMS_OVERRIDE (docs/data.md). tf.data service:
                python -m official_bench.data.feeds.service --dispatcher --port 5050
                python -m official_bench.data.feeds.service --worker --port 5051 \\
                  --dispatcher_address HOST0:5050 --worker_address THIS_HOST
@@ -429,7 +429,7 @@ security:    the barrier authenticates every message with BARRIER_SECRET /
              BARRIER_SECRET_FILE (else a key derived from the Slurm job, which
              is not secret, else none: open, with a warning). TensorFlow's
              worker ports accept any client that reaches them: run on a
-             private network or firewall them (README, Security)."""
+             private network or firewall them (docs/security.md)."""
 
 
 def parse(argv: Sequence[str], environ: Optional[Mapping[str, str]] = None,

@@ -43,7 +43,7 @@ INSTALL_HINT = (
     "2.21): run `make horovod` (scripts/install_horovod.sh builds it with "
     "Gloo, and NCCL where CUDA is present, into its own venv with "
     "tensorflow 2.18.1 + tf-keras 2.18.0) and use that venv's python and "
-    "horovodrun; see README 'Horovod'.")
+    "horovodrun; see docs/horovod.md.")
 
 
 def _set_knob_env(rt: RuntimeConfig) -> None:

@@ -55,7 +55,7 @@ from official_bench.runtime.keras_setup import tf
 SECURITY_WARNING = (
     "official_bench: the tf.data service has no authentication or "
     "encryption and its servers listen on all interfaces; use it on a "
-    "trusted network only (README, 'builder: service')")
+    "trusted network only (docs/data.md, 'builder: service')")
 POLL_SECONDS = 0.5
 
 

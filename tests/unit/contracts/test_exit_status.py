@@ -1,4 +1,4 @@
-"""One exit-status table: the module, README's copy, the shell library's
+"""One exit-status table: the module, docs/exit_status.md's copy, the shell library's
 literals, the entry points' main() functions, and a real case for each
 documented status (most of them in the test files that already run that
 case; PRODUCERS names them and checks that they assert the module's
@@ -112,14 +112,15 @@ def test_signal_helpers():
     assert es.lookup(7) is None
 
 
-def test_readme_table_is_the_modules():
-    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+def test_docs_table_is_the_modules():
+    with open(os.path.join(REPO, "docs", "exit_status.md"),
+              encoding="utf-8") as f:
         text = f.read()
     m = re.search(r"<!-- exit-status table: generated, do not edit by hand "
                   r"-->\n(.*?)<!-- end exit-status table -->", text, re.S)
-    assert m, "README lost its exit-status table markers"
+    assert m, "docs/exit_status.md lost its exit-status table markers"
     assert m.group(1) == es.markdown_table(), (
-        "README's exit-status table differs from official_bench/contracts/"
+        "docs/exit_status.md's table differs from official_bench/contracts/"
         "exit_status.py: paste `python -m official_bench.contracts."
         "exit_status` between the markers")
     out = subprocess.run([sys.executable, "-m",
