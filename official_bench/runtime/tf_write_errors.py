@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from typing import Iterator, Optional, Set
+from typing import Iterator, Optional, Set, Tuple
 
 from official_bench.host.write_errors import (NOT_WRITABLE_ERRNOS,
                                               NotWritable, as_not_writable,
@@ -53,10 +53,14 @@ def _entries(directory: Optional[str]) -> Optional[Set[str]]:
         return set()
 
 
-def _remove_new(directory: str, before: Set[str]) -> None:
-    """Removes what a failed write left in ``directory``: every entry that
-    was not there before it started. Best effort: the disk is the problem."""
+def _remove_new(directory: str, before: Set[str],
+                prefixes: Tuple[str, ...]) -> None:
+    """Removes what a failed write left in ``directory``: every entry named
+    ``prefixes*`` that was not there before it started. Best effort: the
+    disk is the problem."""
     for name in _entries(directory) - before:
+        if not name.startswith(prefixes):
+            continue
         path = os.path.join(directory, name)
         with contextlib.suppress(OSError):
             if os.path.isdir(path) and not os.path.islink(path):
@@ -66,11 +70,12 @@ def _remove_new(directory: str, before: Set[str]) -> None:
 
 
 @contextlib.contextmanager
-def tf_writing(path: str, what: str,
-               cleanup_dir: Optional[str] = None) -> Iterator[None]:
+def tf_writing(path: str, what: str, cleanup_dir: Optional[str] = None,
+               cleanup_prefixes: Tuple[str, ...] = ("",)) -> Iterator[None]:
     """Run a TensorFlow write of ``what`` to ``path``; a full disk, quota,
     read-only file system or permission error leaves as NotWritable, after
-    removing the entries it added to ``cleanup_dir`` (if given)."""
+    removing the entries named ``cleanup_prefixes*`` it added to
+    ``cleanup_dir`` (if given)."""
     before = _entries(cleanup_dir)
     try:
         yield
@@ -79,7 +84,7 @@ def tf_writing(path: str, what: str,
         if code not in NOT_WRITABLE_ERRNOS:
             raise
         if cleanup_dir is not None:
-            _remove_new(cleanup_dir, before or set())
+            _remove_new(cleanup_dir, before or set(), cleanup_prefixes)
         if isinstance(e, OSError):
             raise as_not_writable(e, path, what) from e
         raise NotWritable(code, path, what, free_bytes(path)) from e

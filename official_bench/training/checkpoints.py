@@ -70,8 +70,9 @@ class _ModelCheckpoint(keras.callbacks.ModelCheckpoint):
     """Keras' ModelCheckpoint whose full disk is one line, not a traceback.
 
     TensorFlow leaves a ``model.ckpt-N_temp`` directory (and maybe a partial
-    index) behind when a save fails; what the failed save added to
-    model_dir is removed, so no checkpoint is ever half there.
+    index) behind when a save fails; the ``model.ckpt-*`` and ``checkpoint*``
+    entries the failed save added to model_dir are removed, so no checkpoint
+    is ever half there.
     """
 
     def __init__(self, model_dir: str, **kwargs):
@@ -81,7 +82,8 @@ class _ModelCheckpoint(keras.callbacks.ModelCheckpoint):
 
     def _saving(self):
         return tf_writing(self._model_dir, "a checkpoint (model.ckpt-*)",
-                          cleanup_dir=self._model_dir)
+                          cleanup_dir=self._model_dir,
+                          cleanup_prefixes=("model.ckpt-", "checkpoint"))
 
     def on_train_batch_end(self, batch, logs=None):
         with self._saving():
