@@ -69,6 +69,35 @@ def test_trainer_result_on_full_disk(tmp_path):
         _params_intact(model_dir)
 
 
+# The CLI with train_and_evaluate's write failing as a full disk would:
+# the sibling of the test above where no tmpfs can be mounted.
+INJECTED = """
+import errno, sys
+from absl import flags
+from official_bench import classifier_trainer, trainer
+from official_bench.host.write_errors import writing
+
+def full(cfg):
+    with writing(cfg.model_dir + "/result.json", "the run's result"):
+        raise OSError(errno.EDQUOT, "Disk quota exceeded")
+trainer.train_and_evaluate = full
+argv = ["classifier_trainer"] + sys.argv[1:]
+flags.FLAGS(argv)
+sys.exit(classifier_trainer.main(argv[:1]))
+"""
+
+
+def test_trainer_cli_reports_an_injected_quota(tmp_path):
+    p = subprocess.run([sys.executable, "-c", INJECTED,
+                        f"--model_dir={tmp_path}"], cwd=REPO, env=cli_env(),
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == exit_status.NOT_WRITABLE, p.stderr[-3000:]
+    assert _last_line(p.stderr).startswith(
+        f"error: cannot write the run's result to {tmp_path}/result.json: "
+        "disk quota exceeded (")
+    assert "Traceback" not in p.stderr
+
+
 def test_trainer_checkpoint_on_full_disk(tmp_path):
     """TensorFlow's own write (ResourceExhaustedError) is the same line;
     its model.ckpt-0001_temp folder is not left behind."""
