@@ -9,7 +9,8 @@
 Layering: built-in defaults (per --model_type/--dataset) < --config_file <
 --params_override < the explicit flags below. Exit status: the table in
 official_bench/contracts/exit_status.py (0 success, 1 other, 2 bad
-configuration, 3 cluster problem, 4 peer lost, 128+N signal N). A
+configuration, 3 cluster problem, 4 peer lost, 5 a file could not be
+written (disk full, quota, read-only, permission), 128+N signal N). A
 multi-worker run whose peers do not all arrive within
 runtime.peer_timeout_seconds prints a line starting "official_bench:
 timeout:" naming them and is SIGKILLed (137).
@@ -55,6 +56,7 @@ def main(argv) -> int:
         return _fail(str(e), exit_status.CONFIG)
     # 2. The run (TensorFlow is imported from here on).
     from official_bench import trainer
+    from official_bench.host.write_errors import NotWritable
     from official_bench.runtime.cluster import ClusterError, PeerLost
     from official_bench.runtime.stop_signals import RunStopped
     try:
@@ -68,6 +70,11 @@ def main(argv) -> int:
                        else exit_status.PEER_LOST))
     except ClusterError as e:
         return _fail(str(e), exit_status.CLUSTER)
+    except NotWritable as e:
+        # The cause is outside the program: the line says it all; the
+        # traceback is kept for `-v 1` only.
+        logging.debug("official_bench: write failed", exc_info=True)
+        return _fail(str(e), exit_status.NOT_WRITABLE)
     except Exception as e:  # noqa: BLE001 - one clear line, then the trace
         # Our input pipeline's messages reach us inside TensorFlow's op
         # errors ("assertion failed: [official_bench: bad record ...]").

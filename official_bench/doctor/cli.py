@@ -3,7 +3,10 @@
     official-bench-doctor [--quick] [--only NAME ...] [--output FILE]
 
 Exit status: 0 when no check failed (skips are not failures), 1 when one
-did, 2 for bad flags, 130 when interrupted (the partial report is kept).
+did, 2 for bad flags, 5 when the report cannot be written (no space, a
+quota, a read-only file system or no permission: the last line names the
+file and the free space there; the doctor stops at once), 130 when
+interrupted (the partial report is kept).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from official_bench.doctor import (
     check_plan as plan, commands, env_checks, report, run_checks, tfprobe)
 from official_bench.host import gpu_diagnosis, probes
 from official_bench.host import gpus as host_gpus
+from official_bench.host.write_errors import NotWritable
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -223,12 +227,25 @@ def main(argv: Optional[Sequence[str]] = None,
         out(f"official-bench-doctor: interrupted; the checks finished so "
             f"far are in {output} (complete: false)")
         return es.INTERRUPTED
+    except NotWritable as e:  # the next checks would fail to write too
+        return _not_writable(e)
     out("")
     out(report.table(results, no_gpu))
-    report.write(output, report.document(results, facts, started, _now(),
-                                         no_gpu))
+    try:
+        report.write(output, report.document(results, facts, started,
+                                             _now(), no_gpu))
+    except NotWritable as e:
+        return _not_writable(e)
     out(f"official-bench-doctor: report written to {output}")
     return report.exit_status(results)
+
+
+def _not_writable(error: NotWritable) -> int:
+    """The report could not be written: one line (path, cause, free space),
+    last, on stderr."""
+    sys.stdout.flush()
+    print(f"error: {error}", file=sys.stderr, flush=True)
+    return es.NOT_WRITABLE
 
 
 def _run_all(selected, planned, ctx, out, output, machine, started, no_gpu,

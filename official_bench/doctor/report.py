@@ -22,6 +22,7 @@ from typing import Any, Dict, Optional, Sequence
 
 from official_bench.contracts import exit_status as es
 from official_bench.host.atomic import write_text_atomic
+from official_bench.host.write_errors import writing
 
 SCHEMA = "official_bench.doctor/1"
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
@@ -85,7 +86,12 @@ def document(results: Sequence[CheckResult], machine: Dict[str, Any],
 
 
 def write(path: str, doc: Dict[str, Any]) -> None:
-    write_text_atomic(path, json.dumps(doc, indent=2, sort_keys=False) + "\n")
+    """Atomically; a full disk, quota, read-only file system or missing
+    permission raises NotWritable (host/write_errors.py), whose message is
+    the doctor's last line."""
+    with writing(path, "the doctor's report"):
+        write_text_atomic(path, json.dumps(doc, indent=2, sort_keys=False)
+                          + "\n")
 
 
 def load(path: str) -> Dict[str, Any]:

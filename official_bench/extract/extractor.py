@@ -29,22 +29,27 @@ efficiency and the JSON shape: :mod:`official_bench.extract.cases`.
 
 Exit status: 0 on success (also when some runs were excluded: they are listed),
 1 for bad input (no such directory, no logs, no usable run, unreadable result
-file, ``--plot`` without matplotlib), 2 for bad command-line usage.
+file, ``--plot`` without matplotlib), 2 for bad command-line usage, 5 when
+--output_dir cannot be written (no space, a quota, a read-only file system or
+no permission: the last line names the folder and the free space there).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
 import sys
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import (Any, Dict, Iterable, Iterator, List, Optional, Sequence,
+                    Tuple)
 
 from official_bench.contracts import exit_status
 from official_bench.contracts import log_tree
 from official_bench.extract import allreduce_logs
 from official_bench.host import atomic
+from official_bench.host.write_errors import NotWritable, writing
 from official_bench.extract import cases
 from official_bench.extract import logparse
 from official_bench.extract import tables as report
@@ -213,9 +218,21 @@ def write_outputs(extraction: Extraction, output_dir: str,
     is one). Returns ``(written_paths, notes)``; notes say what was skipped
     and why.
     """
-    try:
+    with _writing_results(output_dir):
         return _write_outputs(extraction, output_dir, markdown, csv, plot,
                               html and markdown)
+
+
+@contextlib.contextmanager
+def _writing_results(output_dir: str) -> Iterator[None]:
+    """A full disk, quota, read-only mount or permission error leaves as
+    NotWritable (exit NOT_WRITABLE, the free space named); any other OSError
+    (a file where the folder should be) as ExtractError."""
+    try:
+        with writing(output_dir, "the extractor's results"):
+            yield
+    except NotWritable:
+        raise
     except OSError as e:
         raise ExtractError(f"cannot write results to {output_dir}: {e}")
 
@@ -290,11 +307,9 @@ def compare(path_a: str, path_b: str, output_dir: Optional[str] = None,
     text = report.compare_markdown(a, b, label_a, label_b)
     if output_dir is None:
         return text, []
-    try:
+    with _writing_results(output_dir):
         return text, _write_compare(a, b, label_a, label_b, text, output_dir,
                                     markdown, csv)
-    except OSError as e:
-        raise ExtractError(f"cannot write results to {output_dir}: {e}")
 
 
 def _write_compare(a: report.Result, b: report.Result, label_a: str,
@@ -408,6 +423,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ExtractError as e:
         print(f"error: {e}", file=sys.stderr)
         return exit_status.FAILED
+    except NotWritable as e:
+        print(f"error: {e}", file=sys.stderr)
+        return exit_status.NOT_WRITABLE
     _print_lines("wrote ", written)
     return exit_status.OK
 

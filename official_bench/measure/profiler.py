@@ -14,6 +14,7 @@ from typing import Optional, Sequence, Tuple
 from absl import logging
 
 from official_bench.runtime.keras_setup import keras, tf
+from official_bench.runtime.tf_write_errors import tf_writing
 
 
 def trace_dir(model_dir: Optional[str]) -> str:
@@ -53,7 +54,8 @@ class ProfileSteps(keras.callbacks.Callback):
         if self._active or self.traced is not None:
             return
         if loop_end >= self.first and upcoming <= self.last:
-            tf.profiler.experimental.start(self.logdir)
+            with self._writing():
+                tf.profiler.experimental.start(self.logdir)
             self._active, self._started_at = True, upcoming
             logging.info("official_bench: profiling steps %d..%d into %s",
                          upcoming, self.last, self.logdir)
@@ -67,10 +69,19 @@ class ProfileSteps(keras.callbacks.Callback):
         if self._active:
             self._stop()
 
+    def _writing(self):
+        """A full disk under the trace is one line; the run's folder the
+        profiler was writing (plugins/profile/<run>) is removed, not left
+        with a truncated .xplane.pb."""
+        runs = os.path.join(self.logdir, "plugins", "profile")
+        return tf_writing(self.logdir, "the profiler trace",
+                          cleanup_dir=runs)
+
     def _stop(self) -> None:
         # Wait for the traced steps' device work before closing the trace.
-        tf.profiler.experimental.stop()
         self._active = False
+        with self._writing():
+            tf.profiler.experimental.stop()
         self.traced = (self._started_at, self.step)
         logging.info("official_bench: profiler trace of steps %d..%d written "
                      "to %s (TensorBoard: --logdir %s, Profile tab); these "

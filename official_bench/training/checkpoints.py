@@ -19,6 +19,7 @@ from absl import logging
 
 from official_bench.config import ConfigError, ExperimentConfig
 from official_bench.runtime.keras_setup import keras, tf
+from official_bench.runtime.tf_write_errors import tf_writing
 
 CHECKPOINT_PATTERN = "model.ckpt-{epoch:04d}"
 
@@ -65,6 +66,34 @@ class _TensorBoard(keras.callbacks.TensorBoard):
             else (logs or {})
 
 
+class _ModelCheckpoint(keras.callbacks.ModelCheckpoint):
+    """Keras' ModelCheckpoint whose full disk is one line, not a traceback.
+
+    TensorFlow leaves a ``model.ckpt-N_temp`` directory (and maybe a partial
+    index) behind when a save fails; the ``model.ckpt-*`` and ``checkpoint*``
+    entries the failed save added to model_dir are removed, so no checkpoint
+    is ever half there.
+    """
+
+    def __init__(self, model_dir: str, **kwargs):
+        super().__init__(os.path.join(model_dir, CHECKPOINT_PATTERN),
+                         **kwargs)
+        self._model_dir = model_dir
+
+    def _saving(self):
+        return tf_writing(self._model_dir, "a checkpoint (model.ckpt-*)",
+                          cleanup_dir=self._model_dir,
+                          cleanup_prefixes=("model.ckpt-", "checkpoint"))
+
+    def on_train_batch_end(self, batch, logs=None):
+        with self._saving():
+            super().on_train_batch_end(batch, logs)
+
+    def on_epoch_end(self, epoch, logs=None):
+        with self._saving():
+            super().on_epoch_end(epoch, logs)
+
+
 def _require_tensorboard() -> None:
     """TensorFlow >= 2.21 no longer installs TensorBoard's summary writer."""
     try:
@@ -85,9 +114,8 @@ def build_callbacks(cfg: ExperimentConfig) -> List:
                               "need a model_dir")
         return callbacks
     if cfg.train.callbacks.enable_checkpoint_and_export:
-        callbacks.append(keras.callbacks.ModelCheckpoint(
-            os.path.join(cfg.model_dir, CHECKPOINT_PATTERN),
-            save_weights_only=True))
+        callbacks.append(_ModelCheckpoint(cfg.model_dir,
+                                          save_weights_only=True))
     if cfg.train.callbacks.enable_tensorboard:
         _require_tensorboard()
         tb = cfg.train.tensorboard
@@ -101,11 +129,40 @@ def build_callbacks(cfg: ExperimentConfig) -> List:
 
 def export_saved_model(model, destination: str, is_chief: bool) -> str:
     """Every worker saves (it may involve collectives); only the chief keeps it."""
-    target = destination if is_chief else tempfile.mkdtemp(
-        prefix="official_bench_export_")
-    model.save(target, include_optimizer=False)
     if not is_chief:
-        shutil.rmtree(target, ignore_errors=True)
-    else:
-        logging.info("official_bench: exported SavedModel to %s", target)
+        target = tempfile.mkdtemp(prefix="official_bench_export_")
+        try:
+            model.save(target, include_optimizer=False)
+        finally:
+            shutil.rmtree(target, ignore_errors=True)
+        return destination
+    with tf_writing(destination, "the SavedModel"):
+        _save_whole(model, destination)
+    logging.info("official_bench: exported SavedModel to %s", destination)
     return destination
+
+
+def _save_whole(model, destination: str) -> None:
+    """A SavedModel is many files written one by one: a full disk half-way
+    would leave one that does not load. Save it in a hidden folder beside
+    the destination, then move its entries in (replacing an earlier
+    export's, keeping anything else there); a failed save leaves nothing
+    behind. URLs (gs://...) are saved in place."""
+    if "://" in destination:
+        model.save(destination, include_optimizer=False)
+        return
+    parent = os.path.dirname(os.path.abspath(destination))
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(
+        prefix=f".{os.path.basename(os.path.abspath(destination))}.",
+        suffix=".tmp", dir=parent)
+    try:
+        model.save(staging, include_optimizer=False)
+        os.makedirs(destination, exist_ok=True)
+        for name in os.listdir(staging):
+            target = os.path.join(destination, name)
+            if os.path.isdir(target) and not os.path.islink(target):
+                shutil.rmtree(target)
+            os.replace(os.path.join(staging, name), target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -21,6 +21,7 @@ from official_bench.contracts.result_json import write_run_record
 from official_bench.data import factory as data_factory
 from official_bench.data.fit_input import fit_input
 from official_bench.host.atomic import write_text_atomic
+from official_bench.host.write_errors import writing
 from official_bench.measure import environment
 from official_bench.models import build_model
 from official_bench.runtime import cluster as cluster_lib
@@ -120,7 +121,7 @@ class Prepared:
     def write(self, stats, history, evaluation, extra=None) -> None:
         if not self.result_path:
             return
-        write_run_record(self.result_path, dict({
+        record = dict({
             "config": self.cfg.as_dict(),
             "stats": stats.as_dict() if stats else None,
             "environment": self.environment(), "history": history,
@@ -128,7 +129,9 @@ class Prepared:
             "model": model_summary(self.model),
             "task": {"type": self.cluster.task_type,
                      "index": self.cluster.task_index, "tag": self.dist.tag,
-                     "is_chief": self.dist.is_chief}}, **(extra or {})))
+                     "is_chief": self.dist.is_chief}}, **(extra or {}))
+        with writing(self.result_path, "the run's result"):
+            write_run_record(self.result_path, record)
         logging.info("official_bench: result written to %s", self.result_path)
 
 
@@ -174,7 +177,8 @@ def setup_run(cfg: ExperimentConfig, cluster: cluster_lib.Cluster,
     if not (params_path and cfg.mode in ("train", "train_and_eval")):
         params_path = None
     if params_path:
-        write_text_atomic(params_path, cfg.to_yaml())
+        with writing(params_path, "the run's configuration"):
+            write_text_atomic(params_path, cfg.to_yaml())
     # One line on the console; the whole config where it is kept (the
     # log holds it only where no params.yaml is written).
     logging.info("official_bench config (mode %s, %s, %s, %d worker(s), %d "

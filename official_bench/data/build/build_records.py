@@ -50,8 +50,10 @@ SIGTERM or Ctrl-C stops the workers, keeps finished shards and exits
 128+signal (143, 130).
 
 Exit status: 0 done, 1 --verify found problems or a worker died (killed,
-e.g. by the out-of-memory killer), 2 bad arguments or inputs,
-128+signal stopped by a signal.
+e.g. by the out-of-memory killer), 2 bad arguments or inputs, 5 a file
+could not be written (no space, a quota, a read-only file system or no
+permission: the last line names it and the free space there; finished
+shards are kept), 128+signal stopped by a signal.
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ from official_bench.data.build.builder import BuildOptions, build
 from official_bench.data.build.image_codec import NeedsPillow
 from official_bench.data.build.shards import WorkerLost
 from official_bench.data.build.sources import BuildError, read_lines
+from official_bench.host.write_errors import NotWritable
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -166,6 +169,12 @@ def main(argv: Optional[Sequence[str]] = None, log=print) -> int:
     except WorkerLost as e:
         print(f"error: build_records: {e}", file=sys.stderr)
         return exit_status.FAILED
+    except NotWritable as e:
+        print("build_records: finished shards are kept; make room (or fix "
+              "the folder) and re-run the same command to build the rest",
+              file=sys.stderr)
+        print(f"error: {e}", file=sys.stderr)
+        return exit_status.NOT_WRITABLE
     return exit_status.OK
 
 

@@ -20,6 +20,7 @@ from official_bench.data.build.sources import (
     read_boxes, read_class_text, read_lines)
 from official_bench.data.build.worker_pool import SPAWN, WorkerPool
 from official_bench.host.atomic import write_text_atomic
+from official_bench.host.write_errors import writing
 
 DEFAULT_SHARDS = {"train": 1024, "validation": 128}
 SPLIT_DIRS = {"train": ("train",), "validation": ("validation", "val")}
@@ -97,7 +98,8 @@ def _list_items(args: BuildOptions, split: str,
 
 def build(args: BuildOptions, log=print) -> int:
     splits = [s.strip() for s in args.splits.split(",") if s.strip()]
-    os.makedirs(args.output_dir, exist_ok=True)
+    with writing(args.output_dir, "the TFRecord shards"):
+        os.makedirs(args.output_dir, exist_ok=True)
     classes = _classes(args, splits)
     boxes = read_boxes(args.bounding_boxes) if args.bounding_boxes else {}
     class_text = read_class_text(args.class_text)
@@ -115,8 +117,9 @@ def build(args: BuildOptions, log=print) -> int:
                            for s, (items, shards) in plan.items()}}
     manifest_lib.check_manifest(args.output_dir, manifest)
     manifest = manifest_lib.start_manifest(args.output_dir, manifest)
-    write_text_atomic(os.path.join(args.output_dir, LABELS_FILE),
-                      "".join(c + "\n" for c in classes))
+    labels = os.path.join(args.output_dir, LABELS_FILE)
+    with writing(labels, "the class list"):
+        write_text_atomic(labels, "".join(c + "\n" for c in classes))
     log(f"{len(classes)} classes -> {os.path.join(args.output_dir, LABELS_FILE)}"
         f" (label i = line i, 1-based)")
     if not pillow_available():

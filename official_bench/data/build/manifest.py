@@ -13,6 +13,7 @@ from official_bench.data.build import shard_skips
 from official_bench.data.build.shards import shard_name
 from official_bench.data.build.sources import BuildError
 from official_bench.host.atomic import write_text_atomic
+from official_bench.host.write_errors import writing
 
 MANIFEST = "build_records.json"
 LABELS_FILE = "labels.txt"
@@ -50,9 +51,16 @@ def start_manifest(output_dir: str, manifest: Dict) -> Dict:
     old = read_manifest(output_dir)
     merged = dict(manifest)
     merged["splits"] = {**old.get("splits", {}), **manifest["splits"]}
-    write_text_atomic(os.path.join(output_dir, MANIFEST),
-                      json.dumps(merged, indent=1) + "\n")
+    _write(os.path.join(output_dir, MANIFEST), json.dumps(merged, indent=1)
+           + "\n", "the build's manifest")
     return merged
+
+
+def _write(path: str, text: str, what: str) -> None:
+    """Atomically; a full disk or a read-only folder is NotWritable (one
+    line naming the file and the free space), not a traceback."""
+    with writing(path, what):
+        write_text_atomic(path, text)
 
 
 def finish(output_dir: str, manifest: Dict, log=print) -> List[Tuple[str,
@@ -81,12 +89,13 @@ def finish(output_dir: str, manifest: Dict, log=print) -> List[Tuple[str,
                 "older builder); --verify will not compare record counts")
         elif len(finished) == len(names):
             info["records"], info["skipped"] = total, len(skipped)
-    write_text_atomic(os.path.join(output_dir, MANIFEST),
-                      json.dumps(manifest, indent=1) + "\n")
+    _write(os.path.join(output_dir, MANIFEST),
+           json.dumps(manifest, indent=1) + "\n", "the build's manifest")
     path = os.path.join(output_dir, SKIPPED_FILE)
     if all_skipped:
-        write_text_atomic(path, "".join(f"{image}\t{why}\n"
-                                        for image, why in all_skipped))
+        _write(path, "".join(f"{image}\t{why}\n"
+                             for image, why in all_skipped),
+               "the list of skipped images")
     elif os.path.exists(path):
         os.remove(path)
     return all_skipped

@@ -18,6 +18,7 @@ import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from official_bench.host.atomic import write_text_atomic
+from official_bench.host.write_errors import writing
 
 RECORDS_DIR = ".shards"
 
@@ -31,9 +32,10 @@ def write_record(output_dir: str, shard: str, images: int, records: int,
     """Atomically records one shard; call before writing the shard."""
     body = {"shard": shard, "images": images, "records": records,
             "skipped": [[path, why] for path, why in skipped]}
-    os.makedirs(os.path.join(output_dir, RECORDS_DIR), exist_ok=True)
-    write_text_atomic(record_path(output_dir, shard),
-                      json.dumps(body, indent=1) + "\n")
+    path = record_path(output_dir, shard)
+    with writing(path, "the shard's record of skipped images"):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        write_text_atomic(path, json.dumps(body, indent=1) + "\n")
 
 
 def read_record(output_dir: str, shard: str) -> Optional[Dict]:

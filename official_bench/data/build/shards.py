@@ -86,7 +86,8 @@ def encode_shard(task: ShardTask) -> Tuple[int, List[bytes],
 def _write_shard(path: str, records: Sequence[bytes]) -> None:
     """Writes under a hidden temporary name, renames when complete."""
     from official_bench.runtime.keras_setup import tf
-    with atomic_path(path) as tmp:
+    from official_bench.runtime.tf_write_errors import tf_writing
+    with tf_writing(path, "a TFRecord shard"), atomic_path(path) as tmp:
         with tf.io.TFRecordWriter(tmp) as writer:
             for record in records:
                 writer.write(record)
