@@ -117,10 +117,13 @@ class Prepared:
                          self.plan.eval_global_batch, False,
                          (self.cfg.runtime.seed or 0) + 1).data
 
-    def write(self, stats, history, evaluation, extra=None) -> None:
+    def write(self, stats, history, evaluation, extra=None
+              ) -> Optional[Dict[str, Any]]:
+        """Write result.json; returns its content (for the run history),
+        None when this process writes no result."""
         if not self.result_path:
-            return
-        write_run_record(self.result_path, dict({
+            return None
+        record = dict({
             "config": self.cfg.as_dict(),
             "stats": stats.as_dict() if stats else None,
             "environment": self.environment(), "history": history,
@@ -128,8 +131,10 @@ class Prepared:
             "model": model_summary(self.model),
             "task": {"type": self.cluster.task_type,
                      "index": self.cluster.task_index, "tag": self.dist.tag,
-                     "is_chief": self.dist.is_chief}}, **(extra or {})))
+                     "is_chief": self.dist.is_chief}}, **(extra or {}))
+        write_run_record(self.result_path, record)
         logging.info("official_bench: result written to %s", self.result_path)
+        return record
 
 
 def model_summary(model) -> Dict[str, Any]:
