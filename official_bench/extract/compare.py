@@ -230,8 +230,9 @@ def table(rows: Sequence[CaseComparison]) -> str:
             f"{row.case.label:<16} {v.median_a:>9.2f} {v.median_b:>9.2f} "
             f"{v.ratio:>6.3f} {f'[{v.low:.3f}, {v.high:.3f}]':>15} "
             f"{f'{v.runs_a}/{v.runs_b}':>5}  {v.verdict}")
-    lines.append("img/s: median over runs of the mean interval rate "
-                 "(DLPerf's); images / time over the window:")
+    lines.append("img/s: median of the runs' mean interval rates "
+                 "(DLPerf's); images / time over")
+    lines.append("the window (median of the runs):")
     lines += [f"  {row.case.label}: A {_num(row.over_window_a)}, "
               f"B {_num(row.over_window_b)}" for row in rows]
     return "\n".join(lines) + "\n"

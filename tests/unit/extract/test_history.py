@@ -206,3 +206,34 @@ def test_trainer_appends_its_run_and_history_off_writes_nothing(tmp_path):
     log = _trained(str(tmp_path / "off" / "model"), "history.enabled=false")
     assert "run history" not in log
     assert not os.path.exists(tmp_path / "off" / history_db.FILE_NAME)
+
+
+@pytest.mark.slow
+def test_trainer_with_a_corrupt_history_ends_with_one_error_line(tmp_path):
+    """The result is written, the file that is not a history is not."""
+    db = tmp_path / "not_a_history.sqlite"
+    db.write_bytes(b"\x00garbage" * 64)
+    before = db.read_bytes()
+    out = subprocess.run(
+        trainer_cmd(str(tmp_path / "model"),
+                    TINY_OVERRIDE + f",history.path={db}"),
+        cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=600)
+    assert out.returncode == exit_status.FAILED, out.stderr[-3000:]
+    last = out.stderr.strip().splitlines()[-1]
+    assert last == (f"error: official_bench: run history {db} is not an "
+                    "SQLite database (corrupt, or another program's file); "
+                    "left as it is: move it away or set history.path"), last
+    assert db.read_bytes() == before
+    assert (tmp_path / "model" / "result.json").exists()
+
+
+def test_default_path_is_the_model_dir_tree_root_or_beside_it(tmp_path):
+    from official_bench.contracts import log_tree
+    md = log_tree.ModelDir(str(tmp_path), 128, "2n8g",
+                           log_tree.run_stem(128, "fp16", 1),
+                           "20261125-120000", node=1)
+    assert history_db.default_path(md.path) == str(
+        tmp_path / history_db.FILE_NAME)
+    assert history_db.default_path(str(tmp_path / "m1") + "/") == str(
+        tmp_path / history_db.FILE_NAME)
+    assert history_db.default_path(None) is None
