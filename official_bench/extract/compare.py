@@ -6,8 +6,9 @@ Two ways in:
   (``{N}n{G}g/rn50_b{B}_{dtype}_{i}.log``, read exactly as the extractor
   reads them: the same window, the same excluded runs, the result.json
   beside a log preferred) or two folders holding the trainer's result.json
-  files (any depth; the chief's ``result.json`` only; the window is each
-  run's own warm-up unless --warmup_batches/--train_batches are given).
+  files (any depth; the chief's ``result.json`` only; the window is the one
+  the trainer counted, contracts/history_row.counted_intervals, unless
+  --warmup_batches/--train_batches are given).
 * the A/B runner (extract/ab.py): ``--pairs N`` rounds of the trainer with
   ``--a-override``/``--b-override`` (over ``--config``) or ``--a-config``/
   ``--b-config``, each run its own process, alternated on this machine.
@@ -29,7 +30,8 @@ import sys
 import tempfile
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from official_bench.contracts import dtypes, exit_status, log_tree
+from official_bench.contracts import (dtypes, exit_status, history_row,
+                                      log_tree)
 from official_bench.contracts import result_json as runjson
 from official_bench.contracts.throughput import (
     ReadInterval, images_per_second_over_window)
@@ -104,13 +106,11 @@ def _result_files(path: str) -> List[str]:
     return sorted(found)
 
 
-def _trainer_window(path: str) -> Tuple[int, Optional[int]]:
-    """The trainer's own counted window of a result.json: from its
-    stats.warmup_steps to the end (0 when the file does not say)."""
+def _stats(path: str) -> dict:
+    """The raw ``stats`` object of a result.json (its window's keys)."""
     with open(path, encoding="utf-8") as f:
-        stats = json.load(f).get("stats") or {}
-    warmup = stats.get("warmup_steps")
-    return (warmup if isinstance(warmup, int) and warmup >= 0 else 0), None
+        stats = json.load(f).get("stats")
+    return stats if isinstance(stats, dict) else {}
 
 
 def result_case(result: runjson.RunResultFile) -> Optional[Case]:
@@ -141,14 +141,16 @@ def _read_result_files(path: str, files: Sequence[str],
             side.notes.append(f"{name}: no num_replicas, global batch or "
                               "dtype to name its case; skipped")
             continue
-        lo, hi = _trainer_window(name)
-        lo = lo if warmup is None else warmup
-        hi = hi if train is None else train
-        counted = [iv for iv in result.intervals if iv.start_step >= lo
-                   and (hi is None or iv.end_step <= hi)]
+        if warmup is None and train is None:
+            counted = history_row.counted_intervals(_stats(name),
+                                                    result.intervals)
+        else:
+            lo, hi = warmup or 0, train
+            counted = [iv for iv in result.intervals if iv.start_step >= lo
+                       and (hi is None or iv.end_step <= hi)]
         if not counted:
-            side.notes.append(f"{name}: no interval inside the window "
-                              f"[{lo}, {hi if hi is not None else 'end'}]")
+            side.notes.append(f"{name}: no interval inside the counted "
+                              "window")
             continue
         side.runs.setdefault(case, []).append(counted)
     return side
