@@ -25,6 +25,7 @@ import sys
 import time
 from typing import Callable, Dict, List, Optional, Sequence
 
+from official_bench.contracts.throughput import ReadInterval
 from official_bench.extract import logparse
 from official_bench.extract.errors import ExtractError
 from official_bench.host import write_errors
@@ -49,11 +50,16 @@ class RunRecord:
     """One finished run: its counted interval rates and how it went."""
     side: str
     round: int
-    rates: List[float]
+    intervals: List[ReadInterval]  # the counted ones
     seconds: float
     load_before: float
     load_after: float
     log_path: Optional[str]
+
+    @property
+    def rates(self) -> List[float]:
+        """The counted intervals' examples/second."""
+        return [iv.examples_per_second for iv in self.intervals]
 
     @property
     def speed(self) -> float:
@@ -84,12 +90,12 @@ def _load() -> float:
     return os.getloadavg()[0]
 
 
-def counted_rates(output: str, warmup_intervals: int) -> List[float]:
-    """The rates of a run's TimeHistory intervals after the first
-    ``warmup_intervals`` (read by the extractor's parser)."""
+def counted_intervals(output: str, warmup_intervals: int
+                      ) -> List[ReadInterval]:
+    """A run's TimeHistory intervals after the first ``warmup_intervals``
+    (read by the extractor's parser)."""
     parsed = logparse.parse_log_lines(output.splitlines())
-    return [iv.examples_per_second
-            for iv in parsed.intervals[warmup_intervals:]]
+    return parsed.intervals[warmup_intervals:]
 
 
 def _keep_log(path: Optional[str], text: str) -> None:
@@ -125,16 +131,16 @@ def run_once(side: Side, work_dir: str, round_no: int,
                            ) from e
     seconds = time.perf_counter() - start
     _keep_log(log_path, proc.stdout)
-    rates = counted_rates(proc.stdout, warmup_intervals)
-    if proc.returncode != 0 or not rates:
+    counted = counted_intervals(proc.stdout, warmup_intervals)
+    if proc.returncode != 0 or not counted:
         tail = "\n".join(proc.stdout.splitlines()[-_TAIL_LINES:])
         kept = f" (log: {log_path})" if log_path else ""
         raise ExtractError(
             f"side {side.name}, round {round_no}: exit {proc.returncode}, "
-            f"{len(rates)} TimeHistory interval(s) after the "
+            f"{len(counted)} TimeHistory interval(s) after the "
             f"{warmup_intervals} warm-up one(s){kept}; command: "
             f"{' '.join(cmd)}\n{tail}")
-    return RunRecord(side.name, round_no, rates, seconds, before, _load(),
+    return RunRecord(side.name, round_no, counted, seconds, before, _load(),
                      log_path)
 
 

@@ -277,8 +277,7 @@ def run_ab(args: argparse.Namespace) -> Tuple[SideRuns, SideRuns]:
     case = RUNNER_CASE
     out = []
     for side in sides:
-        runs = [[ReadInterval(0, 1, 0.0, rate) for rate in r.rates]
-                for r in records[side.name]]
+        runs = [r.intervals for r in records[side.name]]
         out.append(SideRuns(side.name, "runner", {case: runs}))
     return out[0], out[1]
 

@@ -158,6 +158,8 @@ def test_runner_says_slower_when_b_trains_larger_images(tmp_path):
     assert case["verdict"] == verdict.SLOWER, case
     assert case["runs_a"] == case["runs_b"] == 2
     assert case["high"] < 1.0
+    assert 0 < case["images_per_second_over_window_b"] < \
+        case["images_per_second_over_window_a"]
     # Rounds alternate: A B, then B A.
     order = [line.split()[2] for line in out.stderr.splitlines()
              if line.startswith("round ")]
