@@ -10,8 +10,13 @@ speeds, and the reported ratio is ``median(B) / median(A)``.
 The 95% confidence interval of that ratio comes from the runs' own spread, by
 a two-level bootstrap: each resample draws the runs of a side with
 replacement and, inside each drawn run, its intervals with replacement, so
-both run-to-run and within-run variation widen the interval (one run per side
-still gets an interval from its intervals alone). The resampling uses
+both run-to-run and within-run variation widen the interval. A side of one
+run (the history's latest run) cannot show how much runs differ, so it
+borrows the other side's run-to-run spread (each resample scales it by one
+of the other side's run speeds relative to their median); without that, a
+single run that is merely a low draw would be called slower about one time
+in five when runs differ more than intervals do. One run against one run
+gets an interval from the intervals alone, which says little. The resampling uses
 Python's ``random.Random(seed)``, so the same input always gives the same
 interval, on any machine and numpy version.
 
@@ -89,13 +94,25 @@ def _check_side(runs: Sequence[Run], name: str) -> List[Tuple[float, ...]]:
     return out
 
 
+def run_deviations(runs: Sequence[Run]) -> List[float]:
+    """Each run's speed relative to the side's median, minus 1: the
+    run-to-run spread a side shows (empty for fewer than two runs)."""
+    if len(runs) < 2:
+        return []
+    median = side_median(runs)
+    return [run_speed(r) / median - 1 for r in runs]
+
+
 def _bootstrap_medians(runs: List[Tuple[float, ...]], resamples: int,
-                       rng: random.Random) -> List[float]:
+                       rng: random.Random,
+                       borrowed: Sequence[float] = ()) -> List[float]:
     """The side's median speed in each resample (module doc: two levels).
 
     Each run's resampled means are drawn once per resample, then the runs
     are drawn; a run drawn twice in one resample reuses its mean, which
-    keeps the cost at resamples x (intervals + runs) draws.
+    keeps the cost at resamples x (intervals + runs) draws. A side of one
+    run cannot show its run-to-run spread, so each resample also scales it
+    by one of ``borrowed`` (the other side's run deviations).
     """
     means = []
     for run in runs:
@@ -105,6 +122,9 @@ def _bootstrap_medians(runs: List[Tuple[float, ...]], resamples: int,
             continue
         means.append([sum(run[rng.randrange(m)] for _ in range(m)) / m
                       for _ in range(resamples)])
+    if len(runs) == 1 and borrowed:
+        k = len(borrowed)
+        means[0] = [x * (1 + borrowed[rng.randrange(k)]) for x in means[0]]
     n = len(runs)
     medians = []
     for r in range(resamples):
@@ -142,8 +162,10 @@ def compare_runs(a: Sequence[Run], b: Sequence[Run], *,
         raise ValueError(f"resamples is {resamples}, expected >= 100")
     runs_a, runs_b = _check_side(a, "A"), _check_side(b, "B")
     rng = random.Random(seed)
-    boot_a = _bootstrap_medians(runs_a, resamples, rng)
-    boot_b = _bootstrap_medians(runs_b, resamples, rng)
+    boot_a = _bootstrap_medians(runs_a, resamples, rng,
+                                run_deviations(runs_b))
+    boot_b = _bootstrap_medians(runs_b, resamples, rng,
+                                run_deviations(runs_a))
     ratios = sorted(mb / ma for ma, mb in zip(boot_a, boot_b))
     tail = (1 - level) / 2
     low, high = _percentile(ratios, tail), _percentile(ratios, 1 - tail)

@@ -237,3 +237,24 @@ def test_default_path_is_the_model_dir_tree_root_or_beside_it(tmp_path):
     assert history_db.default_path(str(tmp_path / "m1") + "/") == str(
         tmp_path / history_db.FILE_NAME)
     assert history_db.default_path(None) is None
+
+
+def test_an_ordinary_latest_run_is_rarely_called_slower():
+    """Runs differ more than their intervals (2% between runs, 1% within):
+    the latest run alone borrows the earlier runs' run-to-run spread, so an
+    ordinary draw is seldom "slower" while a 10% slow-down still is."""
+    from official_bench.extract import verdict
+    rng = random.Random(1)
+
+    def run(mean=100.0):
+        m = rng.gauss(mean, 2.0)
+        return [rng.gauss(m, 1.0) for _ in range(5)]
+
+    alarms = sum(verdict.compare_runs([run() for _ in range(10)], [run()],
+                                      resamples=500).verdict == verdict.SLOWER
+                 for _ in range(40))
+    assert alarms <= 4, alarms
+    caught = sum(verdict.compare_runs([run() for _ in range(10)],
+                                      [run(90.0)], resamples=500).verdict
+                 == verdict.SLOWER for _ in range(20))
+    assert caught >= 18, caught
