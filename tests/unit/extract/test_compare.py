@@ -136,6 +136,9 @@ def test_usage_errors_and_help_width():
     assert "give both --a DIR and --b DIR" in out.stderr
     out = _cli("--a", "x", "--b", "y", "--b-override", "train.steps=4")
     assert out.returncode == exit_status.CONFIG
+    out = _cli("--a-config", "nope_a.yaml", "--b-config", "nope_b.yaml")
+    assert out.returncode == exit_status.FAILED
+    assert out.stderr == "error: --a-config nope_a.yaml: no such file\n"
     out = _cli("--help")
     assert out.returncode == exit_status.OK
     assert max(len(line) for line in out.stdout.splitlines()) <= 80
