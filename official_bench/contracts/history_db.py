@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
 import os
 import random
@@ -191,6 +192,27 @@ def _is_busy(e: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
+def _as_os_error(e: sqlite3.Error, path: str) -> Optional[OSError]:
+    """SQLite's words for a full disk or a file it may not write, as the
+    OSError host/write_errors.writing turns into its one line; None for
+    anything else."""
+    text = str(e).lower()
+    if "disk is full" in text:
+        return OSError(errno.ENOSPC, str(e), path)
+    if "readonly database" in text or "unable to open database" in text:
+        directory = os.path.dirname(os.path.abspath(path))
+        try:
+            read_only = bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
+        except OSError:
+            return None
+        if read_only:
+            return OSError(errno.EROFS, str(e), path)
+        if not os.access(directory, os.W_OK) or (
+                os.path.exists(path) and not os.access(path, os.W_OK)):
+            return OSError(errno.EACCES, str(e), path)
+    return None
+
+
 @contextlib.contextmanager
 def _connect(path: str, read_only: bool) -> Iterator[sqlite3.Connection]:
     """A connection with the busy timeout; SQLite errors on a damaged file
@@ -205,15 +227,15 @@ def _connect(path: str, read_only: bool) -> Iterator[sqlite3.Connection]:
         conn = sqlite3.connect(uri, timeout=BUSY_SECONDS, uri=read_only,
                                isolation_level=None)
     except sqlite3.OperationalError as e:
-        raise HistoryError(f"run history {path}: cannot open it: {e}"
-                           ) from None
+        raise (_as_os_error(e, path) or HistoryError(
+            f"run history {path}: cannot open it: {e}")) from None
     try:
         yield conn
     except sqlite3.DatabaseError as e:
         if isinstance(e, sqlite3.OperationalError) and _is_busy(e):
             raise
-        raise HistoryError(f"run history {path}: {e} (corrupt?); left as "
-                           "it is") from None
+        raise (_as_os_error(e, path) or HistoryError(
+            f"run history {path}: {e} (corrupt?); left as it is")) from None
     finally:
         conn.close()
 
@@ -270,9 +292,9 @@ def append(path: str, rows: Sequence[Row]) -> int:
             return _append_once(path, rows)
         except sqlite3.OperationalError as e:
             if not _is_busy(e) or attempt == RETRIES:
-                if "disk" in str(e).lower() and "full" in str(e).lower():
-                    raise OSError(28, str(e), path) from None
-                raise HistoryError(f"run history {path}: {e}") from None
+                raise HistoryError(f"run history {path}: still locked "
+                                   f"after {attempt + 1} tries: {e}"
+                                   ) from None
             time.sleep(pause * (1 + random.random()))
             pause = min(pause * 2, 2.0)
     raise AssertionError("unreachable")

@@ -258,3 +258,20 @@ def test_an_ordinary_latest_run_is_rarely_called_slower():
                                       [run(90.0)], resamples=500).verdict
                  == verdict.SLOWER for _ in range(20))
     assert caught >= 18, caught
+
+
+def test_full_disk_becomes_the_one_not_writable_line(tmp_path):
+    """SQLite's "database or disk is full" leaves as host/write_errors'
+    NotWritable (the trainer's and the CLI's exit_status.NOT_WRITABLE)."""
+    import errno
+    from official_bench.host.write_errors import NotWritable, writing
+    db = str(tmp_path / "h.sqlite")
+    err = history_db._as_os_error(
+        sqlite3.OperationalError("database or disk is full"), db)
+    assert err.errno == errno.ENOSPC
+    with pytest.raises(NotWritable, match=f"cannot write the run history "
+                                          f"to {db}: no space left"):
+        with writing(db, "the run history"):
+            raise err
+    assert history_db._as_os_error(
+        sqlite3.OperationalError("no such table: runs"), db) is None
