@@ -2,12 +2,16 @@
 
 Issue 9 section 5 and issue 18: ResNet-50 224x224, batch 8, one_device,
 synthetic data, on this machine's CPU, one precision at a time. Each run is a
-separate process; runs alternate (Model Garden, ours, [baseline,] Model
-Garden, ours, ...) so drift of a shared machine's load hits both. A run's
-images/sec is the median of its TimeHistory intervals after the first two
+separate process, run by the A/B runner of official-bench-compare
+(official_bench/extract/ab.py): rounds alternate, in order and then
+reversed (Model Garden, ours, [baseline,] then [baseline,] ours, Model
+Garden, ...), so drift of a shared machine's load hits every side. A run's
+images/sec is the mean of its TimeHistory intervals after the first two
 (warm-up, tracing); both trainers log the same `TimeHistory: ...
-examples/second` line. Printed: per-round numbers with the load average,
-the medians and ours / Model Garden per precision. Target: >= 1.0.
+examples/second` line. Printed: per-run numbers with the load average, the
+medians, and ours / Model Garden per precision with a 95% interval and the
+verdict of extract/verdict.py (faster, slower, or no difference measurable
+at this spread). Target: >= 1.0.
 
 Model Garden runs from its own venv (~/.cache/official_bench/
 venv-model-garden, made with `python3 -m venv` + pip on first use: it pins its
@@ -36,15 +40,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 import yaml
+
+from official_bench.extract import ab, verdict
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MG_PACKAGE = "tf-models-official==2.20.0"
@@ -55,7 +58,6 @@ DTYPES = ("float32", "bfloat16", "float16")
 BATCH = 8
 IMAGE_SIZE = 224  # Model Garden's legacy resnet50 hard-codes 224x224x3
 WARMUP_INTERVALS = 2
-RATE = re.compile(r"TimeHistory: [\d.]+ seconds, ([\d.]+) examples/second")
 
 
 def parse_args(argv=None):
@@ -173,31 +175,6 @@ def command(side: str, python: str, config_file: str, model_dir: str,
                 [f"--params_override={override}"] if override else [])
 
 
-def run_once(side: str, python: str, cwd: str, cfg: Dict, work: str,
-             log_path: Optional[str], override: Optional[str] = None) -> float:
-    """One process; returns img/s = median interval after the warm-up."""
-    os.makedirs(work, exist_ok=True)
-    config_file = os.path.join(work, "config.yaml")
-    with open(config_file, "w") as f:
-        yaml.safe_dump(cfg, f)
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="1")
-    proc = subprocess.run(
-        command(side, python, config_file, os.path.join(work, "model"),
-                cfg["train"]["time_history"]["log_steps"], override),
-        cwd=cwd, env=env, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    if log_path:
-        with open(log_path, "w") as f:
-            f.write(log)
-    rates = [float(m) for m in RATE.findall(log)]
-    if proc.returncode != 0 or len(rates) <= WARMUP_INTERVALS:
-        tail = "\n".join(log.splitlines()[-25:])
-        raise RuntimeError(
-            f"{side} run exited {proc.returncode} with {len(rates)} "
-            f"TimeHistory intervals (need > {WARMUP_INTERVALS}):\n{tail}")
-    return statistics.median(rates[WARMUP_INTERVALS:])
-
-
 def tf_version(python: str) -> str:
     """Without importing TensorFlow: the two sides pin different releases,
     and a release can change the speed (BENCHMARKS.md: 2.21's malloc)."""
@@ -212,47 +189,51 @@ def load() -> str:
     return "%.2f" % os.getloadavg()[0]
 
 
+def side(name: str, python: str, cwd: str, config_file: str, log_steps: int,
+         env: Dict[str, str], override: Optional[str] = None) -> ab.Side:
+    """One side of the A/B runner: a trainer command per run directory."""
+    return ab.Side(name, lambda work: command(
+        name, python, config_file, os.path.join(work, "model"), log_steps,
+        override), cwd, env)
+
+
 def compare(dtype: str, args, mg_python: str, work: str) -> Dict[str, float]:
-    """Alternating rounds for one dtype; ours/MG (and baseline/MG)."""
+    """Alternating rounds for one dtype (extract/ab.py); ours/MG (and
+    baseline/MG, variant/MG) with extract/verdict.py's interval."""
     cfg = config(dtype, args.steps, args.log_steps)
-    sides = {"mg": (mg_python, work, None),
-             "ours": (sys.executable, args.repo, None)}
+    config_file = os.path.join(work, f"{dtype}.yaml")
+    with open(config_file, "w") as f:
+        yaml.safe_dump(cfg, f)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="1")
+    sides = [side("mg", mg_python, work, config_file, args.log_steps, env),
+             side("ours", sys.executable, args.repo, config_file,
+                  args.log_steps, env)]
     if args.baseline:
-        sides["baseline"] = (sys.executable, args.baseline, None)
+        sides.append(side("baseline", sys.executable, args.baseline,
+                          config_file, args.log_steps, env))
     if args.variant:
-        sides["variant"] = (sys.executable, args.repo, args.variant)
-    rates: Dict[str, List[float]] = {side: [] for side in sides}
+        sides.append(side("variant", sys.executable, args.repo, config_file,
+                          args.log_steps, env, args.variant))
     print(f"\n== {dtype}: ResNet-50 {IMAGE_SIZE}x{IMAGE_SIZE}, batch {BATCH}, "
           f"one_device, synthetic, {args.steps} steps, log_steps "
           f"{args.log_steps}; ours from {args.repo}" +
           (f", baseline from {args.baseline}" if args.baseline else "") +
           (f", variant = ours with {args.variant}" if args.variant else ""),
           flush=True)
-    for pair in range(args.pairs):
-        row = []
-        for side in sides:
-            python, cwd, override = sides[side]
-            before = load()
-            log_path = os.path.join(args.logs, f"{dtype}_{pair}_{side}.log") \
-                if args.logs else None
-            start = time.perf_counter()
-            rate = run_once(side, python, cwd, cfg,
-                            os.path.join(work, f"{dtype}_{pair}_{side}"),
-                            log_path, override)
-            rates[side].append(rate)
-            seconds = time.perf_counter() - start
-            row.append(f"{side} {rate:.2f} img/s ({seconds:.0f} s, "
-                       f"load {before}->{load()})")
-        print(f"round {pair + 1}: " + "; ".join(row) + "; " + ", ".join(
-            f"{side}/MG {rates[side][-1] / rates['mg'][-1]:.3f}"
-            for side in sides if side != "mg"), flush=True)
-    medians = {side: statistics.median(r) for side, r in rates.items()}
-    ratios = {side: medians[side] / medians["mg"]
-              for side in sides if side != "mg"}
-    print(f"{dtype}: median " + ", ".join(
-        f"{side} {m:.2f} img/s" for side, m in medians.items()) + "; " +
-        ", ".join(f"{side}/MG {r:.3f}" for side, r in ratios.items()),
-        flush=True)
+    logs = os.path.join(args.logs, dtype) if args.logs else None
+    records = ab.alternate(
+        sides, args.pairs, os.path.join(work, dtype), WARMUP_INTERVALS, logs,
+        on_run=lambda r: print(ab.describe_run(r), flush=True))
+    runs = {name: [r.rates for r in recs] for name, recs in records.items()}
+    ratios = {}
+    for name in runs:
+        if name == "mg":
+            continue
+        v = verdict.compare_runs(runs["mg"], runs[name])
+        ratios[name] = v.ratio
+        print(f"{dtype}: median mg {v.median_a:.2f}, {name} "
+              f"{v.median_b:.2f} img/s; " + v.describe("MG", name),
+              flush=True)
     return ratios
 
 

@@ -28,7 +28,7 @@ from official_bench.measure import input_wait, profiler, timing, utilisation
 from official_bench.runtime import cluster as cluster_lib
 from official_bench.runtime import distribute, precision, stop_signals
 from official_bench.runtime.keras_setup import keras
-from official_bench.training import checkpoints, nan_guard
+from official_bench.training import checkpoints, nan_guard, run_history
 from official_bench.training.setup import (Prepared, prepare_runtime,
                                            setup_run)
 
@@ -228,9 +228,11 @@ def _fit(prep: Prepared) -> RunResult:
     if stats is not None:
         logging.info(stats.summary() + input_wait.note(wait) +
                      guard.summary_note() + usage_contract.summary_text(usage))
-    prep.write(stats, hist, evaluation,
-              dict(guard.result_fields(), input_wait=wait,
-                   **{usage_contract.KEY: usage}))
+    record = prep.write(stats, hist, evaluation,
+                       dict(guard.result_fields(), input_wait=wait,
+                            **{usage_contract.KEY: usage}))
+    # 10. History: after the timed loop, so it cannot show in img/s.
+    run_history.record_run(cfg, record, prep.dist.is_chief)
     prep.dist.report_finished()
     return RunResult(cfg, stats, hist, evaluation, prep.environment(),
                      cfg.model_dir, prep.result_path, model)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from typing import Any, Sequence
 
 from official_bench.config.builder import LayerBuilder
@@ -20,7 +21,7 @@ from official_bench.config.schema import (
     LR_COMPAT, LR_SCHEDULES, MIRRORED_ALGS, MODEL_NAMES, MODES,
     MULTI_WORKER_ALGS, OPTIMIZERS, RESNET_DEPTHS, STRATEGIES,
     SYNTHETIC_LOCATIONS, DatasetConfig, EvalConfig, ExperimentConfig,
-    HorovodConfig, LearningRateConfig, ModelConfig, RuntimeConfig,
+    HistoryConfig, HorovodConfig, LearningRateConfig, ModelConfig, RuntimeConfig,
     TrainConfig)
 from official_bench.config.strategies import TRAITS
 from official_bench.contracts.hostport import HostPortError, parse_hostport
@@ -379,6 +380,15 @@ def train(tr: TrainConfig, b: LayerBuilder) -> None:
     _positive(b, "train.time_history.progress_seconds",
               tr.time_history.progress_seconds, maximum=MAX_SECONDS)
     _positive(b, "train.steps_per_loop", tr.steps_per_loop, maximum=MAX_STEPS)
+
+
+def history(hi: HistoryConfig, b: LayerBuilder) -> None:
+    """history.path, when given, names a file (the directory is made)."""
+    if hi.path is not None and (not hi.path.strip() or
+                                hi.path.endswith(("/", os.sep))):
+        b.error("history.path", f"must name a file, got {hi.path!r} (unset "
+                "it for the default beside the model_dir, or set "
+                "history.enabled: false)")
 
 
 def evaluation(ev: EvalConfig, b: LayerBuilder) -> None:

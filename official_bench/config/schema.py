@@ -281,6 +281,16 @@ class ExportConfig(ConfigNode):
     destination: Optional[str] = None
 
 
+@dataclasses.dataclass
+class HistoryConfig(ConfigNode):
+    """The run history (contracts/history_db.py): the chief appends each
+    finished training run to an SQLite file; `enabled: false` turns it off.
+    `path` unset: official_bench_history.sqlite at the root of the run
+    scripts' MODEL_DIR tree, else beside the model_dir."""
+    enabled: bool = True
+    path: Optional[str] = None
+
+
 def _validation_default() -> DatasetConfig:
     return DatasetConfig(split="validation", num_examples=50000)
 
@@ -300,6 +310,7 @@ class ExperimentConfig(ConfigNode):
     evaluation: EvalConfig = dataclasses.field(default_factory=EvalConfig)
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
     export: ExportConfig = dataclasses.field(default_factory=ExportConfig)
+    history: HistoryConfig = dataclasses.field(default_factory=HistoryConfig)
 
     def as_dict(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)

@@ -43,6 +43,7 @@ def validate(cfg: ExperimentConfig, b: LayerBuilder) -> None:
     ranges.train(cfg.train, b)
     rules.steps_per_loop(cfg.train, b)
     ranges.evaluation(cfg.evaluation, b)
+    ranges.history(cfg.history, b)
     ranges.check_numbers(cfg, b)  # last: keys with their own range report that
 
 

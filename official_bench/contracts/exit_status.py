@@ -29,6 +29,7 @@ CLUSTER = 3
 PEER_LOST = 4
 NOT_WRITABLE = 5
 LOGS_IN_USE = 6
+SLOWER = 7
 BARRIER_TIMEOUT = 75
 TIMEOUT = 124
 SIGNAL_BASE = 128
@@ -80,6 +81,10 @@ TABLE: Tuple[ExitStatus, ...] = (
                "holds this case: another launcher is writing it (named by "
                "host, pid and start time), or finished runs would be "
                "overwritten (re-run with RESUME=1 or OVERWRITE=1)"),
+    ExitStatus(SLOWER, "SLOWER", "official-bench-history: a case's latest "
+               "run is slower than its earlier runs beyond their spread (the "
+               "95% interval of latest/earlier lies below 1); the last line "
+               "names the cases"),
     ExitStatus(BARRIER_TIMEOUT, "BARRIER_TIMEOUT", "launcher: a node never "
                "arrived at the start barrier within BARRIER_TIMEOUT (the "
                "missing nodes are named)"),

@@ -10,6 +10,10 @@ left out), rounding (DLPerf's arithmetic to the hundredth), cases
 allreduce_logs and scaling (the all-reduce benchmark's table and the
 scaling model), tables (Markdown, CSV, comparisons), series, plot and
 html_report, and extractor (the API `extract(log_dir)` and the CLI).
+Beside it, reading runs the same way: verdict (is B faster than A: ratio
+of medians, bootstrap interval, verdict), compare and ab
+(`official-bench-compare` on two trees or two setups run alternately) and
+history (`official-bench-history` on contracts/history_db.py's file).
 
 Nothing here imports TensorFlow: extraction must run on a machine without
 it (tests/unit/test_layering.py checks this). `extract` is not re-exported

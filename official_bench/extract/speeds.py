@@ -80,6 +80,9 @@ class RunOutcome:
     # Excluded for the window: (end of the first interval, end of the last)
     # of the intervals found, for the extractor's hint at a window that fits.
     steps_found: Optional[Tuple[int, int]] = None
+    # The counted intervals themselves, for the statistics that resample
+    # them (extract/verdict.py: compare and history).
+    counted: List[ReadInterval] = dataclasses.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -346,6 +349,7 @@ def measure_run(run: logparse.RunId, parsed: ParsedLog,
     out.warnings += _gap_warnings(counted, warmup_batches, train_batches)
     out.counted_steps = (counted[0].start_step, counted[-1].end_step)
     out.num_intervals = len(counted)
+    out.counted = list(counted)
     if method == "mean":
         out.speed = mean_speed(counted)
     else:

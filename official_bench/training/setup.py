@@ -118,9 +118,12 @@ class Prepared:
                          self.plan.eval_global_batch, False,
                          (self.cfg.runtime.seed or 0) + 1).data
 
-    def write(self, stats, history, evaluation, extra=None) -> None:
+    def write(self, stats, history, evaluation, extra=None
+              ) -> Optional[Dict[str, Any]]:
+        """Write result.json; returns its content (for the run history),
+        None when this process writes no result."""
         if not self.result_path:
-            return
+            return None
         record = dict({
             "config": self.cfg.as_dict(),
             "stats": stats.as_dict() if stats else None,
@@ -133,6 +136,7 @@ class Prepared:
         with writing(self.result_path, "the run's result"):
             write_run_record(self.result_path, record)
         logging.info("official_bench: result written to %s", self.result_path)
+        return record
 
 
 def model_summary(model) -> Dict[str, Any]:

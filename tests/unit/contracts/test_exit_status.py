@@ -53,6 +53,9 @@ PRODUCERS = {
     es.LOGS_IN_USE: [("unit/launch/test_log_claims.py",
                       "test_second_launcher_on_same_case_stops",
                       "exit_status.LOGS_IN_USE")],
+    es.SLOWER: [("unit/extract/test_history.py",
+                 "test_slow_down_exits_with_slower",
+                 "exit_status.SLOWER")],
     es.BARRIER_TIMEOUT: [("unit/launch/test_launch_cli.py",
                           "test_peer_that_never_arrives",
                           "exit_status.BARRIER_TIMEOUT")],
@@ -82,6 +85,8 @@ ENTRY_POINTS = [
     "official_bench/data/input_bench.py",
     "official_bench/launch/__main__.py",
     "official_bench/extract/extractor.py",
+    "official_bench/extract/compare.py",
+    "official_bench/extract/history.py",
     "official_bench/doctor/cli.py",
     "official_bench/data/feeds/zmq_producer.py",
     "official_bench/data/build/build_records.py",
@@ -109,7 +114,7 @@ def test_signal_helpers():
     assert es.signal_number(128) is None and es.signal_number(250) is None
     assert es.lookup(-15) is es.lookup(143) and es.lookup(143).name == \
         "TERMINATED"
-    assert es.lookup(7) is None
+    assert es.lookup(8) is None
 
 
 def test_docs_table_is_the_modules():

@@ -1,0 +1,182 @@
+"""The A/B runner: two (or more) setups, each run as its own process on this
+machine, alternated, then compared with extract/verdict.py's rule.
+
+A *side* is a command that trains and prints TimeHistory lines (this
+project's trainer with a config and overrides, another checkout's, Model
+Garden's classifier_trainer in its own venv: benchmarks/vs_model_garden.py);
+the runner neither imports nor knows what it runs. Every process gets a
+fresh work directory (its model_dir) so no run reuses another's checkpoint.
+
+Rounds alternate the order (A B, then B A, ...) so that a drift in the
+machine's load (a shared box, thermal throttling) falls on every side
+alike rather than always on the side that runs second. A run's intervals
+are read from its output with the extractor's parser (extract/logparse.py);
+the first ``warmup_intervals`` (graph tracing, warm-up) are left out, the
+same number on every side, so both are measured by one rule even when only
+one of them writes a result.json.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import time
+from typing import Callable, Dict, List, Optional, Sequence
+
+from official_bench.contracts.throughput import ReadInterval
+from official_bench.extract import logparse
+from official_bench.extract.errors import ExtractError
+from official_bench.host import write_errors
+
+TRAINER_MODULE = "official_bench.classifier_trainer"
+DEFAULT_WARMUP_INTERVALS = 2
+_TAIL_LINES = 25
+
+
+@dataclasses.dataclass(frozen=True)
+class Side:
+    """One setup: ``argv(work_dir)`` is the command for one run whose
+    model_dir (or scratch space) is ``work_dir``."""
+    name: str
+    argv: Callable[[str], List[str]]
+    cwd: Optional[str] = None
+    env: Optional[Dict[str, str]] = None  # None: this process's environment
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRecord:
+    """One finished run: its counted interval rates and how it went."""
+    side: str
+    round: int
+    intervals: List[ReadInterval]  # the counted ones
+    seconds: float
+    load_before: float
+    load_after: float
+    log_path: Optional[str]
+
+    @property
+    def rates(self) -> List[float]:
+        """The counted intervals' examples/second."""
+        return [iv.examples_per_second for iv in self.intervals]
+
+    @property
+    def speed(self) -> float:
+        """Mean of the counted intervals (the rule of extract/verdict.py)."""
+        return sum(self.rates) / len(self.rates)
+
+
+def trainer_side(name: str, config_file: Optional[str] = None,
+                 override: Optional[str] = None,
+                 python: str = sys.executable, cwd: Optional[str] = None,
+                 env: Optional[Dict[str, str]] = None,
+                 mode: str = "train") -> Side:
+    """A side that runs this project's trainer CLI (or another checkout's,
+    through ``cwd``) with a config file and/or a --params_override."""
+    def argv(work_dir: str) -> List[str]:
+        cmd = [python, "-m", TRAINER_MODULE, f"--mode={mode}",
+               f"--model_dir={os.path.join(work_dir, 'model')}"]
+        if config_file:
+            cmd.append(f"--config_file={os.path.abspath(config_file)}")
+        if override:
+            cmd.append(f"--params_override={override}")
+        return cmd
+    return Side(name, argv, cwd, env)
+
+
+def _load() -> float:
+    """The 1-minute load average, printed beside each run."""
+    return os.getloadavg()[0]
+
+
+def counted_intervals(output: str, warmup_intervals: int
+                      ) -> List[ReadInterval]:
+    """A run's TimeHistory intervals after the first ``warmup_intervals``
+    (read by the extractor's parser)."""
+    parsed = logparse.parse_log_lines(output.splitlines())
+    return parsed.intervals[warmup_intervals:]
+
+
+def _keep_log(path: Optional[str], text: str) -> None:
+    """Write a run's output where the user asked it kept."""
+    if not path:
+        return
+    with write_errors.writing(path, "an A/B run's log"):
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+def run_once(side: Side, work_dir: str, round_no: int,
+             warmup_intervals: int = DEFAULT_WARMUP_INTERVALS,
+             log_path: Optional[str] = None,
+             timeout: Optional[float] = None) -> RunRecord:
+    """Run ``side`` once in its own process; ExtractError (naming the side,
+    the command's exit status and its last lines) when it fails or prints
+    no interval after the warm-up ones."""
+    os.makedirs(work_dir, exist_ok=True)
+    before, start = _load(), time.perf_counter()
+    cmd = side.argv(work_dir)
+    try:
+        proc = subprocess.run(cmd, cwd=side.cwd, env=side.env, text=True,
+                              stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise ExtractError(f"side {side.name}, round {round_no}: still "
+                           f"running after {timeout:g} s: {' '.join(cmd)}"
+                           ) from e
+    except OSError as e:
+        raise ExtractError(f"side {side.name}: cannot start {cmd[0]}: {e}"
+                           ) from e
+    seconds = time.perf_counter() - start
+    _keep_log(log_path, proc.stdout)
+    counted = counted_intervals(proc.stdout, warmup_intervals)
+    if proc.returncode != 0 or not counted:
+        tail = "\n".join(proc.stdout.splitlines()[-_TAIL_LINES:])
+        kept = f" (log: {log_path})" if log_path else ""
+        raise ExtractError(
+            f"side {side.name}, round {round_no}: exit {proc.returncode}, "
+            f"{len(counted)} TimeHistory interval(s) after the "
+            f"{warmup_intervals} warm-up one(s){kept}; command: "
+            f"{' '.join(cmd)}\n{tail}")
+    return RunRecord(side.name, round_no, counted, seconds, before, _load(),
+                     log_path)
+
+
+def round_order(sides: Sequence[Side], round_no: int) -> List[Side]:
+    """Sides in order on even rounds, reversed on odd ones (module doc)."""
+    return list(sides) if round_no % 2 == 0 else list(reversed(sides))
+
+
+def alternate(sides: Sequence[Side], pairs: int, work_root: str,
+              warmup_intervals: int = DEFAULT_WARMUP_INTERVALS,
+              logs: Optional[str] = None, timeout: Optional[float] = None,
+              on_run: Optional[Callable[[RunRecord], None]] = None
+              ) -> Dict[str, List[RunRecord]]:
+    """``pairs`` rounds of every side, one process each; the records by
+    side (in the sides' order). ``on_run`` sees each record as it ends."""
+    names = [s.name for s in sides]
+    if len(set(names)) != len(names):
+        raise ExtractError(f"side names must differ: {', '.join(names)}")
+    if pairs < 1:
+        raise ExtractError(f"pairs is {pairs}, expected >= 1")
+    records: Dict[str, List[RunRecord]] = {s.name: [] for s in sides}
+    for round_no in range(pairs):
+        for side in round_order(sides, round_no):
+            tag = f"{side.name}_{round_no + 1}"
+            record = run_once(
+                side, os.path.join(work_root, tag), round_no + 1,
+                warmup_intervals,
+                os.path.join(logs, tag + ".log") if logs else None, timeout)
+            records[side.name].append(record)
+            if on_run:
+                on_run(record)
+    return records
+
+
+def describe_run(record: RunRecord) -> str:
+    """The progress line of one run."""
+    return (f"round {record.round}: {record.side} {record.speed:.2f} img/s "
+            f"over {len(record.rates)} interval(s) ({record.seconds:.0f} s, "
+            f"load {record.load_before:.2f}->{record.load_after:.2f})")

@@ -1,0 +1,397 @@
+"""official-bench-compare: is B faster than A, beyond the runs' spread?
+
+Two ways in:
+
+* ``--a DIR --b DIR``: two log trees as the run scripts write them
+  (``{N}n{G}g/rn50_b{B}_{dtype}_{i}.log``, read exactly as the extractor
+  reads them: the same window, the same excluded runs, the result.json
+  beside a log preferred) or two folders holding the trainer's result.json
+  files (any depth; the chief's ``result.json`` only; the window is the one
+  the trainer counted, contracts/history_row.counted_intervals, unless
+  --warmup_batches/--train_batches are given).
+* the A/B runner (extract/ab.py): ``--pairs N`` rounds of the trainer with
+  ``--a-override``/``--b-override`` (over ``--config``) or ``--a-config``/
+  ``--b-config``, each run its own process, alternated on this machine.
+
+Per case (nodes, devices per node, per-device batch, precision) both print
+the medians, the ratio B/A, its 95% interval and the verdict of
+extract/verdict.py, with the runs counted on each side, and the median of
+images / time over each run's counted window beside DLPerf's mean rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import statistics
+import sys
+import tempfile
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+from official_bench.contracts import (dtypes, exit_status, history_row,
+                                      log_tree)
+from official_bench.contracts import result_json as runjson
+from official_bench.contracts.throughput import (
+    ReadInterval, images_per_second_over_window)
+from official_bench.extract import ab, logparse, verdict
+from official_bench.extract.errors import ExtractError
+from official_bench.extract.extractor import (
+    DEFAULT_TRAIN_BATCHES, DEFAULT_WARMUP_BATCHES, measure_log)
+from official_bench.host.write_errors import NotWritable
+
+
+class Case(NamedTuple):
+    """What must match for two runs to be compared."""
+    nodes: int
+    gpus_per_node: int
+    batch: int  # per device
+    dtype: str
+
+    @property
+    def label(self) -> str:
+        """'1n8g b128 fp16'; the runner's one case is 'A/B runner'."""
+        if self == RUNNER_CASE:
+            return "A/B runner"
+        return (f"{log_tree.case_name(self.nodes, self.gpus_per_node)} "
+                f"b{self.batch} {self.dtype}")
+
+
+# The runner's sides are whatever their configs say; one case holds them.
+RUNNER_CASE = Case(0, 0, 0, "runner")
+
+
+@dataclasses.dataclass
+class SideRuns:
+    """One side's usable runs per case, and what was left out."""
+    path: str
+    kind: str  # "log tree", "result.json files" or "runner"
+    runs: Dict[Case, List[List[ReadInterval]]]
+    notes: List[str] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseComparison:
+    """One case's verdict and the side facts printed with it."""
+    case: Case
+    verdict: verdict.Verdict
+    over_window_a: Optional[float]
+    over_window_b: Optional[float]
+
+
+# ---------------------------------------------------------------- reading
+
+def _read_log_tree(path: str, found: Sequence[Tuple[logparse.RunId, str]],
+                   warmup: int, train: int) -> SideRuns:
+    """Runs of a log tree through the extractor's own measure_log."""
+    side = SideRuns(path, "log tree", {})
+    for run, log in found:
+        outcome = measure_log(run, log, warmup, train, "mean")
+        if not outcome.ok:
+            side.notes.append(f"{log}: excluded: {outcome.excluded}")
+            continue
+        case = Case(run.num_nodes, run.gpus_per_node, run.batch_size,
+                    run.dtype)
+        side.runs.setdefault(case, []).append(outcome.counted)
+    return side
+
+
+def _result_files(path: str) -> List[str]:
+    """The chief result.json files under ``path``, sorted."""
+    found = []
+    for root, _, files in os.walk(path):
+        if log_tree.CHIEF_RESULT_FILE in files:
+            found.append(os.path.join(root, log_tree.CHIEF_RESULT_FILE))
+    return sorted(found)
+
+
+def _stats(path: str) -> dict:
+    """The raw ``stats`` object of a result.json (its window's keys)."""
+    with open(path, encoding="utf-8") as f:
+        stats = json.load(f).get("stats")
+    return stats if isinstance(stats, dict) else {}
+
+
+def result_case(result: runjson.RunResultFile) -> Optional[Case]:
+    """The case of a result.json from its stats and environment, or None
+    when it does not say its replicas, batch or precision."""
+    env = result.environment or {}
+    replicas = result.num_replicas or env.get("num_replicas")
+    nodes = env.get("num_workers") or 1
+    if not replicas or not result.global_batch_size or not result.dtype \
+            or result.dtype not in dtypes.SHORT_NAMES:
+        return None
+    return Case(nodes, max(1, replicas // nodes),
+                result.global_batch_size // replicas, result.dtype)
+
+
+def _read_result_files(path: str, files: Sequence[str],
+                       warmup: Optional[int],
+                       train: Optional[int]) -> SideRuns:
+    """Runs of a folder of result.json files (module doc)."""
+    side = SideRuns(path, "result.json files", {})
+    for name in files:
+        result, problem = runjson.load_run_json(name)
+        if result is None:
+            side.notes.append(problem or f"{name}: unreadable")
+            continue
+        case = result_case(result)
+        if case is None:
+            side.notes.append(f"{name}: no num_replicas, global batch or "
+                              "dtype to name its case; skipped")
+            continue
+        if warmup is None and train is None:
+            counted = history_row.counted_intervals(_stats(name),
+                                                    result.intervals)
+        else:
+            lo, hi = warmup or 0, train
+            counted = [iv for iv in result.intervals if iv.start_step >= lo
+                       and (hi is None or iv.end_step <= hi)]
+        if not counted:
+            side.notes.append(f"{name}: no interval inside the counted "
+                              "window")
+            continue
+        side.runs.setdefault(case, []).append(counted)
+    return side
+
+
+def read_side(path: str, warmup: Optional[int] = None,
+              train: Optional[int] = None) -> SideRuns:
+    """A log tree or a folder of result.json files; ExtractError naming
+    ``path`` when it is neither or holds no usable run."""
+    if not os.path.isdir(path):
+        raise ExtractError(f"{path} does not exist or is not a directory")
+    found, _ = logparse.find_logs(path)
+    if found:
+        side = _read_log_tree(
+            path, found, DEFAULT_WARMUP_BATCHES if warmup is None else warmup,
+            DEFAULT_TRAIN_BATCHES if train is None else train)
+    else:
+        files = _result_files(path)
+        if not files:
+            raise ExtractError(
+                f"{path} holds neither logs {{N}}n{{G}}g/rn50_b{{B}}_"
+                f"{{dtype}}_{{i}}.log nor result.json files")
+        side = _read_result_files(path, files, warmup, train)
+    if not side.runs:
+        raise ExtractError(f"no usable run in {path} ({side.kind}):"
+                           + "".join("\n  " + n for n in side.notes))
+    return side
+
+
+# ---------------------------------------------------------------- comparing
+
+def _rates(runs: Sequence[Sequence[ReadInterval]]) -> List[List[float]]:
+    return [[iv.examples_per_second for iv in run] for run in runs]
+
+
+def _over_window(runs: Sequence[Sequence[ReadInterval]]) -> Optional[float]:
+    """Median over runs of images / time over each run's counted window."""
+    values = [v for v in (images_per_second_over_window(r) for r in runs)
+              if v is not None]
+    return statistics.median(values) if values else None
+
+
+def compare_sides(a: SideRuns, b: SideRuns, seed: int = verdict.DEFAULT_SEED,
+                  resamples: int = verdict.DEFAULT_RESAMPLES
+                  ) -> Tuple[List[CaseComparison], List[str]]:
+    """Every case both sides hold, compared; notes list the cases only one
+    side has. ExtractError when no case is in both."""
+    notes = [f"{c.label}: only in A ({a.path})" for c in a.runs
+             if c not in b.runs]
+    notes += [f"{c.label}: only in B ({b.path})" for c in b.runs
+              if c not in a.runs]
+    common = sorted(set(a.runs) & set(b.runs))
+    if not common:
+        raise ExtractError(
+            f"no case in both {a.path} and {b.path}: A has "
+            f"{', '.join(c.label for c in sorted(a.runs))}; B has "
+            f"{', '.join(c.label for c in sorted(b.runs))}")
+    out = []
+    for case in common:
+        v = verdict.compare_runs(_rates(a.runs[case]), _rates(b.runs[case]),
+                                 seed=seed, resamples=resamples)
+        out.append(CaseComparison(case, v, _over_window(a.runs[case]),
+                                  _over_window(b.runs[case])))
+    return out, notes
+
+
+def _num(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def table(rows: Sequence[CaseComparison]) -> str:
+    """The verdict table (plain text, one line per case, then a legend)."""
+    head = (f"{'case':<16} {'A img/s':>9} {'B img/s':>9} {'B/A':>6} "
+            f"{'95% interval':>15} {'runs':>5}  verdict")
+    lines = [head]
+    for row in rows:
+        v = row.verdict
+        lines.append(
+            f"{row.case.label:<16} {v.median_a:>9.2f} {v.median_b:>9.2f} "
+            f"{v.ratio:>6.3f} {f'[{v.low:.3f}, {v.high:.3f}]':>15} "
+            f"{f'{v.runs_a}/{v.runs_b}':>5}  {v.verdict}")
+    lines.append("img/s: median of the runs' mean interval rates "
+                 "(DLPerf's); images / time over")
+    lines.append("the window (median of the runs):")
+    lines += [f"  {row.case.label}: A {_num(row.over_window_a)}, "
+              f"B {_num(row.over_window_b)}" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def as_json(rows: Sequence[CaseComparison], a: str, b: str) -> str:
+    """The comparison as JSON (for scripts)."""
+    return json.dumps({"a": a, "b": b, "cases": [
+        dict(case=row.case.label, nodes=row.case.nodes,
+             gpus_per_node=row.case.gpus_per_node,
+             batch_size_per_device=row.case.batch, dtype=row.case.dtype,
+             images_per_second_over_window_a=row.over_window_a,
+             images_per_second_over_window_b=row.over_window_b,
+             **row.verdict.as_dict()) for row in rows]}, indent=2) + "\n"
+
+
+# ---------------------------------------------------------------- the runner
+
+def runner_sides(args: argparse.Namespace) -> List[ab.Side]:
+    """Sides A and B of the runner from the command line."""
+    config_a = args.a_config or args.config
+    config_b = args.b_config or args.config
+    for key, value in (("--config", args.config),
+                       ("--a-config", args.a_config),
+                       ("--b-config", args.b_config)):
+        if value and not os.path.isfile(value):
+            raise ExtractError(f"{key} {value}: no such file")
+    return [ab.trainer_side("A", config_a, args.a_override, args.python),
+            ab.trainer_side("B", config_b, args.b_override, args.python)]
+
+
+def run_ab(args: argparse.Namespace) -> Tuple[SideRuns, SideRuns]:
+    """Run the A/B rounds; each side's runs under the case 'runner'."""
+    sides = runner_sides(args)
+    with tempfile.TemporaryDirectory(prefix="official_bench_ab_") as work:
+        records = ab.alternate(
+            sides, args.pairs, work, args.warmup_intervals, args.logs,
+            on_run=lambda r: print(ab.describe_run(r), file=sys.stderr,
+                                   flush=True))
+    case = RUNNER_CASE
+    out = []
+    for side in sides:
+        runs = [r.intervals for r in records[side.name]]
+        out.append(SideRuns(side.name, "runner", {case: runs}))
+    return out[0], out[1]
+
+
+# ---------------------------------------------------------------- CLI
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line (--help fits 80 columns)."""
+    p = argparse.ArgumentParser(
+        prog="official-bench-compare",
+        description="Is B faster than A? Per case: the ratio of median "
+                    "img/s B/A, a 95% interval from the runs' spread "
+                    "(bootstrap over runs and intervals) and a verdict: "
+                    "faster, slower or no difference measurable.",
+        epilog="Exit status: 0 compared, 1 bad input (no runs, no common "
+               "case, a run failed), 2 bad usage. Examples: %(prog)s --a "
+               "logs_before/bz128 --b logs_after/bz128; %(prog)s --config "
+               "c.yaml --b-override runtime.enable_xla=true --pairs 3")
+    trees = p.add_argument_group("two sets of finished runs")
+    trees.add_argument("--a", metavar="DIR",
+                       help="log tree or folder of result.json files")
+    trees.add_argument("--b", metavar="DIR", help="the same for side B")
+    trees.add_argument("--warmup_batches", type=int, default=None,
+                       help="count intervals from this step (logs: "
+                            f"{DEFAULT_WARMUP_BATCHES}; result.json: its "
+                            "warm-up)")
+    trees.add_argument("--train_batches", type=int, default=None,
+                       help="count intervals up to this step (logs: "
+                            f"{DEFAULT_TRAIN_BATCHES}; result.json: the end)")
+    run = p.add_argument_group("A/B runner: alternate two trainer setups")
+    run.add_argument("--config", metavar="FILE",
+                     help="config file of both sides")
+    run.add_argument("--a-config", metavar="FILE", help="A's config file")
+    run.add_argument("--b-config", metavar="FILE", help="B's config file")
+    run.add_argument("--a-override", metavar="K=V,...",
+                     help="A's --params_override")
+    run.add_argument("--b-override", metavar="K=V,...",
+                     help="B's --params_override")
+    run.add_argument("--pairs", type=int, default=3,
+                     help="rounds of A and B (default: %(default)s)")
+    run.add_argument("--warmup_intervals", type=int,
+                     default=ab.DEFAULT_WARMUP_INTERVALS,
+                     help="intervals left out at the start of each run "
+                          "(default: %(default)s)")
+    run.add_argument("--logs", metavar="DIR", help="keep each run's log here")
+    run.add_argument("--python", default=sys.executable,
+                     help="Python that runs the trainer (default: this one)")
+    out = p.add_argument_group("output")
+    out.add_argument("--json", action="store_true",
+                     help="print JSON instead of the table")
+    out.add_argument("--seed", type=int, default=verdict.DEFAULT_SEED,
+                     help="bootstrap seed (default: %(default)s)")
+    out.add_argument("--resamples", type=int,
+                     default=verdict.DEFAULT_RESAMPLES,
+                     help="bootstrap resamples (default: %(default)s)")
+    return p
+
+
+_RUNNER_KEYS = ("config", "a_config", "b_config", "a_override", "b_override")
+
+
+def _usage_problem(args: argparse.Namespace) -> Optional[str]:
+    """Why the arguments name neither mode, or both; None when fine."""
+    runner = any(getattr(args, k) for k in _RUNNER_KEYS)
+    trees = args.a is not None or args.b is not None
+    if runner and trees:
+        return "--a/--b (finished runs) and the runner's options exclude " \
+               "each other"
+    if trees and (args.a is None or args.b is None):
+        return "give both --a DIR and --b DIR"
+    if not runner and not trees:
+        return "give --a DIR --b DIR, or the runner's --config/--a-override" \
+               "/--b-override/--a-config/--b-config"
+    if args.pairs < 1 or args.warmup_intervals < 0 or args.resamples < 100:
+        return "--pairs must be >= 1, --warmup_intervals >= 0 and " \
+               "--resamples >= 100"
+    return None
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else exit_status.CONFIG
+    problem = _usage_problem(args)
+    if problem:
+        parser.print_usage(sys.stderr)
+        print(f"{parser.prog}: error: {problem}", file=sys.stderr)
+        return exit_status.CONFIG
+    try:
+        if args.a is not None:
+            a = read_side(args.a, args.warmup_batches, args.train_batches)
+            b = read_side(args.b, args.warmup_batches, args.train_batches)
+        else:
+            a, b = run_ab(args)
+        rows, notes = compare_sides(a, b, args.seed, args.resamples)
+    except NotWritable as e:
+        print(f"error: {e}", file=sys.stderr)
+        return exit_status.NOT_WRITABLE
+    except (ExtractError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return exit_status.FAILED
+    for note in a.notes + b.notes + notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(as_json(rows, a.path, b.path) if args.json else table(rows), end="")
+    return exit_status.OK
+
+
+def run_main() -> None:
+    """Console-script entry point ``official-bench-compare``."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run_main()

@@ -1,0 +1,331 @@
+"""official-bench-history: every finished run over time, and did the
+latest one get slower?
+
+    official-bench-history --db FILE                  # every case: latest
+                                                      # against the earlier
+    official-bench-history --db FILE --case "1n1g b128 fp32 resnet50 224px"
+    official-bench-history --db FILE --plot cases.png
+    official-bench-history --db FILE --import LOG_DIR  # add run-script logs
+
+The file is contracts/history_db.py's (the trainer appends to it, see
+history.* in the config). For each case (nodes, devices per node, per-device
+batch, precision, model, image size) the latest run is compared with all
+the earlier ones by extract/verdict.py's rule, the one official-bench-compare
+uses: earlier runs are side A, the latest is side B. A verdict "slower" (the
+95% interval of latest/earlier lies below 1) ends the command with
+exit_status.SLOWER, so a nightly CI job fails on a slow-down beyond the
+spread and not on noise.
+
+``--import LOG_DIR`` adds the runs of a log tree (any depth: every
+directory holding ``{N}n{G}g/rn50_b{B}_{dtype}_{i}.log``), read as the
+extractor reads them: a run the extractor leaves out is not imported; a run
+with its result.json copy gets the row the trainer would have written (and
+is stored once if the trainer wrote it already), a run with only its log
+gets its counted intervals from the log lines (model and image size
+unknown). Runs are dated by their log's modification time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from official_bench.contracts import exit_status, history_db, log_tree
+from official_bench.contracts.history_db import HistoryError, Row
+from official_bench.contracts.history_row import row_from_result, run_key
+from official_bench.contracts.throughput import images_per_second_over_window
+from official_bench.extract import logparse, verdict
+from official_bench.extract.errors import ExtractError
+from official_bench.extract.extractor import (
+    DEFAULT_TRAIN_BATCHES, DEFAULT_WARMUP_BATCHES, measure_log)
+from official_bench.extract.speeds import RunOutcome
+from official_bench.host import atomic
+from official_bench.host.write_errors import NotWritable, writing
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseCheck:
+    """A case's runs and the latest one's verdict (None: one run only)."""
+    label: str
+    rows: List[Row]
+    verdict: Optional[verdict.Verdict]
+
+
+# ---------------------------------------------------------------- checking
+
+def by_case(rows: Sequence[Row]) -> Dict[str, List[Row]]:
+    """Rows grouped by case label, each group in time order."""
+    out: Dict[str, List[Row]] = {}
+    for row in rows:
+        out.setdefault(row.case_label, []).append(row)
+    return out
+
+
+def check_case(label: str, rows: List[Row], seed: int = verdict.DEFAULT_SEED
+               ) -> CaseCheck:
+    """The latest run (B) against every earlier one (A)."""
+    if len(rows) < 2:
+        return CaseCheck(label, rows, None)
+    earlier = [r.interval_rates for r in rows[:-1]]
+    return CaseCheck(label, rows, verdict.compare_runs(
+        earlier, [rows[-1].interval_rates], seed=seed))
+
+
+def select(rows: Sequence[Row], case: Optional[str]) -> Dict[str, List[Row]]:
+    """The cases to show: all, or the one named (ExtractError listing the
+    cases there are when it is not stored)."""
+    cases = by_case(rows)
+    if case is None:
+        return cases
+    if case not in cases:
+        raise ExtractError(f"no case {case!r} in the history; cases: "
+                           + "; ".join(sorted(cases)))
+    return {case: cases[case]}
+
+
+def _num(value: Optional[float], digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def listing(check: CaseCheck) -> str:
+    """A case's runs over time, then the verdict."""
+    lines = [f"== {check.label}",
+             f"{'id':>4} {'time (UTC)':<20} {'img/s':>9} {'over win':>9} "
+             f"{'MFU':>6} {'TF':<8} {'host':<12} config"]
+    for r in check.rows:
+        lines.append(
+            f"{r.id or 0:>4} {r.time_utc:<20} {r.mean_rate:>9.2f} "
+            f"{_num(r.images_per_second_over_window):>9} "
+            f"{_num(r.mfu, 4):>6} {(r.tensorflow or '-')[:8]:<8} "
+            f"{(r.host or '-')[:12]:<12} {r.config_digest or '-'}")
+    lines.append(summary_line(check))
+    return "\n".join(lines) + "\n"
+
+
+def summary_line(check: CaseCheck) -> str:
+    """One line: the latest run against the earlier ones."""
+    if check.verdict is None:
+        return (f"{check.label}: {len(check.rows)} run, nothing earlier to "
+                "compare with")
+    return f"{check.label}: " + check.verdict.describe("earlier", "latest")
+
+
+def checks_json(checks: Sequence[CaseCheck]) -> str:
+    return json.dumps([{
+        "case": c.label, "runs": len(c.rows),
+        "latest": dataclasses.asdict(c.rows[-1]),
+        "verdict": c.verdict.as_dict() if c.verdict else None}
+        for c in checks], indent=2) + "\n"
+
+
+# ---------------------------------------------------------------- plotting
+
+def plot(checks: Sequence[CaseCheck], path: str) -> None:
+    """Each case's mean rate per run over time (PNG, written atomically);
+    ExtractError without matplotlib (the `plot` extra)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.dates as mdates
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        raise ExtractError(f"--plot {path} needs matplotlib (pip install "
+                           f"'official_bench[plot]'): {e}") from None
+    import datetime
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    for check in checks:
+        times = [datetime.datetime.fromtimestamp(r.unix_time,
+                                                 datetime.timezone.utc)
+                 for r in check.rows]
+        ax.plot(times, [r.mean_rate for r in check.rows], marker="o",
+                label=check.label)
+    ax.set_ylabel("images/second (mean of intervals)")
+    ax.set_title("official_bench run history")
+    ax.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d\n%H:%M"))
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    with writing(path, "the history plot"):
+        with atomic.atomic_path(path) as tmp:
+            fig.savefig(tmp, format="png", dpi=100)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------- importing
+
+def _log_dirs(root: str) -> List[str]:
+    """Every directory under ``root`` (itself included) whose {N}n{G}g
+    subdirectories hold run logs."""
+    found = []
+    for here, dirs, _ in os.walk(root):
+        dirs.sort()
+        if any(log_tree.parse_case_name(d) for d in dirs) and \
+                logparse.find_logs(here)[0]:
+            found.append(here)
+    return found
+
+
+def _row_from_log(outcome: RunOutcome, when: float) -> Row:
+    """A row from the log lines alone (no result.json beside the log)."""
+    import datetime
+    run = outcome.run
+    counted = outcome.counted
+    case = (run.num_nodes, run.gpus_per_node, run.batch_size, run.dtype,
+            None, None)
+    return Row(
+        time_utc=datetime.datetime.fromtimestamp(
+            when, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        unix_time=when, source="import", source_path=outcome.log_path,
+        run_key=run_key(case, counted), config_digest=None, model=None,
+        image_size=None, nodes=run.num_nodes, gpus_per_node=run.gpus_per_node,
+        batch_per_device=run.batch_size,
+        global_batch=outcome.global_batch_size or 0, precision=run.dtype,
+        strategy=None, tensorflow=None, cuda=None, driver=None, host=None,
+        devices="[]", environment="{}", mean_rate=outcome.speed,
+        images_per_second_over_window=images_per_second_over_window(counted),
+        num_intervals=len(counted),
+        intervals=json.dumps([[i.start_step, i.end_step, i.seconds,
+                               i.examples_per_second] for i in counted]))
+
+
+def _import_row(run: logparse.RunId, log: str, warmup: int, train: int
+                ) -> Tuple[Optional[Row], Optional[str]]:
+    """(row, None) or (None, why it is not imported)."""
+    outcome = measure_log(run, log, warmup, train, "mean")
+    if not outcome.ok:
+        return None, f"{log}: left out: {outcome.excluded}"
+    when = os.path.getmtime(log)
+    json_copy = log_tree.json_path(log)
+    if outcome.source == "result_json":
+        with open(json_copy, encoding="utf-8") as f:
+            row = row_from_result(json.load(f), "import", log, when)
+        if row is not None:
+            return row, None
+    return _row_from_log(outcome, when), None
+
+
+def import_tree(db: str, root: str, warmup: int = DEFAULT_WARMUP_BATCHES,
+                train: int = DEFAULT_TRAIN_BATCHES
+                ) -> Tuple[int, int, List[str]]:
+    """Import a log tree; returns (new rows, runs read, notes)."""
+    if not os.path.isdir(root):
+        raise ExtractError(f"--import {root}: no such directory")
+    dirs = _log_dirs(root)
+    if not dirs:
+        raise ExtractError(f"--import {root}: no logs {{N}}n{{G}}g/rn50_b"
+                           "{B}_{dtype}_{i}.log under it")
+    rows, notes = [], []
+    for here in dirs:
+        for run, log in logparse.find_logs(here)[0]:
+            row, note = _import_row(run, log, warmup, train)
+            if row is not None:
+                rows.append(row)
+            if note:
+                notes.append(note)
+    added = 0
+    if rows:
+        with writing(db, "the run history"):
+            added = history_db.append(db, rows)
+    return added, len(rows), notes
+
+
+# ---------------------------------------------------------------- CLI
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="official-bench-history",
+        description="The run history: each case's runs over time; the "
+                    "latest run against the earlier ones (ratio of "
+                    "medians, 95% interval, verdict, as "
+                    "official-bench-compare).",
+        epilog=f"Exit status: 0 no case slower, {exit_status.SLOWER} a "
+               "case's latest run is slower beyond the spread, 1 bad input "
+               "(no such file, not a history, no such case), 2 bad usage, "
+               f"{exit_status.NOT_WRITABLE} cannot write (import, plot).")
+    p.add_argument("--db", required=True, metavar="FILE",
+                   help="the history file (the trainer's default: "
+                        f"{history_db.FILE_NAME} at the root of MODEL_DIR "
+                        "or beside the model_dir)")
+    p.add_argument("--case", metavar="LABEL",
+                   help="one case, as listed, e.g. '1n1g b128 fp32 "
+                        "resnet50 224px' (default: every case)")
+    p.add_argument("--plot", metavar="PNG",
+                   help="draw the case(s) over time into this PNG")
+    p.add_argument("--json", action="store_true",
+                   help="print JSON instead of text")
+    p.add_argument("--import", dest="import_dir", metavar="LOG_DIR",
+                   help="add the runs of a log tree to the history, then "
+                        "stop")
+    p.add_argument("--warmup_batches", type=int,
+                   default=DEFAULT_WARMUP_BATCHES,
+                   help="--import, logs without result.json: count from "
+                        "this step (default: %(default)s)")
+    p.add_argument("--train_batches", type=int, default=DEFAULT_TRAIN_BATCHES,
+                   help="--import, the same: count up to this step "
+                        "(default: %(default)s)")
+    return p
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command once arguments are fine; raises the errors main maps."""
+    if args.import_dir:
+        added, read, notes = import_tree(args.db, args.import_dir,
+                                         args.warmup_batches,
+                                         args.train_batches)
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
+        print(f"imported {added} new run(s) of {read} usable in "
+              f"{args.import_dir} into {args.db}")
+        return exit_status.OK
+    rows = history_db.read_rows(args.db)
+    if not rows:
+        raise ExtractError(f"the history {args.db} holds no run yet")
+    checks = [check_case(label, case_rows)
+              for label, case_rows in select(rows, args.case).items()]
+    if args.json:
+        print(checks_json(checks), end="")
+    elif args.case:
+        print(listing(checks[0]), end="")
+    else:
+        for check in checks:
+            print(summary_line(check))
+    if args.plot:
+        plot(checks, args.plot)
+        print(f"wrote {args.plot}", file=sys.stderr)
+    slower = [c.label for c in checks
+              if c.verdict and c.verdict.verdict == verdict.SLOWER]
+    if slower:
+        print(f"error: slower than the earlier runs beyond their spread: "
+              f"{'; '.join(slower)}", file=sys.stderr)
+        return exit_status.SLOWER
+    return exit_status.OK
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else exit_status.CONFIG
+    try:
+        return _run(args)
+    except NotWritable as e:
+        print(f"error: {e}", file=sys.stderr)
+        return exit_status.NOT_WRITABLE
+    except (HistoryError, ExtractError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return exit_status.FAILED
+
+
+def run_main() -> None:
+    """Console-script entry point ``official-bench-history``."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run_main()

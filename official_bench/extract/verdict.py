@@ -1,0 +1,175 @@
+"""Is B faster than A? The one rule that official-bench-compare (two log
+trees, or the A/B runner) and official-bench-history (the latest run against
+the earlier ones) both apply.
+
+Each side is a list of runs; a run is its counted intervals' examples/second
+(the TimeHistory intervals inside the window). A run's speed is the mean of
+its intervals (DLPerf's per-run rule), a side's speed the median of its runs'
+speeds, and the reported ratio is ``median(B) / median(A)``.
+
+The 95% confidence interval of that ratio comes from the runs' own spread, by
+a two-level bootstrap: each resample draws the runs of a side with
+replacement and, inside each drawn run, its intervals with replacement, so
+both run-to-run and within-run variation widen the interval. A side of one
+run (the history's latest run) cannot show how much runs differ, so it
+borrows the other side's run-to-run spread (each resample scales it by one
+of the other side's run speeds relative to their median); without that, a
+single run that is merely a low draw would be called slower about one time
+in five when runs differ more than intervals do. One run against one run
+gets an interval from the intervals alone, which says little. The resampling uses
+Python's ``random.Random(seed)``, so the same input always gives the same
+interval, on any machine and numpy version.
+
+Verdict: ``faster`` when the whole interval lies above 1, ``slower`` when it
+lies below 1, otherwise "no difference measurable at this spread". The runs
+counted on each side are part of the verdict, because two runs per side make a
+wide interval that says little.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import statistics
+from typing import List, Optional, Sequence, Tuple
+
+FASTER = "faster"
+SLOWER = "slower"
+NO_DIFFERENCE = "no difference measurable at this spread"
+VERDICTS = (FASTER, SLOWER, NO_DIFFERENCE)
+
+DEFAULT_RESAMPLES = 2000
+DEFAULT_LEVEL = 0.95
+DEFAULT_SEED = 0
+
+Run = Sequence[float]  # one run's counted interval rates (examples/second)
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """B against A: the ratio of medians, its interval and what that means."""
+    median_a: float
+    median_b: float
+    ratio: float  # median_b / median_a
+    low: float  # confidence interval of the ratio
+    high: float
+    level: float
+    runs_a: int
+    runs_b: int
+    intervals_a: int
+    intervals_b: int
+    verdict: str
+
+    def describe(self, a: str = "A", b: str = "B") -> str:
+        """One line: 'B/A 1.100 [1.091, 1.108] (95%): faster (3 vs 3 runs)'."""
+        return (f"{b}/{a} {self.ratio:.3f} [{self.low:.3f}, {self.high:.3f}] "
+                f"({self.level * 100:.0f}%): {self.verdict} "
+                f"({self.runs_b} vs {self.runs_a} runs)")
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def run_speed(run: Run) -> float:
+    """A run's speed: the mean of its interval rates (DLPerf's rule)."""
+    return statistics.fmean(run)
+
+
+def side_median(runs: Sequence[Run]) -> float:
+    """A side's speed: the median of its runs' speeds."""
+    return statistics.median(run_speed(r) for r in runs)
+
+
+def _check_side(runs: Sequence[Run], name: str) -> List[Tuple[float, ...]]:
+    """The runs as tuples; ValueError naming the side when one is empty."""
+    out = [tuple(float(x) for x in r) for r in runs]
+    if not out:
+        raise ValueError(f"side {name} has no run to compare")
+    for k, r in enumerate(out):
+        if not r:
+            raise ValueError(f"side {name}: run {k + 1} has no counted "
+                             "interval")
+        if min(r) <= 0:
+            raise ValueError(f"side {name}: run {k + 1} has a rate <= 0")
+    return out
+
+
+def run_deviations(runs: Sequence[Run]) -> List[float]:
+    """Each run's speed relative to the side's median, minus 1: the
+    run-to-run spread a side shows (empty for fewer than two runs)."""
+    if len(runs) < 2:
+        return []
+    median = side_median(runs)
+    return [run_speed(r) / median - 1 for r in runs]
+
+
+def _bootstrap_medians(runs: List[Tuple[float, ...]], resamples: int,
+                       rng: random.Random,
+                       borrowed: Sequence[float] = ()) -> List[float]:
+    """The side's median speed in each resample (module doc: two levels).
+
+    Each run's resampled means are drawn once per resample, then the runs
+    are drawn; a run drawn twice in one resample reuses its mean, which
+    keeps the cost at resamples x (intervals + runs) draws. A side of one
+    run cannot show its run-to-run spread, so each resample also scales it
+    by one of ``borrowed`` (the other side's run deviations).
+    """
+    means = []
+    for run in runs:
+        m = len(run)
+        if m == 1:
+            means.append([run[0]] * resamples)
+            continue
+        means.append([sum(run[rng.randrange(m)] for _ in range(m)) / m
+                      for _ in range(resamples)])
+    if len(runs) == 1 and borrowed:
+        k = len(borrowed)
+        means[0] = [x * (1 + borrowed[rng.randrange(k)]) for x in means[0]]
+    n = len(runs)
+    medians = []
+    for r in range(resamples):
+        medians.append(statistics.median(
+            means[rng.randrange(n)][r] for _ in range(n)))
+    return medians
+
+
+def _percentile(ordered: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile q in [0, 1] of sorted values."""
+    pos = q * (len(ordered) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def decide(low: float, high: float) -> str:
+    """The verdict for a ratio interval: only an interval that excludes 1.0
+    says anything."""
+    if low > 1.0:
+        return FASTER
+    if high < 1.0:
+        return SLOWER
+    return NO_DIFFERENCE
+
+
+def compare_runs(a: Sequence[Run], b: Sequence[Run], *,
+                 resamples: int = DEFAULT_RESAMPLES,
+                 level: float = DEFAULT_LEVEL,
+                 seed: Optional[int] = DEFAULT_SEED) -> Verdict:
+    """B against A (module doc). ValueError when a side has no usable run."""
+    if not 0 < level < 1:
+        raise ValueError(f"level is {level}, expected a fraction in (0, 1)")
+    if resamples < 100:
+        raise ValueError(f"resamples is {resamples}, expected >= 100")
+    runs_a, runs_b = _check_side(a, "A"), _check_side(b, "B")
+    rng = random.Random(seed)
+    boot_a = _bootstrap_medians(runs_a, resamples, rng,
+                                run_deviations(runs_b))
+    boot_b = _bootstrap_medians(runs_b, resamples, rng,
+                                run_deviations(runs_a))
+    ratios = sorted(mb / ma for ma, mb in zip(boot_a, boot_b))
+    tail = (1 - level) / 2
+    low, high = _percentile(ratios, tail), _percentile(ratios, 1 - tail)
+    median_a, median_b = side_median(runs_a), side_median(runs_b)
+    return Verdict(median_a, median_b, median_b / median_a, low, high, level,
+                   len(runs_a), len(runs_b), sum(map(len, runs_a)),
+                   sum(map(len, runs_b)), decide(low, high))

@@ -1,0 +1,171 @@
+"""official-bench-compare on two sets of finished runs and with its A/B
+runner (real trainer processes on a tiny CPU model), and the verdict rule
+(extract/verdict.py) it shares with the run history."""
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+
+from support import logkit
+from support.helpers import REPO, TINY_OVERRIDE, cli_env
+from official_bench.contracts import exit_status
+from official_bench.extract import compare, verdict
+
+
+def _speeds(rng, mean, spread, n):
+    """n interval rates around ``mean`` with a relative sd of ``spread``."""
+    return [rng.gauss(mean, mean * spread) for _ in range(n)]
+
+
+def _tree(root, mean, spread, seed, runs=5, case="1n1g"):
+    """A log tree (run scripts' layout) of ``runs`` runs of 7 intervals:
+    the first (warm-up, steps 0-100) slow, then steps 100-700."""
+    rng = random.Random(seed)
+    for index in range(1, runs + 1):
+        run_mean = rng.gauss(mean, mean * spread)  # run-to-run spread too
+        logkit.write_run(root, case, [mean / 3] + _speeds(
+            rng, run_mean, spread, 6), index=index)
+    return str(root)
+
+
+def _cli(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "official_bench.extract.compare", *args],
+        cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=600)
+
+
+def test_ten_percent_faster_with_one_percent_spread(tmp_path):
+    a = _tree(tmp_path / "a", 1000.0, 0.01, seed=1)
+    b = _tree(tmp_path / "b", 1100.0, 0.01, seed=2)
+    out = _cli("--a", a, "--b", b, "--json")
+    assert out.returncode == exit_status.OK, out.stderr
+    (case,) = json.loads(out.stdout)["cases"]
+    assert case["case"] == "1n1g b128 fp32"
+    assert case["verdict"] == verdict.FASTER
+    assert 1.0 < case["low"] < case["ratio"] < case["high"]
+    assert case["ratio"] == pytest.approx(1.10, abs=0.02)
+    assert case["runs_a"] == case["runs_b"] == 5
+    # The warm-up interval (steps 0-100) is outside DLPerf's 100-600.
+    assert case["intervals_a"] == 25
+    assert case["images_per_second_over_window_a"] <= case["median_a"] * 1.001
+    # Reversed, the same difference is "slower".
+    out = _cli("--a", b, "--b", a)
+    assert out.returncode == exit_status.OK, out.stderr
+    assert verdict.SLOWER in out.stdout and "5/5" in out.stdout
+
+
+def test_same_distribution_gives_no_difference(tmp_path):
+    a = _tree(tmp_path / "a", 1000.0, 0.01, seed=3)
+    b = _tree(tmp_path / "b", 1000.0, 0.01, seed=4)
+    out = _cli("--a", a, "--b", b)
+    assert out.returncode == exit_status.OK, out.stderr
+    assert verdict.NO_DIFFERENCE in out.stdout, out.stdout
+
+
+def test_no_difference_is_the_usual_answer_for_equal_sides():
+    """Over many pairs of draws from one distribution the 95% interval
+    holds 1.0 in most of them (an honest interval, not a lucky seed)."""
+    rng = random.Random(7)
+    hits = 0
+    for _ in range(40):
+        sides = [[_speeds(rng, rng.gauss(500, 5), 0.01, 5) for _ in range(5)]
+                 for _ in range(2)]
+        v = verdict.compare_runs(*sides, resamples=500)
+        hits += v.verdict == verdict.NO_DIFFERENCE
+    assert hits >= 32, hits
+
+
+def test_verdict_is_deterministic_and_one_run_still_gets_an_interval():
+    a, b = [[100.0, 101.0, 99.0, 100.5]], [[90.0, 90.5, 89.5, 90.2]]
+    first = verdict.compare_runs(a, b)
+    assert first == verdict.compare_runs(a, b)
+    assert first.verdict == verdict.SLOWER and first.high < 1.0
+    assert first.describe().startswith("B/A 0.899 [")
+    with pytest.raises(ValueError, match="side A has no run"):
+        verdict.compare_runs([], b)
+
+
+def test_result_json_folders(tmp_path):
+    """Folders of the trainer's result.json files (any depth), each run's
+    own warm-up left out, worker files ignored."""
+    rng = random.Random(5)
+    for side, mean in (("a", 200.0), ("b", 180.0)):
+        for k in range(3):
+            intervals = [(0, 10, 20.0)] + [
+                (s, s + 10, rng.gauss(mean, 2.0)) for s in range(10, 60, 10)]
+            data = logkit.result_json(intervals, 8, 1, logkit.environment(
+                num_replicas=1, num_workers=1, dtype="fp32"))
+            data["stats"]["warmup_steps"] = 10
+            d = tmp_path / side / f"run{k}"
+            d.mkdir(parents=True)
+            logkit.write_json(str(d / "result.json"), data)
+            logkit.write_json(str(d / "result_worker1.json"), "not json")
+    rows, notes = compare.compare_sides(
+        compare.read_side(str(tmp_path / "a")),
+        compare.read_side(str(tmp_path / "b")))
+    (row,) = rows
+    assert row.case == compare.Case(1, 1, 8, "fp32") and not notes
+    assert row.verdict.verdict == verdict.SLOWER
+    assert row.verdict.intervals_a == 15
+
+
+def test_errors_name_the_directory(tmp_path):
+    out = _cli("--a", str(tmp_path / "missing"), "--b", str(tmp_path))
+    assert out.returncode == exit_status.FAILED
+    assert out.stderr.strip() == (f"error: {tmp_path / 'missing'} does not "
+                                  "exist or is not a directory")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = _cli("--a", str(empty), "--b", str(empty))
+    assert out.returncode == exit_status.FAILED
+    assert str(empty) in out.stderr and "result.json" in out.stderr
+    a = _tree(tmp_path / "a", 100.0, 0.01, seed=1, runs=2, case="1n1g")
+    b = _tree(tmp_path / "b", 100.0, 0.01, seed=1, runs=2, case="1n2g")
+    out = _cli("--a", a, "--b", b)
+    assert out.returncode == exit_status.FAILED
+    assert "no case in both" in out.stderr and "1n2g b128 fp32" in out.stderr
+
+
+def test_usage_errors_and_help_width():
+    out = _cli("--a", "x")
+    assert out.returncode == exit_status.CONFIG
+    assert "give both --a DIR and --b DIR" in out.stderr
+    out = _cli("--a", "x", "--b", "y", "--b-override", "train.steps=4")
+    assert out.returncode == exit_status.CONFIG
+    out = _cli("--a-config", "nope_a.yaml", "--b-config", "nope_b.yaml")
+    assert out.returncode == exit_status.FAILED
+    assert out.stderr == "error: --a-config nope_a.yaml: no such file\n"
+    out = _cli("--help")
+    assert out.returncode == exit_status.OK
+    assert max(len(line) for line in out.stdout.splitlines()) <= 80
+
+
+@pytest.mark.slow
+def test_runner_says_slower_when_b_trains_larger_images(tmp_path):
+    """Real trainer processes, alternated: B's 64x64 images cost about 16x
+    A's 16x16 ones."""
+    steps = "train.steps=12,train.time_history.log_steps=2"
+    base = TINY_OVERRIDE.replace("train.steps=6,", "").replace(
+        "train.time_history.log_steps=2,", "") + "," + steps
+    slow = base.replace("train_dataset.image_size=16",
+                        "train_dataset.image_size=64")
+    out = _cli("--a-override", base, "--b-override", slow, "--pairs", "2",
+               "--logs", str(tmp_path / "logs"), "--json")
+    assert out.returncode == exit_status.OK, out.stderr[-3000:]
+    (case,) = json.loads(out.stdout)["cases"]
+    assert case["case"] == "A/B runner"
+    assert case["verdict"] == verdict.SLOWER, case
+    assert case["runs_a"] == case["runs_b"] == 2
+    assert case["high"] < 1.0
+    assert 0 < case["images_per_second_over_window_b"] < \
+        case["images_per_second_over_window_a"]
+    # Rounds alternate: A B, then B A.
+    order = [line.split()[2] for line in out.stderr.splitlines()
+             if line.startswith("round ")]
+    assert order == ["A", "B", "B", "A"], out.stderr
+    assert sorted(os.listdir(tmp_path / "logs")) == [
+        "A_1.log", "A_2.log", "B_1.log", "B_2.log"]

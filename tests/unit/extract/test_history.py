@@ -1,0 +1,277 @@
+"""The run history: the SQLite store (contracts/history_db.py) under
+concurrent writers and with files it did not make, official-bench-history
+(list, latest against earlier, exit status, plot, import), and the trainer's
+write (real processes)."""
+
+import json
+import os
+import random
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from support import logkit
+from support.helpers import REPO, TINY_OVERRIDE, cli_env, trainer_cmd
+from official_bench.contracts import exit_status, history_db
+from official_bench.contracts.history_row import row_from_result
+
+CASE = "1n1g b8 fp32 resnet_cifar8 16px"
+
+
+def _result(rates, warmup=10):
+    """A result.json dict: a warm-up interval, then ``rates``."""
+    intervals = [(0, warmup, 5.0)] + [
+        (warmup + 10 * k, warmup + 10 * (k + 1), r)
+        for k, r in enumerate(rates)]
+    data = logkit.result_json(intervals, 8, 1, logkit.environment(
+        num_replicas=1, num_workers=1, dtype="fp32", gpu_names=[]))
+    data["stats"]["warmup_steps"] = warmup
+    data["config"] = {"model": {"name": "resnet_cifar",
+                                "model_params": {"depth": 8}},
+                      "train_dataset": {"image_size": 16},
+                      "model_dir": "/tmp/x"}
+    return data
+
+
+def _row(rates, when):
+    return row_from_result(_result(rates), "trainer", "/tmp/x", when)
+
+
+def _history(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "official_bench.extract.history", *args],
+        cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=300)
+
+
+def _fill(db, means, spread=0.01, seed=0):
+    rng = random.Random(seed)
+    rows = [_row([rng.gauss(m, m * spread) for _ in range(5)], 1e9 + k * 3600)
+            for k, m in enumerate(means)]
+    assert history_db.append(db, rows) == len(rows)
+    return rows
+
+
+def test_row_from_result_and_duplicates(tmp_path):
+    db = str(tmp_path / "h.sqlite")
+    row = _row([100.0, 102.0, 98.0], 1e9)
+    assert row.case_label == CASE
+    assert row.mean_rate == pytest.approx(100.0)
+    assert row.num_intervals == 3 and row.interval_rates == [100.0, 102.0, 98.0]
+    assert row.images_per_second_over_window < 100.0  # harmonic, not larger
+    assert history_db.append(db, [row]) == 1
+    assert history_db.append(db, [row]) == 0  # the same run, stored once
+    (back,) = history_db.read_rows(db)
+    assert back.id == 1 and back.config_digest == row.config_digest
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA application_id").fetchone()[0] == \
+        history_db.APPLICATION_ID
+    conn.close()
+
+
+_WRITER = """
+import sys
+from official_bench.contracts import history_db
+sys.path.insert(0, {tests!r})
+from unit.extract.test_history import _row
+db, writer = sys.argv[1], int(sys.argv[2])
+for k in range(25):
+    history_db.append(db, [_row([100.0 + writer, 100.0 + k], 1e9 + k)])
+"""
+
+
+def test_concurrent_writers_lose_no_row(tmp_path):
+    """Four processes append 25 rows each, one transaction per row, all at
+    once on a file none of them created first."""
+    db = str(tmp_path / "h.sqlite")
+    code = _WRITER.format(tests=os.path.join(REPO, "tests"))
+    procs = [subprocess.Popen([sys.executable, "-c", code, db, str(w)],
+                              cwd=REPO, env=cli_env(),
+                              stderr=subprocess.PIPE, text=True)
+             for w in range(4)]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    assert history_db.count(db) == 100
+    assert len({r.run_key for r in history_db.read_rows(db)}) == 100
+
+
+@pytest.mark.parametrize("kind", ["corrupt", "foreign", "truncated"])
+def test_file_that_is_not_a_history_is_left_as_it_is(tmp_path, kind):
+    db = tmp_path / "h.sqlite"
+    if kind == "corrupt":
+        db.write_bytes(b"this is no database\n" * 100)
+    elif kind == "foreign":
+        conn = sqlite3.connect(str(db))
+        conn.execute("CREATE TABLE notes (text TEXT)")
+        conn.execute("INSERT INTO notes VALUES ('mine')")
+        conn.commit()
+        conn.close()
+    else:
+        _fill(str(db), [100.0])
+        db.write_bytes(db.read_bytes()[:1000])
+    before = db.read_bytes()
+    out = _history("--db", str(db))
+    assert out.returncode == exit_status.FAILED
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: run history "
+                                                   + str(db)), out.stderr
+    with pytest.raises(history_db.HistoryError, match=str(db)):
+        history_db.append(str(db), [_row([1.0], 1e9)])
+    out = _history("--db", str(db), "--import", str(tmp_path))
+    assert out.returncode == exit_status.FAILED
+    assert db.read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["h.sqlite"]
+
+
+def test_slow_down_exits_with_slower(tmp_path):
+    db = str(tmp_path / "h.sqlite")
+    _fill(db, [100.0] * 6 + [90.0])
+    out = _history("--db", db)
+    assert out.returncode == exit_status.SLOWER, out.stdout + out.stderr
+    assert out.stdout.startswith(f"{CASE}: latest/earlier 0.9")
+    assert "slower (1 vs 6 runs)" in out.stdout
+    assert out.stderr == (f"error: slower than the earlier runs beyond their "
+                          f"spread: {CASE}\n")
+
+
+def test_same_speed_passes_and_case_listing(tmp_path):
+    db = str(tmp_path / "h.sqlite")
+    _fill(db, [100.0] * 7)
+    out = _history("--db", db, "--case", CASE)
+    assert out.returncode == exit_status.OK, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == f"== {CASE}" and len(lines) == 2 + 7 + 1
+    assert "no difference measurable at this spread" in lines[-1]
+    out = _history("--db", db, "--case", "2n8g b8 fp32")
+    assert out.returncode == exit_status.FAILED
+    assert f"cases: {CASE}" in out.stderr
+    out = _history("--db", str(tmp_path / "none.sqlite"))
+    assert out.returncode == exit_status.FAILED
+    assert "no run history at" in out.stderr
+    assert not os.path.exists(tmp_path / "none.sqlite")
+
+
+def test_plot_is_written(tmp_path):
+    pytest.importorskip("matplotlib")
+    db = str(tmp_path / "h.sqlite")
+    _fill(db, [100.0, 101.0, 99.0])
+    png = tmp_path / "out" / "history.png"
+    out = _history("--db", db, "--plot", str(png))
+    assert out.returncode == exit_status.OK, out.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [p for p in os.listdir(png.parent)] == ["history.png"]
+
+
+def test_import_a_log_tree_once(tmp_path):
+    logs = tmp_path / "logs" / "tensorflow" / "resnet50" / "bz128"
+    for k in range(3):
+        logkit.write_run(str(logs), "1n1g", [50.0] + [100.0 + k] * 6,
+                         index=k + 1)
+    logkit.write_run(str(logs), "1n1g", [50.0, 100.0], index=4,
+                     finished=False)  # truncated: left out
+    db = str(tmp_path / "h.sqlite")
+    out = _history("--db", db, "--import", str(tmp_path / "logs"))
+    assert out.returncode == exit_status.OK, out.stderr
+    assert "imported 3 new run(s) of 3 usable" in out.stdout
+    assert "rn50_b128_fp32_4.log: left out: truncated" in out.stderr
+    out = _history("--db", db, "--import", str(tmp_path / "logs"))
+    assert "imported 0 new run(s) of 3 usable" in out.stdout
+    rows = history_db.read_rows(db)
+    assert [r.case_label for r in rows] == ["1n1g b128 fp32"] * 3
+    assert rows[0].num_intervals == 5  # DLPerf's window 100-600
+
+
+def _trained(model_dir, *override):
+    out = subprocess.run(
+        trainer_cmd(model_dir, ",".join((TINY_OVERRIDE,) + override)),
+        cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=600)
+    assert out.returncode == exit_status.OK, out.stdout + out.stderr[-3000:]
+    return out.stdout + out.stderr
+
+
+@pytest.mark.slow
+def test_trainer_appends_its_run_and_history_off_writes_nothing(tmp_path):
+    log = _trained(str(tmp_path / "on" / "model"))
+    db = tmp_path / "on" / history_db.FILE_NAME
+    assert f"official_bench: run history: appended to {db}" in log
+    (row,) = history_db.read_rows(str(db))
+    assert row.source == "trainer" and row.precision == "fp32"
+    assert row.case_label == "1n1g b4 fp32 resnet_cifar8 16px"
+    result = json.loads((tmp_path / "on" / "model" / "result.json")
+                        .read_text())
+    assert row.run_key == row_from_result(result, "import", "x").run_key
+    log = _trained(str(tmp_path / "off" / "model"), "history.enabled=false")
+    assert "run history" not in log
+    assert not os.path.exists(tmp_path / "off" / history_db.FILE_NAME)
+
+
+@pytest.mark.slow
+def test_trainer_with_a_corrupt_history_ends_with_one_error_line(tmp_path):
+    """The result is written, the file that is not a history is not."""
+    db = tmp_path / "not_a_history.sqlite"
+    db.write_bytes(b"\x00garbage" * 64)
+    before = db.read_bytes()
+    out = subprocess.run(
+        trainer_cmd(str(tmp_path / "model"),
+                    TINY_OVERRIDE + f",history.path={db}"),
+        cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=600)
+    assert out.returncode == exit_status.FAILED, out.stderr[-3000:]
+    last = out.stderr.strip().splitlines()[-1]
+    assert last == (f"error: official_bench: run history {db} is not an "
+                    "SQLite database (corrupt, or another program's file); "
+                    "left as it is: move it away or set history.path"), last
+    assert db.read_bytes() == before
+    assert (tmp_path / "model" / "result.json").exists()
+
+
+def test_default_path_is_the_model_dir_tree_root_or_beside_it(tmp_path):
+    from official_bench.contracts import log_tree
+    md = log_tree.ModelDir(str(tmp_path), 128, "2n8g",
+                           log_tree.run_stem(128, "fp16", 1),
+                           "20261125-120000", node=1)
+    assert history_db.default_path(md.path) == str(
+        tmp_path / history_db.FILE_NAME)
+    assert history_db.default_path(str(tmp_path / "m1") + "/") == str(
+        tmp_path / history_db.FILE_NAME)
+    assert history_db.default_path(None) is None
+
+
+def test_an_ordinary_latest_run_is_rarely_called_slower():
+    """Runs differ more than their intervals (2% between runs, 1% within):
+    the latest run alone borrows the earlier runs' run-to-run spread, so an
+    ordinary draw is seldom "slower" while a 10% slow-down still is."""
+    from official_bench.extract import verdict
+    rng = random.Random(1)
+
+    def run(mean=100.0):
+        m = rng.gauss(mean, 2.0)
+        return [rng.gauss(m, 1.0) for _ in range(5)]
+
+    alarms = sum(verdict.compare_runs([run() for _ in range(10)], [run()],
+                                      resamples=500).verdict == verdict.SLOWER
+                 for _ in range(40))
+    assert alarms <= 4, alarms
+    caught = sum(verdict.compare_runs([run() for _ in range(10)],
+                                      [run(90.0)], resamples=500).verdict
+                 == verdict.SLOWER for _ in range(20))
+    assert caught >= 18, caught
+
+
+def test_full_disk_becomes_the_one_not_writable_line(tmp_path):
+    """SQLite's "database or disk is full" leaves as host/write_errors'
+    NotWritable (the trainer's and the CLI's exit_status.NOT_WRITABLE)."""
+    import errno
+    from official_bench.host.write_errors import NotWritable, writing
+    db = str(tmp_path / "h.sqlite")
+    err = history_db._as_os_error(
+        sqlite3.OperationalError("database or disk is full"), db)
+    assert err.errno == errno.ENOSPC
+    with pytest.raises(NotWritable, match=f"cannot write the run history "
+                                          f"to {db}: no space left"):
+        with writing(db, "the run history"):
+            raise err
+    assert history_db._as_os_error(
+        sqlite3.OperationalError("no such table: runs"), db) is None
