@@ -116,10 +116,12 @@ def count_forward(model) -> ForwardCount:
     by_kind: Dict[str, int] = {}
     uncounted: List[str] = []
 
-    def walk(m):
+    def walk(m, times: int):
         for layer in m.layers:
-            if hasattr(layer, "layers") and isinstance(layer, keras.Model):
-                walk(layer)
+            if isinstance(layer, keras.Model):
+                # Its layers keep the nodes of its own graph; each call of
+                # the nested model in the outer graph runs them all again.
+                walk(layer, times * max(1, len(layer._inbound_nodes or [])))
                 continue
             for in_shape, out_shape in _calls(layer):
                 macs = layer_macs(layer, in_shape, out_shape)
@@ -127,8 +129,8 @@ def count_forward(model) -> ForwardCount:
                     uncounted.append(layer.name)
                 elif macs:
                     kind = type(layer).__name__
-                    by_kind[kind] = by_kind.get(kind, 0) + macs
-    walk(model)
+                    by_kind[kind] = by_kind.get(kind, 0) + times * macs
+    walk(model, 1)
     return ForwardCount(sum(by_kind.values()), by_kind, uncounted)
 
 

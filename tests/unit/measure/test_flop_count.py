@@ -95,6 +95,19 @@ def test_each_layer_kind_by_hand():
     assert count.by_kind == expect and count.macs == sum(expect.values())
 
 
+def test_a_nested_model_counts_once_per_call():
+    inner_in = keras.Input((6, 6, 2))
+    inner = keras.Model(inner_in, L.Conv2D(3, 3, use_bias=False)(inner_in))
+    x = keras.Input((6, 6, 2))
+    y = L.Concatenate()([inner(x), inner(L.Permute((2, 1, 3))(x))])
+    model = keras.Model(x, L.Dense(2, use_bias=False)(L.Flatten()(y)))
+    conv = 4 * 4 * 3 * (3 * 3 * 2)
+    assert flops.count_forward(model).by_kind == {
+        "Conv2D": 2 * conv, "Dense": 4 * 4 * 6 * 2}
+    assert flops.tf_cost_analysis(model) == pytest.approx(
+        2 * flops.count_forward(model).gmacs, rel=1e-9)
+
+
 def test_tf_count_is_twice_the_multiply_adds_without_biases():
     """Without bias adds TensorFlow's count is exactly 2 FLOPs per
     multiply-add of the same layers: the two counts agree op by op."""
