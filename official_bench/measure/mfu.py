@@ -73,6 +73,11 @@ class ModelFlops:
                 logging.warning("official_bench: FLOPs: %s", by)
             result = cls(count.gmacs, by, tf_gflop, seconds)
             _check(result)
+            logging.info("official_bench: FLOPs: %.4g GFLOP per training "
+                         "image (TensorFlow's check: %s), counted in %.2f s "
+                         "before the first step", result.gflop_per_image,
+                         "%.4g" % result.tf_gflop_per_image
+                         if tf_gflop else "unavailable", seconds)
             return result
         if tf_gflop:
             return cls(tf_gflop / contract.FLOPS_PER_MULTIPLY_ADD,
