@@ -110,6 +110,10 @@ def parse_args(argv=None):
                    help="instead: measure the per-step cost of each piece "
                         "of plumbing (tf.function call, iterators, Keras "
                         "fit, TimeHistory) on a model with no compute")
+    p.add_argument("--flops-cost", action="store_true",
+                   help="instead: time the trainer's one-off FLOP count "
+                        "(measure/mfu.py: layer shapes, then TensorFlow's "
+                        "profiler check) per config, and ResNet-50 at 224")
     p.add_argument("--verbose", action="store_true",
                    help="show the trainer's absl INFO log (TimeHistory lines)")
     args = p.parse_args(argv)
@@ -288,7 +292,9 @@ def run_bare(spec, steps) -> Measurement:
             intervals.append(Interval(first, step, seconds,
                                        batch * (step - first) / seconds))
             start, first = now, step
-    del model, optimizer, train_step
+    # Drop the references before the next variant builds its model (a
+    # rebinding, not del: the step function closes over these names).
+    model = optimizer = train_step = None
     return Measurement(intervals, cpu_marks, warmup, batch)
 
 
@@ -471,6 +477,43 @@ def fixed_costs(repeats: int, steps: int) -> None:
     print("  load average after: %.2f, %.2f, %.2f" % os.getloadavg())
 
 
+def flops_cost(configs, repeats: int) -> None:
+    """What the trainer's FLOP count costs, once per run, before the first
+    step (so never inside a timed interval): the layer-shape count and
+    TensorFlow's profiler check (a trace of the forward pass at batch 1),
+    timed apart, median of `repeats`, on the configs' models and on
+    ResNet-50 at 224."""
+    from official_bench import config as config_lib
+    from official_bench.measure import flops
+    from official_bench.models import build_model
+    from official_bench.runtime.keras_setup import keras
+
+    specs = [(CONFIGS[c]["title"], CONFIGS[c]) for c in configs]
+    specs.append(("ResNet-50 v1.5, 224x224, fp32", dict(
+        CONFIGS["rn50"], image_size=224)))
+    print(f"\n== FLOP count cost (median of {repeats}): layer shapes, "
+          "TensorFlow's check, forward GMACs")
+    for title, spec in specs:
+        cfg = config_lib.build_config(
+            [("flops_cost", trainer_config(spec, "off", (1, 1, 1)))])
+        shapes, check = [], []
+        for _ in range(repeats):
+            keras.backend.clear_session()
+            model = build_model(cfg)
+            t0 = time.perf_counter()
+            count = flops.count_forward(model)
+            t1 = time.perf_counter()
+            tf_gflop = flops.tf_cost_analysis(model)
+            t2 = time.perf_counter()
+            shapes.append(t1 - t0)
+            check.append(t2 - t1)
+        print(f"  {title:<44} {1e3 * statistics.median(shapes):7.1f} ms "
+              f"{1e3 * statistics.median(check):8.1f} ms  "
+              f"{count.gmacs:.4f} G (TensorFlow: {tf_gflop / 2:.4f} G)",
+              flush=True)
+    print("  load average after: %.2f, %.2f, %.2f" % os.getloadavg())
+
+
 def _fmt(value, digits):
     return "-" if value is None else f"{value:.{digits}f}"
 
@@ -499,6 +542,9 @@ def main(argv=None) -> int:
     print("machine:", machine_info(), flush=True)
     if args.fixed_costs:
         fixed_costs(args.repeats, 300 if args.quick else 1000)
+        return 0
+    if args.flops_cost:
+        flops_cost(args.configs, args.repeats)
         return 0
     variants = ["bare"] + args.strategies
     began = time.perf_counter()

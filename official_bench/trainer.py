@@ -22,9 +22,11 @@ from absl import logging
 
 from official_bench import config as config_lib
 from official_bench.config import ConfigError, ExperimentConfig
+from official_bench.contracts import flops as flops_contract
 from official_bench.contracts import utilisation as usage_contract
 from official_bench.data.fit_input import fit_input
-from official_bench.measure import input_wait, profiler, timing, utilisation
+from official_bench.measure import (input_wait, mfu, profiler, timing,
+                                    utilisation)
 from official_bench.runtime import cluster as cluster_lib
 from official_bench.runtime import distribute, precision, stop_signals
 from official_bench.runtime.keras_setup import keras
@@ -46,10 +48,25 @@ class RunResult:
     model_dir: Optional[str]
     result_path: Optional[str]
     model: Any = dataclasses.field(default=None, repr=False)
+    # result.json's flops object (contracts/flops.py); None: not counted.
+    flops: Optional[Dict[str, Any]] = dataclasses.field(default=None,
+                                                        repr=False)
 
     @property
     def examples_per_second(self) -> Optional[float]:
         return self.stats.average_examples_per_second if self.stats else None
+
+    @property
+    def images_per_second_over_window(self) -> Optional[float]:
+        """Images / time over the counted window (never above the mean of
+        interval rates, examples_per_second)."""
+        return self.stats.images_per_second_over_window if self.stats \
+            else None
+
+    @property
+    def mfu(self) -> Optional[float]:
+        """Model FLOPs utilisation in (0, 1]; None without a known peak."""
+        return (self.flops or {}).get("mfu")
 
     def __repr__(self) -> str:
         """One line a notebook can read; the fields hold the rest."""
@@ -167,6 +184,8 @@ def _fit(prep: Prepared) -> RunResult:
     callbacks += [profile] if profile else []
     sampler = utilisation.build(rt.sample_period_seconds)
     callbacks += [sampler] if sampler else []
+    # FLOPs per image: counted once, before the first step is timed.
+    counted = mfu.ModelFlops.of(model) if timed else None
 
     # 8. Fit.
     logging.info("Training %s for epochs %d..%d x %d steps", model.name,
@@ -225,17 +244,36 @@ def _fit(prep: Prepared) -> RunResult:
         _log_evaluation(evaluation)
     wait = _input_wait(cfg, prep) if timed else None
     usage = sampler.summary() if sampler else None
+    flops, peak = _flops(prep, counted, stats)
     if stats is not None:
-        logging.info(stats.summary() + input_wait.note(wait) +
-                     guard.summary_note() + usage_contract.summary_text(usage))
+        logging.info(stats.summary() + mfu.summary_text(flops, peak) +
+                     input_wait.note(wait) + guard.summary_note() +
+                     usage_contract.summary_text(usage))
     record = prep.write(stats, hist, evaluation,
-                       dict(guard.result_fields(), input_wait=wait,
-                            **{usage_contract.KEY: usage}))
+                        dict(guard.result_fields(), input_wait=wait,
+                             **{usage_contract.KEY: usage,
+                                flops_contract.KEY: flops}))
     # 10. History: after the timed loop, so it cannot show in img/s.
     run_history.record_run(cfg, record, prep.dist.is_chief)
     prep.dist.report_finished()
     return RunResult(cfg, stats, hist, evaluation, prep.environment(),
-                     cfg.model_dir, prep.result_path, model)
+                     cfg.model_dir, prep.result_path, model, flops)
+
+
+def _flops(prep: Prepared, counted: Optional[mfu.ModelFlops], stats):
+    """result.json's flops object and the peak it used (measure/mfu.py);
+    the rate is images / time over the counted window."""
+    if counted is None or stats is None:
+        return None, None
+    devices = mfu.run_devices(
+        num_gpus=prep.cfg.runtime.num_gpus,
+        gpu_names=prep.environment()["gpu_names"],
+        num_workers=prep.dist.num_workers,
+        num_replicas=prep.plan.num_replicas, dtype=prep.dtype,
+        peak_override=prep.cfg.runtime.peak_tflops)
+    rate = stats.images_per_second_over_window or \
+        stats.average_examples_per_second
+    return mfu.record(counted, devices, rate), devices.peak
 
 
 def _input_wait(cfg: ExperimentConfig, prep: Prepared):

@@ -183,6 +183,8 @@ def runtime_limits(rt: RuntimeConfig, b: LayerBuilder) -> None:
     _positive(b, "runtime.seed", rt.seed, allow_zero=True, maximum=MAX_SEED)
     _positive(b, "runtime.sample_period_seconds", rt.sample_period_seconds,
               allow_zero=True, maximum=MAX_SECONDS, why=" (0: no sampling)")
+    _positive(b, "runtime.peak_tflops", rt.peak_tflops, allow_zero=True,
+              why=" (TFLOP/s per device; 0 or null: the peaks table)")
     if rt.profile_steps is not None and (
             len(rt.profile_steps) != 2 or
             not 1 <= rt.profile_steps[0] <= rt.profile_steps[1] <= MAX_STEPS):

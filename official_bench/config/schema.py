@@ -95,6 +95,9 @@ class RuntimeConfig(ConfigNode):
     # Seconds between utilisation samples (GPU, CPU, RSS, threads) while a
     # run trains (measure/utilisation.py); 0 turns the sampler off.
     sample_period_seconds: float = 1.0
+    # Dense peak TFLOP/s of one device for the run's precision, the MFU
+    # denominator; null: the peaks table (host/peaks.py), else unknown.
+    peak_tflops: Optional[float] = None
     seed: Optional[int] = None
     horovod: HorovodConfig = dataclasses.field(default_factory=HorovodConfig)
 

@@ -12,6 +12,7 @@ import subprocess
 from typing import Dict, List, Optional, Tuple
 
 from official_bench.doctor.report import FAIL, PASS, SKIP, CheckResult
+from official_bench.host import peaks
 from official_bench.host.gpu_diagnosis import Diagnosis, SmiFacts
 
 
@@ -64,7 +65,11 @@ def gpus_row(tf_facts: Optional[Dict], smi: SmiFacts, diagnosis: Diagnosis,
                 label += f" (compute {cap[0]}.{cap[1]})"
             names[label] = names.get(label, 0) + 1
         listed = ", ".join(f"{n} x {k}" for k, n in names.items())
-        detail = f"{listed}{driver}; utilisation via {sampler}"
+        # The MFU denominator a run on them would use (host/peaks.py).
+        data["peaks"] = peaks.describe_gpus(sorted(
+            {g.get("device_name") or g.get("name") for g in gpus}))
+        detail = (f"{listed}{driver}; utilisation via {sampler}; peak "
+                  + "; ".join(data["peaks"].values()))
         if not diagnosis.ok:
             return CheckResult("gpus", "gpus", "none", FAIL,
                                f"{diagnosis.verdict}: {detail}",

@@ -24,7 +24,8 @@ from absl import logging
 # The line, the finish mark and Interval are a contract shared with the
 # extractor (and DLPerf): official_bench.contracts.throughput owns them.
 from official_bench.contracts.throughput import (  # noqa: F401 - re-exported
-    FINISH_MARK, LINE_FORMAT, Interval, format_line)
+    FINISH_MARK, LINE_FORMAT, Interval, format_line,
+    images_per_second_over_window)
 from official_bench.runtime.keras_setup import keras
 
 
@@ -56,6 +57,9 @@ class ThroughputStats:
     # Steps (first, last) traced by the profiler: intervals touching them
     # are left out of the rates, those steps out of the step times.
     excluded_steps: Optional[List[int]] = None
+    # Images / time over the counted intervals (contracts/throughput.py):
+    # never above average_examples_per_second, the mean of their rates.
+    images_per_second_over_window: Optional[float] = None
 
     def as_dict(self) -> Dict:
         return dataclasses.asdict(self)
@@ -70,7 +74,12 @@ class ThroughputStats:
                     "number)")
         return (
             f"{FINISH_MARK}: {self.total_steps} steps, average "
-            f"{self.average_examples_per_second:.2f} examples/second (median "
+            f"{self.average_examples_per_second:.2f} examples/second (mean "
+            "of interval rates"
+            + (f"; {self.images_per_second_over_window:.2f} images / time "
+               "over the counted window"
+               if self.images_per_second_over_window is not None else "")
+            + "; median "
             f"{self.median_examples_per_second:.2f}, "
             f"{self.per_replica_examples_per_second:.2f} per replica, "
             f"{self.num_replicas} replicas x {self.per_replica_batch_size} "
@@ -135,7 +144,9 @@ def compute_stats(intervals: List[Interval], step_times: List[float],
         warmup_excluded=excluded,
         intervals=list(intervals),
         basis=basis,
-        excluded_steps=list(excluded_steps) if excluded_steps else None)
+        excluded_steps=list(excluded_steps) if excluded_steps else None,
+        images_per_second_over_window=images_per_second_over_window(
+            counted) if basis == "intervals" else None)
 
 
 def _format_eta(seconds: float) -> str:

@@ -457,7 +457,10 @@ def test_gpus_row_verdicts():
     assert row.result == report.PASS
     assert row.detail == ("2 x NVIDIA A100-SXM4-40GB (compute 8.0), driver "
                           "550.54.15 (nvidia-smi); utilisation via NVML "
-                          "(pynvml)")
+                          "(pynvml); peak A100 SXM: fp32 156 (TF32), fp16 "
+                          "312, bf16 312 TFLOP/s dense (NVIDIA A100 Tensor "
+                          "Core GPU datasheet)")
+    assert list(row.data["peaks"]) == ["NVIDIA A100-SXM4-40GB"]
     assert env_checks.capabilities(tf_facts) == [(8, 0), (8, 0)]
 
 

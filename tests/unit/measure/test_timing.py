@@ -110,6 +110,31 @@ def test_stats_leave_out_warmup_and_report_spread():
     assert "official_bench: run finished" in s.summary()
 
 
+def test_images_over_time_is_the_harmonic_mean_never_above_the_mean():
+    """Issue 29 §6: 300 images in 2.5 s of counted window is 120 img/s,
+    while the mean of the interval rates (DLPerf's) is 133.3."""
+    intervals = [timing.Interval(0, 10, 10.0, 10.0),
+                 timing.Interval(10, 20, 1.0, 100.0),
+                 timing.Interval(20, 30, 0.5, 200.0),
+                 timing.Interval(30, 40, 1.0, 100.0)]
+    s = timing.compute_stats(intervals, [0.1] * 40, 10, total_steps=40,
+                             wall_time=12.5, global_batch=10, num_replicas=1,
+                             log_steps=10)
+    assert s.images_per_second_over_window == pytest.approx(120.0)
+    assert s.average_examples_per_second == pytest.approx(400 / 3)
+    assert s.as_dict()["images_per_second_over_window"] == pytest.approx(120)
+    assert ("133.33 examples/second (mean of interval rates; 120.00 images "
+            "/ time over the counted window; median 100.00") in s.summary()
+    # equal intervals: images / time is the rates' harmonic mean
+    equal = [timing.Interval(0, 1, 1.0, 100.0), timing.Interval(1, 2, 4.0,
+                                                                25.0)]
+    s = timing.compute_stats(equal, [1.0, 4.0], 0, total_steps=2,
+                             wall_time=5.0, global_batch=100,
+                             num_replicas=1, log_steps=1)
+    assert s.images_per_second_over_window == pytest.approx(
+        2 / (1 / 100 + 1 / 25))
+
+
 def test_short_run_counts_everything_and_says_so():
     intervals = [timing.Interval(0, 2, 2.0, 4.0)]
     s = timing.compute_stats(intervals, [1.0, 1.0], 100, total_steps=2,
@@ -129,6 +154,7 @@ def test_run_shorter_than_one_interval_reports_the_whole_run():
     assert s.per_replica_examples_per_second == 3.0
     assert "over the whole run, warm-up included" in s.summary()
     assert "6.00 examples/second" in s.summary()
+    assert s.images_per_second_over_window is None  # no counted window
 
 
 def test_percentile_is_nearest_rank():
