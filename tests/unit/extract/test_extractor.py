@@ -499,7 +499,8 @@ def test_short_runs_get_the_window_that_counts_them(tmp_path):
         extract.extract(str(tmp_path))
     assert str(e.value).endswith(
         "the runs cover steps 10-20 after their first (warm-up) interval: "
-        "count them with --warmup_batches 10 --train_batches 20")
+        "count them with --warmup_batches 10 --train_batches 20 (or "
+        "--window auto)")
     case = extract.extract(str(tmp_path), warmup_batches=10,
                            train_batches=20).result["rn50"]["1n1g"]
     assert case["runs"] == [100.0, 98.0]
