@@ -306,8 +306,9 @@ def _write_outputs(extraction: Extraction, output_dir: str, markdown: bool,
     elif plot is None:  # wanted if possible: say why there is none
         notes.append(plot_note)
     if html:
-        images = [(png, "Scaling against devices, and throughput per interval "
-                   "of each case's runs")] if png else []
+        images = [(png, "Scaling against devices (MFU beside the speedup "
+                   "when known), and throughput per interval of each case's "
+                   "runs (hollow grey: not counted)")] if png else []
         atomic.write_text_atomic(paths["html"], html_report.html_report(
             extraction.result, extraction.name, images, plot_note, series,
             extraction.bandwidth))
