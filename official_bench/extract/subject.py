@@ -149,12 +149,21 @@ def _entries(result: Dict[str, Dict[str, Dict[str, Any]]]
     return [e for section in result.values() for e in section.values()]
 
 
+def recorded(result: Dict[str, Dict[str, Dict[str, Any]]]) -> bool:
+    """True when any case had a result JSON saying what it measured."""
+    return any(e.get(KEY) for e in _entries(result))
+
+
 def headline(result: Dict[str, Dict[str, Dict[str, Any]]]) -> str:
-    """One line for a title: workload and device, per distinct kind of case."""
-    parts = []
-    for m in _measured(_entries(result)):
-        parts.append(f"{_workload(m)}, {_device(m)}" if m else UNKNOWN)
-    return "; ".join(parts) or UNKNOWN
+    """One line for a title: workload and device, per distinct kind of case
+    (cases without a result JSON are named as such, once)."""
+    found = _measured(_entries(result))
+    known = [f"{_workload(m)}, {_device(m)}" for m in found if m]
+    if not known:
+        return UNKNOWN
+    if {} in found:
+        known.append("not recorded for the cases without a result JSON")
+    return "; ".join(known)
 
 
 def is_smoke(result: Dict[str, Dict[str, Dict[str, Any]]]) -> bool:

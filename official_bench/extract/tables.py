@@ -30,6 +30,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from official_bench.contracts import log_tree
 from official_bench.extract import model_flops
+from official_bench.extract import subject
 from official_bench.extract.errors import ExtractError
 
 Entry = Dict[str, Any]  # one case of a result
@@ -244,8 +245,17 @@ def notes(model_result: ModelResult) -> List[str]:
 
 
 def markdown_report(result: Result, name: Optional[str] = None) -> str:
-    """The whole Markdown report: one section with table and notes per model."""
+    """The whole Markdown report: one section with table and notes per model.
+
+    Under the title, when result JSONs said what was measured, the same
+    words as the plot's and the HTML page's (extract/subject.py); without
+    them the report is as before, line for line.
+    """
     out = [f"# ResNet-50 v1.5 throughput{': ' + name if name else ''}\n"]
+    if subject.recorded(result):
+        out.append(f"\nMeasured: {subject.headline(result)}\n")
+        out += [f"\n**{line}**\n" if line == subject.SMOKE_TEXT
+                else f"\n{line}\n" for line in subject.details(result)]
     for model_key, model_result in result.items():
         out.append(f"\n## {section_title(model_key, model_result)}\n\n")
         out.append(markdown_table(model_result))

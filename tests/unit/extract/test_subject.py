@@ -156,3 +156,19 @@ def test_device_kind_falls_back_to_the_config_then_the_gpu_names():
     assert subject.model_name({"model": {"name": "resnet_cifar",
                                          "model_params": {"width": 2}}}) == \
         "ResNet-20 (CIFAR), width 2"
+
+
+def test_markdown_says_it_too_but_only_when_a_result_json_did(tmp_path):
+    from official_bench.extract import tables as report
+    result = extract.extract(_tree(tmp_path), window="auto").result
+    lines = report.markdown_report(result, "bz16").splitlines()
+    assert lines[:7] == [
+        "# ResNet-50 v1.5 throughput: bz16", "",
+        "Measured: ResNet-50 v1.5, 64x64 images (synthetic data), CPU: AMD "
+        "EPYC 7B13", "", f"**{subject.SMOKE_TEXT}**", "",
+        "no GPU used; TensorFlow built with CUDA 12.5.1, cuDNN 9"]
+    logs = tmp_path / "plain"
+    kit.write_run(logs, "1n1g", [50.0] + [300.0] * 5)
+    plain = report.markdown_report(extract.extract(str(logs)).result, "plain")
+    assert plain.startswith("# ResNet-50 v1.5 throughput: plain\n\n## rn50")
+    assert "Measured" not in plain

@@ -71,3 +71,9 @@ def test_runs_without_a_common_window(tmp_path):
                   first_step=40)
     with pytest.raises(ExtractError, match="share no steps after their first"):
         extract.extract(str(logs), window="auto")
+
+
+def test_help_lists_window_auto(capsys):
+    assert extract.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--window {auto}" in out and "default: 100, DLPerf's" in out
