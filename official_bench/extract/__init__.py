@@ -10,8 +10,8 @@ left out), rounding (DLPerf's arithmetic to the hundredth), cases
 allreduce_logs and scaling (the all-reduce benchmark's table and the
 scaling model), subject (what a case measured: model, image size, device,
 the CPU smoke-run mark) and model_flops (TFLOP/s and MFU per case), tables
-(Markdown, CSV, comparisons), series, plot and html_report, and extractor
-(the API `extract(log_dir)` and the CLI).
+(Markdown, CSV, comparisons), series, plot and html_report, windows
+(`--window auto`), and extractor (the API `extract(log_dir)` and the CLI).
 
 Nothing here imports TensorFlow: extraction must run on a machine without
 it (tests/unit/test_layering.py checks this). `extract` is not re-exported

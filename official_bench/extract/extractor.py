@@ -53,6 +53,7 @@ from official_bench.contracts import run_status
 from official_bench.contracts import result_json as runjson
 from official_bench.extract import speeds as runspeed
 from official_bench.extract import scaling
+from official_bench.extract import windows
 from official_bench.extract.errors import ExtractError
 from official_bench.extract.logparse import RunId
 from official_bench.extract.speeds import RunOutcome
@@ -60,7 +61,7 @@ from official_bench.extract.speeds import RunOutcome
 DEFAULT_WARMUP_BATCHES = 100
 DEFAULT_TRAIN_BATCHES = 600
 DEFAULT_SPREAD_WARN = 5.0
-AUTO_WINDOW = "auto"  # --window auto: the longest window every run covers
+AUTO_WINDOW = windows.AUTO  # --window auto
 
 
 @dataclasses.dataclass
@@ -144,7 +145,8 @@ def extract(log_dir: str, warmup_batches: int = DEFAULT_WARMUP_BATCHES,
     missing directory, no log following the naming, or no usable run at all.
     ``window="auto"`` replaces ``warmup_batches``/``train_batches`` by the
     longest window every run covers after its warm-up interval
-    (:func:`auto_window`; :attr:`Extraction.chosen_window` says which).
+    (:func:`official_bench.extract.windows.auto_window`;
+    :attr:`Extraction.chosen_window` says which).
     """
     if window not in (None, AUTO_WINDOW):
         raise ExtractError(f"window {window!r}: the only value is "
@@ -168,7 +170,7 @@ def extract(log_dir: str, warmup_batches: int = DEFAULT_WARMUP_BATCHES,
             + log_dir + "".join("\n  " + w for w in warnings))
     chosen = None
     if window == AUTO_WINDOW:
-        chosen = warmup_batches, train_batches = auto_window(runs)
+        chosen = warmup_batches, train_batches = windows.auto_window(runs)
         _check_options(warmup_batches, train_batches, method, spread_warn)
     outcomes = [measure_log(run, path, warmup_batches, train_batches, method)
                 for run, path in runs]
@@ -189,54 +191,13 @@ def extract(log_dir: str, warmup_batches: int = DEFAULT_WARMUP_BATCHES,
                       warnings + case_warnings, skipped, table, chosen)
 
 
-def common_window(spans: Sequence[Tuple[int, int]]
-                  ) -> Optional[Tuple[int, int]]:
-    """The steps every span covers, ``(latest start, earliest end)``; None
-    when there are no spans or they share no step."""
-    if not spans:
-        return None
-    start = max(first for first, _ in spans)
-    end = min(last for _, last in spans)
-    return (start, end) if start < end else None
-
-
-def auto_window(runs: Sequence[Tuple[RunId, str]]) -> Tuple[int, int]:
-    """``--window auto``: the longest window every run covers after its
-    first (warm-up) interval, as ``(warmup_batches, train_batches)``.
-
-    Runs that cannot count anyway (unreadable, failed for the launcher,
-    crashed with a traceback before the finish line) do not shorten it;
-    they are excluded later with their reason. DLPerf's defaults are never
-    changed by this: it applies only when asked for.
-    """
-    spans = []
-    for _, path in runs:
-        try:
-            parsed = logparse.parse_log_file(path)
-        except OSError:
-            continue
-        failed = run_status.exclusion(run_status.load_status(path)[0])
-        if failed or (parsed.traceback_line and not parsed.finished):
-            continue
-        span = runspeed.steps_covered(parsed.intervals)
-        if span:
-            spans.append(span)
-    window = common_window(spans)
-    if window is None:
-        raise ExtractError(
-            "--window auto: the runs share no steps after their first "
-            "(warm-up) interval (steps covered: " + (", ".join(
-                f"{a}-{b}" for a, b in spans) or "none") + "); give "
-            "--warmup_batches and --train_batches")
-    return window
-
-
 def window_hint(outcomes: Sequence[RunOutcome]) -> str:
     """For runs shorter than the window (DLPerf's 100-600 on a short CPU
     try): the window every run covers after its first interval (warm-up),
     and the flags that count it; empty when there is none."""
     found = [o.steps_found for o in outcomes if o.steps_found]
-    window = common_window(found) if len(found) == len(outcomes) else None
+    window = (windows.common_window(found) if len(found) == len(outcomes)
+              else None)
     if window is None:
         return ""
     start, end = window
@@ -306,9 +267,8 @@ def _write_outputs(extraction: Extraction, output_dir: str, markdown: bool,
     elif plot is None:  # wanted if possible: say why there is none
         notes.append(plot_note)
     if html:
-        images = [(png, "Scaling against devices (MFU beside the speedup "
-                   "when known), and throughput per interval of each case's "
-                   "runs (hollow grey: not counted)")] if png else []
+        images = [(png, "Scaling against devices, and throughput per interval "
+                   "of each case's runs")] if png else []
         atomic.write_text_atomic(paths["html"], html_report.html_report(
             extraction.result, extraction.name, images, plot_note, series,
             extraction.bandwidth))
