@@ -161,19 +161,33 @@ def _rate(value: Optional[float]) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
+# samples/s's header and note under --method time (DLPerf's time script)
+_TIME_HEADER = "samples/s (images / clock time)"
+_TIME_NOTE = ("samples/s: DLPerf's time method, images over the clock time "
+              "between the log lines around the counted intervals (median "
+              "over runs); images/s over the window: images trained / the "
+              "intervals' own seconds (median over runs).")
+_MEAN_NOTE = ("samples/s: DLPerf's, the arithmetic mean of the counted "
+              "intervals' rates (median over runs); images/s over the "
+              "window: images trained / seconds over the same intervals "
+              "(median over runs), never larger for equal intervals.")
+
+
 def _averages(model_result: ModelResult) -> str:
-    """The two averages' table, '' when no case has images / time."""
+    """The two averages' table, '' when no case has images / time; its
+    samples/s header says which of DLPerf's methods made the number."""
     if not any(e.get(OVER_WINDOW_KEY) is not None
                for e in model_result.values()):
         return ""
+    time = any(e.get("method") == "time" for e in model_result.values())
+    columns = list(AVERAGES_COLUMNS)
+    if time:
+        columns[2] = _TIME_HEADER
     return ("<h3>Two averages</h3>"
-            + _table(_columns(AVERAGES_COLUMNS, model_result),
+            + _table(_columns(columns, model_result),
                      averages_rows(model_result), "averages",
-                     numeric=range(len(AVERAGES_COLUMNS)))
-            + '<p class="note">samples/s: DLPerf\'s, the arithmetic mean of '
-            "the counted intervals' rates (median over runs); images/s over "
-            "the window: images trained / seconds over the same intervals "
-            "(median over runs), never larger for equal intervals.</p>")
+                     numeric=range(len(columns)))
+            + f'<p class="note">{_e(_TIME_NOTE if time else _MEAN_NOTE)}</p>')
 
 
 def _flops(model_result: ModelResult) -> str:

@@ -122,6 +122,12 @@ def test_tables_hold_the_markdown_numbers_and_notes(tmp_path):
     # DLPerf's samples/s beside images / time over the same intervals
     assert averages[0] == list(html_report.AVERAGES_COLUMNS)
     assert [row[2] for row in averages[1:]] == ["320.00", "615.00", "1190.00"]
+    # the time method's samples/s is not a mean of rates, and says so
+    timed = extract.extract(FIXTURE, method="time")
+    written, _ = extract.write_outputs(timed, str(tmp_path / "time"),
+                                       plot=False)
+    page = Page(_read(next(p for p in written if p.endswith(".html"))))
+    assert page.tables[1][0][2] == "samples/s (images / clock time)"
     assert page.images == []  # --no_plot: nothing to embed, and it says so
     assert "no plot (--no_plot)" in _read(path)
 
