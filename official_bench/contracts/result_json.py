@@ -24,6 +24,10 @@ Fields consumed (schema ``official_bench.result/1``)::
     flops{...}                                       (optional: GFLOP per
                                                       image, the peak, MFU;
                                                       contracts/flops.py)
+    config{...}                                      (optional: the resolved
+                                                      config; the reports name
+                                                      the model, image size and
+                                                      device count from it)
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ class RunResultFile:
     gpu_utilisation: Optional[float] = None  # mean percent; None without a GPU
     input_wait: Optional[float] = None  # fraction blocked on input; None: n/a
     flops: Optional[flops_contract.FlopsRecord] = None  # None: not counted
+    config: Optional[Dict[str, Any]] = None  # the run's resolved config
 
     @property
     def dtype(self) -> Optional[str]:
@@ -139,6 +144,9 @@ def _parse(path: str, data: Any) -> RunResultFile:
     env = data.get("environment")
     if env is not None and not isinstance(env, dict):
         raise _Invalid("environment is not an object")
+    config = data.get("config")
+    if config is not None and not isinstance(config, dict):
+        raise _Invalid("config is not an object")
     warnings = data.get("warnings") or []
     if not isinstance(warnings, list) or \
             not all(isinstance(w, str) for w in warnings):
@@ -152,7 +160,7 @@ def _parse(path: str, data: Any) -> RunResultFile:
                          _positive_int(stats, "num_replicas"), env, warnings,
                          usage_contract.mean_gpu_utilisation(
                              data.get(usage_contract.KEY)),
-                         _input_wait(data), flops)
+                         _input_wait(data), flops, config)
 
 
 def load_run_json(path: str) -> Tuple[Optional[RunResultFile],

@@ -8,8 +8,10 @@ read by contracts/result_json.py), speeds (one run's speed or why it is
 left out), rounding (DLPerf's arithmetic to the hundredth), cases
 (per-case statistics, speedup, the DLPerf-shaped dictionary),
 allreduce_logs and scaling (the all-reduce benchmark's table and the
-scaling model), tables (Markdown, CSV, comparisons), series, plot and
-html_report, and extractor (the API `extract(log_dir)` and the CLI).
+scaling model), subject (what a case measured: model, image size, device,
+the CPU smoke-run mark) and model_flops (TFLOP/s and MFU per case), tables
+(Markdown, CSV, comparisons), series, plot and html_report, windows
+(`--window auto`), and extractor (the API `extract(log_dir)` and the CLI).
 Beside it, reading runs the same way: verdict (is B faster than A: ratio
 of medians, bootstrap interval, verdict), compare and ab
 (`official-bench-compare` on two trees or two setups run alternately) and

@@ -30,8 +30,10 @@ from __future__ import annotations
 import statistics
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from official_bench.contracts import dtypes, log_tree
+from official_bench.contracts import dtypes, log_tree, throughput
+from official_bench.extract import model_flops
 from official_bench.extract import rounding
+from official_bench.extract import subject
 from official_bench.extract.logparse import RunId
 from official_bench.extract.speeds import RunOutcome
 
@@ -39,6 +41,8 @@ Group = Tuple[str, int]  # (dtype, per-device batch)
 Entry = Dict[str, Any]  # one case of the result dictionary
 
 BASELINE_CASE = "1n1g"
+# images / time over the counted window (contracts/throughput.py's name)
+OVER_WINDOW_KEY = throughput.OVER_WINDOW_KEY
 
 
 def group_key(run: RunId) -> Group:
@@ -120,6 +124,15 @@ def _environment(outcomes: List[RunOutcome], warnings: List[str],
     return envs[0]
 
 
+def _measured(outcomes: List[RunOutcome]) -> Optional[Dict[str, Any]]:
+    """What the case measured (model, image size, device: extract/subject.py)
+    from the first run with a result JSON, counted runs first."""
+    for o in sorted(outcomes, key=lambda o: not o.ok):
+        if o.environment or o.config:
+            return subject.describe(o.config, o.environment)
+    return None
+
+
 def case_entry(run: RunId, outcomes: List[RunOutcome], method: str,
                warmup_batches: int, train_batches: int
                ) -> Tuple[Entry, Optional[float]]:
@@ -130,7 +143,9 @@ def case_entry(run: RunId, outcomes: List[RunOutcome], method: str,
     (per-run speeds rounded as DLPerf rounds them, in run order), num_runs,
     min, max, std, cv (of those), gpu_utilisation (mean GPU utilisation in
     percent over the counted runs that sampled a GPU, else None),
-    the ``*_unrounded`` values, run_details,
+    images_per_second_over_window (median over the runs of images / time
+    over each run's counted intervals, beside median_speed's mean of their
+    rates), the ``*_unrounded`` values, run_details,
     excluded ([{log, index, reason}]), method, warmup_batches, train_batches,
     environment (when a result JSON was present), warnings (when any).
     Returns ``(entry, median_speed)``; the median is the rounded one.
@@ -167,9 +182,13 @@ def case_entry(run: RunId, outcomes: List[RunOutcome], method: str,
     waits = [o.input_wait for o in ok if o.input_wait is not None]
     entry["input_wait"] = (_round(statistics.fmean(waits), 4) if waits
                            else None)
+    over = [o.over_window for o in ok if o.over_window is not None]
+    entry[OVER_WINDOW_KEY] = (_round(statistics.median(over), 2) if over
+                              else None)
     entry["run_details"] = [
         {"log": o.run.log_name, "index": o.run.index, "speed": speed,
-         "speed_unrounded": o.speed, "source": o.source,
+         "speed_unrounded": o.speed, OVER_WINDOW_KEY: o.over_window,
+         "source": o.source,
          "counted_steps": list(o.counted_steps),
          "num_intervals": o.num_intervals} for o, speed in zip(ok, speeds)]
     entry["excluded"] = [{"log": o.run.log_name, "index": o.run.index,
@@ -248,6 +267,14 @@ def summarize(outcomes: Iterable[RunOutcome], method: str = "mean",
             env = _environment(runs, warns, label)
             if env is not None:
                 entry["environment"] = env
+            measured = _measured(runs)
+            if measured is not None:
+                entry[subject.KEY] = measured
+            flops = model_flops.case_flops(
+                [o.flops for o in runs if o.ok], medians[case],
+                entry["num_devices"], label, warns)
+            if flops is not None:
+                entry[model_flops.KEY] = flops
             if medians[case] is None:
                 warns.append(f"{label}: all {len(runs)} run(s) excluded")
             spread_msg = _spread_warning(label, entry, spread_warn)

@@ -5,6 +5,7 @@ the ``official-bench-extract`` console script)::
 
     official-bench-extract --log_dir logs/tensorflow/resnet50/bz128 \\
         [--output_dir ./result] [--warmup_batches 100] [--train_batches 600] \\
+        [--window auto] \\
         [--method mean|time] [--spread_warn 5] [--no_markdown] [--no_csv] \\
         [--no_html] [--plot | --no_plot]
     official-bench-extract --compare result/bz128_result.json result/bz256_result.json
@@ -57,6 +58,7 @@ from official_bench.contracts import run_status
 from official_bench.contracts import result_json as runjson
 from official_bench.extract import speeds as runspeed
 from official_bench.extract import scaling
+from official_bench.extract import windows
 from official_bench.extract.errors import ExtractError
 from official_bench.extract.logparse import RunId
 from official_bench.extract.speeds import RunOutcome
@@ -64,6 +66,7 @@ from official_bench.extract.speeds import RunOutcome
 DEFAULT_WARMUP_BATCHES = 100
 DEFAULT_TRAIN_BATCHES = 600
 DEFAULT_SPREAD_WARN = 5.0
+AUTO_WINDOW = windows.AUTO  # --window auto
 
 
 @dataclasses.dataclass
@@ -80,6 +83,8 @@ class Extraction:
     # All-reduce results (BENCH=allreduce) per case: allreduce_logs.collect
     bandwidth: Dict[str, List[Dict[str, Any]]] = dataclasses.field(
         default_factory=dict)
+    # (warmup_batches, train_batches) that --window auto chose, else None
+    chosen_window: Optional[Tuple[int, int]] = None
 
     @property
     def excluded(self) -> List[RunOutcome]:
@@ -136,14 +141,23 @@ def measure_log(run: RunId, path: str,
 
 def extract(log_dir: str, warmup_batches: int = DEFAULT_WARMUP_BATCHES,
             train_batches: int = DEFAULT_TRAIN_BATCHES, method: str = "mean",
-            spread_warn: float = DEFAULT_SPREAD_WARN) -> Extraction:
+            spread_warn: float = DEFAULT_SPREAD_WARN,
+            window: Optional[str] = None) -> Extraction:
     """Extract all runs under ``log_dir``; raises ExtractError for bad input.
 
     Bad runs do not raise: they are excluded with their reason (see
     :attr:`Extraction.excluded`). Raises only when there is nothing to report:
     missing directory, no log following the naming, or no usable run at all.
+    ``window="auto"`` replaces ``warmup_batches``/``train_batches`` by the
+    longest window every run covers after its warm-up interval
+    (:func:`official_bench.extract.windows.auto_window`;
+    :attr:`Extraction.chosen_window` says which).
     """
-    _check_options(warmup_batches, train_batches, method, spread_warn)
+    if window not in (None, AUTO_WINDOW):
+        raise ExtractError(f"window {window!r}: the only value is "
+                           f"{AUTO_WINDOW!r}")
+    if window is None:
+        _check_options(warmup_batches, train_batches, method, spread_warn)
     if not os.path.isdir(log_dir):
         raise ExtractError(f"log directory {log_dir} does not exist or is not "
                            "a directory")
@@ -159,6 +173,10 @@ def extract(log_dir: str, warmup_batches: int = DEFAULT_WARMUP_BATCHES,
         raise ExtractError(
             "no logs named {N}n{G}g/rn50_b{B}_{fp32|fp16|bf16}_{i}.log under "
             + log_dir + "".join("\n  " + w for w in warnings))
+    chosen = None
+    if window == AUTO_WINDOW:
+        chosen = warmup_batches, train_batches = windows.auto_window(runs)
+        _check_options(warmup_batches, train_batches, method, spread_warn)
     outcomes = [measure_log(run, path, warmup_batches, train_batches, method)
                 for run, path in runs]
     for o in outcomes:
@@ -175,7 +193,7 @@ def extract(log_dir: str, warmup_batches: int = DEFAULT_WARMUP_BATCHES,
                                             train_batches, spread_warn)
     scaling.apply(result, table, waits)
     return Extraction(log_dir, result_name(log_dir), result, outcomes,
-                      warnings + case_warnings, skipped, table)
+                      warnings + case_warnings, skipped, table, chosen)
 
 
 def window_hint(outcomes: Sequence[RunOutcome]) -> str:
@@ -183,15 +201,14 @@ def window_hint(outcomes: Sequence[RunOutcome]) -> str:
     try): the window every run covers after its first interval (warm-up),
     and the flags that count it; empty when there is none."""
     found = [o.steps_found for o in outcomes if o.steps_found]
-    if not found or len(found) != len(outcomes):
+    window = (windows.common_window(found) if len(found) == len(outcomes)
+              else None)
+    if window is None:
         return ""
-    start = max(first for first, _ in found)
-    end = min(last for _, last in found)
-    if start >= end:
-        return ""
+    start, end = window
     return (f"\nthe runs cover steps {start}-{end} after their first "
             f"(warm-up) interval: count them with --warmup_batches {start} "
-            f"--train_batches {end}")
+            f"--train_batches {end} (or --window auto)")
 
 
 def output_paths(output_dir: str, name: str) -> Dict[str, str]:
@@ -348,13 +365,18 @@ def build_parser() -> argparse.ArgumentParser:
                    "subdirectories (required unless --compare)")
     p.add_argument("--output_dir", default="./result",
                    help="where the result files are written (default: %(default)s)")
-    p.add_argument("--warmup_batches", type=int, default=DEFAULT_WARMUP_BATCHES,
+    p.add_argument("--warmup_batches", type=int, default=None,
                    help="intervals starting before this step are not counted "
-                        "(default: %(default)s)")
-    p.add_argument("--train_batches", type=int, default=DEFAULT_TRAIN_BATCHES,
+                        f"(default: {DEFAULT_WARMUP_BATCHES}, DLPerf's)")
+    p.add_argument("--train_batches", type=int, default=None,
                    help="intervals ending after this step are not counted; "
                         "a run without the finish line must reach it "
-                        "(default: %(default)s)")
+                        f"(default: {DEFAULT_TRAIN_BATCHES}, DLPerf's)")
+    p.add_argument("--window", choices=(AUTO_WINDOW,), default=None,
+                   help="auto: count the longest window every run covers "
+                        "after its first (warm-up) interval, and say which "
+                        "(for short runs, e.g. a CPU try; not with "
+                        "--warmup_batches/--train_batches)")
     p.add_argument("--method", choices=runspeed.METHODS, default="mean",
                    help="mean: mean of the intervals' examples/second "
                         "(DLPerf); time: global batch x steps / clock time "
@@ -384,6 +406,20 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _or(value: Optional[int], default: int) -> int:
+    """A flag's value, or its default when not given (None: not given, so
+    that --window can tell a chosen window from the defaults)."""
+    return default if value is None else value
+
+
+def window_note(window: Tuple[int, int]) -> str:
+    """The line saying which window --window auto chose."""
+    return (f"--window auto: counting steps {window[0]}-{window[1]}, the "
+            "longest window every run covers after its first (warm-up) "
+            f"interval (= --warmup_batches {window[0]} --train_batches "
+            f"{window[1]})")
+
+
 def _print_lines(prefix: str, lines: Iterable[str]) -> None:
     """Print messages to stderr, one per line, with a prefix."""
     for line in lines:
@@ -402,15 +438,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"{parser.prog}: error: --log_dir is required (or --compare "
               "A.json B.json)", file=sys.stderr)
         return exit_status.CONFIG
+    if args.window and (args.warmup_batches is not None
+                        or args.train_batches is not None):
+        parser.print_usage(sys.stderr)
+        print(f"{parser.prog}: error: --window {args.window} chooses "
+              "--warmup_batches and --train_batches; give one or the other",
+              file=sys.stderr)
+        return exit_status.CONFIG
     try:
         if args.compare:
             text, written = compare(args.compare[0], args.compare[1],
                                     args.output_dir, args.markdown, args.csv)
             print(text, end="")
         else:
-            extraction = extract(args.log_dir, args.warmup_batches,
-                                 args.train_batches, args.method,
-                                 args.spread_warn)
+            extraction = extract(
+                args.log_dir, _or(args.warmup_batches, DEFAULT_WARMUP_BATCHES),
+                _or(args.train_batches, DEFAULT_TRAIN_BATCHES), args.method,
+                args.spread_warn, args.window)
+            if extraction.chosen_window:
+                _print_lines("note: ", [window_note(extraction.chosen_window)])
             _print_lines("warning: ", extraction.warnings)
             written, notes = write_outputs(extraction, args.output_dir,
                                            args.markdown, args.csv, args.plot,

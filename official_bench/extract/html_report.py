@@ -13,8 +13,16 @@ mail. It has to work as a single file, so:
 * every text taken from logs and result files (GPU names, host names,
   warnings, exclusion reasons) is escaped with :func:`html.escape`.
 
-The tables hold the Markdown's numbers (both come from
-:func:`official_bench.extract.tables.table_rows`) and its notes. The
+The title names what was measured (model, image size, CPU or GPU model,
+from the result JSONs: :mod:`official_bench.extract.subject`), a CPU run is
+marked "CPU smoke run, not a ResNet-50 benchmark result", and TensorFlow's
+CUDA is labelled as the version it was built with. The tables hold the
+Markdown's numbers (both come from
+:func:`official_bench.extract.tables.table_rows` and
+:func:`~official_bench.extract.tables.flops_rows`) and its notes; the
+header ``gpu_num`` reads ``devices (CPU)`` for a section that ran on CPUs.
+Beside DLPerf's samples/s (the mean of the interval rates) a second table
+gives images / time over the counted window per case. The
 environment table shows, per case, what the result JSON next to the first
 counted log reported; the hosts column lists the host names of all counted
 runs of the case that had a result JSON.
@@ -31,13 +39,21 @@ import base64
 import html
 from typing import Any, Container, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from official_bench.extract import model_flops
+from official_bench.extract import subject
 from official_bench.extract import tables as report
+from official_bench.extract.cases import OVER_WINDOW_KEY
 from official_bench.extract.series import RunSeries
 
 ModelResult = Dict[str, Dict[str, Any]]  # case -> entry of one section
 
-ENV_COLUMNS = ("case", "TensorFlow", "tf_keras", "Python", "CUDA", "cuDNN",
-               "strategy", "workers", "replicas", "devices", "GPUs", "hosts")
+ENV_COLUMNS = ("case", "TensorFlow", "tf_keras", "Python",
+               "TF built with CUDA", "cuDNN", "strategy", "workers",
+               "replicas", "devices", "GPUs", "CPU", "hosts")
+AVERAGES_COLUMNS = ("node_num", "gpu_num",
+                    "samples/s (mean of interval rates)",
+                    "images/s over the window (images / time)")
+CPU_DEVICES = "devices (CPU)"  # gpu_num's header for a section run on CPUs
 _POLICY = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
            "script-src 'unsafe-inline'")
 _STYLE = """
@@ -49,6 +65,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 table.env td { font-size: 0.85em; overflow-wrap: anywhere; max-width: 22em; }
 img { max-width: 100%; height: auto; border: 1px solid #ddd; }
 .note { color: #555; }
+.smoke { color: #a00; font-weight: bold; }
 """
 _DECODE_CHECK = """
 window.addEventListener("load", function () {
@@ -109,8 +126,79 @@ def environment_rows(model_result: ModelResult,
             "tensorflow", "tf_keras", "python", "cuda_version", "cudnn_version",
             "strategy", "num_workers", "num_replicas", "devices")] + [
             report.gpu_summary(gpus) if gpus else "n/a",
+            _or_na(env.get("cpu_model")),
             _hosts(env, (model_series or {}).get(case) or [])])
     return rows
+
+
+def _on_cpu(model_result: ModelResult) -> bool:
+    """True when every case of a section says it ran on CPUs."""
+    return all((e.get(subject.KEY) or {}).get("device_kind") == "cpu"
+               for e in model_result.values())
+
+
+def _columns(columns: Sequence[str], model_result: ModelResult
+             ) -> List[str]:
+    """Table headers with gpu_num named devices (CPU) for a CPU section."""
+    cpu = _on_cpu(model_result)
+    return [CPU_DEVICES if cpu and c == "gpu_num" else c for c in columns]
+
+
+def averages_rows(model_result: ModelResult) -> List[List[str]]:
+    """Per case: DLPerf's samples/s (median over runs of the mean of the
+    interval rates) beside images / time over the counted window (median
+    over runs), AVERAGES_COLUMNS order."""
+    rows = []
+    for case, e in report.sorted_cases(model_result):
+        nodes, _, devices = report.case_counts(case)
+        rows.append([str(nodes), str(devices), _rate(e.get("median_speed")),
+                     _rate(e.get(OVER_WINDOW_KEY))])
+    return rows
+
+
+def _rate(value: Optional[float]) -> str:
+    """A samples/s figure as the tables print it: 2 decimals, or n/a."""
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+# samples/s's header and note under --method time (DLPerf's time script)
+_TIME_HEADER = "samples/s (images / clock time)"
+_TIME_NOTE = ("samples/s: DLPerf's time method, images over the clock time "
+              "between the log lines around the counted intervals (median "
+              "over runs); images/s over the window: images trained / the "
+              "intervals' own seconds (median over runs).")
+_MEAN_NOTE = ("samples/s: DLPerf's, the arithmetic mean of the counted "
+              "intervals' rates (median over runs); images/s over the "
+              "window: images trained / seconds over the same intervals "
+              "(median over runs), never larger for equal intervals.")
+
+
+def _averages(model_result: ModelResult) -> str:
+    """The two averages' table, '' when no case has images / time; its
+    samples/s header says which of DLPerf's methods made the number."""
+    if not any(e.get(OVER_WINDOW_KEY) is not None
+               for e in model_result.values()):
+        return ""
+    time = any(e.get("method") == "time" for e in model_result.values())
+    columns = list(AVERAGES_COLUMNS)
+    if time:
+        columns[2] = _TIME_HEADER
+    return ("<h3>Two averages</h3>"
+            + _table(_columns(columns, model_result),
+                     averages_rows(model_result), "averages",
+                     numeric=range(len(columns)))
+            + f'<p class="note">{_e(_TIME_NOTE if time else _MEAN_NOTE)}</p>')
+
+
+def _flops(model_result: ModelResult) -> str:
+    """The model-FLOPs table (when result JSONs carried flops), else ''."""
+    if not model_flops.has_flops(model_result):
+        return ""
+    return ("<h3>Model FLOPs utilisation</h3>"
+            + _table(_columns(report.FLOPS_COLUMNS, model_result),
+                     report.flops_rows(model_result), "flops",
+                     numeric=range(len(report.FLOPS_COLUMNS) - 1))
+            + f'<p class="note">{_e(report.FLOPS_NOTE)}</p>')
 
 
 def _section(model_key: str, model_result: ModelResult,
@@ -118,12 +206,15 @@ def _section(model_key: str, model_result: ModelResult,
     """Heading, numbers table, notes and environment table of one model."""
     heading = _e(report.section_title(model_key, model_result))
     out = [f"<section><h2>{heading}</h2>",
-           _table(report.MARKDOWN_COLUMNS, report.table_rows(model_result),
+           _table(_columns(report.MARKDOWN_COLUMNS, model_result),
+                  report.table_rows(model_result),
                   "result", numeric=range(len(report.MARKDOWN_COLUMNS)))]
     lines = report.notes(model_result)
     if lines:
         items = "".join(f"<li>{_e(n)}</li>" for n in lines)
         out.append(f'<ul class="note">{items}</ul>')
+    out.append(_averages(model_result))
+    out.append(_flops(model_result))
     out.append("<h3>Environment</h3>")
     out.append(_table(ENV_COLUMNS, environment_rows(model_result, model_series),
                       "env"))
@@ -151,6 +242,12 @@ def _bandwidth_section(table: Dict[str, List[Dict[str, Any]]]) -> str:
             "(nccl-tests); (model): the model's gradient</p></section>")
 
 
+def page_title(result: Dict[str, ModelResult], name: Optional[str]) -> str:
+    """"Throughput of <what was measured>: <name>" (subject.headline)."""
+    return (f"Throughput of {subject.headline(result)}"
+            + (": " + name if name else ""))
+
+
 def html_report(result: Dict[str, ModelResult], name: Optional[str] = None,
                 images: Iterable[Tuple[bytes, str]] = (),
                 plot_note: Optional[str] = None,
@@ -165,11 +262,13 @@ def html_report(result: Dict[str, ModelResult], name: Optional[str] = None,
     ``bandwidth``: :func:`official_bench.extract.allreduce_logs.collect`'s
     table, shown as its own section.
     """
-    title = "ResNet-50 v1.5 throughput" + (": " + name if name else "")
+    title = page_title(result, name)
     out = ["<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
            f'<meta http-equiv="Content-Security-Policy" content="{_e(_POLICY)}">',
            f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>",
            f"<h1>{_e(title)}</h1>"]
+    out += [f'<p class="{"smoke" if line == subject.SMOKE_TEXT else "note"}">'
+            f"{_e(line)}</p>" for line in subject.details(result)]
     out += [_figure(png, caption) for png, caption in images]
     if plot_note:
         out.append(f'<p class="note">{_e(plot_note)}</p>')

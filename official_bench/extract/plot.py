@@ -10,11 +10,21 @@ and the ideal line ``baseline per-device speed x devices``. Top right: speedup
 and the ideal ``devices / baseline devices``. One line per model section
 (dtype, batch size).
 
+Top right of those, when result JSONs carried model FLOPs
+(:mod:`official_bench.extract.model_flops`): MFU per case against devices,
+next to the speedup.
+
 Bottom (when per-run series are given, see
 :mod:`official_bench.extract.series`): examples/second of every interval
 against its end step, one colour per case, the median run drawn solid and the
 other runs faint, with the counted window ``[warmup_batches, train_batches]``
-shaded, so warm-up, jitter and disagreeing runs are visible.
+shaded, so warm-up, jitter and disagreeing runs are visible. Only counted
+intervals are joined into a run's line; the others (the warm-up interval,
+steps after the window) are hollow grey points labelled "not counted".
+
+The title names what was measured (:mod:`official_bench.extract.subject`):
+model, image size, CPU or GPU model, the CPU smoke-run mark and TensorFlow's
+CUDA build, so a picture passed around alone still says what it shows.
 
 Model bounds (hook): a case entry may carry ``speedup_bounds`` =
 ``{"lower": x, "upper": y}``, the speedup a scaling model predicts at worst and
@@ -31,6 +41,8 @@ import io
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from official_bench.host import atomic
+from official_bench.extract import model_flops
+from official_bench.extract import subject
 from official_bench.extract import tables as report
 from official_bench.extract.errors import ExtractError
 from official_bench.extract.series import RunSeries
@@ -39,6 +51,7 @@ ModelResult = Dict[str, Dict[str, Any]]  # case -> entry of one section
 Series = Dict[str, Dict[str, List[RunSeries]]]  # runseries.collect()
 
 BOUNDS_KEY = "speedup_bounds"
+NOT_COUNTED = "not counted (warm-up, or outside the window)"
 _SIZE_SCALING = (11, 4.5)  # inches at _DPI
 _SIZE_WITH_SERIES = (11, 8.5)
 _DPI = 100
@@ -136,6 +149,7 @@ def _draw_intervals(ax: Any, result: Dict[str, ModelResult],
                     series: Series) -> None:
     """Bottom panel: examples/second per interval against end step."""
     several = len(series) > 1
+    labelled_skip = False
     for model_key in result:
         by_case = series.get(model_key) or {}
         for case, _ in report.sorted_cases(result[model_key]):
@@ -143,15 +157,22 @@ def _draw_intervals(ax: Any, result: Dict[str, ModelResult],
             label = f"{model_key} {case}" if several else case
             color = None
             for run in sorted(runs, key=lambda r: not r.median):
-                if not run.end_steps:
-                    continue
-                drawn = ax.plot(run.end_steps, run.examples_per_second,
-                                color=color, linewidth=1.6 if run.median else 0.8,
-                                alpha=1.0 if run.median else 0.35,
-                                marker="." if run.median else None,
-                                label=(f"{label} (median run {run.index})"
-                                       if run.median else None))[0]
-                color = drawn.get_color()
+                (xs, ys), (skip_x, skip_y) = split_counted(run)
+                if xs:
+                    drawn = ax.plot(
+                        xs, ys, color=color,
+                        linewidth=1.6 if run.median else 0.8,
+                        alpha=1.0 if run.median else 0.35,
+                        marker="." if run.median else None,
+                        label=(f"{label} (median run {run.index})"
+                               if run.median else None))[0]
+                    color = drawn.get_color()
+                if skip_x:
+                    ax.plot(skip_x, skip_y, linestyle="none", marker="o",
+                            markerfacecolor="none", color="0.55",
+                            alpha=0.8 if run.median else 0.35,
+                            label=None if labelled_skip else NOT_COUNTED)
+                    labelled_skip = True
     window = _counted_window(result)
     if window:
         ax.axvspan(window[0], window[1], color="0.5", alpha=0.08,
@@ -165,25 +186,74 @@ def _draw_intervals(ax: Any, result: Dict[str, ModelResult],
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
 
 
+def split_counted(run: RunSeries) -> Tuple[Tuple[List[int], List[float]],
+                                           Tuple[List[int], List[float]]]:
+    """``((steps, rates) counted, (steps, rates) not counted)`` of a run:
+    the warm-up interval is not a measured point and is not drawn as one."""
+    counted = run.counted or [True] * len(run.end_steps)
+    inside: Tuple[List[int], List[float]] = ([], [])
+    outside: Tuple[List[int], List[float]] = ([], [])
+    for step, rate, ok in zip(run.end_steps, run.examples_per_second, counted):
+        target = inside if ok else outside
+        target[0].append(step)
+        target[1].append(rate)
+    return inside, outside
+
+
+def mfu_points(model_result: ModelResult) -> List[Tuple[int, float]]:
+    """``[(devices, MFU in percent)]`` of the cases with a known MFU."""
+    return [(report.case_counts(case)[2], e[model_flops.KEY]["mfu"] * 100)
+            for case, e in report.sorted_cases(model_result)
+            if (e.get(model_flops.KEY) or {}).get("mfu") is not None]
+
+
+def _draw_mfu(ax: Any, result: Dict[str, ModelResult]) -> None:
+    """MFU against devices, one line per section; a note when no case has
+    a known peak."""
+    drawn = False
+    for model_key, model_result in result.items():
+        points = mfu_points(model_result)
+        if points:
+            ax.plot([p[0] for p in points], [p[1] for p in points],
+                    marker="o",
+                    label=report.section_title(model_key, model_result))
+            drawn = True
+    if not drawn:
+        ax.text(0.5, 0.5, "MFU n/a: no peak known for the device",
+                ha="center", va="center", transform=ax.transAxes)
+    ax.set_ylim(bottom=0)
+
+
+def title_text(result: Dict[str, ModelResult], name: Optional[str]) -> str:
+    """The figure's title: what was measured (subject), the result's name,
+    then the smoke-run mark and TensorFlow's CUDA build on a second line."""
+    first = subject.headline(result) + (": " + name if name else "")
+    return "\n".join([first] + [" | ".join(subject.details(result))]
+                     if subject.details(result) else [first])
+
+
 def _style_scaling(axes: Iterable[Any], devices: Iterable[int]) -> None:
     """Log-2 device axis with the cases' device counts as ticks."""
-    for ax, ylabel in zip(axes, ("samples/s (median over runs)", "speedup")):
+    for ax, ylabel in zip(axes, ("samples/s (median over runs)", "speedup",
+                                 "MFU (%)")):
         ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(devices))
         ax.set_xticklabels([str(d) for d in sorted(devices)])
         ax.set_xlabel("devices")
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize="small")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize="small")
 
 
-def png_bytes(result: Dict[str, ModelResult], title: Optional[str] = None,
-              series: Optional[Series] = None) -> bytes:
-    """The plot of ``result`` as PNG bytes (the bottom panel needs ``series``).
+def figure(result: Dict[str, ModelResult], title: Optional[str] = None,
+           series: Optional[Series] = None) -> Any:
+    """The plot of ``result`` as a matplotlib Figure (Agg canvas).
 
     ``series`` is :func:`official_bench.extract.series.collect`'s output;
     without it (a result JSON read back, DLPerf's files) only the scaling
-    panels are drawn. Raises ExtractError when matplotlib is not installed.
+    panels are drawn. ``title``: the result's name (``bz128``). Raises
+    ExtractError when matplotlib is not installed.
     """
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -194,22 +264,30 @@ def png_bytes(result: Dict[str, ModelResult], title: Optional[str] = None,
     fig = Figure(figsize=_SIZE_WITH_SERIES if series else _SIZE_SCALING,
                  dpi=_DPI)
     FigureCanvasAgg(fig)
+    with_mfu = any(model_flops.has_flops(m) for m in result.values())
+    top = 3 if with_mfu else 2
+    grid = fig.add_gridspec(2 if series else 1, top)
+    axes = [fig.add_subplot(grid[0, k]) for k in range(top)]
     if series:
-        grid = fig.add_gridspec(2, 2)
-        ax_speed, ax_speedup = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1])
         _draw_intervals(fig.add_subplot(grid[1, :]), result, series)
-    else:
-        ax_speed, ax_speedup = fig.subplots(1, 2)
     all_devices: set = set()
     for model_key, model_result in result.items():
-        _draw(ax_speed, ax_speedup, report.section_title(model_key, model_result),
+        _draw(axes[0], axes[1], report.section_title(model_key, model_result),
               model_result)
         all_devices.update(d for d, *_ in _series(model_result))
-    _style_scaling((ax_speed, ax_speedup), all_devices)
-    fig.suptitle("ResNet-50 v1.5 scaling" + (": " + title if title else ""))
+    if with_mfu:
+        _draw_mfu(axes[2], result)
+    _style_scaling(axes, all_devices)
+    fig.suptitle(title_text(result, title), fontsize="medium")
     fig.tight_layout()
+    return fig
+
+
+def png_bytes(result: Dict[str, ModelResult], title: Optional[str] = None,
+              series: Optional[Series] = None) -> bytes:
+    """:func:`figure` as PNG bytes."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    figure(result, title, series).savefig(buf, format="png")
     return buf.getvalue()
 
 

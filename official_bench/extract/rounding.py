@@ -15,9 +15,22 @@ differ in the kind of number they round:
   from Python's ``round()`` on the same float: 2.675 gives 2.68 here, 2.67 in
   Python. numpy sums pairwise in blocks of 8 (:func:`numpy_sum`); a plain
   left-to-right sum differs in the last bit for 8 or more values.
-* ``time`` (``extract_tensorflow_logs_time.py``): plain Python floats,
-  Python's ``round()`` (correctly rounded from the float's exact value), and a
-  hand-written median.
+* ``time`` (``extract_tensorflow_logs_time.py``): each run's speed is a
+  plain Python float rounded with Python's ``round()`` (correctly rounded
+  from the float's exact value), and so is the average (a Python sum of
+  Python floats). The median is not: ``compute_median`` returns
+  ``round(np.median(speed_list), 2)``, and ``np.median`` returns a
+  ``numpy.float64`` even for a list of Python floats, so the median of an
+  even number of runs, ``(a + b) / 2``, goes through numpy's rounding
+  (321.82 and 321.91 give 321.865: numpy 321.86, Python 321.87). The
+  speedup is the ratio of two such medians, a ``numpy.float64``, so numpy's
+  rounding too (609.60 over 320.00 is 1.905: numpy 1.9, Python 1.91).
+
+Source of both: DLPerf's ``TensorFlow/resnet50v1.5/extract_tensorflow_logs.py``
+and ``extract_tensorflow_logs_time.py`` (github.com/Oneflow-Inc/DLPerf), the
+functions ``extract_info_from_file``, ``compute_average``,
+``compute_median`` and ``compute_speedup``; :data:`METHOD_ROUNDING` lists
+the rounding of each value per method.
 
 The average is a left-to-right sum of the rounded run speeds divided by their
 number in both. DLPerf adds them in the order ``glob`` lists the files, which
@@ -33,6 +46,7 @@ anywhere.
 from __future__ import annotations
 
 import math
+import dataclasses
 from typing import Callable, Dict, Iterable, List
 
 DIGITS = 2
@@ -98,14 +112,37 @@ def left_to_right_mean(values: List[float]) -> float:
 
 
 def median_of_sorted_pair(values: Iterable[float]) -> float:
-    """Median the way both DLPerf scripts get it: the middle value, or the two
-    middle values added and halved (``np.median`` and the hand-written one
-    agree bit for bit on this)."""
+    """Median the way both DLPerf scripts get it from ``np.median``: the
+    middle value, or the two middle values added and halved (numpy's mean of
+    the two, bit for bit the same); the caller rounds it."""
     ordered = sorted(values)
     n = len(ordered)
     if n % 2:
         return ordered[n // 2]
     return (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+
+
+Round = Callable[[float], float]
+
+
+@dataclasses.dataclass(frozen=True)
+class Roundings:
+    """Which rounding each of DLPerf's four values goes through."""
+
+    run: Round
+    average: Round
+    median: Round
+    speedup: Round
+
+
+# Per method, the type of number DLPerf holds when it rounds each value
+# (module doc): numpy.float64 -> numpy_round, Python float -> python_round.
+METHOD_ROUNDING: Dict[str, Roundings] = {
+    "mean": Roundings(run=numpy_round, average=numpy_round,
+                      median=numpy_round, speedup=numpy_round),
+    "time": Roundings(run=python_round, average=python_round,
+                      median=numpy_round, speedup=numpy_round),
+}
 
 
 class Arithmetic:
@@ -120,24 +157,20 @@ class Arithmetic:
             raise ValueError(f"method {method!r} is not one of "
                              f"{', '.join(sorted(METHOD_ROUNDING))}")
         self.method = method
-        self.round = METHOD_ROUNDING[method]
+        self.rounds = METHOD_ROUNDING[method]
 
     def run(self, speed: float) -> float:
         """One run's speed as DLPerf records it."""
-        return self.round(speed)
+        return self.rounds.run(speed)
 
     def average(self, rounded_speeds: List[float]) -> float:
         """average_speed from the rounded run speeds."""
-        return self.round(left_to_right_mean(rounded_speeds))
+        return self.rounds.average(left_to_right_mean(rounded_speeds))
 
     def median(self, rounded_speeds: List[float]) -> float:
         """median_speed from the rounded run speeds."""
-        return self.round(median_of_sorted_pair(rounded_speeds))
+        return self.rounds.median(median_of_sorted_pair(rounded_speeds))
 
     def speedup(self, median: float, baseline_median: float) -> float:
         """speedup from two rounded medians."""
-        return self.round(median / baseline_median)
-
-
-METHOD_ROUNDING: Dict[str, Callable[[float], float]] = {
-    "mean": numpy_round, "time": python_round}
+        return self.rounds.speedup(median / baseline_median)

@@ -9,6 +9,9 @@ every interval on each outcome, keeps the measuring code free of plotting data;
 the files are small and were just read.
 
 Every interval is kept, warm-up included: showing the warm-up is the point.
+Each point says whether it was counted (inside the run's counted steps,
+``RunOutcome.counted_steps``), so the plot can draw the warm-up apart from
+the points the speed was computed from.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ class RunSeries:
     examples_per_second: List[float]
     hostname: Optional[str] = None  # from the run's result JSON, when present
     median: bool = False  # the run whose speed is the case's (lower) median
+    # per point: inside the counted window (else warm-up or after the window)
+    counted: List[bool] = dataclasses.field(default_factory=list)
 
 
 def _intervals(outcome: RunOutcome) -> List[ReadInterval]:
@@ -60,10 +65,13 @@ def _series(outcome: RunOutcome) -> RunSeries:
     """RunSeries of one counted run, intervals in step order."""
     intervals = sorted(_intervals(outcome), key=lambda iv: iv.end_step)
     env = outcome.environment or {}
+    first, last = outcome.counted_steps or (0, -1)
     return RunSeries(outcome.run.case, outcome.run.log_name, outcome.run.index,
                      outcome.speed, [iv.end_step for iv in intervals],
                      [iv.examples_per_second for iv in intervals],
-                     env.get("hostname"))
+                     env.get("hostname"),
+                     counted=[first <= iv.start_step and iv.end_step <= last
+                              for iv in intervals])
 
 
 def _mark_median(runs: List[RunSeries]) -> None:

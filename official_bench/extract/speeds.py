@@ -51,6 +51,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from official_bench.extract import logparse
 from official_bench.extract import rounding
+from official_bench.contracts import throughput
+from official_bench.contracts.flops import FlopsRecord
 from official_bench.contracts.throughput import ReadInterval
 from official_bench.extract.logparse import MalformedLine, ParsedLog
 from official_bench.contracts.result_json import RunResultFile
@@ -77,12 +79,18 @@ class RunOutcome:
     environment: Optional[Dict[str, Any]] = None
     gpu_utilisation: Optional[float] = None  # mean percent (result JSON)
     input_wait: Optional[float] = None  # input-wait fraction (result JSON), None: n/a
-    # Excluded for the window: (end of the first interval, end of the last)
-    # of the intervals found, for the extractor's hint at a window that fits.
+    # (end of the first interval, end of the last) of the intervals found:
+    # the steps the run covers after its warm-up interval, for the
+    # extractor's hint and its --window auto (steps_covered).
     steps_found: Optional[Tuple[int, int]] = None
     # The counted intervals themselves, for the statistics that resample
     # them (extract/verdict.py: compare and history).
     counted: List[ReadInterval] = dataclasses.field(default_factory=list)
+    config: Optional[Dict[str, Any]] = None  # the run's config (result JSON)
+    flops: Optional[FlopsRecord] = None  # result JSON's flops object
+    # images / time over the counted intervals (contracts/throughput.py),
+    # beside ``speed`` (the mean of their rates for method "mean")
+    over_window: Optional[float] = None
 
     @property
     def ok(self) -> bool:
@@ -102,6 +110,16 @@ def _steps(intervals: Sequence[ReadInterval], limit: int = 6) -> str:
     text = ", ".join(f"{iv.start_step}-{iv.end_step}"
                      for iv in intervals[:limit])
     return text + (", ..." if len(intervals) > limit else "")
+
+
+def steps_covered(intervals: Sequence[ReadInterval]
+                  ) -> Optional[Tuple[int, int]]:
+    """(end of the first interval, end of the last): the steps a run covers
+    once its first interval, the warm-up (graph tracing, autotuning), is
+    left out; None without intervals."""
+    if not intervals:
+        return None
+    return intervals[0].end_step, intervals[-1].end_step
 
 
 def _last_step(intervals: Sequence[ReadInterval]) -> Optional[int]:
@@ -309,6 +327,7 @@ def measure_run(run: logparse.RunId, parsed: ParsedLog,
         out.environment = run_json.environment
         out.gpu_utilisation = run_json.gpu_utilisation
         out.input_wait = run_json.input_wait
+        out.config, out.flops = run_json.config, run_json.flops
         out.warnings += _json_warnings(run, run_json)
         out.warnings += ["trainer: " + w for w in run_json.warnings]
         if run_json.global_batch_size:
@@ -339,17 +358,18 @@ def measure_run(run: logparse.RunId, parsed: ParsedLog,
     out.excluded = out.excluded or order_problem(intervals)
     if out.excluded:
         return out
+    out.steps_found = steps_covered(intervals)
     counted = counted_intervals(intervals, warmup_batches, train_batches)
     if not counted:
         out.excluded = (f"no TimeHistory interval inside steps "
                         f"[{warmup_batches}, {train_batches}] (intervals "
                         f"found: {_steps(intervals)})")
-        out.steps_found = (intervals[0].end_step, intervals[-1].end_step)
         return out
     out.warnings += _gap_warnings(counted, warmup_batches, train_batches)
     out.counted_steps = (counted[0].start_step, counted[-1].end_step)
     out.num_intervals = len(counted)
     out.counted = list(counted)
+    out.over_window = throughput.images_per_second_over_window(counted)
     if method == "mean":
         out.speed = mean_speed(counted)
     else:

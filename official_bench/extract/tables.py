@@ -13,6 +13,11 @@ or without result JSONs); ``input wait`` the mean share of time the training
 input pipeline kept the trainer waiting (``input_wait.fraction`` of the
 result JSONs; ``n/a`` under horovod and parameter_server, which do not
 measure it).
+
+Model FLOPs (issue 29) get a table of their own under a section's notes,
+only when result JSONs carried the trainer's ``flops`` object
+(:mod:`official_bench.extract.model_flops`): DLPerf's table above stays as
+it is, with or without result JSONs.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from official_bench.contracts import log_tree
+from official_bench.extract import model_flops
+from official_bench.extract import subject
 from official_bench.extract.errors import ExtractError
 
 Entry = Dict[str, Any]  # one case of a result
@@ -38,7 +45,15 @@ CSV_COLUMNS = ("model", "dtype", "batch_size_per_device", "num_nodes",
                "average_speed", "median_speed", "speedup", "speedup_baseline",
                "efficiency", "per_device_speed", "min", "max", "std", "cv",
                "num_runs", "num_excluded", "method", "gpu_utilisation",
-               "input_wait")
+               "input_wait", "images_per_second_over_window",
+               "gflop_per_image", "achieved_tflops",
+               "peak_tflops_per_device", "mfu")
+# The model-FLOPs table (FLOPS_COLUMNS) and the CSV's columns from it.
+FLOPS_COLUMNS = ("node_num", "gpu_num", "samples/s", "GFLOP/image",
+                 "TFLOP/s", "TFLOP/s per device", "peak TFLOP/s per device",
+                 "MFU")
+_CSV_FLOPS_KEYS = ("gflop_per_image", "achieved_tflops",
+                   "peak_tflops_per_device", "mfu")
 COMPARE_CSV_COLUMNS = ("model_a", "model_b", "num_nodes", "num_gpus_per_node",
                        "num_devices", "median_speed_a", "speedup_a",
                        "median_speed_b", "speedup_b", "ratio_b_over_a")
@@ -127,20 +142,65 @@ def table_rows(model_result: ModelResult) -> List[List[str]]:
     return rows
 
 
+def mfu_text(flops: Dict[str, Any]) -> str:
+    """A case's MFU for a table: '21.35%', or 'n/a (why)'."""
+    if flops.get("mfu") is not None:
+        return _percent(flops["mfu"])
+    return f"n/a ({flops.get('mfu_note') or 'peak unknown'})"
+
+
+def flops_rows(model_result: ModelResult) -> List[List[str]]:
+    """Cells of the model-FLOPs table (FLOPS_COLUMNS order), one list per
+    case that carries model FLOPs; shared by the Markdown and the HTML."""
+    rows: List[List[str]] = []
+    for case, e in sorted_cases(model_result):
+        flops = e.get(model_flops.KEY)
+        if not flops:
+            continue
+        nodes, _, devices = case_counts(case)
+        rows.append([str(nodes), str(devices), _fmt(e.get("median_speed")),
+                     _fmt(flops.get("gflop_per_image")),
+                     _fmt(flops.get("achieved_tflops"), ".3f"),
+                     _fmt(flops.get("achieved_tflops_per_device"), ".3f"),
+                     _fmt(flops.get("peak_tflops_per_device"), ".1f"),
+                     mfu_text(flops)])
+    return rows
+
+
+def _markdown_grid(columns: Sequence[str], rows: List[List[str]]) -> str:
+    """A Markdown table: header, dashes as wide as each header, rows."""
+    lines = ["| " + " | ".join(columns) + " |",
+             "| " + " | ".join("-" * len(c) for c in columns) + " |"]
+    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
+    return "\n".join(lines) + "\n"
+
+
 def markdown_table(model_result: ModelResult) -> str:
     """DLPerf-style table of one model's cases, one row per case."""
-    lines = ["| " + " | ".join(MARKDOWN_COLUMNS) + " |",
-             "| " + " | ".join("-" * len(c) for c in MARKDOWN_COLUMNS) + " |"]
-    lines += ["| " + " | ".join(cells) + " |"
-              for cells in table_rows(model_result)]
-    return "\n".join(lines) + "\n"
+    return _markdown_grid(MARKDOWN_COLUMNS, table_rows(model_result))
+
+
+FLOPS_NOTE = ("TFLOP/s: samples/s (the median above) x training GFLOP per "
+              "image (3 x 2 x forward multiply-adds) / 1000; MFU: TFLOP/s / "
+              "(dense peak per device x gpu_num), the trainer's peak for the "
+              "run's precision")
+
+
+def markdown_flops(model_result: ModelResult) -> str:
+    """The model-FLOPs table of one section, '' when no case has FLOPs."""
+    if not model_flops.has_flops(model_result):
+        return ""
+    return ("\n### Model FLOPs utilisation\n\n"
+            + _markdown_grid(FLOPS_COLUMNS, flops_rows(model_result))
+            + f"\n- {FLOPS_NOTE}\n")
 
 
 def _environment_line(env: Dict[str, Any]) -> str:
     """One line summarising a run environment from the trainer's result JSON."""
     parts = []
     for key, label in (("tensorflow", "TensorFlow"), ("tf_keras", "tf_keras"),
-                       ("python", "Python"), ("cuda_version", "CUDA"),
+                       ("python", "Python"),
+                       ("cuda_version", "TensorFlow built with CUDA"),
                        ("cudnn_version", "cuDNN"), ("strategy", "strategy")):
         if env.get(key):
             parts.append(f"{label} {env[key]}")
@@ -185,14 +245,24 @@ def notes(model_result: ModelResult) -> List[str]:
 
 
 def markdown_report(result: Result, name: Optional[str] = None) -> str:
-    """The whole Markdown report: one section with table and notes per model."""
+    """The whole Markdown report: one section with table and notes per model.
+
+    Under the title, when result JSONs said what was measured, the same
+    words as the plot's and the HTML page's (extract/subject.py); without
+    them the report is as before, line for line.
+    """
     out = [f"# ResNet-50 v1.5 throughput{': ' + name if name else ''}\n"]
+    if subject.recorded(result):
+        out.append(f"\nMeasured: {subject.headline(result)}\n")
+        out += [f"\n**{line}**\n" if line == subject.SMOKE_TEXT
+                else f"\n{line}\n" for line in subject.details(result)]
     for model_key, model_result in result.items():
         out.append(f"\n## {section_title(model_key, model_result)}\n\n")
         out.append(markdown_table(model_result))
         lines = notes(model_result)
         if lines:
             out.append("\n" + "".join(f"- {n}\n" for n in lines))
+        out.append(markdown_flops(model_result))
     return "".join(out)
 
 
@@ -214,6 +284,8 @@ def csv_rows(result: Result) -> List[Dict[str, Any]]:
         for case, e in sorted_cases(model_result):
             nodes, gpus, devices = case_counts(case)
             row = {k: e.get(k) for k in CSV_COLUMNS}
+            flops = e.get(model_flops.KEY) or {}
+            row.update({k: flops.get(k) for k in _CSV_FLOPS_KEYS})
             row.update(model=model_key, num_nodes=nodes, num_gpus_per_node=gpus,
                        num_devices=devices,
                        num_excluded=len(e.get("excluded") or []))

@@ -37,6 +37,7 @@ def collect(strategy_name: Optional[str] = None, num_workers: int = 1,
         "hostname": socket.gethostname(),
         "platform": platform.platform(),
         "cpu_count": _cpu_count(),
+        "cpu_model": cpu_model(),
         "devices": devices or [],
         "replicas_per_worker": len(devices or []),
         "configured_devices": configured_devices or [],
@@ -64,3 +65,18 @@ def _horovod(hvd) -> Optional[Dict]:
 def _cpu_count() -> Optional[int]:
     import os
     return os.cpu_count()
+
+
+def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> Optional[str]:
+    """The CPU's marketing name ("model name" in /proc/cpuinfo on Linux,
+    else platform.processor()), so a CPU run's report can say what it ran
+    on; None when neither names it."""
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or None

@@ -85,8 +85,14 @@ def test_fixture_tree_result_json(fixture_result):
 def test_fixture_tree_markdown_and_csv(fixture_result):
     outdir = fixture_result[3]
     md = (outdir / "bz128_result.md").read_text()
+    lines = md.splitlines()
+    # the fixture's 1n1g has a result JSON: what was measured, then the table
+    assert lines[2] == ("Measured: ResNet-50 v1.5 (by the log names), GPU: "
+                        "Tesla V100-SXM2-16GB; not recorded for the cases "
+                        "without a result JSON")
+    assert lines.index("## rn50 (fp32, batch 128 per device)") == 6
     assert ("| node_num | gpu_num | samples/s | speedup | efficiency |"
-            in md.splitlines()[4])
+            in lines[8])
     assert "| 1 | 2 | 615.00 | 1.92 | 96.09% | 307.50 | 2 (+1 excluded) |" in md
     assert "| 2 | 4 | 1190.00 | 3.72 | 92.97% | 297.50 | 3 (+1 excluded) |" in md
     assert "excluded 2n2g/rn50_b128_fp32_2.log: truncated" in md
@@ -501,7 +507,8 @@ def test_short_runs_get_the_window_that_counts_them(tmp_path):
         extract.extract(str(tmp_path))
     assert str(e.value).endswith(
         "the runs cover steps 10-20 after their first (warm-up) interval: "
-        "count them with --warmup_batches 10 --train_batches 20")
+        "count them with --warmup_batches 10 --train_batches 20 (or "
+        "--window auto)")
     case = extract.extract(str(tmp_path), warmup_batches=10,
                            train_batches=20).result["rn50"]["1n1g"]
     assert case["runs"] == [100.0, 98.0]

@@ -100,7 +100,7 @@ def _markdown_cells(markdown):
 def test_tables_hold_the_markdown_numbers_and_notes(tmp_path):
     extraction, path = _write(tmp_path, FIXTURE)
     page = Page(_read(path))
-    results, env = page.tables
+    results, averages, env = page.tables
     assert results[0] == list(report.MARKDOWN_COLUMNS)
     markdown = _read(path[:-5] + ".md")
     assert results[1:] == _markdown_cells(markdown)
@@ -117,8 +117,17 @@ def test_tables_hold_the_markdown_numbers_and_notes(tmp_path):
     assert env[0] == list(html_report.ENV_COLUMNS)
     assert env[1][:9] == ["1n1g", "2.21.0", "2.21.0", "3.11.7", "12.5", "9",
                           "mirrored", "1", "1"]
-    assert env[1][10:] == ["1 x Tesla V100-SXM2-16GB", "node1"]
-    assert env[2] == ["1n2g"] + ["n/a"] * 11  # no result JSON there
+    assert env[1][10:] == ["1 x Tesla V100-SXM2-16GB", "n/a", "node1"]
+    assert env[2] == ["1n2g"] + ["n/a"] * 12  # no result JSON there
+    # DLPerf's samples/s beside images / time over the same intervals
+    assert averages[0] == list(html_report.AVERAGES_COLUMNS)
+    assert [row[2] for row in averages[1:]] == ["320.00", "615.00", "1190.00"]
+    # the time method's samples/s is not a mean of rates, and says so
+    timed = extract.extract(FIXTURE, method="time")
+    written, _ = extract.write_outputs(timed, str(tmp_path / "time"),
+                                       plot=False)
+    page = Page(_read(next(p for p in written if p.endswith(".html"))))
+    assert page.tables[1][0][2] == "samples/s (images / clock time)"
     assert page.images == []  # --no_plot: nothing to embed, and it says so
     assert "no plot (--no_plot)" in _read(path)
 
@@ -164,10 +173,10 @@ def test_text_from_files_is_escaped_and_hosts_of_all_runs_listed(tmp_path):
     page = Page(text)
     assert page.images == [] and len(page.scripts) == 1  # only the page's own
     assert "<script>alert(2)" not in text and "&lt;script&gt;alert(2)" in text
-    env = {row[0]: row for row in page.tables[1][1:]}
+    env = {row[0]: row for row in page.tables[-1][1:]}
     assert env["1n2g"][10] == "2 x " + HOSTILE  # shown literally
-    assert env["1n2g"][11] == ", ".join(sorted(["n1", HOSTILE]))
-    assert env["1n1g"][10:] == ["n/a", "n/a"]
+    assert env["1n2g"][12] == ", ".join(sorted(["n1", HOSTILE]))
+    assert env["1n1g"][10:] == ["n/a", "n/a", "n/a"]
 
 
 def test_html_is_written_beside_the_markdown_only(tmp_path, capsys):
@@ -188,7 +197,7 @@ def test_page_says_why_it_has_no_plot(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails
     _, path = _write(tmp_path, FIXTURE, plot=None)
     page = Page(_read(path))
-    assert page.images == [] and len(page.tables) == 2
+    assert page.images == [] and len(page.tables) == 3
     assert "no plot: matplotlib is not installed" in _read(path)
 
 
@@ -240,7 +249,7 @@ def test_report_in_a_headless_browser(tmp_path):
     dom, console, shot = open_in_chromium(path, tmp_path)
     assert console == []
     assert 'data-images-decoded="1/1"' in dom  # the plot decoded in the page
-    assert len(re.findall(r"<table\b", dom)) == 2
+    assert len(re.findall(r"<table\b", dom)) == 3
     assert len(re.findall(r'<img [^>]*src="data:image/png;base64,', dom)) == 1
     assert "1190.00" in dom and "Tesla V100-SXM2-16GB" in dom
     assert _png_size(shot) == (1200, 2000)

@@ -67,14 +67,23 @@ def test_interval_panel_draws_each_case_median_solid_and_window(tmp_path):
     plot._draw_intervals(ax, extraction.result, series)
     labelled = {line.get_label(): line for line in ax.lines
                 if not line.get_label().startswith("_")}
-    assert sorted(labelled) == ["1n1g (median run 2)", "1n2g (median run 1)"]
+    assert sorted(labelled) == ["1n1g (median run 2)", "1n2g (median run 1)",
+                                plot.NOT_COUNTED]
     median = labelled["1n1g (median run 2)"]
-    assert list(median.get_xdata()) == [100, 200, 300, 400, 500, 600]
-    assert list(median.get_ydata()) == [50.004] + [310.004] * 5
-    faint = [line for line in ax.lines if line.get_label().startswith("_")]
+    # the warm-up interval (ending at step 100) is not a point of the line
+    assert list(median.get_xdata()) == [200, 300, 400, 500, 600]
+    assert list(median.get_ydata()) == [310.004] * 5
+    skipped = [line for line in ax.lines if line.get_linestyle() == "None"]
+    assert len(skipped) == 5  # one hollow warm-up point per counted run
+    assert all(list(line.get_xdata()) == [100] for line in skipped)
+    assert sorted(float(line.get_ydata()[0]) for line in skipped) == \
+        [50, 50, 50.004, 90, 90]
+    assert all(line.get_markerfacecolor() == "none" for line in skipped)
+    faint = [line for line in ax.lines if line.get_label().startswith("_")
+             and line.get_linestyle() != "None"]
     assert len(faint) == 3 and all(line.get_alpha() < 1 for line in faint)
     # runs of one case share the median run's colour
-    ones = [line for line in ax.lines if list(line.get_ydata())[1] in (300, 320)]
+    ones = [line for line in faint if list(line.get_ydata())[0] in (300, 320)]
     assert {line.get_color() for line in ones} == {median.get_color()}
     window = [p for p in ax.patches if p.get_label() == "counted steps 100-600"]
     assert len(window) == 1

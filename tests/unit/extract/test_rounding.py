@@ -1,11 +1,14 @@
 """The extractor rounds as DLPerf does: each run first, then average, median
-and speedup of the rounded values (mean method: numpy's rounding; time method:
-Python's), so its numbers equal DLPerf's to the hundredth.
+and speedup of the rounded values (mean method: numpy's rounding throughout;
+time method: Python's for the run speeds and the average, numpy's for the
+median and the speedup, which DLPerf computes from ``np.median``), so its
+numbers equal DLPerf's to the hundredth.
 
 The reference implementation at the bottom follows the algorithm of DLPerf's
-two TensorFlow extractors as described in DLPerf's README and scripts
-(https://github.com/Oneflow-Inc/DLPerf, TensorFlow/resnet50v1.5), written here
-from that description with numpy and datetime, independently of
+two TensorFlow extractors (https://github.com/Oneflow-Inc/DLPerf,
+TensorFlow/resnet50v1.5/extract_tensorflow_logs.py and
+extract_tensorflow_logs_time.py: numpy where those scripts hold numpy
+values), written here with numpy and datetime, independently of
 official_bench.extract.
 """
 
@@ -98,14 +101,70 @@ def test_mean_method_speedup_from_the_rounded_medians(tmp_path):
 
 def test_time_method_median_rounds_the_run_speeds_first(tmp_path):
     # Clock speeds 64000 images / duration: run 1 at 321.844 -> 321.84, run 2
-    # at 321.8655 -> 321.87. DLPerf: (321.84 + 321.87) / 2 = 321.855 -> Python
-    # round 321.86; rounding only at the end: 321.85475 -> 321.85.
+    # at 321.8655 -> 321.87. DLPerf: (321.84 + 321.87) / 2 = 321.855 -> 321.86
+    # (both roundings agree here); rounding only at the end: 321.85475 -> 321.85.
     log_dir = write_tree(tmp_path / "bz128", {"1n1g": [
         [321.844] * 7, [321.8655] * 7]})
     entry = extract.extract(log_dir, method="time").result["rn50"]["1n1g"]
     assert entry["runs"] == [321.84, 321.87]
     assert entry["median_speed"] == 321.86
     assert round(entry["median_speed_unrounded"], 2) == 321.85
+
+
+# ---- which rounding each value goes through (numpy's or Python's) --------------
+
+def test_the_distinguishing_values_really_distinguish_the_roundings():
+    # numpy.float64 rounds x * 100 half to even; Python rounds the binary value
+    assert round(np.median([321.82, 321.91]), 2) == 321.86
+    assert round((321.82 + 321.91) / 2, 2) == 321.87
+    assert round(np.float64(609.6) / np.float64(320.0), 2) == 1.9
+    assert round(609.6 / 320.0, 2) == 1.91
+    # a Python float average of a tie: (321.82 + 321.91) / 2 rounds as Python
+    assert round(np.float64(321.865), 2) == 321.86 != round(321.865, 2)
+
+
+def test_rounding_table_follows_dlperfs_number_types():
+    # time method: run speeds and average are Python floats, median and
+    # speedup come from np.median (numpy.float64); mean method: all numpy
+    time, mean = rounding.METHOD_ROUNDING["time"], rounding.METHOD_ROUNDING["mean"]
+    assert (time.run, time.average) == (rounding.python_round,) * 2
+    assert (time.median, time.speedup) == (rounding.numpy_round,) * 2
+    assert {mean.run, mean.average, mean.median, mean.speedup} == \
+        {rounding.numpy_round}
+
+
+def test_time_method_even_median_goes_through_numpys_rounding(tmp_path):
+    # runs at 321.82 and 321.91 (Python-rounded per run); np.median gives
+    # 321.865 as a numpy.float64 -> 321.86, where Python's round gives 321.87.
+    # The average is Python's: (321.82 + 321.91) / 2 -> round() -> 321.87.
+    log_dir = write_tree(tmp_path / "bz128", {"1n1g": [
+        [321.82] * 7, [321.91] * 7]})
+    entry = extract.extract(log_dir, method="time").result["rn50"]["1n1g"]
+    assert entry["runs"] == [321.82, 321.91]
+    assert entry["median_speed"] == 321.86
+    assert entry["average_speed"] == 321.87
+    assert dlperf_view({"rn50": {"1n1g": entry}}) == \
+        dlperf_view(reference(log_dir, "time"))
+
+
+def test_time_method_speedup_goes_through_numpys_rounding(tmp_path):
+    # medians 320.00 and 609.60: ratio 1.905 as a numpy.float64 -> 1.9,
+    # where Python's round gives 1.91
+    log_dir = write_tree(tmp_path / "bz128", {
+        "1n1g": [[320.0] * 7], "1n2g": [[609.6] * 7]})
+    r = extract.extract(log_dir, method="time").result["rn50"]
+    assert (r["1n1g"]["median_speed"], r["1n2g"]["median_speed"]) == \
+        (320.0, 609.6)
+    assert r["1n2g"]["speedup"] == 1.9
+    assert dlperf_view({"rn50": r}) == dlperf_view(reference(log_dir, "time"))
+
+
+def test_mean_method_speedup_tie_goes_through_numpys_rounding(tmp_path):
+    log_dir = write_tree(tmp_path / "bz128", {
+        "1n1g": [[1.0] + [320.0] * 5], "1n2g": [[1.0] + [609.6] * 5]})
+    r = extract.extract(log_dir).result["rn50"]
+    assert r["1n2g"]["speedup"] == 1.9
+    assert dlperf_view({"rn50": r}) == dlperf_view(reference(log_dir, "mean"))
 
 
 # ---- DLPerf's published table from DLPerf's per-run numbers ---------------------
@@ -188,14 +247,8 @@ def reference(log_dir, method):
         total = 0
         for v in values:
             total += v
-        if method == "mean":
-            median = round(np.median(values), 2)
-        else:
-            ordered = sorted(values)
-            n = len(ordered)
-            mid = ordered[n // 2] if n % 2 else \
-                (ordered[n // 2] + ordered[n // 2 - 1]) / 2
-            median = round(mid, 2)
+        # both scripts: compute_median = round(np.median(values), 2)
+        median = round(np.median(values), 2)
         result[case] = {"average_speed": round(total / len(values), 2),
                         "median_speed": median}
     for case, entry in result.items():

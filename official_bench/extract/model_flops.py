@@ -1,0 +1,87 @@
+"""A case's model FLOP rate and utilisation (MFU), from its runs' flops records.
+
+The trainer counts the model's training FLOPs per image and looks up the
+device's dense peak (result.json's ``flops`` object,
+:mod:`official_bench.contracts.flops`); the extractor turns them into
+per-case figures at the case's own speed, so that the tables say how close
+each case came to the hardware:
+
+* achieved TFLOP/s = the case's ``median_speed`` (DLPerf's median of the
+  runs, samples/s over all devices) x GFLOP per image / 1000;
+* MFU = achieved / (peak per device x the case's devices, nodes x GPUs),
+  with the contract's :func:`~official_bench.contracts.flops.mfu`, so that
+  the extractor, the trainer's summary and the compare and history commands
+  share one definition.
+
+The record's own ``devices`` should equal the case's device count; when it
+does not (a result.json copied into the wrong ``{N}n{G}g`` directory, a
+run that saw fewer GPUs) the case's count is used and a warning says so. A
+record without a peak gives MFU ``None`` and a note naming why (the peak
+source the trainer recorded, or that none was recorded).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence
+
+from official_bench.contracts import flops as flops_contract
+from official_bench.contracts.flops import FlopsRecord
+
+KEY = "model_flops"  # the case entry's key
+
+
+def _agree(records: Sequence[FlopsRecord]) -> bool:
+    """True when the runs' records give the same per-image count and peak."""
+    first = records[0]
+    return all((r.gflop_per_image, r.peak_tflops_per_device) ==
+               (first.gflop_per_image, first.peak_tflops_per_device)
+               for r in records[1:])
+
+
+def why_no_mfu(record: FlopsRecord) -> str:
+    """The reason a case has no MFU, for the tables' "n/a (...)"."""
+    device = record.device or "the device"
+    if record.peak_source:
+        return f"peak unknown for {device}: {record.peak_source}"
+    return (f"peak unknown for {device} (result.json has no peak; set "
+            "runtime.peak_tflops)")
+
+
+def case_flops(records: Sequence[Optional[FlopsRecord]],
+               median_speed: Optional[float], devices: int, label: str,
+               warnings: List[str]) -> Optional[Dict[str, Any]]:
+    """The ``model_flops`` object of a case, or None when no counted run
+    carried a flops record or the case has no median.
+
+    ``records``: the counted runs' records (None for runs without one);
+    ``devices``: the case's nodes x GPUs per node. Appends to ``warnings``
+    where the records disagree with each other or with the case.
+    """
+    found = [r for r in records if r is not None]
+    if not found or median_speed is None:
+        return None
+    record = found[0]
+    if not _agree(found):
+        warnings.append(f"{label}: runs report different flops (GFLOP per "
+                        "image or peak); using the first run's")
+    if record.devices is not None and record.devices != devices:
+        warnings.append(f"{label}: result.json's flops.devices is "
+                        f"{record.devices} but the case has {devices} "
+                        f"device(s); MFU is over {devices}")
+    achieved = flops_contract.achieved_tflops(median_speed,
+                                              record.gflop_per_image)
+    mfu = flops_contract.mfu(median_speed, record.gflop_per_image,
+                             record.peak_tflops_per_device, devices)
+    return {"gflop_per_image": record.gflop_per_image,
+            "achieved_tflops": round(achieved, 4),
+            "achieved_tflops_per_device": round(achieved / devices, 4),
+            "peak_tflops_per_device": record.peak_tflops_per_device,
+            "peak_source": record.peak_source, "device": record.device,
+            "precision": record.precision,
+            "mfu": None if mfu is None else round(mfu, 4),
+            "mfu_note": None if mfu is not None else why_no_mfu(record)}
+
+
+def has_flops(model_result: Dict[str, Dict[str, Any]]) -> bool:
+    """True when any case of a section carries model FLOPs."""
+    return any(e.get(KEY) for e in model_result.values())

@@ -1,0 +1,79 @@
+"""--window auto: short runs (a CPU try) are counted over the longest window
+every run covers after its warm-up interval, the choice is printed, and
+DLPerf's defaults and numbers do not move when it is not asked for."""
+
+import pytest
+
+from support import logkit as kit
+
+from official_bench.extract import extractor as extract
+from official_bench.extract.errors import ExtractError
+
+
+def _short_tree(root):
+    """Three 1n1g runs of log_steps 10: 0-60, 0-50 and a crash at step 20."""
+    logs = root / "bz16"
+    kit.write_run(logs, "1n1g", [5.0] + [100.0] * 5, batch=16, index=1,
+                  log_steps=10)
+    kit.write_run(logs, "1n1g", [6.0] + [90.0] * 4, batch=16, index=2,
+                  log_steps=10)
+    kit.write_run(logs, "1n1g", [7.0, 80.0], batch=16, index=3, log_steps=10,
+                  finished=False, exception="RuntimeError: boom")
+    return str(logs)
+
+
+def test_auto_picks_the_longest_common_window_after_warm_up(tmp_path):
+    out = extract.extract(_short_tree(tmp_path), window="auto")
+    # run 2 ends at 50; the crashed run does not shorten the window
+    assert out.chosen_window == (10, 50)
+    case = out.result["rn50"]["1n1g"]
+    assert (case["warmup_batches"], case["train_batches"]) == (10, 50)
+    assert case["runs"] == [100.0, 90.0]  # warm-up intervals 5.0/6.0 left out
+    assert [e["index"] for e in case["excluded"]] == [3]
+
+
+def test_cli_prints_the_window_it_chose(tmp_path, capsys):
+    status = extract.main(["--log_dir", _short_tree(tmp_path), "--window",
+                           "auto", "--output_dir", str(tmp_path / "out"),
+                           "--no_plot"])
+    err = capsys.readouterr().err
+    assert status == 0
+    assert ("note: --window auto: counting steps 10-50, the longest window "
+            "every run covers after its first (warm-up) interval "
+            "(= --warmup_batches 10 --train_batches 50)") in err
+
+
+def test_auto_with_explicit_window_flags_is_a_usage_error(tmp_path, capsys):
+    status = extract.main(["--log_dir", _short_tree(tmp_path), "--window",
+                           "auto", "--train_batches", "40"])
+    assert status == 2
+    assert "give one or the other" in capsys.readouterr().err
+
+
+def test_without_auto_the_defaults_are_dlperfs(tmp_path, capsys):
+    with pytest.raises(ExtractError, match=r"inside steps \[100, 600\]"):
+        extract.extract(_short_tree(tmp_path))
+    logs = tmp_path / "long"
+    kit.write_run(logs, "1n1g", [50.0] + [300.0] * 5 + [999.0] * 3)
+    # long runs: the defaults count 100-600 only; auto would count to 900
+    default = extract.main(["--log_dir", str(logs), "--output_dir",
+                            str(tmp_path / "o"), "--no_plot"])
+    assert default == 0 and "--window auto" not in capsys.readouterr().err
+    assert extract.extract(str(logs)).result["rn50"]["1n1g"]["runs"] == [300.0]
+    auto = extract.extract(str(logs), window="auto")
+    assert auto.chosen_window == (100, 900)
+
+
+def test_runs_without_a_common_window(tmp_path):
+    logs = tmp_path / "bz16"
+    kit.write_run(logs, "1n1g", [5.0, 100.0], batch=16, index=1, log_steps=10)
+    kit.write_run(logs, "1n1g", [5.0], batch=16, index=2, log_steps=10,
+                  first_step=40)
+    with pytest.raises(ExtractError, match="share no steps after their first"):
+        extract.extract(str(logs), window="auto")
+
+
+def test_help_lists_window_auto(capsys):
+    assert extract.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--window {auto}" in out and "default: 100, DLPerf's" in out
