@@ -39,8 +39,9 @@ and the link is what differs. The model is small (resnet_cifar depth 8:
 (~0.14 s) outweighs a step's compute (~3.5 ms) forty times over, and
 unlimited costs little: the two regimes the bounds must hold in.
 
-What keeps it to about 3 minutes on 2 cores (it was 7): each phase is a
-fresh trainer per run (~10 s of start-up each), so the runs are what cost.
+What it was cut by (7 min 21 s on a quiet 2-core machine with 3 rates):
+each phase is a fresh trainer per run (~10 s of start-up each), so the
+runs are what cost.
 One 1n1g baseline serves both rates (it does not use the link: copied into
 each rate's log tree; it was re-run before each rate), 2 runs of each
 measurement instead of 3 (the verdict's spread still compares runs), no
