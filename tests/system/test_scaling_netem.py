@@ -39,18 +39,17 @@ and the link is what differs. The model is small (resnet_cifar depth 8:
 (~0.14 s) outweighs a step's compute (~3.5 ms) forty times over, and
 unlimited costs little: the two regimes the bounds must hold in.
 
-What it was cut by (7 min 21 s on a quiet 2-core machine with 3 rates):
-each phase is a fresh trainer per run (~10 s of start-up each), so the
-runs are what cost.
-One 1n1g baseline serves both rates (it does not use the link: copied into
-each rate's log tree; it was re-run before each rate), 2 runs of each
-measurement instead of 3 (the verdict's spread still compares runs), no
+What it was cut by (7 min 21 s on a quiet 2-core machine with 3 rates): each
+phase is a fresh trainer per run (~10 s of start-up each), so the runs are
+what cost. One 1n1g baseline serves both rates (it does not use the link:
+copied into each rate's log tree; it was re-run before each rate), 2 runs of
+each measurement instead of 3 (the verdict's spread still compares runs), no
 interpreter check by the launcher (PYTHON_CHECK_TIMEOUT=0: its own tests
-cover it), and no 100 Mbit/s rate: with a 3.5 ms step its all-reduce
-(~33 ms) was communication-dominated as at 20 Mbit/s, the same regime at
-twice the cost of the others. At 20 Mbit/s the baseline's counted steps
-(20-60) are few, but there T1 nearly cancels: the measured speedup and
-both bounds scale with it alike.
+cover it), and no 100 Mbit/s rate: with a 3.5 ms step its all-reduce (~33
+ms) was communication-dominated as at 20 Mbit/s, the same regime at twice
+the cost of the others. At 20 Mbit/s the baseline's counted steps (20-60)
+are few, but there T1 nearly cancels: the measured speedup and both bounds
+scale with it alike.
 """
 
 import json
