@@ -25,8 +25,8 @@ from official_bench.config import ConfigError, ExperimentConfig
 from official_bench.contracts import flops as flops_contract
 from official_bench.contracts import utilisation as usage_contract
 from official_bench.data.fit_input import fit_input
-from official_bench.measure import (input_wait, mfu, profiler, timing,
-                                    utilisation)
+from official_bench.measure import (fit_tail, input_wait, mfu, profiler,
+                                    timing, utilisation)
 from official_bench.runtime import cluster as cluster_lib
 from official_bench.runtime import distribute, precision, stop_signals
 from official_bench.runtime.keras_setup import keras
@@ -191,6 +191,7 @@ def _fit(prep: Prepared) -> RunResult:
     logging.info("Training %s for epochs %d..%d x %d steps", model.name,
                  initial_epoch + 1, cfg.train.epochs, plan.steps_per_epoch)
     start = time.perf_counter()
+    tail = fit_tail.FitTail()  # last callback: says what fit does after it
     with stop_signals.StopOnSignal(rt.stop_grace_seconds,
                                    log=logging.warning) as stopper:
         try:
@@ -199,7 +200,7 @@ def _fit(prep: Prepared) -> RunResult:
                 initial_epoch=initial_epoch,
                 steps_per_epoch=plan.steps_per_epoch,
                 callbacks=callbacks + [stop_signals.StopCallback(
-                    stopper, initial_epoch * plan.steps_per_epoch)],
+                    stopper, initial_epoch * plan.steps_per_epoch), tail],
                 validation_data=val_data,
                 validation_steps=plan.eval_steps if evaluate else None,
                 validation_freq=plan.eval_epochs if evaluate else 1,
@@ -217,6 +218,7 @@ def _fit(prep: Prepared) -> RunResult:
                     raise lost from e
             raise
         finally:
+            tail.returned()
             if sampler:  # Keras skips on_train_end when fit raises
                 sampler.on_train_end()
     if stopper.requested:

@@ -23,9 +23,9 @@ result row with "latency": true and "per_step": that count). And one more
 pattern, each gradient all-reduce and its small collectives followed by a
 compute step (allreduce/in_step.py), and the model's step on this process's
 first device alone, after a wait that long and back to back, side by side
-(allreduce/compute_wait.py); both go in the record's "compute_after_wait", and the
-scaling model charges them in its no-overlap bound. The run scripts run it with
-BENCH=allreduce.
+(allreduce/compute_wait.py); both go in the record's "compute_after_wait",
+and the scaling model charges them in its no-overlap bound. The run scripts
+run it with BENCH=allreduce.
 """
 
 from __future__ import annotations

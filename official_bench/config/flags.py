@@ -16,6 +16,7 @@ from absl import flags, logging
 
 from official_bench.config import dotted_keys as config_tree
 from official_bench.contracts import exit_status
+from official_bench.host.terminal import fitted_absl_help
 
 FLAGS = flags.FLAGS
 
@@ -128,10 +129,11 @@ def answer_help(argv, usage: str, *sections) -> bool:
         return False
     FLAGS(argv[:1])
     text = [usage.strip()]
-    for title, module in (("Model Garden r2.3 flags (config layers: "
-                           "--config_file < --params_override < these)",
+    for title, module in (("Model Garden r2.3 flags (layers: --config_file "
+                           "< --params_override < these)",
                            sys.modules[__name__]),) + sections:
-        listing = FLAGS.module_help(module).strip().split("\n", 1)
+        with fitted_absl_help():
+            listing = FLAGS.module_help(module).strip().split("\n", 1)
         text += ["", title + ":", listing[1] if len(listing) > 1 else ""]
     print("\n".join(text).rstrip())
     return True

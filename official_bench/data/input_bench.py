@@ -30,12 +30,14 @@ from absl import logging
 
 from official_bench.config import strategies
 from official_bench.contracts import exit_status
+from official_bench.host.terminal import help_formatter
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(
-        prog="python -m official_bench.data.input_bench",
-        description="Images/second of the training input pipeline alone.")
+        prog="official-bench-input-bench",
+        description="Images/second of the training input pipeline alone.",
+        formatter_class=help_formatter())
     p.add_argument("--config_file", default=None)
     p.add_argument("--params_override", action="append", default=None,
                    help="as the trainer's (repeatable)")

@@ -16,6 +16,7 @@ import dataclasses
 import datetime
 import os
 import sys
+import textwrap
 import time
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -24,6 +25,7 @@ from official_bench.doctor import (
     check_plan as plan, commands, env_checks, report, run_checks, tfprobe)
 from official_bench.host import gpu_diagnosis, probes
 from official_bench.host import gpus as host_gpus
+from official_bench.host.terminal import help_formatter, help_width
 from official_bench.host.write_errors import NotWritable
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -32,15 +34,17 @@ DEFAULT_TIMEOUTS = {"gpu": 900.0, "cpu": 300.0}
 
 
 def _epilog() -> str:
-    kinds = "\n".join(f"  {kind:<13} {text}"
-                      for kind, text in plan.KIND_HELP.items())
+    kinds = "\n".join(textwrap.fill(
+        text, help_width(), initial_indent=f"  {kind:<13} ",
+        subsequent_indent=" " * 16) for kind, text in plan.KIND_HELP.items())
+    gpu = commands.GPU_PROFILE
     return f"""checks (by kind):
 {kinds}
 
 With GPUs, single-GPU runs cover fp32/fp16/bf16 x channels_first/
 channels_last x XLA off/on (bf16 only on compute capability >= 8.0); runs
-are ResNet-50, synthetic 224x224 images, batch {commands.GPU_PROFILE.batch_size} per GPU,
-{commands.GPU_PROFILE.steps} steps. Without GPUs the CPU subset runs instead (tiny resnet_cifar,
+are ResNet-50, synthetic 224x224 images, batch {gpu.batch_size} per GPU,
+{gpu.steps} steps. Without GPUs the CPU subset runs instead (tiny resnet_cifar,
 16x16 images): fp32, fp32+XLA, bf16, fp16 on one CPU device, mirrored over
 2 logical CPU devices, 2 local workers, Horovod; every GPU check is listed
 as SKIP with the reason. `--list` shows the plan for this machine.
@@ -52,10 +56,13 @@ interrupted (the JSON then holds the checks finished so far)."""
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="official-bench-doctor",
-        description="Checks this machine before any benchmark number is "
-                    "trusted: prints a PASS/FAIL/SKIP table and writes it as "
-                    "JSON.",
-        epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+        # Raw (the epilog is laid out by hand), so wrapped here.
+        description=textwrap.fill(
+            "Checks this machine before any benchmark number is trusted: "
+            "prints a PASS/FAIL/SKIP table and writes it as JSON.",
+            help_width()),
+        epilog=_epilog(),
+        formatter_class=help_formatter(argparse.RawDescriptionHelpFormatter))
     p.add_argument("--workdir", default=os.path.join("model_dir", "doctor"),
                    help="where each check's run directory and logs go "
                         "(default: model_dir/doctor)")

@@ -50,6 +50,7 @@ from official_bench.contracts import exit_status
 from official_bench.contracts import log_tree
 from official_bench.extract import allreduce_logs
 from official_bench.host import atomic
+from official_bench.host.terminal import help_formatter
 from official_bench.host.write_errors import NotWritable, writing
 from official_bench.extract import cases
 from official_bench.extract import logparse
@@ -360,7 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit status: 0 success (excluded runs are listed on stderr), "
                "1 bad input, 2 bad usage. Example: %(prog)s --log_dir "
                "logs/tensorflow/resnet50/bz128",
-)
+        formatter_class=help_formatter())
     p.add_argument("--log_dir", help="directory holding the {N}n{G}g "
                    "subdirectories (required unless --compare)")
     p.add_argument("--output_dir", default="./result",

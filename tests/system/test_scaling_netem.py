@@ -1,11 +1,12 @@
 """The scaling model against real runs (issue 14 §4): two "hosts" in
 network namespaces joined by a veth pair (tests/system/test_launch_netns.py's
-fixture), the link limited with `tc ... tbf` to a few rates. At each rate
-the run scripts measure the all-reduce of the model's gradient, the latency
-of a small all-reduce and the number of small collectives in the model's
-train step (BENCH=allreduce), then train on both hosts; with a 1n1g run as
-the baseline the extractor predicts the 2n1g speedup's bounds and prints
-its verdict at every rate (-s shows them).
+fixture), the link limited with `tc ... tbf` to a rate or left at the veth's
+own speed. At each rate the run scripts measure the all-reduce of the
+model's gradient, the latency of a small all-reduce and the number of small
+collectives in the model's train step (BENCH=allreduce), then train on both
+hosts; with 1n1g runs as the baseline the extractor predicts the 2n1g
+speedup's bounds and prints its verdict at every rate (-s shows them, and
+how long each phase took).
 
 Asserted: at every rate the measured speedup is inside the predicted
 bounds, a bound counting as met within twice the measurements' run-to-run
@@ -33,10 +34,22 @@ runs' spread rather than within a fixed 3%.
 What makes the experiment as fair as it can be on a CPU machine: each
 process is pinned to its own core (taskset), the 1n1g baseline to one core
 too, so a worker of the two-host run computes as fast as the baseline does
-and the link is what differs, and the baseline is repeated right before
-each rate. The model is small (resnet_cifar depth 8: 78,042 parameters, a
-312 KB gradient), so that at 20 Mbit/s its all-reduce (~0.14 s) outweighs a
-step's compute, at 100 Mbit/s is comparable, and unlimited costs little.
+and the link is what differs. The model is small (resnet_cifar depth 8:
+78,042 parameters, a 312 KB gradient), so that at 20 Mbit/s its all-reduce
+(~0.14 s) outweighs a step's compute (~3.5 ms) forty times over, and
+unlimited costs little: the two regimes the bounds must hold in.
+
+What it was cut by (7 min 21 s on a quiet 2-core machine with 3 rates): each
+phase is a fresh trainer per run (~10 s of start-up each), so the runs are
+what cost. One 1n1g baseline serves both rates (it does not use the link:
+copied into each rate's log tree; it was re-run before each rate), 2 runs of
+each measurement instead of 3 (the verdict's spread still compares runs), no
+interpreter check by the launcher (PYTHON_CHECK_TIMEOUT=0: its own tests
+cover it), and no 100 Mbit/s rate: with a 3.5 ms step its all-reduce (~33
+ms) was communication-dominated as at 20 Mbit/s, the same regime at twice
+the cost of the others. At 20 Mbit/s the baseline's counted steps (20-60)
+are few, but there T1 nearly cancels: the measured speedup and both bounds
+scale with it alike.
 """
 
 import json
@@ -44,30 +57,34 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 
 import pytest
 
 from support.netns import env_for, two_hosts  # noqa: F401 (fixture)
 from support.run_scripts import PY, REPO
 
-RATES = ("20mbit", "100mbit", None)  # None: the veth's own speed
+RATES = ("20mbit", None)  # None: the veth's own speed
 BATCH = 16
 LOG_STEPS, WARMUP = 10, 20
 # Steps per rate: about a second of counted 1n1g steps per run where a
 # step is short (~3.5 ms here; 40 counted steps would be 0.14 s, where one
 # disturbed interval moves the result by a tenth).
-STEPS = {"20mbit": 60, "100mbit": 300, None: 400}
+STEPS = {"20mbit": 60, None: 400}
 # Cycles of the step's communication in training's pattern and of compute
 # after a wait (allreduce_bench --compute_wait_cycles): about 3 s each.
-CYCLES = {"20mbit": 20, "100mbit": 80, None: 250}
+CYCLES = {"20mbit": 20, None: 250}
 TINY = ",".join([
     "model.name=resnet_cifar", "model.model_params.depth=8",
     "train_dataset.image_size=16", "train_dataset.num_classes=10",
     "validation_dataset.image_size=16", "validation_dataset.num_classes=10",
     "evaluation.skip_eval=true", "runtime.sample_period_seconds=0",
 ])
-KNOBS = dict(LOG_STEPS=LOG_STEPS, PARAMS_OVERRIDE=TINY)
-RUNS = 3  # of each measurement per rate: the verdict allows their spread
+# The launcher's check that the trainer's Python imports TensorFlow (~5 s
+# per launcher) is tested elsewhere; here the interpreter is this one.
+KNOBS = dict(LOG_STEPS=LOG_STEPS, PARAMS_OVERRIDE=TINY,
+             PYTHON_CHECK_TIMEOUT=0)
+RUNS = 2  # of each measurement: the verdict allows their spread
 
 
 def tc(ns, dev, rate):
@@ -129,20 +146,28 @@ def test_measured_speedup_inside_predicted_bounds(tmp_path, two_hosts):
         pytest.skip("needs tc (iproute2) and taskset (util-linux)")
     tag = two_hosts[0][:-1]
     devs = (f"{tag}va", f"{tag}vb")
-    models = {}
+    models, took = {}, {}
+    case = os.path.join("tensorflow", "resnet50", f"bz{BATCH}")
+    start = time.monotonic()
+    # One baseline for every rate, long enough for the longest window.
+    baseline(tmp_path, tmp_path / "baseline", STEPS=max(STEPS.values()))
+    took["1n1g baseline"] = time.monotonic() - start
     for rate in RATES:
         for ns, dev in zip(two_hosts, devs):
             tc(ns, dev, rate)
         logs = tmp_path / f"rate-{rate or 'unlimited'}"
-        # The baseline right before the two-host run: the machine's speed
-        # drifts with other jobs' load, and T1 must be the same load's.
+        tree = logs / case
+        shutil.copytree(tmp_path / "baseline" / case / "1n1g",
+                        tree / "1n1g")
         steps = STEPS[rate]
-        baseline(tmp_path, logs, STEPS=steps)
+        start = time.monotonic()
         both(tmp_path, two_hosts, logs, BENCH="allreduce",
              ALLREDUCE_ARGS="--sizes=model --dtypes=float32 --iters=20 "
              f"--compute_wait_cycles={CYCLES[rate]}")
+        took[f"{rate or 'unlimited'} all-reduce"] = time.monotonic() - start
+        start = time.monotonic()
         both(tmp_path, two_hosts, logs, STEPS=steps)
-        tree = logs / "tensorflow" / "resnet50" / f"bz{BATCH}"
+        took[f"{rate or 'unlimited'} 2n1g"] = time.monotonic() - start
         out = subprocess.run(
             [PY, os.path.join(REPO, "extract_tensorflow_logs.py"),
              "--log_dir", str(tree), "--warmup_batches", str(WARMUP),
@@ -154,10 +179,12 @@ def test_measured_speedup_inside_predicted_bounds(tmp_path, two_hosts):
     report = "\n".join(f"{r or 'unlimited'} (tolerance "
                        f"{m['tolerance']:.0%}): {m['explanation']}"
                        for r, m in models.items())
+    report += "\nphases: " + ", ".join(f"{k} {v:.0f} s"
+                                       for k, v in took.items())
     print(report)
     # The link is what the rates change: the all-reduce gets faster.
     times = [models[r]["allreduce_ms"] for r in RATES]
-    assert times[0] > times[1] > times[2], report
+    assert all(a > b for a, b in zip(times, times[1:])), report
     # The count comes from the traced step, and the latency was measured.
     for rate, m in models.items():
         assert m["small_collectives"] == 6, report

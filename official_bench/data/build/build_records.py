@@ -12,7 +12,8 @@
         --output_dir=/data/imagenet          # 1024 + 128 shards by default
 
     # Check existing shards only: count records, decode every image.
-    python -m official_bench.data.build.build_records --output_dir=/data/imagenet --verify
+    python -m official_bench.data.build.build_records \\
+        --output_dir=/data/imagenet --verify
 
 Layouts:
 - imagefolder: `<input_dir>/train/<class>/*.jpg` and
@@ -73,15 +74,16 @@ from official_bench.data.build.builder import BuildOptions, build
 from official_bench.data.build.image_codec import NeedsPillow
 from official_bench.data.build.shards import WorkerLost
 from official_bench.data.build.sources import BuildError, read_lines
+from official_bench.host.terminal import help_formatter
 from official_bench.host.write_errors import NotWritable
 
 
 def _parser() -> argparse.ArgumentParser:
     d = BuildOptions(output_dir="")  # the defaults, shown by --help
     p = argparse.ArgumentParser(
-        prog="python -m official_bench.data.build.build_records",
+        prog="official-bench-build-records",
         description="Write image folders as ImageNet-style TFRecord shards.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=help_formatter(argparse.RawDescriptionHelpFormatter),
         epilog=__doc__.split("\n\n", 1)[1])
     p.add_argument("--output_dir", required=True,
                    help="where the shards, labels.txt and build_records.json go")

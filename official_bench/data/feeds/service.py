@@ -27,15 +27,17 @@ import argparse
 import sys
 
 from official_bench.contracts.hostport import HostPortError, parse_hostport
+from official_bench.host.terminal import help_formatter
 
 READY = "official_bench: tf.data service {role} ready on port {port}"
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(
-        prog="python -m official_bench.data.feeds.service",
+        prog="official-bench-data-service",
         description="Run a tf.data service dispatcher or worker for "
-                    "official_bench's builder: service.")
+                    "official_bench's builder: service.",
+        formatter_class=help_formatter())
     role = p.add_mutually_exclusive_group(required=True)
     role.add_argument("--dispatcher", action="store_true")
     role.add_argument("--worker", action="store_true")

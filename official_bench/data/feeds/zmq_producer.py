@@ -32,6 +32,7 @@ from typing import Iterable, Optional
 
 from official_bench.contracts import exit_status
 from official_bench.data.feeds import batch_spec, python_loader, zmq_wire
+from official_bench.host.terminal import help_formatter
 
 INSTALL_HINT = ("the ZMQ producer needs pyzmq: "
                 "pip install 'official_bench[zmq]'")
@@ -39,9 +40,15 @@ INSTALL_HINT = ("the ZMQ producer needs pyzmq: "
 
 def parse_args(argv):
     p = argparse.ArgumentParser(
-        prog="python -m official_bench.data.feeds.zmq_producer",
+        prog="official-bench-zmq-producer",
+        # argparse's own usage puts the source group on one 118-column line.
+        usage="%(prog)s (--connect ENDPOINT | --bind ENDPOINT)\n"
+              "         (--synthetic | --folder DIR | --records DATA_DIR |\n"
+              "          --python_source MODULE:FUNCTION) --batch_size N "
+              "[options]",
         description="PUSH (images, labels) batches to an official_bench "
-                    "trainer (builder: zmq).")
+                    "trainer (builder: zmq).",
+        formatter_class=help_formatter())
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--connect", action="append", metavar="ENDPOINT",
                        help="trainer endpoint to connect to (repeatable)")
