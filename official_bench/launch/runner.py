@@ -19,6 +19,8 @@ from official_bench.contracts.tf_config import tf_config_json
 from official_bench.contracts.throughput import DLPERF_KEYWORD, TIMEOUT_MARK
 from official_bench.launch import auth
 from official_bench.launch import barrier as barrier_lib
+from official_bench.launch import preflight
+from official_bench.launch import progress
 from official_bench.launch.plan import Plan, Run, Worker
 from official_bench.contracts import run_status
 from official_bench.host import processes
@@ -179,16 +181,20 @@ def stop_all(procs: List[TrainerProcess], why: str, grace: float) -> None:
 
 
 def wait_all(procs: List[TrainerProcess], labels: List[str], kill_after: float,
-             poll: Optional[callable] = None) -> List[int]:
+             poll: Optional[callable] = None,
+             tick: Optional[callable] = None) -> List[int]:
     """Waits for a node's trainer processes; their exit statuses.
 
     One failing stops the node's others (a multi_worker_mirrored peer would
     otherwise hang in its next collective); `poll()` returning a reason (a
-    peer node failed) stops them all.
+    peer node failed) stops them all; `tick()` runs at every wake-up (the
+    progress lines).
     """
     grace = min(kill_after, 10.0)
     next_peek = time.monotonic() + PEEK_SECONDS
     while True:
+        if tick is not None:
+            tick()
         for p, label in zip(procs, labels):
             if p.poll() is None or p.rc == 0 or len(procs) == 1:
                 continue
@@ -261,6 +267,8 @@ class Runner:
         self.coordinator: Optional[barrier_lib.Coordinator] = None
         self.current: Optional[List[TrainerProcess]] = None
         self.results: List[tuple] = []  # (run, {node: payload})
+        # Node 0: run name -> (its RunRate or None, its intervals).
+        self.rates: Dict[str, tuple] = {}
 
     def log(self, message: str) -> None:
         say(self.plan, message)
@@ -373,10 +381,11 @@ class Runner:
                                    w.log_path)
             self.current = procs
             end_round = f"end {run.name}"
+            watch = self._progress(run)
             try:
                 wait_all(procs, labels, self.s.kill_after,
                          self._peer_failure(end_round) if self.client
-                         else None)
+                         else None, watch.poll if watch else None)
             except BaseException as e:
                 stop_all(procs, f"launcher interrupted ({e!r})",
                          min(self.s.kill_after, 5.0))
@@ -386,6 +395,8 @@ class Runner:
                 raise
             finally:
                 self.current = None
+            if watch is not None:
+                self.rates[run.name] = (watch.finish(), watch.intervals)
             outcomes = [self._judge(w, p, p.rc) for w, p in zip(workers, procs)]
             for w, o in zip(workers, outcomes):
                 run_status.write_status(
@@ -401,6 +412,16 @@ class Runner:
             for log in logs:
                 log.close()
         return _node_outcome(outcomes, workers, procs)
+
+    def _progress(self, run: Run) -> Optional[progress.RunProgress]:
+        """Node 0 follows its run's log (the chief's, which holds the
+        rates); other nodes print their status only."""
+        if self.plan.index != 0:
+            return None
+        return progress.RunProgress(
+            run.log_path, f"{run.case} run {run.index}/{run.of or '?'}",
+            run.total_steps, self.s.quiet,
+            lambda line: print(line, flush=True))
 
     def _peer_failure(self, end_round: str):
         def poll() -> Optional[str]:
@@ -475,12 +496,20 @@ class Runner:
                 "this node" if node == self.plan.index
                 else self._node_name(node)) + ": "
             if p["status"] == "ok":
-                self.log(f"{run.name}: {who}ok")
+                self.log(f"{run.name}: {who}ok{self._rate_text(run, node)}")
             else:
                 self.log(f"{run.name}: {who}{p['status'].upper()} "
                          f"({describe_exit(p['rc'])})"
                          f"{': ' + p['reason'] if p.get('reason') else ''}"
                          f"; log {p['log']}")
+
+    def _rate_text(self, run: Run, node: int) -> str:
+        """', 1075.3 img/s (median of 5 intervals, ...)' for node 0's run
+        with a measured rate, else ''."""
+        rate, _ = self.rates.get(run.name, (None, None))
+        if node != 0 or node != self.plan.index or rate is None:
+            return ""
+        return ", " + rate.describe()
 
     def _summary(self) -> None:
         ok = sum(1 for _, e in self.results
@@ -492,12 +521,40 @@ class Runner:
             status = ", ".join(
                 f"node {k} {v['status']}" if len(everyone) > 1 else v["status"]
                 for k, v in sorted(everyone.items()))
-            self.log(f"  {run.name}: {status}")
+            self.log(f"  {run.name}: {status}{self._rate_text(run, 0)}")
+        if self.plan.index == 0 and ok:
+            self.log("extract: " + self._extract_command())
+
+    def _extract_command(self) -> str:
+        """The extractor command for this log tree, with the window flags
+        the ok runs need when they are shorter than DLPerf's 100-600."""
+        runs = [self.rates[run.name][1] for run, everyone in self.results
+                if run.name in self.rates and
+                all(p["status"] == "ok" for p in everyone.values())]
+        argv = [self.s.launch_python or sys.executable, _relative(os.path.join(
+                    preflight.REPO_ROOT, "extract_tensorflow_logs.py")),
+                "--log_dir", _relative(self.plan.log_root)]
+        window = progress.extractor_window(runs)
+        note = ""
+        if window == (0, 0):
+            note = ("  (no common window after the first interval: run "
+                    "more steps, STEPS, or fewer steps per line, LOG_STEPS)")
+        elif window is not None:
+            argv += ["--warmup_batches", str(window[0]),
+                     "--train_batches", str(window[1])]
+        return shlex.join(argv) + note
 
     def close(self) -> None:
         if self.coordinator is not None:
             self.coordinator.close()
             self.coordinator = None
+
+
+def _relative(path: str) -> str:
+    """path relative to the working directory when it lies under it
+    (shorter to copy), else absolute."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
 
 
 def _hostname() -> str:
