@@ -529,8 +529,10 @@ def _runs(settings: Settings, devices: Devices, config_file: str,
 
 def _stale_log_notes(runs: List[Run], batch: int, dtype: str,
                      bench: Bench) -> List[str]:
-    """Logs of this batch and dtype already in the case directories: the
-    runs overwrite some, and the extractor would read the others too."""
+    """Logs of this batch and dtype already in the case directories that
+    this sweep does not plan (a larger TEST_NUM before): the extractor would
+    read them too. Planned runs already there are resume.py's (refused
+    without RESUME=1 or OVERWRITE=1)."""
     notes: List[str] = []
     planned = {r.log_path for r in runs}
     for folder in sorted({os.path.dirname(p) for p in planned}):
@@ -538,9 +540,6 @@ def _stale_log_notes(runs: List[Run], batch: int, dtype: str,
             continue
         found = {os.path.join(folder, n) for n in os.listdir(folder)
                  if log_tree.is_run_log(n, batch, dtype, bench.name)}
-        if found & planned:
-            notes.append(f"{len(found & planned)} log(s) in {folder} will be "
-                         "overwritten")
         if found - planned:
             notes.append(f"{folder} also holds {len(found - planned)} log(s) "
                          "of an earlier session that the extractor will read "

@@ -119,6 +119,14 @@ def extractor_window(runs: List[List[Interval]]) -> Optional[Tuple[int, int]]:
     return (start, end) if start < end else (0, 0)
 
 
+def read_intervals(path: str) -> List[Interval]:
+    """Every TimeHistory interval of a finished run's log (RESUME=1 reads
+    a kept run's rate back); [] when it cannot be read."""
+    follower = LogFollower(path)
+    lines = follower.new_lines() + [follower.partial]
+    return [iv for iv in map(parse_interval, lines) if iv is not None]
+
+
 class LogFollower:
     """Reads the lines a growing log gained since the last call (a partial
     last line waits for its end)."""

@@ -195,6 +195,17 @@ KNOBS: List[Knob] = [
     Knob("on_failure", "choice", "continue", "after a run that failed on any "
          "node: continue with the next run, or stop (all nodes alike)",
          choices=("continue", "stop"), section="flow"),
+    Knob("resume", "bool", False, "continue a sweep whose log tree holds "
+         "some of its runs: keep the runs whose status is ok (on every "
+         "node), run only the missing or failed ones (their old files are "
+         "moved aside into the case's .replaced-{stamp}/ folder); on every "
+         "node of a two/multi-node sweep, which agree through the barrier",
+         section="flow"),
+    Knob("overwrite", "bool", False, "re-run a sweep whose log tree holds "
+         "some of its runs: move their logs, JSON and status files aside "
+         "into the case's .replaced-{stamp}/ folder (never deleted; the "
+         "extractor does not read it), then run every run",
+         section="flow"),
     Knob("quiet", "bool", False, "no progress lines while a run trains "
          "(the run's result line and the summary still show its img/s)",
          section="flow"),
@@ -355,6 +366,8 @@ BRIEF: Dict[str, str] = {
     "run_timeout": "wall-clock limit of one run (seconds)",
     "kill_after": "seconds from SIGTERM to SIGKILL",
     "on_failure": "after a failed run: continue or stop",
+    "resume": "keep this case's ok runs, run the others",
+    "overwrite": "move this case's old runs aside, run all",
     "quiet": "no progress lines while a run trains",
     "dry_run": "print the plan; run nothing",
     "launcher": "tf, or horovod (horovodrun from node 0)",
@@ -552,6 +565,11 @@ def parse(argv: Sequence[str], environ: Optional[Mapping[str, str]] = None,
         if port is not None and not 0 < port < 65536:
             raise SettingsError(f"{name.upper()}={port} ({sources[name]}) is "
                                 "not a port in 1..65535")
+    if values["resume"] and values["overwrite"]:
+        raise SettingsError(f"RESUME ({sources['resume']}) and OVERWRITE "
+                            f"({sources['overwrite']}) are both set; set "
+                            "one: RESUME keeps the ok runs, OVERWRITE moves "
+                            "every old run aside")
     if values["run_timeout"] == 0:
         raise SettingsError("RUN_TIMEOUT must be > 0 seconds")
     secret, secret_from = read_barrier_secret(
