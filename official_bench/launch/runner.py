@@ -278,6 +278,7 @@ class Runner:
         # Node 0: run name -> (its RunRate or None, its intervals).
         self.rates: Dict[str, tuple] = {}
         self.reused: set = set()  # run names RESUME=1 keeps (resume.py)
+        self.trainer_started = False  # in the current run
 
     def log(self, message: str) -> None:
         say(self.plan, message)
@@ -373,6 +374,7 @@ class Runner:
         launcher cannot write (disk full, quota, read-only, permission)
         fails the run for that reason and stops the sweep (Outcome.stop)."""
         started = time.time()
+        self.trainer_started = False
         try:
             return self._execute(run)
         except NotWritable as e:
@@ -385,6 +387,12 @@ class Runner:
         effort: the disk may have no room for them either)."""
         reason = str(error)
         for w in run.processes():
+            if not self.trainer_started:
+                # Only the launcher's header could be in it: no run to keep
+                # (a later RESUME=1 then sees the run as missing).
+                with contextlib.suppress(OSError):
+                    os.remove(w.log_path)
+                continue
             with contextlib.suppress(OSError):
                 run_status.write_status(
                     w.log_path, "failed", None, reason, started, time.time(),
@@ -428,6 +436,7 @@ class Runner:
                     return Outcome(None, "failed", f"cannot start: {e}",
                                    w.log_path)
             self.current = procs
+            self.trainer_started = True
             end_round = f"end {run.name}"
             watch = self._progress(run)
             try:
