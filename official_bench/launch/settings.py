@@ -502,10 +502,12 @@ node list:   TF_CONFIG > NODES > HOSTFILE > Slurm > the config's
              the node whose host is this machine
 """
 
+_MORE = "\nevery variable and behaviour: docs/run_scripts.md"
+
 _EPILOG = {
-    "single": _EXIT,
-    "two": _NODES + _EXIT,
-    "multi": _NODES + _EXIT,
+    "single": _EXIT + _MORE,
+    "two": _EXIT + "\n" + _NODES.rstrip("\n") + _MORE,
+    "multi": _EXIT + "\n" + _NODES.rstrip("\n") + _MORE,
 }
 
 
