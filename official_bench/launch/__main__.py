@@ -303,9 +303,9 @@ def run_with_claims(plan, stamp: str, cannot_run: Optional[str],
             in_use = {k: v["logs_problem"] for k, v in sorted(hello.items())
                       if v.get("logs_problem")}
             for k, text in in_use.items():
-                who = "this node" if k == plan.index else \
-                    runner._node_name(k)
-                say(plan, f"error: {who}: {text}", stream=sys.stderr)
+                if k != plan.index:  # this node's was said before hello
+                    say(plan, f"error: {runner._node_name(k)}: {text}",
+                        stream=sys.stderr)
             if in_use:
                 say(plan, "no run started (on any node): the log tree of "
                     f"{len(in_use)} node(s) is in use", stream=sys.stderr)
