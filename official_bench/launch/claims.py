@@ -72,13 +72,29 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _process_start(pid: int) -> Optional[float]:
+    """When process `pid` started (seconds since the epoch, from
+    /proc/<pid>/stat's start time after boot and /proc/stat's btime), or
+    None off Linux or when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii",
+                  errors="replace") as f:
+            stat = f.read()
+        with open("/proc/stat", encoding="ascii", errors="replace") as f:
+            btime = next(int(line.split()[1]) for line in f
+                         if line.startswith("btime "))
+        # Fields after "(comm)": state is field 3, starttime field 22.
+        ticks = int(stat[stat.rindex(")") + 2:].split()[19])
+        return btime + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
 def _pid_started_after(pid: int, when: float) -> bool:
     """Whether process `pid` started after `when` (so it reused the pid of
     a dead launcher); False when it cannot be told."""
-    try:
-        return os.stat(f"/proc/{pid}").st_mtime > when + 1.0
-    except OSError:
-        return False
+    start = _process_start(pid)
+    return start is not None and start > when + 2.0
 
 
 def is_stale(holder: Holder, host: str) -> bool:

@@ -126,3 +126,18 @@ def test_rerun_refused_then_overwrite_moves_aside(tmp_path):
     table, _ = extract_tables(tmp_path, root, PY)
     assert table["1n1g"]["num_runs"] == 1
     assert table["1n1g"]["excluded"] == []
+
+
+def test_live_pid_holds_unless_it_started_after_the_claim(tmp_path):
+    """Same host, pid alive: held; unless that process started after the
+    claim was written (the dead launcher's pid was reused)."""
+    me = {"host": socket.gethostname(), "pid": os.getpid(),
+          "script": "run_single_node.sh", "session": "old"}
+    (tmp_path / NAME).write_text(json.dumps(dict(me, started=time.time())))
+    held = claims_lib.Claims("run_single_node.sh", "new")
+    with pytest.raises(claims_lib.ClaimError, match="in use by another"):
+        held.take(str(tmp_path), NAME)
+    (tmp_path / NAME).write_text(json.dumps(dict(me, started=0.0)))
+    held.take(str(tmp_path), NAME)
+    assert "took over the stale claim" in held.notes[0]
+    held.release()
