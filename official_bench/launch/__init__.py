@@ -23,7 +23,14 @@ Modules, top to bottom:
   from the Slurm job, else none: an open barrier) and its HMAC tags.
 - preflight: checks, before any run, that the trainer's Python can import
   the trainer (standard library only, so it works under a bare python3).
-- runner: runs the trainer under `timeout -k`, writes the log tree.
+- runner: runs the trainer under `timeout -k`, writes the log tree (every
+  write through host/write_errors: a full disk stops the sweep, exit 5).
+- progress: follows a run's log: progress lines, the run's img/s, the
+  extractor command and window.
+- claims: the O_EXCL claim file a launcher holds on each case directory it
+  writes (a second launcher stops, exit 6).
+- resume: planned runs already in the tree: refused, RESUME=1 or
+  OVERWRITE=1 (moved aside into .replaced-{stamp}/).
 
 WORKERS_PER_NODE=G > 1 starts G trainer processes per node (one per GPU or
 CPU device), each a multi_worker_mirrored task of its own (plan.Worker).

@@ -25,8 +25,11 @@ from official_bench.launch import barrier as barrier_lib
 from official_bench.launch import nodes as nodes_lib
 from official_bench.launch import preflight
 from official_bench.launch import settings as settings_lib
+from official_bench.launch import resume
 from official_bench.launch.barrier import BarrierError
+from official_bench.launch.claims import ClaimError, Claims, claim_name
 from official_bench.launch.node_list import Node, NodeError
+from official_bench.host.write_errors import NotWritable
 
 EXIT_USAGE = es.CONFIG  # as runner.EXIT_USAGE, which needs the launcher
 
@@ -157,11 +160,10 @@ def main(argv: Optional[Sequence[str]] = None, environ=None) -> int:
     try:
         from official_bench.config import ConfigError
         from official_bench.launch import plan as plan_lib
-        from official_bench.launch import runner as runner_lib
+        from official_bench.launch.runner import (EXIT_CLUSTER, Interrupted,
+                                                  say)
     except ImportError as e:
         return launcher_cannot_run(settings, e)
-    from official_bench.launch.runner import (EXIT_CLUSTER, EXIT_PEER,
-                                              Interrupted, say)
     stamp = log_tree.session_stamp()
     try:
         plan = plan_lib.make_plan(settings, stamp)
@@ -199,13 +201,90 @@ def main(argv: Optional[Sequence[str]] = None, environ=None) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, on_signal)
+    claims = Claims(settings.script, f"{os.getpid()}-{uuid.uuid4().hex}")
+    try:
+        return run_with_claims(plan, stamp, cannot_run, claims)
+    except NotWritable as e:
+        say(plan, f"error: {e}", stream=sys.stderr)
+        return es.NOT_WRITABLE
+    except Interrupted as e:
+        say(plan, f"interrupted by {e}; no run started", stream=sys.stderr)
+        return es.by_signal(e.signum)
+    finally:
+        claims.release()
+
+
+def claim_logs(plan, claims: Claims) -> tuple:
+    """(problem or None, this node's survey): claims every case directory
+    this node writes, then lists the planned runs already there."""
+    bench = plan_bench_name(plan)
+    name = claim_name(plan.batch, plan.dtype, bench)
+    try:
+        for folder in sorted({os.path.dirname(r.log_path)
+                              for r in plan.runs}):
+            claims.take(folder, name)
+    except ClaimError as e:
+        return str(e), {}
+    for note in claims.notes:
+        say_plan(plan, f"note: {note}")
+    return None, resume.survey(plan.runs)
+
+
+def plan_bench_name(plan) -> str:
+    from official_bench.launch.plan import Bench
+    return Bench.of(plan.settings).name
+
+
+def say_plan(plan, message: str, stream=None) -> None:
+    from official_bench.launch.runner import say
+    say(plan, message, stream=stream)
+
+
+def settle_logs(plan, runner, surveys: dict, stamp: str) -> Optional[str]:
+    """RESUME / OVERWRITE / refuse, the same way on every node (see
+    resume.py); moves old files aside. The refusal line, or None."""
+    s = plan.settings
+    decision = resume.decide(s.resume, s.overwrite,
+                             [r.name for r in plan.runs], surveys,
+                             plan.index, plan.log_root)
+    if decision.problem:
+        return decision.problem
+    if decision.replace:
+        folders = resume.move_aside(plan.runs, decision.replace, stamp)
+        say_plan(plan, f"{'RESUME' if s.resume else 'OVERWRITE'}=1: moved "
+                 f"the files of {', '.join(decision.replace)} aside into "
+                 + ", ".join(folders))
+    if decision.reuse:
+        say_plan(plan, f"RESUME=1: keeping {', '.join(decision.reuse)} "
+                 "(status ok); running the others")
+    runner.reused = set(decision.reuse)
+    return None
+
+
+def run_with_claims(plan, stamp: str, cannot_run: Optional[str],
+                    claims: Claims) -> int:
+    """Claims the log tree, meets the other nodes, settles old runs,
+    runs the sweep."""
+    from official_bench.launch import runner as runner_lib
+    from official_bench.launch.runner import (EXIT_CLUSTER, EXIT_PEER,
+                                              Interrupted, say)
+    logs_problem, survey = claim_logs(plan, claims)
+    if logs_problem and not plan.uses_barrier:
+        say(plan, f"error: {logs_problem}", stream=sys.stderr)
+        return es.LOGS_IN_USE
     runner = runner_lib.Runner(plan, stamp)
     try:
+        surveys = {plan.index: survey}
         if plan.uses_barrier:
             if cannot_run:
                 say(plan, f"error: this node: {cannot_run}; telling the "
                     "other nodes", stream=sys.stderr)
-            hello = runner.setup_barrier({"cannot_run": cannot_run})
+            if logs_problem:
+                say(plan, f"error: this node: {logs_problem}; telling the "
+                    "other nodes", stream=sys.stderr)
+            hello = runner.setup_barrier({"cannot_run": cannot_run,
+                                          "logs_problem": logs_problem,
+                                          "existing": survey})
             say(plan, "barrier: all nodes arrived: " + ", ".join(
                 f"node {k} on {v.get('host')} (pid {v.get('pid')})"
                 for k, v in sorted(hello.items())))
@@ -221,9 +300,24 @@ def main(argv: Optional[Sequence[str]] = None, environ=None) -> int:
                     f"{len(broken)} node(s) cannot start the trainer",
                     stream=sys.stderr)
                 return EXIT_USAGE
+            in_use = {k: v["logs_problem"] for k, v in sorted(hello.items())
+                      if v.get("logs_problem")}
+            for k, text in in_use.items():
+                if k != plan.index:  # this node's was said before hello
+                    say(plan, f"error: {runner._node_name(k)}: {text}",
+                        stream=sys.stderr)
+            if in_use:
+                say(plan, "no run started (on any node): the log tree of "
+                    f"{len(in_use)} node(s) is in use", stream=sys.stderr)
+                return es.LOGS_IN_USE
             head_stamp = (hello.get(0) or {}).get("stamp")
             if head_stamp and head_stamp != stamp:
                 plan.restamp(head_stamp)
+            surveys = {k: v.get("existing") or {} for k, v in hello.items()}
+        refused = settle_logs(plan, runner, surveys, stamp)
+        if refused:
+            say(plan, f"error: {refused}", stream=sys.stderr)
+            return es.LOGS_IN_USE
         return runner.run_all()
     except BarrierError as e:
         say(plan, f"error: {e}", stream=sys.stderr)

@@ -95,6 +95,10 @@ class Run:
     # This node's processes; [0] writes the run's log (the case log on node
     # 0). More than one only with WORKERS_PER_NODE > 1.
     workers: List[Worker]
+    # Steps the trainer will take (train.steps x epochs; None: unknown),
+    # for the progress line's "step S/T" and ETA.
+    total_steps: Optional[int] = None
+    of: int = 0  # TEST_NUM: "run 1/5"
 
     @property
     def name(self) -> str:
@@ -455,16 +459,20 @@ def _trainer_env(settings: Settings,
 
 
 def _check_config(config_file: str, overrides: Dict[str, Any],
-                  case: str) -> None:
+                  case: str) -> Optional[int]:
     """The trainer would load this config: stop now, not after a barrier
-    and a TensorFlow start-up on every node."""
+    and a TensorFlow start-up on every node. Returns the steps it will
+    train when the config names them (train.steps x train.epochs)."""
     try:
-        config_lib.load_config(config_file=config_file,
-                               params_override=[overrides])
+        cfg = config_lib.load_config(config_file=config_file,
+                                     params_override=[overrides])
     except config_lib.ConfigError as e:
         raise PlanError(f"the trainer would reject the config for {case} "
                         f"({config_file} + overrides "
                         f"{json.dumps(overrides)}): {e}")
+    steps = getattr(getattr(cfg, "train", None), "steps", None)
+    epochs = getattr(getattr(cfg, "train", None), "epochs", None) or 1
+    return steps * epochs if isinstance(steps, int) and steps > 0 else None
 
 
 def _runs(settings: Settings, devices: Devices, config_file: str,
@@ -488,7 +496,7 @@ def _runs(settings: Settings, devices: Devices, config_file: str,
         overrides = overrides_lib.case_overrides(
             merged, case, count, devices, num_nodes, index,
             horovod is not None or per_node > 1, per_node)
-        _check_config(config_file, overrides, case)
+        total_steps = _check_config(config_file, overrides, case)
         run_env = dict(env)
         if devices.share is not None:
             run_env["CUDA_VISIBLE_DEVICES"] = devices.share
@@ -514,14 +522,17 @@ def _runs(settings: Settings, devices: Devices, config_file: str,
                 else _result_name(nodeset, bench))
             workers = [head_worker] if per_node == 1 else _local_workers(
                 head_worker, index, per_node, cluster, devices, bench)
-            runs.append(Run(case, count, i, workers))
+            runs.append(Run(case, count, i, workers, total_steps,
+                            settings.test_num))
     return runs
 
 
 def _stale_log_notes(runs: List[Run], batch: int, dtype: str,
                      bench: Bench) -> List[str]:
-    """Logs of this batch and dtype already in the case directories: the
-    runs overwrite some, and the extractor would read the others too."""
+    """Logs of this batch and dtype already in the case directories that
+    this sweep does not plan (a larger TEST_NUM before): the extractor would
+    read them too. Planned runs already there are resume.py's (refused
+    without RESUME=1 or OVERWRITE=1)."""
     notes: List[str] = []
     planned = {r.log_path for r in runs}
     for folder in sorted({os.path.dirname(p) for p in planned}):
@@ -529,9 +540,6 @@ def _stale_log_notes(runs: List[Run], batch: int, dtype: str,
             continue
         found = {os.path.join(folder, n) for n in os.listdir(folder)
                  if log_tree.is_run_log(n, batch, dtype, bench.name)}
-        if found & planned:
-            notes.append(f"{len(found & planned)} log(s) in {folder} will be "
-                         "overwritten")
         if found - planned:
             notes.append(f"{folder} also holds {len(found - planned)} log(s) "
                          "of an earlier session that the extractor will read "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
@@ -10,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from typing import Dict, List, Optional, TextIO
@@ -19,10 +21,13 @@ from official_bench.contracts.tf_config import tf_config_json
 from official_bench.contracts.throughput import DLPERF_KEYWORD, TIMEOUT_MARK
 from official_bench.launch import auth
 from official_bench.launch import barrier as barrier_lib
+from official_bench.launch import preflight
+from official_bench.launch import progress
 from official_bench.launch.plan import Plan, Run, Worker
 from official_bench.contracts import run_status
+from official_bench.contracts import log_tree
 from official_bench.host import processes
-from official_bench.host.atomic import write_text_atomic
+from official_bench.host.write_errors import NotWritable, writing
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_CLUSTER, EXIT_PEER = (
     es.OK, es.FAILED, es.CONFIG, es.CLUSTER, es.BARRIER_TIMEOUT)
@@ -44,12 +49,17 @@ class Interrupted(Exception):
         self.signum = signum
 
 
+# Outcome.stop: why every node stops the sweep after this run.
+STOP_NOT_WRITABLE = "not_writable"
+
+
 @dataclasses.dataclass
 class Outcome:
     rc: Optional[int]
     status: str  # ok | failed | aborted
     reason: str
     log: str
+    stop: str = ""  # STOP_NOT_WRITABLE: the next run would fail the same way
 
     def as_payload(self) -> Dict:
         return dataclasses.asdict(self)
@@ -179,16 +189,20 @@ def stop_all(procs: List[TrainerProcess], why: str, grace: float) -> None:
 
 
 def wait_all(procs: List[TrainerProcess], labels: List[str], kill_after: float,
-             poll: Optional[callable] = None) -> List[int]:
+             poll: Optional[callable] = None,
+             tick: Optional[callable] = None) -> List[int]:
     """Waits for a node's trainer processes; their exit statuses.
 
     One failing stops the node's others (a multi_worker_mirrored peer would
     otherwise hang in its next collective); `poll()` returning a reason (a
-    peer node failed) stops them all.
+    peer node failed) stops them all; `tick()` runs at every wake-up (the
+    progress lines).
     """
     grace = min(kill_after, 10.0)
     next_peek = time.monotonic() + PEEK_SECONDS
     while True:
+        if tick is not None:
+            tick()
         for p, label in zip(procs, labels):
             if p.poll() is None or p.rc == 0 or len(procs) == 1:
                 continue
@@ -261,6 +275,10 @@ class Runner:
         self.coordinator: Optional[barrier_lib.Coordinator] = None
         self.current: Optional[List[TrainerProcess]] = None
         self.results: List[tuple] = []  # (run, {node: payload})
+        # Node 0: run name -> (its RunRate or None, its intervals).
+        self.rates: Dict[str, tuple] = {}
+        self.reused: set = set()  # run names RESUME=1 keeps (resume.py)
+        self.trainer_started = False  # in the current run
 
     def log(self, message: str) -> None:
         say(self.plan, message)
@@ -305,16 +323,22 @@ class Runner:
     # -- one run -----------------------------------------------------------
 
     def _prepare(self, worker: Worker) -> Worker:
-        """A fresh model_dir (and no stale log or JSON) for one process:
-        the planned one, or its next attempt (-2, -3, ...) if it exists."""
-        for stale in (worker.log_path, worker.json_path):
-            if os.path.exists(stale):
-                os.remove(stale)
+        """A fresh model_dir for one process: the planned one, or its next
+        attempt (-2, -3, ...) if it exists. Its log, JSON and status are
+        not removed: the launcher's claim and resume.py made sure there
+        are none, and the log is created exclusively (_open_log)."""
         spec = worker.model_dir_spec
         while os.path.exists(spec.path):
             spec = spec.next_attempt()
-        os.makedirs(spec.path)
+        with writing(spec.path, "the run's model directory"):
+            os.makedirs(spec.path)
         return dataclasses.replace(worker, model_dir_spec=spec)
+
+    def _open_log(self, path: str) -> TextIO:
+        """The run's log, created exclusively (O_EXCL): a second writer
+        gets FileExistsError instead of sharing the file."""
+        with writing(path, "the run's log"):
+            return open(path, "x", encoding="utf-8", buffering=1)
 
     def _header(self, run: Run, worker: Worker) -> str:
         plan = self.plan
@@ -346,15 +370,55 @@ class Runner:
 
     def execute(self, run: Run) -> Outcome:
         """Runs this node's trainer process(es) for one run; one Outcome
-        for the node (the first failing process's, if any)."""
-        os.makedirs(os.path.dirname(run.log_path), exist_ok=True)
+        for the node (the first failing process's, if any). A file the
+        launcher cannot write (disk full, quota, read-only, permission)
+        fails the run for that reason and stops the sweep (Outcome.stop)."""
+        started = time.time()
+        self.trainer_started = False
+        try:
+            return self._execute(run)
+        except NotWritable as e:
+            return self._cannot_write(run, e, started)
+
+    def _cannot_write(self, run: Run, error: NotWritable,
+                      started: float) -> Outcome:
+        """The run failed because a file could not be written: say so in
+        its status record and log when they still can be written (best
+        effort: the disk may have no room for them either)."""
+        reason = str(error)
+        for w in run.processes():
+            if not self.trainer_started:
+                # Only the launcher's header could be in it: no run to keep
+                # (a later RESUME=1 then sees the run as missing).
+                with contextlib.suppress(OSError):
+                    os.remove(w.log_path)
+                continue
+            with contextlib.suppress(OSError):
+                run_status.write_status(
+                    w.log_path, "failed", None, reason, started, time.time(),
+                    self.plan.index, _hostname(),
+                    w.label if run.many else "")
+            with contextlib.suppress(OSError):
+                if os.path.exists(w.log_path):
+                    with open(w.log_path, "a", encoding="utf-8") as log:
+                        log.write(f"# official_bench.launch: {run.name} "
+                                  f"failed: {reason}\n")
+        return Outcome(None, "failed", reason, run.log_path,
+                       stop=STOP_NOT_WRITABLE)
+
+    def _execute(self, run: Run) -> Outcome:
+        with writing(os.path.dirname(run.log_path), "the case directory"):
+            os.makedirs(os.path.dirname(run.log_path), exist_ok=True)
         workers = [self._prepare(w) for w in run.processes()]
         labels = [w.label for w in workers]
-        logs = [open(w.log_path, "w", encoding="utf-8") for w in workers]
+        logs: List[TextIO] = []
         try:
+            for w in workers:
+                logs.append(self._open_log(w.log_path))
             for w, log in zip(workers, logs):
-                log.write(self._header(run, w))
-                log.flush()
+                with writing(w.log_path, "the run's log"):
+                    log.write(self._header(run, w))
+                    log.flush()
             self.log(f"{run.name}: starting, log {run.log_path}"
                      + (f" (+ {len(workers) - 1} local worker log(s) beside "
                         "it, .local1...)" if len(workers) > 1 else ""))
@@ -372,11 +436,13 @@ class Runner:
                     return Outcome(None, "failed", f"cannot start: {e}",
                                    w.log_path)
             self.current = procs
+            self.trainer_started = True
             end_round = f"end {run.name}"
+            watch = self._progress(run)
             try:
                 wait_all(procs, labels, self.s.kill_after,
                          self._peer_failure(end_round) if self.client
-                         else None)
+                         else None, watch.poll if watch else None)
             except BaseException as e:
                 stop_all(procs, f"launcher interrupted ({e!r})",
                          min(self.s.kill_after, 5.0))
@@ -386,21 +452,39 @@ class Runner:
                 raise
             finally:
                 self.current = None
+            if watch is not None:
+                self.rates[run.name] = (watch.finish(), watch.intervals)
             outcomes = [self._judge(w, p, p.rc) for w, p in zip(workers, procs)]
-            for w, o in zip(workers, outcomes):
-                run_status.write_status(
-                    w.log_path, o.status, o.rc, no_throughput_text(o.reason),
-                    started, time.time(), self.plan.index, _hostname(),
-                    w.label if len(workers) > 1 else "")
-            for o, log in zip(outcomes, logs):
+            for o, w, log in zip(outcomes, workers, logs):
                 reason = no_throughput_text(o.reason or "")
-                log.write(f"# official_bench.launch: {run.name} {o.status}"
-                          f" ({describe_exit(o.rc)}"
-                          f"{'; ' + reason if reason else ''})\n")
+                with writing(w.log_path, "the run's log"):
+                    log.write(f"# official_bench.launch: {run.name} "
+                              f"{o.status} ({describe_exit(o.rc)}"
+                              f"{'; ' + reason if reason else ''})\n")
+                    log.flush()
+            for w, o in zip(workers, outcomes):
+                path = log_tree.status_path(w.log_path)
+                with writing(path, "the run's status record"):
+                    run_status.write_status(
+                        w.log_path, o.status, o.rc,
+                        no_throughput_text(o.reason), started, time.time(),
+                        self.plan.index, _hostname(),
+                        w.label if len(workers) > 1 else "")
         finally:
             for log in logs:
-                log.close()
+                with contextlib.suppress(OSError):
+                    log.close()
         return _node_outcome(outcomes, workers, procs)
+
+    def _progress(self, run: Run) -> Optional[progress.RunProgress]:
+        """Node 0 follows its run's log (the chief's, which holds the
+        rates); other nodes print their status only."""
+        if self.plan.index != 0:
+            return None
+        return progress.RunProgress(
+            run.log_path, f"{run.case} run {run.index}/{run.of or '?'}",
+            run.total_steps, self.s.quiet,
+            lambda line: print(line, flush=True))
 
     def _peer_failure(self, end_round: str):
         def poll() -> Optional[str]:
@@ -431,18 +515,38 @@ class Runner:
             return Outcome(rc, "failed", f"the trainer wrote no {result}",
                            run.log_path)
         with open(result, encoding="utf-8") as f:
-            write_text_atomic(run.json_path, f.read())
+            text = f.read()
+        with writing(run.json_path, "the run's result JSON (copy)"):
+            write_text_exclusive(run.json_path, text)
         return Outcome(rc, "ok", "", run.log_path)
 
     # -- all runs ------------------------------------------------------------
+
+    def _reuse(self, run: Run) -> None:
+        """RESUME=1: a run whose status is ok on every node is kept as it
+        is; node 0 reads its img/s back from its log."""
+        everyone = {k: {"status": "ok", "rc": 0, "reason": "", "log":
+                        run.log_path, "reused": True}
+                    for k in range(self.plan.num_nodes)}
+        if self.plan.index == 0:
+            intervals = progress.read_intervals(run.log_path)
+            self.rates[run.name] = (progress.run_rate(intervals), intervals)
+        self.results.append((run, everyone))
+        self._report(run, everyone)
 
     def run_all(self) -> int:
         plan = self.plan
         failed = 0
         multi = plan.uses_barrier
-        for n, run in enumerate(plan.runs):
-            if n and self.s.sleep_seconds:
+        executed = 0
+        status, error = EXIT_OK, ""
+        for run in plan.runs:
+            if run.name in self.reused:
+                self._reuse(run)
+                continue
+            if executed and self.s.sleep_seconds:
                 time.sleep(self.s.sleep_seconds)
+            executed += 1
             if multi:
                 self.meet(f"start {run.name}", {"ready": True},
                           self.s.barrier_timeout)
@@ -460,6 +564,19 @@ class Runner:
             self.results.append((run, everyone))
             bad = {k: v for k, v in everyone.items() if v["status"] != "ok"}
             self._report(run, everyone)
+            stops = {k: v for k, v in everyone.items() if v.get("stop")}
+            if stops:
+                failed += 1
+                who = ", ".join("this node" if k == plan.index else
+                                self._node_name(k) for k in sorted(stops))
+                self.log(f"stopping the sweep after {run.name} (on every "
+                         f"node): {who} cannot write its files, so the next "
+                         "run would fail the same way; the runs already "
+                         "finished are kept")
+                status = es.NOT_WRITABLE if plan.index in stops else \
+                    EXIT_RUN_FAILED
+                error = everyone.get(plan.index, {}).get("reason")
+                break
             if bad:
                 failed += 1
                 if self.s.on_failure == "stop":
@@ -467,6 +584,10 @@ class Runner:
                              "(on every node)")
                     break
         self._summary()
+        if status == es.NOT_WRITABLE:
+            say(plan, f"error: {error}", stream=sys.stderr)
+        if status != EXIT_OK:
+            return status
         return EXIT_RUN_FAILED if failed else EXIT_OK
 
     def _report(self, run: Run, everyone: Dict[int, Dict]) -> None:
@@ -475,12 +596,26 @@ class Runner:
                 "this node" if node == self.plan.index
                 else self._node_name(node)) + ": "
             if p["status"] == "ok":
-                self.log(f"{run.name}: {who}ok")
+                kept = " (reused: kept from the log tree)" \
+                    if p.get("reused") else ""
+                self.log(f"{run.name}: {who}ok{kept}"
+                         f"{self._rate_text(run, node)}")
             else:
+                how = "a file could not be written" if \
+                    p.get("stop") == STOP_NOT_WRITABLE else \
+                    describe_exit(p['rc'])
                 self.log(f"{run.name}: {who}{p['status'].upper()} "
-                         f"({describe_exit(p['rc'])})"
+                         f"({how})"
                          f"{': ' + p['reason'] if p.get('reason') else ''}"
                          f"; log {p['log']}")
+
+    def _rate_text(self, run: Run, node: int) -> str:
+        """', 1075.3 img/s (median of 5 intervals, ...)' for node 0's run
+        with a measured rate, else ''."""
+        rate, _ = self.rates.get(run.name, (None, None))
+        if node != 0 or node != self.plan.index or rate is None:
+            return ""
+        return ", " + rate.describe()
 
     def _summary(self) -> None:
         ok = sum(1 for _, e in self.results
@@ -492,12 +627,65 @@ class Runner:
             status = ", ".join(
                 f"node {k} {v['status']}" if len(everyone) > 1 else v["status"]
                 for k, v in sorted(everyone.items()))
-            self.log(f"  {run.name}: {status}")
+            kept = " (reused)" if any(v.get("reused")
+                                      for v in everyone.values()) else ""
+            self.log(f"  {run.name}: {status}{kept}"
+                     f"{self._rate_text(run, 0)}")
+        reused = [run.name for run in self.plan.runs
+                  if run.name in self.reused]
+        if reused:
+            self.log(f"reused (RESUME=1, status ok): {', '.join(reused)}")
+        if self.plan.index == 0 and ok:
+            self.log("extract: " + self._extract_command())
+
+    def _extract_command(self) -> str:
+        """The extractor command for this log tree, with the window flags
+        the ok runs need when they are shorter than DLPerf's 100-600."""
+        runs = [self.rates[run.name][1] for run, everyone in self.results
+                if run.name in self.rates and
+                all(p["status"] == "ok" for p in everyone.values())]
+        argv = [self.s.launch_python or sys.executable, _relative(os.path.join(
+                    preflight.REPO_ROOT, "extract_tensorflow_logs.py")),
+                "--log_dir", _relative(self.plan.log_root)]
+        window = progress.extractor_window(runs)
+        note = ""
+        if window == (0, 0):
+            note = ("  (no common window after the first interval: run "
+                    "more steps, STEPS, or fewer steps per line, LOG_STEPS)")
+        elif window is not None:
+            argv += ["--warmup_batches", str(window[0]),
+                     "--train_batches", str(window[1])]
+        return shlex.join(argv) + note
 
     def close(self) -> None:
         if self.coordinator is not None:
             self.coordinator.close()
             self.coordinator = None
+
+
+def write_text_exclusive(path: str, text: str) -> None:
+    """Writes `text` to a new file `path`, whole or not at all: a temporary
+    file beside it is linked to `path` (FileExistsError when `path` exists:
+    never overwritten) and removed in every case, also on a full disk."""
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".",
+                               suffix=".tmp", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.link(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+
+
+def _relative(path: str) -> str:
+    """path relative to the working directory when it lies under it
+    (shorter to copy), else absolute."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
 
 
 def _hostname() -> str:

@@ -195,6 +195,20 @@ KNOBS: List[Knob] = [
     Knob("on_failure", "choice", "continue", "after a run that failed on any "
          "node: continue with the next run, or stop (all nodes alike)",
          choices=("continue", "stop"), section="flow"),
+    Knob("resume", "bool", False, "continue a sweep whose log tree holds "
+         "some of its runs: keep the runs whose status is ok (on every "
+         "node), run only the missing or failed ones (their old files are "
+         "moved aside into the case's .replaced-{stamp}/ folder); on every "
+         "node of a two/multi-node sweep, which agree through the barrier",
+         section="flow"),
+    Knob("overwrite", "bool", False, "re-run a sweep whose log tree holds "
+         "some of its runs: move their logs, JSON and status files aside "
+         "into the case's .replaced-{stamp}/ folder (never deleted; the "
+         "extractor does not read it), then run every run",
+         section="flow"),
+    Knob("quiet", "bool", False, "no progress lines while a run trains "
+         "(the run's result line and the summary still show its img/s)",
+         section="flow"),
     Knob("dry_run", "bool", False, "print the cluster, TF_CONFIG, commands "
          "and paths; run nothing", section="flow"),
     # Launcher.
@@ -311,125 +325,207 @@ def _convert(knob: Knob, raw: Any, source: str) -> Any:
     return text
 
 
+# One line per knob for --help (80 columns); the long form of each is
+# Knob.help, which docs/run_scripts.md holds (reference_markdown()).
+BRIEF: Dict[str, str] = {
+    "batch": "images per device (default: the config's)",
+    "dtype": "fp32, fp16 or bf16 (picks the config)",
+    "test_num": "runs of each case",
+    "nodes": "node list host:port,host:port",
+    "hostfile": "file with one host[:port] per line",
+    "num_nodes": "expected number of nodes",
+    "task_index": "this node's index in the node list",
+    "worker_port": "trainer port of nodes given without one",
+    "barrier_port": "port of node 0's barrier (launchers meet)",
+    "barrier_secret_file": "file with the barrier's shared secret "
+                           "(or BARRIER_SECRET=...)",
+    "barrier_bind": "address node 0's barrier listens on",
+    "use_slurm": "node list from SLURM_*: auto, yes, no",
+    "device": "auto, gpu or cpu",
+    "gpus": "GPU counts per node to run, e.g. 1,2,4,8",
+    "gpu_ids": "GPUs to use, e.g. 0,1,2,3",
+    "cpu_devices": "without GPUs: CPU devices per node, e.g. 1,2",
+    "workers_per_node": "trainer processes per node (one per GPU)",
+    "config_file": "trainer YAML (default: picked by DTYPE/device)",
+    "config_dir": "directory of the default configs",
+    "steps": "training steps per run",
+    "log_steps": "steps per TimeHistory line",
+    "data_dir": "ImageNet TFRecords (unset: synthetic data)",
+    "params_override": "extra trainer overrides 'a.b=1,c=2'",
+    "peer_timeout": "seconds a trainer waits for its peers",
+    "bench": "train, or allreduce (all-reduce bandwidth)",
+    "allreduce_args": "BENCH=allreduce: further flags",
+    "python": "the trainer's Python",
+    "python_check_timeout": "seconds to check the trainer's Python (0: "
+                            "skip)",
+    "nccl_socket_ifname": "network interface(s) for NCCL",
+    "log_dir": "log root (LOG_DIR/tensorflow/resnet50/bz{B}/...)",
+    "model_dir": "root of the per-run model directories",
+    "sleep_seconds": "pause between runs",
+    "barrier_timeout": "seconds the nodes wait for each other",
+    "run_timeout": "wall-clock limit of one run (seconds)",
+    "kill_after": "seconds from SIGTERM to SIGKILL",
+    "on_failure": "after a failed run: continue or stop",
+    "resume": "keep this case's ok runs, run the others",
+    "overwrite": "move this case's old runs aside, run all",
+    "quiet": "no progress lines while a run trains",
+    "dry_run": "print the plan; run nothing",
+    "launcher": "tf, or horovod (horovodrun from node 0)",
+    "horovod_venv": "LAUNCHER=horovod: its venv",
+    "horovodrun_controller": "LAUNCHER=horovod: gloo, mpi or auto",
+    "horovodrun_network_interface": "LAUNCHER=horovod: e.g. eth0",
+    "horovodrun_args": "LAUNCHER=horovod: further horovodrun options",
+}
+# Knob sections a script's --help shows: single-node runs no node list.
+NODE_SECTIONS = ("nodes",)
+HELP_WIDTH = 80
+DOCS_PAGE = "docs/run_scripts.md"
+
+
+def _formatter(prog: str) -> argparse.HelpFormatter:
+    """80 columns whatever the terminal says (COLUMNS), so no choice list
+    or flag is split mid-word on a wide terminal's copy-paste."""
+    return argparse.RawDescriptionHelpFormatter(
+        prog, width=HELP_WIDTH, max_help_position=34)
+
+
+def shown_in_help(knob: Knob, mode: Optional[str]) -> bool:
+    """Whether `mode`'s --help lists the knob (every knob is accepted)."""
+    return not (mode == "single" and knob.section in NODE_SECTIONS)
+
+
 def build_parser(mode: Optional[str] = None) -> argparse.ArgumentParser:
     script = MODES.get(mode or "", "python -m official_bench.launch MODE")
     parser = argparse.ArgumentParser(
         prog=f"bash {script}" if mode else "python -m official_bench.launch",
         usage=(f"bash {script} [BATCH] [DTYPE] [TEST_NUM] [options]" if mode
-               else "python -m official_bench.launch {single,two,multi} "
-                    "[BATCH] [DTYPE] [TEST_NUM] [options]"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=_DESCRIPTION.format(script=script),
-        epilog=_EPILOG)
+               else "python -m official_bench.launch {single,two,multi}\n"
+                    "       [BATCH] [DTYPE] [TEST_NUM] [options]"),
+        formatter_class=_formatter,
+        description=_DESCRIPTION[mode or "single"].format(
+            cmd=f"bash {script}" if mode else
+            "python -m official_bench.launch single"),
+        epilog=_EPILOG[mode or "single"])
     if mode is None:
         parser.add_argument("mode", choices=sorted(MODES),
                             help="single, two or multi node(s)")
     groups: Dict[str, Any] = {}
     titles = {"run": "what to run (positional, as in DLPerf)",
-              "nodes": "nodes (two/multi)", "devices": "devices",
+              "nodes": "nodes", "devices": "devices",
               "training": "trainer", "paths": "paths", "flow": "flow",
-              "launcher": "launcher (LAUNCHER=horovod: see the notes below)"}
+              "launcher": "launcher"}
     for knob in KNOBS:
-        if knob.section not in groups:
+        shown = shown_in_help(knob, mode)
+        if shown and knob.section not in groups:
             groups[knob.section] = parser.add_argument_group(
                 titles[knob.section])
-        group = groups[knob.section]
+        group = groups.get(knob.section, parser) if shown else parser
         default = knob.default
         if isinstance(default, list):
             default = ",".join(map(str, default))
-        note = f"[env {knob.env}"
-        note += f"; default {default}]" if default not in (None, False) \
-            else "]"
+        text = BRIEF[knob.name] + (
+            f" [{default}]" if default not in (None, False) else "")
+        text = text if shown else argparse.SUPPRESS
         if knob.positional:
             group.add_argument(knob.name, nargs="?", default=None,
-                               metavar=knob.env,
-                               help=f"{knob.help} {note}")
+                               metavar=knob.env, help=text)
             group.add_argument(knob.flag, dest=f"opt_{knob.name}",
                                default=None, metavar=knob.env,
-                               help="same as the positional argument")
+                               help=argparse.SUPPRESS)
         elif knob.kind == "bool":
             group.add_argument(knob.flag, dest=knob.name, action="store_const",
-                               const=True, default=None,
-                               help=f"{knob.help} {note}")
+                               const=True, default=None, help=text)
         else:
             group.add_argument(knob.flag, dest=knob.name, default=None,
-                               metavar=knob.env, help=f"{knob.help} {note}")
+                               metavar=knob.env, help=text)
     return parser
 
 
-_DESCRIPTION = """\
-DLPerf-style ResNet-50 v1.5 benchmark runs of the official_bench trainer.
+_COMMON = """\
+Every option is also an environment variable of the name shown (--test-num
+N or TEST_NUM=N; BATCH, DTYPE, TEST_NUM also by position); the command line
+wins. Every variable, the log tree, exit statuses, Horovod, Slurm and
+security: docs/run_scripts.md."""
 
-  bash {script} [BATCH] [DTYPE] [TEST_NUM] [options]
+_DESCRIPTION = {
+    "single": """\
+ResNet-50 v1.5 images/second on this node (DLPerf's runs): TEST_NUM runs of
+each GPU count (1, 2, 4, 8: those it has; CPU without GPUs), logged where
+extract_tensorflow_logs.py reads them (the last line is its command).
 
-Every option is also an environment variable (the upper-case name shown);
-an option on the command line wins over the variable. Two/multi-node scripts
-are started the same way on every node (or once per node with srun); with
-LAUNCHER=horovod, on node 0 only (see below)."""
+examples:
+  {cmd} 256 fp16
+      5 runs each of 1, 2, 4 and 8 GPUs, 256 images per GPU, fp16
+  TEST_NUM=1 STEPS=60 {cmd} 16
+      a short try: 1 run of 60 steps (also on CPU)
+  {cmd} 128 fp32 1 --gpus 8 --dry-run
+      the plan for 8 GPUs (commands, logs); runs nothing
 
-_EPILOG = """\
-node list:   TF_CONFIG (if set, it wins and is passed on unchanged) > NODES >
-             HOSTFILE > Slurm (SLURM_JOB_NODELIST) > the config's
-             runtime.worker_hosts (or one given in PARAMS_OVERRIDE)
-task index:  TF_CONFIG's task > TASK_INDEX > Slurm (SLURMD_NODENAME's place in the node list,
-             else SLURM_NODEID; + SLURM_LOCALID with several tasks per node)
-             > the one node whose host is this machine's
-             hostname or one of its interface addresses > error
-logs:        LOG_DIR/tensorflow/resnet50/bz{B}/{N}n{G}g/rn50_b{B}_{dtype}_{i}.log
-             (+ .json: the run's result JSON); node k>0 writes into node{k}/;
-             WORKERS_PER_NODE=G>1: local worker 0 writes that log, local
-             worker l>0 writes rn50_b{B}_{dtype}_{i}.log.local{l} (+
-             .json.local{l}) beside it; the extractor reads node 0's
-             worker 0 (the chief) only
-python:      PYTHON > the activated venv ($VIRTUAL_ENV/bin/python) > the
-             repository's .venv/bin/python (`make bench` creates it) >
-             python3 from PATH. Before the first run the launcher checks
-             (in a subprocess, PYTHON_CHECK_TIMEOUT) that the trainer's
-             Python imports the trainer; if not it names the interpreter,
-             what is missing and the fix, and exits 2 before any log is
-             written. Two/multi-node: every node checks, node 0 reports
-             which node lacks what, and every node exits 2.
-exit status: 0 all runs ok, 1 some run failed, 2 bad arguments or config
-             (or a trainer Python that cannot import the trainer),
-             3 node list / task index problem, 75 a node never arrived,
-             130/143 interrupted
-LAUNCHER=horovod: one launcher, on node 0 (the first node of the list),
-             runs HOROVOD_VENV/bin/horovodrun -np N*G -H host1:G,...,hostN:G
-             [--gloo|--mpi] [--network-interface IF] HOROVOD_VENV/bin/python
-             -m official_bench.classifier_trainer ... with
-             runtime.distribution_strategy=horovod and runtime.num_gpus=1 per
-             process (0 on CPU, where CPU_DEVICES is the number of processes
-             per node; every node gets node 0's count). horovodrun starts
-             the ranks on the other nodes over
-             ssh (passwordless ssh, the same HOROVOD_VENV and repository path
-             there; ports in the node list are not used), so no launcher runs
-             there and there is no barrier: started on node k>0, the script
-             says so and exits 0. Rank 0 runs on node 0: the log holds
-             everything horovodrun printed (ranks prefixed [r]) and rank 0's
-             result.json is copied next to it. TF_CONFIG must be unset.
-input servers: builder zmq and service read from servers the scripts do
-             not start: start them beside the trainers first, then pass the
-             builder in PARAMS_OVERRIDE (docs/data.md). tf.data service:
-               python -m official_bench.data.feeds.service --dispatcher --port 5050
-               python -m official_bench.data.feeds.service --worker --port 5051 \\
-                 --dispatcher_address HOST0:5050 --worker_address THIS_HOST
-               PARAMS_OVERRIDE='train_dataset.builder=service,
-                 train_dataset.data_service_address=HOST0:5050'
-             ZMQ: worker i binds each endpoint's port + i; on several hosts
-             name an interface (tcp://eth0:5555) and start, per worker,
-               python -m official_bench.data.feeds.zmq_producer \\
-                 --connect tcp://WORKER_HOST:<5555+i> --batch_size B ...
-other environment the launcher reads: TF_CONFIG, SLURM_*, CUDA_VISIBLE_DEVICES
-(counts the visible GPUs), VIRTUAL_ENV (the scripts), PYTHONPATH (the repository is put first for the
-trainer), PATH (LAUNCHER=horovod: HOROVOD_VENV/bin is put first), HOME and
-OB_HOROVOD_VENV (through scripts/install_horovod.sh --print-venv),
-BARRIER_SECRET (the barrier's shared secret; see BARRIER_SECRET_FILE); the
-trainer inherits the whole environment except BARRIER_SECRET.
-security:    the barrier authenticates every message with BARRIER_SECRET /
-             BARRIER_SECRET_FILE (else a key derived from the Slurm job, which
-             is not secret, else none: open, with a warning). TensorFlow's
-             worker ports accept any client that reaches them: run on a
-             private network or firewall them (docs/security.md)."""
+""" + _COMMON,
+    "two": """\
+ResNet-50 v1.5 images/second on 2 nodes: start it the same way on both (or
+with srun); every run starts together on both nodes (a barrier on node 0).
+
+examples:
+  NODES=h1:11111,h2:11111 {cmd} 256 fp16
+      on h1 and on h2: 5 runs of 2 nodes x 8 GPUs
+  srun -N2 --ntasks-per-node=1 {cmd} 256 fp16
+      the same in a Slurm job (node list and index from Slurm)
+  NODES=h1,h2 LAUNCHER=horovod {cmd} 128
+      on h1 only: one horovodrun reaches h2 over ssh
+
+""" + _COMMON,
+    "multi": """\
+ResNet-50 v1.5 images/second on N nodes (DLPerf: 4): start it the same way
+on every node (or with srun); every run starts together on every node.
+
+examples:
+  HOSTFILE=hosts {cmd} 256 fp16
+      on every host of the file (one host[:port] per line)
+  srun -N4 --ntasks-per-node=1 {cmd} 256 fp16
+      the same in a Slurm job (node list and index from Slurm)
+  NODES=h1,h2,h3,h4 LAUNCHER=horovod {cmd} 128
+      on h1 only: one horovodrun reaches the others over ssh
+
+""" + _COMMON,
+}
+
+_EXIT = """\
+exit status: 0 all runs ok, 1 some run failed, 2 bad arguments or config,
+             3 node list / task index, 5 a log could not be written (disk
+             full), 6 the log tree is in use or holds these runs (RESUME=1
+             or OVERWRITE=1), 75 a node never arrived, 130/143 interrupted"""
+
+_NODES = """\
+node list:   TF_CONFIG > NODES > HOSTFILE > Slurm > the config's
+             runtime.worker_hosts; this node: TASK_INDEX, else Slurm, else
+             the node whose host is this machine
+"""
+
+_MORE = "\nevery variable and behaviour: docs/run_scripts.md"
+
+_EPILOG = {
+    "single": _EXIT + _MORE,
+    "two": _EXIT + "\n" + _NODES.rstrip("\n") + _MORE,
+    "multi": _EXIT + "\n" + _NODES.rstrip("\n") + _MORE,
+}
+
+
+def reference_markdown() -> str:
+    """docs/run_scripts.md's variable table, from KNOBS: every knob's
+    variable, option, default and long help (a test compares them)."""
+    rows = ["| variable | option | default | what |", "|---|---|---|---|"]
+    for knob in KNOBS:
+        default = knob.default
+        if isinstance(default, list):
+            default = ",".join(map(str, default))
+        shown = "" if default in (None, False) else f"`{default}`"
+        flag = f"`{knob.flag}`" + (" or position" if knob.positional else "")
+        scripts = "two, multi only: " if knob.section in NODE_SECTIONS \
+            else ""
+        text = (scripts + knob.help).replace("|", "\\|")
+        rows.append(f"| `{knob.env}` | {flag} | {shown} | {text} |")
+    return "\n".join(rows) + "\n"
 
 
 def parse(argv: Sequence[str], environ: Optional[Mapping[str, str]] = None,
@@ -471,6 +567,11 @@ def parse(argv: Sequence[str], environ: Optional[Mapping[str, str]] = None,
         if port is not None and not 0 < port < 65536:
             raise SettingsError(f"{name.upper()}={port} ({sources[name]}) is "
                                 "not a port in 1..65535")
+    if values["resume"] and values["overwrite"]:
+        raise SettingsError(f"RESUME ({sources['resume']}) and OVERWRITE "
+                            f"({sources['overwrite']}) are both set; set "
+                            "one: RESUME keeps the ok runs, OVERWRITE moves "
+                            "every old run aside")
     if values["run_timeout"] == 0:
         raise SettingsError("RUN_TIMEOUT must be > 0 seconds")
     secret, secret_from = read_barrier_secret(

@@ -1,7 +1,7 @@
 # Shared by run_single_node.sh, run_two_node.sh and run_multi_node.sh:
 #   source scripts/lib/launch.sh; ob_launch single|two|multi "$@"
 # Everything else lives in the Python launcher (official_bench/launch/), which
-# never imports TensorFlow; `bash run_single_node.sh --help` lists every knob.
+# never imports TensorFlow; docs/run_scripts.md lists every knob.
 #
 # The interpreter, first found wins: PYTHON; the activated venv
 # ($VIRTUAL_ENV/bin/python); the repository's own .venv/bin/python (what

@@ -1,0 +1,217 @@
+"""What a run is doing, on the launcher's terminal, read from its log.
+
+The trainer writes into the run's log file (not through the launcher), so
+the launcher follows that file while the run trains: every TimeHistory line
+(read with contracts/throughput.py's LINE_RE, the extractor's contract)
+becomes one console line such as
+
+    [1n1g run 1/5] step 40/600, 312.4 img/s, ETA 2m10s
+
+at most one every MIN_SECONDS (the last one is always shown), none with
+QUIET=1. When the run ends, `RunRate` gives its measured img/s: the median
+of its counted intervals, and the extractor window that counts them.
+
+Counted intervals, as the extractor counts them (extract/speeds.py; the
+extractor is a layer above the launcher, so its rule is restated here, not
+imported): those inside DLPerf's window [100, 600] when the run covers it
+(its first interval ends by step 100 and its last reaches step 600), else
+those after the run's first (warm-up) interval, which is the window the
+extractor's own hint proposes (extractor.window_hint).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import statistics
+import time
+from typing import Callable, List, Optional, Tuple
+
+from official_bench.contracts.throughput import LINE_RE, Interval
+
+# DLPerf's window, the extractor's --warmup_batches / --train_batches
+# defaults (extract/extractor.py).
+DLPERF_WINDOW = (100, 600)
+MIN_SECONDS = 5.0
+
+
+def parse_interval(line: str) -> Optional[Interval]:
+    """The TimeHistory interval a log line holds, or None (also for a
+    malformed one: the extractor reports those, the console need not)."""
+    m = LINE_RE.search(line)
+    if not m:
+        return None
+    try:
+        return Interval(int(m.group("start")), int(m.group("end")),
+                        float(m.group("seconds")), float(m.group("eps")))
+    except ValueError:
+        return None
+
+
+def format_eta(seconds: float) -> str:
+    """2h05m, 2m10s or 42s: short enough for a progress line."""
+    seconds = max(0, int(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRate:
+    """A finished run's measured img/s and how it was taken."""
+    images_per_second: float
+    intervals: int  # counted intervals
+    window: Tuple[int, int]  # steps they span (first start, last end)
+    dlperf: bool  # True: DLPerf's window; False: after the first interval
+
+    def describe(self) -> str:
+        """'1075.3 img/s (median of 5 intervals, steps 100-600)'."""
+        how = "" if self.dlperf else " after the first"
+        return (f"{self.images_per_second:.1f} img/s (median of "
+                f"{self.intervals} interval{'s' if self.intervals != 1 else ''}"
+                f"{how}, steps {self.window[0]}-{self.window[1]})")
+
+
+def covers_dlperf_window(intervals: List[Interval]) -> bool:
+    """Whether the extractor's defaults count this run: an interval ends by
+    step 100 (so one starts at or after it) and the run reaches step 600."""
+    if not intervals:
+        return False
+    start, end = DLPERF_WINDOW
+    return intervals[0].end_step <= start and intervals[-1].end_step >= end
+
+
+def counted(intervals: List[Interval]) -> Tuple[List[Interval], bool]:
+    """(the intervals the extractor would count, whether in DLPerf's
+    window): see the module docstring."""
+    if covers_dlperf_window(intervals):
+        start, end = DLPERF_WINDOW
+        return [iv for iv in intervals
+                if iv.start_step >= start and iv.end_step <= end], True
+    return list(intervals[1:]), False
+
+
+def run_rate(intervals: List[Interval]) -> Optional[RunRate]:
+    """The run's img/s (median of its counted intervals); None when it has
+    no interval after the warm-up one."""
+    chosen, dlperf = counted(intervals)
+    if not chosen:
+        return None
+    return RunRate(statistics.median(iv.examples_per_second for iv in chosen),
+                   len(chosen), (chosen[0].start_step, chosen[-1].end_step),
+                   dlperf)
+
+
+def extractor_window(runs: List[List[Interval]]) -> Optional[Tuple[int, int]]:
+    """The --warmup_batches / --train_batches the runs need, or None when
+    DLPerf's defaults count every run. As the extractor's hint: from the
+    latest end of a first interval to the earliest last step; (0, 0) when
+    the runs share no window after their warm-up."""
+    if all(covers_dlperf_window(r) for r in runs):
+        return None
+    found = [r for r in runs if r]
+    if not found:
+        return (0, 0)
+    start = max(r[0].end_step for r in found)
+    end = min(r[-1].end_step for r in found)
+    return (start, end) if start < end else (0, 0)
+
+
+def read_intervals(path: str) -> List[Interval]:
+    """Every TimeHistory interval of a finished run's log (RESUME=1 reads
+    a kept run's rate back); [] when it cannot be read."""
+    follower = LogFollower(path)
+    lines = follower.new_lines() + [follower.partial]
+    return [iv for iv in map(parse_interval, lines) if iv is not None]
+
+
+class LogFollower:
+    """Reads the lines a growing log gained since the last call (a partial
+    last line waits for its end)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.offset = 0
+        self.partial = ""
+
+    def new_lines(self) -> List[str]:
+        try:
+            with open(self.path, encoding="utf-8", errors="replace") as f:
+                f.seek(self.offset)
+                text = f.read()
+                self.offset = f.tell()
+        except OSError:
+            return []
+        text = self.partial + text
+        lines = text.split("\n")
+        self.partial = lines.pop()
+        return lines
+
+
+class RunProgress:
+    """Follows one run's log: a console line per TimeHistory interval,
+    rate-limited, and the run's intervals for its rate."""
+
+    def __init__(self, log_path: str, label: str, total_steps: Optional[int],
+                 quiet: bool, out: Callable[[str], None],
+                 min_seconds: float = MIN_SECONDS,
+                 clock: Callable[[], float] = time.monotonic):
+        self.follower = LogFollower(log_path)
+        self.label = label  # "1n1g run 1/5"
+        self.total = total_steps
+        self.quiet = quiet
+        self.out = out
+        self.min_seconds = min_seconds
+        self.clock = clock
+        self.intervals: List[Interval] = []
+        self.shown = 0  # intervals already on the console
+        self.last_shown: Optional[float] = None
+
+    def poll(self) -> None:
+        """Read what the log gained; show the newest interval unless one
+        was shown less than min_seconds ago."""
+        for line in self.follower.new_lines():
+            interval = parse_interval(line)
+            if interval is not None:
+                self.intervals.append(interval)
+        now = self.clock()
+        if len(self.intervals) > self.shown and (
+                self.last_shown is None or
+                now - self.last_shown >= self.min_seconds):
+            self._show(now)
+
+    def finish(self) -> Optional[RunRate]:
+        """The run ended: read the rest, show the last interval if it was
+        held back, and give the run's rate."""
+        self.poll()
+        if os.path.exists(self.follower.path) and self.follower.partial:
+            interval = parse_interval(self.follower.partial)
+            if interval is not None:
+                self.intervals.append(interval)
+            self.follower.partial = ""
+        if len(self.intervals) > self.shown:
+            self._show(self.clock())
+        return run_rate(self.intervals)
+
+    def _show(self, now: float) -> None:
+        self.shown = len(self.intervals)
+        self.last_shown = now
+        if not self.quiet:
+            self.out(f"[{self.label}] {self.line()}")
+
+    def line(self) -> str:
+        """'step 40/600, 312.4 img/s, ETA 2m10s' for the newest interval;
+        ETA from the seconds per step since the warm-up interval."""
+        last = self.intervals[-1]
+        step = f"step {last.end_step}" + (f"/{self.total}" if self.total
+                                          else "")
+        text = f"{step}, {last.examples_per_second:.1f} img/s"
+        timed = self.intervals[1:] or self.intervals
+        steps = sum(iv.end_step - iv.start_step for iv in timed)
+        seconds = sum(iv.seconds for iv in timed)
+        if self.total and steps > 0 and last.end_step < self.total:
+            left = (self.total - last.end_step) * seconds / steps
+            text += f", ETA {format_eta(left)}"
+        return text

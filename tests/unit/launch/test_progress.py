@@ -1,0 +1,101 @@
+"""The launcher's progress lines and a run's measured img/s (issue 28 §2),
+from TimeHistory lines written with the contract's own formatter."""
+
+from official_bench.contracts.throughput import Interval, format_line
+from official_bench.launch import progress
+
+
+def _write(path, *intervals, prefix="I1125 12:00:00.000 timing.py:1] "):
+    with open(path, "a") as f:
+        for iv in intervals:
+            f.write(prefix + format_line(iv) + "\n")
+
+
+def _iv(start, end, rate, seconds=1.0):
+    return Interval(start, end, seconds, rate)
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_contract_lines_are_read_back():
+    line = "I1125 timing.py:2] " + format_line(_iv(10, 20, 312.44, 2.5))
+    assert progress.parse_interval(line) == _iv(10, 20, 312.44, 2.5)
+    assert progress.parse_interval("official_bench: step 2/6 (33%)") is None
+
+
+def test_lines_are_rate_limited_but_the_last_is_shown(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text("# header\n")
+    shown, clock = [], Clock()
+    watch = progress.RunProgress(str(log), "1n1g run 1/5", 600, False,
+                                 shown.append, min_seconds=5, clock=clock)
+    _write(log, _iv(0, 20, 100.0, 4.0))
+    watch.poll()
+    assert shown == ["[1n1g run 1/5] step 20/600, 100.0 img/s, ETA 1m56s"]
+    clock.now = 2.0
+    _write(log, _iv(20, 40, 312.4, 2.0))
+    watch.poll()
+    assert len(shown) == 1  # held back: less than 5 s since the last line
+    clock.now = 3.0
+    _write(log, _iv(40, 60, 320.0, 2.0))
+    rate = watch.finish()
+    # the last one is always shown; ETA from the steps after the warm-up
+    assert shown[-1] == "[1n1g run 1/5] step 60/600, 320.0 img/s, ETA 54s"
+    assert rate.intervals == 2 and rate.images_per_second == 316.2
+    assert rate.describe() == ("316.2 img/s (median of 2 intervals after "
+                               "the first, steps 20-60)")
+
+
+def test_partial_line_waits_for_its_end(tmp_path):
+    log = tmp_path / "run.log"
+    text = format_line(_iv(0, 2, 50.0))
+    log.write_text(text[:10])
+    shown = []
+    watch = progress.RunProgress(str(log), "x", None, False, shown.append,
+                                 min_seconds=0)
+    watch.poll()
+    assert shown == []
+    with open(log, "a") as f:
+        f.write(text[10:] + "\n")
+    watch.poll()
+    assert shown == ["[x] step 2, 50.0 img/s"]
+
+
+def test_quiet_shows_nothing_but_still_measures(tmp_path):
+    log = tmp_path / "run.log"
+    _write(log, _iv(0, 2, 1.0), _iv(2, 4, 3.0), _iv(4, 6, 5.0),
+           _iv(6, 8, 4.0))
+    shown = []
+    watch = progress.RunProgress(str(log), "x", 8, True, shown.append)
+    rate = watch.finish()
+    assert shown == [] and rate.images_per_second == 4.0
+
+
+def test_dlperf_window_when_the_run_covers_it():
+    ivs = [_iv(s, s + 100, 1000.0 + s) for s in range(0, 700, 100)]
+    chosen, dlperf = progress.counted(ivs)
+    assert dlperf and [iv.start_step for iv in chosen] == [100, 200, 300,
+                                                           400, 500]
+    rate = progress.run_rate(ivs)
+    assert rate.describe() == ("1300.0 img/s (median of 5 intervals, "
+                               "steps 100-600)")
+    assert progress.extractor_window([ivs, ivs]) is None
+
+
+def test_extractor_window_for_short_runs():
+    short = [_iv(0, 10, 1.0), _iv(10, 20, 1.0), _iv(20, 60, 1.0)]
+    shorter = [_iv(0, 20, 1.0), _iv(20, 40, 1.0)]
+    assert progress.extractor_window([short, shorter]) == (20, 40)
+    assert progress.extractor_window([[_iv(0, 10, 1.0)]]) == (0, 0)
+    assert progress.run_rate([_iv(0, 10, 1.0)]) is None
+
+
+def test_eta_format():
+    assert [progress.format_eta(s) for s in (42, 130, 7500)] == \
+        ["42s", "2m10s", "2h05m"]
