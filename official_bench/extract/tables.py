@@ -162,7 +162,7 @@ def flops_rows(model_result: ModelResult) -> List[List[str]]:
                      _fmt(flops.get("gflop_per_image")),
                      _fmt(flops.get("achieved_tflops"), ".3f"),
                      _fmt(flops.get("achieved_tflops_per_device"), ".3f"),
-                     _fmt(flops.get("peak_tflops_per_device"), ".1f"),
+                     _fmt(flops.get("peak_tflops_per_device"), ".4g"),
                      mfu_text(flops)])
     return rows
 

@@ -83,7 +83,7 @@ def test_markdown_csv_and_html_carry_tflops_and_mfu(tmp_path):
     section = markdown[markdown.index("### Model FLOPs utilisation"):]
     assert "| " + " | ".join(report.FLOPS_COLUMNS) + " |" in section
     # 590 x 24.54 / 1000 = 14.479 TFLOP/s over 2 x 312: 2.32%
-    assert "| 1 | 2 | 590.00 | 24.54 | 14.479 | 7.239 | 312.0 | 2.32% |" \
+    assert "| 1 | 2 | 590.00 | 24.54 | 14.479 | 7.239 | 312 | 2.32% |" \
         in section
     rows = list(csv.DictReader(io.StringIO(report.csv_text(extraction.result))))
     assert [r["mfu"] for r in rows] == ["0.0236", "0.0232"]
