@@ -53,6 +53,7 @@ from official_bench.host import atomic
 from official_bench.host.terminal import help_formatter
 from official_bench.host.write_errors import NotWritable, writing
 from official_bench.extract import cases
+from official_bench.extract import history_plot
 from official_bench.extract import logparse
 from official_bench.extract import tables as report
 from official_bench.contracts import run_status
@@ -226,19 +227,21 @@ def result_json_text(result: report.Result) -> str:
 
 def write_outputs(extraction: Extraction, output_dir: str,
                   markdown: bool = True, csv: bool = True,
-                  plot: Optional[bool] = None, html: bool = True
+                  plot: Optional[bool] = None, html: bool = True,
+                  history: Optional[str] = None
                   ) -> Tuple[List[str], List[str]]:
     """Write the JSON and the requested reports atomically.
 
     ``plot``: True requires a PNG (ExtractError without matplotlib), False
     skips it, None makes it when matplotlib is importable. ``html``: write the
     HTML page too when the Markdown is written (it embeds the PNG when there
-    is one). Returns ``(written_paths, notes)``; notes say what was skipped
-    and why.
+    is one). ``history``: a run-history file (contracts/history_db.py) whose
+    cases over time the HTML page shows too. Returns ``(written_paths,
+    notes)``; notes say what was skipped and why.
     """
     with _writing_results(output_dir):
         return _write_outputs(extraction, output_dir, markdown, csv, plot,
-                              html and markdown)
+                              html and markdown, history)
 
 
 @contextlib.contextmanager
@@ -256,8 +259,9 @@ def _writing_results(output_dir: str) -> Iterator[None]:
 
 
 def _write_outputs(extraction: Extraction, output_dir: str, markdown: bool,
-                   csv: bool, plot: Optional[bool],
-                   html: bool) -> Tuple[List[str], List[str]]:
+                   csv: bool, plot: Optional[bool], html: bool,
+                   history: Optional[str] = None
+                   ) -> Tuple[List[str], List[str]]:
     """write_outputs without the OSError translation."""
     from official_bench.extract import html_report
     from official_bench.extract import series as runseries
@@ -265,6 +269,9 @@ def _write_outputs(extraction: Extraction, output_dir: str, markdown: bool,
     paths = output_paths(output_dir, extraction.name)
     written: List[str] = []
     notes: List[str] = []
+    # Read before anything is written: a bad file leaves no partial set.
+    history_png = history_plot.history_figure(history) \
+        if history and html else None
     atomic.write_text_atomic(paths["json"], result_json_text(extraction.result))
     written.append(paths["json"])
     if markdown:
@@ -287,6 +294,10 @@ def _write_outputs(extraction: Extraction, output_dir: str, markdown: bool,
     if html:
         images = [(png, "Scaling against devices, and throughput per interval "
                    "of each case's runs")] if png else []
+        if history_png:
+            images.append((history_png,
+                           f"Run history ({history}): each case's mean "
+                           "img/s per run over time"))
         atomic.write_text_atomic(paths["html"], html_report.html_report(
             extraction.result, extraction.name, images, plot_note, series,
             extraction.bandwidth))
@@ -398,6 +409,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not write {name}_result.html (a self-contained "
                         "page with the tables, the plot and each case's "
                         "environment, written beside the Markdown)")
+    p.add_argument("--history", metavar="FILE", default=None,
+                   help="also show this run history (official-bench-"
+                        "history's file) over time in the HTML page")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--plot", dest="plot", action="store_const", const=True,
                        default=None, help="require the PNG plot (fails "
@@ -461,7 +475,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             _print_lines("warning: ", extraction.warnings)
             written, notes = write_outputs(extraction, args.output_dir,
                                            args.markdown, args.csv, args.plot,
-                                           args.html)
+                                           args.html, args.history)
             _print_lines("note: ", notes)
             if extraction.bandwidth:  # stdout stays the result JSON
                 _print_lines("", allreduce_logs.markdown(

@@ -39,7 +39,8 @@ from official_bench.contracts import exit_status, history_db, log_tree
 from official_bench.contracts.history_db import HistoryError, Row
 from official_bench.contracts.history_row import row_from_result, run_key
 from official_bench.contracts.throughput import images_per_second_over_window
-from official_bench.extract import logparse, verdict
+from official_bench.extract import history_plot, logparse, verdict
+from official_bench.extract.history_plot import by_case
 from official_bench.extract.errors import ExtractError
 from official_bench.extract.extractor import (
     DEFAULT_TRAIN_BATCHES, DEFAULT_WARMUP_BATCHES, measure_log)
@@ -57,14 +58,6 @@ class CaseCheck:
 
 
 # ---------------------------------------------------------------- checking
-
-def by_case(rows: Sequence[Row]) -> Dict[str, List[Row]]:
-    """Rows grouped by case label, each group in time order."""
-    out: Dict[str, List[Row]] = {}
-    for row in rows:
-        out.setdefault(row.case_label, []).append(row)
-    return out
-
 
 def check_case(label: str, rows: List[Row], seed: int = verdict.DEFAULT_SEED
                ) -> CaseCheck:
@@ -128,32 +121,9 @@ def checks_json(checks: Sequence[CaseCheck]) -> str:
 def plot(checks: Sequence[CaseCheck], path: str) -> None:
     """Each case's mean rate per run over time (PNG, written atomically);
     ExtractError without matplotlib (the `plot` extra)."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.dates as mdates
-        import matplotlib.pyplot as plt
-    except ImportError as e:
-        raise ExtractError(f"--plot {path} needs matplotlib (pip install "
-                           f"'official_bench[plot]'): {e}") from None
-    import datetime
-    fig, ax = plt.subplots(figsize=(9, 4.5))
-    for check in checks:
-        times = [datetime.datetime.fromtimestamp(r.unix_time,
-                                                 datetime.timezone.utc)
-                 for r in check.rows]
-        ax.plot(times, [r.mean_rate for r in check.rows], marker="o",
-                label=check.label)
-    ax.set_ylabel("images/second (mean of intervals)")
-    ax.set_title("official_bench run history")
-    ax.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d\n%H:%M"))
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
-    fig.tight_layout()
+    png = history_plot.png_bytes({c.label: c.rows for c in checks})
     with writing(path, "the history plot"):
-        with atomic.atomic_path(path) as tmp:
-            fig.savefig(tmp, format="png", dpi=100)
-    plt.close(fig)
+        atomic.write_bytes_atomic(path, png)
 
 
 # ---------------------------------------------------------------- importing

@@ -165,6 +165,35 @@ def test_plot_is_written(tmp_path):
     assert [p for p in os.listdir(png.parent)] == ["history.png"]
 
 
+def test_extractor_html_embeds_the_history(tmp_path):
+    """`--history FILE` adds the history's plot to the extractor's page;
+    a file that is not a history ends in one error line naming it."""
+    pytest.importorskip("matplotlib")
+    from official_bench.extract import extractor
+    logs = tmp_path / "bz128"
+    logkit.write_run(str(logs), "1n1g", [50.0] + [100.0] * 6)
+    db = str(tmp_path / "h.sqlite")
+    _fill(db, [100.0, 101.0, 99.0])
+    out_dir = tmp_path / "result"
+    assert extractor.main(["--log_dir", str(logs), "--output_dir",
+                           str(out_dir), "--history", db]) == exit_status.OK
+    page = (out_dir / "bz128_result.html").read_text()
+    assert f"Run history ({db})" in page
+    assert page.count("data:image/png;base64,") == 2
+    without = tmp_path / "plain"
+    assert extractor.main(["--log_dir", str(logs), "--output_dir",
+                           str(without)]) == exit_status.OK
+    assert "Run history" not in (without / "bz128_result.html").read_text()
+    foreign = tmp_path / "notes.txt"
+    foreign.write_text("not a database\n")
+    assert extractor.main(["--log_dir", str(logs), "--output_dir",
+                           str(tmp_path / "bad"), "--history",
+                           str(foreign)]) == exit_status.FAILED
+    assert foreign.read_text() == "not a database\n"
+    assert not (tmp_path / "bad").exists() or \
+        not os.listdir(tmp_path / "bad")  # nothing half-written
+
+
 def test_import_a_log_tree_once(tmp_path):
     logs = tmp_path / "logs" / "tensorflow" / "resnet50" / "bz128"
     for k in range(3):
