@@ -37,7 +37,8 @@ from official_bench.extract.series import RunSeries
 ModelResult = Dict[str, Dict[str, Any]]  # case -> entry of one section
 
 ENV_COLUMNS = ("case", "TensorFlow", "tf_keras", "Python", "CUDA", "cuDNN",
-               "strategy", "workers", "replicas", "devices", "GPUs", "hosts")
+               "strategy", "workers", "replicas", "devices", "GPUs", "hosts",
+               "CPU kernels")
 _POLICY = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
            "script-src 'unsafe-inline'")
 _STYLE = """
@@ -97,6 +98,17 @@ def _or_na(value: Any) -> str:
     return str(value)
 
 
+def cpu_kernels_cell(env: Dict[str, Any]) -> str:
+    """What TensorFlow reported (environment.onednn_enabled) and what the
+    config asked for (runtime.cpu_kernels), e.g. "oneDNN (auto)"."""
+    enabled = env.get("onednn_enabled")
+    if enabled is None:
+        return "n/a"
+    name = "oneDNN" if enabled else "Eigen"
+    return f"{name} ({env['cpu_kernels']})" if env.get("cpu_kernels") \
+        else name
+
+
 def environment_rows(model_result: ModelResult,
                      model_series: Optional[Dict[str, List[RunSeries]]] = None
                      ) -> List[List[str]]:
@@ -109,7 +121,8 @@ def environment_rows(model_result: ModelResult,
             "tensorflow", "tf_keras", "python", "cuda_version", "cudnn_version",
             "strategy", "num_workers", "num_replicas", "devices")] + [
             report.gpu_summary(gpus) if gpus else "n/a",
-            _hosts(env, (model_series or {}).get(case) or [])])
+            _hosts(env, (model_series or {}).get(case) or []),
+            cpu_kernels_cell(env)])
     return rows
 
 
