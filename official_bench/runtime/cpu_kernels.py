@@ -155,8 +155,8 @@ def settle(requested: str, num_gpus: int, dtype: str) -> Optional[bool]:
         "%s asks for (%s): TensorFlow was imported before official_bench "
         "could set %s, and reads it only then. To change it, set %s=%s "
         "before importing TensorFlow (os.environ in a notebook's first cell), "
-        "or restart the kernel and run official_bench before importing "
-        "TensorFlow", _state(enabled), _state(wanted), requested,
+        "or restart the kernel and call official_bench.run() before anything "
+        "imports TensorFlow", _state(enabled), _state(wanted), requested,
         decision.reason, ENV, ENV, decision.value)
     return enabled
 

@@ -171,3 +171,31 @@ def test_a_bad_value_names_the_choices_before_tensorflow(tmp_path):
     assert p.stdout.split() == [str(exit_status.CONFIG), "False"], p.stderr
     assert "runtime.cpu_kernels: unknown cpu_kernels 'mkl'; valid: auto, " \
            "onednn, eigen" in p.stderr
+
+
+NOTEBOOK = """
+import json, sys
+import official_bench
+sys.path.insert(0, "tests")
+from support.helpers import tiny
+result = official_bench.run(
+    tiny(runtime={"cpu_kernels": sys.argv[1]}), model_dir=sys.argv[2],
+    mode="train")
+print("RESULT", json.dumps([result.environment["cpu_kernels"],
+                            result.environment["onednn_enabled"]]))
+"""
+
+
+def test_official_bench_run_sets_the_kernels_before_tensorflow(tmp_path):
+    """A notebook's official_bench.run() in a fresh kernel gets the kernels
+    its config asks for (eigen: TensorFlow's default here is oneDNN), with
+    no "imported before" warning."""
+    env = cli_env()
+    env.pop(ck.ENV, None)
+    p = subprocess.run([sys.executable, "-c", NOTEBOOK, "eigen",
+                        str(tmp_path)], cwd=REPO, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    line = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")]
+    assert json.loads(line[0][7:]) == ["eigen", False], p.stdout
+    assert "was imported before" not in p.stderr
