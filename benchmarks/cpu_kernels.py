@@ -2,9 +2,9 @@
 
 Issue 31 section 2. The same ResNet-50 run, one process per run, alternating
 eigen, onednn, eigen, onednn, ... so drift of a shared machine's load hits
-both sides. Each process gets TF_ENABLE_ONEDNN_OPTS=0 or 1 in its
-environment (what runtime.cpu_kernels eigen / onednn set before TensorFlow
-is imported). A run's images/sec is the median of its TimeHistory intervals
+both sides. Each process is the trainer's CLI with runtime.cpu_kernels
+eigen or onednn (which set TF_ENABLE_ONEDNN_OPTS to 0 or 1 before
+TensorFlow is imported). A run's images/sec is the median of its TimeHistory intervals
 after the first two (warm-up, tracing), as in vs_model_garden.py. Printed:
 the CPU, the load before and after each run, each run's rate and what
 TensorFlow reported (result.json environment.onednn_enabled, where the
@@ -33,7 +33,7 @@ import yaml
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RATE = re.compile(r"TimeHistory: [\d.]+ seconds, ([\d.]+) examples/second")
 WARMUP_INTERVALS = 2
-SIDES = (("eigen", "0"), ("onednn", "1"))
+SIDES = ("eigen", "onednn")
 
 
 def parse_args(argv=None):
@@ -68,15 +68,15 @@ def config(args) -> Dict:
             "evaluation": {"skip_eval": True}}
 
 
-def run_once(value: str, config_file: str, model_dir: str,
+def run_once(kernels: str, config_file: str, model_dir: str,
              log_path: Optional[str]) -> Tuple[float, Optional[bool]]:
     """(img/s, TensorFlow's IsMklEnabled as result.json recorded it)."""
-    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS=value,
-               TF_CPP_MIN_LOG_LEVEL="1")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="1")
     proc = subprocess.run(
         [sys.executable, "-m", "official_bench.classifier_trainer",
          "--mode=train", f"--config_file={config_file}",
-         f"--model_dir={model_dir}"],
+         f"--model_dir={model_dir}",
+         f"--params_override=runtime.cpu_kernels={kernels}"],
         cwd=REPO, env=env, capture_output=True, text=True)
     log = proc.stdout + proc.stderr
     if log_path:
@@ -85,7 +85,7 @@ def run_once(value: str, config_file: str, model_dir: str,
     rates = [float(m) for m in RATE.findall(log)]
     if proc.returncode != 0 or len(rates) <= WARMUP_INTERVALS:
         tail = "\n".join(log.splitlines()[-25:])
-        raise RuntimeError(f"TF_ENABLE_ONEDNN_OPTS={value} run exited "
+        raise RuntimeError(f"runtime.cpu_kernels={kernels} run exited "
                            f"{proc.returncode}:\n{tail}")
     return statistics.median(rates[WARMUP_INTERVALS:]), _recorded(model_dir)
 
@@ -123,20 +123,20 @@ def main(argv=None) -> int:
           f"{args.image_size}x{args.image_size}, batch {args.batch}, "
           f"{args.dtype}, one_device, synthetic, {args.steps} steps, "
           f"log_steps {args.log_steps}; {uptime()}", flush=True)
-    rates: Dict[str, List[float]] = {name: [] for name, _ in SIDES}
+    rates: Dict[str, List[float]] = {name: [] for name in SIDES}
     with tempfile.TemporaryDirectory(prefix="cpu_kernels_") as work:
         config_file = os.path.join(work, "config.yaml")
         with open(config_file, "w") as f:
             yaml.safe_dump(config(args), f)
         for pair in range(args.pairs):
             row = []
-            for name, value in SIDES:
+            for name in SIDES:
                 before = uptime()
                 start = time.perf_counter()
                 log_path = os.path.join(args.logs, f"{args.dtype}_{pair}_"
                                         f"{name}.log") if args.logs else None
                 rate, recorded = run_once(
-                    value, config_file,
+                    name, config_file,
                     os.path.join(work, f"{pair}_{name}"), log_path)
                 rates[name].append(rate)
                 row.append(f"{name} {rate:.3f} img/s (onednn_enabled "
