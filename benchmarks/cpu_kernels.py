@@ -5,10 +5,14 @@ eigen, onednn, eigen, onednn, ... so drift of a shared machine's load hits
 both sides. Each process is the trainer's CLI with runtime.cpu_kernels
 eigen or onednn (which set TF_ENABLE_ONEDNN_OPTS to 0 or 1 before
 TensorFlow is imported). A run's images/sec is the median of its TimeHistory intervals
-after the first two (warm-up, tracing), as in vs_model_garden.py. Printed:
-the CPU, the load before and after each run, each run's rate and what
-TensorFlow reported (result.json environment.onednn_enabled, where the
-trainer records it), then the medians and onednn / eigen.
+after the first two (warm-up, tracing), as in vs_model_garden.py. On a
+machine other processes load, a run's wall-clock rate follows their load;
+so each run also gives images per CPU-second of its own (the rate divided
+by the cores it kept busy: result.json utilisation.process, sampled every
+second while it trained), which load changes far less. Printed: the CPU,
+the load before and after each run, each run's rates and what TensorFlow
+reported (result.json environment.onednn_enabled), then the medians and
+onednn / eigen for both rates.
 
     .venv/bin/python benchmarks/cpu_kernels.py                      # fp32
     .venv/bin/python benchmarks/cpu_kernels.py --dtype bfloat16 \\
@@ -69,8 +73,10 @@ def config(args) -> Dict:
 
 
 def run_once(kernels: str, config_file: str, model_dir: str,
-             log_path: Optional[str]) -> Tuple[float, Optional[bool]]:
-    """(img/s, TensorFlow's IsMklEnabled as result.json recorded it)."""
+             log_path: Optional[str]
+             ) -> Tuple[float, Optional[float], Optional[bool]]:
+    """(img/s, img per CPU-second, TensorFlow's IsMklEnabled as result.json
+    recorded it)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="1")
     proc = subprocess.run(
         [sys.executable, "-m", "official_bench.classifier_trainer",
@@ -87,17 +93,29 @@ def run_once(kernels: str, config_file: str, model_dir: str,
         tail = "\n".join(log.splitlines()[-25:])
         raise RuntimeError(f"runtime.cpu_kernels={kernels} run exited "
                            f"{proc.returncode}:\n{tail}")
-    return statistics.median(rates[WARMUP_INTERVALS:]), _recorded(model_dir)
+    rate = statistics.median(rates[WARMUP_INTERVALS:])
+    result = _result(model_dir)
+    return (rate, _per_cpu_second(rate, result),
+            result.get("environment", {}).get("onednn_enabled"))
 
 
-def _recorded(model_dir: str) -> Optional[bool]:
-    """environment.onednn_enabled of the run's result.json (None: not
-    recorded by this trainer)."""
+def _result(model_dir: str) -> Dict:
     try:
         with open(os.path.join(model_dir, "result.json")) as f:
-            return json.load(f)["environment"].get("onednn_enabled")
-    except (OSError, ValueError, KeyError):
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def _per_cpu_second(rate: float, result: Dict) -> Optional[float]:
+    """img/s over the cores the process kept busy while training (mean
+    cpu_utilisation x cores): images per CPU-second."""
+    try:
+        process = result["utilisation"]["process"]
+        busy = process["cpu_utilisation"]["mean"] * process["cores"]
+    except (KeyError, TypeError):
         return None
+    return rate / busy if busy else None
 
 
 def cpu_model() -> str:
@@ -124,6 +142,7 @@ def main(argv=None) -> int:
           f"{args.dtype}, one_device, synthetic, {args.steps} steps, "
           f"log_steps {args.log_steps}; {uptime()}", flush=True)
     rates: Dict[str, List[float]] = {name: [] for name in SIDES}
+    per_cpu: Dict[str, List[float]] = {name: [] for name in SIDES}
     with tempfile.TemporaryDirectory(prefix="cpu_kernels_") as work:
         config_file = os.path.join(work, "config.yaml")
         with open(config_file, "w") as f:
@@ -135,20 +154,26 @@ def main(argv=None) -> int:
                 start = time.perf_counter()
                 log_path = os.path.join(args.logs, f"{args.dtype}_{pair}_"
                                         f"{name}.log") if args.logs else None
-                rate, recorded = run_once(
+                rate, cpu_rate, recorded = run_once(
                     name, config_file,
                     os.path.join(work, f"{pair}_{name}"), log_path)
                 rates[name].append(rate)
-                row.append(f"{name} {rate:.3f} img/s (onednn_enabled "
+                if cpu_rate is not None:
+                    per_cpu[name].append(cpu_rate)
+                row.append(f"{name} {rate:.3f} img/s, {cpu_rate or 0:.3f} "
+                           f"img/CPU-s (onednn_enabled "
                            f"{recorded}, {time.perf_counter() - start:.0f} "
                            f"s, {before} -> {uptime()})")
             print(f"pair {pair + 1}: " + "; ".join(row) + "; onednn/eigen "
                   f"{rates['onednn'][-1] / rates['eigen'][-1]:.3f}",
                   flush=True)
-    med = {name: statistics.median(r) for name, r in rates.items()}
-    print(f"{args.dtype}: median eigen {med['eigen']:.3f}, onednn "
-          f"{med['onednn']:.3f} img/s; onednn/eigen "
-          f"{med['onednn'] / med['eigen']:.3f}", flush=True)
+    for unit, series in (("img/s", rates), ("img/CPU-s", per_cpu)):
+        if not all(series.values()):
+            continue
+        med = {name: statistics.median(r) for name, r in series.items()}
+        print(f"{args.dtype}: median eigen {med['eigen']:.3f}, onednn "
+              f"{med['onednn']:.3f} {unit}; onednn/eigen "
+              f"{med['onednn'] / med['eigen']:.3f}", flush=True)
     return 0
 
 
