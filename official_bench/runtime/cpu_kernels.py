@@ -39,6 +39,9 @@ _TRUE, _FALSE = ("1", "true"), ("0", "false")
 # Issue 31: Model Garden trained ResNet-50 at 0.10 img/s in bfloat16 against
 # ~2.7 img/s in float32 on a 2-core AVX2 EPYC (no AVX512_BF16, no AMX).
 BF16_SLOWDOWN = 25
+# BENCHMARKS.md, "CPU kernels": ResNet-50 128x128 batch 8 in bfloat16 on an
+# AVX512_BF16 EPYC, Eigen against oneDNN (median of alternating pairs).
+BF16_EIGEN_SLOWDOWN = 40
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,14 +139,14 @@ def settle(requested: str, num_gpus: int, dtype: str) -> Optional[bool]:
     when that differs from what the config asks for, how to change it; and
     bf16_warning's line where it applies. Returns what TensorFlow reports."""
     flags = cpu_features.read_flags()
-    warning = bf16_warning(dtype, num_gpus, flags)
+    enabled = onednn_enabled()
+    warning = bf16_warning(dtype, num_gpus, flags, enabled)
     if warning:
         logging.warning("%s", warning)
     decision = _applied
     if decision is None or decision.requested != requested:
         # Not set by our CLI in this process: TensorFlow was loaded first.
         decision = decide(requested, num_gpus, os.environ, flags)
-    enabled = onednn_enabled()
     wanted = None if decision.value is None else decision.value == "1"
     if wanted is None or enabled is None or wanted == enabled:
         logging.info("official_bench: CPU kernels: %s (%s=%s; %s)",
@@ -174,17 +177,28 @@ def summary_note(requested: str) -> str:
 
 
 def bf16_warning(dtype: str, num_gpus: int,
-                 flags: Optional[cpu_features.Flags]) -> Optional[str]:
-    """One line for a bfloat16 run on a CPU whose cores lack bf16 units
-    (no AVX512_BF16, no AMX): it works, emulated, many times slower than
-    float32. None when the run is on GPUs, not bfloat16, or the flags are
-    unknown."""
-    if dtype != "bfloat16" or num_gpus > 0 or \
-            cpu_features.has_bf16_units(flags) is not False:
+                 flags: Optional[cpu_features.Flags],
+                 onednn: Optional[bool] = None) -> Optional[str]:
+    """One line for a bfloat16 run on the CPU that will crawl: the cores
+    lack bf16 units (no AVX512_BF16, no AMX), so bfloat16 is emulated, many
+    times slower than float32; or they have them but oneDNN is off
+    (`onednn` False, TensorFlow's answer), and Eigen's kernels do not use
+    them. None when the run is on GPUs, not bfloat16, or nothing is
+    known."""
+    if dtype != "bfloat16" or num_gpus > 0:
         return None
-    return (f"official_bench: bfloat16 on a CPU without bf16 units (no "
-            f"avx512_bf16 or amx_bf16 flag in {cpu_features.CPUINFO}) is "
-            f"emulated: expect it about {BF16_SLOWDOWN}x slower than float32 "
-            "(issue 31: Model Garden's ResNet-50 ran at 0.10 img/s in "
-            "bfloat16 against ~2.7 img/s in float32 on a 2-core AVX2 "
-            "EPYC); use float32 on this CPU")
+    units = cpu_features.has_bf16_units(flags)
+    if units is False:
+        return (f"official_bench: bfloat16 on a CPU without bf16 units (no "
+                f"avx512_bf16 or amx_bf16 flag in {cpu_features.CPUINFO}) "
+                f"is emulated: expect it about {BF16_SLOWDOWN}x slower than "
+                "float32 (issue 31: Model Garden's ResNet-50 ran at 0.10 "
+                "img/s in bfloat16 against ~2.7 img/s in float32 on a "
+                "2-core AVX2 EPYC); use float32 on this CPU")
+    if units and onednn is False:
+        return (f"official_bench: bfloat16 with oneDNN off: Eigen's kernels "
+                f"do not use this CPU's bf16 units and ran about "
+                f"{BF16_EIGEN_SLOWDOWN}x slower than oneDNN's (BENCHMARKS.md, "
+                "CPU kernels: ResNet-50 128x128 on an AVX512_BF16 EPYC); set "
+                "runtime.cpu_kernels to onednn or auto")
+    return None

@@ -106,6 +106,11 @@ def test_bf16_warning_where_the_cores_lack_bf16_units(monkeypatch):
     assert ck.bf16_warning("float32", 0, AVX2) is None
     assert ck.bf16_warning("bfloat16", 1, AVX2) is None  # GPU run
     assert ck.bf16_warning("bfloat16", 0, None) is None  # unknown CPU
+    assert ck.bf16_warning("bfloat16", 0, BF16, onednn=True) is None
+    # bf16 units, but Eigen's kernels do not use them
+    eigen = ck.bf16_warning("bfloat16", 0, BF16, onednn=False)
+    assert eigen and "oneDNN off" in eigen and "runtime.cpu_kernels" in eigen
+    assert ck.bf16_warning("float32", 0, BF16, onednn=False) is None
     said = _warnings(monkeypatch)
     monkeypatch.setattr(ck.cpu_features, "read_flags", lambda: AVX2)
     ck.settle("auto", 0, "bfloat16")
