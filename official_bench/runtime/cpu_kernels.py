@@ -41,7 +41,7 @@ _TRUE, _FALSE = ("1", "true"), ("0", "false")
 BF16_SLOWDOWN = 25
 # BENCHMARKS.md, "CPU kernels": ResNet-50 128x128 batch 8 in bfloat16 on an
 # AVX512_BF16 EPYC, Eigen against oneDNN (median of alternating pairs).
-BF16_EIGEN_SLOWDOWN = 40
+BF16_EIGEN_SLOWDOWN = 15
 
 
 @dataclasses.dataclass(frozen=True)
