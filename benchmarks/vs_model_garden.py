@@ -36,10 +36,11 @@ What still differs is listed in BENCHMARKS.md ("vs Model Garden").
 
 Both sides run the same CPU kernels: --cpu_kernels is resolved once, by
 official_bench's rule (runtime/cpu_kernels.py), into TF_ENABLE_ONEDNN_OPTS
-for both processes (left as it is where the rule keeps TensorFlow's
-default). bfloat16 is skipped, with "not measurable on this CPU", where the
-cores lack bf16 units (no avx512_bf16 or amx_bf16 flag): both sides would
-crawl at a small fraction of float32's speed (issue 31).
+in this script's environment, which every side's process inherits (left
+as it is where the rule keeps TensorFlow's default). bfloat16 is skipped,
+with "not measurable on this CPU", where the cores lack bf16 units (no
+avx512_bf16 or amx_bf16 flag): both sides would crawl at a small fraction
+of float32's speed (issue 31).
 """
 
 from __future__ import annotations
@@ -57,11 +58,6 @@ from typing import Dict, List, Optional
 import yaml
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
-
-from official_bench.host import cpu_features  # noqa: E402 (TF-free)
-from official_bench.runtime import cpu_kernels  # noqa: E402 (TF-free)
-
 MG_PACKAGE = "tf-models-official==2.20.0"
 MG_VENV = os.path.join(os.path.expanduser("~"), ".cache", "official_bench",
                        "venv-model-garden")
@@ -140,6 +136,26 @@ def ensure_model_garden(venv: str) -> str:
     return python
 
 
+def kernels_value(requested: str, environ, flags) -> Optional[str]:
+    """TF_ENABLE_ONEDNN_OPTS as runtime.cpu_kernels `requested` resolves on
+    this CPU for a CPU run (None: leave the environment as it is), so Model
+    Garden, which has no such setting, computes with ours' kernels."""
+    from official_bench.runtime import cpu_kernels  # TensorFlow-free
+    return cpu_kernels.decide(requested, 0, environ, flags).value
+
+
+def bf16_measurable(dtypes: List[str], flags) -> List[str]:
+    """The dtypes this CPU can compare: bfloat16 is left out, with a line
+    saying so, where the cores lack bf16 units."""
+    from official_bench.host import cpu_features  # TensorFlow-free
+    if "bfloat16" in dtypes and cpu_features.has_bf16_units(flags) is False:
+        print("bfloat16: not measurable on this CPU (no avx512_bf16 or "
+              "amx_bf16 flag in /proc/cpuinfo: bfloat16 is emulated there, "
+              "~25x slower than float32, issue 31); skipped", flush=True)
+        return [d for d in dtypes if d != "bfloat16"]
+    return dtypes
+
+
 def dataset(dtype: str, steps: int, split: str) -> Dict:
     return {"name": "imagenet2012", "builder": "synthetic", "split": split,
             "image_size": IMAGE_SIZE, "num_classes": 1000,
@@ -193,41 +209,14 @@ def command(side: str, python: str, config_file: str, model_dir: str,
                 [f"--params_override={override}"] if override else [])
 
 
-def kernels_env(requested: str, environ=None, flags=None) -> Dict[str, str]:
-    """The environment both sides get: TF_ENABLE_ONEDNN_OPTS as
-    runtime.cpu_kernels `requested` resolves on this CPU (a CPU run), so
-    Model Garden, which has no such setting, computes with the same
-    kernels as ours."""
-    environ = dict(os.environ if environ is None else environ)
-    decision = cpu_kernels.decide(
-        requested, 0, environ,
-        cpu_features.read_flags() if flags is None else flags)
-    if decision.value is not None:
-        environ[cpu_kernels.ENV] = decision.value
-    return environ
-
-
-def bf16_measurable(dtypes: List[str], flags) -> List[str]:
-    """The dtypes this CPU can compare: bfloat16 is left out, with a line
-    saying so, where the cores lack bf16 units."""
-    if "bfloat16" in dtypes and cpu_features.has_bf16_units(flags) is False:
-        print("bfloat16: not measurable on this CPU (no avx512_bf16 or "
-              "amx_bf16 flag in /proc/cpuinfo: bfloat16 is emulated there, "
-              "~25x slower than float32, issue 31); skipped", flush=True)
-        return [d for d in dtypes if d != "bfloat16"]
-    return dtypes
-
-
 def run_once(side: str, python: str, cwd: str, cfg: Dict, work: str,
-             log_path: Optional[str], override: Optional[str] = None,
-             environ: Optional[Dict[str, str]] = None) -> float:
+             log_path: Optional[str], override: Optional[str] = None) -> float:
     """One process; returns img/s = median interval after the warm-up."""
     os.makedirs(work, exist_ok=True)
     config_file = os.path.join(work, "config.yaml")
     with open(config_file, "w") as f:
         yaml.safe_dump(cfg, f)
-    env = dict(os.environ if environ is None else environ,
-               TF_CPP_MIN_LOG_LEVEL="1")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="1")
     proc = subprocess.run(
         command(side, python, config_file, os.path.join(work, "model"),
                 cfg["train"]["time_history"]["log_steps"], override),
@@ -285,7 +274,7 @@ def compare(dtype: str, args, mg_python: str, work: str) -> Dict[str, float]:
             start = time.perf_counter()
             rate = run_once(side, python, cwd, cfg,
                             os.path.join(work, f"{dtype}_{pair}_{side}"),
-                            log_path, override, args.environ)
+                            log_path, override)
             rates[side].append(rate)
             seconds = time.perf_counter() - start
             row.append(f"{side} {rate:.2f} img/s ({seconds:.0f} s, "
@@ -305,18 +294,22 @@ def compare(dtype: str, args, mg_python: str, work: str) -> Dict[str, float]:
 
 def main(argv=None, cpu_flags=None) -> int:
     """`cpu_flags` stands in for /proc/cpuinfo's flags (tests)."""
+    from official_bench.host import cpu_features
+    from official_bench.runtime.cpu_kernels import ENV
     args = parse_args(argv)
     flags = cpu_features.read_flags() if cpu_flags is None else cpu_flags
     args.dtype = bf16_measurable(args.dtype, flags)
     if not args.dtype:
         return 0
-    args.environ = kernels_env(args.cpu_kernels, flags=flags)
+    value = kernels_value(args.cpu_kernels, os.environ, flags)
+    if value is not None:
+        os.environ[ENV] = value  # every side's process inherits it
+    print(f"CPU kernels for every side: {ENV}="
+          f"{os.environ.get(ENV, 'unset (TensorFlow default)')} "
+          f"(--cpu_kernels {args.cpu_kernels})", flush=True)
     if args.logs:
         os.makedirs(args.logs, exist_ok=True)
     mg_python = ensure_model_garden(args.venv)
-    print(f"CPU kernels for both sides: {cpu_kernels.ENV}="
-          f"{args.environ.get(cpu_kernels.ENV, 'unset (TensorFlow default)')}"
-          f" (--cpu_kernels {args.cpu_kernels})")
     print(f"{os.cpu_count()} CPUs; load {load()}; ours: {sys.executable} in "
           f"{args.repo} (TensorFlow {tf_version(sys.executable)}); Model "
           f"Garden: {MG_PACKAGE} in {args.venv} (TensorFlow "

@@ -42,12 +42,18 @@ def test_bfloat16_with_bf16_units_is_measured(bench):
         bench.main(["--dtype", "bfloat16"], cpu_flags=BF16)
 
 
-def test_both_sides_get_the_same_kernels(bench):
-    env = bench.cpu_kernels.ENV
-    assert bench.kernels_env("eigen", {}, AVX2)[env] == "0"
-    assert bench.kernels_env("onednn", {env: "0"}, AVX2)[env] == "1"
-    assert bench.kernels_env("auto", {}, AVX2)[env] == "1"
-    assert bench.kernels_env("auto", {env: "0"}, AVX2)[env] == "0"
-    assert env not in bench.kernels_env("auto", {}, frozenset({"avx"}))
-    args = bench.parse_args(["--cpu_kernels", "eigen"])
-    assert args.cpu_kernels == "eigen"
+def test_both_sides_get_the_same_kernels(bench, monkeypatch, capsys):
+    """--cpu_kernels resolves into the script's own environment, which
+    every side's process inherits (Model Garden has no such setting)."""
+    env = "TF_ENABLE_ONEDNN_OPTS"
+    assert bench.kernels_value("eigen", {}, AVX2) == "0"
+    assert bench.kernels_value("onednn", {env: "0"}, AVX2) == "1"
+    assert bench.kernels_value("auto", {}, AVX2) == "1"
+    assert bench.kernels_value("auto", {env: "0"}, AVX2) is None  # kept
+    assert bench.kernels_value("auto", {}, frozenset({"avx"})) is None
+    monkeypatch.delenv(env, raising=False)
+    with pytest.raises(AssertionError, match="must not be set up"):
+        bench.main(["--dtype", "float32", "--cpu_kernels", "eigen"],
+                   cpu_flags=AVX2)
+    assert os.environ[env] == "0"
+    assert f"{env}=0 (--cpu_kernels eigen)" in capsys.readouterr().out
