@@ -34,6 +34,17 @@ What still differs is listed in BENCHMARKS.md ("vs Model Garden").
     .venv/bin/python benchmarks/vs_model_garden.py --variant \
         runtime.restore_malloc_thresholds=false   # a third side: ours with
         # that override (before/after of one setting, same checkout)
+    .venv/bin/python benchmarks/vs_model_garden.py --cpu_kernels eigen
+        # both sides with TF_ENABLE_ONEDNN_OPTS=0 (default auto: what
+        # runtime.cpu_kernels auto picks on this CPU, for both sides)
+
+Both sides run the same CPU kernels: --cpu_kernels is resolved once, by
+official_bench's rule (runtime/cpu_kernels.py), into TF_ENABLE_ONEDNN_OPTS
+in this script's environment, which every side's process inherits (left
+as it is where the rule keeps TensorFlow's default). bfloat16 is skipped,
+with "not measurable on this CPU", where the cores lack bf16 units (no
+avx512_bf16 or amx_bf16 flag): both sides would crawl at a small fraction
+of float32's speed (issue 31).
 """
 
 from __future__ import annotations
@@ -85,6 +96,11 @@ def parse_args(argv=None):
                    help="a third side per round: ours with this "
                         "--params_override, e.g. "
                         "runtime.restore_malloc_thresholds=false")
+    p.add_argument("--cpu_kernels", default="auto",
+                   choices=("auto", "onednn", "eigen"),
+                   help="the same TF_ENABLE_ONEDNN_OPTS for both sides: 1 "
+                        "(onednn), 0 (eigen) or what runtime.cpu_kernels "
+                        "auto picks on this CPU (default)")
     p.add_argument("--venv", default=MG_VENV,
                    help="Model Garden's venv (created if missing)")
     p.add_argument("--logs", default=None,
@@ -120,6 +136,26 @@ def ensure_model_garden(venv: str) -> str:
     subprocess.run(check, check=True)
     print("[setup] Model Garden installed", flush=True)
     return python
+
+
+def kernels_value(requested: str, environ, flags) -> Optional[str]:
+    """TF_ENABLE_ONEDNN_OPTS as runtime.cpu_kernels `requested` resolves on
+    this CPU for a CPU run (None: leave the environment as it is), so Model
+    Garden, which has no such setting, computes with ours' kernels."""
+    from official_bench.runtime import cpu_kernels  # TensorFlow-free
+    return cpu_kernels.decide(requested, 0, environ, flags).value
+
+
+def bf16_measurable(dtypes: List[str], flags) -> List[str]:
+    """The dtypes this CPU can compare: bfloat16 is left out, with a line
+    saying so, where the cores lack bf16 units."""
+    from official_bench.host import cpu_features  # TensorFlow-free
+    if "bfloat16" in dtypes and cpu_features.has_bf16_units(flags) is False:
+        print("bfloat16: not measurable on this CPU (no avx512_bf16 or "
+              "amx_bf16 flag in /proc/cpuinfo: bfloat16 is emulated there, "
+              "~25x slower than float32, issue 31); skipped", flush=True)
+        return [d for d in dtypes if d != "bfloat16"]
+    return dtypes
 
 
 def dataset(dtype: str, steps: int, split: str) -> Dict:
@@ -237,8 +273,21 @@ def compare(dtype: str, args, mg_python: str, work: str) -> Dict[str, float]:
     return ratios
 
 
-def main(argv=None) -> int:
+def main(argv=None, cpu_flags=None) -> int:
+    """`cpu_flags` stands in for /proc/cpuinfo's flags (tests)."""
+    from official_bench.host import cpu_features
+    from official_bench.runtime.cpu_kernels import ENV
     args = parse_args(argv)
+    flags = cpu_features.read_flags() if cpu_flags is None else cpu_flags
+    args.dtype = bf16_measurable(args.dtype, flags)
+    if not args.dtype:
+        return 0
+    value = kernels_value(args.cpu_kernels, os.environ, flags)
+    if value is not None:
+        os.environ[ENV] = value  # every side's process inherits it
+    print(f"CPU kernels for every side: {ENV}="
+          f"{os.environ.get(ENV, 'unset (TensorFlow default)')} "
+          f"(--cpu_kernels {args.cpu_kernels})", flush=True)
     if args.logs:
         os.makedirs(args.logs, exist_ok=True)
     mg_python = ensure_model_garden(args.venv)

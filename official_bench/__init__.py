@@ -30,9 +30,35 @@ def __dir__():
 
 
 def run(config=None, **kwargs):
-    """Trains and measures; see official_bench.trainer.run."""
+    """Trains and measures; see official_bench.trainer.run.
+
+    Called before anything imported TensorFlow (a notebook's first cells),
+    it first sets the CPU kernels the config asks for, as the CLI does:
+    TensorFlow reads runtime.cpu_kernels' variable only when it loads.
+    """
+    import sys
+    if "tensorflow" not in sys.modules:
+        _apply_cpu_kernels(config, kwargs)
     from official_bench import trainer
     return trainer.run(config, **kwargs)
+
+
+def _apply_cpu_kernels(config, kwargs) -> None:
+    """runtime.cpu_kernels of the config trainer.run will load from the
+    same arguments (a bad config is left for trainer.run to report)."""
+    from official_bench import config as config_lib
+    from official_bench.runtime import cpu_kernels
+    try:
+        cfg = config_lib.load_config(
+            config, kwargs.get("params_override"),
+            {k: kwargs[k] for k in ("model_dir", "mode")
+             if kwargs.get(k) is not None},
+            model_type=kwargs.get("model_type", "resnet"),
+            dataset=kwargs.get("dataset", "imagenet"),
+            overrides_from="run() arguments")
+    except config_lib.ConfigError:
+        return
+    cpu_kernels.apply(cfg.runtime.cpu_kernels, cfg.runtime.num_gpus)
 
 
 __all__ = ["ConfigError", "ExperimentConfig", "load_config", "run",

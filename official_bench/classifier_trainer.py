@@ -54,6 +54,11 @@ def main(argv) -> int:
         check_local_dirs(cfg)
     except config_lib.ConfigError as e:
         return _fail(str(e), exit_status.CONFIG)
+    # oneDNN or Eigen: TensorFlow reads TF_ENABLE_ONEDNN_OPTS only when it
+    # loads, so it is set now (runtime/cpu_kernels.py).
+    from official_bench.runtime import cpu_kernels
+    cpu_kernels.apply(cfg.runtime.cpu_kernels, cfg.runtime.num_gpus)
+
     # 2. The run (TensorFlow is imported from here on).
     from official_bench import trainer
     from official_bench.host.write_errors import NotWritable

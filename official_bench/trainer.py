@@ -28,7 +28,8 @@ from official_bench.data.fit_input import fit_input
 from official_bench.measure import (fit_tail, input_wait, mfu, profiler,
                                     timing, utilisation)
 from official_bench.runtime import cluster as cluster_lib
-from official_bench.runtime import distribute, precision, stop_signals
+from official_bench.runtime import cpu_kernels, distribute, precision
+from official_bench.runtime import stop_signals
 from official_bench.runtime.keras_setup import keras
 from official_bench.training import checkpoints, nan_guard, run_history
 from official_bench.training.setup import (Prepared, prepare_runtime,
@@ -117,6 +118,7 @@ def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:
     # 1. Runtime: devices, threads, cluster, precision.
     replica_devices, cluster = prepare_runtime(rt)
     dtype = config_lib.compute_dtype(cfg)
+    cpu_kernels.settle(rt.cpu_kernels, rt.num_gpus, dtype)
     if rt.seed is not None:
         keras.utils.set_random_seed(rt.seed)
     policy = precision.set_policy(dtype)
@@ -250,7 +252,8 @@ def _fit(prep: Prepared) -> RunResult:
     if stats is not None:
         logging.info(stats.summary() + mfu.summary_text(flops, peak) +
                      input_wait.note(wait) + guard.summary_note() +
-                     usage_contract.summary_text(usage))
+                     usage_contract.summary_text(usage) +
+                     cpu_kernels.summary_note(rt.cpu_kernels))
     record = prep.write(stats, hist, evaluation,
                         dict(guard.result_fields(), input_wait=wait,
                              **{usage_contract.KEY: usage,

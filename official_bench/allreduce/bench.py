@@ -375,6 +375,9 @@ def main(argv) -> int:
                 f">= 0, got {FLAGS.iters}, {FLAGS.warmup} and "
                 f"{FLAGS.compute_wait_cycles}")
         cfg = trainer_flags.config_from_flags()
+        # The model's compute step runs with the trainer's CPU kernels.
+        from official_bench.runtime import cpu_kernels
+        cpu_kernels.apply(cfg.runtime.cpu_kernels, cfg.runtime.num_gpus)
         run(cfg, FLAGS.sizes, dtypes, FLAGS.iters, FLAGS.warmup,
             FLAGS.compute_wait_cycles)
     except config_lib.ConfigError as e:

@@ -17,8 +17,8 @@ from typing import Any, Sequence
 
 from official_bench.config.builder import LayerBuilder
 from official_bench.config.schema import (
-    BUILDERS, DATA_FORMATS, DTYPE_ALIASES, GPU_THREAD_MODES, LOSSES,
-    LR_COMPAT, LR_SCHEDULES, MIRRORED_ALGS, MODEL_NAMES, MODES,
+    BUILDERS, CPU_KERNELS, DATA_FORMATS, DTYPE_ALIASES, GPU_THREAD_MODES,
+    LOSSES, LR_COMPAT, LR_SCHEDULES, MIRRORED_ALGS, MODEL_NAMES, MODES,
     MULTI_WORKER_ALGS, OPTIMIZERS, RESNET_DEPTHS, STRATEGIES,
     SYNTHETIC_LOCATIONS, DatasetConfig, EvalConfig, ExperimentConfig,
     HistoryConfig, HorovodConfig, LearningRateConfig, ModelConfig, RuntimeConfig,
@@ -154,6 +154,8 @@ def strategy_and_devices(rt: RuntimeConfig, b: LayerBuilder) -> None:
                 f"all_reduce_alg for {rt.distribution_strategy}")
     _choice(b, "runtime.gpu_thread_mode", rt.gpu_thread_mode,
             GPU_THREAD_MODES, "gpu_thread_mode")
+    _choice(b, "runtime.cpu_kernels", rt.cpu_kernels, CPU_KERNELS,
+            "cpu_kernels")
     _positive(b, "runtime.num_gpus", rt.num_gpus, allow_zero=True,
               maximum=MAX_GPUS, why=" (GPUs per process)")
     _positive(b, "runtime.num_packs", rt.num_packs, maximum=MAX_NUM_PACKS)

@@ -43,6 +43,9 @@ MIRRORED_ALGS = ("nccl", "hierarchical_copy")
 MULTI_WORKER_ALGS = ("ring", "nccl", "auto")
 DATA_FORMATS = ("channels_last", "channels_first", "auto")
 GPU_THREAD_MODES = ("gpu_private", "gpu_shared", "global")
+# runtime.cpu_kernels: TensorFlow's CPU ops from oneDNN or Eigen; auto picks
+# by the CPU's flags (runtime/cpu_kernels.py, docs/cpu_kernels.md).
+CPU_KERNELS = ("auto", "onednn", "eigen")
 
 
 @dataclasses.dataclass
@@ -78,6 +81,9 @@ class RuntimeConfig(ConfigNode):
     run_eagerly: bool = False
     # official_bench extensions.
     cpu_devices: int = 1  # logical CPU devices for mirrored without GPUs
+    # oneDNN or Eigen kernels on the CPU (TF_ENABLE_ONEDNN_OPTS, set by the
+    # CLI before TensorFlow loads): auto | onednn | eigen (CPU_KERNELS).
+    cpu_kernels: str = "auto"
     # Per-collective timeout (CommunicationOptions.timeout_seconds). Off by
     # default: TensorFlow starts a thread per collective that lives this long,
     # so long runs leak threads until they abort (tensorflow issue 56423).

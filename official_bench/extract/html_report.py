@@ -49,7 +49,8 @@ ModelResult = Dict[str, Dict[str, Any]]  # case -> entry of one section
 
 ENV_COLUMNS = ("case", "TensorFlow", "tf_keras", "Python",
                "TF built with CUDA", "cuDNN", "strategy", "workers",
-               "replicas", "devices", "GPUs", "CPU", "hosts")
+               "replicas", "devices", "GPUs", "CPU", "hosts",
+               "CPU kernels")
 AVERAGES_COLUMNS = ("node_num", "gpu_num",
                     "samples/s (mean of interval rates)",
                     "images/s over the window (images / time)")
@@ -114,6 +115,17 @@ def _or_na(value: Any) -> str:
     return str(value)
 
 
+def cpu_kernels_cell(env: Dict[str, Any]) -> str:
+    """What TensorFlow reported (environment.onednn_enabled) and what the
+    config asked for (runtime.cpu_kernels), e.g. "oneDNN (auto)"."""
+    enabled = env.get("onednn_enabled")
+    if enabled is None:
+        return "n/a"
+    name = "oneDNN" if enabled else "Eigen"
+    return f"{name} ({env['cpu_kernels']})" if env.get("cpu_kernels") \
+        else name
+
+
 def environment_rows(model_result: ModelResult,
                      model_series: Optional[Dict[str, List[RunSeries]]] = None
                      ) -> List[List[str]]:
@@ -127,7 +139,8 @@ def environment_rows(model_result: ModelResult,
             "strategy", "num_workers", "num_replicas", "devices")] + [
             report.gpu_summary(gpus) if gpus else "n/a",
             _or_na(env.get("cpu_model")),
-            _hosts(env, (model_series or {}).get(case) or [])])
+            _hosts(env, (model_series or {}).get(case) or []),
+            cpu_kernels_cell(env)])
     return rows
 
 

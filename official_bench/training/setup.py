@@ -25,6 +25,7 @@ from official_bench.host.write_errors import writing
 from official_bench.measure import environment
 from official_bench.models import build_model
 from official_bench.runtime import cluster as cluster_lib
+from official_bench.runtime import cpu_kernels
 from official_bench.runtime import devices as devices_lib
 from official_bench.runtime import distribute, precision
 from official_bench.runtime import malloc as host_malloc
@@ -111,7 +112,8 @@ class Prepared:
             self.plan.num_replicas, self.dtype,
             self.dist.placement.devices if self.dist.placement else [],
             horovod=self.dist.hvd, configured_devices=self.replica_devices),
-            malloc=self.malloc)
+            malloc=self.malloc,
+            **cpu_kernels.record(self.cfg.runtime.cpu_kernels))
 
     def validation_data(self):
         return fit_input(self.dist, self.cfg.validation_dataset,

@@ -117,8 +117,8 @@ def test_tables_hold_the_markdown_numbers_and_notes(tmp_path):
     assert env[0] == list(html_report.ENV_COLUMNS)
     assert env[1][:9] == ["1n1g", "2.21.0", "2.21.0", "3.11.7", "12.5", "9",
                           "mirrored", "1", "1"]
-    assert env[1][10:] == ["1 x Tesla V100-SXM2-16GB", "n/a", "node1"]
-    assert env[2] == ["1n2g"] + ["n/a"] * 12  # no result JSON there
+    assert env[1][10:] == ["1 x Tesla V100-SXM2-16GB", "n/a", "node1", "n/a"]
+    assert env[2] == ["1n2g"] + ["n/a"] * 13  # no result JSON there
     # DLPerf's samples/s beside images / time over the same intervals
     assert averages[0] == list(html_report.AVERAGES_COLUMNS)
     assert [row[2] for row in averages[1:]] == ["320.00", "615.00", "1190.00"]
@@ -130,6 +130,18 @@ def test_tables_hold_the_markdown_numbers_and_notes(tmp_path):
     assert page.tables[1][0][2] == "samples/s (images / clock time)"
     assert page.images == []  # --no_plot: nothing to embed, and it says so
     assert "no plot (--no_plot)" in _read(path)
+
+
+def test_cpu_kernels_cell_says_what_tensorflow_reported():
+    """environment.onednn_enabled (TensorFlow's IsMklEnabled) and the
+    runtime.cpu_kernels asked for; n/a from trainers that did not record
+    them."""
+    cell = html_report.cpu_kernels_cell
+    assert cell({"onednn_enabled": True, "cpu_kernels": "auto"}) == \
+        "oneDNN (auto)"
+    assert cell({"onednn_enabled": False, "cpu_kernels": "eigen"}) == \
+        "Eigen (eigen)"
+    assert cell({"tensorflow": "2.21.0"}) == "n/a"
 
 
 def test_page_is_self_contained(tmp_path):
@@ -176,7 +188,7 @@ def test_text_from_files_is_escaped_and_hosts_of_all_runs_listed(tmp_path):
     env = {row[0]: row for row in page.tables[-1][1:]}
     assert env["1n2g"][10] == "2 x " + HOSTILE  # shown literally
     assert env["1n2g"][12] == ", ".join(sorted(["n1", HOSTILE]))
-    assert env["1n1g"][10:] == ["n/a", "n/a", "n/a"]
+    assert env["1n1g"][10:] == ["n/a", "n/a", "n/a", "n/a"]
 
 
 def test_html_is_written_beside_the_markdown_only(tmp_path, capsys):
