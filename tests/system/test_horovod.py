@@ -397,8 +397,9 @@ def test_horovod_fit_keeps_batch_logs_as_tensors(venv, tmp_path):
     assert line, p.stdout[-4000:]
     got = json.loads(line[0][len("CALLBACKS "):])
     assert "BroadcastGlobalVariablesCallback" not in got["names"]
-    assert {"AverageMetrics", "TimeHistory", "ModelCheckpoint"} <= \
-        set(got["names"])
+    assert {"AverageMetrics", "TimeHistory"} <= set(got["names"])
+    # training/checkpoints.py's subclass (a full disk as one line)
+    assert any(n.endswith("ModelCheckpoint") for n in got["names"]), got
     assert got["calls_batch_hooks"] is True
     assert got["forces_numpy"] is False
     assert got["with_broadcast_callback_forces_numpy"] is True
