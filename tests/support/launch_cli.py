@@ -23,8 +23,13 @@ def clean_env(tmp_path, **knobs):
         set(settings_lib.SLURM_VARS)
     env = {k: v for k, v in os.environ.items()
            if k not in drop and not k.startswith("SLURM")}
+    # PYTHON_CHECK_TIMEOUT=0: the interpreter check imports TensorFlow in a
+    # subprocess (6-15 s per launcher start here); it has its own tests
+    # (unit/launch/test_preflight.py), and the run scripts' end-to-end test
+    # (system/test_run_scripts.py) keeps it on.
     env.update(PYTHON=PY, LOG_DIR=str(tmp_path / "logs"),
-               MODEL_DIR=str(tmp_path / "model_dir"), SLEEP_SECONDS="0")
+               MODEL_DIR=str(tmp_path / "model_dir"), SLEEP_SECONDS="0",
+               PYTHON_CHECK_TIMEOUT="0")
     env.update({k.upper(): str(v) for k, v in knobs.items()})
     return env
 

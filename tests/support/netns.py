@@ -62,6 +62,7 @@ def env_for(tmp_path, name, **knobs):
            if k not in drop and not k.startswith("SLURM")}
     env.update(PYTHON=PY, DEVICE="cpu", STEPS="6", LOG_STEPS="2",
                PARAMS_OVERRIDE=TINY, SLEEP_SECONDS="0",
+               PYTHON_CHECK_TIMEOUT="0",  # as support/launch_cli.clean_env
                NODES=",".join(f"{a}:{PORT}" for a in ADDRS),
                BARRIER_TIMEOUT="60", PEER_TIMEOUT="120", RUN_TIMEOUT="240",
                KILL_AFTER="10",

@@ -51,10 +51,13 @@ def test_single_node_end_to_end_and_extractor(tmp_path):
     start = time.monotonic()
     out = subprocess.run(
         ["bash", os.path.join(REPO, "run_single_node.sh"), "4", "fp32", "1"],
-        cwd=tmp_path, env=clean_env(tmp_path, CPU_DEVICES="1,2"),
+        cwd=tmp_path, env=clean_env(tmp_path, CPU_DEVICES="1,2",
+                                    PYTHON_CHECK_TIMEOUT="300"),
         capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, failures(tmp_path, out.stdout + out.stderr)
     assert "done: 2 of 2 run(s) ok" in out.stdout
+    # the interpreter check ran (the other launcher tests turn it off)
+    assert "not checked: PYTHON_CHECK_TIMEOUT=0" not in out.stdout
     root = tmp_path / "logs" / "tensorflow" / "resnet50" / "bz4"
     tree = sorted(str(p.relative_to(root)) for p in root.rglob("*")
                   if p.is_file())
