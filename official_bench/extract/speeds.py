@@ -81,7 +81,7 @@ class RunOutcome:
     input_wait: Optional[float] = None  # input-wait fraction (result JSON), None: n/a
     # (end of the first interval, end of the last) of the intervals found:
     # the steps the run covers after its warm-up interval, for the
-    # extractor's hint and its --window auto (steps_covered).
+    # extractor's hint and its --window auto (throughput.steps_covered).
     steps_found: Optional[Tuple[int, int]] = None
     # The counted intervals themselves, for the statistics that resample
     # them (extract/verdict.py: compare and history).
@@ -110,16 +110,6 @@ def _steps(intervals: Sequence[ReadInterval], limit: int = 6) -> str:
     text = ", ".join(f"{iv.start_step}-{iv.end_step}"
                      for iv in intervals[:limit])
     return text + (", ..." if len(intervals) > limit else "")
-
-
-def steps_covered(intervals: Sequence[ReadInterval]
-                  ) -> Optional[Tuple[int, int]]:
-    """(end of the first interval, end of the last): the steps a run covers
-    once its first interval, the warm-up (graph tracing, autotuning), is
-    left out; None without intervals."""
-    if not intervals:
-        return None
-    return intervals[0].end_step, intervals[-1].end_step
 
 
 def _last_step(intervals: Sequence[ReadInterval]) -> Optional[int]:
@@ -358,7 +348,7 @@ def measure_run(run: logparse.RunId, parsed: ParsedLog,
     out.excluded = out.excluded or order_problem(intervals)
     if out.excluded:
         return out
-    out.steps_found = steps_covered(intervals)
+    out.steps_found = throughput.steps_covered(intervals)
     counted = counted_intervals(intervals, warmup_batches, train_batches)
     if not counted:
         out.excluded = (f"no TimeHistory interval inside steps "

@@ -4,34 +4,23 @@ DLPerf's window (100-600), e.g. a CPU try of 60 steps.
 The window is the longest one every run covers once its first interval is
 left out: that interval holds the graph tracing and autotuning (warm-up),
 which no speed should include. From each run, the end of its first interval
-to the end of its last (:func:`official_bench.extract.speeds.steps_covered`);
+to the end of its last (:func:`official_bench.contracts.throughput.steps_covered`);
 over the runs, the latest start and the earliest end. The extractor's hint
 for a default window no run reaches names the same window
-(:func:`common_window`). DLPerf's defaults apply unless this is asked for.
+(:func:`official_bench.contracts.throughput.common_window`). DLPerf's defaults apply unless this is asked for.
 """
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+from typing import Sequence, Tuple
 
 from official_bench.contracts import run_status
+from official_bench.contracts.throughput import common_window, steps_covered
 from official_bench.extract import logparse
-from official_bench.extract import speeds as runspeed
 from official_bench.extract.errors import ExtractError
 from official_bench.extract.logparse import RunId
 
 AUTO = "auto"  # the flag's value
-
-
-def common_window(spans: Sequence[Tuple[int, int]]
-                  ) -> Optional[Tuple[int, int]]:
-    """The steps every span covers, ``(latest start, earliest end)``; None
-    when there are no spans or they share no step."""
-    if not spans:
-        return None
-    start = max(first for first, _ in spans)
-    end = min(last for _, last in spans)
-    return (start, end) if start < end else None
 
 
 def auto_window(runs: Sequence[Tuple[RunId, str]]) -> Tuple[int, int]:
@@ -52,7 +41,7 @@ def auto_window(runs: Sequence[Tuple[RunId, str]]) -> Tuple[int, int]:
         failed = run_status.exclusion(run_status.load_status(path)[0])
         if failed or (parsed.traceback_line and not parsed.finished):
             continue
-        span = runspeed.steps_covered(parsed.intervals)
+        span = steps_covered(parsed.intervals)
         if span:
             spans.append(span)
     window = common_window(spans)

@@ -27,11 +27,10 @@ import statistics
 import time
 from typing import Callable, List, Optional, Tuple
 
-from official_bench.contracts.throughput import LINE_RE, Interval
+from official_bench.contracts.throughput import (
+    DLPERF_WINDOW, LINE_RE, Interval, common_window, format_eta,
+    steps_covered)
 
-# DLPerf's window, the extractor's --warmup_batches / --train_batches
-# defaults (extract/extractor.py).
-DLPERF_WINDOW = (100, 600)
 MIN_SECONDS = 5.0
 
 
@@ -46,16 +45,6 @@ def parse_interval(line: str) -> Optional[Interval]:
                         float(m.group("seconds")), float(m.group("eps")))
     except ValueError:
         return None
-
-
-def format_eta(seconds: float) -> str:
-    """2h05m, 2m10s or 42s: short enough for a progress line."""
-    seconds = max(0, int(seconds))
-    if seconds >= 3600:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    if seconds >= 60:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds}s"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,12 +100,7 @@ def extractor_window(runs: List[List[Interval]]) -> Optional[Tuple[int, int]]:
     the runs share no window after their warm-up."""
     if all(covers_dlperf_window(r) for r in runs):
         return None
-    found = [r for r in runs if r]
-    if not found:
-        return (0, 0)
-    start = max(r[0].end_step for r in found)
-    end = min(r[-1].end_step for r in found)
-    return (start, end) if start < end else (0, 0)
+    return common_window([steps_covered(r) for r in runs if r]) or (0, 0)
 
 
 def read_intervals(path: str) -> List[Interval]:

@@ -24,7 +24,7 @@ from absl import logging
 # The line, the finish mark and Interval are a contract shared with the
 # extractor (and DLPerf): official_bench.contracts.throughput owns them.
 from official_bench.contracts.throughput import (  # noqa: F401 - re-exported
-    FINISH_MARK, LINE_FORMAT, Interval, format_line,
+    FINISH_MARK, LINE_FORMAT, Interval, format_eta, format_line,
     images_per_second_over_window)
 from official_bench.runtime.keras_setup import keras
 
@@ -149,15 +149,6 @@ def compute_stats(intervals: List[Interval], step_times: List[float],
             counted) if basis == "intervals" else None)
 
 
-def _format_eta(seconds: float) -> str:
-    seconds = int(seconds)
-    if seconds >= 3600:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    if seconds >= 60:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds}s"
-
-
 class TimeHistory(keras.callbacks.Callback):
     """Logs the TimeHistory line every `log_steps` steps and shows progress.
 
@@ -275,7 +266,7 @@ class TimeHistory(keras.callbacks.Callback):
             else ""
         self.log_fn("official_bench: step %d/%d (%d%%), %.2f examples/second "
                     "so far%s, ETA %s", self.step, self.total_steps,
-                    100 * done // max(1, todo), rate, loss, _format_eta(eta))
+                    100 * done // max(1, todo), rate, loss, format_eta(eta))
         self._last_progress = now
 
     def on_train_end(self, logs=None):

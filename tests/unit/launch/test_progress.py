@@ -1,6 +1,7 @@
 """The launcher's progress lines and a run's measured img/s (issue 28 §2),
 from TimeHistory lines written with the contract's own formatter."""
 
+from official_bench.contracts import throughput
 from official_bench.contracts.throughput import Interval, format_line
 from official_bench.launch import progress
 
@@ -97,5 +98,5 @@ def test_extractor_window_for_short_runs():
 
 
 def test_eta_format():
-    assert [progress.format_eta(s) for s in (42, 130, 7500)] == \
+    assert [throughput.format_eta(s) for s in (42, 130, 7500)] == \
         ["42s", "2m10s", "2h05m"]
