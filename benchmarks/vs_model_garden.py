@@ -11,7 +11,8 @@ images/sec is the mean of its TimeHistory intervals after the first two
 examples/second` line. Printed: per-run numbers with the load average, the
 medians, and ours / Model Garden per precision with a 95% interval and the
 verdict of extract/verdict.py (faster, slower, or no difference measurable
-at this spread). Target: >= 1.0.
+at this spread), then the ratio round by round (paired: a round's two runs
+share the machine's drift) with its median and lowest. Target: >= 1.0.
 
 Model Garden runs from its own venv (~/.cache/official_bench/
 venv-model-garden, made with `python3 -m venv` + pip on first use: it pins its
@@ -270,6 +271,8 @@ def compare(dtype: str, args, mg_python: str, work: str) -> Dict[str, float]:
         print(f"{dtype}: median mg {v.median_a:.2f}, {name} "
               f"{v.median_b:.2f} img/s; " + v.describe("MG", name),
               flush=True)
+        print(f"{dtype}: " + verdict.round_ratios(
+            runs["mg"], runs[name]).describe("MG", name), flush=True)
     return ratios
 
 

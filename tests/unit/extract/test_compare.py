@@ -89,6 +89,26 @@ def test_verdict_is_deterministic_and_one_run_still_gets_an_interval():
         verdict.compare_runs([], b)
 
 
+def test_round_ratios_cancel_a_drift_both_sides_share():
+    """Rounds whose machine speed drifts by 15% while B is 3% faster in
+    each: the unpaired interval holds 1.0, the paired one excludes it."""
+    rng = random.Random(11)
+    a, b = [], []
+    for k in range(6):
+        machine = 100.0 * (1 + 0.15 * (k % 3) / 2)  # 100, 107.5, 115, ...
+        a.append(_speeds(rng, machine, 0.003, 4))
+        b.append(_speeds(rng, machine * 1.03, 0.003, 4))
+    assert verdict.compare_runs(a, b).verdict == verdict.NO_DIFFERENCE
+    paired = verdict.round_ratios(a, b)
+    assert len(paired.ratios) == 6
+    assert 1.0 < paired.low <= paired.median <= paired.high < 1.06
+    assert min(paired.ratios) > 1.0
+    line = paired.describe("MG", "ours")
+    assert line.startswith("ours/MG by round: 1.0") and "(95%, paired)" in line
+    with pytest.raises(ValueError, match="side A has 6 rounds, side B 5"):
+        verdict.round_ratios(a, b[:5])
+
+
 def test_result_json_folders(tmp_path):
     """Folders of the trainer's result.json files (any depth), each run's
     own warm-up left out, worker files ignored."""
