@@ -101,6 +101,11 @@ SchedulerType=sched/builtin
 MpiDefault=none
 ReturnToService=2
 KillWait=10
+# sbatch --wait polls the job every 2 s while that is under MinJobAge / 2,
+# else at 8 then 32 s (src/sbatch/sbatch.c _job_wait): with the default 300
+# a 15 s job was seen done at 42 s. 0 keeps every job record (no purge) and
+# the 2 s poll.
+MinJobAge=0
 NodeName={node} NodeAddr=127.0.0.1 CPUs=2 State=UNKNOWN
 PartitionName=obtest Nodes={node} Default=YES MaxTime=INFINITE State=UP
 """
@@ -254,10 +259,12 @@ def _teardown(cluster):
 
 def knobs(tmp_path, **extra):
     """The launcher's knobs for a tiny CPU run, as sbatch passes them on."""
+    # PYTHON_CHECK_TIMEOUT=0 as support/launch_cli.clean_env: the check
+    # imports TensorFlow once per launcher and has its own tests.
     values = dict(PYTHON=PY, DEVICE="cpu", STEPS=6, LOG_STEPS=2,
                   PARAMS_OVERRIDE=TINY_OVERRIDE, LOG_DIR=tmp_path / "logs",
                   MODEL_DIR=tmp_path / "model_dir", SLEEP_SECONDS=0,
-                  RUN_TIMEOUT=300, KILL_AFTER=10)
+                  RUN_TIMEOUT=300, KILL_AFTER=10, PYTHON_CHECK_TIMEOUT=0)
     values.update(extra)
     return {k: str(v) for k, v in values.items()}
 
