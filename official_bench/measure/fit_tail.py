@@ -1,19 +1,12 @@
 """The wait between the end of training and model.fit returning, said.
 
-After the last step and every callback's on_train_end, model.fit still has
-to return, and on its way out TensorFlow destroys the input pipeline's
-iterator. That usually takes milliseconds, but it is where the silent tail
-after `step 60/60` of issue 28 §6 was (51 s on a first `make bench`).
-Measured on a loaded 2-core machine (cpu_smoke, 10-60 steps), it took
-4.6-20 s in 6 runs of 25 (104 s once, with a debugger attached) and under
-0.1 s in the others, the process using no CPU meanwhile; everything else
-between the last step and the summary line took under 0.1 s. A native
-stack taken in the wait shows the main thread in the iterator's destructor
-(tf.data's RootDataset iterator waiting for one of its background threads
-to end), called while Python frees fit's locals: the GIL is held, so no
-Python thread can print meanwhile. Hence a line when training ends, saying
-what comes, and one after fit returned, saying how long it took when that
-was long.
+On its way out model.fit destroys the input pipeline's iterator, and that
+can take up to a minute: the iterator of tf.distribute's per-device
+prefetch (MultiDeviceIterator, autotuning on by default) joins tf.data's
+autotune thread, which sleeps out its current optimisation period (10 ms
+doubling to 60 s) instead of waking when cancelled, with the GIL held
+(BENCHMARKS.md, "The tail after training"). Hence a line when training
+ends, saying what comes, and one after fit returned when it took long.
 """
 
 from __future__ import annotations
