@@ -4,10 +4,10 @@ DLPerf's window (100-600), e.g. a CPU try of 60 steps.
 The window is the longest one every run covers once its first interval is
 left out: that interval holds the graph tracing and autotuning (warm-up),
 which no speed should include. From each run, the end of its first interval
-to the end of its last (:func:`official_bench.contracts.throughput.steps_covered`);
-over the runs, the latest start and the earliest end. The extractor's hint
-for a default window no run reaches names the same window
-(:func:`official_bench.contracts.throughput.common_window`). DLPerf's defaults apply unless this is asked for.
+to the end of its last (contracts/throughput.steps_covered); over the runs,
+the latest start and the earliest end (throughput.common_window, which the
+extractor's hint for a default window no run reaches uses too). DLPerf's
+defaults apply unless this is asked for.
 """
 
 from __future__ import annotations

@@ -101,6 +101,14 @@ def test_help_lists_every_knob_without_tensorflow(tmp_path):
 # -- dry runs -----------------------------------------------------------------
 
 
+def _no_files_written(tmp_path):
+    """No run, so no file in the log tree (log, status, claim); empty case
+    folders may stay when two launchers each leave the one the other still
+    used."""
+    assert [p for p in (tmp_path / "logs").rglob("*") if not p.is_dir()] \
+        == []
+
+
 def test_single_node_dry_run_on_cpu(tmp_path):
     out = script("single", tmp_path, "8", "fp32", "2", "--dry-run",
                  CPU_DEVICES="1,2", STEPS=30, DEVICE="cpu")
@@ -114,10 +122,7 @@ def test_single_node_dry_run_on_cpu(tmp_path):
     assert text.count("timeout -k 30s 3600s") == 4
     assert '"cpu_devices": 2' in text and '"steps": 30' in text
     assert "dry run: nothing was started" in text
-    # No run, so no file (log, status, claim); empty case folders may stay
-    # when the two launchers each leave the one the other still used.
-    assert [p for p in (tmp_path / "logs").rglob("*") if not p.is_dir()] \
-        == []
+    _no_files_written(tmp_path)
 
 
 def test_data_note_names_the_builder_params_override_chose(tmp_path):
@@ -153,10 +158,7 @@ def test_host_that_does_not_resolve_stops_a_run_but_not_a_dry_run(tmp_path):
         "nosuchhost.invalid:5000: host 'nosuchhost.invalid' does not " \
         "resolve" in real.stderr
     assert time.monotonic() - start < 60
-    # No run, so no file (log, status, claim); empty case folders may stay
-    # when the two launchers each leave the one the other still used.
-    assert [p for p in (tmp_path / "logs").rglob("*") if not p.is_dir()] \
-        == []
+    _no_files_written(tmp_path)
 
 
 def test_launchers_sharing_a_machine_split_its_gpus(tmp_path):
@@ -296,10 +298,7 @@ def test_bad_input_is_a_clear_error(tmp_path, knobs, status, words):
     assert out.returncode == status, (out.stdout, out.stderr)
     assert words in out.stderr
     assert time.monotonic() - start < 20
-    # No run, so no file (log, status, claim); empty case folders may stay
-    # when the two launchers each leave the one the other still used.
-    assert [p for p in (tmp_path / "logs").rglob("*") if not p.is_dir()] \
-        == []
+    _no_files_written(tmp_path)
 
 
 @pytest.mark.parametrize("index, words", [
@@ -458,10 +457,7 @@ def test_wrong_secret_on_node_1_is_a_clear_error(tmp_path):
                      r"node 1\): authentication failed", out0), out0
     assert f"not arrived: node 1 (127.0.0.1:{w1})" in out0
     assert "stub trainer ok" not in out0 + out1
-    # No run, so no file (log, status, claim); empty case folders may stay
-    # when the two launchers each leave the one the other still used.
-    assert [p for p in (tmp_path / "logs").rglob("*") if not p.is_dir()] \
-        == []
+    _no_files_written(tmp_path)
 
 
 @pytest.mark.parametrize("env, words", [
@@ -700,10 +696,7 @@ def test_workers_per_node_bad_input(tmp_path, mode, knobs, words):
                  **knobs)
     assert out.returncode == 2, (out.stdout, out.stderr)
     assert words in out.stderr
-    # No run, so no file (log, status, claim); empty case folders may stay
-    # when the two launchers each leave the one the other still used.
-    assert [p for p in (tmp_path / "logs").rglob("*") if not p.is_dir()] \
-        == []
+    _no_files_written(tmp_path)
 
 
 def test_failing_local_worker_stops_its_siblings(tmp_path):
