@@ -91,3 +91,47 @@ def test_local_config_is_one_device_of_the_step():
     per_replica = _config("runtime.num_gpus=0,train_dataset.batch_size=32")
     assert compute_wait.local_config(per_replica, 2).train_dataset\
         .batch_size == 32
+
+
+def test_host_step_reads_its_dataset_itself_and_sees_the_same_batches():
+    """On a CPU the local step iterates the pipeline's own dataset: the
+    batches tf.distribute's per-device iterator would give, without that
+    iterator, whose autotune thread held the bench's exit for up to 60 s
+    (BENCHMARKS.md, the tail after training). A GPU keeps the prefetch."""
+    import numpy as np
+    import tensorflow as tf
+
+    from official_bench.runtime import precision
+    from official_bench.runtime.cluster import Cluster
+    from official_bench.training import setup
+    assert compute_wait.iterates_plainly("/job:worker/replica:0/task:1/"
+                                         "device:CPU:0")
+    assert compute_wait.iterates_plainly("/cpu:0")
+    assert not compute_wait.iterates_plainly("/job:localhost/replica:0/"
+                                             "task:0/device:GPU:0")
+    assert not compute_wait.iterates_plainly("/gpu:1")
+    cfg = _config("runtime.num_gpus=0,model.name=resnet_cifar,"
+                  "model.model_params.depth=8,train_dataset.image_size=8,"
+                  "train_dataset.num_classes=4,train_dataset.batch_size=2,"
+                  "train_dataset.builder=synthetic,evaluation.skip_eval=true")
+    devices, _ = setup.prepare_runtime(cfg.runtime)
+    local = compute_wait.local_config(cfg, 1)
+    prep = setup.setup_run(local, Cluster(workers=[]), devices[:1],
+                           "float32", precision.set_policy("float32"))
+    try:
+        _, plain = compute_wait.compiled_train_function(prep, plain=True)
+        fn, spread = compute_wait.compiled_train_function(prep)
+        assert isinstance(plain, tf.data.Iterator)
+        assert not isinstance(plain, tf.distribute.DistributedIterator)
+        assert isinstance(spread, tf.distribute.DistributedIterator)
+        for a, b in zip(next(plain), next(spread)):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+        assert np.isfinite(float(fn(plain)["loss"]))
+    finally:
+        precision.reset_policy()
+    with pytest.raises(ValueError, match="one replica, not 2"):
+        from official_bench.data import fit_input as fit_input_lib
+
+        class TwoReplicas:
+            num_replicas = 2
+        fit_input_lib._hand_over(TwoReplicas(), None, plain=True)
