@@ -47,11 +47,14 @@ def main(argv) -> int:
     refused = start_main(argv)
     if refused is not None:
         return refused
-    # 1. The config, before TensorFlow starts: a typo ends in a second.
+    # 1. The config and the cluster (TF_CONFIG, hosts, task index), before
+    #    TensorFlow starts: a typo ends in a second.
     from official_bench import config as config_lib
+    from official_bench.runtime.cluster import resolve_cluster
     try:
         cfg = config_from_flags(model_dir=_default_model_dir())
         check_local_dirs(cfg)
+        resolve_cluster(cfg.runtime, quiet=True)
     except config_lib.ConfigError as e:
         return _fail(str(e), exit_status.CONFIG)
     # oneDNN or Eigen: TensorFlow reads TF_ENABLE_ONEDNN_OPTS only when it

@@ -375,6 +375,8 @@ def main(argv) -> int:
                 f">= 0, got {FLAGS.iters}, {FLAGS.warmup} and "
                 f"{FLAGS.compute_wait_cycles}")
         cfg = trainer_flags.config_from_flags()
+        from official_bench.runtime.cluster import resolve_cluster
+        resolve_cluster(cfg.runtime, quiet=True)  # before TensorFlow too
         # The model's compute step runs with the trainer's CPU kernels.
         from official_bench.runtime import cpu_kernels
         cpu_kernels.apply(cfg.runtime.cpu_kernels, cfg.runtime.num_gpus)

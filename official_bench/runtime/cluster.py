@@ -174,12 +174,18 @@ def _cluster_from_hosts(rt: RuntimeConfig) -> Cluster:
 
 
 def resolve_cluster(rt: RuntimeConfig,
-                    environ: Optional[Mapping[str, str]] = None) -> Cluster:
-    """TF_CONFIG (if set) > worker_hosts + task_index > a single local worker."""
+                    environ: Optional[Mapping[str, str]] = None,
+                    quiet: bool = False) -> Cluster:
+    """TF_CONFIG (if set) > worker_hosts + task_index > a single local worker.
+    `quiet`: the entry points' check before TensorFlow loads (a bad
+    TF_CONFIG or task index then ends in a fraction of a second); the run
+    resolves it again, and says so, once TensorFlow is set up."""
     environ = os.environ if environ is None else environ
     text = environ.get("TF_CONFIG", "").strip()
     if text:
         cluster = _parse_tf_config(text)
+        if quiet:
+            return cluster
         logging.info("Using TF_CONFIG from the environment (it wins over "
                      "runtime.worker_hosts/task_index): %s", text)
         if rt.worker_hosts and parse_hosts(rt.worker_hosts) != cluster.workers:

@@ -135,6 +135,33 @@ def cli_env(extra=None):
     return env
 
 
+_BLOCK_IMPORT = '''
+import sys
+
+class _Blocked:
+    """Test: behave as if {name} were not installed."""
+    def find_spec(self, name, path=None, target=None):
+        if name == {name!r} or name.startswith({name!r} + "."):
+            raise ModuleNotFoundError("No module named " + repr(name),
+                                      name=name)
+        return None
+
+sys.meta_path.insert(0, _Blocked())
+'''
+
+
+def without_module_env(tmp_path, module, extra=None):
+    """os.environ whose Pythons cannot import `module` (a sitecustomize on
+    PYTHONPATH refuses it): a process and the fresh interpreters it spawns
+    run as if it were not installed, or show they finish before needing it."""
+    site = tmp_path / f"without_{module}_site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(_BLOCK_IMPORT.format(name=module))
+    path = os.pathsep.join(p for p in (str(site), REPO,
+                                       os.environ.get("PYTHONPATH")) if p)
+    return dict(os.environ, PYTHONPATH=path, **(extra or {}))
+
+
 def cli(args, timeout=300, env=None, **kwargs):
     """Runs the trainer CLI; returns CompletedProcess (stdout+stderr)."""
     return subprocess.run(

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from support.helpers import TINY_OVERRIDE, cli
+from support.helpers import TINY_OVERRIDE, cli, without_module_env
 from support.launch_cli import script
 from official_bench.contracts import exit_status
 from official_bench.contracts.tf_config import (TFConfig, TFConfigError,
@@ -180,10 +180,13 @@ TRAINER_CASES = [
 
 @pytest.mark.parametrize("tf_config, words", TRAINER_CASES)
 def test_trainer_exits_2_with_one_error_line(tmp_path, tf_config, words):
+    """Before TensorFlow loads: the CLI runs here where it cannot be
+    imported, and still ends with the TF_CONFIG's error."""
+    env = without_module_env(tmp_path, "tensorflow", {"TF_CONFIG": tf_config})
     out = cli(["--mode=train", f"--model_dir={tmp_path}",
                f"--params_override={TINY_OVERRIDE},"
                "runtime.distribution_strategy=multi_worker_mirrored"],
-              env={"TF_CONFIG": tf_config}, timeout=120)
+              env=env, timeout=120)
     lines = [ln for ln in out.stdout.splitlines() if ln.strip()]
     assert out.returncode == exit_status.CONFIG, out.stdout[-2000:]
     assert lines[-1].startswith("error: ") and words in lines[-1], lines[-3:]

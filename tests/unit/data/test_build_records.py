@@ -18,6 +18,7 @@ from official_bench.data.build import image_codec as codec
 from official_bench.data.records import pipeline as records
 from official_bench.data.records.record_files import classic_files
 from official_bench.runtime.keras_setup import tf
+from support.helpers import without_module_env
 
 PIL = pytest.importorskip("PIL", reason="Pillow (the builder extra) is needed")
 from PIL import Image  # noqa: E402
@@ -369,29 +370,10 @@ def test_tensorflow_path_converts_like_pillow_and_keeps_rgb_jpegs():
         codec.tf_to_rgb_jpeg(buf.getvalue(), path="/in/x.tif")
 
 
-NO_PIL = '''
-import sys
-
-class _NoPillow:
-    """Test: behave as if Pillow were not installed."""
-    def find_spec(self, name, path=None, target=None):
-        if name == "PIL" or name.startswith("PIL."):
-            raise ModuleNotFoundError("No module named 'PIL'", name=name)
-        return None
-
-sys.meta_path.insert(0, _NoPillow())
-'''
-
-
 def _no_pillow_env(tmp_path):
-    """PYTHONPATH with a sitecustomize that blocks `import PIL`: the CLI and
-    its spawned workers (fresh interpreters) all start without Pillow."""
-    site = tmp_path / "no_pil_site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(NO_PIL)
-    path = os.pathsep.join(p for p in (str(site), REPO,
-                                       os.environ.get("PYTHONPATH")) if p)
-    return dict(os.environ, PYTHONPATH=path, TF_CPP_MIN_LOG_LEVEL="2")
+    """The CLI and its spawned workers (fresh interpreters) all start
+    without Pillow."""
+    return without_module_env(tmp_path, "PIL", {"TF_CPP_MIN_LOG_LEVEL": "2"})
 
 
 def _cli(args, env, timeout=300):
