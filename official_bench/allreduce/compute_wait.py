@@ -131,35 +131,21 @@ def local_step(cfg, replica_devices: List[str], dtype: str, policy: str,
     local = local_config(cfg, num_replicas)
     prep = setup.setup_run(local, Cluster(workers=[]), replica_devices[:1],
                            dtype, policy)
-    # On the host the batch is where the step runs either way; iterating
-    # the dataset itself skips tf.distribute's per-device prefetch, whose
-    # autotune thread held the process's exit up to 60 s (BENCHMARKS.md,
-    # the tail after training). A GPU keeps that prefetch to its memory.
-    fn, iterator = compiled_train_function(
-        prep, plain=iterates_plainly(replica_devices[0]))
+    fn, iterator = compiled_train_function(prep)
     return lambda: float(fn(iterator)["loss"])
 
 
-def iterates_plainly(device: str) -> bool:
-    """A step on the host reads its batches where they are made."""
-    from official_bench.runtime.keras_setup import tf
-    return tf.DeviceSpec.from_string(device).device_type == "CPU"
-
-
-def compiled_train_function(prep, plain: bool = False):
+def compiled_train_function(prep):
     """(the compiled train function fit would call, an iterator over the
     run's training input) for the trainer's prepared run: the step outside
-    `fit`, for timing single steps. `plain`: iterate the input pipeline's
-    own dataset (one replica), not the strategy's per-device iterator."""
+    `fit`, for timing single steps."""
     from tf_keras.src.engine import data_adapter
 
     from official_bench.data.fit_input import fit_input
     train_input = fit_input(prep.dist, prep.cfg.train_dataset,
-                            prep.plan.global_batch, True, 0, plain=plain)
+                            prep.plan.global_batch, True, 0)
     prep.dist.prepare_fit(prep.model)
     train_input.prepare_fit(prep.model)
-    if plain:
-        return prep.model.make_train_function(), iter(train_input.data)
     handler = data_adapter.get_data_handler(
         x=train_input.data, model=prep.model, steps_per_epoch=10 ** 6,
         epochs=1)

@@ -41,14 +41,12 @@ class FitInput:
 
 
 def fit_input(dist, ds: DatasetConfig, global_batch: int, is_training: bool,
-              seed: int, plain: bool = False) -> FitInput:
+              seed: int) -> FitInput:
     """This process's input for `ds`, shaped for `dist`'s model.fit.
 
     `dist` is a runtime.distribute.Distribution: its traits say whether the
     wait is measured, `stage_device` where to prefetch, `distribute_input`
-    how the pipeline function is called. `plain`: the one pipeline's own
-    dataset, not handed to the strategy (one replica on the host, stepped
-    outside fit: allreduce/compute_wait.py).
+    how the pipeline function is called.
     """
     meter = input_wait.TRAIN_METER if \
         is_training and dist.traits.measures_input_wait else None
@@ -59,21 +57,8 @@ def fit_input(dist, ds: DatasetConfig, global_batch: int, is_training: bool,
         resident = ResidentBatch(
             dist.strategy, ds, global_batch // dist.num_replicas, seed,
             stream_offset=dist.rank)
-        return FitInput(_hand_over(dist, resident.dataset_fn(meter), plain),
+        return FitInput(dist.distribute_input(resident.dataset_fn(meter)),
                         resident)
-    return FitInput(_hand_over(dist, factory.pipeline_fn(
+    return FitInput(dist.distribute_input(factory.pipeline_fn(
         ds, global_batch, is_training, seed, dist.private_threads, meter,
-        dist.stage_device), plain))
-
-
-def _hand_over(dist, dataset_fn, plain: bool):
-    """What fit iterates: the strategy's input, or (plain) the dataset of
-    the only pipeline, for one replica."""
-    if not plain:
-        return dist.distribute_input(dataset_fn)
-    if dist.num_replicas != 1:
-        raise ValueError(f"a plain input feeds one replica, not "
-                         f"{dist.num_replicas}")
-    from official_bench.runtime.keras_setup import tf
-    return dataset_fn(tf.distribute.InputContext(
-        num_input_pipelines=1, input_pipeline_id=0, num_replicas_in_sync=1))
+        dist.stage_device)))

@@ -23,6 +23,7 @@ from absl import logging
 from official_bench.config import ConfigError, RuntimeConfig
 from official_bench.contracts.throughput import timeout_message
 from official_bench.runtime import devices as devices_lib
+from official_bench.runtime import device_prefetch
 from official_bench.runtime import horovod_backend, placement, ps_server
 from official_bench.config import strategies
 from official_bench.runtime.cluster import (Cluster, ClusterError,
@@ -230,6 +231,8 @@ def build_distribution(rt: RuntimeConfig, cluster: Cluster,
                        devices: List[str]) -> Distribution:
     """Builds the strategy, checks where it put the replicas, and records
     the per-process input threads."""
+    # Before any iterator: fit then returns as soon as it ends.
+    device_prefetch.install()
     dist = _build_distribution(rt, cluster, devices)
     dist.placement = placement.read_placement(dist.traits, dist.strategy, tf)
     placement.check(dist.traits, rt.num_gpus, rt.cpu_devices, dist.placement)
