@@ -211,7 +211,17 @@ def _verify_cli(args, log) -> int:
 
 def run_main() -> None:
     """Console-script entry (official-bench-build-records)."""
-    sys.exit(main())
+    code = main()
+    if code > 128:
+        # Stopped by a signal: the pool is stopped and its workers reaped,
+        # every finished shard is in place. Interpreter exit would still
+        # join concurrent.futures' manager thread, which can wait forever on
+        # a worker killed halfway through a message (once under load after
+        # Ctrl-C, despite worker_pool's unblocking): leave at once.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":
