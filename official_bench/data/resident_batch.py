@@ -45,6 +45,7 @@ from typing import Optional
 from official_bench.config import DatasetConfig
 from official_bench.measure import input_wait
 from official_bench.data.synthetic import synthetic_batch
+from official_bench.runtime.device_prefetch import without_autotune
 from official_bench.runtime.keras_setup import tf
 
 TOKEN_DTYPE = tf.int32
@@ -52,11 +53,8 @@ TOKEN_DTYPE = tf.int32
 
 def token_dataset() -> tf.data.Dataset:
     """What Keras iterates with a resident batch: one int32 0 per step."""
-    dataset = tf.data.Dataset.from_tensors(
-        tf.constant(0, TOKEN_DTYPE)).repeat()
-    options = tf.data.Options()
-    options.autotune.enabled = False
-    return dataset.with_options(options)
+    return without_autotune(tf.data.Dataset.from_tensors(
+        tf.constant(0, TOKEN_DTYPE)).repeat())
 
 
 def _resident_variable(strategy, shape, dtype, name: str) -> tf.Variable:

@@ -15,6 +15,7 @@ once on each replica's device, no copy per step).
 from __future__ import annotations
 
 from official_bench.config import DatasetConfig
+from official_bench.runtime.device_prefetch import without_autotune
 from official_bench.runtime.keras_setup import tf
 
 
@@ -50,6 +51,4 @@ def synthetic_dataset(ds: DatasetConfig, batch_size: int,
     # Nothing here to tune, and tf.data's autotuner thread competes with the
     # model for CPU cores: with it, resnet_cifar trained 6-10 % slower than a
     # bare tf.function loop on 2 cores (BENCHMARKS.md, trainer overhead).
-    options = tf.data.Options()
-    options.autotune.enabled = False
-    return dataset.with_options(options)
+    return without_autotune(dataset)

@@ -212,7 +212,7 @@ def _verify_cli(args, log) -> int:
 def run_main() -> None:
     """Console-script entry (official-bench-build-records)."""
     code = main()
-    if code > 128:
+    if exit_status.signal_number(code) is not None:
         # Stopped by a signal: the pool is stopped and its workers reaped,
         # every finished shard is in place. Interpreter exit would still
         # join concurrent.futures' manager thread, which can wait forever on
