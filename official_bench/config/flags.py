@@ -14,7 +14,7 @@ from typing import Optional
 
 from absl import flags, logging
 
-from official_bench.config import dotted_keys as config_tree
+from official_bench.config import dotted_keys
 from official_bench.contracts import exit_status
 from official_bench.host.terminal import fitted_absl_help
 
@@ -64,7 +64,7 @@ def flag_overrides() -> dict:
 
     def put(path, value):
         if value is not None:
-            config_tree.put(tree, path, value)
+            dotted_keys.put(tree, path, value)
 
     put("mode", FLAGS.mode)
     put("model_dir", FLAGS.model_dir)

@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Mapping
 
 import yaml
 
-from official_bench.config import dotted_keys as config_tree
+from official_bench.config import dotted_keys
 from official_bench.config.schema import ConfigError
 
 
@@ -143,8 +143,8 @@ def parse_params_override(text: str) -> Dict[str, Any]:
                 raise ConfigError(f"--params_override {key.strip()}: cannot "
                                   f"parse value {raw!r}: {e}")
             try:
-                config_tree.put(tree, key.strip(), value)
-            except config_tree.TreeError as e:
+                dotted_keys.put(tree, key.strip(), value)
+            except dotted_keys.TreeError as e:
                 raise ConfigError(f"--params_override: {e}")
         return tree
     try:

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Union
 
 import yaml
 
-from official_bench.config import dotted_keys as config_tree
+from official_bench.config import dotted_keys
 from official_bench.config.errors import ConfigError
 from official_bench.config.frozen import ConfigNode
 from official_bench.config.strategies import TRAITS
@@ -360,4 +360,4 @@ def base_config(model_type: str = "resnet",
                           f"{', '.join(DATASET_PRESETS)}")
     tree = dataclasses.asdict(ExperimentConfig())
     tree["model"]["name"] = model_type
-    return config_tree.deep_merge(tree, DATASET_PRESETS[dataset])
+    return dotted_keys.deep_merge(tree, DATASET_PRESETS[dataset])

@@ -10,7 +10,7 @@ import copy
 from typing import Any, Dict, List, Optional
 
 from official_bench import config as config_lib
-from official_bench.config import dotted_keys as config_tree
+from official_bench.config import dotted_keys
 from official_bench.contracts import dtypes
 from official_bench.launch.errors import PlanError
 from official_bench.launch.gpu_assign import Devices
@@ -37,16 +37,16 @@ def shared_overrides(settings: Settings, devices: Devices, batch: int,
     strategy and no TF cluster in its ranks)."""
     base: Dict[str, Any] = {}
     for ds in ("train_dataset", "validation_dataset"):
-        config_tree.put(base, f"{ds}.batch_size", batch)
-        if not settings.data_dir and config_tree.get(
+        dotted_keys.put(base, f"{ds}.batch_size", batch)
+        if not settings.data_dir and dotted_keys.get(
                 yaml_tree, f"{ds}.builder") not in (None, "synthetic"):
-            config_tree.put(base, f"{ds}.builder", "synthetic")
+            dotted_keys.put(base, f"{ds}.builder", "synthetic")
         if devices.kind == "cpu" and settings.dtype != "fp32":
-            config_tree.put(base, f"{ds}.dtype",
+            dotted_keys.put(base, f"{ds}.dtype",
                             dtypes.tf_name(settings.dtype))
     if not settings.data_dir:
         # PARAMS_OVERRIDE's builder wins over the synthetic default above.
-        chosen = config_tree.get(user, "train_dataset.builder")
+        chosen = dotted_keys.get(user, "train_dataset.builder")
         notes.append("no DATA_DIR: synthetic data" if chosen in
                      (None, "synthetic") else "no DATA_DIR: train_dataset."
                      f"builder {chosen} from PARAMS_OVERRIDE")
@@ -54,20 +54,20 @@ def shared_overrides(settings: Settings, devices: Devices, batch: int,
         notes.append(f"{settings.dtype} on CPU checks the flow only; it is "
                      "slow there")
     if settings.steps:
-        config_tree.put(base, "train.steps", settings.steps)
+        dotted_keys.put(base, "train.steps", settings.steps)
     if settings.log_steps:
-        config_tree.put(base, "train.time_history.log_steps",
+        dotted_keys.put(base, "train.time_history.log_steps",
                         settings.log_steps)
     if settings.peer_timeout is not None:
-        config_tree.put(base, "runtime.peer_timeout_seconds",
+        dotted_keys.put(base, "runtime.peer_timeout_seconds",
                         settings.peer_timeout)
     if (nodeset is not None and horovod is None) or \
             settings.workers_per_node > 1:
-        if config_tree.get(yaml_tree, "runtime.distribution_strategy") != \
+        if dotted_keys.get(yaml_tree, "runtime.distribution_strategy") != \
                 "multi_worker_mirrored":
-            config_tree.put(base, "runtime.distribution_strategy",
+            dotted_keys.put(base, "runtime.distribution_strategy",
                             "multi_worker_mirrored")
-    merged = config_tree.deep_merge(base, user)
+    merged = dotted_keys.deep_merge(base, user)
     if horovod is not None:
         _horovod_overrides(merged, user, yaml_tree)
     return merged
@@ -77,17 +77,17 @@ def _horovod_overrides(merged: Dict[str, Any], user: Dict[str, Any],
                        yaml_tree: Dict[str, Any]) -> None:
     """LAUNCHER=horovod runs the horovod strategy, and horovodrun makes
     the cluster: no TF cluster in the ranks."""
-    asked = config_tree.get(user, "runtime.distribution_strategy")
+    asked = dotted_keys.get(user, "runtime.distribution_strategy")
     if asked not in (None, "horovod"):
         raise PlanError(f"LAUNCHER=horovod runs runtime."
                         f"distribution_strategy horovod, but "
                         f"PARAMS_OVERRIDE asks for {asked!r}")
-    config_tree.put(merged, "runtime.distribution_strategy", "horovod")
+    dotted_keys.put(merged, "runtime.distribution_strategy", "horovod")
     for key, unset in (("worker_hosts", None), ("task_index", -1)):
-        if config_tree.get(merged, f"runtime.{key}") not in (None, unset) or \
-                config_tree.get(yaml_tree, f"runtime.{key}") not in \
+        if dotted_keys.get(merged, f"runtime.{key}") not in (None, unset) or \
+                dotted_keys.get(yaml_tree, f"runtime.{key}") not in \
                 (None, unset):
-            config_tree.put(merged, f"runtime.{key}", unset)
+            dotted_keys.put(merged, f"runtime.{key}", unset)
 
 
 def case_overrides(merged: Dict[str, Any], case: str, count: int,
@@ -97,15 +97,15 @@ def case_overrides(merged: Dict[str, Any], case: str, count: int,
     process (Horovod, local workers), else all of the case's devices."""
     overrides = copy.deepcopy(merged)
     if per_process:
-        config_tree.put(overrides, "runtime.num_gpus",
+        dotted_keys.put(overrides, "runtime.num_gpus",
                         1 if devices.kind == "gpu" else 0)
         if per_node > 1:
-            config_tree.put(overrides, "runtime.task_index",
+            dotted_keys.put(overrides, "runtime.task_index",
                             node_index * per_node)
             if devices.kind == "cpu":
-                config_tree.put(overrides, "runtime.cpu_devices", 1)
+                dotted_keys.put(overrides, "runtime.cpu_devices", 1)
     elif devices.kind == "gpu":
-        config_tree.put(overrides, "runtime.num_gpus", count)
+        dotted_keys.put(overrides, "runtime.num_gpus", count)
     else:
         if num_nodes > 1 and count > 1:
             # multi_worker_mirrored runs one CPU replica per worker; the
@@ -115,6 +115,6 @@ def case_overrides(merged: Dict[str, Any], case: str, count: int,
                 "nodes needs one worker per device: set "
                 f"WORKERS_PER_NODE={count} (multi_worker_mirrored uses "
                 "one CPU replica per worker)")
-        config_tree.put(overrides, "runtime.num_gpus", 0)
-        config_tree.put(overrides, "runtime.cpu_devices", count)
+        dotted_keys.put(overrides, "runtime.num_gpus", 0)
+        dotted_keys.put(overrides, "runtime.cpu_devices", count)
     return overrides

@@ -18,7 +18,7 @@ import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 from official_bench import config as config_lib
-from official_bench.config import dotted_keys as config_tree
+from official_bench.config import dotted_keys
 from official_bench.contracts import log_tree
 from official_bench.launch import nodes as nodes_lib
 from official_bench.launch import overrides as overrides_lib
@@ -303,8 +303,8 @@ def _batch_size(settings: Settings, user: Dict[str, Any],
     """Per-device batch: BATCH, else PARAMS_OVERRIDE's, else the config's
     (it names the log tree's bz{B} directory, so it is fixed here)."""
     return settings.batch or \
-        config_tree.get(user, "train_dataset.batch_size") or \
-        config_tree.get(yaml_tree, "train_dataset.batch_size") or 128
+        dotted_keys.get(user, "train_dataset.batch_size") or \
+        dotted_keys.get(yaml_tree, "train_dataset.batch_size") or 128
 
 
 def _check_launcher(settings: Settings) -> None:
@@ -337,16 +337,16 @@ def _nodes(settings: Settings, config_file: str, yaml_tree: Dict[str, Any],
     if settings.mode == "single":
         _single_node_notes(settings, notes)
         return None
-    user_hosts = config_tree.get(user, "runtime.worker_hosts")
+    user_hosts = dotted_keys.get(user, "runtime.worker_hosts")
     if user_hosts:
         hosts, hosts_from = user_hosts, \
             "runtime.worker_hosts in PARAMS_OVERRIDE"
     else:
-        hosts = config_tree.get(yaml_tree, "runtime.worker_hosts")
+        hosts = dotted_keys.get(yaml_tree, "runtime.worker_hosts")
         hosts_from = f"runtime.worker_hosts of {config_file}"
     nodeset = nodes_lib.resolve(
         settings, hosts, hosts_from,
-        config_tree.get(user, "runtime.task_index"),
+        dotted_keys.get(user, "runtime.task_index"),
         identity_fn=identity_fn, resolver=resolver)
     notes.extend(n for n in nodeset.notes if not (
         use_horovod and "not in a job step" in n))
@@ -412,11 +412,11 @@ def _cluster(settings: Settings, nodeset: Optional[nodes_lib.NodeSet],
             Node("127.0.0.1", settings.worker_port)]
         cluster = worker_addresses(head, per_node,
                                    nodeset.machines if nodeset else None)
-        config_tree.put(merged, "runtime.worker_hosts", ",".join(cluster))
+        dotted_keys.put(merged, "runtime.worker_hosts", ",".join(cluster))
         return cluster
     if nodeset is not None and horovod is None:
-        config_tree.put(merged, "runtime.worker_hosts", nodeset.worker_hosts)
-        config_tree.put(merged, "runtime.task_index", nodeset.index)
+        dotted_keys.put(merged, "runtime.worker_hosts", nodeset.worker_hosts)
+        dotted_keys.put(merged, "runtime.task_index", nodeset.index)
     return None
 
 
@@ -580,7 +580,7 @@ def _local_workers(head: Worker, node_index: int, per_node: int,
     for local in range(per_node):
         task = node_index * per_node + local
         mine = copy.deepcopy(head.trainer.overrides)
-        config_tree.put(mine, "runtime.task_index", task)
+        dotted_keys.put(mine, "runtime.task_index", task)
         env = dict(head.env)
         if devices.kind == "gpu":
             env["CUDA_VISIBLE_DEVICES"] = devices.ids[local]

@@ -4,23 +4,23 @@
 import pytest
 
 from official_bench import config
-from official_bench.config import dotted_keys as config_tree
+from official_bench.config import dotted_keys
 
 
 def test_put_makes_parents_and_get_reads_back():
     tree = {}
-    config_tree.put(tree, "train.time_history.log_steps", 10)
-    config_tree.put(tree, "train.steps", 5)
+    dotted_keys.put(tree, "train.time_history.log_steps", 10)
+    dotted_keys.put(tree, "train.steps", 5)
     assert tree == {"train": {"time_history": {"log_steps": 10}, "steps": 5}}
-    assert config_tree.get(tree, "train.time_history.log_steps") == 10
-    assert config_tree.get(tree, "train.missing.key") is None
-    assert config_tree.get(tree, "train.steps.deeper") is None
+    assert dotted_keys.get(tree, "train.time_history.log_steps") == 10
+    assert dotted_keys.get(tree, "train.missing.key") is None
+    assert dotted_keys.get(tree, "train.steps.deeper") is None
 
 
 def test_put_below_a_value_names_the_key_and_the_part():
     tree = {"train": {"steps": 5}}
-    with pytest.raises(config_tree.TreeError, match=r"'train.steps.x'.*'steps'.*int"):
-        config_tree.put(tree, "train.steps.x", 1)
+    with pytest.raises(dotted_keys.TreeError, match=r"'train.steps.x'.*'steps'.*int"):
+        dotted_keys.put(tree, "train.steps.x", 1)
     with pytest.raises(config.ConfigError, match="train.steps.x"):
         config.parse_params_override("train.steps=5,train.steps.x=1")
 
@@ -28,7 +28,7 @@ def test_put_below_a_value_names_the_key_and_the_part():
 def test_deep_merge_layers_without_touching_its_inputs():
     base = {"runtime": {"num_gpus": 8, "task_index": 0}, "mode": "train"}
     top = {"runtime": {"num_gpus": 0}, "extra": {"a": 1}}
-    merged = config_tree.deep_merge(base, top)
+    merged = dotted_keys.deep_merge(base, top)
     assert merged == {"runtime": {"num_gpus": 0, "task_index": 0},
                       "mode": "train", "extra": {"a": 1}}
     merged["extra"]["a"] = 2
