@@ -1,38 +1,28 @@
 """Turn a directory of benchmark logs into DLPerf's result JSON and reports.
 
 Command line (also ``extract_tensorflow_logs.py`` at the repository root and
-the ``official-bench-extract`` console script)::
+the ``official-bench-extract`` console script; every flag in docs/extractor.md)::
 
     official-bench-extract --log_dir logs/tensorflow/resnet50/bz128 \\
         [--output_dir ./result] [--warmup_batches 100] [--train_batches 600] \\
-        [--window auto] \\
-        [--method mean|time] [--spread_warn 5] [--no_markdown] [--no_csv] \\
-        [--no_html] [--plot | --no_plot]
+        [--window auto] [--method mean|time] [--plot | --no_plot]
     official-bench-extract --compare result/bz128_result.json result/bz256_result.json
 
-Reads ``{log_dir}/*/*.log`` (``{N}n{G}g/rn50_b{B}_{dtype}_{i}.log``) and the
-trainer's result JSON next to each log when present, the all-reduce results
-``{N}n{G}g/allreduce_{dtype}_{i}.json`` of ``BENCH=allreduce`` sessions (a
-bandwidth table on stderr and in the Markdown/HTML; with a 1n1g training
-run, the scaling model's bounds for each multi-device case,
-:mod:`official_bench.extract.scaling`), and writes to
-``output_dir``: ``{name}_result.json`` (always; ``name`` is the base name of
-``log_dir``, e.g. ``bz128``), ``{name}_result.md`` and ``{name}_result.csv``
-(unless turned off), ``{name}_result.png`` (when matplotlib is installed,
-or required with ``--plot``) and ``{name}_result.html`` beside the Markdown
-(one self-contained page: the tables, the plot embedded, each case's
-environment; not with ``--no_markdown`` or ``--no_html``). The JSON is also
-printed on stdout; warnings and excluded runs go to stderr.
+Reads ``{log_dir}/{N}n{G}g/rn50_b{B}_{dtype}_{i}.log``, the trainer's result
+JSON next to each log when present and the ``allreduce_{dtype}_{i}.json`` of
+``BENCH=allreduce`` sessions (a bandwidth table, and with a 1n1g run the
+scaling model's bounds, :mod:`official_bench.extract.scaling`). Writes
+``{name}_result.json`` (always, also printed on stdout; ``name`` is the base
+name of ``log_dir``) and, unless turned off, ``.md``, ``.csv``, ``.png``
+(with matplotlib) and ``.html`` beside it; warnings and excluded runs go to
+stderr. This module holds that pipeline and its command line; a run's speed
+and exclusions are :mod:`official_bench.extract.speeds`, per-case statistics
+and the JSON shape :mod:`official_bench.extract.cases`.
 
-How a run's speed is computed and which runs are excluded:
-:mod:`official_bench.extract.speeds`. Per-case statistics, speedup,
-efficiency and the JSON shape: :mod:`official_bench.extract.cases`.
-
-Exit status: 0 on success (also when some runs were excluded: they are listed),
-1 for bad input (no such directory, no logs, no usable run, unreadable result
-file, ``--plot`` without matplotlib), 2 for bad command-line usage, 5 when
---output_dir cannot be written (no space, a quota, a read-only file system or
-no permission: the last line names the folder and the free space there).
+Exit status: 0 on success (also when some runs were excluded: they are
+listed), 1 bad input (no directory, no logs, no usable run, an unreadable
+result file, ``--plot`` without matplotlib), 2 bad usage, 5 --output_dir
+cannot be written (the last line names the folder and its free space).
 """
 
 from __future__ import annotations

@@ -7,30 +7,20 @@ mail. It has to work as a single file, so:
 * the plot is embedded as a ``data:image/png;base64`` URI and the style is
   inline; there are no links to anything;
 * a Content-Security-Policy ``<meta>`` tag allows only inline style and script
-  and ``data:`` images, so if anything ever tried to load from elsewhere the
-  browser would block it (and say so in its console) instead of showing a page
-  that depends on a network;
+  and ``data:`` images, so anything that tried to load from elsewhere would be
+  blocked (and reported in the browser's console), not silently needed;
 * every text taken from logs and result files (GPU names, host names,
   warnings, exclusion reasons) is escaped with :func:`html.escape`.
 
-The title names what was measured (model, image size, CPU or GPU model,
-from the result JSONs: :mod:`official_bench.extract.subject`), a CPU run is
-marked "CPU smoke run, not a ResNet-50 benchmark result", and TensorFlow's
-CUDA is labelled as the version it was built with. The tables hold the
-Markdown's numbers (both come from
-:func:`official_bench.extract.tables.table_rows` and
-:func:`~official_bench.extract.tables.flops_rows`) and its notes; the
-header ``gpu_num`` reads ``devices (CPU)`` for a section that ran on CPUs.
-Beside DLPerf's samples/s (the mean of the interval rates) a second table
-gives images / time over the counted window per case. The
-environment table shows, per case, what the result JSON next to the first
-counted log reported; the hosts column lists the host names of all counted
-runs of the case that had a result JSON.
-
-A small inline script marks ``<body data-images-decoded="n/m">`` once the
-page has loaded: n of the m images decoded. It changes nothing visible; it
-lets a headless browser (tests/unit/extract/test_html_report.py) check that the embedded
-plot really is a picture, not only that an ``<img>`` element exists.
+The title and tables say the same as the Markdown (both come from
+:mod:`official_bench.extract.subject` and
+:func:`official_bench.extract.tables.table_rows` / ``flops_rows``; what they
+show: docs/extractor.md), plus a table of images / time over the counted
+window and, per case, the environment the first counted run's result JSON
+reported and the host names of all its runs. A small inline script marks
+``<body data-images-decoded="n/m">`` once the page has loaded, so a headless
+browser (tests/unit/extract/test_html_report.py) can check that the embedded
+plot really decodes as a picture; it changes nothing visible.
 """
 
 from __future__ import annotations

@@ -5,33 +5,21 @@ imported only when a plot is made, and through its object-oriented API with
 the Agg canvas, so plotting neither needs a display nor changes the pyplot
 backend of a notebook that imports this module.
 
-Top left: median samples/s per case (error bars from min to max over runs)
-and the ideal line ``baseline per-device speed x devices``. Top right: speedup
-and the ideal ``devices / baseline devices``. One line per model section
-(dtype, batch size).
+Panels, one line per model section (dtype, batch size): median samples/s per
+case (error bars min to max over runs) with the ideal ``baseline per-device
+speed x devices``; speedup with the ideal ``devices / baseline devices``;
+MFU against devices when result JSONs carried model FLOPs
+(:mod:`official_bench.extract.model_flops`). Below, when per-run series are
+given (:mod:`official_bench.extract.series`): every interval's
+examples/second against its end step, the median run solid, the others
+faint, the counted window shaded; intervals outside it are hollow grey
+points labelled "not counted", so warm-up, jitter and disagreeing runs show.
+The title says what was measured (:mod:`official_bench.extract.subject`), so
+a picture passed around alone still says what it shows.
 
-Top right of those, when result JSONs carried model FLOPs
-(:mod:`official_bench.extract.model_flops`): MFU per case against devices,
-next to the speedup.
-
-Bottom (when per-run series are given, see
-:mod:`official_bench.extract.series`): examples/second of every interval
-against its end step, one colour per case, the median run drawn solid and the
-other runs faint, with the counted window ``[warmup_batches, train_batches]``
-shaded, so warm-up, jitter and disagreeing runs are visible. Only counted
-intervals are joined into a run's line; the others (the warm-up interval,
-steps after the window) are hollow grey points labelled "not counted".
-
-The title names what was measured (:mod:`official_bench.extract.subject`):
-model, image size, CPU or GPU model, the CPU smoke-run mark and TensorFlow's
-CUDA build, so a picture passed around alone still says what it shows.
-
-Model bounds (hook): a case entry may carry ``speedup_bounds`` =
-``{"lower": x, "upper": y}``, the speedup a scaling model predicts at worst and
-at best; where present they are drawn as a band in the speedup panel. The
-extractor's scaling model (:mod:`official_bench.extract.scaling`) sets them
-from the 1n1g compute time and the measured all-reduce time; nothing here
-invents them: without the key no band is drawn.
+A case entry's ``speedup_bounds`` (``{"lower": x, "upper": y}``, set by the
+scaling model, :mod:`official_bench.extract.scaling`) is drawn as a band in
+the speedup panel; nothing here invents bounds: without the key no band.
 """
 
 from __future__ import annotations

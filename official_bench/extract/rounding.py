@@ -2,44 +2,26 @@
 extractors perform, so that our numbers equal theirs to the hundredth.
 
 DLPerf rounds each run's speed to 2 decimals *first*, then takes the average,
-the median and the speedup of the rounded values, rounding each again. Rounding
-at the end instead changes the median of an even number of runs, the average,
-or a speedup by 0.01 now and then, and makes the printed speedup impossible to
-recompute from the printed medians. Both extractors round in that order; they
-differ in the kind of number they round:
+the median and the speedup of the rounded values, rounding each again.
+Rounding at the end instead would move a median, an average or a speedup by
+0.01 now and then, and the printed speedup could not be recomputed from the
+printed medians. Both extractors round in that order, but each value is
+rounded as the type of number DLPerf holds at that point rounds
+(:data:`METHOD_ROUNDING`; the table in docs/extractor.md):
 
-* ``mean`` (``extract_tensorflow_logs.py``): the run's speed is numpy's mean of
-  the logged examples/second, a ``numpy.float64``, and every later value stays
-  a ``numpy.float64``. ``round()`` on those is numpy's rounding: multiply by
-  100, round half to even, divide by 100 (:func:`numpy_round`). It can differ
-  from Python's ``round()`` on the same float: 2.675 gives 2.68 here, 2.67 in
-  Python. numpy sums pairwise in blocks of 8 (:func:`numpy_sum`); a plain
-  left-to-right sum differs in the last bit for 8 or more values.
-* ``time`` (``extract_tensorflow_logs_time.py``): each run's speed is a
-  plain Python float rounded with Python's ``round()`` (correctly rounded
-  from the float's exact value), and so is the average (a Python sum of
-  Python floats). The median is not: ``compute_median`` returns
-  ``round(np.median(speed_list), 2)``, and ``np.median`` returns a
-  ``numpy.float64`` even for a list of Python floats, so the median of an
-  even number of runs, ``(a + b) / 2``, goes through numpy's rounding
-  (321.82 and 321.91 give 321.865: numpy 321.86, Python 321.87). The
-  speedup is the ratio of two such medians, a ``numpy.float64``, so numpy's
-  rounding too (609.60 over 320.00 is 1.905: numpy 1.9, Python 1.91).
+* a ``numpy.float64`` (``mean``: every value; ``time``: the median and the
+  speedup, since ``np.median`` returns one even for Python floats): numpy's
+  rounding, scale by 100, round half to even, unscale (:func:`numpy_round`;
+  2.675 gives 2.68, Python 2.67), and numpy's pairwise sum
+  (:func:`numpy_sum`), which differs from a left-to-right sum in the last
+  bit for 8 or more values;
+* a Python float (``time``: the run speed and the average): Python's
+  ``round()``, correctly rounded from the float's exact value.
 
-Source of both: DLPerf's ``TensorFlow/resnet50v1.5/extract_tensorflow_logs.py``
-and ``extract_tensorflow_logs_time.py`` (github.com/Oneflow-Inc/DLPerf), the
-functions ``extract_info_from_file``, ``compute_average``,
-``compute_median`` and ``compute_speedup``; :data:`METHOD_ROUNDING` lists
-the rounding of each value per method.
-
-The average is a left-to-right sum of the rounded run speeds divided by their
-number in both. DLPerf adds them in the order ``glob`` lists the files, which
-depends on the file system; we add in run-index order. With 5 runs of 2-decimal
-speeds the exact average never lies on a rounding tie, so the order cannot
-change the result; with an even number of runs it could only in the last bit
-of a tie.
-
-This module is pure arithmetic (no numpy import): the extractor must run
+Source: DLPerf's ``TensorFlow/resnet50v1.5/extract_tensorflow_logs.py`` and
+``extract_tensorflow_logs_time.py`` (github.com/Oneflow-Inc/DLPerf):
+``extract_info_from_file``, ``compute_average``, ``compute_median``,
+``compute_speedup``. Pure arithmetic, no numpy import: the extractor must run
 anywhere.
 """
 
@@ -104,7 +86,14 @@ def python_round(value: float, digits: int = DIGITS) -> float:
 
 
 def left_to_right_mean(values: List[float]) -> float:
-    """Sum from the left, divided by the count (DLPerf's ``compute_average``)."""
+    """Sum from the left, divided by the count (DLPerf's ``compute_average``).
+
+    DLPerf adds the runs in the order ``glob`` lists the files, which
+    depends on the file system; the callers add in run-index order. With 5
+    runs of 2-decimal speeds the exact average never lies on a rounding tie,
+    so the order cannot change the result; with an even number of runs it
+    could only in the last bit of a tie.
+    """
     total = 0.0
     for v in values:
         total += v

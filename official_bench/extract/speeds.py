@@ -7,41 +7,20 @@ either bound is not counted).
 
 ``method="mean"`` (DLPerf's): the run's speed is the arithmetic mean of the
 counted intervals' examples/second, summed in numpy's order (see
-:mod:`official_bench.extract.rounding`). Speeds here are not rounded; the
-per-run rounding to 2 decimals happens in :mod:`official_bench.extract.cases`.
-
-``method="time"`` (DLPerf's time-based variant, same counted intervals): let
-``first`` and ``last`` be the first and last counted intervals. Then::
-
-    speed = global_batch / ((t_end - t_start) / (last.end_step - first.start_step))
-
-where ``t_end`` is the clock time of ``last``'s log line and ``t_start`` the
-clock time of the log line of the interval ending at ``first.start_step`` (the
-moment the first counted step began); when no such line exists (e.g. warm-up 0)
-``t_start`` is ``first``'s clock time minus its printed seconds. Clock times
-come from the log (see :mod:`official_bench.extract.logparse` for midnight and
-new-year handling); the duration is taken to whole microseconds, the
-resolution of the log, and the formula's order of operations is DLPerf's, so
-that the same log gives the same float. ``global_batch`` is the result JSON's
-``stats.global_batch_size`` when present, else per-device batch (from the file
-name) times devices (N*G from the directory name).
+:mod:`official_bench.extract.rounding`). ``method="time"`` (DLPerf's
+time-based variant): images over the clock time of the same intervals,
+computed as DLPerf does (:func:`time_speed`). Speeds here are not rounded;
+the per-run rounding to 2 decimals happens in :mod:`official_bench.extract.cases`.
 
 Which runs count. A run is complete when its log has the line
-``official_bench: run finished`` or its intervals reach ``train_batches``; a
-Python traceback in a complete run is only a warning (DLPerf's logs have no
-finish line, and a harmless "Exception ignored in ..." traceback at interpreter
-shutdown is common; DLPerf counts those runs too). An incomplete run is
-excluded as crashed (the log has a traceback) or truncated. Also excluded, each with its reason: no TimeHistory lines, a
-malformed TimeHistory line that is (or may be) inside the counted window,
-steps that go backward (two processes or a restart in one log), no interval
-inside the window, and for ``time`` missing or non-increasing clock times.
-Malformed lines outside the window, gaps, and a window cut short by an early
-finish only give warnings.
-
-Interval source. With a usable result JSON next to the log the mean method uses
-its intervals (unrounded) and cross-checks them against the log lines; the
-time method always needs the log (the JSON has no clock times). Without the
-JSON the log lines are used.
+``official_bench: run finished`` or its intervals reach ``train_batches``
+(DLPerf's logs have no finish line); a traceback in a complete run is only a
+warning, as in DLPerf. An incomplete run is excluded as crashed or truncated;
+so is, each with its reason, a run with no TimeHistory lines, a malformed
+line that may be inside the window, steps that go backward, no interval
+inside the window, or (``time``) unusable clock times. Anything outside the
+window, gaps and a window cut short only warn. Where the intervals come from
+(result JSON or log lines): :func:`measure_run`.
 """
 
 from __future__ import annotations
@@ -215,7 +194,23 @@ def mean_speed(counted: Sequence[ReadInterval]) -> float:
 
 def time_speed(log_intervals: Sequence[ReadInterval],
                counted: Sequence[ReadInterval], global_batch: int) -> Tuple[Optional[float], Optional[str]]:
-    """Speed from clock times; returns ``(speed, problem)`` (see module doc)."""
+    """Speed from clock times; returns ``(speed, problem)``.
+
+    With ``first`` and ``last`` the first and last counted intervals::
+
+        speed = global_batch / ((t_end - t_start) / (last.end_step - first.start_step))
+
+    where ``t_end`` is the clock time of ``last``'s log line and ``t_start``
+    the clock time of the line of the interval ending at ``first.start_step``
+    (when the first counted step began); without such a line (e.g. warm-up
+    0) ``first``'s clock time minus its printed seconds. Clock times come
+    from the log (:mod:`official_bench.extract.logparse` handles midnight
+    and new year); the duration is taken to whole microseconds, the log's
+    resolution, and the order of operations is DLPerf's, so that the same
+    log gives the same float. ``global_batch`` is the result JSON's
+    ``stats.global_batch_size`` when present, else per-device batch (file
+    name) times devices (N*G from the directory name).
+    """
     first, last = counted[0], counted[-1]
     before = [iv for iv in log_intervals
               if iv.end_step == first.start_step and iv.line_no < first.line_no]
@@ -303,6 +298,11 @@ def measure_run(run: logparse.RunId, parsed: ParsedLog,
     ``parsed`` is a :class:`logparse.ParsedLog`, ``run_json`` a
     :class:`runjson.RunResultFile` or None. Returns a :class:`RunOutcome`;
     nothing is raised for bad logs (a bad run is an outcome, not an error).
+
+    With a usable result JSON next to the log the mean method uses its
+    intervals (unrounded) and cross-checks them against the log lines; the
+    time method always needs the log (the JSON has no clock times). Without
+    the JSON the log lines are used.
     """
     if method not in METHODS:
         raise ValueError(f"method {method!r} is not one of "
