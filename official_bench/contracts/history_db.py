@@ -10,17 +10,14 @@ model_dir: the root of the run scripts' MODEL_DIR tree when the model_dir is
 one of theirs (every batch and case of a sweep in one file), else the
 model_dir's parent directory.
 
-Concurrent writers (the chiefs of several jobs, nodes sharing a file system)
-must never lose a row: the file is in WAL mode, every connection waits up to
-``BUSY_SECONDS`` for a lock, and an append that still meets "database is
-locked" is retried with a growing pause. (SQLite's locks need a file system
-with working POSIX locks; NFS without them is not safe for any SQLite file.)
-
-A file this module did not make is never written: before SQLite touches it,
-its first bytes must be SQLite's header, and then its ``application_id`` and
-``user_version`` must be this format's. Anything else (a corrupt file, another
-program's database, a newer format) is a :class:`HistoryError` whose message
-is one line naming the path; the file is left byte for byte as it was.
+Concurrent writers (chiefs of several jobs, nodes sharing a file system) must
+never lose a row: WAL mode, every connection waits up to ``BUSY_SECONDS`` for
+a lock, and an append that still meets "database is locked" is retried with
+a growing pause (SQLite needs working POSIX locks: NFS without them is not
+safe for any SQLite file). A file this module did not make is never written:
+its first bytes must be SQLite's header, then its ``application_id`` and
+``user_version`` this format's; anything else is a :class:`HistoryError`
+whose message is one line naming the path, and the file is left as it was.
 
 A row's ``run_key`` is a digest of the run's case and all its intervals, so
 the same run written by the trainer and imported again from its log tree's

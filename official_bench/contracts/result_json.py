@@ -6,28 +6,21 @@ It is preferred over the log lines because its numbers are not rounded to two
 decimals and it carries the environment (TensorFlow version, GPU names, CUDA)
 for the report. It is optional: a missing file is normal (older runs, DLPerf
 logs), a malformed one gives a warning and the log lines are used instead.
+The whole schema, as the trainer writes it: docs/logs_and_results.md.
 
 Fields consumed (schema ``official_bench.result/1``)::
 
     stats.intervals[]: start_step, end_step, seconds, examples_per_second
-    stats.global_batch_size, stats.num_replicas      (optional, cross-checks)
-    environment{...}                                 (optional, reported as is;
-                                                      environment.dtype checked)
-    warnings[]                                       (optional: the trainer's
-                                                      own, e.g. a NaN loss in a
-                                                      train.stop_on_nan=false
-                                                      run; passed on)
-    utilisation{...}                                 (optional: the sampler's
-                                                      figures; mean GPU
-                                                      utilisation is reported,
-                                                      contracts/utilisation.py)
-    flops{...}                                       (optional: GFLOP per
-                                                      image, the peak, MFU;
-                                                      contracts/flops.py)
-    config{...}                                      (optional: the resolved
-                                                      config; the reports name
-                                                      the model, image size and
-                                                      device count from it)
+    stats.global_batch_size, stats.num_replicas   (optional, cross-checks)
+    environment{...}   (optional, reported as is; environment.dtype checked)
+    warnings[]         (optional: the trainer's own, e.g. a NaN loss in a
+                        train.stop_on_nan=false run; passed on)
+    utilisation{...}   (optional: the sampler's figures; mean GPU utilisation
+                        is reported, contracts/utilisation.py)
+    flops{...}         (optional: GFLOP per image, the peak, MFU;
+                        contracts/flops.py)
+    config{...}        (optional: the resolved config; the reports name the
+                        model, image size and device count from it)
 """
 
 from __future__ import annotations
