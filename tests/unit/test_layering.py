@@ -117,6 +117,65 @@ def tensorflow_reached(mods, layers):
     return bad
 
 
+def declared_sublayers(text):
+    """The ```sublayers block of docs/design.md: for each folder with
+    sub-folders, its units top to bottom. A unit is the folder's own
+    modules ("data"), a sub-folder ("data/records") or one module of the
+    folder named on its own ("data/preprocessing.py"). Returns {unit:
+    (rank, line)}; units on one line are peers."""
+    block = re.search(r"```sublayers\n(.*?)```", text, re.S)
+    if not block:
+        raise AssertionError("docs/design.md has no ```sublayers block")
+    units = {}
+    lines = [line.partition("#")[0].split()
+             for line in block.group(1).splitlines()]
+    for rank, line in enumerate(x for x in lines if x):
+        for unit in line:
+            assert unit not in units, f"{unit} declared twice"
+            units[unit] = (rank, tuple(line))
+    return units
+
+
+def unit_of(dotted, units):
+    """The declared unit an official_bench module name belongs to: the
+    module itself when it is named, else its deepest declared folder."""
+    parts = dotted.split(".")[1:]
+    if "/".join(parts) + ".py" in units:
+        return "/".join(parts) + ".py"
+    for n in range(len(parts), 0, -1):
+        if "/".join(parts[:n]) in units:
+            return "/".join(parts[:n])
+    return None
+
+
+def sub_folder_imports(mods, units):
+    """Imports between two units of one folder that point upwards or to a
+    peer. Importing a package the module sits in is not counted: Python
+    imports it first anyway."""
+    bad = []
+    for name, path in mods.items():
+        src = unit_of(name, units)
+        if src is None:
+            continue
+        for target in imports_of(path):
+            dst = unit_of(target, units) if target.startswith(TOP) else None
+            if (dst is None or dst == src or name.startswith(target + ".")
+                    or dst.split("/")[0] != src.split("/")[0]):
+                continue
+            (src_rank, src_line), (dst_rank, _) = units[src], units[dst]
+            if dst_rank < src_rank:
+                bad.append(f"{name} imports {target} ({dst} is above {src})")
+            elif dst in src_line:
+                bad.append(f"{name} imports {target} ({dst} is {src}'s peer)")
+    return bad
+
+
+@pytest.fixture(scope="module")
+def sublayers():
+    return declared_sublayers((pathlib.Path(REPO) / "docs" / "design.md")
+                              .read_text())
+
+
 @pytest.fixture(scope="module")
 def layers():
     return declared_layers((pathlib.Path(REPO) / "docs" / "design.md")
@@ -180,3 +239,47 @@ def test_the_checks_see_a_violation(tmp_path, layers):
     reached = tensorflow_reached(mods, layers)
     assert ("official_bench.extract.cases -> official_bench.host.e -> "
             "tensorflow") in reached
+
+
+def test_every_sub_folder_is_declared(sublayers):
+    """Each folder with sub-folders orders them and its own modules; each
+    declared unit exists."""
+    on_disk = {str(p.parent.relative_to(PACKAGE))
+               for p in PACKAGE.rglob("__init__.py")
+               if len(p.parent.relative_to(PACKAGE).parts) > 1}
+    parents = {d.split("/")[0] for d in on_disk}
+    for unit in sublayers:
+        assert (PACKAGE / unit).exists(), f"{unit} is declared, not on disk"
+    folders = {u for u in sublayers if not u.endswith(".py")}
+    assert folders == on_disk | parents
+
+
+def test_no_import_points_up_or_sideways_between_sub_folders(sublayers):
+    assert sub_folder_imports(modules(), sublayers) == []
+
+
+def test_the_sub_folder_check_sees_a_violation(tmp_path, sublayers):
+    """Upward (a sub-folder importing its folder's own modules) and sideways
+    (two peer sub-folders) imports are caught; a module importing the
+    package it sits in, or a lower unit, is not."""
+    pkg = tmp_path / "official_bench" / "data"
+    for folder in ("records", "feeds", "build"):
+        (pkg / folder).mkdir(parents=True)
+    (pkg / "records" / "a.py").write_text(
+        "from official_bench.data import factory\n")
+    (pkg / "feeds" / "b.py").write_text(
+        "def f():\n    import official_bench.data.build.c\n")
+    (pkg / "build" / "c.py").write_text(
+        "from official_bench.data.records import a\n"
+        "from official_bench.data.build import d\n")
+    (pkg / "factory.py").write_text(
+        "import official_bench.data.feeds.b\n")
+    mods = {"official_bench.data.records.a": pkg / "records" / "a.py",
+            "official_bench.data.feeds.b": pkg / "feeds" / "b.py",
+            "official_bench.data.build.c": pkg / "build" / "c.py",
+            "official_bench.data.factory": pkg / "factory.py"}
+    assert sub_folder_imports(mods, sublayers) == [
+        "official_bench.data.records.a imports official_bench.data.factory"
+        " (data is above data/records)",
+        "official_bench.data.feeds.b imports official_bench.data.build.c"
+        " (data/build is data/feeds's peer)"]
