@@ -1,41 +1,28 @@
 """`synthetic_location: device`: each replica's batch lives on its device.
 
-With `host` (data/synthetic.py) the synthetic batch is a tf.data element:
-the strategy's iterator copies it to every replica's device each step (for
-a 256x224x224x3 float32 ResNet batch, 154 MB per GPU per step). With
-`device` the batch is made once, on each replica's own device, and every
-step reads it there: no host-to-device copy per step, only compute and
-communication are measured.
+With `host` (data/synthetic.py) the synthetic batch is a tf.data element
+that the strategy's iterator copies to every replica's device each step.
+With `device` the batch is made once, on each replica's own device, and
+every step reads it there: no host-to-device copy per step (docs/data.md).
 
-How, and why this way (TensorFlow 2.21 / tf-keras 2.21 source):
-
-- A tf.data element cannot stay on a device between steps: a dataset made
-  under `tf.device(gpu)` still runs on the host, and
+Why this way (TensorFlow 2.21 / tf-keras 2.21 source):
+- A tf.data element cannot stay on a device between steps:
   `distribute_datasets_from_function` stages every element onto the replica
-  devices through a MultiDeviceIterator (input_lib._SingleWorkerDataset
-  Iterator), one copy per element. And
+  devices through a MultiDeviceIterator, one copy per element, and
   `experimental_distribute_values_from_function` does not place values on
   the replica devices (MirroredStrategy calls `value_fn` with no device
   scope), so its tensors would be copied at each use.
 - So the batch is a pair of non-trainable `tf.Variable`s created under the
-  strategy's scope with `synchronization=ON_READ`: the strategy makes one
-  component per replica on that replica's device (the mechanism Keras
-  metrics use), and reading the variable inside the replica function
-  returns that replica's own component (values.DistributedValues.
-  _get_on_device_or_primary picks it by the replica id). Under the default
-  strategy (off, horovod) and one_device it is one ordinary variable on the
-  replica's device. Each replica then fills its component once, in a
-  replica function, from its own random stream (global replica id), so
-  replicas differ.
-- Keras `fit` needs an iterable. It gets a dataset of one int32 scalar per
-  step (a 4-byte token per replica), and the model's `train_step` is
-  wrapped to ignore that token and pass the resident (images, labels) to
-  the train step it had (Keras's own, or Horovod's XLA step). The
-  variables are held by that closure, not by the model, so they are in no
-  checkpoint, SavedModel or weight digest.
-
-parameter_server is not supported (its workers build their own datasets
-remotely; config.py rejects it).
+  strategy's scope with `synchronization=ON_READ`: one component per replica
+  on its device (as Keras metrics have), and reading it inside the replica
+  function returns that replica's own (under the default strategy and
+  one_device: one ordinary variable). Each replica fills its component once
+  from its own random stream (global replica id), so replicas differ.
+- Keras `fit` needs an iterable: it gets a dataset of one int32 scalar per
+  step, and `train_step` is wrapped to drop it and pass the resident
+  (images, labels) to the step it had (Keras's own, or Horovod's XLA step);
+  that closure holds the variables, so they are in no checkpoint, SavedModel
+  or weight digest. parameter_server is rejected (config.py).
 """
 
 from __future__ import annotations

@@ -2,42 +2,26 @@
 
 TensorFlow's tf.data service (`tf.data.experimental.service`) moves a
 pipeline's preprocessing off the training host: the trainer serialises the
-pipeline (records.py's, unchanged: find files, shard by input pipeline,
-read, decode, augment, batch per replica) and registers it with a
-dispatcher; the dispatcher hands it to every worker process, and the
-trainer streams finished batches from them over gRPC. Start the servers
-with `python -m official_bench.data.feeds.service` (data/feeds/service.py).
+pipeline (records.py's, unchanged) and registers it with a dispatcher, which
+hands it to every worker process; the trainer streams finished batches from
+them over gRPC. Start the servers with `python -m
+official_bench.data.feeds.service` (data/feeds/service.py); how to run it,
+and what each choice means for a run: docs/data.md, `builder: service`.
 
-Choices, and what they mean for a run:
-- Processing mode `ShardingPolicy.OFF` ("parallel epochs"): every service
-  worker runs its own copy of this input pipeline's (endless, shuffled)
-  training stream and the trainer takes batches from whichever is ready.
-  Dynamic sharding would need a pipeline whose source the dispatcher can
-  split; ours reads files through its own bad-record guard, so each worker
-  reads them all. With `deterministic: true` every worker would send the
-  same order, so do not combine the two for training quality.
-- The workers open `data_dir`'s files themselves: they must see the same
-  paths as the trainer.
-- `skip_bad_records: true` is rejected by config.py: its logging runs
-  Python (tf.numpy_function), which cannot be sent to a worker.
-- Before registering, the trainer polls the dispatcher's port for
-  `data_service_timeout_seconds` and fails naming the address and the
-  start command when nothing listens (TensorFlow's own client would keep
-  retrying). Then it asks the service for one element of a one-element
-  probe dataset and waits up to `data_service_timeout_seconds` again:
-  with no worker registered (or none the trainer can reach at the address
-  it registered with), TensorFlow's client waits for a worker forever, and
-  nothing tells the dispatcher's client how many workers there are. The
-  probe runs in a daemon thread; on a timeout that thread is left blocked
-  inside TensorFlow and the run fails naming the dispatcher, the seconds
-  and the worker command. One probe per process and address.
-
-Security: the dispatcher and the workers bind every IPv4 interface
-(0.0.0.0:<port>, tensorflow/core/data/service/server_lib.cc,
-GrpcDataServerBase::Start) and protocol "grpc" uses insecure credentials:
-no TLS and no authentication. Anyone who can reach the ports can register
-pipelines (which run arbitrary TensorFlow ops, file reads included, on the
-workers) and read the data. Run them on a trusted, firewalled network only.
+Why it is shaped so:
+- Processing mode `ShardingPolicy.OFF` ("parallel epochs"): dynamic sharding
+  needs a source the dispatcher can split, and ours reads files through its
+  own bad-record guard, so every worker runs its own copy of the stream.
+- `skip_bad_records: true` is rejected by config.py: its logging runs Python
+  (tf.numpy_function), which cannot be sent to a worker.
+- TensorFlow's client waits forever for a dispatcher or for a worker, and
+  nothing tells it how many workers there are. So the trainer first polls the
+  dispatcher's port, then asks for one element of a one-element probe
+  dataset, each for up to `data_service_timeout_seconds`, and fails naming
+  the address and the start command. The probe runs in a daemon thread (on a
+  timeout it is left blocked inside TensorFlow); one probe per process and
+  address. Security (no TLS, no authentication, every interface):
+  docs/data.md and docs/security.md.
 """
 
 from __future__ import annotations

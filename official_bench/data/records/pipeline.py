@@ -1,16 +1,10 @@
 """`builder: records`: ImageNet-style TFRecord files -> batched tf.data.Dataset.
 
-Two file layouts, chosen by `layout` (auto detects them; data/
-record_files.py finds the files):
-
-- classic (`build_imagenet_data.py`, DLPerf): `{data_dir}/train-00000-of-01024`,
-  `validation-00000-of-00128`; keys `image/encoded` (JPEG), `image/class/label`
-  (int64, 1-based: mapped to 0..N-1; `label_offset: 0` with
-  `num_classes: 1001` keeps the background class), optional
-  `image/object/bbox/{xmin,ymin,xmax,ymax}` used as the train crop's boxes.
-- tfds (a prepared tensorflow-datasets directory, read without TFDS):
-  `imagenet2012-train.tfrecord-00000-of-01024` in `data_dir` or in
-  `data_dir/<name>/<version>/`; keys `image`, `label` (0-based).
+Two file layouts, chosen by `layout` (auto detects them; data/records/
+record_files.py finds the files; files and keys in docs/data.md): classic
+(`build_imagenet_data.py`, DLPerf: `train-00000-of-01024`, JPEG and a 1-based
+label, optional boxes used as the train crop's boxes) and tfds (a prepared
+tensorflow-datasets directory, read without TFDS; 0-based labels).
 
 The pipeline, in order (each step assigns what tf.data returns):
 files -> shard by file (when every input pipeline gets at least one file)
@@ -19,19 +13,16 @@ record] -> [cache] -> shuffle records (training) -> [repeat] -> blocks of
 GUARD_BLOCK records, each parsed + decoded + augmented inside an
 error-catching inner dataset, blocks in parallel -> [skip filter] -> batch
 (drop_remainder) -> one-hot -> options (deterministic, parallel batch).
-Evaluation reads each record once per pass (no repeat, no shuffle).
-Seeds: with `deterministic: true` the shuffles and the augmentation use the
-run's seed (same order and crops every run); otherwise they are random.
+Evaluation reads each record once per pass (no repeat, no shuffle). With
+`deterministic: true` the shuffles and the augmentation use the run's seed.
 
-Bad data: each file's reader checks that it read the whole file (data/
-record_reader.py), and each record is parsed and decoded inside a guard
-(data/records/record_guard.py), so a corrupt file, a record that is not a
-tf.train.Example, an undecodable image or a label out of range is turned
-into a status instead of an anonymous TensorFlow error. With
-`skip_bad_records: false` (default) the first one stops the input with an
-error naming the file and the record; with `true` it is dropped and logged
-with a running count (data/records/bad_records.py). data/build/record_verify.py checks
-whole files the same way (build_records --verify).
+Bad data becomes a status naming the file and the record instead of an
+anonymous TensorFlow error: each file's reader checks that it read the whole
+file (record_reader.py), and each record is parsed and decoded inside a guard
+(record_guard.py). With `skip_bad_records: false` (default) the first one
+stops the input; with `true` it is dropped and counted (bad_records.py).
+data/build/record_verify.py checks whole files the same way (build_records
+--verify).
 """
 
 from __future__ import annotations
