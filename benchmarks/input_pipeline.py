@@ -12,7 +12,7 @@ the default of one core every number is a per-core rate. Each rate is
 reported per wall second and per CPU second of the process (the latter is
 what a busy neighbour on the same core distorts least).
 
-The real pipeline (records.build_dataset: reader with the bad-file check,
+The real pipeline (pipeline.build_dataset: reader with the bad-file check,
 shuffle, parse and decode inside the bad-record guard, batch, check),
 with three per-image decodes swapped in:
   ours            sample_distorted_bounding_box window fused into
@@ -49,7 +49,7 @@ sys.path.insert(0, REPO)
 
 from official_bench.config import DatasetConfig  # noqa: E402
 from official_bench.data import preprocessing  # noqa: E402
-from official_bench.data.records import pipeline as records
+from official_bench.data.records import pipeline
 from official_bench.data.records.record_files import CLASSIC_LAYOUT  # noqa: E402
 from official_bench.data.build.example_proto import classic_example  # noqa: E402
 from official_bench.runtime.keras_setup import tf  # noqa: E402
@@ -118,7 +118,7 @@ def pipelines(files, size: int, batch: int, threads: int):
         cfg = DatasetConfig(split="train", image_size=size, num_classes=10,
                             batch_size=batch, shuffle_buffer_size=256,
                             one_hot=False, **extra)
-        ds = records.build_dataset(files, CLASSIC_LAYOUT, cfg, ctx,
+        ds = pipeline.build_dataset(files, CLASSIC_LAYOUT, cfg, ctx,
                                    batch, True, 0, decode_fn=decode_fn)
         return ds.with_options(opts)
 
@@ -150,7 +150,7 @@ def pipelines(files, size: int, batch: int, threads: int):
         return tf.reduce_max(image[:1, :1])
 
     return {
-        # The real pipeline (records.build_dataset), decode swapped:
+        # The real pipeline (pipeline.build_dataset), decode swapped:
         "ours": lambda: ours(),
         "crop_after (a)": lambda: ours(crop_after),
         "decode (b)": lambda: ours(decode),

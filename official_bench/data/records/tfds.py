@@ -23,7 +23,7 @@ from typing import List, Tuple
 from absl import logging
 
 from official_bench.config import ConfigError, DatasetConfig
-from official_bench.data.records import pipeline as records
+from official_bench.data.records import pipeline
 from official_bench.data.records.record_files import TFDS, Layout
 from official_bench.runtime.keras_setup import tf
 
@@ -131,5 +131,5 @@ def tfds_dataset(ds: DatasetConfig, ctx: tf.distribute.InputContext,
                           f"({len(missing)} of {len(files)} files missing)")
     logging.info("%s: TFDS %s split %s, %d file(s) in %s", _key(is_training),
                  ds.name, ds.split, len(files), os.path.dirname(files[0]))
-    return records.build_dataset(files, layout, ds, ctx, batch_size,
+    return pipeline.build_dataset(files, layout, ds, ctx, batch_size,
                                  is_training, seed)

@@ -13,7 +13,7 @@ import pytest
 
 from official_bench.config import DatasetConfig
 from official_bench.data.records import (
-    bad_records, record_reader, pipeline as records)
+    bad_records, record_reader, pipeline)
 from official_bench.data.records.record_files import classic_files
 from official_bench.data.build.record_verify import check_records
 from official_bench.data.build.example_proto import classic_example
@@ -60,7 +60,7 @@ def build(data_dir, skip, training=False, skipped=None, **kw):
     ds = DatasetConfig(data_dir=str(data_dir), split="train", image_size=8,
                        num_classes=3, batch_size=1, one_hot=False,
                        skip_bad_records=skip, shuffle_buffer_size=1, **kw)
-    data = records.records_dataset(ds, CTX, 1, training, 0, skipped=skipped)
+    data = pipeline.records_dataset(ds, CTX, 1, training, 0, skipped=skipped)
     return data.take(200) if training else data
 
 

@@ -15,7 +15,7 @@ from official_bench.data.build import build_records as br
 from official_bench.data.build import (builder, example_proto, shards,
                                        sources)
 from official_bench.data.build import image_codec as codec
-from official_bench.data.records import pipeline as records
+from official_bench.data.records import pipeline
 from official_bench.data.records.record_files import classic_files
 from official_bench.runtime.keras_setup import tf
 from support.helpers import without_module_env
@@ -151,7 +151,7 @@ def test_builds_classic_shards_labels_and_verifies(tmp_path):
     from official_bench.config import DatasetConfig
     ds = DatasetConfig(data_dir=out, split="validation", image_size=8,
                        num_classes=3, batch_size=6, one_hot=False)
-    _, labels = next(iter(records.records_dataset(
+    _, labels = next(iter(pipeline.records_dataset(
         ds, tf.distribute.InputContext(), 6, False)))
     assert sorted(labels.numpy().tolist()) == [0, 0, 1, 1, 2, 2]
 

@@ -10,7 +10,7 @@ from support.helpers import tiny
 
 from official_bench.config import ConfigError, DatasetConfig, load_config
 from official_bench.data import device_stage
-from official_bench.data.records import pipeline as records
+from official_bench.data.records import pipeline
 from official_bench.runtime.keras_setup import tf
 from support.records import write_records
 
@@ -122,7 +122,7 @@ def _batch(root, **kw):
                        num_classes=3, batch_size=4, one_hot=False,
                        deterministic=True, shuffle_buffer_size=1,
                        file_shuffle_buffer_size=1, **kw)
-    images, _ = next(iter(records.records_dataset(ds, CTX, 4, True, 5)))
+    images, _ = next(iter(pipeline.records_dataset(ds, CTX, 4, True, 5)))
     return ds, images
 
 

@@ -5,7 +5,7 @@ import pytest
 
 from official_bench.config import DatasetConfig
 from official_bench.data import preprocessing as pp
-from official_bench.data.records import pipeline as records
+from official_bench.data.records import pipeline
 from official_bench.data.build.example_proto import classic_example
 from official_bench.data.preprocessing import (IMAGENET_MEAN_RGB,
                                                IMAGENET_STD_RGB)
@@ -79,14 +79,14 @@ def test_boxes_from_records_reach_the_train_crop(tmp_path):
     ds = DatasetConfig(data_dir=str(tmp_path), image_size=16, num_classes=1,
                        batch_size=32, shuffle_buffer_size=1, one_hot=False,
                        min_object_covered=0.8, crop_area_range=[0.2, 0.35])
-    images, _ = next(iter(records.records_dataset(ds, records_ctx(), 32,
+    images, _ = next(iter(pipeline.records_dataset(ds, records_ctx(), 32,
                                                   True)))
     # Most crops sit on the box (a failed sampling falls back to the whole
     # image, a quarter white); crops of that size anywhere would average
     # about a quarter white too.
     assert float(tf.reduce_mean(images)) > 150
     without = DatasetConfig(**{**ds.__dict__, "crop_area_range": [1.0, 1.0]})
-    whole, _ = next(iter(records.records_dataset(without, records_ctx(), 32,
+    whole, _ = next(iter(pipeline.records_dataset(without, records_ctx(), 32,
                                                  True)))
     assert 40 < float(tf.reduce_mean(whole)) < 90
 

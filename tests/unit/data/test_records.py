@@ -8,7 +8,7 @@ import pytest
 from official_bench.config import ConfigError, DatasetConfig
 from official_bench.data import factory
 from official_bench.data.records import (
-    record_files, record_reader, pipeline as records)
+    record_files, record_reader, pipeline)
 from official_bench.data.build.example_proto import (
     classic_example, example_bytes)
 from official_bench.runtime.keras_setup import tf
@@ -131,7 +131,7 @@ def test_both_layouts_prefer_classic_unless_told(tmp_path):
 
 
 def _labels(ds, training=False):
-    data = records.records_dataset(ds, CTX, ds.batch_size, training, 0)
+    data = pipeline.records_dataset(ds, CTX, ds.batch_size, training, 0)
     return np.concatenate([y for _, y in data.as_numpy_iterator()])
 
 
@@ -169,12 +169,12 @@ def test_images_have_the_configured_shape_dtype_and_range(tmp_path):
         assert images.shape == (3, 6, 6, 3) and images.dtype.name == dtype
         assert labels.dtype == tf.int32
     ds = cfg(tmp_path, transfer_uint8=True, image_size=6, batch_size=3)
-    images, _ = next(iter(records.records_dataset(ds, CTX, 3, True)))
+    images, _ = next(iter(pipeline.records_dataset(ds, CTX, 3, True)))
     assert images.dtype == tf.uint8
 
 
 def test_factory_registers_records_and_tfds():
-    assert factory.BUILDERS["records"] is records.records_dataset
+    assert factory.BUILDERS["records"] is pipeline.records_dataset
     assert factory.BUILDERS["tfds"].__module__ == "official_bench.data.records.tfds"
 
 
@@ -258,7 +258,7 @@ def test_whole_pipeline_is_reproducible_with_deterministic_and_seed(tmp_path):
              crop_area_range=[0.3, 1.0])
 
     def batches(seed):
-        data = records.records_dataset(ds, CTX, 4, True, seed)
+        data = pipeline.records_dataset(ds, CTX, 4, True, seed)
         return [(x.copy(), y.copy()) for x, y in
                 data.take(4).as_numpy_iterator()]
     a, b, c = batches(5), batches(5), batches(6)
@@ -270,16 +270,16 @@ def test_whole_pipeline_is_reproducible_with_deterministic_and_seed(tmp_path):
 
 def test_training_repeats_and_eval_does_not(tmp_path):
     classic_tree(tmp_path, files=2, per_file=3)
-    train = records.records_dataset(cfg(tmp_path, batch_size=2), CTX, 2, True)
+    train = pipeline.records_dataset(cfg(tmp_path, batch_size=2), CTX, 2, True)
     assert len(list(train.take(20))) == 20  # 6 records, repeated
-    val = records.records_dataset(cfg(tmp_path, batch_size=2), CTX, 2, False)
+    val = pipeline.records_dataset(cfg(tmp_path, batch_size=2), CTX, 2, False)
     assert len(list(val)) == 3  # 6 records / 2, no repeat
 
 
 def test_cache_keeps_records_in_memory(tmp_path):
     root = classic_tree(tmp_path / "d", files=2, per_file=3)
     ds = cfg(root, cache=True, batch_size=3)
-    val = records.records_dataset(ds, CTX, 3, False)
+    val = pipeline.records_dataset(ds, CTX, 3, False)
     first = [y.tolist() for _, y in val.as_numpy_iterator()]
     for name in os.listdir(root):
         os.remove(os.path.join(root, name))
@@ -287,7 +287,7 @@ def test_cache_keeps_records_in_memory(tmp_path):
     assert second == first and len(first) == 2
     # Without the cache a second pass reads the (now deleted) files again.
     root2 = classic_tree(tmp_path / "e", files=2, per_file=3)
-    nocache = records.records_dataset(cfg(root2, batch_size=3), CTX, 3, False)
+    nocache = pipeline.records_dataset(cfg(root2, batch_size=3), CTX, 3, False)
     list(nocache)
     for name in os.listdir(root2):
         os.remove(os.path.join(root2, name))
@@ -299,9 +299,9 @@ def test_cache_keeps_records_in_memory(tmp_path):
 def test_private_threads_and_options(tmp_path):
     classic_tree(tmp_path, files=1, per_file=4)
     ds = cfg(tmp_path, deterministic=True)
-    data = records.records_dataset(ds, CTX, 2, True)
+    data = pipeline.records_dataset(ds, CTX, 2, True)
     assert data.options().deterministic is True
-    assert records.records_dataset(cfg(tmp_path), CTX, 2,
+    assert pipeline.records_dataset(cfg(tmp_path), CTX, 2,
                                    True).options().deterministic is False
     pooled = factory.per_replica_dataset(ds, CTX, 2, True,
                                          num_private_threads=3)

@@ -119,11 +119,11 @@ def test_wrong_split_or_class_count_is_a_config_error(prepared):
 
 
 def test_records_builder_reads_the_same_files_without_tfds(prepared):
-    from official_bench.data.records import record_files, pipeline as records
+    from official_bench.data.records import record_files, pipeline
     version_dir = prepared / "ob_tiny_images" / "1.0.0"
     ds = cfg(version_dir, "ob_tiny_images", builder="records",
              split="validation", batch_size=6)
     files, layout = record_files.find_files(ds, False)
     assert layout.name == "tfds" and all(os.path.exists(f) for f in files)
-    _, labels = next(iter(records.records_dataset(ds, CTX, 6, False)))
+    _, labels = next(iter(pipeline.records_dataset(ds, CTX, 6, False)))
     assert sorted(labels.numpy().tolist()) == [0, 0, 1, 1, 2, 2]
