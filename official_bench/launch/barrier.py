@@ -1,64 +1,27 @@
 """The launchers' meeting point: a small TCP barrier served by node 0.
 
-Exchange on each connection (one JSON object per line, one request per
-connection):
-
-  server   {"barrier": "official_bench barrier v1", "challenge": Ns,
-            "secret": bool}
-  client   {"nonce": Nc, "body": "<request JSON text>",
-            "mac": HMAC(key, "request", Ns, Nc, body)}
-  server   {"nonce": Nc, "body": "<reply JSON text>",
-            "mac": HMAC(key, "reply", Ns, Nc, body)}
-      or   {"ok": false, "auth_failed": true, "error": "..."}
-
-Ns and Nc are fresh random nonces of this connection (auth.new_nonce), so
-a request recorded on one connection is worthless on any other: the server
-issues a new Ns each time and the recorded tag covers the old one. The reply
-is bound to Nc, so a recorded reply cannot be fed to a later request either.
-The key is the shared secret (auth.py: BARRIER_SECRET[_FILE], else derived
-from the Slurm job, else empty: an open barrier). A request whose tag does
-not verify is dropped: it is logged with the peer's address, answered with
-auth_failed (so a node with the wrong secret stops at once with a clear
-error) and changes nothing: no node slot, no round, no fatal error. A client
-whose reply does not verify under its own key stops the same way.
-
-Resources: at most MAX_CONNECTIONS connections at once (one thread each);
-when all are taken, a new connection replaces the oldest one that has not
-authenticated yet, so idle strangers cannot lock the real nodes out. A
-connection must deliver its whole request within IDLE_TIMEOUT seconds of
-connecting, else it is closed. The server listens on node 0's own address
-from the node list (what its name resolves to), not on every interface.
-
-Requests (the body):
-
-  {"op": "meet", "round": "start 2n8g run 3", "node": k,
-   "instance": "<random id of this launcher>", "plan": "<digest>",
-   "payload": {...}, "timeout": seconds}
-  reply {"ok": true, "round": ..., "payloads": {"0": {...}, "1": {...}}}
-     or {"ok": false, "error": "...", "missing": [..], "fatal": bool}
-
-  {"op": "peek", "round": ..., "node": k}
-  reply {"ok": true, "payloads": {...}}   (who has arrived so far; no wait)
-
 Node 0's launcher runs the Coordinator for its whole lifetime and meets
-through it like every other node. A "meet" returns once all N nodes have
-sent the same round (each node then sees every node's payload), or with
-ok=false after the caller's timeout, naming the nodes still missing.
-Meeting again in a round that already completed answers at once, so a
-client whose connection broke simply asks again. The coordinator refuses a
-node whose plan digest differs from its own (different BATCH, DTYPE, node
-list, ...), and two launchers that claim the same index: these errors are
-fatal and reach every node (they need the key: a stranger cannot cause
-them). The client retries connecting until its deadline, so nodes may
-start in any order.
+through it like every other node (Client). A "meet" returns once all N nodes
+have sent the same round, each node then seeing every node's payload, or
+fails after the caller's timeout naming the nodes still missing; meeting
+again in a completed round answers at once, so a client whose connection
+broke simply asks again, and clients retry connecting until their deadline,
+so nodes may start in any order. A node whose plan digest differs (another
+BATCH, DTYPE, node list, ...) or that claims a taken index is a fatal error
+for every node. The runner's rounds: "hello" (plan check, session stamp, or
+why a node cannot run), "start {case} run {i}", "end {case} run {i}" (exit
+status and reason); while a run goes each node peeks at its "end" round, so
+a failure elsewhere stops its trainer instead of a wait for a lost peer.
 
-Rounds used by the runner: "hello" (plan check; node 0's payload carries
-the session stamp; a payload with "cannot_run" says why that node cannot
-start the trainer, and such a node may come without a plan digest when its
-Python cannot even make the plan), "start {case} run {i}" before each run, "end {case} run
-{i}" after it (payload: exit status and reason). While a run is going, each
-node peeks at the "end" round: if another node already reported a failure,
-its own trainer is stopped instead of waiting for a peer that is gone.
+Every exchange is bound to two fresh nonces of its connection and tagged
+with the shared secret (auth.py), so a recorded request or reply is
+worthless elsewhere; one that does not verify is dropped, logged and
+answered auth_failed (a node with the wrong secret stops at once with a
+clear error) and changes nothing. A stranger cannot lock the nodes out: at
+most MAX_CONNECTIONS at once, the oldest unauthenticated one replaced when
+full, IDLE_TIMEOUT to deliver a request, and the server listens on node 0's
+own address from the node list, not every interface. The wire format:
+Coordinator; what a user sets and sees: docs/security.md.
 """
 
 from __future__ import annotations
@@ -180,7 +143,44 @@ def listen_sockets(hosts: Union[str, Sequence[str]], port: int
 
 class Coordinator:
     """Serves rounds for `num_nodes` launchers on `port` at `host` (an
-    address or name, or a list of them; see listen_sockets)."""
+    address or name, or a list of them; see listen_sockets).
+
+    Exchange on each connection (one JSON object per line, one request per
+    connection)::
+
+      server   {"barrier": "official_bench barrier v1", "challenge": Ns,
+                "secret": bool}
+      client   {"nonce": Nc, "body": "<request JSON text>",
+                "mac": HMAC(key, "request", Ns, Nc, body)}
+      server   {"nonce": Nc, "body": "<reply JSON text>",
+                "mac": HMAC(key, "reply", Ns, Nc, body)}
+          or   {"ok": false, "auth_failed": true, "error": "..."}
+
+    Ns and Nc are fresh random nonces of this connection (auth.new_nonce):
+    the server issues a new Ns each time, so a recorded request's tag
+    covers an old one, and the reply is bound to Nc, so a recorded reply
+    cannot answer a later request. The key is the shared secret (auth.py:
+    BARRIER_SECRET[_FILE], else derived from the Slurm job, else empty: an
+    open barrier). A client whose reply does not verify under its own key
+    stops as a refused one does.
+
+    Requests (the body)::
+
+      {"op": "meet", "round": "start 2n8g run 3", "node": k,
+       "instance": "<random id of this launcher>", "plan": "<digest>",
+       "payload": {...}, "timeout": seconds}
+      reply {"ok": true, "round": ..., "payloads": {"0": {...}, "1": {...}}}
+         or {"ok": false, "error": "...", "missing": [..], "fatal": bool}
+
+      {"op": "peek", "round": ..., "node": k}
+      reply {"ok": true, "payloads": {...}}   (who has arrived so far; no wait)
+
+    A refused request changes nothing: no node slot, no round, no fatal
+    error. Fatal errors (plan mismatch, two launchers claiming one index)
+    need the key, so a stranger cannot cause them. A node that cannot start
+    the trainer sends "hello" with "cannot_run" saying why, and may come
+    without a plan digest when its Python cannot even make the plan.
+    """
 
     def __init__(self, port: int, num_nodes: int, plan: str,
                  host: Union[str, Sequence[str]] = "127.0.0.1",

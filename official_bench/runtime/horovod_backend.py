@@ -9,7 +9,6 @@ Keras 3 and fail).
 
 Three things differ from Horovod's Keras examples (checked against Horovod
 0.28.1's source; the CPU parts are tested with horovodrun --gloo):
-
 - GPU pinning accepts a launcher that gives each rank exactly one visible
   GPU (CUDA_VISIBLE_DEVICES per rank, MIG): that GPU is index 0, whatever
   the local rank (`gpu_for_local_rank`).
@@ -20,10 +19,9 @@ Three things differ from Horovod's Keras examples (checked against Horovod
   Python floats, a device-to-host sync per step for the whole run.
 - With `runtime.enable_xla`, XLA compiles the forward and backward pass only;
   the all-reduce and the optimizer update run outside it
-  (`install_xla_gradient_step`). HorovodAllreduce has no XLA kernel on a
-  CPU-only build at all, and on a CUDA build only for GPU devices and only
-  when HOROVOD_ENABLE_XLA_OPS=1 was set before Horovod was imported
-  (horovod/tensorflow/xla_mpi_ops.cc), so a whole-step `jit_compile` fails.
+  (`install_xla_gradient_step`): HorovodAllreduce has an XLA kernel only on
+  a CUDA build, for GPU devices, with HOROVOD_ENABLE_XLA_OPS=1 set before
+  Horovod's import (horovod/tensorflow/xla_mpi_ops.cc).
 """
 
 from __future__ import annotations
