@@ -197,7 +197,7 @@ def _setup(cfg, planned, wait_cycles: int = 0):
     precision policy.
     """
     from official_bench import config as config_lib
-    from official_bench.allreduce import collectives as step_collectives
+    from official_bench.allreduce import collectives
     from official_bench.allreduce import compute_wait
     from official_bench.training import setup
     from official_bench.runtime import distribute, precision
@@ -217,7 +217,7 @@ def _setup(cfg, planned, wait_cycles: int = 0):
                     for w in prep.model.trainable_weights]
         counts = None
         if prep.dist.traits.collectives_in_step_graph:
-            counts = step_collectives.of_train_step(
+            counts = collectives.of_train_step(
                 prep.model, prep.dist, cfg, prep.plan.global_batch)
         else:
             logging.info("official_bench: collectives per step are counted "
@@ -270,30 +270,30 @@ def _comm_in_step(dist, gradient, counts, local, cycles: int):
     (allreduce/in_step.py): the gradient's all-reduce, the step's small
     collectives, one compute step of the model, on every process at
     once."""
-    from official_bench.allreduce import in_step as comm_in_step
+    from official_bench.allreduce import in_step
     k = counts.small if counts else 0
     gstep, gwait = _timed_allreduce(dist, gradient, "float32")
     sstep, swait = _timed_allreduce(dist, [1], "float32", chain=k) \
         if k else (None, None)
-    mine = comm_in_step.measure(
+    mine = in_step.measure(
         lambda: gwait(gstep()), (lambda: swait(sstep())) if k else None,
         local, cycles)
-    r = comm_in_step.summarize(k, [
-        comm_in_step.Timings(g, s) for g, s in
+    r = in_step.summarize(k, [
+        in_step.Timings(g, s) for g, s in
         _gather_pairs(dist, mine.gradient, mine.small)])
     if dist.logs_throughput:
         logging.info(r.line())
     return r
 
 
-def _compute_wait_entry(dist, local, in_step, cycles: int):
+def _compute_wait_entry(dist, local, communication, cycles: int):
     """The record's compute_after_wait: the one-device step after a sleep
-    as long as the step's communication in training's pattern (in_step,
-    a comm_in_step.CommInStep), and back to back, on every process at
-    once; the slowest process's after-wait time counts. in_step goes into
-    the record too, as communication_in_step."""
+    as long as the step's communication in training's pattern
+    (communication, an in_step.CommInStep), and back to back, on every
+    process at once; the slowest process's after-wait time counts.
+    communication goes into the record too, as communication_in_step."""
     from official_bench.allreduce import compute_wait
-    gap = in_step.seconds
+    gap = communication.seconds
     logging.info("official_bench: timing the model's step on one device "
                  "after a %.1f ms wait and back to back (%d cycles)",
                  gap * 1e3, cycles)
@@ -305,7 +305,7 @@ def _compute_wait_entry(dist, local, in_step, cycles: int):
         dist.placement.devices else ""
     if dist.logs_throughput:
         logging.info(r.line())
-    return dict(r.as_dict(), communication_in_step=in_step.as_dict())
+    return dict(r.as_dict(), communication_in_step=communication.as_dict())
 
 
 def run(cfg, sizes: str, dtypes: List[str], iters: int, warmup: int,
@@ -334,9 +334,10 @@ def run(cfg, sizes: str, dtypes: List[str], iters: int, warmup: int,
     if gradient is not None:
         entries.append(_latency_entry(dist, counts, iters, warmup))
         if local is not None:
-            in_step = _comm_in_step(dist, gradient, counts, local,
-                                    wait_cycles)
-            wait = _compute_wait_entry(dist, local, in_step, wait_cycles)
+            communication = _comm_in_step(dist, gradient, counts, local,
+                                          wait_cycles)
+            wait = _compute_wait_entry(dist, local, communication,
+                                       wait_cycles)
     if cfg.model_dir:
         from official_bench.contracts.log_tree import allreduce_file_name
         from official_bench.contracts.result_json import write_run_record

@@ -28,7 +28,7 @@ from official_bench.runtime import cluster as cluster_lib
 from official_bench.runtime import cpu_kernels
 from official_bench.runtime import devices as devices_lib
 from official_bench.runtime import distribute, precision
-from official_bench.runtime import malloc as host_malloc
+from official_bench.runtime import malloc
 from official_bench.runtime.keras_setup import keras
 from official_bench.training import objectives
 from official_bench.training.optimizers import build_optimizer
@@ -172,7 +172,7 @@ def setup_run(cfg: ExperimentConfig, cluster: cluster_lib.Cluster,
 
     # 2. Strategy.
     dist = distribute.build_distribution(rt, cluster, replica_devices)
-    malloc = host_malloc.restore_malloc_thresholds(
+    thresholds = malloc.restore_malloc_thresholds(
         rt.restore_malloc_thresholds)
     plan = batch_plan(cfg, dist.num_replicas)
     # The r2.3 key, derived: a new (frozen) config, recorded and returned.
@@ -212,4 +212,4 @@ def setup_run(cfg: ExperimentConfig, cluster: cluster_lib.Cluster,
             # more collectives per step. "first" is what TF 2.3's Keras did.
             model.distribute_reduction_method = "first"
     return Prepared(cfg, cluster, dist, plan, model, dtype, replica_devices,
-                result_path, malloc)
+                result_path, thresholds)

@@ -5,7 +5,7 @@ the whole step in a While body). Traced only: no collective is executed,
 so no cluster is needed. The real Keras step is counted on two workers in
 tests/system/test_allreduce_bench.py::test_two_workers_on_loopback."""
 
-from official_bench.allreduce import collectives as step_collectives
+from official_bench.allreduce import collectives
 from official_bench.runtime.keras_setup import tf
 
 
@@ -27,7 +27,7 @@ def test_small_and_large_inside_a_loop():
         return _reduce(x, 3)  # a log sum after the loop
 
     graph = step.get_concrete_function(tf.TensorSpec([], tf.int32)).graph
-    counts = step_collectives.count_ops(graph)
+    counts = collectives.count_ops(graph)
     assert (counts.small, counts.large) == (2, 1)
     assert counts.by_type == {"CollectiveReduceV2": 3}
 
@@ -38,5 +38,5 @@ def test_no_collectives():
         return x * 2
 
     graph = step.get_concrete_function(tf.TensorSpec([3])).graph
-    assert step_collectives.count_ops(graph).as_dict() == {
+    assert collectives.count_ops(graph).as_dict() == {
         "small": 0, "large": 0, "by_type": {}}

@@ -5,7 +5,7 @@ tests/system/test_allreduce_bench.py and tests/system/test_scaling_netem.py."""
 
 import pytest
 
-from official_bench.allreduce import in_step as comm_in_step
+from official_bench.allreduce import in_step
 
 
 class FakeLink:
@@ -36,9 +36,9 @@ class FakeLink:
 
 def test_each_cycle_is_gradient_small_then_a_compute_step():
     link = FakeLink()
-    t = comm_in_step.measure(link.gradient, link.small, link.step, 6,
+    t = in_step.measure(link.gradient, link.small, link.step, 6,
                              clock=link.clock)
-    cycles = comm_in_step.WARMUP_CYCLES + 6
+    cycles = in_step.WARMUP_CYCLES + 6
     assert link.calls == ["gradient", "small", "step"] * cycles
     # warm-up cycles are not kept; the compute step is not in any time
     assert t.small == [1.0] * 6
@@ -47,12 +47,12 @@ def test_each_cycle_is_gradient_small_then_a_compute_step():
 
 def test_no_small_collectives_times_zero():
     link = FakeLink()
-    t = comm_in_step.measure(link.gradient, None, link.step, 2,
+    t = in_step.measure(link.gradient, None, link.step, 2,
                              clock=link.clock)
     assert "small" not in link.calls and t.small == [0.0, 0.0]
     # not even the clock's own read-to-read time
     ticks = iter(range(100))
-    t = comm_in_step.measure(lambda: None, None, lambda: None, 2,
+    t = in_step.measure(lambda: None, None, lambda: None, 2,
                              clock=lambda: float(next(ticks)))
     assert t.small == [0.0, 0.0] and t.gradient == [1.0, 1.0]
 
@@ -64,17 +64,17 @@ def test_one_process_whose_communication_took_least_and_its_mean():
     # step paid each stall once, so the peer's own times are the answer;
     # cycle by cycle minima (10, 10, 50, 10 and 1, 1, 1, 1) would drop
     # the 30 s stall twice.
-    chief = comm_in_step.Timings([10.0, 10.0, 80.0, 10.0], [1.0, 1.0, 1.0, 1.0])
-    peer = comm_in_step.Timings([11.0, 10.0, 50.0, 10.0], [1.0, 31.0, 1.0, 1.0])
-    r = comm_in_step.summarize(6, [chief, peer])
+    chief = in_step.Timings([10.0, 10.0, 80.0, 10.0], [1.0, 1.0, 1.0, 1.0])
+    peer = in_step.Timings([11.0, 10.0, 50.0, 10.0], [1.0, 31.0, 1.0, 1.0])
+    r = in_step.summarize(6, [chief, peer])
     # peer: 81 + 34 = 115 s in total against the chief's 110 + 4 = 114:
     # the chief it is, mean 27.5 (a stall in 2 of 4 cycles), median 10
     assert (r.gradient_seconds, r.gradient_median_seconds) == (27.5, 10.0)
     assert (r.small_seconds, r.small_median_seconds) == (1.0, 1.0)
     assert r.seconds == 28.5
     # the other one when it is the one that communicated least
-    slower = comm_in_step.Timings(chief.gradient, [1.0, 1.0, 30.0, 1.0])
-    r = comm_in_step.summarize(6, [slower, peer])
+    slower = in_step.Timings(chief.gradient, [1.0, 1.0, 30.0, 1.0])
+    r = in_step.summarize(6, [slower, peer])
     assert (r.gradient_seconds, r.small_seconds) == (20.25, 8.5)
     assert (r.small_collectives, r.cycles, r.processes) == (6, 4, 2)
     assert r.as_dict()["gradient_seconds"] == 20.25
@@ -84,13 +84,13 @@ def test_one_process_whose_communication_took_least_and_its_mean():
 
 
 def test_cycles_only_all_processes_timed_count():
-    short = comm_in_step.Timings([5.0, 5.0], [1.0, 1.0])
-    long = comm_in_step.Timings([1.0, 1.0, 100.0], [0.0, 0.0, 100.0])
+    short = in_step.Timings([5.0, 5.0], [1.0, 1.0])
+    long = in_step.Timings([1.0, 1.0, 100.0], [0.0, 0.0, 100.0])
     # long's third cycle is not compared: over two cycles it took 2 s
-    r = comm_in_step.summarize(0, [short, long])
+    r = in_step.summarize(0, [short, long])
     assert (r.gradient_seconds, r.small_seconds, r.cycles) == (1.0, 0.0, 2)
 
 
 def test_no_cycles_is_refused():
     with pytest.raises(ValueError, match="cycles must be >= 1, got 0"):
-        comm_in_step.measure(lambda: None, None, lambda: None, 0)
+        in_step.measure(lambda: None, None, lambda: None, 0)
