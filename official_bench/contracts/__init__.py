@@ -3,9 +3,16 @@
 TensorFlow-free on purpose: the launcher, the extractor and the trainer all
 import it, and the first two must start without loading TensorFlow.
 
-  exit_status every command's exit statuses, in one table
-  hostport    'host:port' / '[v6addr]:port' parsing and formatting
-  tf_config   the TF_CONFIG reader used by the trainer and the launcher
-  throughput  the TimeHistory line, the run-finished and timeout marks
-  dtypes      precision names: fp32/fp16/bf16 and float32/float16/bfloat16
+  exit_status.py  every command's exit statuses, in one table
+  hostport.py     'host:port' / '[v6addr]:port' parsing and formatting
+  tf_config.py    the TF_CONFIG reader used by the trainer and the launcher
+  throughput.py   the TimeHistory line, the run-finished and timeout marks
+  dtypes.py       precision names: fp32/fp16/bf16, float32/float16/bfloat16
+  log_tree.py     every name of the log tree and model_dirs, built and parsed
+  result_json.py  result.json: written by the trainer, read by the extractor
+  run_status.py   the launcher's status record beside each run's log
+  utilisation.py  result.json's utilisation field, its summary-line part
+  flops.py        training FLOPs and MFU, one definition
+  history_db.py   the run history: one SQLite file, one row per run
+  history_row.py  a run-history row from a result.json's content
 """

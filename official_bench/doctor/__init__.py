@@ -14,10 +14,11 @@ and writes it as JSON:
 Without GPUs the same checks run on the CPU where they make sense and every
 GPU check is listed as SKIP with the reason.
 
-Modules: plan (which checks, from the device list), commands (the trainer
-command lines), verdicts (pass/fail from numbers), sampler with gpu_util and
-threads (what is sampled during a run), runner (trainer subprocesses and
-their timeout), tfprobe (TensorFlow's view, in a subprocess), env_checks
-(the tensorflow and gpus rows), run_checks (running one check), report
-(table and JSON), cli (flags, console entry).
+Modules: check_plan.py (which checks, from the device list), commands.py
+(the trainer command lines), verdicts.py (pass/fail from numbers),
+gpu_util.py and threads.py (what is sampled during a run), check_procs.py
+(trainer subprocesses and their timeout), tfprobe.py (TensorFlow's view, in
+a subprocess), env_checks.py (the tensorflow and gpus rows), run_checks.py
+(running one check), report.py (table and JSON), cli.py (flags, console
+entry) and __main__.py (python -m official_bench.doctor).
 """
