@@ -3,24 +3,22 @@
 The scaling model (extract/scaling.py) charges a step the gradient's
 all-reduce, which the all-reduce benchmark times at the model's size; but a
 multi-worker Keras step issues more collectives than that, each a round trip
-between the workers that nothing hides (measured in BENCHMARKS.md, "Scaling
-model against tbf-limited links"). With tf_keras 2.21 under
-multi_worker_mirrored, the traced step of resnet_cifar with the default
-metrics holds 7 CollectiveReduceV2 ops, chained one after the other by
-their ordering token: the gradient (one concatenated pack), then two per
-metric result (each Mean-like metric's total and count are sync-on-read
-variables, all-reduced when Keras reads the result inside the replica
-context: loss, accuracy, top-5). With fit's default
-``distribute_reduction_method`` "auto" there were 3 more, one per log
-value summed across workers; the trainer sets "first" (what TF 2.3's
-Keras, which Model Garden r2.3 ran on, did), so there are none.
+between the workers that nothing hides (BENCHMARKS.md, "Scaling model
+against tbf-limited links"). Under multi_worker_mirrored with tf_keras 2.21
+they are chained one after the other by their ordering token: the
+gradient (one concatenated pack), then two per metric result (each
+Mean-like metric's total and count are sync-on-read variables, all-reduced
+when Keras reads the result inside the replica context). fit's
+``distribute_reduction_method`` adds one per log value unless it is "first",
+which the trainer sets (as TF 2.3's Keras, under Model Garden r2.3, did).
 
-So rather than assume a count, the benchmark compiles the configured model
-exactly as the trainer does (trainer's own set-up), traces one call of
-Keras' train function and counts the collective ops in its graph: the
-large ones are the gradient's packs (timed as the model-size all-reduce),
-the small ones (at most SMALL_ELEMENTS elements) cost a round trip each,
-which the benchmark times as a latency.
+The count depends on the model, its metrics and tf_keras, so rather than
+assume one, the benchmark compiles the configured model exactly as the
+trainer does (trainer's own set-up), traces one call of Keras' train
+function and counts the collective ops in its graph: the large ones are the
+gradient's packs (timed as the model-size all-reduce), the small ones (at
+most SMALL_ELEMENTS elements) cost a round trip each, which the benchmark
+times as a latency.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ input pipeline kept the trainer waiting (``input_wait.fraction`` of the
 result JSONs; ``n/a`` under horovod and parameter_server, which do not
 measure it).
 
-Model FLOPs (issue 29) get a table of their own under a section's notes,
+Model FLOPs get a table of their own under a section's notes,
 only when result JSONs carried the trainer's ``flops`` object
 (:mod:`official_bench.extract.model_flops`): DLPerf's table above stays as
 it is, with or without result JSONs.

@@ -8,12 +8,9 @@ kernel for every distributed dataset, so every trainer process gets it. Any
 mallopt call also switches off glibc's dynamic threshold, so from then on
 every host buffer of 128 KiB or more (Eigen's GEMM packing blocks,
 activations, decoded images) is a fresh mmap, zero-filled page by page and
-unmapped on free. Measured here (BENCHMARKS.md, "vs Model Garden"): ResNet-50
-224x224 batch 8 fp32 on 2 CPU cores spent ~30% of its time in the kernel
-(page faults) and ran at 1.7-2.0 img/s; with the thresholds set back, 2.7
-img/s in a lone run (3.2 when the same trainer ran on TensorFlow 2.20,
-which has no such call). On a GPU machine the same faults hit the input
-pipeline's decoded images.
+unmapped on free: CPU steps spend their time in page faults, and on a GPU
+machine the input pipeline's decoded images do (BENCHMARKS.md, "vs Model
+Garden: TensorFlow 2.21's malloc thresholds").
 
 runtime/malloc.py's `restore_malloc_thresholds` first provokes the once-per-process patch (a
 one-element from_generator dataset), then sets the mmap threshold to glibc's

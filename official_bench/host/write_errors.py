@@ -1,6 +1,6 @@
 """One line for a file a command could not write.
 
-A full disk, a quota, a read-only mount or a missing permission used to end
+A full disk, a quota, a read-only mount or a missing permission would end
 in a Python traceback from wherever the write happened. Every writer (the
 trainer's params.yaml, result.json, checkpoints and SavedModel; the
 launcher's logs and status files; the extractor; the TFRecord builder; the

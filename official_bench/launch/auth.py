@@ -11,7 +11,7 @@ Where the secret comes from, first found wins:
    Anyone who can read the job's environment knows it, and every user of the
    cluster can compute it (squeue shows job ids and node lists). It keeps
    out machines outside the cluster and the launchers of other jobs (two
-   benchmark jobs on the same nodes and ports no longer meet each other's
+   benchmark jobs on the same nodes and ports do not meet each other's
    nodes), not other users of the cluster; set BARRIER_SECRET for that.
 3. Nothing: the barrier is open (an empty key, so the protocol is the same)
    and the launcher prints one warning line. Anyone who can reach node 0's

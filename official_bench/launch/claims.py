@@ -1,8 +1,8 @@
 """One log, one writer: a launcher claims each case directory it writes.
 
 Two launchers on the same case of the same log tree (two Slurm jobs sharing
-a results directory, a second terminal) used to write the same
-rn50_b{B}_{dtype}_{i}.log, and one run was lost without a word. Before any
+a results directory, a second terminal) would write the same
+rn50_b{B}_{dtype}_{i}.log, and one run would be lost without a word. Before any
 run, each launcher creates, with O_CREAT | O_EXCL, a claim file in every
 case directory it will write (per node, batch, dtype and bench):
 

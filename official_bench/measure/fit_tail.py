@@ -1,16 +1,17 @@
 """The wait between the end of training and model.fit returning, said.
 
-On its way out model.fit destroys the input pipeline's iterator, and that
-can take up to a minute: the iterator of tf.distribute's per-device
-prefetch (MultiDeviceIterator, autotuning on by default) joins tf.data's
-autotune thread, which sleeps out its current optimisation period (10 ms
-doubling to 60 s) instead of waking when cancelled, with the GIL held
-(BENCHMARKS.md, "The tail after training"). runtime/device_prefetch.py
-now builds that prefetch without autotuning, so the wait should be gone;
-the lines stay for the pipelines that still autotune (the configured
-input's own, where a builder leaves it on) and for a TensorFlow where that
-fix could not be installed: a line when training ends, saying what comes,
-and one after fit returned when it took long.
+On its way out model.fit destroys the input pipeline's iterator, and where
+that pipeline autotunes, the iterator joins tf.data's autotune thread, which
+sleeps out its current optimisation period (10 ms doubling to 60 s) instead
+of waking when cancelled. A run then seems to hang after its last step. So
+this callback logs a line when training ends, saying what comes, and one
+after fit returned when that took long (LONG_SECONDS or more).
+
+tf.distribute's own per-device prefetch is built without autotuning
+(runtime/device_prefetch.py); the lines are for the pipelines that still
+autotune (the configured input's own, where a builder leaves it on) and for
+a TensorFlow where that fix could not be installed. Measurements: BENCHMARKS.md,
+"The tail after training".
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ ends each device's pipeline in a `prefetch` of the batches already made,
 in a dataset with default options, so tf.data autotunes it: one thread
 per device whose period doubles from 10 ms up to 60 s, and whose end the
 iterator's deletion waits out. That deletion comes at the end of every
-fit, so fit returned 0-60 s after its last step (BENCHMARKS.md, the tail
-after training: 16 of 27 ResNet-50 runs, 3.9-38.4 s). The stage has a
-fixed buffer and nothing to tune, so it is built here with autotuning off.
+fit, which would return up to a minute after its last step (BENCHMARKS.md,
+"The tail after training"). The stage has a fixed buffer and nothing to
+tune, so it is built here with autotuning off.
 
 This wraps TensorFlow's private `_create_device_dataset`
 (tensorflow/python/data/ops/multi_device_iterator_ops.py, in 2.18-2.21);
