@@ -33,7 +33,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 from official_bench.host.terminal import help_formatter
 from official_bench.contracts import (dtypes, exit_status, history_row,
                                       log_tree)
-from official_bench.contracts import result_json as runjson
+from official_bench.contracts import result_json
 from official_bench.contracts.throughput import (
     ReadInterval, images_per_second_over_window)
 from official_bench.extract import ab, logparse, verdict
@@ -114,7 +114,7 @@ def _stats(path: str) -> dict:
     return stats if isinstance(stats, dict) else {}
 
 
-def result_case(result: runjson.RunResultFile) -> Optional[Case]:
+def result_case(result: result_json.RunResultFile) -> Optional[Case]:
     """The case of a result.json from its stats and environment, or None
     when it does not say its replicas, batch or precision."""
     env = result.environment or {}
@@ -133,7 +133,7 @@ def _read_result_files(path: str, files: Sequence[str],
     """Runs of a folder of result.json files (module doc)."""
     side = SideRuns(path, "result.json files", {})
     for name in files:
-        result, problem = runjson.load_run_json(name)
+        result, problem = result_json.load_run_json(name)
         if result is None:
             side.notes.append(problem or f"{name}: unreadable")
             continue

@@ -45,11 +45,11 @@ from official_bench.host.write_errors import NotWritable, writing
 from official_bench.extract import cases
 from official_bench.extract import history_plot
 from official_bench.extract import logparse
-from official_bench.extract import tables as report
+from official_bench.extract import tables
 from official_bench.contracts import run_status
 from official_bench.contracts import throughput
-from official_bench.contracts import result_json as runjson
-from official_bench.extract import speeds as runspeed
+from official_bench.contracts import result_json
+from official_bench.extract import speeds
 from official_bench.extract import scaling
 from official_bench.extract import windows
 from official_bench.extract.errors import ExtractError
@@ -67,7 +67,7 @@ class Extraction:
 
     log_dir: str
     name: str
-    result: report.Result
+    result: tables.Result
     outcomes: List[RunOutcome]
     warnings: List[str]  # human-readable, already prefixed with case/log
     # (path, reason) for .log files outside the naming scheme
@@ -96,9 +96,9 @@ def result_name(log_dir: str) -> str:
 def _check_options(warmup_batches: int, train_batches: int, method: str,
                    spread_warn: float) -> None:
     """Reject option values that cannot give a meaningful result."""
-    if method not in runspeed.METHODS:
+    if method not in speeds.METHODS:
         raise ExtractError(f"method {method!r} is not one of: "
-                           f"{', '.join(runspeed.METHODS)}")
+                           f"{', '.join(speeds.METHODS)}")
     if warmup_batches < 0:
         raise ExtractError(f"warmup_batches is {warmup_batches}, must be >= 0")
     if train_batches <= warmup_batches:
@@ -117,13 +117,13 @@ def measure_log(run: RunId, path: str,
     try:
         parsed = logparse.parse_log_file(path)
     except OSError as e:
-        return runspeed.RunOutcome(run, path, excluded=f"cannot read log: {e}")
+        return speeds.RunOutcome(run, path, excluded=f"cannot read log: {e}")
     record, status_warning = run_status.load_status(path)
     failed = run_status.exclusion(record)
     if failed:
-        return runspeed.RunOutcome(run, path, excluded=failed)
-    run_json, warning = runjson.load_run_json(log_tree.json_path(path))
-    outcome = runspeed.measure_run(run, parsed, run_json, warmup_batches,
+        return speeds.RunOutcome(run, path, excluded=failed)
+    run_json, warning = result_json.load_run_json(log_tree.json_path(path))
+    outcome = speeds.measure_run(run, parsed, run_json, warmup_batches,
                                    train_batches, method)
     for w in (warning, status_warning):
         if w:
@@ -210,7 +210,7 @@ def output_paths(output_dir: str, name: str) -> Dict[str, str]:
             "csv": base + ".csv", "png": base + ".png", "html": base + ".html"}
 
 
-def result_json_text(result: report.Result) -> str:
+def result_json_text(result: tables.Result) -> str:
     """The result dictionary as written to the JSON file and stdout."""
     return json.dumps(result, indent=4) + "\n"
 
@@ -254,7 +254,7 @@ def _write_outputs(extraction: Extraction, output_dir: str, markdown: bool,
                    ) -> Tuple[List[str], List[str]]:
     """write_outputs without the OSError translation."""
     from official_bench.extract import html_report
-    from official_bench.extract import series as runseries
+    from official_bench.extract import series
 
     paths = output_paths(output_dir, extraction.name)
     written: List[str] = []
@@ -266,17 +266,17 @@ def _write_outputs(extraction: Extraction, output_dir: str, markdown: bool,
     written.append(paths["json"])
     if markdown:
         atomic.write_text_atomic(paths["markdown"],
-                                 report.markdown_report(extraction.result,
+                                 tables.markdown_report(extraction.result,
                                                         extraction.name)
                                  + allreduce_logs.markdown(
                                      extraction.bandwidth))
         written.append(paths["markdown"])
     if csv:
-        atomic.write_text_atomic(paths["csv"], report.csv_text(extraction.result))
+        atomic.write_text_atomic(paths["csv"], tables.csv_text(extraction.result))
         written.append(paths["csv"])
-    series = (runseries.collect(extraction.outcomes)
-              if plot is not False or html else None)
-    png, plot_note = _make_plot(extraction, paths["png"], plot, series)
+    run_series = (series.collect(extraction.outcomes)
+                  if plot is not False or html else None)
+    png, plot_note = _make_plot(extraction, paths["png"], plot, run_series)
     if png:
         written.append(paths["png"])
     elif plot is None:  # wanted if possible: say why there is none
@@ -289,7 +289,7 @@ def _write_outputs(extraction: Extraction, output_dir: str, markdown: bool,
                            f"Run history ({history}): each case's mean "
                            "img/s per run over time"))
         atomic.write_text_atomic(paths["html"], html_report.html_report(
-            extraction.result, extraction.name, images, plot_note, series,
+            extraction.result, extraction.name, images, plot_note, run_series,
             extraction.bandwidth))
         written.append(paths["html"])
     return written, notes
@@ -318,12 +318,12 @@ def _make_plot(extraction: Extraction, path: str, plot: Optional[bool],
 def compare(path_a: str, path_b: str, output_dir: Optional[str] = None,
             markdown: bool = True, csv: bool = True) -> Tuple[str, List[str]]:
     """Side-by-side table of two result files; returns (markdown, written)."""
-    a, b = report.load_result(path_a), report.load_result(path_b)
-    label_a, label_b = report.compare_labels(path_a, path_b)
-    if not report.pair_models(a, b)[0]:
+    a, b = tables.load_result(path_a), tables.load_result(path_b)
+    label_a, label_b = tables.compare_labels(path_a, path_b)
+    if not tables.pair_models(a, b)[0]:
         raise ExtractError(f"nothing to compare: {path_a} has sections "
                            f"{', '.join(a)}, {path_b} has {', '.join(b)}")
-    text = report.compare_markdown(a, b, label_a, label_b)
+    text = tables.compare_markdown(a, b, label_a, label_b)
     if output_dir is None:
         return text, []
     with _writing_results(output_dir):
@@ -331,7 +331,7 @@ def compare(path_a: str, path_b: str, output_dir: Optional[str] = None,
                                     markdown, csv)
 
 
-def _write_compare(a: report.Result, b: report.Result, label_a: str,
+def _write_compare(a: tables.Result, b: tables.Result, label_a: str,
                    label_b: str, text: str, output_dir: str, markdown: bool,
                    csv: bool) -> List[str]:
     """Write the comparison's Markdown and CSV; returns the paths written."""
@@ -343,7 +343,7 @@ def _write_compare(a: report.Result, b: report.Result, label_a: str,
         written.append(base + ".md")
     if csv:
         atomic.write_text_atomic(base + ".csv",
-                                 report.compare_csv(a, b, label_a, label_b))
+                                 tables.compare_csv(a, b, label_a, label_b))
         written.append(base + ".csv")
     return written
 
@@ -379,7 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "after its first (warm-up) interval, and say which "
                         "(for short runs, e.g. a CPU try; not with "
                         "--warmup_batches/--train_batches)")
-    p.add_argument("--method", choices=runspeed.METHODS, default="mean",
+    p.add_argument("--method", choices=speeds.METHODS, default="mean",
                    help="mean: mean of the intervals' examples/second "
                         "(DLPerf); time: global batch x steps / clock time "
                         "between the first and last counted interval "

@@ -31,7 +31,7 @@ from typing import Any, Container, Dict, Iterable, List, Optional, Sequence, Tup
 
 from official_bench.extract import model_flops
 from official_bench.extract import subject
-from official_bench.extract import tables as report
+from official_bench.extract import tables
 from official_bench.extract.cases import OVER_WINDOW_KEY
 from official_bench.extract.series import RunSeries
 
@@ -121,13 +121,13 @@ def environment_rows(model_result: ModelResult,
                      ) -> List[List[str]]:
     """One row per case (ENV_COLUMNS order) from its entry's ``environment``."""
     rows: List[List[str]] = []
-    for case, e in report.sorted_cases(model_result):
+    for case, e in tables.sorted_cases(model_result):
         env = e.get("environment") or {}
         gpus = env.get("gpu_names") or []
         rows.append([case] + [_or_na(env.get(k)) for k in (
             "tensorflow", "tf_keras", "python", "cuda_version", "cudnn_version",
             "strategy", "num_workers", "num_replicas", "devices")] + [
-            report.gpu_summary(gpus) if gpus else "n/a",
+            tables.gpu_summary(gpus) if gpus else "n/a",
             _or_na(env.get("cpu_model")),
             _hosts(env, (model_series or {}).get(case) or []),
             cpu_kernels_cell(env)])
@@ -152,8 +152,8 @@ def averages_rows(model_result: ModelResult) -> List[List[str]]:
     interval rates) beside images / time over the counted window (median
     over runs), AVERAGES_COLUMNS order."""
     rows = []
-    for case, e in report.sorted_cases(model_result):
-        nodes, _, devices = report.case_counts(case)
+    for case, e in tables.sorted_cases(model_result):
+        nodes, _, devices = tables.case_counts(case)
         rows.append([str(nodes), str(devices), _rate(e.get("median_speed")),
                      _rate(e.get(OVER_WINDOW_KEY))])
     return rows
@@ -198,21 +198,21 @@ def _flops(model_result: ModelResult) -> str:
     if not model_flops.has_flops(model_result):
         return ""
     return ("<h3>Model FLOPs utilisation</h3>"
-            + _table(_columns(report.FLOPS_COLUMNS, model_result),
-                     report.flops_rows(model_result), "flops",
-                     numeric=range(len(report.FLOPS_COLUMNS) - 1))
-            + f'<p class="note">{_e(report.FLOPS_NOTE)}</p>')
+            + _table(_columns(tables.FLOPS_COLUMNS, model_result),
+                     tables.flops_rows(model_result), "flops",
+                     numeric=range(len(tables.FLOPS_COLUMNS) - 1))
+            + f'<p class="note">{_e(tables.FLOPS_NOTE)}</p>')
 
 
 def _section(model_key: str, model_result: ModelResult,
              model_series: Optional[Dict[str, List[RunSeries]]]) -> str:
     """Heading, numbers table, notes and environment table of one model."""
-    heading = _e(report.section_title(model_key, model_result))
+    heading = _e(tables.section_title(model_key, model_result))
     out = [f"<section><h2>{heading}</h2>",
-           _table(_columns(report.MARKDOWN_COLUMNS, model_result),
-                  report.table_rows(model_result),
-                  "result", numeric=range(len(report.MARKDOWN_COLUMNS)))]
-    lines = report.notes(model_result)
+           _table(_columns(tables.MARKDOWN_COLUMNS, model_result),
+                  tables.table_rows(model_result),
+                  "result", numeric=range(len(tables.MARKDOWN_COLUMNS)))]
+    lines = tables.notes(model_result)
     if lines:
         items = "".join(f"<li>{_e(n)}</li>" for n in lines)
         out.append(f'<ul class="note">{items}</ul>')

@@ -31,7 +31,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from official_bench.host import atomic
 from official_bench.extract import model_flops
 from official_bench.extract import subject
-from official_bench.extract import tables as report
+from official_bench.extract import tables
 from official_bench.extract.errors import ExtractError
 from official_bench.extract.series import RunSeries
 
@@ -54,10 +54,10 @@ def _series(model_result: ModelResult) -> List[Tuple[int, float, Any, Any,
                                                     Any]]:
     """Per-case points of one model section, cases without a median skipped."""
     points: List[Tuple[int, float, Any, Any, Any]] = []
-    for case, e in report.sorted_cases(model_result):
+    for case, e in tables.sorted_cases(model_result):
         if e.get("median_speed") is None:
             continue
-        devices = report.case_counts(case)[2]
+        devices = tables.case_counts(case)[2]
         points.append((devices, e["median_speed"], e.get("min"), e.get("max"),
                        e.get("speedup")))
     return points
@@ -67,7 +67,7 @@ def _baseline(model_result: ModelResult) -> Optional[Tuple[int, float]]:
     """(devices, median) of the speedup baseline case, or None."""
     for case, e in model_result.items():
         if case == e.get("speedup_baseline", "1n1g") and e.get("median_speed"):
-            return report.case_counts(case)[2], e["median_speed"]
+            return tables.case_counts(case)[2], e["median_speed"]
     return None
 
 
@@ -79,14 +79,14 @@ def speedup_bounds(model_result: ModelResult
     not a number, are left out: a band is drawn only where a model said so.
     """
     points: List[Tuple[int, float, float]] = []
-    for case, e in report.sorted_cases(model_result):
+    for case, e in tables.sorted_cases(model_result):
         bounds = e.get(BOUNDS_KEY)
         if not isinstance(bounds, dict):
             continue
         lower, upper = bounds.get("lower"), bounds.get("upper")
         if all(isinstance(v, (int, float)) and not isinstance(v, bool)
                for v in (lower, upper)):
-            points.append((report.case_counts(case)[2], lower, upper))
+            points.append((tables.case_counts(case)[2], lower, upper))
     return points
 
 
@@ -140,7 +140,7 @@ def _draw_intervals(ax: Any, result: Dict[str, ModelResult],
     labelled_skip = False
     for model_key in result:
         by_case = series.get(model_key) or {}
-        for case, _ in report.sorted_cases(result[model_key]):
+        for case, _ in tables.sorted_cases(result[model_key]):
             runs = by_case.get(case) or []
             label = f"{model_key} {case}" if several else case
             color = None
@@ -190,8 +190,8 @@ def split_counted(run: RunSeries) -> Tuple[Tuple[List[int], List[float]],
 
 def mfu_points(model_result: ModelResult) -> List[Tuple[int, float]]:
     """``[(devices, MFU in percent)]`` of the cases with a known MFU."""
-    return [(report.case_counts(case)[2], e[model_flops.KEY]["mfu"] * 100)
-            for case, e in report.sorted_cases(model_result)
+    return [(tables.case_counts(case)[2], e[model_flops.KEY]["mfu"] * 100)
+            for case, e in tables.sorted_cases(model_result)
             if (e.get(model_flops.KEY) or {}).get("mfu") is not None]
 
 
@@ -204,7 +204,7 @@ def _draw_mfu(ax: Any, result: Dict[str, ModelResult]) -> None:
         if points:
             ax.plot([p[0] for p in points], [p[1] for p in points],
                     marker="o",
-                    label=report.section_title(model_key, model_result))
+                    label=tables.section_title(model_key, model_result))
             drawn = True
     if not drawn:
         ax.text(0.5, 0.5, "MFU n/a: no peak known for the device",
@@ -260,7 +260,7 @@ def figure(result: Dict[str, ModelResult], title: Optional[str] = None,
         _draw_intervals(fig.add_subplot(grid[1, :]), result, series)
     all_devices: set = set()
     for model_key, model_result in result.items():
-        _draw(axes[0], axes[1], report.section_title(model_key, model_result),
+        _draw(axes[0], axes[1], tables.section_title(model_key, model_result),
               model_result)
         all_devices.update(d for d, *_ in _series(model_result))
     if with_mfu:

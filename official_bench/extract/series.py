@@ -23,7 +23,7 @@ from typing import Dict, Iterable, List, Optional
 from official_bench.contracts import log_tree
 from official_bench.extract import cases
 from official_bench.extract import logparse
-from official_bench.contracts import result_json as runjson
+from official_bench.contracts import result_json
 from official_bench.contracts.throughput import ReadInterval
 from official_bench.extract.speeds import RunOutcome
 
@@ -51,7 +51,7 @@ def _intervals(outcome: RunOutcome) -> List[ReadInterval]:
     the numbers are already computed, only the picture loses a line.
     """
     if outcome.source == "result_json":
-        run_json, _ = runjson.load_run_json(
+        run_json, _ = result_json.load_run_json(
             log_tree.json_path(outcome.log_path))
         if run_json is not None and run_json.intervals:
             return run_json.intervals

@@ -6,7 +6,7 @@ from official_bench import config
 from official_bench.contracts import dtypes
 from official_bench.launch import settings
 from official_bench.extract import logparse
-from official_bench.contracts import result_json as runjson
+from official_bench.contracts import result_json
 
 
 def test_both_spellings_and_policy_names_convert_both_ways():
@@ -24,6 +24,6 @@ def test_layers_share_the_table():
     precision added to the contract reaches all three."""
     assert settings.DTYPES == logparse.DTYPES == dtypes.SHORT_NAMES
     assert set(config.DTYPE_ALIASES) == set(dtypes.ACCEPTED)
-    result = runjson.RunResultFile(path="x", intervals=[],
+    result = result_json.RunResultFile(path="x", intervals=[],
                                    environment={"dtype": "mixed_bfloat16"})
     assert result.dtype == "bf16"

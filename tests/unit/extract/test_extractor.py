@@ -28,7 +28,7 @@ from support import logkit as kit
 from official_bench.contracts import exit_status  # noqa: E402
 from official_bench.host import atomic  # noqa: E402
 from official_bench.extract import extractor as extract  # noqa: E402
-from official_bench.extract import tables as report  # noqa: E402
+from official_bench.extract import tables  # noqa: E402
 from official_bench.extract.errors import ExtractError  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
@@ -439,7 +439,7 @@ def test_compare_labels_for_equal_file_names(tmp_path, capsys):
 def test_compare_mixed_dtype_files_pair_sections_by_key(tmp_path):
     a = {"rn50_fp32": DLPERF_FP32["rn50"], "rn50_fp16": DLPERF_FP16["rn50"]}
     b = {"rn50_fp16": DLPERF_FP16["rn50"], "rn50_bf16": DLPERF_FP16["rn50"]}
-    text = report.compare_markdown(a, b, "old", "new")
+    text = tables.compare_markdown(a, b, "old", "new")
     assert "## rn50_fp16 (batch 256 per device) vs rn50_fp16" in text
     assert "not compared (only in one file): A:rn50_fp32, B:rn50_bf16" in text
 
@@ -472,7 +472,7 @@ def test_compare_without_common_sections(tmp_path, capsys):
 
 
 def test_markdown_of_a_dlperf_result_file():
-    md = report.markdown_report(DLPERF_FP32, "bz128")
+    md = tables.markdown_report(DLPERF_FP32, "bz128")
     assert "| 4 | 32 | 9418.44 | 29.27 | n/a | n/a | n/a | n/a |" in md
 
 

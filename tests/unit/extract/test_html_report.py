@@ -20,7 +20,7 @@ from support import logkit as kit
 
 from official_bench.extract import extractor as extract
 from official_bench.extract import html_report
-from official_bench.extract import tables as report
+from official_bench.extract import tables
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 FIXTURE = os.path.join(REPO, "tests", "fixtures", "logs", "bz128")
@@ -101,7 +101,7 @@ def test_tables_hold_the_markdown_numbers_and_notes(tmp_path):
     extraction, path = _write(tmp_path, FIXTURE)
     page = Page(_read(path))
     results, averages, env = page.tables
-    assert results[0] == list(report.MARKDOWN_COLUMNS)
+    assert results[0] == list(tables.MARKDOWN_COLUMNS)
     markdown = _read(path[:-5] + ".md")
     assert results[1:] == _markdown_cells(markdown)
     assert results[1:] == [
@@ -111,7 +111,7 @@ def test_tables_hold_the_markdown_numbers_and_notes(tmp_path):
          "n/a", "n/a"],
         ["2", "4", "1190.00", "3.72", "92.97%", "297.50", "3 (+1 excluded)", "0.84%",
          "n/a", "n/a"]]  # input wait, GPU util: not in the fixtures' JSONs
-    assert page.items == report.notes(extraction.result["rn50"])
+    assert page.items == tables.notes(extraction.result["rn50"])
     assert any(i.startswith("excluded 1n2g/rn50_b128_fp32_3.log: crashed")
                for i in page.items)
     assert env[0] == list(html_report.ENV_COLUMNS)

@@ -8,7 +8,7 @@ import pytest
 
 from support import logkit as kit
 
-from official_bench.extract import extractor as extract, tables as report  # noqa: E402
+from official_bench.extract import extractor as extract, tables  # noqa: E402
 
 SPEEDS = [90.0] + [100.0] * 6  # steps 0..700: warm-up, then 100 img/s
 
@@ -33,9 +33,9 @@ def test_input_wait_column_is_the_mean_fraction_per_case(tmp_path):
     result = extract.extract(str(log_dir)).result["rn50"]
     assert result["1n1g"]["input_wait"] == pytest.approx(0.16)
     assert result["1n2g"]["input_wait"] is None
-    column = report.MARKDOWN_COLUMNS.index("input wait")
-    assert [r[column] for r in report.table_rows(result)] == ["16.00%", "n/a"]
-    rows = list(csv.DictReader(io.StringIO(report.csv_text(
+    column = tables.MARKDOWN_COLUMNS.index("input wait")
+    assert [r[column] for r in tables.table_rows(result)] == ["16.00%", "n/a"]
+    rows = list(csv.DictReader(io.StringIO(tables.csv_text(
         {"rn50": result}))))
     assert [r["input_wait"] for r in rows] == ["0.16", ""]
 

@@ -16,7 +16,7 @@ from official_bench.contracts.throughput import Interval
 from official_bench.extract import extractor as extract
 from official_bench.extract import model_flops
 from official_bench.extract import plot
-from official_bench.extract import tables as report
+from official_bench.extract import tables
 
 GFLOP = 24.54  # ResNet-50 v1.5 at 224: 3 x 2 x 4.09 G multiply-adds
 
@@ -66,26 +66,26 @@ def test_mfu_per_case_from_the_case_median_and_its_devices(tmp_path):
 def test_dlperfs_table_is_the_same_with_and_without_result_json(tmp_path):
     plain = extract.extract(tree(tmp_path / "a", with_json=False)).result
     rich = extract.extract(tree(tmp_path / "b")).result
-    assert report.markdown_table(rich["rn50"]) == \
-        report.markdown_table(plain["rn50"])
+    assert tables.markdown_table(rich["rn50"]) == \
+        tables.markdown_table(plain["rn50"])
     for case in ("1n1g", "1n2g"):
         for key in ("average_speed", "median_speed", "speedup",
                     "batch_size_per_device"):
             assert rich["rn50"][case][key] == plain["rn50"][case][key]
-    assert "Model FLOPs" not in report.markdown_report(plain, "bz128")
-    assert "Model FLOPs" not in report.markdown_report(
+    assert "Model FLOPs" not in tables.markdown_report(plain, "bz128")
+    assert "Model FLOPs" not in tables.markdown_report(
         extract.extract(tree(tmp_path / "c", flops_of=None)).result, "bz128")
 
 
 def test_markdown_csv_and_html_carry_tflops_and_mfu(tmp_path):
     extraction = extract.extract(tree(tmp_path))
-    markdown = report.markdown_report(extraction.result, "bz128")
+    markdown = tables.markdown_report(extraction.result, "bz128")
     section = markdown[markdown.index("### Model FLOPs utilisation"):]
-    assert "| " + " | ".join(report.FLOPS_COLUMNS) + " |" in section
+    assert "| " + " | ".join(tables.FLOPS_COLUMNS) + " |" in section
     # 590 x 24.54 / 1000 = 14.479 TFLOP/s over 2 x 312: 2.32%
     assert "| 1 | 2 | 590.00 | 24.54 | 14.479 | 7.239 | 312 | 2.32% |" \
         in section
-    rows = list(csv.DictReader(io.StringIO(report.csv_text(extraction.result))))
+    rows = list(csv.DictReader(io.StringIO(tables.csv_text(extraction.result))))
     assert [r["mfu"] for r in rows] == ["0.0236", "0.0232"]
     assert rows[1]["achieved_tflops"] == "14.4786"
     assert rows[1]["gflop_per_image"] == str(GFLOP)
@@ -107,7 +107,7 @@ def test_unknown_peak_gives_na_naming_why(tmp_path):
     got = extraction.result["rn50"]["1n1g"][model_flops.KEY]
     assert got["mfu"] is None
     assert got["achieved_tflops"] == round(300 * GFLOP / 1000, 4)
-    (row, _) = report.flops_rows(extraction.result["rn50"])
+    (row, _) = tables.flops_rows(extraction.result["rn50"])
     assert row[-1] == ("n/a (peak unknown for Some GPU: peak unknown: "
                        "'Some GPU' is not in the table)")
     assert model_flops.why_no_mfu(flops_contract.FlopsRecord(GFLOP)) == (
@@ -154,5 +154,5 @@ def test_images_per_second_over_the_window_beside_the_mean_of_rates(tmp_path):
                for k, e in enumerate(rates) if k]
     assert run["images_per_second_over_window"] == pytest.approx(
         throughput.images_per_second_over_window(counted))
-    csv_rows = report.csv_rows(extraction.result)
+    csv_rows = tables.csv_rows(extraction.result)
     assert csv_rows[0]["images_per_second_over_window"] == 400.0

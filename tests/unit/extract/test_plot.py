@@ -10,7 +10,7 @@ from support import logkit as kit
 
 from official_bench.extract import extractor as extract
 from official_bench.extract import plot
-from official_bench.extract import series as runseries
+from official_bench.extract import series
 
 
 def _tree(tmp_path):
@@ -33,9 +33,9 @@ def _tree(tmp_path):
 
 def test_series_hold_every_interval_from_the_measured_source(tmp_path):
     extraction = _tree(tmp_path)
-    series = runseries.collect(extraction.outcomes)
-    assert list(series) == ["rn50"]
-    one = {r.index: r for r in series["rn50"]["1n1g"]}
+    run_series = series.collect(extraction.outcomes)
+    assert list(run_series) == ["rn50"]
+    one = {r.index: r for r in run_series["rn50"]["1n1g"]}
     assert sorted(one) == [1, 2, 3]
     # warm-up included: the first interval (ending at step 100) is there
     assert one[1].end_steps == [100, 200, 300, 400, 500, 600]
@@ -47,8 +47,8 @@ def test_series_hold_every_interval_from_the_measured_source(tmp_path):
 
 
 def test_crashed_runs_are_not_drawn_and_even_counts_take_the_lower_median(tmp_path):
-    series = runseries.collect(_tree(tmp_path).outcomes)
-    two = series["rn50"]["1n2g"]
+    run_series = series.collect(_tree(tmp_path).outcomes)
+    two = run_series["rn50"]["1n2g"]
     assert [r.index for r in two] == [1, 2]  # run 3 crashed
     assert [r.median for r in two] == [True, False]  # 600 < 620
 
@@ -62,9 +62,9 @@ def _axes(count=1):
 def test_interval_panel_draws_each_case_median_solid_and_window(tmp_path):
     pytest.importorskip("matplotlib", reason="matplotlib is not installed")
     extraction = _tree(tmp_path)
-    series = runseries.collect(extraction.outcomes)
+    run_series = series.collect(extraction.outcomes)
     ax = _axes()
-    plot._draw_intervals(ax, extraction.result, series)
+    plot._draw_intervals(ax, extraction.result, run_series)
     labelled = {line.get_label(): line for line in ax.lines
                 if not line.get_label().startswith("_")}
     assert sorted(labelled) == ["1n1g (median run 2)", "1n2g (median run 1)",

@@ -10,7 +10,7 @@ from support import logkit as kit
 
 from official_bench.extract import allreduce_logs  # noqa: E402
 from official_bench.extract import scaling  # noqa: E402
-from official_bench.extract import extractor as extract, tables as report
+from official_bench.extract import extractor as extract, tables
 
 SPEEDS = [90.0] + [100.0] * 6  # steps 0..700: warm-up, then 100 img/s
 
@@ -69,7 +69,7 @@ def test_bounds_and_words(tree):
     assert below["small_collectives"] == 0  # no latency row: no k L term
     assert rn50["1n1g"]["speedup_bounds"] == {"lower": 1.0, "upper": 1.0}
     assert "scaling_model" not in rn50["1n1g"]
-    notes = report.notes(rn50)
+    notes = tables.notes(rn50)
     assert any(n.startswith("scaling model: 1n2g communication-bound")
                for n in notes)
 
@@ -189,8 +189,8 @@ def test_gpu_utilisation_column(tmp_path):
     rn50 = extract.extract(str(log_dir)).result["rn50"]
     assert rn50["1n1g"]["gpu_utilisation"] == 87.4
     assert rn50["1n2g"]["gpu_utilisation"] is None
-    rows = report.table_rows(rn50)
-    assert report.MARKDOWN_COLUMNS[-1] == "GPU util"
+    rows = tables.table_rows(rn50)
+    assert tables.MARKDOWN_COLUMNS[-1] == "GPU util"
     assert [r[-1] for r in rows] == ["87%", "n/a"]
 
 

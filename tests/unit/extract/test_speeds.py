@@ -11,8 +11,8 @@ from support import logkit as kit
 from official_bench.contracts import log_tree  # noqa: E402
 from official_bench.extract import cases  # noqa: E402
 from official_bench.extract import logparse  # noqa: E402
-from official_bench.contracts import result_json as runjson  # noqa: E402
-from official_bench.extract import speeds as runspeed  # noqa: E402
+from official_bench.contracts import result_json  # noqa: E402
+from official_bench.extract import speeds  # noqa: E402
 from official_bench.extract.logparse import RunId  # noqa: E402
 
 RUN = RunId(1, 1, 128, "fp32", 1)
@@ -20,7 +20,7 @@ RUN = RunId(1, 1, 128, "fp32", 1)
 
 def measure(lines, run=RUN, run_json=None, **kw):
     """measure_run on in-memory log lines."""
-    return runspeed.measure_run(run, logparse.parse_log_lines(lines), run_json, **kw)
+    return speeds.measure_run(run, logparse.parse_log_lines(lines), run_json, **kw)
 
 
 def th(a, b, eps, seconds=1.0, prefix=""):
@@ -268,7 +268,7 @@ def test_time_method_rejects_a_clock_going_backward():
 
 def test_time_method_uses_global_batch_from_result_json():
     stamps = ["I1121 12:00:%02d.000000 1 a.py:1] " % (10 * k) for k in range(6)]
-    rj = runjson.RunResultFile("x.json", [], global_batch_size=256, num_replicas=2)
+    rj = result_json.RunResultFile("x.json", [], global_batch_size=256, num_replicas=2)
     out = measure(_timed(stamps), run=RUN_1N2G, run_json=rj, method="time")
     # 500 steps x 256 / 50 s (12:00:00 -> 12:00:50)
     assert out.speed == pytest.approx(2560.0)
@@ -290,7 +290,7 @@ def _json_for(speeds, global_batch=128, replicas=1, **env):
     data = kit.result_json([(k * 100, k * 100 + 100, e) for k, e in enumerate(speeds)],
                            global_batch, replicas, kit.environment(
                                num_replicas=replicas, **env))
-    return runjson._parse("x.json", data)
+    return result_json._parse("x.json", data)
 
 
 def test_mean_prefers_unrounded_json_intervals():
@@ -325,17 +325,17 @@ def test_trainer_warnings_in_the_json_are_passed_on():
     data["warnings"] = ["loss is nan at step 200 (non-finite from a step in "
                         "101-200; ...); training went on"]
     out = measure(kit.run_lines(SPEEDS_JSON),
-                  run_json=runjson._parse("x.json", data))
+                  run_json=result_json._parse("x.json", data))
     assert out.ok  # a throughput-only run still counts, but says so
     assert out.warnings == ["trainer: loss is nan at step 200 (non-finite "
                             "from a step in 101-200; ...); training went on"]
     data["warnings"] = "nan"
-    with pytest.raises(runjson._Invalid, match="warnings is not a list"):
-        runjson._parse("x.json", data)
+    with pytest.raises(result_json._Invalid, match="warnings is not a list"):
+        result_json._parse("x.json", data)
 
 
 def test_json_without_intervals_falls_back_to_the_log():
-    empty = runjson.RunResultFile("x.json", [], global_batch_size=128)
+    empty = result_json.RunResultFile("x.json", [], global_batch_size=128)
     out = measure(kit.run_lines([10, 20, 20, 20, 20, 20]), run_json=empty)
     assert out.source == "log" and out.speed == pytest.approx(20.0)
     assert "result JSON has no intervals; using the log lines" in out.warnings
@@ -359,10 +359,10 @@ def test_crashed_log_is_excluded_even_with_json():
 
 def test_load_run_json_variants(tmp_path):
     path = str(tmp_path / "r.json")
-    assert runjson.load_run_json(path) == (None, None)
+    assert result_json.load_run_json(path) == (None, None)
     good = kit.result_json([(0, 100, 5.0)], 8, 1)
     kit.write_json(path, good)
-    loaded, warning = runjson.load_run_json(path)
+    loaded, warning = result_json.load_run_json(path)
     assert warning is None and loaded.global_batch_size == 8
     assert loaded.intervals[0].examples_per_second == 5.0 and loaded.dtype == "fp32"
     bad_cases = {
@@ -382,7 +382,7 @@ def test_load_run_json_variants(tmp_path):
     }
     for text, expected in bad_cases.items():
         kit.write_json(path, text)
-        loaded, warning = runjson.load_run_json(path)
+        loaded, warning = result_json.load_run_json(path)
         assert loaded is None, text
         assert path in warning and expected in warning and "using the log" in warning
 
@@ -392,7 +392,7 @@ def test_load_run_json_variants(tmp_path):
 def outcome(case, index, speed, dtype="fp32", batch=128, excluded=None, env=None):
     nodes, gpus = log_tree.parse_case_name(case)
     run = RunId(nodes, gpus, batch, dtype, index)
-    return runspeed.RunOutcome(run, "x.log", speed=speed, excluded=excluded,
+    return speeds.RunOutcome(run, "x.log", speed=speed, excluded=excluded,
                                counted_steps=(100, 600), num_intervals=5,
                                global_batch_size=batch * nodes * gpus,
                                environment=env)

@@ -10,7 +10,7 @@ from support import logkit as kit
 
 from official_bench.extract import extractor as extract
 from official_bench.extract import plot
-from official_bench.extract import series as runseries
+from official_bench.extract import series
 from official_bench.extract import subject
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
@@ -122,7 +122,7 @@ def test_plot_title_and_warm_up_point(tmp_path):
     pytest.importorskip("matplotlib", reason="matplotlib is not installed")
     extraction = extract.extract(_tree(tmp_path), window="auto")
     fig = plot.figure(extraction.result, "bz16",
-                      runseries.collect(extraction.outcomes))
+                      series.collect(extraction.outcomes))
     title = fig.get_suptitle()
     assert title.splitlines() == [
         "ResNet-50 v1.5, 64x64 images (synthetic data), CPU: AMD EPYC 7B13: "
@@ -159,9 +159,9 @@ def test_device_kind_falls_back_to_the_config_then_the_gpu_names():
 
 
 def test_markdown_says_it_too_but_only_when_a_result_json_did(tmp_path):
-    from official_bench.extract import tables as report
+    from official_bench.extract import tables
     result = extract.extract(_tree(tmp_path), window="auto").result
-    lines = report.markdown_report(result, "bz16").splitlines()
+    lines = tables.markdown_report(result, "bz16").splitlines()
     assert lines[:7] == [
         "# ResNet-50 v1.5 throughput: bz16", "",
         "Measured: ResNet-50 v1.5, 64x64 images (synthetic data), CPU: AMD "
@@ -169,6 +169,6 @@ def test_markdown_says_it_too_but_only_when_a_result_json_did(tmp_path):
         "no GPU used; TensorFlow built with CUDA 12.5.1, cuDNN 9"]
     logs = tmp_path / "plain"
     kit.write_run(logs, "1n1g", [50.0] + [300.0] * 5)
-    plain = report.markdown_report(extract.extract(str(logs)).result, "plain")
+    plain = tables.markdown_report(extract.extract(str(logs)).result, "plain")
     assert plain.startswith("# ResNet-50 v1.5 throughput: plain\n\n## rn50")
     assert "Measured" not in plain
