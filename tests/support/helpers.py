@@ -135,6 +135,23 @@ def cli_env(extra=None):
     return env
 
 
+def child_env(extra=None):
+    """cli_env with this checkout and tests/ first on PYTHONPATH: a child
+    Python imports official_bench, support and a test module (by
+    importable_name) without editing sys.path."""
+    path = os.pathsep.join(p for p in (REPO, os.path.join(REPO, "tests"),
+                                       os.environ.get("PYTHONPATH")) if p)
+    return cli_env(dict(extra or {}, PYTHONPATH=path))
+
+
+def importable_name(test_file):
+    """The dotted name a child_env Python imports a test file by
+    (tests/unit/data/build/test_x.py -> unit.data.build.test_x)."""
+    rel = os.path.relpath(os.path.splitext(os.path.abspath(test_file))[0],
+                          os.path.join(REPO, "tests"))
+    return rel.replace(os.sep, ".")
+
+
 _BLOCK_IMPORT = '''
 import sys
 

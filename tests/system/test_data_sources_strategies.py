@@ -5,10 +5,10 @@ Where each (source x strategy) pair is covered:
 
 | source  | one_device | mirrored | multi_worker_mirrored | horovod |
 |---------|------------|----------|-----------------------|---------|
-| python  | unit/data/test_python_feed | same | same (2 workers, pipeline ids) | here (horovodrun, pipeline ids) |
+| python  | unit/data/feeds/test_python_feed | same | same (2 workers, pipeline ids) | here (horovodrun, pipeline ids) |
 | zmq     | system/test_zmq_feed | same (2 producers) | same (2 workers, port + i) | here (horovodrun, port + rank) |
-| service | unit/data/test_service | here | here (2 workers, pipeline ids) | here (horovodrun) |
-| records | unit/training/test_training and others | unit/data/test_records (sharding, in process) | through service (the trainer builds the pipeline) | here (horovodrun) |
+| service | unit/data/feeds/test_service | here | here (2 workers, pipeline ids) | here (horovodrun) |
+| records | unit/training/test_training and others | unit/data/records/test_records (sharding, in process) | through service (the trainer builds the pipeline) | here (horovodrun) |
 
 "Own share" means: python sources are called with the worker's or rank's
 input pipeline id (recorded by the source itself); a zmq worker or rank

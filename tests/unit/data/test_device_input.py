@@ -148,9 +148,13 @@ def test_uint8_model_input_equals_the_host_normalised_images(tmp_path, dtype):
 
 def test_model_built_for_uint8_normalises_in_its_first_layer():
     from official_bench.models import build_model
+    from official_bench.models.device_normalize import model_input
+    from official_bench.runtime.keras_setup import keras
     cfg = load_config(params_override=tiny(train_dataset={
         "transfer_uint8": True, "mean_subtract": True, "standardize": True}))
-    model = build_model(cfg)
+    input_dtype, input_layer = model_input(cfg.train_dataset)
+    model = build_model(cfg, keras=keras, input_dtype=input_dtype,
+                        input_layer=input_layer)
     assert model.input.dtype == tf.uint8
     first = model.get_layer("device_normalize")
     pixels = tf.constant(np.full((1, 16, 16, 3), 124, np.uint8))

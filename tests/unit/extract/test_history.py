@@ -13,7 +13,8 @@ import sys
 import pytest
 
 from support import logkit
-from support.helpers import REPO, TINY_OVERRIDE, cli_env, trainer_cmd
+from support.helpers import (REPO, TINY_OVERRIDE, child_env, cli_env,
+                             importable_name, trainer_cmd)
 from official_bench.contracts import exit_status, history_db
 from official_bench.contracts.history_row import row_from_result
 
@@ -74,8 +75,7 @@ def test_row_from_result_and_duplicates(tmp_path):
 _WRITER = """
 import sys
 from official_bench.contracts import history_db
-sys.path.insert(0, {tests!r})
-from unit.extract.test_history import _row
+from {module} import _row
 db, writer = sys.argv[1], int(sys.argv[2])
 for k in range(25):
     history_db.append(db, [_row([100.0 + writer, 100.0 + k], 1e9 + k)])
@@ -86,9 +86,9 @@ def test_concurrent_writers_lose_no_row(tmp_path):
     """Four processes append 25 rows each, one transaction per row, all at
     once on a file none of them created first."""
     db = str(tmp_path / "h.sqlite")
-    code = _WRITER.format(tests=os.path.join(REPO, "tests"))
+    code = _WRITER.format(module=importable_name(__file__))
     procs = [subprocess.Popen([sys.executable, "-c", code, db, str(w)],
-                              cwd=REPO, env=cli_env(),
+                              cwd=REPO, env=child_env(),
                               stderr=subprocess.PIPE, text=True)
              for w in range(4)]
     for p in procs:

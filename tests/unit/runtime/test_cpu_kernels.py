@@ -11,7 +11,7 @@ from absl import logging
 
 from official_bench.contracts import exit_status
 from official_bench.runtime import cpu_kernels as ck
-from support.helpers import REPO, TINY_OVERRIDE, cli, cli_env
+from support.helpers import REPO, TINY_OVERRIDE, child_env, cli, cli_env
 
 AVX2 = frozenset("avx fma avx2".split())  # issue 31's EPYC
 BF16 = AVX2 | frozenset("avx512f avx512_vnni avx512_bf16".split())
@@ -181,7 +181,6 @@ def test_a_bad_value_names_the_choices_before_tensorflow(tmp_path):
 NOTEBOOK = """
 import json, sys
 import official_bench
-sys.path.insert(0, "tests")
 from support.helpers import tiny
 result = official_bench.run(
     tiny(runtime={"cpu_kernels": sys.argv[1]}), model_dir=sys.argv[2],
@@ -195,7 +194,7 @@ def test_official_bench_run_sets_the_kernels_before_tensorflow(tmp_path):
     """A notebook's official_bench.run() in a fresh kernel gets the kernels
     its config asks for (eigen: TensorFlow's default here is oneDNN), with
     no "imported before" warning."""
-    env = cli_env()
+    env = child_env()
     env.pop(ck.ENV, None)
     p = subprocess.run([sys.executable, "-c", NOTEBOOK, "eigen",
                         str(tmp_path)], cwd=REPO, env=env,

@@ -18,12 +18,10 @@ from official_bench.data.build import image_codec as codec
 from official_bench.data.records import pipeline
 from official_bench.data.records.record_files import classic_files
 from official_bench.runtime.keras_setup import tf
-from support.helpers import without_module_env
+from support.helpers import REPO, without_module_env
 
 PIL = pytest.importorskip("PIL", reason="Pillow (the builder extra) is needed")
 from PIL import Image  # noqa: E402
-
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 
 def save(path, image, fmt=None, **kw):

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from official_bench.data.build import worker_pool
+from support.helpers import REPO, child_env, importable_name
 
 
 def _raising_thread(exc):
@@ -109,12 +110,11 @@ def _stop_after_a_worker_died_mid_result():
 def test_stop_ends_a_pool_whose_worker_died_mid_result():
     """The manager thread, stuck on half a message, ends on stop(), so the
     process can exit (it used to hang in interpreter exit after Ctrl-C)."""
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
-            "import test_worker_pool as t; "
+    code = (f"import {importable_name(__file__)} as t; "
             "t._stop_after_a_worker_died_mid_result()")
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", code, os.path.dirname(__file__)],
+            [sys.executable, "-c", code], cwd=REPO, env=child_env(),
             capture_output=True, text=True, timeout=60)
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"the process did not exit after stop(): {e.stderr}")

@@ -18,6 +18,7 @@ from official_bench.data.records.record_files import classic_files
 from official_bench.data.build.record_verify import check_records
 from official_bench.data.build.example_proto import classic_example
 from official_bench.runtime.keras_setup import tf
+from support.helpers import REPO
 
 CTX = tf.distribute.InputContext()
 DEADLINE = 60
@@ -202,13 +203,12 @@ def test_training_cli_stops_at_the_named_bad_record(tmp_path):
         "validation_dataset": {"builder": "records", "image_size": 8,
                                "num_classes": 2},
         "model": {"model_params": {"depth": 8}}, "train": {"epochs": 1}}
-    repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
     proc = subprocess.run(
         [sys.executable, "-m", "official_bench.classifier_trainer",
          "--mode=train", "--model_type=resnet_cifar", "--dataset=cifar10",
          f"--data_dir={tmp_path}", f"--model_dir={tmp_path / 'model'}",
          f"--params_override={json.dumps(override)}"],
-        cwd=repo, capture_output=True, text=True, timeout=240,
+        cwd=REPO, capture_output=True, text=True, timeout=240,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     assert proc.returncode == 1
     assert (f"official_bench: bad record 7 in {tmp_path}/train-00000-of-00001"
