@@ -36,7 +36,7 @@ from official_bench.extract.errors import ExtractError
 from official_bench.extract.series import RunSeries
 
 ModelResult = Dict[str, Dict[str, Any]]  # case -> entry of one section
-Series = Dict[str, Dict[str, List[RunSeries]]]  # runseries.collect()
+Series = Dict[str, Dict[str, List[RunSeries]]]  # series.collect()
 
 BOUNDS_KEY = "speedup_bounds"
 NOT_COUNTED = "not counted (warm-up, or outside the window)"

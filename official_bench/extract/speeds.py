@@ -296,8 +296,9 @@ def measure_run(run: logparse.RunId, parsed: ParsedLog,
     """Decide one run's speed from its parsed log and optional result JSON.
 
     ``parsed`` is a :class:`logparse.ParsedLog`, ``run_json`` a
-    :class:`runjson.RunResultFile` or None. Returns a :class:`RunOutcome`;
-    nothing is raised for bad logs (a bad run is an outcome, not an error).
+    :class:`result_json.RunResultFile` or None. Returns a
+    :class:`RunOutcome`; nothing is raised for bad logs (a bad run is an
+    outcome, not an error).
 
     With a usable result JSON next to the log the mean method uses its
     intervals (unrounded) and cross-checks them against the log lines; the

@@ -18,7 +18,7 @@ from official_bench import trainer
 PROBE = textwrap.dedent("""
     import json, resource
     import numpy as np
-    from official_bench.host import malloc as host_malloc
+    from official_bench.host import malloc
     from official_bench.runtime.malloc import provoke_tensorflow_patch
 
     def faults():
@@ -31,7 +31,7 @@ PROBE = textwrap.dedent("""
 
     provoke_tensorflow_patch()
     out = {"after_tensorflow": faults()}
-    out["set"] = host_malloc.set_thresholds()
+    out["set"] = malloc.set_thresholds()
     out["restored"] = faults()
     print(json.dumps(out))
 """)
