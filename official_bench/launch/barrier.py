@@ -518,7 +518,7 @@ class Client:
         return json.loads(line.decode("utf-8"))
 
     def _request(self, request: dict, timeout: float) -> dict:
-        """One authenticated exchange (see the module docstring)."""
+        """One authenticated exchange (the wire format: Coordinator)."""
         with socket.create_connection((self.host, self.port),
                                       timeout=min(timeout, 5.0)) as s:
             s.settimeout(min(timeout, IDLE_TIMEOUT + 5.0))
