@@ -1,5 +1,32 @@
 """All-reduce bandwidth through the trainer's own strategy and options.
 
+The trainer's flags and config set up the strategy exactly as for training
+(mirrored, multi_worker_mirrored, Horovod; 1, 2 or 4 nodes), so the
+all-reduce measured is the one training pays: buffers of the model's
+gradient size and a sweep of sizes (allreduce/bandwidth.py), and with
+'model' what the scaling model charges a step (allreduce/collectives.py,
+compute_wait.py, in_step.py). What it prints and writes is its --help
+(USAGE below) and docs/allreduce.md. The run scripts run it with
+BENCH=allreduce.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from typing import List
+
+from absl import app, flags, logging
+
+from official_bench.contracts import exit_status
+from official_bench.config import flags as trainer_flags  # the trainer's flags
+from official_bench.allreduce import bandwidth
+
+# --help's text: the command, what is measured, what is written.
+USAGE = """All-reduce bandwidth through the trainer's own strategy and options.
+
     python -m official_bench.allreduce.bench \\
         --config_file=configs/examples/resnet/imagenet/gpu.yaml \\
         --params_override='runtime.num_gpus=8' --sizes=model,1M,64M
@@ -27,20 +54,6 @@ first device alone, after a wait that long and back to back, side by side
 and the scaling model charges them in its no-overlap bound. The run scripts
 run it with BENCH=allreduce.
 """
-
-from __future__ import annotations
-
-import os
-import statistics
-import sys
-import time
-from typing import List
-
-from absl import app, flags, logging
-
-from official_bench.contracts import exit_status
-from official_bench.config import flags as trainer_flags  # the trainer's flags
-from official_bench.allreduce import bandwidth
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("sizes", "model,64K,1M,16M",
@@ -395,7 +408,7 @@ def main(argv) -> int:
 def run_main() -> None:
     """Console-script entry (official-bench-allreduce)."""
     if trainer_flags.answer_help(
-            sys.argv, __doc__, ("all-reduce flags", sys.modules[__name__])):
+            sys.argv, USAGE, ("all-reduce flags", sys.modules[__name__])):
         sys.exit(exit_status.OK)
     app.run(lambda argv: sys.exit(main(argv)))
 

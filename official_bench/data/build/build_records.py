@@ -1,5 +1,33 @@
-"""Writes image folders as ImageNet-style TFRecord shards (the classic schema).
+"""The TFRecord builder's command line: image folders -> ImageNet-style shards.
 
+Parses the flags, runs builder.build (or record_verify for --verify) and
+turns each failure into its one error line and exit status. What it writes,
+the layouts it reads, restarts and exit statuses are its --help (HELP
+below; docs/data.md for the user's side).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+from typing import Optional, Sequence
+
+from official_bench.contracts import exit_status
+from official_bench.data.build import manifest as manifest_lib
+from official_bench.data.build.manifest import (LABELS_FILE, MANIFEST,
+                                                 SKIPPED_FILE)
+from official_bench.data.build.builder import BuildOptions, build
+from official_bench.data.build.image_codec import NeedsPillow
+from official_bench.data.build.shards import WorkerLost
+from official_bench.data.build.sources import BuildError, read_lines
+from official_bench.host.terminal import help_formatter
+from official_bench.host.write_errors import NotWritable
+
+# --help's epilog: usage, layouts, outputs, restarts, exit statuses.
+HELP = """\
     python -m official_bench.data.build.build_records \\
         --input_dir=/data/digits --output_dir=/data/digits-records \\
         --train_shards=4 --validation_shards=2 [--verify]
@@ -57,26 +85,6 @@ permission: the last line names it and the free space there; finished
 shards are kept), 128+signal stopped by a signal.
 """
 
-from __future__ import annotations
-
-import argparse
-import contextlib
-import os
-import signal
-import sys
-from typing import Optional, Sequence
-
-from official_bench.contracts import exit_status
-from official_bench.data.build import manifest as manifest_lib
-from official_bench.data.build.manifest import (LABELS_FILE, MANIFEST,
-                                                 SKIPPED_FILE)
-from official_bench.data.build.builder import BuildOptions, build
-from official_bench.data.build.image_codec import NeedsPillow
-from official_bench.data.build.shards import WorkerLost
-from official_bench.data.build.sources import BuildError, read_lines
-from official_bench.host.terminal import help_formatter
-from official_bench.host.write_errors import NotWritable
-
 
 def _parser() -> argparse.ArgumentParser:
     d = BuildOptions(output_dir="")  # the defaults, shown by --help
@@ -84,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="official-bench-build-records",
         description="Write image folders as ImageNet-style TFRecord shards.",
         formatter_class=help_formatter(argparse.RawDescriptionHelpFormatter),
-        epilog=__doc__.split("\n\n", 1)[1])
+        epilog=HELP)
     p.add_argument("--output_dir", required=True,
                    help="where the shards, labels.txt and build_records.json go")
     p.add_argument("--input_dir", help="root holding train/ and validation/")
