@@ -2,6 +2,7 @@
 environment leaking in."""
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -38,3 +39,24 @@ def script(mode, tmp_path, *args, timeout=60, **knobs):
     return subprocess.run(["bash", SCRIPTS[mode], *args], cwd=tmp_path,
                           env=clean_env(tmp_path, **knobs),
                           capture_output=True, text=True, timeout=timeout)
+
+
+def run_together(commands, cwd, timeout):
+    """Starts every (argv, env) of `commands` at once, each in a session of
+    its own, stdout and stderr as one text; returns ([returncode],
+    [output]), waiting up to `timeout` s on each in turn. Whatever still
+    runs when this returns or raises (a timeout) is killed with its process
+    group."""
+    procs = []
+    try:
+        for argv, env in commands:
+            procs.append(subprocess.Popen(
+                argv, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, text=True, start_new_session=True))
+        outs = [p.communicate(timeout=timeout)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    return [p.returncode for p in procs], outs

@@ -10,14 +10,13 @@ import json
 import os
 import shlex
 import subprocess
-import sys
 
 import pytest
 
-from official_bench.launch import settings as settings_lib
+from support import launch_cli
+from support.launch_cli import PY
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-PY = os.environ.get("OB_TEST_PYTHON", sys.executable)
 TRAINER = "-m official_bench.classifier_trainer"
 
 # A stand-in horovodrun: prints its arguments and environment, then what
@@ -51,13 +50,12 @@ def fake_venv(tmp_path, horovodrun=FAKE_HOROVODRUN):
 
 
 def clean_env(tmp_path, **knobs):
-    drop = {k.env for k in settings_lib.KNOBS} | {"TF_CONFIG",
-                                                  "OB_HOROVOD_VENV"}
-    env = {k: v for k, v in os.environ.items()
-           if k not in drop and not k.startswith("SLURM")}
-    env.update(PYTHON=PY, LOG_DIR=str(tmp_path / "logs"),
-               MODEL_DIR=str(tmp_path / "model_dir"), SLEEP_SECONDS="0",
-               LAUNCHER="horovod")
+    """support/launch_cli's clean environment with LAUNCHER=horovod, no
+    OB_HOROVOD_VENV of this process, and the interpreter check left on (it
+    checks the stand-in venv's python, and one test is about it)."""
+    env = {k: v for k, v in launch_cli.clean_env(tmp_path).items()
+           if k not in ("PYTHON_CHECK_TIMEOUT", "OB_HOROVOD_VENV")}
+    env.update(LAUNCHER="horovod")
     env.update({k.upper(): str(v) for k, v in knobs.items()})
     return env
 

@@ -10,11 +10,10 @@ Only the addresses inside the namespaces created here are used.
 import json
 import os
 import re
-import signal
-import subprocess
 
 import pytest
 
+from support.launch_cli import run_together
 from support.netns import ADDRS, PORT, env_for
 from support.netns import two_hosts  # noqa: F401 - a fixture
 
@@ -29,23 +28,11 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 def start_both(tmp_path, two_hosts, **knobs):
     """run_two_node.sh in each namespace; their outputs (killed on exit)."""
-    procs = []
-    try:
-        for ns in two_hosts:
-            procs.append(subprocess.Popen(
-                ["ip", "netns", "exec", ns, "timeout", "-k", "10", "400",
-                 "bash", os.path.join(REPO, "run_two_node.sh"), "4", "fp32",
-                 "1"],
-                cwd=tmp_path, env=env_for(tmp_path, ns, **knobs),
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                start_new_session=True))
-        outs = [p.communicate(timeout=420)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-    return [p.returncode for p in procs], outs
+    return run_together(
+        [(["ip", "netns", "exec", ns, "timeout", "-k", "10", "400", "bash",
+           os.path.join(REPO, "run_two_node.sh"), "4", "fp32", "1"],
+          env_for(tmp_path, ns, **knobs)) for ns in two_hosts],
+        tmp_path, timeout=420)
 
 
 @pytest.mark.slow

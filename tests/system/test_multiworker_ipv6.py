@@ -49,10 +49,10 @@ def test_launcher_to_trainer_on_ipv6_loopback(tmp_path):
     BARRIER_SECRET on both nodes) and the trainer's config check all take
     the bracketed form; both nodes finish with result files."""
     import os
-    import subprocess
     import sys
 
     from official_bench.launch import settings as settings_lib
+    from support.launch_cli import run_together
     ports = _free_ipv6_ports(3)
     if ports is None:
         pytest.skip("no IPv6 loopback here (socket.has_ipv6 is false or "
@@ -74,22 +74,12 @@ def test_launcher_to_trainer_on_ipv6_loopback(tmp_path):
         RUN_TIMEOUT="240", KILL_AFTER="10", BARRIER_TIMEOUT="60",
         PEER_TIMEOUT="120", BARRIER_SECRET="v6-secret",
         NODES=f"[::1]:{ports[0]},[::1]:{ports[1]}", BARRIER_PORT=str(ports[2]))
-    procs = []
-    try:
-        for index in (0, 1):
-            procs.append(subprocess.Popen(
-                ["timeout", "-k", "10", "400", "bash",
-                 os.path.join(repo, "run_two_node.sh"), "4", "fp32", "1"],
-                cwd=tmp_path, env=dict(base, TASK_INDEX=str(index)),
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                start_new_session=True))
-        outs = [p.communicate(timeout=420)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, 9)
-                p.wait()
-    assert [p.returncode for p in procs] == [0, 0], "\n".join(outs)
+    returncodes, outs = run_together(
+        [(["timeout", "-k", "10", "400", "bash",
+           os.path.join(repo, "run_two_node.sh"), "4", "fp32", "1"],
+          dict(base, TASK_INDEX=str(index))) for index in (0, 1)],
+        tmp_path, timeout=420)
+    assert returncodes == [0, 0], "\n".join(outs)
     assert f"barrier: serving on [::1]:{ports[2]} for 2 nodes" in outs[0]
     for out in outs:
         assert "authenticated (key: BARRIER_SECRET (env))" in out

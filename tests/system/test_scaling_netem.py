@@ -56,12 +56,12 @@ scale with it alike.
 import json
 import os
 import shutil
-import signal
 import subprocess
 import time
 
 import pytest
 
+from support.launch_cli import run_together
 from support.netns import env_for, two_hosts  # noqa: F401 (fixture)
 from support.run_scripts import PY, REPO
 
@@ -113,24 +113,17 @@ def tc(ns, dev, rate):
 def both(tmp_path, hosts, log_dir, **knobs):
     """RUNS runs of run_two_node.sh in each namespace, host k pinned to
     core k."""
-    procs = []
-    try:
-        for k, ns in enumerate(hosts):
-            env = env_for(tmp_path, ns, **KNOBS, **knobs)
-            env["LOG_DIR"] = str(log_dir)
-            procs.append(subprocess.Popen(
-                ["ip", "netns", "exec", ns, "taskset", "-c", str(k % 2),
-                 "timeout", "-k", "10", "500", "bash",
-                 os.path.join(REPO, "run_two_node.sh"), str(BATCH), "fp32",
-                 str(RUNS)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, text=True, start_new_session=True))
-        outs = [p.communicate(timeout=540)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-    assert [p.returncode for p in procs] == [0, 0], "\n".join(outs)
+    commands = []
+    for k, ns in enumerate(hosts):
+        env = env_for(tmp_path, ns, **KNOBS, **knobs)
+        env["LOG_DIR"] = str(log_dir)
+        commands.append((
+            ["ip", "netns", "exec", ns, "taskset", "-c", str(k % 2),
+             "timeout", "-k", "10", "500", "bash",
+             os.path.join(REPO, "run_two_node.sh"), str(BATCH), "fp32",
+             str(RUNS)], env))
+    returncodes, outs = run_together(commands, tmp_path, timeout=540)
+    assert returncodes == [0, 0], "\n".join(outs)
 
 
 def baseline(tmp_path, log_dir, **knobs):
