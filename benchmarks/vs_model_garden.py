@@ -3,14 +3,14 @@
 Issue 9 section 5 and issue 18: ResNet-50 224x224, batch 8, one_device,
 synthetic data, on this machine's CPU, one precision at a time. Each run is a
 separate process, run by the A/B runner of official-bench-compare
-(official_bench/extract/ab.py): rounds alternate, in order and then
+(official_bench/judge/ab.py): rounds alternate, in order and then
 reversed (Model Garden, ours, [baseline,] then [baseline,] ours, Model
 Garden, ...), so drift of a shared machine's load hits every side. A run's
 images/sec is the mean of its TimeHistory intervals after the first two
 (warm-up, tracing); both trainers log the same `TimeHistory: ...
 examples/second` line. Printed: per-run numbers with the load average, the
 medians, and ours / Model Garden per precision with a 95% interval and the
-verdict of extract/verdict.py (faster, slower, or no difference measurable
+verdict of judge/verdict.py (faster, slower, or no difference measurable
 at this spread), then the ratio round by round (paired: a round's two runs
 share the machine's drift) with its median and lowest. Target: >= 1.0.
 
@@ -59,7 +59,7 @@ from typing import Dict, Optional
 
 import yaml
 
-from official_bench.extract import ab, verdict
+from official_bench.judge import ab, verdict
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MG_PACKAGE = "tf-models-official==2.20.0"
@@ -235,8 +235,8 @@ def side(name: str, python: str, cwd: str, config_file: str, log_steps: int,
 
 
 def compare(dtype: str, args, mg_python: str, work: str) -> Dict[str, float]:
-    """Alternating rounds for one dtype (extract/ab.py); ours/MG (and
-    baseline/MG, variant/MG) with extract/verdict.py's interval."""
+    """Alternating rounds for one dtype (judge/ab.py); ours/MG (and
+    baseline/MG, variant/MG) with judge/verdict.py's interval."""
     cfg = config(dtype, args.steps, args.log_steps)
     config_file = os.path.join(work, f"{dtype}.yaml")
     with open(config_file, "w") as f:

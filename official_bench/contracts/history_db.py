@@ -88,7 +88,7 @@ class Row:
 
     @property
     def interval_rates(self) -> List[float]:
-        """The counted intervals' examples/second (for extract/verdict.py)."""
+        """The counted intervals' examples/second (for judge/verdict.py)."""
         return [float(item[3]) for item in json.loads(self.intervals)]
 
     @property

@@ -14,7 +14,7 @@ import json
 import time
 from typing import Any, Dict, List, Optional
 
-from official_bench.contracts import dtypes
+from official_bench.contracts import counting, dtypes
 from official_bench.contracts import flops as flops_contract
 from official_bench.contracts.history_db import Row, dumps
 from official_bench.contracts.throughput import (
@@ -49,18 +49,6 @@ def _intervals(stats: Dict[str, Any]) -> List[Interval]:
             for i in stats.get("intervals") or []]
 
 
-def counted_intervals(stats: Dict[str, Any],
-                      intervals: List[Interval]) -> List[Interval]:
-    """The intervals the trainer's mean counted (measure/timing.py's
-    compute_stats): after warmup_steps, none touching the profiled steps;
-    all of them when the run was too short to leave the warm-up out."""
-    lo, hi = stats.get("excluded_steps") or (0, -1)
-    used = [i for i in intervals if i.end_step < lo or i.start_step >= hi]
-    warmup = stats.get("warmup_steps") or 0
-    after = [i for i in used if i.start_step >= warmup]
-    return after if after else used
-
-
 def run_key(case: tuple, intervals: List[Interval]) -> str:
     """Digest of a run's case and every interval (history_db module doc)."""
     text = dumps([list(case), [[i.start_step, i.end_step, i.seconds,
@@ -93,7 +81,7 @@ def row_from_result(data: Dict[str, Any], source: str, source_path: str,
     env = data.get("environment") or {}
     config = data.get("config") or {}
     intervals = _intervals(stats)
-    counted = counted_intervals(stats, intervals)
+    counted = counting.recorded_counted(stats, intervals)
     if not counted or stats.get("basis", "intervals") != "intervals":
         return None
     replicas = int(stats.get("num_replicas") or env.get("num_replicas") or 1)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Iterable, Optional, Sequence, Tuple
+from typing import Iterable, Optional
 
 LINE_FORMAT = ("TimeHistory: {seconds:.2f} seconds, {examples_per_second:.2f}"
                " examples/second between steps {start} and {end}")
@@ -58,31 +58,6 @@ class ReadInterval(Interval):
     line_no: int = 0
     timestamp: Optional[float] = None
     clock: Optional[str] = None
-
-
-# DLPerf's counted steps (its extractor's --warmup_batches/--train_batches
-# defaults): ours and the launcher's end-of-run rate use the same.
-DLPERF_WINDOW = (100, 600)
-
-
-def steps_covered(intervals: Sequence[Interval]) -> Optional[Tuple[int, int]]:
-    """(end of the first interval, end of the last): the steps a run covers
-    once its first interval, the warm-up (graph tracing, autotuning), is
-    left out; None without intervals."""
-    if not intervals:
-        return None
-    return intervals[0].end_step, intervals[-1].end_step
-
-
-def common_window(spans: Sequence[Tuple[int, int]]
-                  ) -> Optional[Tuple[int, int]]:
-    """The steps every span covers, ``(latest start, earliest end)``; None
-    when there are no spans or they share no step."""
-    if not spans:
-        return None
-    start = max(first for first, _ in spans)
-    end = min(last for _, last in spans)
-    return (start, end) if start < end else None
 
 
 def format_eta(seconds: float) -> str:

@@ -11,11 +11,10 @@ allreduce_logs and scaling (the all-reduce benchmark's table and the
 scaling model), subject (what a case measured: model, image size, device,
 the CPU smoke-run mark) and model_flops (TFLOP/s and MFU per case), tables
 (Markdown, CSV, comparisons), series, plot and html_report, windows
-(`--window auto`), and extractor (the API `extract(log_dir)` and the CLI).
-Beside it, reading runs the same way: verdict (is B faster than A: ratio
-of medians, bootstrap interval, verdict), compare and ab
-(`official-bench-compare` on two trees or two setups run alternately) and
-history (`official-bench-history` on contracts/history_db.py's file).
+(`--window auto`), history_plot (the run history over time, for the HTML
+page and `official-bench-history --plot`), and extractor (the API
+`extract(log_dir)` and the CLI). Judging runs (compare, A/B, verdict,
+history) is official_bench/judge/, which reads runs through this package.
 
 Nothing here imports TensorFlow: extraction must run on a machine without
 it (tests/unit/test_layering.py checks this). `extract` is not re-exported

@@ -47,7 +47,7 @@ from official_bench.extract import history_plot
 from official_bench.extract import logparse
 from official_bench.extract import tables
 from official_bench.contracts import run_status
-from official_bench.contracts import throughput
+from official_bench.contracts import counting
 from official_bench.contracts import result_json
 from official_bench.extract import speeds
 from official_bench.extract import scaling
@@ -56,7 +56,7 @@ from official_bench.extract.errors import ExtractError
 from official_bench.extract.logparse import RunId
 from official_bench.extract.speeds import RunOutcome
 
-DEFAULT_WARMUP_BATCHES, DEFAULT_TRAIN_BATCHES = throughput.DLPERF_WINDOW
+DEFAULT_WARMUP_BATCHES, DEFAULT_TRAIN_BATCHES = counting.DLPERF_WINDOW
 DEFAULT_SPREAD_WARN = 5.0
 AUTO_WINDOW = windows.AUTO  # --window auto
 
@@ -193,7 +193,7 @@ def window_hint(outcomes: Sequence[RunOutcome]) -> str:
     try): the window every run covers after its first interval (warm-up),
     and the flags that count it; empty when there is none."""
     found = [o.steps_found for o in outcomes if o.steps_found]
-    window = (throughput.common_window(found) if len(found) == len(outcomes)
+    window = (counting.common_window(found) if len(found) == len(outcomes)
               else None)
     if window is None:
         return ""

@@ -1,9 +1,9 @@
 """One run's throughput, or the reason it is left out.
 
-Counted intervals: the TimeHistory intervals with ``start_step >=
-warmup_batches`` and ``end_step <= train_batches`` (identified by their
-"between steps a and b", so any ``log_steps`` works; an interval straddling
-either bound is not counted).
+Counted intervals (contracts/counting.py): the TimeHistory intervals with
+``start_step >= warmup_batches`` and ``end_step <= train_batches``
+(identified by their "between steps a and b", so any ``log_steps`` works;
+an interval straddling either bound is not counted).
 
 ``method="mean"`` (DLPerf's): the run's speed is the arithmetic mean of the
 counted intervals' examples/second, summed in numpy's order (see
@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from official_bench.extract import logparse
 from official_bench.extract import rounding
-from official_bench.contracts import throughput
+from official_bench.contracts import counting, throughput
 from official_bench.contracts.flops import FlopsRecord
 from official_bench.contracts.throughput import ReadInterval
 from official_bench.extract.logparse import MalformedLine, ParsedLog
@@ -60,10 +60,10 @@ class RunOutcome:
     input_wait: Optional[float] = None  # input-wait fraction (result JSON), None: n/a
     # (end of the first interval, end of the last) of the intervals found:
     # the steps the run covers after its warm-up interval, for the
-    # extractor's hint and its --window auto (throughput.steps_covered).
+    # extractor's hint and its --window auto (counting.steps_covered).
     steps_found: Optional[Tuple[int, int]] = None
     # The counted intervals themselves, for the statistics that resample
-    # them (extract/verdict.py: compare and history).
+    # them (judge/verdict.py: compare and history).
     counted: List[ReadInterval] = dataclasses.field(default_factory=list)
     config: Optional[Dict[str, Any]] = None  # the run's config (result JSON)
     flops: Optional[FlopsRecord] = None  # result JSON's flops object
@@ -75,13 +75,6 @@ class RunOutcome:
     def ok(self) -> bool:
         """True when the run has a speed and takes part in the statistics."""
         return self.excluded is None
-
-
-def counted_intervals(intervals: Sequence[ReadInterval], warmup_batches: int,
-                      train_batches: int) -> List[ReadInterval]:
-    """The intervals inside ``[warmup_batches, train_batches]``, in order."""
-    return [iv for iv in intervals
-            if iv.start_step >= warmup_batches and iv.end_step <= train_batches]
 
 
 def _steps(intervals: Sequence[ReadInterval], limit: int = 6) -> str:
@@ -249,11 +242,11 @@ def _cross_check(json_intervals: Sequence[ReadInterval],
         return ["result JSON has intervals but the log has no TimeHistory "
                 "lines to cross-check them"]
     from_json = {(iv.start_step, iv.end_step): iv.examples_per_second
-                 for iv in counted_intervals(json_intervals, warmup_batches,
-                                             train_batches)}
+                 for iv in counting.in_window(json_intervals, warmup_batches,
+                                              train_batches)}
     from_log = {(iv.start_step, iv.end_step): iv.examples_per_second
-                for iv in counted_intervals(log_intervals, warmup_batches,
-                                            train_batches)}
+                for iv in counting.in_window(log_intervals, warmup_batches,
+                                             train_batches)}
     problems: List[str] = []
     for steps in sorted(set(from_json) | set(from_log)):
         a, b = from_json.get(steps), from_log.get(steps)
@@ -349,8 +342,8 @@ def measure_run(run: logparse.RunId, parsed: ParsedLog,
     out.excluded = out.excluded or order_problem(intervals)
     if out.excluded:
         return out
-    out.steps_found = throughput.steps_covered(intervals)
-    counted = counted_intervals(intervals, warmup_batches, train_batches)
+    out.steps_found = counting.steps_covered(intervals)
+    counted = counting.in_window(intervals, warmup_batches, train_batches)
     if not counted:
         out.excluded = (f"no TimeHistory interval inside steps "
                         f"[{warmup_batches}, {train_batches}] (intervals "

@@ -4,8 +4,8 @@ DLPerf's window (100-600), e.g. a CPU try of 60 steps.
 The window is the longest one every run covers once its first interval is
 left out: that interval holds the graph tracing and autotuning (warm-up),
 which no speed should include. From each run, the end of its first interval
-to the end of its last (contracts/throughput.steps_covered); over the runs,
-the latest start and the earliest end (throughput.common_window, which the
+to the end of its last (contracts/counting.steps_covered); over the runs,
+the latest start and the earliest end (counting.common_window, which the
 extractor's hint for a default window no run reaches uses too). DLPerf's
 defaults apply unless this is asked for.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Sequence, Tuple
 
 from official_bench.contracts import run_status
-from official_bench.contracts.throughput import common_window, steps_covered
+from official_bench.contracts.counting import common_window, steps_covered
 from official_bench.extract import logparse
 from official_bench.extract.errors import ExtractError
 from official_bench.extract.logparse import RunId

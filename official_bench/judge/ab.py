@@ -1,5 +1,5 @@
 """The A/B runner: two (or more) setups, each run as its own process on this
-machine, alternated, then compared with extract/verdict.py's rule.
+machine, alternated, then compared with judge/verdict.py's rule.
 
 A *side* is a command that trains and prints TimeHistory lines (this
 project's trainer with a config and overrides, another checkout's, Model
@@ -25,6 +25,7 @@ import sys
 import time
 from typing import Callable, Dict, List, Optional, Sequence
 
+from official_bench.contracts import counting
 from official_bench.contracts.throughput import ReadInterval
 from official_bench.extract import logparse
 from official_bench.extract.errors import ExtractError
@@ -63,7 +64,7 @@ class RunRecord:
 
     @property
     def speed(self) -> float:
-        """Mean of the counted intervals (the rule of extract/verdict.py)."""
+        """Mean of the counted intervals (the rule of judge/verdict.py)."""
         return sum(self.rates) / len(self.rates)
 
 
@@ -95,7 +96,7 @@ def counted_intervals(output: str, warmup_intervals: int
     """A run's TimeHistory intervals after the first ``warmup_intervals``
     (read by the extractor's parser)."""
     parsed = logparse.parse_log_lines(output.splitlines())
-    return parsed.intervals[warmup_intervals:]
+    return counting.after_first(parsed.intervals, warmup_intervals)
 
 
 def _keep_log(path: Optional[str], text: str) -> None:

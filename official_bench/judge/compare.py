@@ -7,15 +7,15 @@ Two ways in:
   reads them: the same window, the same excluded runs, the result.json
   beside a log preferred) or two folders holding the trainer's result.json
   files (any depth; the chief's ``result.json`` only; the window is the one
-  the trainer counted, contracts/history_row.counted_intervals, unless
+  the trainer counted, contracts/counting.recorded_counted, unless
   --warmup_batches/--train_batches are given).
-* the A/B runner (extract/ab.py): ``--pairs N`` rounds of the trainer with
+* the A/B runner (judge/ab.py): ``--pairs N`` rounds of the trainer with
   ``--a-override``/``--b-override`` (over ``--config``) or ``--a-config``/
   ``--b-config``, each run its own process, alternated on this machine.
 
 Per case (nodes, devices per node, per-device batch, precision) both print
 the medians, the ratio B/A, its 95% interval and the verdict of
-extract/verdict.py, with the runs counted on each side, and the median of
+judge/verdict.py, with the runs counted on each side, and the median of
 images / time over each run's counted window beside DLPerf's mean rate.
 """
 
@@ -31,15 +31,15 @@ import tempfile
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from official_bench.host.terminal import help_formatter
-from official_bench.contracts import (dtypes, exit_status, history_row,
-                                      log_tree)
+from official_bench.contracts import counting, dtypes, exit_status, log_tree
 from official_bench.contracts import result_json
 from official_bench.contracts.throughput import (
     ReadInterval, images_per_second_over_window)
-from official_bench.extract import ab, logparse, verdict
+from official_bench.extract import logparse
 from official_bench.extract.errors import ExtractError
 from official_bench.extract.extractor import (
     DEFAULT_TRAIN_BATCHES, DEFAULT_WARMUP_BATCHES, measure_log)
+from official_bench.judge import ab, verdict
 from official_bench.host.write_errors import NotWritable
 
 
@@ -143,12 +143,11 @@ def _read_result_files(path: str, files: Sequence[str],
                               "dtype to name its case; skipped")
             continue
         if warmup is None and train is None:
-            counted = history_row.counted_intervals(_stats(name),
-                                                    result.intervals)
+            counted = counting.recorded_counted(_stats(name),
+                                                result.intervals)
         else:
-            lo, hi = warmup or 0, train
-            counted = [iv for iv in result.intervals if iv.start_step >= lo
-                       and (hi is None or iv.end_step <= hi)]
+            counted = counting.in_window(result.intervals, warmup or 0,
+                                         train)
         if not counted:
             side.notes.append(f"{name}: no interval inside the counted "
                               "window")

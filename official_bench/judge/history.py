@@ -10,7 +10,7 @@ latest one get slower?
 The file is contracts/history_db.py's (the trainer appends to it, see
 history.* in the config). For each case (nodes, devices per node, per-device
 batch, precision, model, image size) the latest run is compared with all
-the earlier ones by extract/verdict.py's rule, the one official-bench-compare
+the earlier ones by judge/verdict.py's rule, the one official-bench-compare
 uses: earlier runs are side A, the latest is side B. A verdict "slower" (the
 95% interval of latest/earlier lies below 1) ends the command with
 exit_status.SLOWER, so a nightly CI job fails on a slow-down beyond the
@@ -39,12 +39,13 @@ from official_bench.contracts import exit_status, history_db, log_tree
 from official_bench.contracts.history_db import HistoryError, Row
 from official_bench.contracts.history_row import row_from_result, run_key
 from official_bench.contracts.throughput import images_per_second_over_window
-from official_bench.extract import history_plot, logparse, verdict
+from official_bench.extract import history_plot, logparse
 from official_bench.extract.history_plot import by_case
 from official_bench.extract.errors import ExtractError
 from official_bench.extract.extractor import (
     DEFAULT_TRAIN_BATCHES, DEFAULT_WARMUP_BATCHES, measure_log)
 from official_bench.extract.speeds import RunOutcome
+from official_bench.judge import verdict
 from official_bench.host import atomic
 from official_bench.host.write_errors import NotWritable, writing
 

@@ -11,12 +11,10 @@ at most one every MIN_SECONDS (the last one is always shown), none with
 QUIET=1. When the run ends, `RunRate` gives its measured img/s: the median
 of its counted intervals, and the extractor window that counts them.
 
-Counted intervals, as the extractor counts them (extract/speeds.py; the
-extractor is a layer above the launcher, so its rule is restated here, not
-imported): those inside DLPerf's window [100, 600] when the run covers it
-(its first interval ends by step 100 and its last reaches step 600), else
-those after the run's first (warm-up) interval, which is the window the
-extractor's own hint proposes (extractor.window_hint).
+Counted intervals, as the extractor counts them (contracts/counting.py,
+the rule's one home): those inside DLPerf's window [100, 600] when the run
+covers it, else those after the run's first (warm-up) interval, which is
+the window the extractor's own hint proposes (extractor.window_hint).
 """
 
 from __future__ import annotations
@@ -27,9 +25,9 @@ import statistics
 import time
 from typing import Callable, List, Optional, Tuple
 
-from official_bench.contracts.throughput import (
-    DLPERF_WINDOW, LINE_RE, Interval, common_window, format_eta,
-    steps_covered)
+from official_bench.contracts.counting import (
+    common_window, counted_alone, covers_dlperf_window, steps_covered)
+from official_bench.contracts.throughput import LINE_RE, Interval, format_eta
 
 MIN_SECONDS = 5.0
 
@@ -63,29 +61,10 @@ class RunRate:
                 f"{how}, steps {self.window[0]}-{self.window[1]})")
 
 
-def covers_dlperf_window(intervals: List[Interval]) -> bool:
-    """Whether the extractor's defaults count this run: an interval ends by
-    step 100 (so one starts at or after it) and the run reaches step 600."""
-    if not intervals:
-        return False
-    start, end = DLPERF_WINDOW
-    return intervals[0].end_step <= start and intervals[-1].end_step >= end
-
-
-def counted(intervals: List[Interval]) -> Tuple[List[Interval], bool]:
-    """(the intervals the extractor would count, whether in DLPerf's
-    window): see the module docstring."""
-    if covers_dlperf_window(intervals):
-        start, end = DLPERF_WINDOW
-        return [iv for iv in intervals
-                if iv.start_step >= start and iv.end_step <= end], True
-    return list(intervals[1:]), False
-
-
 def run_rate(intervals: List[Interval]) -> Optional[RunRate]:
     """The run's img/s (median of its counted intervals); None when it has
     no interval after the warm-up one."""
-    chosen, dlperf = counted(intervals)
+    chosen, dlperf = counted_alone(intervals)
     if not chosen:
         return None
     return RunRate(statistics.median(iv.examples_per_second for iv in chosen),

@@ -1,6 +1,6 @@
 """official-bench-compare on two sets of finished runs and with its A/B
 runner (real trainer processes on a tiny CPU model), and the verdict rule
-(extract/verdict.py) it shares with the run history."""
+(judge/verdict.py) it shares with the run history."""
 
 import json
 import os
@@ -13,7 +13,7 @@ import pytest
 from support import logkit
 from support.helpers import REPO, TINY_OVERRIDE, cli_env
 from official_bench.contracts import exit_status
-from official_bench.extract import compare, verdict
+from official_bench.judge import compare, verdict
 
 
 def _speeds(rng, mean, spread, n):
@@ -34,7 +34,7 @@ def _tree(root, mean, spread, seed, runs=5, case="1n1g"):
 
 def _cli(*args):
     return subprocess.run(
-        [sys.executable, "-m", "official_bench.extract.compare", *args],
+        [sys.executable, "-m", "official_bench.judge.compare", *args],
         cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=600)
 
 

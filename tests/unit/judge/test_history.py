@@ -42,7 +42,7 @@ def _row(rates, when):
 
 def _history(*args):
     return subprocess.run(
-        [sys.executable, "-m", "official_bench.extract.history", *args],
+        [sys.executable, "-m", "official_bench.judge.history", *args],
         cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=300)
 
 
@@ -272,7 +272,7 @@ def test_an_ordinary_latest_run_is_rarely_called_slower():
     """Runs differ more than their intervals (2% between runs, 1% within):
     the latest run alone borrows the earlier runs' run-to-run spread, so an
     ordinary draw is seldom "slower" while a 10% slow-down still is."""
-    from official_bench.extract import verdict
+    from official_bench.judge import verdict
     rng = random.Random(1)
 
     def run(mean=100.0):

@@ -1,7 +1,7 @@
 """The launcher's progress lines and a run's measured img/s (issue 28 §2),
 from TimeHistory lines written with the contract's own formatter."""
 
-from official_bench.contracts import throughput
+from official_bench.contracts import counting, throughput
 from official_bench.contracts.throughput import Interval, format_line
 from official_bench.launch import progress
 
@@ -80,7 +80,7 @@ def test_quiet_shows_nothing_but_still_measures(tmp_path):
 
 def test_dlperf_window_when_the_run_covers_it():
     ivs = [_iv(s, s + 100, 1000.0 + s) for s in range(0, 700, 100)]
-    chosen, dlperf = progress.counted(ivs)
+    chosen, dlperf = counting.counted_alone(ivs)
     assert dlperf and [iv.start_step for iv in chosen] == [100, 200, 300,
                                                            400, 500]
     rate = progress.run_rate(ivs)
