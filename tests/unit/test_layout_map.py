@@ -10,6 +10,7 @@ A docstring names a module as `name.py` (in its folder), as a path
 name (`official_bench.runtime.keras_setup`)."""
 
 import ast
+import fnmatch
 import pathlib
 import re
 
@@ -127,6 +128,15 @@ def test_tests_unit_mirrors_the_package_folders():
     test_folders = {p.parent.relative_to(UNIT).as_posix()
                     for p in UNIT.rglob("test_*.py") if p.parent != UNIT}
     assert sorted(test_folders - folders) == []
+
+
+def test_pytest_collects_every_test_folder(pytestconfig):
+    """No folder of tests/unit is one pytest skips (its default
+    norecursedirs has "build")."""
+    skipped = pytestconfig.getini("norecursedirs")
+    assert sorted(f for f in package_folders()
+                  for part in f.split("/")
+                  if any(fnmatch.fnmatch(part, p) for p in skipped)) == []
 
 
 def test_the_checks_see_a_stale_map(tmp_path):
