@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import signal
 import sys
-from typing import Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 OK = 0
 FAILED = 1
@@ -42,10 +42,13 @@ _MAX_SIGNAL = 64
 
 @dataclasses.dataclass(frozen=True)
 class ExitStatus:
-    """One row of the table: the number, its constant's name, the cause."""
+    """One row of the table: the number, its constant's name, the cause,
+    and the few words the launcher's run lines put after "exit N: " when a
+    trainer ends so (`describe`; empty: the number alone)."""
     code: int
     name: str
     meaning: str
+    short: str = ""
 
 
 TABLE: Tuple[ExitStatus, ...] = (
@@ -61,16 +64,19 @@ TABLE: Tuple[ExitStatus, ...] = (
     ExitStatus(CONFIG, "CONFIG", "bad configuration or arguments: config "
                "file, `--params_override`, flags, a malformed TF_CONFIG "
                "(trainer), launcher knobs, a trainer Python that cannot "
-               "import the trainer, eval/export without a checkpoint"),
+               "import the trainer, eval/export without a checkpoint",
+               short="bad configuration"),
     ExitStatus(CLUSTER, "CLUSTER", "node or cluster set-up: a node list, "
                "TF_CONFIG or task index the launcher cannot use (malformed, "
                "or not fitting this machine or the run script), a port in "
-               "use, a parameter-server peer that never came up"),
+               "use, a parameter-server peer that never came up",
+               short="cluster problem"),
     ExitStatus(PEER_LOST, "PEER_LOST", "a peer task went away mid-run: the "
                "last line is `error: official_bench: lost worker 1 at "
                "host:port at step S of T (...); see that task's log ...`; "
                "also a worker or ps task whose chief or ps went away before "
-               "the run finished"),
+               "the run finished",
+               short="a peer task went away mid-run"),
     ExitStatus(NOT_WRITABLE, "NOT_WRITABLE", "a result, log, status, "
                "checkpoint or record file could not be written: no space "
                "left, a quota, a read-only file system or no permission; "
@@ -87,23 +93,28 @@ TABLE: Tuple[ExitStatus, ...] = (
                "names the cases"),
     ExitStatus(BARRIER_TIMEOUT, "BARRIER_TIMEOUT", "launcher: a node never "
                "arrived at the start barrier within BARRIER_TIMEOUT (the "
-               "missing nodes are named)"),
+               "missing nodes are named)",
+               short="a peer never arrived (runtime.peer_timeout_seconds)"),
     ExitStatus(TIMEOUT, "TIMEOUT", "a trainer run over RUN_TIMEOUT, stopped "
                "with SIGTERM (as reported for the run in the launcher's "
-               "summary)"),
+               "summary)",
+               short="timed out (RUN_TIMEOUT), stopped with SIGTERM"),
     ExitStatus(INTERRUPTED, "INTERRUPTED", "stopped by SIGINT (128 + 2), "
-               "e.g. Ctrl-C"),
+               "e.g. Ctrl-C",
+               short="interrupted (SIGINT)"),
     ExitStatus(KILLED, "KILLED", "killed by SIGKILL (128 + 9): a "
                "multi-worker peer did not arrive within "
                "`runtime.peer_timeout_seconds` (after a line `official_bench: "
                "timeout: worker 0 waited 300 s ...; not reachable: worker 1 "
                "at host:port`), or a run still going KILL_AFTER seconds "
-               "after RUN_TIMEOUT's SIGTERM"),
+               "after RUN_TIMEOUT's SIGTERM",
+               short="killed (SIGKILL)"),
     ExitStatus(TERMINATED, "TERMINATED", "stopped by SIGTERM (128 + 15): "
                "the trainer ends after the current step (or loop) with "
                "`error: official_bench: stopped by SIGTERM at step S of T; "
                "no result written`, or `runtime.stop_grace_seconds` (60) "
-               "after the signal; a second signal exits at once"),
+               "after the signal; a second signal exits at once",
+               short="terminated (SIGTERM)"),
 )
 # Any other 128+N: stopped by signal N, as the shell reports it.
 SIGNAL_ROW = ("128+N", "by_signal(N)", "stopped by signal N (the rows above "
@@ -134,6 +145,27 @@ def lookup(rc: Optional[int]) -> Optional[ExitStatus]:
     if rc is not None and rc < 0:
         rc = by_signal(-rc)
     return _BY_CODE.get(rc)
+
+
+def describe(rc: Optional[int]) -> str:
+    """How the launcher's lines name a trainer's exit status: "exit 4: a
+    peer task went away mid-run" (the row's `short`), "exit 1" (none),
+    "did not start" (None)."""
+    if rc is None:
+        return "did not start"
+    row = _BY_CODE.get(rc)
+    text = row.short if row else ""
+    return f"exit {rc}" + (f": {text}" if text else "")
+
+
+def help_text(texts: Dict[int, str]) -> str:
+    """A command's "Exit status: 0 success, 1 bad input, ..." for its
+    --help, in the table's order; every status must be a row of the table
+    (KeyError otherwise)."""
+    for code in texts:
+        _BY_CODE[code]  # noqa: B018 - a status outside the table fails here
+    return "Exit status: " + ", ".join(
+        f"{s.code} {texts[s.code]}" for s in TABLE if s.code in texts) + "."
 
 
 def markdown_table() -> str:

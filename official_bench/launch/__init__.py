@@ -15,8 +15,10 @@ the extractor reads. It never imports TensorFlow. Modules, top to bottom:
 - barrier and auth: node 0's TCP meeting point, so run i starts together on
   every node and each node learns how it went on the others; its secret.
 - preflight: can the trainer's Python import the trainer (standard library).
-- runner, trainer_process, outcome: the per-run loop, the trainer processes
-  under `timeout -k`, and the rules that judge how a run went.
+- runner: the sweep (every run in order, met with the other nodes), which
+  executes each run with one_run, starts and stops the trainer processes
+  under `timeout -k` with trainer_process, judges how a run went with
+  outcome (every outcome rule) and prints with sweep_report.
 - progress: a run's progress lines, img/s, the extractor command and window.
 - claims and resume: one launcher per case directory (exit 6); runs already
   in the tree (refused, RESUME=1 or OVERWRITE=1).

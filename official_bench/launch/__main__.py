@@ -31,11 +31,9 @@ from official_bench.launch.claims import ClaimError, Claims, claim_name
 from official_bench.launch.node_list import Node, NodeError
 from official_bench.host.write_errors import NotWritable
 
-EXIT_USAGE = es.CONFIG  # as runner.EXIT_USAGE, which needs the launcher
-
 
 def describe(plan) -> None:
-    from official_bench.launch.runner import say
+    from official_bench.launch.sweep_report import say
     s = plan.settings
     out = lambda m: say(plan, m)  # noqa: E731
     cases = list(dict.fromkeys(r.case for r in plan.runs))
@@ -127,7 +125,7 @@ def open_ports(plan) -> list:
 
 
 def print_dry_run(plan) -> None:
-    from official_bench.launch.runner import say
+    from official_bench.launch.sweep_report import say
     s = plan.settings
     timeout = shutil.which("timeout")
     prefix = [timeout or "timeout", "-k", f"{s.kill_after:g}s",
@@ -156,12 +154,12 @@ def main(argv: Optional[Sequence[str]] = None, environ=None) -> int:
         settings = settings_lib.parse(argv, environ)
     except settings_lib.SettingsError as e:
         print(f"error: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return es.CONFIG
     try:
         from official_bench.config import ConfigError
         from official_bench.launch import plan as plan_lib
-        from official_bench.launch.runner import (EXIT_CLUSTER, Interrupted,
-                                                  say)
+        from official_bench.launch.runner import Interrupted
+        from official_bench.launch.sweep_report import say
     except ImportError as e:
         return launcher_cannot_run(settings, e)
     stamp = log_tree.session_stamp()
@@ -169,14 +167,14 @@ def main(argv: Optional[Sequence[str]] = None, environ=None) -> int:
         plan = plan_lib.make_plan(settings, stamp)
     except NodeError as e:
         print(f"error: {settings.script}: {e}", file=sys.stderr)
-        return EXIT_CLUSTER
+        return es.CLUSTER
     except (plan_lib.PlanError, ConfigError) as e:
         print(f"error: {settings.script}: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return es.CONFIG
     unresolved = plan.nodeset.unresolved if plan.nodeset else []
     if unresolved and not settings.dry_run:
         print(f"error: {settings.script}: {unresolved[0]}", file=sys.stderr)
-        return EXIT_CLUSTER
+        return es.CLUSTER
     for problem in unresolved:
         plan.notes.append(f"{problem}; a real run stops here (exit 3)")
     cannot_run = None
@@ -184,7 +182,7 @@ def main(argv: Optional[Sequence[str]] = None, environ=None) -> int:
         cannot_run = check_trainer_python(plan)
         if cannot_run and not plan.uses_barrier:
             print(f"error: {settings.script}: {cannot_run}", file=sys.stderr)
-            return EXIT_USAGE
+            return es.CONFIG
     describe(plan)
     if plan.horovod is not None and plan.horovod.idle:
         say(plan, f"LAUNCHER=horovod: nothing to run on node {plan.index}: "
@@ -236,7 +234,7 @@ def plan_bench_name(plan) -> str:
 
 
 def say_plan(plan, message: str, stream=None) -> None:
-    from official_bench.launch.runner import say
+    from official_bench.launch.sweep_report import say
     say(plan, message, stream=stream)
 
 
@@ -266,8 +264,8 @@ def run_with_claims(plan, stamp: str, cannot_run: Optional[str],
     """Claims the log tree, meets the other nodes, settles old runs,
     runs the sweep."""
     from official_bench.launch import runner as runner_lib
-    from official_bench.launch.runner import (EXIT_CLUSTER, EXIT_PEER,
-                                              Interrupted, say)
+    from official_bench.launch.runner import Interrupted
+    from official_bench.launch.sweep_report import node_name, say
     logs_problem, survey = claim_logs(plan, claims)
     if logs_problem and not plan.uses_barrier:
         say(plan, f"error: {logs_problem}", stream=sys.stderr)
@@ -292,19 +290,19 @@ def run_with_claims(plan, stamp: str, cannot_run: Optional[str],
                       if v.get("cannot_run")}
             for k, text in broken.items():
                 who = "this node" if k == plan.index else \
-                    runner._node_name(k)
+                    node_name(plan, k)
                 say(plan, f"error: {who} cannot start the trainer: {text}",
                     stream=sys.stderr)
             if broken:
                 say(plan, "no run started (on any node): "
                     f"{len(broken)} node(s) cannot start the trainer",
                     stream=sys.stderr)
-                return EXIT_USAGE
+                return es.CONFIG
             in_use = {k: v["logs_problem"] for k, v in sorted(hello.items())
                       if v.get("logs_problem")}
             for k, text in in_use.items():
                 if k != plan.index:  # this node's was said before hello
-                    say(plan, f"error: {runner._node_name(k)}: {text}",
+                    say(plan, f"error: {node_name(plan, k)}: {text}",
                         stream=sys.stderr)
             if in_use:
                 say(plan, "no run started (on any node): the log tree of "
@@ -321,9 +319,9 @@ def run_with_claims(plan, stamp: str, cannot_run: Optional[str],
         return runner.run_all()
     except BarrierError as e:
         say(plan, f"error: {e}", stream=sys.stderr)
-        if runner.results:
-            runner._summary()
-        return EXIT_PEER if e.missing else EXIT_CLUSTER
+        if runner.report.results:
+            runner.summary()
+        return es.BARRIER_TIMEOUT if e.missing else es.CLUSTER
     except Interrupted as e:
         say(plan, f"interrupted by {e}; trainer stopped", stream=sys.stderr)
         return es.by_signal(e.signum)
@@ -364,7 +362,7 @@ def launcher_cannot_run(settings: settings_lib.Settings,
     if settings.mode == "single" or settings.launcher != "tf" or \
             settings.dry_run:
         print(f"error: {settings.script}: {text}", file=sys.stderr)
-        return EXIT_USAGE
+        return es.CONFIG
     try:
         nodeset = nodes_lib.resolve(
             settings, None, "the config file (not read: this launcher "
@@ -374,7 +372,7 @@ def launcher_cannot_run(settings: settings_lib.Settings,
     except (NodeError, ValueError) as e:
         print(f"error: {settings.script}: {text} (and the other nodes "
               f"cannot be told: {e})", file=sys.stderr)
-        return EXIT_USAGE
+        return es.CONFIG
     prefix = f"[launch node {nodeset.index}/{len(nodeset.nodes)}]"
     print(f"{prefix} error: this node: {text}; telling the other nodes",
           file=sys.stderr, flush=True)
@@ -389,7 +387,7 @@ def launcher_cannot_run(settings: settings_lib.Settings,
         print(f"{prefix} {head} was told; no run started", flush=True)
     except BarrierError as e:
         print(f"{prefix} error: {e}", file=sys.stderr)
-    return EXIT_USAGE
+    return es.CONFIG
 
 
 if __name__ == "__main__":

@@ -206,11 +206,19 @@ def test_run_over_run_timeout_that_obeys_sigterm_is_124(tmp_path):
     assert "still running after RUN_TIMEOUT=1 s: sent SIGTERM" in out.stdout
 
 
-def test_runner_describes_every_status_it_names():
-    from official_bench.launch import runner
-    assert set(runner.TRAINER_EXIT) <= {s.code for s in es.TABLE}
-    assert runner.describe_exit(es.PEER_LOST) == \
+def test_describe_names_a_status_by_its_row():
+    assert es.describe(es.PEER_LOST) == \
         "exit 4: a peer task went away mid-run"
+    assert es.describe(es.FAILED) == "exit 1"  # a row without short words
+    assert es.describe(99) == "exit 99"  # not a row
+    assert es.describe(None) == "did not start"
+
+
+def test_help_text_lists_rows_of_the_table_in_its_order():
+    assert es.help_text({es.CONFIG: "bad usage", es.OK: "success"}) == \
+        "Exit status: 0 success, 2 bad usage."
+    with pytest.raises(KeyError):
+        es.help_text({99: "not a row"})
 
 
 def test_launcher_help_names_only_statuses_of_the_table(tmp_path):

@@ -177,9 +177,9 @@ def test_allreduce_bench_results_are_found_by_the_bandwidth_table(tmp_path):
 
 def test_restamp_and_fresh_attempt_move_model_dir_and_command(tmp_path):
     """model_dir is decided by log_tree.ModelDir: node 0's stamp and the
-    runner's next free attempt change the decision, and the command line
+    launcher's next free attempt change the decision, and the command line
     follows it (nothing edits an argv)."""
-    from official_bench.launch.runner import Runner
+    from official_bench.launch import one_run
     plan = _plan(tmp_path, ["8", "fp16", "1"], "single", workers_per_node=2)
     plan.restamp("20300101-000000")
     (run,) = plan.runs
@@ -188,8 +188,7 @@ def test_restamp_and_fresh_attempt_move_model_dir_and_command(tmp_path):
         assert f"--model_dir={w.model_dir}" in w.command
     taken = run.workers[1].model_dir
     os.makedirs(taken)
-    runner = Runner(plan, "20300101-000000")
-    fresh = runner._prepare(run.workers[1])
+    fresh = one_run.prepare(run.workers[1])
     assert fresh.model_dir == taken + "-2" and os.path.isdir(fresh.model_dir)
     assert f"--model_dir={taken}-2" in fresh.command
     assert f"--model_dir={taken}" not in fresh.command

@@ -13,7 +13,7 @@ import pytest
 
 from official_bench.contracts import exit_status
 from official_bench.launch import __main__ as launch_main
-from official_bench.launch import runner as runner_lib
+from official_bench.host import atomic
 from support.helpers import extract_tables
 from support.log_tree_runs import bz4, finish, start, wait_for
 from support.run_scripts import PY, RUN_DEFAULTS, clean_env, failures
@@ -94,11 +94,12 @@ def test_launcher_json_copy_error_injected(tmp_path, monkeypatch, capsys):
     tiny trainer, and ENOSPC injected into the result JSON's copy."""
     calls = []
 
-    def full(path, text):
+    def full(path, text, exclusive=False):
+        assert exclusive  # the copy never replaces a file
         calls.append(path)
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
 
-    monkeypatch.setattr(runner_lib, "write_text_exclusive", full)
+    monkeypatch.setattr(atomic, "write_text_atomic", full)
     handlers = {s: signal.getsignal(s) for s in
                 (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
     env = clean_env(tmp_path, **RUN_DEFAULTS)

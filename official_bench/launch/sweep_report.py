@@ -1,0 +1,131 @@
+"""The sweep's report: what the launcher prints about its runs.
+
+Every launcher line goes through `say` ("[launch]" or "[launch node i/n]"
+first). `SweepReport` keeps the sweep's record on this node (each run's
+"end" payloads, one per node, and node 0's measured rates) and prints from
+it: a line per run and node as each run ends, and at the end the summary
+with the extractor command for this log tree, its window flags fitted to
+the runs (progress.extractor_window).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from typing import Dict, List, TextIO
+
+from official_bench.contracts import exit_status as es
+from official_bench.launch import preflight
+from official_bench.launch import progress
+from official_bench.launch.outcome import STOP_NOT_WRITABLE, ok_everywhere
+from official_bench.launch.plan import Plan, Run
+
+
+def say(plan_or_prefix, message: str, stream: TextIO = None) -> None:
+    """Prints one launcher line, after the plan's prefix (or the given
+    one), flushed at once."""
+    prefix = plan_or_prefix if isinstance(plan_or_prefix, str) else \
+        _prefix(plan_or_prefix)
+    print(f"{prefix} {message}", file=stream or sys.stdout, flush=True)
+
+
+def _prefix(plan: Plan) -> str:
+    if plan.nodeset is None:
+        return "[launch]"
+    return f"[launch node {plan.index}/{plan.num_nodes}]"
+
+
+def node_name(plan: Plan, i: int) -> str:
+    """'node 1 (10.0.0.2:11111)'."""
+    return f"node {i} ({plan.nodeset.nodes[i].address})"
+
+
+class SweepReport:
+    """The sweep's record on this node and the lines printed from it: owns
+    each finished (or reused) run's payloads per node (`results`) and node
+    0's rate per run (`rates`: run name -> (its RunRate or None, its
+    intervals))."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.results: List[tuple] = []  # (run, {node: payload})
+        self.rates: Dict[str, tuple] = {}
+
+    def log(self, message: str) -> None:
+        say(self.plan, message)
+
+    def add(self, run: Run, everyone: Dict[int, Dict]) -> None:
+        """Records a run's payloads and prints its line for every node."""
+        self.results.append((run, everyone))
+        for node, p in sorted(everyone.items()):
+            who = "" if len(everyone) == 1 else (
+                "this node" if node == self.plan.index
+                else node_name(self.plan, node)) + ": "
+            if p["status"] == "ok":
+                kept = " (reused: kept from the log tree)" \
+                    if p.get("reused") else ""
+                self.log(f"{run.name}: {who}ok{kept}"
+                         f"{self._rate_text(run, node)}")
+            else:
+                how = "a file could not be written" if \
+                    p.get("stop") == STOP_NOT_WRITABLE else \
+                    es.describe(p['rc'])
+                self.log(f"{run.name}: {who}{p['status'].upper()} "
+                         f"({how})"
+                         f"{': ' + p['reason'] if p.get('reason') else ''}"
+                         f"; log {p['log']}")
+
+    def _rate_text(self, run: Run, node: int) -> str:
+        """', 1075.3 img/s (median of 5 intervals, ...)' for node 0's run
+        with a measured rate, else ''."""
+        rate, _ = self.rates.get(run.name, (None, None))
+        if node != 0 or node != self.plan.index or rate is None:
+            return ""
+        return ", " + rate.describe()
+
+    def summary(self, reused: set) -> None:
+        """The closing lines; `reused`: the run names RESUME=1 kept."""
+        ok = sum(1 for _, e in self.results if ok_everywhere(e))
+        self.log(f"done: {ok} of {len(self.results)} run(s) ok on every node"
+                 f" ({len(self.plan.runs)} planned); logs under "
+                 f"{self.plan.log_root}")
+        for run, everyone in self.results:
+            status = ", ".join(
+                f"node {k} {v['status']}" if len(everyone) > 1 else v["status"]
+                for k, v in sorted(everyone.items()))
+            kept = " (reused)" if any(v.get("reused")
+                                      for v in everyone.values()) else ""
+            self.log(f"  {run.name}: {status}{kept}"
+                     f"{self._rate_text(run, 0)}")
+        names = [run.name for run in self.plan.runs if run.name in reused]
+        if names:
+            self.log(f"reused (RESUME=1, status ok): {', '.join(names)}")
+        if self.plan.index == 0 and ok:
+            self.log("extract: " + self.extract_command())
+
+    def extract_command(self) -> str:
+        """The extractor command for this log tree, with the window flags
+        the ok runs need when they are shorter than DLPerf's 100-600."""
+        runs = [self.rates[run.name][1] for run, everyone in self.results
+                if run.name in self.rates and ok_everywhere(everyone)]
+        s = self.plan.settings
+        argv = [s.launch_python or sys.executable, _relative(os.path.join(
+                    preflight.REPO_ROOT, "extract_tensorflow_logs.py")),
+                "--log_dir", _relative(self.plan.log_root)]
+        window = progress.extractor_window(runs)
+        note = ""
+        if window == (0, 0):
+            note = ("  (no common window after the first interval: run "
+                    "more steps, STEPS, or fewer steps per line, LOG_STEPS)")
+        elif window is not None:
+            argv += ["--warmup_batches", str(window[0]),
+                     "--train_batches", str(window[1])]
+        return shlex.join(argv) + note
+
+
+def _relative(path: str) -> str:
+    """path relative to the working directory when it lies under it
+    (shorter to copy), else absolute."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
