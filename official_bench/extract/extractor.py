@@ -359,9 +359,12 @@ def build_parser() -> argparse.ArgumentParser:
                     "throughput per interval) and a self-contained HTML page "
                     "with the tables, the plot and each case's environment. "
                     "Crashed or truncated runs are listed and left out.",
-        epilog="Exit status: 0 success (excluded runs are listed on stderr), "
-               "1 bad input, 2 bad usage. Example: %(prog)s --log_dir "
-               "logs/tensorflow/resnet50/bz128",
+        epilog=exit_status.help_text({
+            exit_status.OK: "success (excluded runs are listed on stderr)",
+            exit_status.FAILED: "bad input",
+            exit_status.CONFIG: "bad usage",
+            exit_status.NOT_WRITABLE: "--output_dir cannot be written",
+        }) + " Example: %(prog)s --log_dir logs/tensorflow/resnet50/bz128",
         formatter_class=help_formatter())
     p.add_argument("--log_dir", help="directory holding the {N}n{G}g "
                    "subdirectories (required unless --compare)")

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from official_bench.contracts import exit_status
 from official_bench.contracts.hostport import HostPortError, parse_hostport
 from official_bench.host.terminal import help_formatter
 
@@ -86,10 +87,10 @@ def main(argv=None) -> int:
     except Exception as e:  # noqa: BLE001 - reported, exit 1
         print(f"official_bench: tf.data service {role} could not start on "
               f"port {args.port}: {e}", file=sys.stderr, flush=True)
-        return 1
+        return exit_status.FAILED
     print(READY.format(role=role, port=args.port), flush=True)
     server.join()
-    return 0
+    return exit_status.OK
 
 
 def run_main() -> None:

@@ -214,6 +214,24 @@ def test_describe_names_a_status_by_its_row():
     assert es.describe(None) == "did not start"
 
 
+def test_extractor_help_names_every_status_its_main_returns():
+    """The extractor's --help epilog comes from the table and lists each
+    `exit_status.NAME` that its main() returns."""
+    from official_bench.extract import extractor
+    tree = ast.parse(open(extractor.__file__, encoding="utf-8").read())
+    main = next(n for n in tree.body
+                if isinstance(n, ast.FunctionDef) and n.name == "main")
+    returned = {getattr(es, n.value.attr) for n in ast.walk(main)
+                if isinstance(n, ast.Return)
+                and isinstance(n.value, ast.Attribute)
+                and getattr(n.value.value, "id", "") == "exit_status"}
+    epilog = extractor.build_parser().epilog
+    m = re.match(r"Exit status: (.*?)\.", epilog)
+    assert m, epilog
+    named = {int(part.split()[0]) for part in m.group(1).split(", ")}
+    assert returned and named == returned, (named, returned)
+
+
 def test_help_text_lists_rows_of_the_table_in_its_order():
     assert es.help_text({es.CONFIG: "bad usage", es.OK: "success"}) == \
         "Exit status: 0 success, 2 bad usage."
