@@ -19,6 +19,7 @@ import threading
 import time
 
 from official_bench.contracts.hostport import free_ports
+from official_bench.contracts.trainer_command import trainer_argv
 
 import workers as workers_lib
 
@@ -60,9 +61,8 @@ def one_run(timeout: str) -> None:
     start = time.monotonic()
     for i in (0, 1):
         procs.append(subprocess.Popen(
-            [sys.executable, "-m", "official_bench.classifier_trainer",
-             "--mode=train", f"--model_dir={model_dir}",
-             f"--params_override={override},runtime.task_index={i}"],
+            trainer_argv(sys.executable, mode="train", model_dir=model_dir,
+                         params_override=f"{override},runtime.task_index={i}"),
             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             text=True))
     readers = [threading.Thread(target=sample, args=(p, c), daemon=True)

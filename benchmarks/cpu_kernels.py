@@ -34,6 +34,8 @@ from typing import Dict, List, Optional, Tuple
 
 import yaml
 
+from official_bench.contracts.trainer_command import trainer_argv
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RATE = re.compile(r"TimeHistory: [\d.]+ seconds, ([\d.]+) examples/second")
 WARMUP_INTERVALS = 2
@@ -79,10 +81,9 @@ def run_once(kernels: str, config_file: str, model_dir: str,
     recorded it)."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="1")
     proc = subprocess.run(
-        [sys.executable, "-m", "official_bench.classifier_trainer",
-         "--mode=train", f"--config_file={config_file}",
-         f"--model_dir={model_dir}",
-         f"--params_override=runtime.cpu_kernels={kernels}"],
+        trainer_argv(sys.executable, mode="train", config_file=config_file,
+                     model_dir=model_dir,
+                     params_override=f"runtime.cpu_kernels={kernels}"),
         cwd=REPO, env=env, capture_output=True, text=True)
     log = proc.stdout + proc.stderr
     if log_path:

@@ -53,6 +53,8 @@ sys.path.insert(0, REPO)
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 from official_bench.contracts.hostport import free_ports  # noqa: E402
+from official_bench.contracts.trainer_command import (  # noqa: E402
+    trainer_argv)
 
 TRAIN_RATE = re.compile(r"run finished: \d+ steps, average ([\d.]+) "
                         r"examples/second")
@@ -221,8 +223,8 @@ def config(train_dataset, size, batch, steps, log_steps):
     }
 
 
-def _run(args, pattern, timeout):
-    r = subprocess.run([sys.executable, *args], cwd=REPO, env=_env(),
+def _run(argv, pattern, timeout):
+    r = subprocess.run(argv, cwd=REPO, env=_env(),
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True, timeout=timeout)
     m = pattern.search(r.stdout)
@@ -240,12 +242,12 @@ def measure(name, overrides, start, args, tmp):
         cfg = json.dumps(config(overrides(port), args.image_size, args.batch,
                                 args.steps, args.steps // 3))
         model_dir = os.path.join(tmp, name.replace(" ", "_"))
-        train = _run(["-m", "official_bench.classifier_trainer",
-                      f"--model_dir={model_dir}",
-                      f"--params_override={cfg}"], TRAIN_RATE, 900)
+        train = _run(trainer_argv(sys.executable, model_dir=model_dir,
+                                  params_override=cfg), TRAIN_RATE, 900)
         inputs = None
         if name != "synthetic device":  # nothing is fed per step
-            inputs = _run(["-m", "official_bench.data.input_bench",
+            inputs = _run([sys.executable, "-m",
+                           "official_bench.data.input_bench",
                            f"--params_override={cfg}",
                            f"--seconds={args.seconds}"], INPUT_RATE, 600)
         return train, inputs

@@ -59,6 +59,7 @@ from typing import Dict, Optional
 
 import yaml
 
+from official_bench.contracts.trainer_command import trainer_argv
 from official_bench.judge import ab, verdict
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -206,10 +207,9 @@ def command(side: str, python: str, config_file: str, model_dir: str,
                 # its --log_steps flag (default 100) overrides the config's
                 f"--log_steps={log_steps}",
                 f"--config_file={config_file}", f"--model_dir={model_dir}"]
-    return [python, "-m", "official_bench.classifier_trainer",
-            "--mode=train_and_eval", f"--config_file={config_file}",
-            f"--model_dir={model_dir}"] + (
-                [f"--params_override={override}"] if override else [])
+    return trainer_argv(python, mode="train_and_eval",
+                        config_file=config_file, model_dir=model_dir,
+                        params_override=override or None)
 
 
 def tf_version(python: str) -> str:

@@ -8,6 +8,7 @@ import it, and the first two must start without loading TensorFlow.
   tf_config.py    the TF_CONFIG reader used by the trainer and the launcher
   throughput.py   the TimeHistory line, the run-finished and timeout marks
   counting.py     which TimeHistory intervals count (windows, warm-up)
+  trainer_command.py  the trainer's module and the argv that starts it
   dtypes.py       precision names: fp32/fp16/bf16, float32/float16/bfloat16
   log_tree.py     every name of the log tree and model_dirs, built and parsed
   result_json.py  result.json: written by the trainer, read by the extractor

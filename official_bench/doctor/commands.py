@@ -12,10 +12,8 @@ import os
 from typing import Dict, List, Optional, Sequence
 
 from official_bench.config import strategies
+from official_bench.contracts import dtypes, trainer_command
 from official_bench.doctor.check_plan import RunSpec
-
-DTYPE_NAMES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
-TRAINER = "official_bench.classifier_trainer"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +53,8 @@ def overrides(run: RunSpec, profile: Profile, seed: int = 1) -> List[str]:
     if profile.depth is not None:
         pairs.append(f"model.model_params.depth={profile.depth}")
     if run.dtype != "fp32":
-        pairs.append(f"runtime.mixed_precision_dtype={DTYPE_NAMES[run.dtype]}")
+        pairs.append("runtime.mixed_precision_dtype="
+                     f"{dtypes.tf_name(run.dtype)}")
     if run.cpu_devices > 1:
         pairs.append(f"runtime.cpu_devices={run.cpu_devices}")
     if strategies.traits(run.strategy).peer_workers and run.num_gpus == 0:
@@ -73,8 +72,10 @@ def worker_overrides(hosts: Sequence[str], index: int,
 
 def trainer_argv(python: str, model_dir: str, pairs: Sequence[str]
                  ) -> List[str]:
-    return [python, "-m", TRAINER, "--mode=train", f"--model_dir={model_dir}",
-            f"--params_override={','.join(pairs)}"]
+    """A training run of the trainer with these --params_override pairs."""
+    return trainer_command.trainer_argv(
+        python, mode="train", model_dir=model_dir,
+        params_override=",".join(pairs))
 
 
 def horovod_argv(venv: str, ranks: int, model_dir: str,

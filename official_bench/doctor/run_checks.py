@@ -16,6 +16,7 @@ import time
 from typing import Callable, Dict, List, Optional
 
 from official_bench.config import strategies
+from official_bench.contracts import dtypes
 from official_bench.contracts.hostport import free_ports
 from official_bench.contracts.throughput import THROUGHPUT_MARK
 from official_bench.doctor import commands, gpu_util, threads, verdicts
@@ -228,7 +229,7 @@ def _judge(spec: CheckSpec, model_dir: str, ctx: RunContext,
     findings = [verdicts.finite_loss(chief.get("history"))]
     if ips is not None:
         findings.append(Finding(True, f"{ips:.1f} img/s"))
-    findings.append(verdicts.precision(env, commands.DTYPE_NAMES[run.dtype]))
+    findings.append(verdicts.precision(env, dtypes.tf_name(run.dtype)))
     kind = "GPU" if spec.device == "gpu" else "CPU"
     if traits.one_process_per_gpu:  # the ranks are the replicas
         size = (env.get("horovod") or {}).get("size")

@@ -27,11 +27,11 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from official_bench.contracts import counting
 from official_bench.contracts.throughput import ReadInterval
+from official_bench.contracts.trainer_command import trainer_argv
 from official_bench.extract import logparse
 from official_bench.extract.errors import ExtractError
 from official_bench.host import write_errors
 
-TRAINER_MODULE = "official_bench.classifier_trainer"
 DEFAULT_WARMUP_INTERVALS = 2
 _TAIL_LINES = 25
 
@@ -76,13 +76,11 @@ def trainer_side(name: str, config_file: Optional[str] = None,
     """A side that runs this project's trainer CLI (or another checkout's,
     through ``cwd``) with a config file and/or a --params_override."""
     def argv(work_dir: str) -> List[str]:
-        cmd = [python, "-m", TRAINER_MODULE, f"--mode={mode}",
-               f"--model_dir={os.path.join(work_dir, 'model')}"]
-        if config_file:
-            cmd.append(f"--config_file={os.path.abspath(config_file)}")
-        if override:
-            cmd.append(f"--params_override={override}")
-        return cmd
+        return trainer_argv(
+            python, mode=mode,
+            config_file=os.path.abspath(config_file) if config_file else None,
+            model_dir=os.path.join(work_dir, "model"),
+            params_override=override or None)
     return Side(name, argv, cwd, env)
 
 

@@ -20,6 +20,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from official_bench import config as config_lib
 from official_bench.config import dotted_keys
 from official_bench.contracts import log_tree
+from official_bench.contracts.trainer_command import (TRAINER_MODULE,
+                                                     trainer_argv)
 from official_bench.launch import nodes as nodes_lib
 from official_bench.launch import overrides as overrides_lib
 from official_bench.launch import preflight
@@ -44,17 +46,20 @@ class TrainerCommand:
     """A trainer's command line, kept in parts: the model_dir is decided
     by log_tree.ModelDir and may still change (node 0's session stamp, a
     fresh attempt), and each local worker has its own overrides, so the
-    argv is built when it is needed instead of edited afterwards."""
-    head: List[str]  # [horovodrun ...,] python -m module
+    argv is built when it is needed (contracts/trainer_command.py) instead
+    of edited afterwards."""
+    launcher: List[str]  # horovodrun ... before the trainer, or []
+    python: str
+    module: str  # the trainer's, or the all-reduce benchmark's
     config_file: str
     overrides: Dict[str, Any]
     tail: List[str]  # --data_dir, the bench's own arguments
 
     def argv(self, model_dir: str) -> List[str]:
-        return self.head + [f"--config_file={self.config_file}",
-                            f"--model_dir={model_dir}",
-                            f"--params_override={json.dumps(self.overrides)}"
-                            ] + self.tail
+        return self.launcher + trainer_argv(
+            self.python, config_file=self.config_file, model_dir=model_dir,
+            params_override=json.dumps(self.overrides), extra=self.tail,
+            module=self.module)
 
     def with_overrides(self, overrides: Dict[str, Any]) -> "TrainerCommand":
         return dataclasses.replace(self, overrides=overrides)
@@ -141,7 +146,7 @@ class Bench:
     @classmethod
     def of(cls, settings: Settings) -> "Bench":
         if settings.bench != "allreduce":
-            return cls("official_bench.classifier_trainer", "", [])
+            return cls(TRAINER_MODULE, "", [])
         try:
             args = shlex.split(settings.allreduce_args or "")
         except ValueError as e:
@@ -502,12 +507,11 @@ def _runs(settings: Settings, devices: Devices, config_file: str,
             run_env["CUDA_VISIBLE_DEVICES"] = devices.share
         elif settings.gpu_ids and devices.kind == "gpu":
             run_env["CUDA_VISIBLE_DEVICES"] = settings.gpu_ids
-        head = [] if horovod is None else horovod.command(count)
-        head += [interpreter.python, "-m", bench.module]
+        launcher = [] if horovod is None else horovod.command(count)
         tail = [f"--data_dir={settings.data_dir}"] if settings.data_dir \
             else []
-        trainer = TrainerCommand(head, config_file, overrides,
-                                 tail + bench.args)
+        trainer = TrainerCommand(launcher, interpreter.python, bench.module,
+                                 config_file, overrides, tail + bench.args)
         log_dir = log_tree.case_dir(log_root, batch, case, index)
         for i in range(1, settings.test_num + 1):
             stem = log_tree.run_stem(batch, settings.dtype, i, bench.name)

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from official_bench.contracts.hostport import free_ports
+from official_bench.contracts.trainer_command import trainer_argv
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -182,7 +183,7 @@ def without_module_env(tmp_path, module, extra=None):
 def cli(args, timeout=300, env=None, **kwargs):
     """Runs the trainer CLI; returns CompletedProcess (stdout+stderr)."""
     return subprocess.run(
-        [sys.executable, "-m", "official_bench.classifier_trainer"] + args,
+        trainer_argv(sys.executable, extra=args),
         cwd=REPO, env=cli_env(env), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, timeout=timeout, **kwargs)
 
@@ -191,9 +192,8 @@ _STEP_LINE = re.compile(r"examples/second between steps \d+ and (\d+)")
 
 
 def trainer_cmd(model_dir, override, *extra):
-    return [sys.executable, "-m", "official_bench.classifier_trainer",
-            "--mode=train", f"--model_dir={model_dir}",
-            f"--params_override={override}", *extra]
+    return trainer_argv(sys.executable, mode="train", model_dir=model_dir,
+                        params_override=override, extra=extra)
 
 
 class LiveProcess:

@@ -7,16 +7,16 @@ import sys
 
 import pytest
 
+from official_bench.contracts.trainer_command import trainer_argv
 from support.helpers import DLPERF_CONFIGS, REPO, cli_env
 
 TWO_NODE = os.path.join(DLPERF_CONFIGS, "two_node_gpu.yaml")
 
 
 def start_worker(model_dir, override, env=None):
-    cmd = [sys.executable, "-m", "official_bench.classifier_trainer",
-           "--mode=train", f"--model_dir={model_dir}",
-           f"--config_file={TWO_NODE}", "--num_gpus=0",
-           f"--params_override={override}"]
+    cmd = trainer_argv(sys.executable, mode="train", config_file=TWO_NODE,
+                       model_dir=model_dir, params_override=override,
+                       extra=["--num_gpus=0"])
     return subprocess.Popen(cmd, cwd=REPO, env=cli_env(env),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)

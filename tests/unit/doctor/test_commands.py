@@ -1,6 +1,7 @@
 """The trainer command lines a check runs (doctor/commands.py)."""
 
 from official_bench import config
+from official_bench.contracts import dtypes
 from official_bench.doctor import commands
 from official_bench.doctor.commands import CPU_PROFILE, GPU_PROFILE
 from support.doctor_facts import planned
@@ -21,8 +22,8 @@ def test_every_planned_run_is_a_valid_trainer_config():
         assert rt.distribution_strategy == spec.run.strategy
         assert rt.num_gpus == spec.run.num_gpus
         assert rt.enable_xla is spec.run.xla
-        assert config.compute_dtype(cfg) == commands.DTYPE_NAMES[
-            spec.run.dtype], spec.name
+        assert config.compute_dtype(cfg) == dtypes.tf_name(
+            spec.run.dtype), spec.name
         assert cfg.model.model_params.data_format == spec.run.data_format
         assert cfg.train.steps == profile.steps
         assert cfg.train_dataset.builder == "synthetic"

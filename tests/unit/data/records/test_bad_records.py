@@ -12,6 +12,7 @@ import threading
 import pytest
 
 from official_bench.config import DatasetConfig
+from official_bench.contracts.trainer_command import trainer_argv
 from official_bench.data.records import (
     bad_records, record_reader, pipeline)
 from official_bench.data.records.record_files import classic_files
@@ -204,10 +205,11 @@ def test_training_cli_stops_at_the_named_bad_record(tmp_path):
                                "num_classes": 2},
         "model": {"model_params": {"depth": 8}}, "train": {"epochs": 1}}
     proc = subprocess.run(
-        [sys.executable, "-m", "official_bench.classifier_trainer",
-         "--mode=train", "--model_type=resnet_cifar", "--dataset=cifar10",
-         f"--data_dir={tmp_path}", f"--model_dir={tmp_path / 'model'}",
-         f"--params_override={json.dumps(override)}"],
+        trainer_argv(sys.executable, mode="train",
+                     model_dir=tmp_path / "model",
+                     params_override=json.dumps(override),
+                     extra=["--model_type=resnet_cifar", "--dataset=cifar10",
+                            f"--data_dir={tmp_path}"]),
         cwd=REPO, capture_output=True, text=True, timeout=240,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     assert proc.returncode == 1
