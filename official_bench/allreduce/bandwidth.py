@@ -21,6 +21,8 @@ LINE_RE = re.compile(
 
 @dataclasses.dataclass
 class AllReduceResult:
+    """One all-reduce measurement: buffer size, dtype, ranks and seconds
+    per all-reduce; its algorithm and bus bandwidths and its log line."""
     nbytes: int
     dtype: str
     ranks: int

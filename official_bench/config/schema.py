@@ -179,12 +179,14 @@ class ModelParams(ConfigNode):
 
 @dataclasses.dataclass
 class LossConfig(ConfigNode):
+    """model.loss: the loss (name, label smoothing)."""
     name: Optional[str] = None  # inferred from dataset.one_hot
     label_smoothing: float = 0.0
 
 
 @dataclasses.dataclass
 class OptimizerConfig(ConfigNode):
+    """model.optimizer: which optimizer, and its hyperparameters."""
     name: str = "momentum"
     decay: float = 0.9  # rho of rmsprop
     epsilon: float = 0.001
@@ -219,6 +221,7 @@ class LearningRateConfig(ConfigNode):
 
 @dataclasses.dataclass
 class ModelConfig(ConfigNode):
+    """model: the network and its loss, optimizer and LR schedule."""
     name: str = "resnet"
     model_params: ModelParams = dataclasses.field(default_factory=ModelParams)
     num_classes: Optional[int] = None
@@ -231,6 +234,7 @@ class ModelConfig(ConfigNode):
 
 @dataclasses.dataclass
 class CallbacksConfig(ConfigNode):
+    """train.callbacks: which Keras callbacks the trainer adds."""
     enable_checkpoint_and_export: bool = False
     enable_tensorboard: bool = False
     enable_time_history: bool = True
@@ -238,6 +242,7 @@ class CallbacksConfig(ConfigNode):
 
 @dataclasses.dataclass
 class TimeHistoryConfig(ConfigNode):
+    """train.time_history: the TimeHistory lines' interval, warm-up."""
     log_steps: int = 100
     warmup_steps: Optional[int] = None  # default: the first interval
     progress_seconds: float = 30.0  # a progress line at least this often
@@ -245,18 +250,21 @@ class TimeHistoryConfig(ConfigNode):
 
 @dataclasses.dataclass
 class MetricsConfig(ConfigNode):
+    """train.metrics: the accuracy metrics training reports."""
     accuracy: Optional[bool] = None
     top_5: Optional[bool] = None
 
 
 @dataclasses.dataclass
 class TensorboardConfig(ConfigNode):
+    """train.tensorboard: what the TensorBoard callback writes."""
     track_lr: bool = True
     write_model_weights: bool = False
 
 
 @dataclasses.dataclass
 class TrainConfig(ConfigNode):
+    """train: epochs, steps, callbacks, steps per loop, the NaN stop."""
     resume_checkpoint: bool = False
     epochs: int = 1
     steps: Optional[int] = None  # per epoch; inferred from num_examples
@@ -279,6 +287,7 @@ class TrainConfig(ConfigNode):
 
 @dataclasses.dataclass
 class EvalConfig(ConfigNode):
+    """evaluation: how often and how long to evaluate, or skip it."""
     epochs_between_evals: int = 1
     steps: Optional[int] = None
     skip_eval: bool = False
@@ -286,6 +295,7 @@ class EvalConfig(ConfigNode):
 
 @dataclasses.dataclass
 class ExportConfig(ConfigNode):
+    """export: the checkpoint to export and where it goes."""
     checkpoint: Optional[str] = None
     destination: Optional[str] = None
 

@@ -27,6 +27,7 @@ WARM_MARK = THROUGHPUT_MARK  # the trainer's per-interval line
 
 @dataclasses.dataclass
 class Command:
+    """One process a check starts: its argv, environment and log file."""
     argv: List[str]
     env: Dict[str, str]
     log_path: str

@@ -30,6 +30,8 @@ PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 
 @dataclasses.dataclass
 class CheckResult:
+    """One check's row of the report: what was checked on which device,
+    PASS/FAIL/SKIP with the detail and fix, its time and its data."""
     name: str
     kind: str
     device: str

@@ -17,6 +17,8 @@ UPDATE_FIX = "update official_bench: this trainer does not record its devices"
 
 
 class Finding(NamedTuple):
+    """One judged fact about a run: ok or not, said in a line, and what
+    to do when it is not."""
     ok: bool
     text: str
     fix: Optional[str] = None  # what to do when not ok

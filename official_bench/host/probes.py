@@ -29,6 +29,8 @@ SMI_UTIL_QUERY = "index,utilization.gpu,memory.used"
 
 
 class GpuSample(NamedTuple):
+    """One GPU in one nvidia-smi sample: its index, utilisation and
+    memory in use."""
     index: int
     utilisation: float  # percent of the last sample period a kernel ran
     memory_used_mib: float

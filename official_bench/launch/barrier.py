@@ -63,6 +63,9 @@ class BarrierError(RuntimeError):
 
 
 class _Round:
+    """One named round on the coordinator: each node's payload, the nodes
+    the full set was sent to, and whether every node has arrived."""
+
     def __init__(self) -> None:
         self.payloads: Dict[int, Any] = {}
         self.delivered: set = set()
@@ -482,6 +485,9 @@ class Coordinator:
 
 
 class _Refused(Exception):
+    """The coordinator refuses a request (a bad node index, a second
+    launcher on one index, another plan); `fatal_all`: every node stops."""
+
     def __init__(self, message: str, fatal_all: bool = False):
         super().__init__(message)
         self.fatal_all = fatal_all

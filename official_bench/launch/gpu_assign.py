@@ -24,6 +24,10 @@ SINGLE_NODE_GPUS = [1, 2, 4, 8]
 
 @dataclasses.dataclass
 class Devices:
+    """What the runs have to train on: GPUs or CPU, how many are visible
+    and how that was found, the device count of each case (and the
+    counts skipped), the GPU ids, and the GPUs shared with other
+    launchers."""
     kind: str  # gpu | cpu
     available: int  # GPUs visible (0 on CPU)
     how: str

@@ -22,6 +22,7 @@ class NodeError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Node:
+    """One node of the list: the host and port its launcher is known by."""
     host: str
     port: int
 

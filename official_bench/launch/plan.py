@@ -94,6 +94,9 @@ class Worker:
 
 @dataclasses.dataclass
 class Run:
+    """One run of the sweep on this node: its case, devices per node,
+    index (of TEST_NUM), this node's trainer processes (Worker) and the
+    steps it will take."""
     case: str  # "2n8g"
     devices: int  # per node
     index: int  # 1-based
@@ -162,6 +165,10 @@ class Bench:
 
 @dataclasses.dataclass
 class Plan:
+    """The whole sweep as decided before anything starts: the settings,
+    devices, config file, batch and dtype, the nodes, the runs in order,
+    the notes to print, the barrier's address, the log root, and the
+    Horovod, trainer-Python and local-worker choices."""
     settings: Settings
     devices: Devices
     config_file: str

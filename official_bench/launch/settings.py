@@ -50,6 +50,9 @@ class SettingsError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Knob:
+    """One knob: its name (environment variable NAME, option --name),
+    kind, default, help text, choices, whether it is also a positional
+    argument, and its --help section."""
     name: str  # attribute name; env var is NAME.upper(), flag --name-with-dashes
     kind: str  # int | float | str | choice | intlist | bool
     default: Any

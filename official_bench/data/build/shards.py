@@ -39,6 +39,8 @@ def assign_shards(items: Sequence[Item], num_shards: int,
 
 @dataclasses.dataclass
 class ShardTask:
+    """One shard for a worker to encode: its split, index of count, the
+    images in it, the class texts and the JPEG quality."""
     split: str
     index: int
     count: int

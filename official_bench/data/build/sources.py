@@ -18,6 +18,8 @@ class BuildError(Exception):
 
 @dataclasses.dataclass
 class Item:
+    """One source image: its path, 1-based label, synset and bounding
+    boxes (fractions of the image)."""
     path: str
     label: int  # 1-based
     synset: str
