@@ -18,6 +18,8 @@ import io
 import os
 from typing import Optional, Tuple
 
+from official_bench.data.build.worker_pool import WORKER_ENV
+
 INSTALL_HINT = "pip install 'official_bench[builder]'"
 
 
@@ -146,7 +148,7 @@ def _tensorflow():
     global _tf
     if _tf is None:
         import tensorflow as tf
-        if os.environ.get("OFFICIAL_BENCH_BUILDER_WORKER"):
+        if os.environ.get(WORKER_ENV):
             try:
                 tf.config.set_visible_devices([], "GPU")
                 tf.config.threading.set_intra_op_parallelism_threads(1)
