@@ -315,9 +315,11 @@ def _make_plot(extraction: Extraction, path: str, plot: Optional[bool],
     return None, "no plot (--no_plot)"
 
 
-def compare(path_a: str, path_b: str, output_dir: Optional[str] = None,
-            markdown: bool = True, csv: bool = True) -> Tuple[str, List[str]]:
-    """Side-by-side table of two result files; returns (markdown, written)."""
+def side_by_side(path_a: str, path_b: str, output_dir: Optional[str] = None,
+                 markdown: bool = True, csv: bool = True
+                 ) -> Tuple[str, List[str]]:
+    """Side-by-side table of two result files (``--compare``; not a
+    verdict: that is judge/compare.py); returns (markdown, written)."""
     a, b = tables.load_result(path_a), tables.load_result(path_b)
     label_a, label_b = tables.compare_labels(path_a, path_b)
     if not tables.pair_models(a, b)[0]:
@@ -455,8 +457,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return exit_status.CONFIG
     try:
         if args.compare:
-            text, written = compare(args.compare[0], args.compare[1],
-                                    args.output_dir, args.markdown, args.csv)
+            text, written = side_by_side(args.compare[0], args.compare[1],
+                                         args.output_dir, args.markdown,
+                                         args.csv)
             print(text, end="")
         else:
             extraction = extract(

@@ -1,8 +1,7 @@
 """official-bench-history: every finished run over time, and did the
 latest one get slower?
 
-    official-bench-history --db FILE                  # every case: latest
-                                                      # against the earlier
+    official-bench-history --db FILE           # each case: latest vs earlier
     official-bench-history --db FILE --case "1n1g b128 fp32 resnet50 224px"
     official-bench-history --db FILE --plot cases.png
     official-bench-history --db FILE --import LOG_DIR  # add run-script logs

@@ -13,12 +13,10 @@ replacement and, inside each drawn run, its intervals with replacement, so
 both run-to-run and within-run variation widen the interval. A side of one
 run (the history's latest run) cannot show how much runs differ, so it
 borrows the other side's run-to-run spread (each resample scales it by one
-of the other side's run speeds relative to their median); without that, a
-single run that is merely a low draw would be called slower about one time
-in five when runs differ more than intervals do. One run against one run
-gets an interval from the intervals alone, which says little. The resampling uses
-Python's ``random.Random(seed)``, so the same input always gives the same
-interval, on any machine and numpy version.
+of the other side's run speeds relative to their median; why:
+docs/compare_and_history.md). One run against one run gets an interval from
+the intervals alone, which says little. The resampling uses Python's
+``random.Random(seed)``: the same input gives the same interval anywhere.
 
 Verdict: ``faster`` when the whole interval lies above 1, ``slower`` when it
 lies below 1, otherwise "no difference measurable at this spread". The runs
