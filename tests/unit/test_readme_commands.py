@@ -55,7 +55,8 @@ WRAPPERS = {"srun", "horovodrun", "timeout", "env", "time", "nohup", "exec"}
 ALLOWED_PY_MODULES = {"venv", "pip", "pytest"}
 # Fence languages whose lines are commands; the others are data or output.
 SHELL_LANGS = {"bash", "sh", "shell"}
-KNOWN_LANGS = SHELL_LANGS | {"text", "json", "python", "yaml", "layers"}
+KNOWN_LANGS = SHELL_LANGS | {"text", "json", "python", "yaml", "layers",
+                             "sublayers"}
 OPERATORS = {"&&", "||", ";", "|", "&"}
 
 
