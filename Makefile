@@ -14,7 +14,7 @@ TF_EXTRA ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo "[and-cuda]")
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "tensorflow$(TF_EXTRA)==$(TF_VERSION)" "tf-keras==$(TF_VERSION)" -e ".[test,plot,tfds,zmq]"
+	$(PY) -m pip install -q "tensorflow$(TF_EXTRA)==$(TF_VERSION)" "tf-keras==$(TF_VERSION)" -e ".[test,plot,tfds,zmq,jax]"
 	touch $@
 
 venv: $(VENV)/.installed

@@ -33,7 +33,7 @@ def main(argv=None) -> int:
     from official_bench.models.resnet import resnet_v15
     from official_bench.runtime.keras_setup import keras, tf
 
-    variables = resnet_v15(50, 1000, 224).trainable_variables
+    variables = resnet_v15(50, 1000, 224, keras=keras).trainable_variables
     gen = tf.random.Generator.from_seed(1)
     grads = [gen.normal(v.shape) * 1e-3 for v in variables]
     count = sum(int(v.shape.num_elements()) for v in variables)

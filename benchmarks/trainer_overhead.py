@@ -246,7 +246,7 @@ def run_bare(spec, steps) -> Measurement:
         [("trainer_overhead", trainer_config(spec, "off", steps))])
     keras.backend.clear_session()
     keras.utils.set_random_seed(SEED)
-    model = build_model(cfg)
+    model = build_model(cfg, keras=keras)
     # The trainer's optimizer (training/optimizers.py): fused legacy SGD.
     optimizer = keras.optimizers.legacy.SGD(LR, momentum=MOMENTUM)
     loss_fn = keras.losses.CategoricalCrossentropy(
@@ -499,7 +499,7 @@ def flops_cost(configs, repeats: int) -> None:
         shapes, check = [], []
         for _ in range(repeats):
             keras.backend.clear_session()
-            model = build_model(cfg)
+            model = build_model(cfg, keras=keras)
             t0 = time.perf_counter()
             count = flops.count_forward(model)
             t1 = time.perf_counter()

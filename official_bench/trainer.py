@@ -1,8 +1,11 @@
 """The training entry: config in, RunResult out.
 
-`run` reads top to bottom in labelled steps: config, runtime, strategy,
-data, model, compile, callbacks, fit, results. The CLI, the run scripts and
-notebooks all come through here.
+The CLI, the run scripts and notebooks all come through here. `run` loads
+the config; `train_and_evaluate` hands it to the backend it names
+(`runtime.backend`): official_bench/train_tf.py (tf-keras and
+tf.distribute, the default) or official_bench/train_jax.py (Keras 3 on
+JAX), each reading top to bottom in labelled steps. TensorFlow-free, so a
+JAX run starts where TensorFlow is not installed.
 
     from official_bench import trainer
     result = trainer.run("configs/examples/resnet/imagenet/cpu_smoke.yaml",
@@ -14,40 +17,33 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
-import time
+import importlib
 from typing import Any, Dict, List, Mapping, Optional, Union
 
 from absl import logging
 
 from official_bench import config as config_lib
-from official_bench.config import ConfigError, ExperimentConfig
-from official_bench.contracts import flops as flops_contract
-from official_bench.contracts import utilisation as usage_contract
-from official_bench.data.fit_input import fit_input
-from official_bench.measure import (fit_tail, input_wait, mfu, profiler,
-                                    timing, utilisation)
-from official_bench.runtime import cluster as cluster_lib
-from official_bench.runtime import cpu_kernels, distribute, precision
-from official_bench.runtime import stop_signals
-from official_bench.runtime.keras_setup import keras
-from official_bench.training import checkpoints, nan_guard, run_history
-from official_bench.training.setup import (Prepared, prepare_runtime,
-                                           setup_run)
+from official_bench.config import ExperimentConfig
+from official_bench.measure.stats import ThroughputStats
+
+# runtime.backend -> the module whose train_and_evaluate runs it.
+BACKEND_MODULES = {"tensorflow": "official_bench.train_tf",
+                   "jax": "official_bench.train_jax"}
 
 ConfigLike = Union[ExperimentConfig, Mapping[str, Any], str, None]
 
 
 @dataclasses.dataclass
 class RunResult:
-    """What a run gives back to a notebook or the CLI."""
+    """What a run gives back to a notebook or the CLI: its config,
+    statistics, Keras history, evaluation, environment, files and model."""
     config: ExperimentConfig
-    stats: Optional[timing.ThroughputStats]
-    history: Dict[str, List[float]]
-    evaluation: Dict[str, float]
-    environment: Dict[str, Any]
-    model_dir: Optional[str]
-    result_path: Optional[str]
+    stats: Optional[ThroughputStats] = None
+    history: Dict[str, List[float]] = dataclasses.field(default_factory=dict)
+    evaluation: Dict[str, float] = dataclasses.field(default_factory=dict)
+    environment: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    model_dir: Optional[str] = None
+    result_path: Optional[str] = None
     model: Any = dataclasses.field(default=None, repr=False)
     # result.json's flops object (contracts/flops.py); None: not counted.
     flops: Optional[Dict[str, Any]] = dataclasses.field(default=None,
@@ -112,223 +108,7 @@ def _info_logging():
 
 
 def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:
-    """Runs one experiment described by a validated config (any mode)."""
-    rt = cfg.runtime
-
-    # 1. Runtime: devices, threads, cluster, precision.
-    replica_devices, cluster = prepare_runtime(rt)
-    dtype = config_lib.compute_dtype(cfg)
-    cpu_kernels.settle(rt.cpu_kernels, rt.num_gpus, dtype)
-    if rt.seed is not None:
-        keras.utils.set_random_seed(rt.seed)
-    policy = precision.set_policy(dtype)
-    # A process that only serves another's coordinator (runtime/
-    # distribute.py) serves until that run is over, and has no result.
-    if distribute.serve_if_not_coordinator(rt, cluster):
-        return RunResult(cfg, None, {}, {}, {}, cfg.model_dir, None)
-    try:
-        prepared = setup_run(cfg, cluster, replica_devices, dtype, policy)
-        if cfg.mode == "eval":
-            return _evaluate_only(prepared)
-        if cfg.mode == "export_only":
-            return _export_only(prepared)
-        return _fit(prepared)
-    finally:
-        precision.reset_policy()
-
-
-def _fit(prep: Prepared) -> RunResult:
-    cfg, plan, model = prep.cfg, prep.plan, prep.model
-    rt = cfg.runtime
-
-    # 5. Data.
-    train_input = fit_input(prep.dist, cfg.train_dataset, plan.global_batch,
-                            True, rt.seed or 0)
-    evaluate = cfg.mode == "train_and_eval" and not cfg.evaluation.skip_eval
-    val_data = prep.validation_data() if evaluate else None
-
-    # 6. Resume.
-    initial_step = 0
-    if cfg.train.resume_checkpoint:
-        path = checkpoints.latest_checkpoint(cfg.model_dir)
-        if path:
-            initial_step = checkpoints.restore(model, path)
-        else:
-            logging.info("train.resume_checkpoint: no checkpoint in %s yet; "
-                         "starting from scratch", cfg.model_dir)
-    initial_epoch = initial_step // plan.steps_per_epoch
-    if initial_epoch >= cfg.train.epochs:
-        raise ConfigError(
-            f"the checkpoint in {cfg.model_dir} is at epoch {initial_epoch} "
-            f"(step {initial_step}); train.epochs {cfg.train.epochs} leaves "
-            "nothing to train")
-
-    prep.dist.prepare_fit(model)
-    train_input.prepare_fit(model)
-
-    # 7. Callbacks.
-    th = cfg.train.time_history
-    time_history = timing.TimeHistory(
-        plan.global_batch, th.log_steps, plan.total_steps,
-        progress_seconds=th.progress_seconds,
-        initial_step=initial_epoch * plan.steps_per_epoch)
-    timed = cfg.train.callbacks.enable_time_history and \
-        prep.dist.logs_throughput
-    guard = nan_guard.NanGuard(cfg.train.stop_on_nan, th.log_steps,
-                               initial_epoch * plan.steps_per_epoch)
-    callbacks = prep.dist.callbacks() + ([time_history] if timed else []) + \
-        [guard]
-    if prep.dist.saves_checkpoints:
-        callbacks += checkpoints.build_callbacks(cfg)
-    profile = profiler.ProfileSteps(
-        rt.profile_steps, profiler.trace_dir(cfg.model_dir),
-        initial_epoch * plan.steps_per_epoch) if rt.profile_steps else None
-    callbacks += [profile] if profile else []
-    sampler = utilisation.build(rt.sample_period_seconds)
-    callbacks += [sampler] if sampler else []
-    # FLOPs per image: counted once, before the first step is timed.
-    counted = mfu.ModelFlops.of(model) if timed else None
-
-    # 8. Fit.
-    logging.info("Training %s for epochs %d..%d x %d steps", model.name,
-                 initial_epoch + 1, cfg.train.epochs, plan.steps_per_epoch)
-    start = time.perf_counter()
-    tail = fit_tail.FitTail()  # last callback: says what fit does after it
-    with stop_signals.StopOnSignal(rt.stop_grace_seconds,
-                                   log=logging.warning) as stopper:
-        try:
-            history = model.fit(
-                train_input.data, epochs=cfg.train.epochs,
-                initial_epoch=initial_epoch,
-                steps_per_epoch=plan.steps_per_epoch,
-                callbacks=callbacks + [stop_signals.StopCallback(
-                    stopper, initial_epoch * plan.steps_per_epoch), tail],
-                validation_data=val_data,
-                validation_steps=plan.eval_steps if evaluate else None,
-                validation_freq=plan.eval_epochs if evaluate else 1,
-                verbose=0)
-        except Exception as e:
-            # A stopped worker leaves its peers mid-collective; what fails
-            # after that is a consequence, the signal is the cause.
-            if stopper.requested:
-                raise stop_signals.RunStopped(
-                    stopper.signum, stopper.step, plan.total_steps) from e
-            if prep.cluster.peers():
-                lost = cluster_lib.lost_peers_error(
-                    prep.cluster, stopper.step, plan.total_steps)
-                if lost is not None:
-                    raise lost from e
-            raise
-        finally:
-            tail.returned()
-            if sampler:  # Keras skips on_train_end when fit raises
-                sampler.on_train_end()
-    if stopper.requested:
-        raise stop_signals.RunStopped(stopper.signum, stopper.step,
-                                      plan.total_steps)
-    wall = time_history.wall_time or time.perf_counter() - start
-    if cfg.train.callbacks.enable_checkpoint_and_export and cfg.model_dir \
-            and prep.dist.saves_checkpoints:
-        checkpoints.export_saved_model(
-            model, cfg.export.destination or
-            os.path.join(cfg.model_dir, "saved_model"), prep.dist.is_chief)
-
-    # 9. Results.
-    stats = timing.compute_stats(
-        time_history.intervals, time_history.step_times, th.warmup_steps,
-        total_steps=time_history.step - time_history.first_step,
-        wall_time=wall, global_batch=plan.global_batch,
-        num_replicas=plan.num_replicas, log_steps=th.log_steps,
-        excluded_steps=profile.traced if profile else None,
-        first_step=time_history.first_step) if timed else None
-    hist = {k: [float(v) for v in vals] for k, vals in history.history.items()}
-    evaluation = {k[4:]: vals[-1] for k, vals in hist.items()
-                  if k.startswith("val_") and vals}
-    if evaluation:
-        _log_evaluation(evaluation)
-    wait = _input_wait(cfg, prep) if timed else None
-    usage = sampler.summary() if sampler else None
-    flops, peak = _flops(prep, counted, stats)
-    if stats is not None:
-        logging.info(stats.summary() + mfu.summary_text(flops, peak) +
-                     input_wait.note(wait) + guard.summary_note() +
-                     usage_contract.summary_text(usage) +
-                     cpu_kernels.summary_note(rt.cpu_kernels))
-    record = prep.write(stats, hist, evaluation,
-                        dict(guard.result_fields(), input_wait=wait,
-                             **{usage_contract.KEY: usage,
-                                flops_contract.KEY: flops}))
-    # 10. History: after the timed loop, so it cannot show in img/s.
-    run_history.record_run(cfg, record, prep.dist.is_chief)
-    prep.dist.report_finished()
-    return RunResult(cfg, stats, hist, evaluation, prep.environment(),
-                     cfg.model_dir, prep.result_path, model, flops)
-
-
-def _flops(prep: Prepared, counted: Optional[mfu.ModelFlops], stats):
-    """result.json's flops object and the peak it used (measure/mfu.py);
-    the rate is images / time over the counted window."""
-    if counted is None or stats is None:
-        return None, None
-    devices = mfu.run_devices(
-        num_gpus=prep.cfg.runtime.num_gpus,
-        gpu_names=prep.environment()["gpu_names"],
-        num_workers=prep.dist.num_workers,
-        num_replicas=prep.plan.num_replicas, dtype=prep.dtype,
-        peak_override=prep.cfg.runtime.peak_tflops)
-    rate = stats.images_per_second_over_window or \
-        stats.average_examples_per_second
-    return mfu.record(counted, devices, rate), devices.peak
-
-
-def _input_wait(cfg: ExperimentConfig, prep: Prepared):
-    """The training input's wait (measure/input_wait.py), and a warning with
-    the input_bench command when it is more than 10% of the time."""
-    if not prep.dist.traits.measures_input_wait:
-        return None  # their datasets are not metered (input_wait.py)
-    local_replicas = max(1, prep.plan.num_replicas // prep.dist.num_workers)
-    skip = max(1, cfg.train.time_history.warmup_steps) * local_replicas
-    wait = input_wait.TRAIN_METER.summary(skip)
-    if input_wait.is_input_bound(wait):
-        logging.warning(
-            "official_bench: input-bound: steps waited for input %.0f%% of "
-            "the time (%.1f ms per element); measure the input pipeline "
-            "alone with: python -m official_bench.data.input_bench "
-            "<the same --config_file/--params_override> --seconds=30",
-            100 * wait["fraction"], wait["mean_wait_ms"])
-    return wait
-
-
-def _log_evaluation(evaluation: Dict[str, float]) -> None:
-    logging.info("official_bench: evaluation: %s", ", ".join(
-        f"{k} {v:.4f}" for k, v in sorted(evaluation.items())))
-
-
-def _evaluate_only(prep: Prepared) -> RunResult:
-    """--mode=eval: the latest checkpoint in model_dir on the validation set."""
-    cfg = prep.cfg
-    path = checkpoints.require_checkpoint(cfg)
-    step = checkpoints.restore(prep.model, path, for_training=False)
-    evaluation = prep.model.evaluate(prep.validation_data(),
-                                    steps=prep.plan.eval_steps, verbose=0,
-                                    return_dict=True)
-    evaluation = {k: float(v) for k, v in evaluation.items()}
-    _log_evaluation(evaluation)
-    if prep.result_path:
-        prep.result_path = prep.result_path.replace(".json", "_eval.json")
-    prep.write(None, {}, evaluation, {"checkpoint": path, "step": step})
-    return RunResult(cfg, None, {}, evaluation, prep.environment(),
-                     cfg.model_dir, prep.result_path, prep.model)
-
-
-def _export_only(prep: Prepared) -> RunResult:
-    """--mode=export_only: a SavedModel from the latest (or named) checkpoint."""
-    cfg = prep.cfg
-    path = checkpoints.require_checkpoint(cfg, cfg.export.checkpoint)
-    checkpoints.restore(prep.model, path, for_training=False)
-    destination = cfg.export.destination or os.path.join(
-        cfg.model_dir or ".", "saved_model")
-    checkpoints.export_saved_model(prep.model, destination,
-                                   prep.dist.is_chief)
-    return RunResult(cfg, None, {}, {}, prep.environment(), cfg.model_dir,
-                     None, prep.model)
+    """Runs one experiment described by a validated config (any mode) on
+    the backend it names (runtime.backend)."""
+    module = importlib.import_module(BACKEND_MODULES[cfg.runtime.backend])
+    return module.train_and_evaluate(cfg)

@@ -110,7 +110,7 @@ def local_config(cfg, num_replicas: int):
     same model, precision, XLA and optimizer. A new config: `cfg` is
     frozen and stays as it is."""
     from official_bench.config import replace_keys
-    from official_bench.data.factory import global_batch_size
+    from official_bench.config.batching import global_batch_size
     return replace_keys(cfg, {
         "model_dir": None,
         "runtime.distribution_strategy": "one_device",

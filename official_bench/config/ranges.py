@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from official_bench.config.builder import LayerBuilder
 from official_bench.config.schema import (
-    BUILDERS, CPU_KERNELS, DATA_FORMATS, DTYPE_ALIASES, GPU_THREAD_MODES,
+    BACKENDS, BUILDERS, CPU_KERNELS, DATA_FORMATS, DTYPE_ALIASES, GPU_THREAD_MODES,
     LOSSES, LR_COMPAT, LR_SCHEDULES, MIRRORED_ALGS, MODEL_NAMES, MODES,
     MULTI_WORKER_ALGS, OPTIMIZERS, RESNET_DEPTHS, STRATEGIES,
     SYNTHETIC_LOCATIONS, DatasetConfig, EvalConfig, ExperimentConfig,
@@ -143,6 +143,7 @@ def mode(cfg: ExperimentConfig, b: LayerBuilder) -> None:
 
 def strategy_and_devices(rt: RuntimeConfig, b: LayerBuilder) -> None:
     """The strategy, its all-reduce algorithm, GPUs, CPU devices, threads."""
+    _choice(b, "runtime.backend", rt.backend, BACKENDS, "backend")
     _choice(b, "runtime.distribution_strategy", rt.distribution_strategy,
             STRATEGIES, "strategy")
     if rt.all_reduce_alg is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from official_bench.config import backends
 from official_bench.config.builder import LayerBuilder
 from official_bench.config.ranges import FLOAT32_MAX, MAX_REPLICAS
 from official_bench.config.schema import (
@@ -249,3 +250,11 @@ def steps_per_loop(tr: TrainConfig, b: LayerBuilder) -> None:
                 f"{tr.time_history.log_steps} is not a multiple of "
                 f"train.steps_per_loop {tr.steps_per_loop}; TimeHistory can "
                 "only time whole loops")
+
+
+def backend_runs_it(cfg: ExperimentConfig, b: LayerBuilder) -> None:
+    """What runtime.backend cannot run is refused, naming what it runs
+    (config/backends.py)."""
+    for key, message in backends.refusals(cfg):
+        if not b.reported(key):
+            b.error(key, message)

@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Union
 import yaml
 
 from official_bench.config import dotted_keys
+from official_bench.config.backends import TRAITS as BACKEND_TRAITS
 from official_bench.config.errors import ConfigError
 from official_bench.config.frozen import ConfigNode
 from official_bench.config.strategies import TRAITS
@@ -22,6 +23,9 @@ from official_bench.contracts import dtypes
 
 # Every strategy's name, from its row in config/strategies.py.
 STRATEGIES = tuple(TRAITS)
+# runtime.backend: tensorflow (tf-keras + tf.distribute) or jax (Keras 3 on
+# JAX); what each runs is config/backends.py's.
+BACKENDS = tuple(BACKEND_TRAITS)
 MODES = ("train_and_eval", "train", "eval", "export_only")
 MODEL_NAMES = ("resnet", "resnet_cifar")
 RESNET_DEPTHS = (18, 34, 50, 101, 152)
@@ -80,6 +84,9 @@ class RuntimeConfig(ConfigNode):
     mixed_precision_dtype: Optional[str] = None
     run_eagerly: bool = False
     # official_bench extensions.
+    # tensorflow (tf-keras + tf.distribute) or jax (Keras 3 on JAX, one
+    # process per node over all its devices): config/backends.py.
+    backend: str = "tensorflow"
     cpu_devices: int = 1  # logical CPU devices for mirrored without GPUs
     # oneDNN or Eigen kernels on the CPU (TF_ENABLE_ONEDNN_OPTS, set by the
     # CLI before TensorFlow loads): auto | onednn | eigen (CPU_KERNELS).

@@ -35,6 +35,12 @@ TO_SHORT["amp"] = "fp16"
 ACCEPTED: Tuple[str, ...] = SHORT_NAMES + TF_NAMES
 
 
+# TensorFlow name -> the Keras dtype policy a run sets (tf-keras and Keras 3
+# spell them the same).
+KERAS_POLICIES: Dict[str, str] = {long: long if long == "float32"
+                                  else f"mixed_{long}" for long in TF_NAMES}
+
+
 def tf_name(spelling: str) -> str:
     """TensorFlow's name for any accepted spelling; KeyError otherwise."""
     return TO_TF[spelling]

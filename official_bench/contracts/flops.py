@@ -14,6 +14,7 @@ result.json carries them under ``"flops"`` (schema below); every field but
     flops.forward_gmacs_per_image       forward multiply-adds, in G
     flops.counted_by                    how gflop_per_image was counted
     flops.tf_cost_analysis_gflop_per_image  TensorFlow's own count, a check
+                                            (xla_cost_analysis_... on JAX)
     flops.devices                       devices the run used (all workers)
     flops.device                        the device name the peak is for
     flops.precision                     the dtype the peak is for (fp32 ...)

@@ -5,7 +5,8 @@ DLPerf's scripts, for the trainer's logs), so each name is declared once,
 as a template, and both its builder and its parser come from that one
 declaration: a name cannot be written one way and read another.
 
-    {LOG_DIR}/tensorflow/resnet50/bz{B}/           batch_root
+    {LOG_DIR}/tensorflow/resnet50/bz{B}/           batch_root (jax/ for
+                                                   runtime.backend jax)
       {N}n{G}g/                                    case_name, case_dir
         rn50_b{B}_{dtype}_{i}.log                  TRAINER_STEM + ".log"
         rn50_b{B}_{dtype}_{i}.json                 result JSON (json_path)
@@ -34,6 +35,9 @@ from official_bench.contracts import dtypes
 
 MODEL = "rn50"
 FRAMEWORK_DIRS: Tuple[str, ...] = ("tensorflow", "resnet50")
+# runtime.backend -> the tree's first directory: the JAX backend's runs go
+# under jax/, so one LOG_DIR holds both backends' sweeps side by side.
+BACKEND_DIRS: Dict[str, str] = {"tensorflow": "tensorflow", "jax": "jax"}
 # time.strftime format of a launch session's stamp in model_dir names.
 STAMP_FORMAT = "%Y%m%d-%H%M%S"
 
@@ -119,16 +123,19 @@ def parse_case_name(name: str) -> Optional[Tuple[int, int]]:
     return fields["nodes"], fields["gpus"]
 
 
-def batch_root(root: str, batch: int) -> str:
-    """{root}/tensorflow/resnet50/bz{B}: the extractor's --log_dir, and the
-    same shape under MODEL_DIR."""
-    return os.path.join(root, *FRAMEWORK_DIRS, BATCH_DIR.build(batch=batch))
+def batch_root(root: str, batch: int, backend: str = "tensorflow") -> str:
+    """{root}/tensorflow/resnet50/bz{B} ({root}/jax/... for the JAX
+    backend): the extractor's --log_dir, and the same shape under
+    MODEL_DIR."""
+    return os.path.join(root, BACKEND_DIRS[backend], *FRAMEWORK_DIRS[1:],
+                        BATCH_DIR.build(batch=batch))
 
 
-def case_dir(root: str, batch: int, case: str, node: int = 0) -> str:
+def case_dir(root: str, batch: int, case: str, node: int = 0,
+             backend: str = "tensorflow") -> str:
     """Where a node writes a case's logs: node 0 in the case directory
     (the extractor reads only those), node k > 0 in node{k}/ under it."""
-    folder = os.path.join(batch_root(root, batch), case)
+    folder = os.path.join(batch_root(root, batch, backend), case)
     return os.path.join(folder, NODE_DIR.build(node=node)) if node else folder
 
 
@@ -248,6 +255,7 @@ class ModelDir:
     node: Optional[int] = None  # node index on tf multi-node runs
     local: int = 0  # local worker (WORKERS_PER_NODE > 1)
     attempt: int = 1  # 2, 3, ... when the directory already existed
+    backend: str = "tensorflow"  # runtime.backend: the tree's first dir
 
     @property
     def tag(self) -> str:
@@ -263,8 +271,8 @@ class ModelDir:
 
     @property
     def path(self) -> str:
-        return os.path.join(batch_root(self.root, self.batch), self.case,
-                            self.tag)
+        return os.path.join(batch_root(self.root, self.batch, self.backend),
+                            self.case, self.tag)
 
     def restamped(self, stamp: str) -> "ModelDir":
         return dataclasses.replace(self, stamp=stamp)
@@ -297,13 +305,18 @@ def parse_model_dir(path: str) -> Optional[ModelDir]:
     batch = BATCH_DIR.parse(os.path.basename(bz))
     top = os.path.dirname(bz)
     root = top
-    for part in reversed(FRAMEWORK_DIRS):
+    for part in reversed(FRAMEWORK_DIRS[1:]):
         if os.path.basename(root) != part:
             return None
         root = os.path.dirname(root)
+    backend = {d: b for b, d in BACKEND_DIRS.items()}.get(
+        os.path.basename(root))
+    if backend is None:
+        return None
+    root = os.path.dirname(root)
     if not m or batch is None or CASE.parse(os.path.basename(case)) is None:
         return None
     g = m.groupdict()
     return ModelDir(root, batch["batch"], os.path.basename(case), g["stem"],
                     g["stamp"], int(g["node"]) if g["node"] else None,
-                    int(g["local"] or 0), int(g["attempt"] or 1))
+                    int(g["local"] or 0), int(g["attempt"] or 1), backend)

@@ -13,6 +13,8 @@ TensorFlow-free. Every measured quantity is summarised the same way, as
                                        "utilisation_percent": {...},
                                        "memory_used_mib": {...}}, ...]},
      "tf_peak_memory_mib": "no GPU"  |  {"/device:GPU:0": {...}, ...},
+        (TensorFlow's allocator; on the JAX backend "xla_peak_memory_mib",
+         XLA's, keyed by JAX device: {"cuda:0": {...}})
      "process": {"cores": 2,
                  "cpu_utilisation": {...}  (fraction of `cores`, 0..1),
                  "rss_mib": {...}, "threads": {...}}}
@@ -28,6 +30,8 @@ from typing import Dict, List, Optional, Sequence
 
 KEY = "utilisation"
 NO_GPU = "no GPU"
+# Whose allocator's peak memory a run recorded -> its words in the summary.
+PEAK_LABELS = {"tf": "TF", "xla": "XLA"}
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -66,13 +70,16 @@ def summary_text(u: Optional[Dict]) -> str:
     if isinstance(gpu, dict):
         mem = [g["memory_used_mib"]["mean"] for g in gpu.get("per_gpu", [])
                if g.get("memory_used_mib")]
-        peaks = u.get("tf_peak_memory_mib")
+        label, peaks = next(((name, u[f"{key}_peak_memory_mib"])
+                             for key, name in PEAK_LABELS.items()
+                             if f"{key}_peak_memory_mib" in u), ("", None))
         peak = max((p["p90"] for p in peaks.values() if p), default=None) \
             if isinstance(peaks, dict) else None
         gpu_text = (f"GPU util {_spread(gpu.get('utilisation_percent'), '{:.0f}', '%')}"
                     + (f", memory used {max(mem):.0f} MiB on the fullest"
                        if mem else "")
-                    + (f", TF peak {peak:.0f} MiB" if peak is not None else ""))
+                    + (f", {label} peak {peak:.0f} MiB" if peak is not None
+                       else ""))
     else:
         gpu_text = f"GPU {NO_GPU}"
     p = u.get("process") or {}
@@ -110,11 +117,13 @@ def busiest(per_gpu_means: Dict[int, float], gpus_used: int) -> List[int]:
 
 
 def summarise(period: float, samples: List[Dict], gpu_source: Optional[str],
-              gpu_note: Optional[str], cores: int, gpus_used: int = 1) -> Dict:
+              gpu_note: Optional[str], cores: int, gpus_used: int = 1,
+              allocator: str = "tf") -> Dict:
     """The field from the sampler's raw samples, one dict per sample:
     {"gpus": [(index, util %, mem MiB)] or None, "tf_peak": {device: MiB}
     or None, "cpu": fraction of cores or None, "rss_mib", "threads"}.
-    The run's mean utilisation is over its `gpus_used` busiest GPUs."""
+    The run's mean utilisation is over its `gpus_used` busiest GPUs; the
+    allocator's peaks go under "{allocator}_peak_memory_mib"."""
     out: Dict = {"period_seconds": period, "samples": len(samples)}
     per_gpu: Dict[int, Dict[str, List[float]]] = {}
     for s in samples:
@@ -143,8 +152,8 @@ def summarise(period: float, samples: List[Dict], gpu_source: Optional[str],
     for s in samples:
         for device, mib in (s.get("tf_peak") or {}).items():
             peaks.setdefault(device, []).append(mib)
-    out["tf_peak_memory_mib"] = ({d: describe(v) for d, v in peaks.items()}
-                                 if peaks else NO_GPU)
+    out[f"{allocator}_peak_memory_mib"] = (
+        {d: describe(v) for d, v in peaks.items()} if peaks else NO_GPU)
     out["process"] = {
         "cores": cores,
         "cpu_utilisation": describe([s.get("cpu") for s in samples]),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable, Dict, Optional
 
-from official_bench.config import ConfigError, DatasetConfig
+from official_bench.config import DatasetConfig
 from official_bench.data import device_stage
 from official_bench.measure import input_wait
 from official_bench.data.feeds.python_source import python_dataset
@@ -56,18 +56,6 @@ def per_replica_dataset(ds: DatasetConfig, ctx: tf.distribute.InputContext,
     if meter is not None:
         dataset = input_wait.metered(dataset, meter)
     return dataset
-
-
-def global_batch_size(ds: DatasetConfig, num_replicas: int) -> int:
-    """r2.3 semantics: per-replica batch_size x replicas, or the global one."""
-    if ds.use_per_replica_batch_size:
-        return ds.batch_size * num_replicas
-    if ds.batch_size % num_replicas:
-        raise ConfigError(
-            f"global batch {ds.batch_size} is not divisible by {num_replicas} "
-            f"replicas ({ds.split} batch_size with "
-            "use_per_replica_batch_size: false)")
-    return ds.batch_size
 
 
 def pipeline_fn(ds: DatasetConfig, global_batch: int, is_training: bool,

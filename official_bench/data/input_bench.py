@@ -65,6 +65,7 @@ def bench(cfg, seconds: float, log_fn=logging.info):
     """Pulls the training pipeline for `seconds`; returns ThroughputStats
     of this worker's images/second."""
     from official_bench.measure import timing
+    from official_bench.config.batching import global_batch_size
     from official_bench.data import factory
     from official_bench.runtime import cluster as cluster_lib
     from official_bench.runtime import devices as devices_lib
@@ -75,7 +76,7 @@ def bench(cfg, seconds: float, log_fn=logging.info):
     cluster = cluster_lib.resolve_cluster(rt)
     local = local_replicas(cfg, replica_devices)
     workers = cluster.num_workers
-    global_batch = factory.global_batch_size(cfg.train_dataset,
+    global_batch = global_batch_size(cfg.train_dataset,
                                              workers * local)
     ctx = tf.distribute.InputContext(
         num_input_pipelines=workers, input_pipeline_id=cluster.task_index,

@@ -20,19 +20,17 @@ stateless: each image gets its own seed from the caller, so a seeded,
 deterministic pipeline augments identically on every run.
 
 Normalisation (`mean_subtract`, `standardize`) uses the ImageNet RGB mean
-and std on a 0..255 scale, defined here (the models' Standardize layer
-uses them too).
+and std on a 0..255 scale (contracts/imagenet.py; the models' Standardize
+layer uses them too).
 """
 
 from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from official_bench.contracts.imagenet import (  # noqa: F401 - re-exported
+    IMAGENET_MEAN_RGB, IMAGENET_STD_RGB)
 from official_bench.runtime.keras_setup import tf
-
-# ImageNet RGB mean and std on a 0..255 scale.
-IMAGENET_MEAN_RGB = (0.485 * 255, 0.456 * 255, 0.406 * 255)
-IMAGENET_STD_RGB = (0.229 * 255, 0.224 * 255, 0.225 * 255)
 
 CROP_PADDING = 32  # r2.3's eval crop: image_size / (image_size + 32)
 MIN_OBJECT_COVERED = 0.1

@@ -99,6 +99,14 @@ def cuda_build_text(kind: Optional[str], env: Dict[str, Any]) -> Optional[str]:
     return ("no GPU used; " + text) if kind == "cpu" else text
 
 
+def framework_text(env: Dict[str, Any]) -> Optional[str]:
+    """"Keras 3.15.1 on JAX 0.10.2" for a JAX-backend run; None for the
+    TensorFlow backend (its CUDA build says enough)."""
+    if env.get("backend") != "jax":
+        return None
+    return f"Keras {env.get('keras')} on JAX {env.get('jax')}"
+
+
 def describe(config: Optional[Dict[str, Any]],
              env: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     """The ``measured`` object of a case from its first counted run's result
@@ -112,7 +120,9 @@ def describe(config: Optional[Dict[str, Any]],
             "data": _get(config, "train_dataset", "builder"),
             "device_kind": kind, "device": device_name(kind, env),
             "smoke_run": kind == "cpu",
-            "tensorflow_cuda_build": cuda_build_text(kind, env)}
+            "tensorflow_cuda_build": cuda_build_text(kind, env),
+            **({"framework": framework_text(env)}
+               if framework_text(env) else {})}
 
 
 def _workload(m: Dict[str, Any]) -> str:
@@ -176,7 +186,7 @@ def details(result: Dict[str, Dict[str, Dict[str, Any]]]) -> List[str]:
     TensorFlow's CUDA build (each distinct text once)."""
     lines = [SMOKE_TEXT] if is_smoke(result) else []
     for m in _measured(_entries(result)):
-        text = m.get("tensorflow_cuda_build")
-        if text and text not in lines:
-            lines.append(text)
+        for text in (m.get("framework"), m.get("tensorflow_cuda_build")):
+            if text and text not in lines:
+                lines.append(text)
     return lines

@@ -343,7 +343,8 @@ def check_trainer_python(plan) -> Optional[str]:
         return None
     return preflight.cannot_run_text(
         plan.python.described, problem,
-        preflight.fix_advice(plan.python.chosen_by, preflight.REPO_ROOT))
+        preflight.fix_advice(plan.python.chosen_by, preflight.REPO_ROOT,
+                             s.backend))
 
 
 def launcher_cannot_run(settings: settings_lib.Settings,

@@ -61,6 +61,8 @@ def shared_overrides(settings: Settings, devices: Devices, batch: int,
     if settings.peer_timeout is not None:
         dotted_keys.put(base, "runtime.peer_timeout_seconds",
                         settings.peer_timeout)
+    if settings.backend != "tensorflow":
+        dotted_keys.put(base, "runtime.backend", settings.backend)
     if (nodeset is not None and horovod is None) or \
             settings.workers_per_node > 1:
         if dotted_keys.get(yaml_tree, "runtime.distribution_strategy") != \

@@ -193,8 +193,9 @@ class Plan:
 
     @property
     def check_modules(self) -> List[str]:
-        """What the trainer's Python must have (preflight.check)."""
-        return list(preflight.TRAINER_MODULES) + (
+        """What the trainer's Python must have for the chosen backend
+        (preflight.check)."""
+        return list(preflight.BACKEND_MODULES[self.settings.backend]) + (
             list(preflight.HOROVOD_MODULES) if self.horovod else [])
 
     @property
@@ -227,6 +228,8 @@ class Plan:
             "device": self.devices.kind,
             "workers_per_node": self.workers_per_node,
         }
+        if self.settings.backend != "tensorflow":
+            fields["backend"] = self.settings.backend
         text = json.dumps(fields, sort_keys=True)
         short = hashlib.sha1(text.encode()).hexdigest()[:8]
         return (f"{self.settings.mode} bz{self.batch} {self.dtype} "
@@ -295,7 +298,8 @@ def make_plan(settings: Settings, stamp: str,
                                   Bench.of(settings)))
     return Plan(settings, devices, config_file, batch, settings.dtype,
                 nodeset, merged, runs, notes, barrier,
-                log_tree.batch_root(os.path.abspath(settings.log_dir), batch),
+                log_tree.batch_root(os.path.abspath(settings.log_dir), batch,
+                                    settings.backend),
                 horovod, interpreter, cluster, bind)
 
 
@@ -324,6 +328,8 @@ def _check_launcher(settings: Settings) -> None:
     each names both knobs and what to unset."""
     use_horovod = settings.launcher == "horovod"
     per_node = settings.workers_per_node
+    if settings.backend == "jax":
+        _check_jax(settings)
     if per_node > 1 and use_horovod:
         raise PlanError(f"WORKERS_PER_NODE={per_node} is for LAUNCHER=tf; "
                         "LAUNCHER=horovod already runs one process per GPU")
@@ -337,6 +343,20 @@ def _check_launcher(settings: Settings) -> None:
             f"TF_CONFIG is set ({settings.tf_config}), but LAUNCHER=horovod "
             "does not use it (horovodrun makes the cluster) and the trainer "
             "would; unset TF_CONFIG")
+
+
+def _check_jax(settings: Settings) -> None:
+    """BACKEND=jax runs one trainer process per node (config/backends.py)."""
+    if settings.launcher == "horovod":
+        raise PlanError("LAUNCHER=horovod needs BACKEND=tensorflow; "
+                        "BACKEND=jax runs LAUNCHER=tf (one process per node)")
+    if settings.workers_per_node > 1:
+        raise PlanError(f"WORKERS_PER_NODE={settings.workers_per_node} needs "
+                        "BACKEND=tensorflow; BACKEND=jax runs one process per "
+                        "node over all its devices")
+    if settings.bench != "train":
+        raise PlanError(f"BENCH={settings.bench} needs BACKEND=tensorflow; "
+                        "BACKEND=jax runs BENCH=train")
 
 
 def _nodes(settings: Settings, config_file: str, yaml_tree: Dict[str, Any],
@@ -519,13 +539,15 @@ def _runs(settings: Settings, devices: Devices, config_file: str,
             else []
         trainer = TrainerCommand(launcher, interpreter.python, bench.module,
                                  config_file, overrides, tail + bench.args)
-        log_dir = log_tree.case_dir(log_root, batch, case, index)
+        log_dir = log_tree.case_dir(log_root, batch, case, index,
+                                    settings.backend)
         for i in range(1, settings.test_num + 1):
             stem = log_tree.run_stem(batch, settings.dtype, i, bench.name)
             log_path = os.path.join(log_dir, stem + log_tree.LOG_SUFFIX)
             model_dir = log_tree.ModelDir(
                 model_root, batch, case, stem, stamp,
-                node=index if nodeset and horovod is None else None)
+                node=index if nodeset and horovod is None else None,
+                backend=settings.backend)
             head_worker = Worker(
                 0, -1, "", trainer, run_env, log_path,
                 log_tree.json_path(log_path), model_dir,

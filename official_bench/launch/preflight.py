@@ -19,9 +19,15 @@ import os
 import subprocess
 from typing import Dict, List, Optional, Sequence
 
-# Import name -> pip package, for the messages.
-TRAINER_MODULES = {"tensorflow": "tensorflow", "tf_keras": "tf-keras",
-                   "absl": "absl-py", "yaml": "pyyaml"}
+# What the trainer's Python must import, per runtime.backend
+# (config/backends.py): import name -> pip package, for the messages.
+BACKEND_MODULES = {
+    "tensorflow": {"tensorflow": "tensorflow", "tf_keras": "tf-keras",
+                   "absl": "absl-py", "yaml": "pyyaml"},
+    "jax": {"jax": "jax", "keras": "keras", "absl": "absl-py",
+            "yaml": "pyyaml"},
+}
+TRAINER_MODULES = BACKEND_MODULES["tensorflow"]
 HOROVOD_MODULES = {"horovod": "horovod"}
 TRAINER_IMPORT = "official_bench.trainer"
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -76,12 +82,14 @@ def describe_choice(chosen_by: str, python: str, repo: str) -> str:
     }.get(chosen_by, f"{python} (the launcher's own interpreter)")
 
 
-def fix_advice(chosen_by: str, repo: str) -> str:
+def fix_advice(chosen_by: str, repo: str,
+               backend: str = "tensorflow") -> str:
     """The one thing to do, depending on how the interpreter was chosen."""
     make = f"`make bench` in {repo} creates {os.path.join(repo, '.venv')}, " \
         "which the run scripts use when PYTHON is unset"
-    other = "set PYTHON= to a Python that has tensorflow, tf-keras, " \
-        "absl-py and pyyaml"
+    needs = [pip for pip in BACKEND_MODULES[backend].values()]
+    other = "set PYTHON= to a Python that has " + \
+        ", ".join(needs[:-1]) + " and " + needs[-1]
     if chosen_by == "HOROVOD_VENV":
         return "run `make horovod` (scripts/install_horovod.sh builds that " \
             "venv), or set HOROVOD_VENV to one whose python has them"
@@ -101,7 +109,9 @@ def fix_advice(chosen_by: str, repo: str) -> str:
 
 
 def _names(modules: Sequence[str]) -> str:
-    table = {**TRAINER_MODULES, **HOROVOD_MODULES}
+    table = {**HOROVOD_MODULES}
+    for needed in BACKEND_MODULES.values():
+        table.update(needed)
     return ", ".join(f"{m} (pip {table[m]})" if m in table and table[m] != m
                      else m for m in modules)
 

@@ -152,6 +152,11 @@ KNOBS: List[Knob] = [
     Knob("peer_timeout", "float", None, "seconds a trainer waits for its "
          "peers to start (runtime.peer_timeout_seconds); default: the "
          "config's", section="training"),
+    Knob("backend", "choice", "tensorflow", "the trainer's backend "
+         "(runtime.backend): tensorflow (tf-keras + tf.distribute, as "
+         "DLPerf) or jax (Keras 3 on JAX: one process per node drives all "
+         "its devices; docs/backends.md)", choices=("tensorflow", "jax"),
+         section="training"),
     Knob("bench", "choice", "train", "what each run runs: train (the "
          "trainer) or allreduce (python -m official_bench.allreduce.bench "
          "with the same config, devices, nodes and strategy: all-reduce "
@@ -356,6 +361,7 @@ BRIEF: Dict[str, str] = {
     "data_dir": "ImageNet TFRecords (unset: synthetic data)",
     "params_override": "extra trainer overrides 'a.b=1,c=2'",
     "peer_timeout": "seconds a trainer waits for its peers",
+    "backend": "tensorflow, or jax (Keras 3 on JAX)",
     "bench": "train, or allreduce (all-reduce bandwidth)",
     "allreduce_args": "BENCH=allreduce: further flags",
     "python": "the trainer's Python",

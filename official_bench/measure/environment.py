@@ -1,4 +1,6 @@
-"""What a result was measured on: versions, devices, build info, host."""
+"""What a result was measured on, on the TensorFlow backend: versions,
+devices, build info, host (the host's facts are measure/host_env.py's,
+shared with the JAX backend)."""
 
 from __future__ import annotations
 
@@ -6,6 +8,8 @@ import platform
 import socket
 from typing import Dict, Optional
 
+from official_bench.measure.host_env import (  # noqa: F401 - re-exported
+    cpu_count as _cpu_count, cpu_model)
 from official_bench.runtime.keras_setup import keras, tf
 
 
@@ -60,23 +64,3 @@ def _horovod(hvd) -> Optional[Dict]:
     return {"version": horovod.__version__, "size": hvd.size(),
             "local_size": hvd.local_size(), "gloo": bool(hvd.gloo_enabled()),
             "mpi": bool(hvd.mpi_enabled()), "nccl": bool(hvd.nccl_built())}
-
-
-def _cpu_count() -> Optional[int]:
-    import os
-    return os.cpu_count()
-
-
-def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> Optional[str]:
-    """The CPU's marketing name ("model name" in /proc/cpuinfo on Linux,
-    else platform.processor()), so a CPU run's report can say what it ran
-    on; None when neither names it."""
-    try:
-        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() == "model name" and value.strip():
-                    return value.strip()
-    except OSError:
-        pass
-    return platform.processor() or None

@@ -1,54 +1,20 @@
-"""Per-run utilisation: GPU and process usage sampled while a run trains.
+"""Per-run utilisation on the TensorFlow backend: the sampler as a callback.
 
-A Keras callback that starts a daemon thread at the start of training and
-stops it at the end (runtime.sample_period_seconds, default 1 s; 0: off).
-Each sample reads, from outside TensorFlow (host/probes.py): every GPU's
-utilisation and memory used (NVML, else nvidia-smi, else none), and this
-process's CPU time, resident memory and thread count (/proc). The one
-TensorFlow call per sample is the allocator's peak-memory query
-(tf.config.experimental.get_memory_info), made on GPU devices only: it
-reads a counter and does not synchronise the device. The summary (mean,
-p10, p90 of each; contracts/utilisation.py) goes into the summary line and
-result.json.
+A Keras callback that starts measure/sampling.py's thread at the start of
+training and stops it at the end (runtime.sample_period_seconds, default
+1 s; 0: off). The one TensorFlow call per sample is the allocator's
+peak-memory query (tf.config.experimental.get_memory_info), made on GPU
+devices only: it reads a counter and does not synchronise the device.
 """
 
 from __future__ import annotations
 
-import time
 from typing import Callable, Dict, List, Optional
 
-from absl import logging
-
-from official_bench.contracts import utilisation as contract
 from official_bench.host import probes
+from official_bench.measure.sampling import (  # noqa: F401 - re-exported
+    MIB, ProcessReader, Sampler)
 from official_bench.runtime.keras_setup import keras, tf
-
-MIB = float(2 ** 20)
-
-
-class ProcessReader:
-    """CPU (fraction of the usable cores since the previous read), RSS in
-    MiB and threads of one process; the first read sets the CPU baseline."""
-
-    def __init__(self, pid: int, cores: int,
-                 clock: Callable[[], float] = time.monotonic,
-                 proc: str = "/proc"):
-        self.pid, self.cores, self._clock, self._proc = pid, cores, clock, proc
-        self._last = (clock(), probes.cpu_seconds(pid, proc))
-
-    def __call__(self) -> Dict[str, Optional[float]]:
-        now, cpu = self._clock(), probes.cpu_seconds(self.pid, self._proc)
-        then, before = self._last
-        self._last = (now, cpu)
-        fraction = None
-        # CPU time counts in clock ticks (10 ms): a shorter interval (the
-        # thread's first read) says nothing and is left out.
-        if cpu is not None and before is not None and now - then >= 0.1:
-            fraction = (cpu - before) / (now - then) / self.cores
-        rss = probes.rss_bytes(self.pid, self._proc)
-        return {"cpu": fraction,
-                "rss_mib": rss / MIB if rss is not None else None,
-                "threads": probes.thread_count(self.pid, self._proc)}
 
 
 def tf_peak_reader(gpu_devices: List[str]) -> Optional[Callable]:
@@ -63,59 +29,17 @@ def tf_peak_reader(gpu_devices: List[str]) -> Optional[Callable]:
     return read
 
 
-class UtilisationSampler(keras.callbacks.Callback):
-    """Samples during fit; `summary()` gives result.json's field."""
+class UtilisationSampler(Sampler, keras.callbacks.Callback):
+    """The sampler (measure/sampling.py) as a tf-keras callback of fit,
+    with TensorFlow's peak-memory query on GPU devices."""
 
     def __init__(self, period: float, gpu_devices: List[str],
                  gpu_reader=None, gpu_note: Optional[str] = None,
                  pid: Optional[int] = None):
-        super().__init__()
+        keras.callbacks.Callback.__init__(self)
+        Sampler.__init__(self, period, gpu_devices, gpu_reader, gpu_note, pid,
+                         peak_reader=tf_peak_reader(list(gpu_devices)))
         self._supports_tf_logs = True
-        import os
-        self.period = period
-        self.gpu_devices = list(gpu_devices)
-        self.cores = probes.usable_cores()
-        self._gpu, self._gpu_note = gpu_reader, gpu_note
-        self._gpu_source = getattr(gpu_reader, "name", None)
-        self._process = ProcessReader(pid or os.getpid(), self.cores)
-        self._peak = tf_peak_reader(self.gpu_devices)
-        self._thread: Optional[probes.PeriodicSampler] = None
-
-    def read(self) -> Dict:
-        sample = self._process()
-        sample["gpus"] = [tuple(g) for g in self._gpu()] if self._gpu \
-            else None
-        sample["tf_peak"] = self._peak() if self._peak else None
-        return sample
-
-    def on_train_begin(self, logs=None):
-        self._process = ProcessReader(self._process.pid, self.cores)
-        self._thread = probes.PeriodicSampler(
-            self.read, self.period, name="utilisation-sampler")
-        self._thread.start()
-
-    def on_train_end(self, logs=None):
-        if self._thread is not None:
-            self._thread.stop()
-
-    def summary(self) -> Optional[Dict]:
-        if self._thread is None:
-            return None
-        samples = [v for _, v in self._thread.samples]
-        out = contract.summarise(self.period, samples, self._gpu_source,
-                                 self._gpu_note, self.cores,
-                                 max(1, len(self.gpu_devices)))
-        if self._thread.error:
-            out["error"] = self._thread.error
-            logging.warning("official_bench: utilisation sampler: a read "
-                            "failed (%s); the other samples are kept",
-                            self._thread.error)
-        if self.gpu_devices and out["gpu"] == contract.NO_GPU:
-            logging.warning(
-                "official_bench: the run uses %d GPU(s) but their "
-                "utilisation was not sampled: %s", len(self.gpu_devices),
-                self._gpu_note or "no reading")
-        return out
 
 
 def build(period: float) -> Optional[UtilisationSampler]:

@@ -1,16 +1,26 @@
-"""Turns the `model` config into a Keras model."""
+"""Turns the `model` config into a Keras model of either backend's Keras.
+
+TensorFlow-free: the caller passes the Keras module (tf-keras or Keras 3)
+and, for transfer_uint8, the TensorFlow backend's first layer
+(models/device_normalize.py).
+"""
 
 from __future__ import annotations
 
+from typing import Optional
+
 from official_bench.config import ExperimentConfig, compute_dtype
-from official_bench.models.device_normalize import model_input
 from official_bench.models.resnet import resnet_v15
 from official_bench.models.resnet_cifar import resnet_cifar
 
 
 def resolve_data_format(requested: str, num_gpus: int,
-                        dtype: str = "float32") -> str:
-    """`auto`: channels_first for float32/float16 on GPUs, else channels_last.
+                        dtype: str = "float32",
+                        backend: str = "tensorflow") -> str:
+    """`auto`: on the TensorFlow backend channels_first for float32/float16
+    on GPUs, else channels_last; on the JAX backend always channels_last
+    (XLA assigns the convolutions' layouts itself, and NHWC is the layout
+    its GPU convolutions are fastest in).
 
     CPU: TensorFlow's CPU kernels train NHWC (Model Garden r2.3 chose
     channels_last there too), and grappler's layout optimizer leaves a
@@ -29,25 +39,30 @@ def resolve_data_format(requested: str, num_gpus: int,
     """
     if requested != "auto":
         return requested
+    if backend == "jax":
+        return "channels_last"
     if num_gpus > 0 and dtype != "bfloat16":
         return "channels_first"
     return "channels_last"
 
 
-def build_model(cfg: ExperimentConfig, num_gpus: int = 0):
-    """Builds the configured model for the train dataset's image shape."""
+def build_model(cfg: ExperimentConfig, num_gpus: int = 0, *, keras,
+                input_dtype: Optional[str] = None, input_layer=None,
+                backend: str = "tensorflow"):
+    """Builds the configured model for the train dataset's image shape with
+    `keras`; `input_dtype` defaults to the dataset's dtype."""
     mp = cfg.model.model_params
     ds = cfg.train_dataset
-    input_dtype, input_layer = model_input(ds)
     common = dict(
         depth=mp.depth, num_classes=mp.num_classes, image_size=ds.image_size,
         channels=ds.num_channels,
         data_format=resolve_data_format(mp.data_format, num_gpus,
-                                        compute_dtype(cfg)),
+                                        compute_dtype(cfg), backend),
         weight_decay=mp.weight_decay if mp.use_l2_regularizer else 0.0,
         zero_init_last_bn=mp.zero_init_last_bn,
-        rescale_inputs=mp.rescale_inputs, input_dtype=input_dtype,
-        batch_size=mp.batch_size, input_layer=input_layer)
+        rescale_inputs=mp.rescale_inputs,
+        input_dtype=input_dtype or ds.dtype, batch_size=mp.batch_size,
+        input_layer=input_layer, keras=keras)
     if cfg.model.name == "resnet":
         return resnet_v15(**common)
     if cfg.model.name == "resnet_cifar":

@@ -7,18 +7,21 @@ example: no conv biases (BN follows), BN momentum 0.9 / epsilon 1e-5, L2
 weight decay on conv and dense kernels only, optional zero-init of each
 block's last BN gamma, and a float32 softmax under mixed precision.
 ResNet-50 with 1000 classes has 25,557,032 trainable parameters.
+
+One definition for both backends: every builder takes the Keras module to
+build with (`keras=`: tf-keras for the TensorFlow backend, Keras 3 for the
+JAX one) and uses only layers both have, so this module imports neither.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
-from official_bench.data.preprocessing import (IMAGENET_MEAN_RGB,
+import numpy as np
+
+from official_bench.contracts.imagenet import (IMAGENET_MEAN_RGB,
                                                IMAGENET_STD_RGB)
-from official_bench.runtime.keras_setup import keras, tf
-
-layers = keras.layers
 
 BN_MOMENTUM = 0.9
 BN_EPSILON = 1e-5
@@ -35,17 +38,23 @@ RESNET_SPECS = {
 
 @dataclasses.dataclass
 class BlockOptions:
-    """What every conv/BN in one network shares."""
+    """What every conv/BN in one network shares, the Keras to build with
+    included."""
+    keras: Any
     data_format: str = "channels_last"
     weight_decay: float = 1e-4
     zero_init_last_bn: bool = False
+
+    @property
+    def layers(self):
+        return self.keras.layers
 
     @property
     def bn_axis(self) -> int:
         return 1 if self.data_format == "channels_first" else -1
 
     def regularizer(self):
-        return keras.regularizers.l2(self.weight_decay) \
+        return self.keras.regularizers.l2(self.weight_decay) \
             if self.weight_decay else None
 
 
@@ -54,12 +63,12 @@ def conv(x, filters: int, kernel: int, stride: int, opts: BlockOptions,
     """A bias-free conv with v1.5's padding: explicit pad when strided."""
     if stride > 1 and kernel > 1:
         pad = (kernel - 1) // 2
-        x = layers.ZeroPadding2D(pad, data_format=opts.data_format,
+        x = opts.layers.ZeroPadding2D(pad, data_format=opts.data_format,
                                  name=name + "_pad")(x)
         padding = "valid"
     else:
         padding = "same"
-    return layers.Conv2D(
+    return opts.layers.Conv2D(
         filters, kernel, strides=stride, padding=padding, use_bias=False,
         kernel_initializer="he_normal",
         kernel_regularizer=opts.regularizer(),
@@ -67,7 +76,7 @@ def conv(x, filters: int, kernel: int, stride: int, opts: BlockOptions,
 
 
 def batch_norm(x, opts: BlockOptions, name: str, zero_gamma: bool = False):
-    return layers.BatchNormalization(
+    return opts.layers.BatchNormalization(
         axis=opts.bn_axis, momentum=BN_MOMENTUM, epsilon=BN_EPSILON,
         gamma_initializer="zeros" if zero_gamma else "ones", name=name)(x)
 
@@ -77,7 +86,7 @@ def conv_bn(x, filters, kernel, stride, opts, name, relu=True,
     x = conv(x, filters, kernel, stride, opts, name + "_conv")
     x = batch_norm(x, opts, name + "_bn", zero_gamma=zero_gamma)
     if relu:
-        x = layers.Activation("relu", name=name + "_relu")(x)
+        x = opts.layers.Activation("relu", name=name + "_relu")(x)
     return x
 
 
@@ -95,8 +104,8 @@ def basic_block(x, filters: int, stride: int, opts: BlockOptions, name: str):
     y = conv_bn(x, filters, 3, stride, opts, name + "_a")
     y = conv_bn(y, filters, 3, 1, opts, name + "_b", relu=False,
                 zero_gamma=opts.zero_init_last_bn)
-    y = layers.Add(name=name + "_add")([y, shortcut])
-    return layers.Activation("relu", name=name + "_out")(y)
+    y = opts.layers.Add(name=name + "_add")([y, shortcut])
+    return opts.layers.Activation("relu", name=name + "_out")(y)
 
 
 def bottleneck_block(x, filters: int, stride: int, opts: BlockOptions,
@@ -107,20 +116,41 @@ def bottleneck_block(x, filters: int, stride: int, opts: BlockOptions,
     y = conv_bn(y, filters, 3, stride, opts, name + "_b")
     y = conv_bn(y, filters * 4, 1, 1, opts, name + "_c", relu=False,
                 zero_gamma=opts.zero_init_last_bn)
-    y = layers.Add(name=name + "_add")([y, shortcut])
-    return layers.Activation("relu", name=name + "_out")(y)
+    y = opts.layers.Add(name=name + "_add")([y, shortcut])
+    return opts.layers.Activation("relu", name=name + "_out")(y)
 
 
-class Standardize(layers.Layer):
-    """(x * 255 - mean) / std: for inputs in [0, 1] (rescale_inputs)."""
-
-    def call(self, x):
-        mean = tf.constant(IMAGENET_MEAN_RGB, dtype=x.dtype)
-        std = tf.constant(IMAGENET_STD_RGB, dtype=x.dtype)
-        return (x * tf.cast(255.0, x.dtype) - mean) / std
+_STANDARDIZE: Dict[Any, type] = {}
 
 
-def image_input(image_size: int, channels: int, input_dtype: str,
+def standardize_layer(keras, name: str = "standardize"):
+    """(x * 255 - mean) / std: for inputs in [0, 1] (rescale_inputs), in
+    the layer's compute dtype; one class per Keras module."""
+    cls = _STANDARDIZE.get(keras)
+    if cls is None:
+        class Standardize(keras.layers.Layer):
+            """Subtracts the ImageNet mean and divides by its std."""
+
+            def call(self, x):
+                dtype = _numpy_dtype(self.compute_dtype)
+                mean = np.asarray(IMAGENET_MEAN_RGB, dtype)
+                std = np.asarray(IMAGENET_STD_RGB, dtype)
+                return (x * np.asarray(255.0, dtype) - mean) / std
+
+        cls = _STANDARDIZE[keras] = Standardize
+    return cls(name=name)
+
+
+def _numpy_dtype(name: str):
+    """numpy's dtype for a Keras dtype name (bfloat16 from ml_dtypes, which
+    both TensorFlow and JAX depend on)."""
+    if name == "bfloat16":
+        import ml_dtypes
+        return ml_dtypes.bfloat16
+    return np.dtype(name)
+
+
+def image_input(keras, image_size: int, channels: int, input_dtype: str,
                 batch_size: Optional[int], data_format: str,
                 rescale_inputs: bool, input_layer=None):
     """The NHWC input every pipeline produces, moved to `data_format`;
@@ -130,18 +160,19 @@ def image_input(image_size: int, channels: int, input_dtype: str,
                          name="images")
     x = inputs if input_layer is None else input_layer(inputs)
     if rescale_inputs:
-        x = Standardize(name="standardize")(x)
+        x = standardize_layer(keras)(x)
     if data_format == "channels_first":
-        x = layers.Permute((3, 1, 2), name="to_nchw")(x)
+        x = keras.layers.Permute((3, 1, 2), name="to_nchw")(x)
     return inputs, x
 
 
 def classifier(x, num_classes: int, opts: BlockOptions):
     """Global pool -> dense -> softmax kept in float32 for stable losses."""
+    layers = opts.layers
     x = layers.GlobalAveragePooling2D(data_format=opts.data_format,
                                       name="avg_pool")(x)
     x = layers.Dense(num_classes,
-                     kernel_initializer=keras.initializers.RandomNormal(
+                     kernel_initializer=opts.keras.initializers.RandomNormal(
                          stddev=0.01),
                      kernel_regularizer=opts.regularizer(),
                      name="fc")(x)
@@ -155,18 +186,20 @@ def resnet_v15(depth: int = 50, num_classes: int = 1000,
                rescale_inputs: bool = False, input_dtype: str = "float32",
                batch_size: Optional[int] = None,
                stage_filters: Sequence[int] = (64, 128, 256, 512),
-               input_layer=None):
-    """Builds ResNet v1.5 of the given depth as a functional Keras model."""
+               input_layer=None, *, keras):
+    """Builds ResNet v1.5 of the given depth as a functional model of
+    `keras` (tf_keras or Keras 3)."""
     if depth not in RESNET_SPECS:
         raise ValueError(f"unknown ResNet depth {depth}; valid: "
                          f"{', '.join(map(str, RESNET_SPECS))}")
     kind, blocks = RESNET_SPECS[depth]
     block = bottleneck_block if kind == "bottleneck" else basic_block
-    opts = BlockOptions(data_format, weight_decay, zero_init_last_bn)
-    inputs, x = image_input(image_size, channels, input_dtype, batch_size,
-                            data_format, rescale_inputs, input_layer)
+    opts = BlockOptions(keras, data_format, weight_decay, zero_init_last_bn)
+    inputs, x = image_input(keras, image_size, channels, input_dtype,
+                            batch_size, data_format, rescale_inputs,
+                            input_layer)
     x = conv_bn(x, 64, 7, 2, opts, "stem")
-    x = layers.MaxPooling2D(3, strides=2, padding="same",
+    x = opts.layers.MaxPooling2D(3, strides=2, padding="same",
                             data_format=data_format, name="stem_pool")(x)
     for stage, (filters, count) in enumerate(zip(stage_filters, blocks)):
         for i in range(count):

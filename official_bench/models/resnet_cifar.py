@@ -3,6 +3,7 @@
 depth = 6n + 2: a 3x3 stem, then three stages of n basic blocks with
 16/32/64 filters (times `width`), strides 1/2/2. Cheap enough to train for
 real on two CPU cores, which is what the tests and the real-data check need.
+Built with the Keras module passed as `keras=` (models/resnet.py).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from typing import Optional
 
 from official_bench.models.resnet import (BlockOptions, basic_block,
                                           classifier, conv_bn, image_input)
-from official_bench.runtime.keras_setup import keras
 
 
 def resnet_cifar(depth: int = 20, num_classes: int = 10, image_size: int = 32,
@@ -19,13 +19,16 @@ def resnet_cifar(depth: int = 20, num_classes: int = 10, image_size: int = 32,
                  data_format: str = "channels_last",
                  weight_decay: float = 1e-4, zero_init_last_bn: bool = False,
                  rescale_inputs: bool = False, input_dtype: str = "float32",
-                 batch_size: Optional[int] = None, input_layer=None):
+                 batch_size: Optional[int] = None, input_layer=None, *,
+                 keras):
+    """A depth-`depth` CIFAR ResNet as a functional model of `keras`."""
     if depth < 8 or (depth - 2) % 6:
         raise ValueError(f"resnet_cifar depth must be 6n+2, got {depth}")
     n = (depth - 2) // 6
-    opts = BlockOptions(data_format, weight_decay, zero_init_last_bn)
-    inputs, x = image_input(image_size, channels, input_dtype, batch_size,
-                            data_format, rescale_inputs, input_layer)
+    opts = BlockOptions(keras, data_format, weight_decay, zero_init_last_bn)
+    inputs, x = image_input(keras, image_size, channels, input_dtype,
+                            batch_size, data_format, rescale_inputs,
+                            input_layer)
     x = conv_bn(x, 16 * width, 3, 1, opts, "stem")
     for stage, filters in enumerate((16, 32, 64)):
         for i in range(n):

@@ -93,20 +93,6 @@ class Cluster:
     def describe(self) -> str:
         return f"{self.task_type} {self.task_index}"
 
-    def cluster_resolver(self, num_gpus: int):
-        """A resolver built from data, so nothing is written to os.environ.
-
-        It must carry the GPU count: MultiWorkerMirroredStrategy takes its
-        local devices from `num_accelerators()` for any resolver other than
-        TFConfigClusterResolver, and a SimpleClusterResolver without one
-        reports none, so every worker would train on CPU:0.
-        """
-        import tensorflow as tf
-        return tf.distribute.cluster_resolver.SimpleClusterResolver(
-            tf.train.ClusterSpec(self.jobs()), task_type=self.task_type,
-            task_id=self.task_index, rpc_layer="grpc",
-            num_accelerators=accelerators(num_gpus))
-
 
 def accelerators(num_gpus: int) -> Dict[str, int]:
     """The `num_accelerators` mapping a resolver reports for num_gpus."""

@@ -17,13 +17,14 @@ itself reports it, and how to change it when that is not what was asked for
             oneDNN where host/cpu_features.py's rule says it is faster
             (x86 with AVX2 and FMA), TensorFlow's default elsewhere
 
-The only module that reads or writes TF_ENABLE_ONEDNN_OPTS. TensorFlow-free
-except `onednn_enabled`, which asks the TensorFlow already loaded.
+The only module that reads or writes TF_ENABLE_ONEDNN_OPTS. TensorFlow-free:
+`onednn_enabled` asks the TensorFlow already loaded, if any.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
 import sys
 from typing import Any, Dict, Mapping, MutableMapping, Optional
@@ -121,11 +122,15 @@ def apply(requested: str, num_gpus: int,
 
 
 def onednn_enabled() -> Optional[bool]:
-    """TensorFlow's own answer (IsMklEnabled) in this process; None where
-    the TensorFlow build does not say."""
+    """The answer (IsMklEnabled) of the TensorFlow loaded in this process;
+    None where none is loaded (this module never loads it: the JAX backend
+    runs where there is none) or its build does not say."""
+    if "tensorflow" not in sys.modules:
+        return None
     try:
-        from tensorflow.python.util import _pywrap_util_port
-        return bool(_pywrap_util_port.IsMklEnabled())
+        port = importlib.import_module(
+            "tensorflow.python.util._pywrap_util_port")
+        return bool(port.IsMklEnabled())
     except (ImportError, AttributeError):  # pragma: no cover - other builds
         return None
 

@@ -27,7 +27,8 @@ from official_bench.runtime import device_prefetch
 from official_bench.runtime import horovod_backend, placement, ps_server
 from official_bench.config import strategies
 from official_bench.runtime.cluster import (Cluster, ClusterError,
-                                            can_connect, check_own_port)
+                                            accelerators, can_connect,
+                                            check_own_port)
 from official_bench.runtime.keras_setup import keras, tf
 from official_bench.config.strategies import StrategyTraits
 from official_bench.runtime.watchdog import StartupWatchdog
@@ -122,6 +123,21 @@ class Distribution:
             ps_server.report_finished(self.cluster)
 
 
+def cluster_resolver(cluster: Cluster, num_gpus: int):
+    """TensorFlow's resolver for `cluster`, built from data, so nothing is
+    written to os.environ.
+
+    It must carry the GPU count: MultiWorkerMirroredStrategy takes its
+    local devices from `num_accelerators()` for any resolver other than
+    TFConfigClusterResolver, and a SimpleClusterResolver without one
+    reports none, so every worker would train on CPU:0.
+    """
+    return tf.distribute.cluster_resolver.SimpleClusterResolver(
+        tf.train.ClusterSpec(cluster.jobs()), task_type=cluster.task_type,
+        task_id=cluster.task_index, rpc_layer="grpc",
+        num_accelerators=accelerators(num_gpus))
+
+
 def serve_if_not_coordinator(rt: RuntimeConfig, cluster: Cluster) -> bool:
     """Serves until the chief's run is over when this process only serves
     another process's coordinator (a parameter_server worker or ps task);
@@ -185,7 +201,7 @@ def _multi_worker(rt: RuntimeConfig, cluster: Cluster):
     with StartupWatchdog(cluster.describe(), cluster.peers(),
                          rt.peer_timeout_seconds):
         strategy = tf.distribute.MultiWorkerMirroredStrategy(
-            cluster_resolver=cluster.cluster_resolver(rt.num_gpus),
+            cluster_resolver=cluster_resolver(cluster, rt.num_gpus),
             communication_options=options)
         # The first collective is where a missing peer would block.
         strategy.reduce(tf.distribute.ReduceOp.SUM,
@@ -224,7 +240,7 @@ def _parameter_server(rt: RuntimeConfig, cluster: Cluster):
             "the task types are chief, worker, ps")
     wait_for_peers(cluster, rt.peer_timeout_seconds)
     return tf.distribute.experimental.ParameterServerStrategy(
-        cluster.cluster_resolver(rt.num_gpus))
+        cluster_resolver(cluster, rt.num_gpus))
 
 
 def build_distribution(rt: RuntimeConfig, cluster: Cluster,

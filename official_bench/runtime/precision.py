@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
+from official_bench.contracts.dtypes import KERAS_POLICIES as POLICIES
 from official_bench.runtime.keras_setup import keras
-
-POLICIES = {"float32": "float32", "float16": "mixed_float16",
-            "bfloat16": "mixed_bfloat16"}
 
 
 def set_policy(dtype: str) -> str:

@@ -8,7 +8,9 @@ install ours after the strategy exists (taking the signal back), and:
 - a wake-up fd lets a watcher thread see the signal at once, even while the
   main thread is inside a TensorFlow call (Python runs signal handlers only
   on the main thread, between bytecodes);
-- a Keras callback ends `fit` after the step (or loop) that is running;
+- a Keras callback (runtime/stop_callback.py) ends `fit` after the step
+  (or loop) that is running; the JAX backend's loop asks `requested`
+  between steps itself (this module is TensorFlow-free);
 - if the process has not ended `grace_seconds` later (a collective that
   waits for a peer, a teardown that blocks) the watcher ends it with
   128+signal after saying so.
@@ -25,7 +27,6 @@ import time
 from typing import Callable, Optional
 
 from official_bench.contracts import exit_status
-from official_bench.runtime.keras_setup import keras
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -144,25 +145,3 @@ class StopOnSignal:
                               f"{self.step}; stopping after the current "
                               f"step (at most {self.grace_seconds:g} s)")
                     deadline = time.monotonic() + self.grace_seconds
-
-
-class StopCallback(keras.callbacks.Callback):
-    """Ends fit at the first step boundary after a stop was requested.
-
-    Reads a Python attribute only, so it adds no device sync per step.
-    """
-
-    def __init__(self, stopper: StopOnSignal, initial_step: int = 0):
-        super().__init__()
-        self._supports_tf_logs = True
-        self.stopper = stopper
-        self._epoch_first = initial_step
-        self.stopper.step = initial_step
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self._epoch_first = self.stopper.step
-
-    def on_train_batch_end(self, batch, logs=None):
-        self.stopper.step = self._epoch_first + batch + 1
-        if self.stopper.requested:
-            self.model.stop_training = True

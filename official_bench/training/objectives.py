@@ -1,14 +1,14 @@
-"""Loss (with label smoothing) and top-1 / top-5 metrics."""
+"""Loss (with label smoothing) and top-1 / top-5 metrics, for either
+backend's Keras (the caller passes the module; TensorFlow-free)."""
 
 from __future__ import annotations
 
 from typing import List
 
 from official_bench.config import ExperimentConfig
-from official_bench.runtime.keras_setup import keras
 
 
-def build_loss(cfg: ExperimentConfig):
+def build_loss(cfg: ExperimentConfig, keras):
     loss = cfg.model.loss
     if loss.name == "categorical_crossentropy":
         return keras.losses.CategoricalCrossentropy(
@@ -16,11 +16,16 @@ def build_loss(cfg: ExperimentConfig):
     return keras.losses.SparseCategoricalCrossentropy()
 
 
-def build_metrics(cfg: ExperimentConfig) -> List:
-    """top-1 and top-5 unless train.metrics turns one off."""
+def wanted_metrics(cfg: ExperimentConfig):
+    """(top-1, top-5): both unless train.metrics turns one off."""
     wanted = cfg.train.metrics
-    top1 = wanted is None or wanted.accuracy is not False
-    top5 = wanted is None or wanted.top_5 is not False
+    return (wanted is None or wanted.accuracy is not False,
+            wanted is None or wanted.top_5 is not False)
+
+
+def build_metrics(cfg: ExperimentConfig, keras) -> List:
+    """top-1 and top-5 metrics of `keras` (wanted_metrics)."""
+    top1, top5 = wanted_metrics(cfg)
     one_hot = cfg.model.loss.name == "categorical_crossentropy"
     metrics = []
     if top1:

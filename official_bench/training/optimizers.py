@@ -1,4 +1,5 @@
-"""`model.optimizer` -> a tf-keras optimizer (before loss scaling).
+"""`model.optimizer` -> an optimizer of either backend's Keras (before loss
+scaling). TensorFlow-free: the caller passes the Keras module.
 
 Without weight EMA the optimizers are tf-keras' legacy ones (the classes
 TF 2.3's Keras had, and what Model Garden's classifier_trainer builds): each
@@ -10,20 +11,27 @@ assigns over every weight: several extra passes over 25.6 M ResNet-50
 weights each step; measured in BENCHMARKS.md, "vs Model Garden"); on a GPU
 they are compiled by XLA one variable at a time. Weight EMA
 (`moving_average_decay`) exists only in the newer classes (`use_ema`), so
-it keeps them.
+it keeps them. Keras 3 (the JAX backend) has only the newer classes; JAX
+compiles the whole step, updates included, into one program.
 """
 
 from __future__ import annotations
 
 from official_bench.config import OptimizerConfig
-from official_bench.runtime.keras_setup import keras
 
 
-def build_optimizer(opt: OptimizerConfig, learning_rate):
-    """momentum / sgd / rmsprop / adam, fused unless weight EMA is asked."""
+def _is_keras3(keras) -> bool:
+    return not str(getattr(keras, "__version__", "3")).startswith("2.")
+
+
+def build_optimizer(opt: OptimizerConfig, learning_rate, keras):
+    """momentum / sgd / rmsprop / adam of `keras`; on tf-keras fused unless
+    weight EMA is asked."""
     if opt.moving_average_decay:
         return _build(keras.optimizers, opt, learning_rate,
                       use_ema=True, ema_momentum=opt.moving_average_decay)
+    if _is_keras3(keras):
+        return _build(keras.optimizers, opt, learning_rate)
     return _build(keras.optimizers.legacy, opt, learning_rate)
 
 

@@ -93,21 +93,30 @@ def upward_imports(mods, layers):
     return bad
 
 
+# tf-free folders that may import Keras 3: the JAX backend imports it only
+# after setting its backend to JAX (jax_backend/keras3.py).
+KERAS3_FOLDERS = {"jax_backend"}
+
+
 def tensorflow_reached(mods, layers):
     """For each module in a tf-free folder, the first chain of imports that
-    reaches TensorFlow (or Keras, or Horovod)."""
+    reaches TensorFlow (or Keras, or Horovod; Keras 3 is allowed in
+    KERAS3_FOLDERS)."""
     folders = {f for fs, _ in layers for f in fs}
     free = {f for _, tf_free in layers for f in tf_free}
     graph = {n: imports_of(p) for n, p in mods.items()}
     bad = []
     for name in mods:
-        if folder_of(name, folders) not in free:
+        folder = folder_of(name, folders)
+        if folder not in free:
             continue
+        roots = set(TF_ROOTS) - ({"keras"} if folder in KERAS3_FOLDERS
+                                 else set())
         seen, stack = {name}, [(name, [name])]
         while stack:
             node, chain = stack.pop()
             for target in sorted(graph.get(node, ())):
-                if target.split(".")[0] in TF_ROOTS:
+                if target.split(".")[0] in roots:
                     bad.append(" -> ".join(chain + [target]))
                     stack = []
                     break
@@ -192,7 +201,47 @@ def test_every_folder_of_the_package_is_declared(layers):
 
 def test_top_of_the_package_holds_only_the_entry_points():
     assert sorted(p.name for p in PACKAGE.glob("*.py")) == [
-        "__init__.py", "classifier_trainer.py", "trainer.py"]
+        "__init__.py", "classifier_trainer.py", "train_jax.py",
+        "train_tf.py", "trainer.py"]
+
+
+# The JAX backend's path runs where TensorFlow is not installed: the
+# entry points it comes through and everything they import.
+JAX_PATH = ("official_bench", "official_bench.classifier_trainer",
+            "official_bench.trainer", "official_bench.train_jax")
+
+
+def tensorflow_reached_from(mods, starts):
+    """The first chain from each of `starts` that reaches TensorFlow, Keras
+    2 or Horovod. Keras 3 counts as free here: the JAX path imports it
+    after choosing its backend (jax_backend/keras3.py)."""
+    graph = {n: imports_of(p) for n, p in mods.items()}
+    bad = []
+    for start in starts:
+        seen, stack = {start}, [(start, [start])]
+        while stack:
+            node, chain = stack.pop()
+            for target in sorted(graph.get(node, ())):
+                root = target.split(".")[0]
+                if root in TF_ROOTS and root != "keras":
+                    bad.append(" -> ".join(chain + [target]))
+                    stack = []
+                    break
+                if target in mods and target not in seen:
+                    seen.add(target)
+                    stack.append((target, chain + [target]))
+    return bad
+
+
+def test_the_jax_path_never_imports_tensorflow():
+    mods = modules()
+    assert set(JAX_PATH) <= set(mods)
+    assert tensorflow_reached_from(mods, JAX_PATH) == []
+    # and the check sees it when one does
+    mods = dict(mods)
+    assert tensorflow_reached_from(
+        {**mods, "official_bench.train_jax": PACKAGE / "train_tf.py"},
+        ["official_bench.train_jax"])
 
 
 def test_no_import_points_upwards_or_sideways(layers):
@@ -204,7 +253,7 @@ def test_no_import_points_upwards_or_sideways(layers):
 def test_tensorflow_free_folders_stay_free(layers):
     free = {f for _, tf_free in layers for f in tf_free}
     assert free == {"launch", "extract", "judge", "config", "contracts",
-                    "host"}
+                    "host", "jax_backend"}
     assert tensorflow_reached(modules(), layers) == []
 
 

@@ -6,10 +6,14 @@ import pytest
 
 from official_bench.contracts import flops as contract
 from official_bench.measure import flops
-from official_bench.measure.mfu import ModelFlops, TF_COUNTED_BY
-from official_bench.models.resnet import resnet_v15
-from official_bench.models.resnet_cifar import resnet_cifar
+from official_bench.measure.mfu import TF_COUNTED_BY
+import functools
+
+from official_bench.models import resnet, resnet_cifar as cifar
 from official_bench.runtime.keras_setup import keras
+
+resnet_v15 = functools.partial(resnet.resnet_v15, keras=keras)
+resnet_cifar = functools.partial(cifar.resnet_cifar, keras=keras)
 
 L = keras.layers
 TORCHVISION_RN50_GMACS = 4.09  # torchvision's ResNet50_Weights: 4.09 GFLOPS
@@ -31,7 +35,7 @@ def test_resnet50_at_224_is_torchvision_s_4_09_g_multiply_adds(rn50_224):
 
 
 def test_tensorflow_s_count_agrees_within_one_percent(rn50_224):
-    counted = ModelFlops.of(rn50_224)
+    counted = flops.model_flops(rn50_224)
     assert counted.tf_forward_gflop == pytest.approx(
         2 * counted.forward_gmacs, rel=0.01)
     assert counted.tf_gflop_per_image == pytest.approx(
@@ -138,10 +142,10 @@ def test_a_subclassed_model_is_counted_by_tensorflow():
     with pytest.raises(ValueError, match="subclassed"):
         flops.count_forward(model)
     # tf_cost_analysis reads the input from model.inputs: none here.
-    assert ModelFlops.of(model) is None
+    assert flops.model_flops(model) is None
     inputs = keras.Input((10, 10, 3))
     functional = keras.Model(inputs, model(inputs))
-    counted = ModelFlops.of(functional)
+    counted = flops.model_flops(functional)
     # the subclassed layer's conv has no graph node of its own
     assert counted.counted_by == TF_COUNTED_BY
     # 8x8 outputs x 4 filters x 27 inputs, plus the pool's mean

@@ -3,11 +3,18 @@
 import numpy as np
 import pytest
 
+import functools
+
 from official_bench import config as C
-from official_bench.models import build_model
-from official_bench.models.resnet import resnet_v15
-from official_bench.models.resnet_cifar import resnet_cifar
+from official_bench.models import factory, resnet, resnet_cifar as cifar
 from official_bench.runtime import precision
+from official_bench.runtime.keras_setup import keras
+
+# The TensorFlow backend's Keras (tf-keras); tests/unit/jax_backend builds
+# the same definitions with Keras 3.
+resnet_v15 = functools.partial(resnet.resnet_v15, keras=keras)
+resnet_cifar = functools.partial(cifar.resnet_cifar, keras=keras)
+build_model = functools.partial(factory.build_model, keras=keras)
 
 
 def trainable(model):
@@ -128,15 +135,17 @@ def test_auto_data_format_by_device_and_precision(num_gpus, dtype, expected):
     assert resolve_data_format("auto", num_gpus, dtype) == expected
     # An explicit choice always wins.
     assert resolve_data_format("channels_first", 0, dtype) == "channels_first"
+    # XLA on the JAX backend picks convolution layouts itself: NHWC.
+    assert resolve_data_format("auto", num_gpus, dtype, "jax") == \
+        "channels_last"
 
 
 def test_factory_passes_the_run_precision_to_the_layout_choice(monkeypatch):
-    from official_bench.models import factory
     seen = []
     monkeypatch.setattr(factory, "resolve_data_format",
                         lambda *a: seen.append(a) or "channels_last")
     cfg = C.load_config(params_override=(
         "model.name=resnet_cifar,train_dataset.image_size=8,"
         "train_dataset.dtype=bfloat16"))
-    factory.build_model(cfg, num_gpus=1)
-    assert seen == [("auto", 1, "bfloat16")]
+    factory.build_model(cfg, num_gpus=1, keras=keras)
+    assert seen == [("auto", 1, "bfloat16", "tensorflow")]

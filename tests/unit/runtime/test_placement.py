@@ -57,7 +57,8 @@ def test_wrong_gpu_count_is_an_error():
 def test_resolver_carries_the_gpu_count(num_gpus, want):
     cluster = cluster_lib.Cluster(workers=["127.0.0.1:1", "127.0.0.1:2"],
                                   task_index=1)
-    resolver = cluster.cluster_resolver(num_gpus)
+    from official_bench.runtime.distribute import cluster_resolver
+    resolver = cluster_resolver(cluster, num_gpus)
     assert resolver.num_accelerators() == want
     # What MultiWorkerMirroredStrategy reads for a non-TF_CONFIG resolver.
     assert resolver.num_accelerators().get("GPU", 0) == num_gpus

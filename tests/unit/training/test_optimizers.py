@@ -34,7 +34,7 @@ def _update_op_types(opt, var):
 
 @pytest.mark.parametrize("name", ["momentum", "sgd", "rmsprop", "adam"])
 def test_without_ema_each_variable_is_updated_by_one_fused_kernel(name):
-    opt = build_optimizer(_opt_config(name=name), 0.1)
+    opt = build_optimizer(_opt_config(name=name), 0.1, keras)
     assert isinstance(opt, keras.optimizers.legacy.Optimizer)
     types = _update_op_types(opt, tf.Variable(tf.ones((4, 3))))
     assert FUSED_OPS[name] in types, sorted(types)
@@ -53,7 +53,7 @@ def test_fused_momentum_trains_the_same_numbers_as_the_new_sgd():
              for i in range(4)]
     results = []
     for opt in (build_optimizer(_opt_config(name="momentum", momentum=0.875),
-                                0.05),
+                                0.05, keras),
                 keras.optimizers.SGD(0.05, momentum=0.875)):
         var = tf.Variable(tf.ones((5, 2)))
         for g in grads:
@@ -65,14 +65,14 @@ def test_fused_momentum_trains_the_same_numbers_as_the_new_sgd():
 
 def test_weight_ema_keeps_the_new_optimizer():
     opt = build_optimizer(_opt_config(name="momentum",
-                                      moving_average_decay=0.999), 0.1)
+                                      moving_average_decay=0.999), 0.1, keras)
     assert isinstance(opt, keras.optimizers.Optimizer)
     assert opt.use_ema and opt.ema_momentum == pytest.approx(0.999)
 
 
 def test_float16_loss_scaling_wraps_the_fused_optimizer():
     opt = precision.wrap_optimizer(
-        build_optimizer(_opt_config(name="momentum"), 0.1), "float16", None)
+        build_optimizer(_opt_config(name="momentum"), 0.1, keras), "float16", None)
     assert isinstance(opt, keras.mixed_precision.LossScaleOptimizer)
     var = tf.Variable(tf.ones((3,)))
     opt.apply_gradients([(tf.fill((3,), 2.0), var)])
@@ -83,4 +83,4 @@ def test_unknown_optimizer_names_the_valid_ones():
     # The config refuses the name; a copy of a loaded one takes it.
     cfg = C.replace_keys(_opt_config(name="momentum"), {"name": "lamb"})
     with pytest.raises(ValueError, match="momentum, sgd, rmsprop, adam"):
-        build_optimizer(cfg, 0.1)
+        build_optimizer(cfg, 0.1, keras)

@@ -250,7 +250,7 @@ def test_optimizers(name, cls):
     from official_bench.training.optimizers import build_optimizer
     cfg = C.load_config(params_override=f"model.optimizer.name={name},"
                                         "model.optimizer.nesterov=true")
-    opt = build_optimizer(cfg.model.optimizer, 0.1)
+    opt = build_optimizer(cfg.model.optimizer, 0.1, keras)
     assert type(opt).__name__ == cls
     if name == "momentum":
         assert opt.nesterov and opt.momentum == 0.9

@@ -1,0 +1,126 @@
+"""What each `runtime.backend` runs, written once.
+
+`tensorflow` (the default) is tf-keras with tf.distribute: every strategy,
+input builder and mode. `jax` is Keras 3 on JAX with keras.distribution's
+DataParallel, one process per node driving all its devices: the strategies
+that are data-parallel over local devices and peer workers, synthetic data,
+training. The config check refuses anything else before a process starts,
+in one line that names what works; keys that only tune TensorFlow
+(its GPU threads, cuDNN's BN kernel, all-reduce packing) have no effect on
+JAX and are named once at the start of a run (`ignored_keys`), never
+silently dropped. TensorFlow-free: it only describes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, List, Tuple
+
+
+@dataclasses.dataclass(frozen=True)
+class BackendTraits:
+    """One backend's answers: what it runs (the modules its processes need
+    are launch/preflight.py's, which must not import the config)."""
+    name: str
+    strategies: Tuple[str, ...]  # None: all of config/strategies.py
+    builders: Tuple[str, ...]
+    modes: Tuple[str, ...]
+    # What one process drives: one replica per local device, in one process
+    # per node (jax), or what the strategy says (tensorflow).
+    one_process_per_node: bool
+
+
+ALL = None  # every value the config accepts
+
+TRAITS: Dict[str, BackendTraits] = {t.name: t for t in (
+    BackendTraits(
+        "tensorflow", strategies=ALL, builders=ALL, modes=ALL,
+        one_process_per_node=False),
+    BackendTraits(
+        "jax", strategies=("off", "one_device", "mirrored",
+                           "multi_worker_mirrored"),
+        builders=("synthetic",), modes=("train", "train_and_eval"),
+        one_process_per_node=True),
+)}
+
+# (key, its value in a config that does not use it): TensorFlow-only tuning
+# that the JAX backend has no equivalent for. XLA is always on with JAX.
+TF_ONLY_TUNING = (
+    ("runtime.enable_xla", False),
+    ("runtime.gpu_thread_mode", None),
+    ("runtime.per_gpu_thread_count", 0),
+    ("runtime.dataset_num_private_threads", None),
+    ("runtime.batchnorm_spatial_persistent", False),
+    ("runtime.all_reduce_alg", None),
+    ("runtime.num_packs", 1),
+    ("runtime.collective_timeout_seconds", None),
+)
+
+# (key, its default, why the JAX backend cannot honour it): refused.
+JAX_REFUSED = (
+    ("train.resume_checkpoint", False, "checkpoints"),
+    ("train.callbacks.enable_checkpoint_and_export", False, "checkpoints"),
+    ("train.callbacks.enable_tensorboard", False, "TensorBoard"),
+    ("runtime.profile_steps", None, "the profiler"),
+    ("runtime.run_eagerly", False, "eager steps"),
+    ("train.steps_per_loop", 1, "several steps per call (each step is "
+     "dispatched asynchronously already)"),
+    ("train_dataset.transfer_uint8", False, "uint8 transfer"),
+)
+
+
+def traits(name: str) -> BackendTraits:
+    return TRAITS[name]
+
+
+def _get(cfg: Any, path: str) -> Any:
+    for part in path.split("."):
+        cfg = getattr(cfg, part)
+    return cfg
+
+
+def ignored_keys(cfg: Any) -> List[str]:
+    """'key value' of each TensorFlow-only knob a jax config sets."""
+    if cfg.runtime.backend != "jax":
+        return []
+    return [f"{key} {_get(cfg, key)!r}" for key, unused in TF_ONLY_TUNING
+            if _get(cfg, key) != unused]
+
+
+def refusals(cfg: Any) -> List[Tuple[str, str]]:
+    """(key, message) for each setting `cfg`'s backend cannot run."""
+    t = TRAITS.get(cfg.runtime.backend)
+    if t is None or t.name == "tensorflow":
+        return []
+    what = f"runtime.backend {t.name} runs"
+    out = []
+    rt = cfg.runtime
+    if t.strategies is not ALL and rt.distribution_strategy not in \
+            t.strategies:
+        out.append(("runtime.distribution_strategy",
+                    f"{rt.distribution_strategy!r} needs runtime.backend "
+                    f"tensorflow; {what} {', '.join(t.strategies)}"))
+    datasets = ["train_dataset"]
+    if cfg.mode == "train_and_eval" and not cfg.evaluation.skip_eval:
+        datasets.append("validation_dataset")
+    for name in datasets:
+        builder = getattr(cfg, name).builder
+        if t.builders is not ALL and builder not in t.builders:
+            out.append((f"{name}.builder",
+                        f"{builder!r} needs runtime.backend tensorflow; "
+                        f"{what} on {', '.join(t.builders)} data"
+                        + (" (or set evaluation.skip_eval: true)"
+                           if name == "validation_dataset" else "")))
+    if t.modes is not ALL and cfg.mode not in t.modes:
+        out.append(("mode", f"{cfg.mode!r} needs runtime.backend tensorflow "
+                    f"(checkpoints); {what} {', '.join(t.modes)}"))
+    for key, default, why in JAX_REFUSED:
+        if _get(cfg, key) != default:
+            out.append((key, f"{_get(cfg, key)!r}: {why} need runtime."
+                        f"backend tensorflow; leave it at {default!r} with "
+                        f"{t.name}"))
+    scale = rt.loss_scale
+    if scale is not None and scale != "dynamic":
+        out.append(("runtime.loss_scale", f"{scale!r}: {what} float16 with "
+                    "dynamic loss scaling only; leave it unset or 'dynamic'"))
+    return out

@@ -1,0 +1,158 @@
+"""Which devices a JAX run trains on, across how many processes.
+
+One process per node drives every device it uses, as one DataParallel
+mesh (keras.distribution) over all processes' devices: `one_device` and
+`off` one device, `mirrored` runtime.num_gpus GPUs (or runtime.cpu_devices
+host devices), `multi_worker_mirrored` the same on every node, the nodes
+meeting through jax.distributed at worker 0's host:port (from TF_CONFIG or
+runtime.worker_hosts + task_index, the same cluster the TensorFlow backend
+reads). The coordinator has no authentication (docs/security.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any, List
+
+from absl import logging
+
+from official_bench.config import RuntimeConfig
+from official_bench.config.strategies import TRAITS
+from official_bench.contracts import throughput
+from official_bench.jax_backend import keras3
+from official_bench.runtime.cluster import Cluster, ClusterError, resolve_cluster
+
+# jax.distributed's wait for every process when peer_timeout_seconds is 0.
+FOREVER_SECONDS = 10 ** 7
+
+
+@dataclasses.dataclass
+class JaxRuntime:
+    """The modules, this process's place and the mesh it trains on."""
+    keras: Any
+    jax: Any
+    platform: str
+    cluster: Cluster
+    process_index: int
+    process_count: int
+    local_devices: List[Any]
+    devices: List[Any]  # every process's, in mesh order
+    distribution: Any  # keras.distribution.DataParallel
+
+    @property
+    def is_chief(self) -> bool:
+        return self.process_index == 0
+
+    @property
+    def tag(self) -> str:
+        return f"worker{self.process_index}"
+
+    @property
+    def mesh(self):
+        return self.distribution.device_mesh.backend_mesh
+
+    def device_names(self) -> List[str]:
+        return [f"{d.platform}:{d.id}" for d in self.local_devices]
+
+
+def local_device_count(rt: RuntimeConfig) -> int:
+    """Devices of one process: num_gpus GPUs, else the CPU's (cpu_devices
+    for mirrored, as the TensorFlow backend's logical CPU devices)."""
+    traits = TRAITS[rt.distribution_strategy]
+    if rt.num_gpus > 0:
+        return 1 if rt.distribution_strategy in ("one_device", "off") \
+            else rt.num_gpus
+    if traits.cpu_replicas_from_config and \
+            not traits.one_cpu_replica_per_worker:
+        return rt.cpu_devices
+    return 1
+
+
+def start(rt: RuntimeConfig) -> JaxRuntime:
+    """Cluster, Keras 3 on JAX, jax.distributed, the mesh: a process ready
+    to build its model."""
+    cluster = resolve_cluster(rt)
+    if cluster.extra_jobs:
+        raise ClusterError(
+            f"runtime.backend jax takes workers only; the cluster also has "
+            f"{', '.join(sorted(cluster.extra_jobs))} (TF_CONFIG or "
+            "runtime.chief_host/ps_hosts)")
+    count = local_device_count(rt)
+    loaded = keras3.load(rt.num_gpus, count)
+    jax = loaded.jax
+    if cluster.num_workers > 1:
+        _join(jax, cluster, rt.peer_timeout_seconds, loaded.platform)
+    local = _local_devices(jax, loaded.platform, count, rt.num_gpus)
+    devices = []
+    for p in range(jax.process_count()):
+        devices += sorted(jax.local_devices(process_index=p),
+                          key=lambda d: d.id)[:count]
+    keras = loaded.keras
+    distribution = keras.distribution.DataParallel(
+        devices=devices, auto_shard_dataset=False)
+    keras.distribution.set_distribution(distribution)
+    return JaxRuntime(keras=keras, jax=jax, platform=loaded.platform,
+                      cluster=cluster, process_index=jax.process_index(),
+                      process_count=jax.process_count(), local_devices=local,
+                      devices=devices, distribution=distribution)
+
+
+def _join(jax, cluster: Cluster, timeout: float, platform: str) -> None:
+    """Meets the other processes at worker 0's address; a peer missing
+    after `timeout` seconds is one timeout line (contracts/throughput)."""
+    if platform == "cpu":
+        # Cross-process collectives on CPUs go through Gloo.
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    coordinator = cluster.workers[0]
+    me = cluster.describe()
+    logging.info("official_bench: %s joins %d process(es) at %s "
+                 "(jax.distributed)", me, cluster.num_workers, coordinator)
+    start_time = time.monotonic()
+    try:
+        jax.distributed.initialize(
+            coordinator_address=coordinator,
+            num_processes=cluster.num_workers,
+            process_id=cluster.task_index,
+            initialization_timeout=int(timeout) or FOREVER_SECONDS)
+    except Exception as e:  # JAX raises its own runtime error types
+        waited = time.monotonic() - start_time
+        others = [f"{name} at {addr}" for name, addr in
+                  cluster.peers().items()]
+        raise ClusterError(throughput.timeout_message(
+            me, waited, others or [coordinator],
+            f" for jax.distributed at {coordinator} "
+            f"({type(e).__name__}: {str(e).splitlines()[0][:200]})")) from e
+
+
+def _local_devices(jax, platform: str, count: int, num_gpus: int):
+    """This process's first `count` devices; a missing GPU is one error."""
+    try:
+        found = jax.local_devices()
+    except RuntimeError as e:
+        raise keras3.BackendError(
+            f"runtime.num_gpus is {num_gpus} but JAX has no GPU backend "
+            f"({str(e).splitlines()[0][:200]}); install JAX's CUDA wheels "
+            "(docs/backends.md) or set runtime.num_gpus=0") from e
+    if len(found) < count:
+        what = "GPU(s)" if platform == "gpu" else "CPU device(s)"
+        raise keras3.BackendError(
+            f"the run needs {count} {what} in this process but JAX sees "
+            f"{len(found)}: {', '.join(str(d) for d in found)}")
+    return sorted(found, key=lambda d: d.id)[:count]
+
+
+def peak_memory_reader(local_devices):
+    """Reads XLA's peak bytes in use per local GPU (MiB) for the sampler;
+    None on CPUs (no allocator statistics)."""
+    if not local_devices or local_devices[0].platform == "cpu":
+        return None
+
+    def read():
+        out = {}
+        for d in local_devices:
+            stats = d.memory_stats() or {}
+            if "peak_bytes_in_use" in stats:
+                out[f"{d.platform}:{d.id}"] = stats["peak_bytes_in_use"] / 2**20
+        return out
+    return read

@@ -1,0 +1,308 @@
+"""A run on the JAX backend (Keras 3 on JAX), top to bottom.
+
+`train_and_evaluate` reads in labelled steps: runtime (Keras 3 on JAX, the
+devices, jax.distributed across nodes), plan, model and optimizer, data,
+compiled steps, measurement, the loop, results, history. The same config
+keys, model definition, precision names, schedules, TimeHistory lines,
+statistics, result.json and run history as the TensorFlow backend
+(official_bench/train_tf.py); what differs is in docs/backends.md.
+TensorFlow-free: official_bench.trainer chooses it for `runtime.backend:
+jax`, on machines with or without TensorFlow.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, Optional, Tuple
+
+from absl import logging
+
+from official_bench import config as config_lib
+from official_bench.config import ExperimentConfig, backends
+from official_bench.contracts import flops as flops_contract
+from official_bench.contracts import utilisation as usage_contract
+from official_bench.host import probes
+from official_bench.host.atomic import write_text_atomic
+from official_bench.host.write_errors import writing
+from official_bench.jax_backend import devices as devices_lib
+from official_bench.jax_backend import (environment, flop_check, precision,
+                                       schedules)
+from official_bench.jax_backend import step as step_lib
+from official_bench.jax_backend.synthetic import SyntheticFeed
+from official_bench.measure import mfu, sampling, stats as stats_lib
+from official_bench.measure.intervals import IntervalClock
+from official_bench.models import build_model
+from official_bench.runtime import stop_signals
+from official_bench.trainer import RunResult
+from official_bench.training import lr_math, objectives, run_history
+from official_bench.training import run_record
+from official_bench.training.batch_plan import BatchPlan, batch_plan
+from official_bench.training.nan_check import NanCheck
+from official_bench.training.optimizers import build_optimizer
+
+
+def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:
+    """Trains (and evaluates) one experiment on Keras 3 + JAX."""
+    rt = cfg.runtime
+
+    # 1. Runtime: Keras 3 on JAX, the devices, the other nodes.
+    run = devices_lib.start(rt)
+    keras = run.keras
+    seed = rt.seed if rt.seed is not None else \
+        (0 if run.process_count > 1 else None)
+    if seed is not None:  # every process must build the same weights
+        keras.utils.set_random_seed(seed)
+    dtype = config_lib.compute_dtype(cfg)
+    policy = precision.set_policy(keras, dtype)
+    ignored = backends.ignored_keys(cfg)
+    if ignored:
+        logging.info("official_bench: runtime.backend jax: these only tune "
+                     "TensorFlow and have no effect here: %s",
+                     ", ".join(ignored))
+    try:
+        return _train(cfg, run, dtype, policy, seed or 0)
+    finally:
+        precision.reset_policy(keras)
+        keras.distribution.set_distribution(None)
+
+
+def _train(cfg: ExperimentConfig, run: devices_lib.JaxRuntime, dtype: str,
+           policy: str, seed: int) -> RunResult:
+    rt, keras, jax = cfg.runtime, run.keras, run.jax
+
+    # 2. Plan: replicas, global batch, steps; the files this process owns.
+    plan = batch_plan(cfg, len(run.devices))
+    cfg = config_lib.replace_keys(cfg, {
+        f"{name}.num_devices": plan.num_replicas
+        for name in ("train_dataset", "validation_dataset")})
+    result_path = _write_params(cfg, run, plan, policy)
+
+    # 3. Model, optimizer and loss, under the DataParallel distribution.
+    model = build_model(cfg, rt.num_gpus, keras=keras, backend="jax")
+    lr = cfg.model.learning_rate
+    logging.info("%s", lr_math.describe_schedule(lr, plan.global_batch))
+    schedule = schedules.build_schedule(keras, lr_math.schedule_of(
+        lr, plan.global_batch, plan.total_steps))
+    optimizer = precision.wrap_optimizer(
+        keras, build_optimizer(cfg.model.optimizer, schedule, keras), dtype)
+    optimizer.build(model.trainable_variables)
+    loss_fn = objectives.build_loss(cfg, keras)
+
+    # 4. Data: synthetic batches, sharded over the mesh's batch axis.
+    feeds = _feeds(cfg, run, plan, seed)
+
+    # 5. Steps, compiled before the clock starts.
+    steps = step_lib.build(jax, keras, model, optimizer, loss_fn, run.mesh,
+                           cfg.train_dataset.one_hot)
+    _compile(steps, feeds["train"], run, plan)
+
+    # 6. Measurement: FLOPs (once, before the first step), the interval
+    #    clock, the NaN check, the utilisation sampler.
+    counted = mfu.ModelFlops.of(
+        model, keras, lambda m: flop_check.forward_gflop(jax, m), "xla")
+    th = cfg.train.time_history
+    clock = IntervalClock(plan.global_batch, th.log_steps, plan.total_steps,
+                          progress_seconds=th.progress_seconds)
+    guard = NanCheck(cfg.train.stop_on_nan, th.log_steps)
+    sampler = _sampler(rt.sample_period_seconds, run)
+
+    # 7. The loop.
+    history, evaluation = _loop(cfg, run, plan, steps, feeds, clock, guard,
+                                sampler)
+    step_lib.write_back(model, optimizer, steps.state)
+    for feed in feeds.values():
+        feed.close()
+
+    # 8. Results and 9. history.
+    return _results(cfg, run, plan, dtype, model, clock, guard, sampler,
+                    counted, history, evaluation, result_path)
+
+
+def _write_params(cfg: ExperimentConfig, run, plan: BatchPlan,
+                  policy: str) -> Optional[str]:
+    """params.yaml on the chief, the one config line; result.json's path."""
+    params_path, result_path = run_record.task_files(
+        cfg.model_dir, run.tag, run.is_chief)
+    if params_path and cfg.mode in ("train", "train_and_eval"):
+        with writing(params_path, "the run's configuration"):
+            write_text_atomic(params_path, cfg.to_yaml())
+    logging.info("official_bench config (mode %s, backend jax on %s, %s, %s, "
+                 "%d process(es), %d replica(s), global batch %d, %d steps): "
+                 "%s", cfg.mode, run.platform,
+                 cfg.runtime.distribution_strategy, policy, run.process_count,
+                 plan.num_replicas, plan.global_batch, plan.total_steps,
+                 params_path or "\n" + cfg.to_yaml())
+    return result_path
+
+
+def _feeds(cfg: ExperimentConfig, run, plan: BatchPlan, seed: int
+           ) -> Dict[str, SyntheticFeed]:
+    """The training feed, and the validation feed when the run evaluates."""
+    from jax.sharding import NamedSharding, PartitionSpec
+    sharding = NamedSharding(run.mesh, PartitionSpec(step_lib.AXIS))
+    feeds = {"train": SyntheticFeed(
+        run.jax, cfg.train_dataset, plan.global_batch // run.process_count,
+        sharding, seed, run.process_index)}
+    if _evaluates(cfg):
+        feeds["validation"] = SyntheticFeed(
+            run.jax, cfg.validation_dataset,
+            plan.eval_global_batch // run.process_count, sharding, seed + 1,
+            run.process_index)
+    return feeds
+
+
+def _evaluates(cfg: ExperimentConfig) -> bool:
+    return cfg.mode == "train_and_eval" and not cfg.evaluation.skip_eval
+
+
+def _compile(steps: step_lib.Steps, feed: SyntheticFeed, run,
+             plan: BatchPlan) -> None:
+    """Compiles the train step ahead of the loop, so the wait is said."""
+    logging.info("official_bench: compiling the train step (XLA, %d "
+                 "replica(s) on %s)...", plan.num_replicas, run.platform)
+    start = time.perf_counter()
+    images, labels = feed.next()
+    steps.train = steps.train.lower(steps.state, images, labels).compile()
+    logging.info("official_bench: train step compiled in %.1f s",
+                 time.perf_counter() - start)
+
+
+def _sampler(period: float, run) -> Optional[sampling.Sampler]:
+    """The utilisation sampler (None when runtime.sample_period_seconds is
+    0), with XLA's peak memory on GPUs."""
+    if not period:
+        return None
+    gpus = [d for d in run.local_devices if d.platform != "cpu"]
+    reader, note = (probes.make_gpu_reader() if gpus
+                    else (None, "JAX uses no GPU in this run"))
+    return sampling.Sampler(
+        period, [f"{d.platform}:{d.id}" for d in gpus], reader, note,
+        peak_reader=devices_lib.peak_memory_reader(gpus), allocator="xla")
+
+
+def _loop(cfg: ExperimentConfig, run, plan: BatchPlan, steps, feeds, clock,
+          guard, sampler) -> Tuple[Dict[str, list], Dict[str, float]]:
+    """Epochs of steps, evaluation between them; Keras-style history."""
+    top1, top5 = objectives.wanted_metrics(cfg)
+    history: Dict[str, list] = {}
+    evaluation: Dict[str, float] = {}
+    logging.info("Training %s for epochs 1..%d x %d steps", cfg.model.name,
+                 cfg.train.epochs, plan.steps_per_epoch)
+    clock.on_train_begin()
+    if sampler:
+        sampler.on_train_begin()
+    with stop_signals.StopOnSignal(cfg.runtime.stop_grace_seconds,
+                                   log=logging.warning) as stopper:
+        try:
+            for epoch in range(cfg.train.epochs):
+                logs = _epoch(run, plan, steps, feeds["train"], clock, guard,
+                              stopper, epoch)
+                if stopper.requested:
+                    break
+                for k, v in step_lib.epoch_metrics(
+                        steps.state["sums"], top1, top5).items():
+                    history.setdefault(k, []).append(v)
+                guard.on_epoch_end(epoch, logs)
+                if "validation" in feeds and epoch + 1 in plan.eval_epochs:
+                    evaluation = _evaluate(run, plan, steps,
+                                           feeds["validation"], clock, top1,
+                                           top5)
+                    for k, v in evaluation.items():
+                        history.setdefault("val_" + k, []).append(v)
+        finally:
+            clock.on_train_end()
+            if sampler:
+                sampler.on_train_end()
+    if stopper.requested:
+        raise stop_signals.RunStopped(stopper.signum, stopper.step,
+                                      plan.total_steps)
+    return history, evaluation
+
+
+def _epoch(run, plan: BatchPlan, steps, feed, clock, guard, stopper,
+           epoch: int) -> Dict[str, Any]:
+    """One epoch's steps; logs hold the running loss, unread."""
+    steps.state["sums"] = step_lib.replicated(
+        run.jax, run.mesh, step_lib.zero_sums(run.jax))
+    clock.on_epoch_begin(epoch)
+    guard.on_epoch_begin(epoch)
+    logs: Dict[str, Any] = {}
+    for batch in range(plan.steps_per_epoch):
+        images, labels = feed.next()
+        steps.state, running_loss = steps.train(steps.state, images, labels)
+        logs = {"loss": running_loss}
+        clock.on_train_batch_end(batch, logs)
+        guard.on_train_batch_end(batch, logs)
+        stopper.step = epoch * plan.steps_per_epoch + batch + 1
+        if stopper.requested:
+            break
+    return logs
+
+
+def _evaluate(run, plan: BatchPlan, steps, feed, clock, top1: bool,
+              top5: bool) -> Dict[str, float]:
+    """plan.eval_steps eval steps, left out of the interval they fall in."""
+    clock.on_test_begin()
+    sums = step_lib.replicated(run.jax, run.mesh, step_lib.zero_sums(run.jax))
+    state = steps.state
+    for _ in range(plan.eval_steps):
+        images, labels = feed.next()
+        sums = steps.evaluate(state["trainable"], state["non_trainable"],
+                              images, labels, sums)
+    result = step_lib.epoch_metrics(sums, top1, top5)
+    clock.on_test_end()
+    logging.info("official_bench: evaluation: %s", ", ".join(
+        f"{k} {v:.4f}" for k, v in sorted(result.items())))
+    return result
+
+
+def _results(cfg: ExperimentConfig, run, plan: BatchPlan, dtype: str, model,
+             clock, guard, sampler, counted, history, evaluation,
+             result_path: Optional[str]) -> RunResult:
+    """Statistics, the summary line, result.json and the run history."""
+    rt, th = cfg.runtime, cfg.train.time_history
+    stats = stats_lib.compute_stats(
+        clock.intervals, clock.step_times, th.warmup_steps,
+        total_steps=clock.step - clock.first_step, wall_time=clock.wall_time,
+        global_batch=plan.global_batch, num_replicas=plan.num_replicas,
+        log_steps=th.log_steps, first_step=clock.first_step)
+    env = environment.collect(run, environment.versions(run),
+                              rt.distribution_strategy, plan.num_replicas,
+                              dtype, len(run.local_devices))
+    usage = sampler.summary() if sampler else None
+    flops_item, peak = _flops(cfg, run, plan, dtype, counted, stats, env)
+    logging.info(stats.summary() + mfu.summary_text(flops_item, peak) +
+                 guard.summary_note() + usage_contract.summary_text(usage))
+    record = None
+    if result_path:
+        record = run_record.write_result(
+            result_path, cfg, stats=stats, environment=env, history=history,
+            evaluation=evaluation, model=run_record.model_summary(model),
+            task={"type": "worker", "index": run.process_index,
+                  "tag": run.tag, "is_chief": run.is_chief},
+            extra=dict(guard.result_fields(), input_wait=None,
+                       **{usage_contract.KEY: usage,
+                          flops_contract.KEY: flops_item}))
+    run_history.record_run(cfg, record, run.is_chief)
+    return RunResult(config=cfg, stats=stats, history=history,
+                     evaluation=evaluation, environment=env,
+                     model_dir=cfg.model_dir, result_path=result_path,
+                     model=model, flops=flops_item)
+
+
+def _flops(cfg, run, plan, dtype, counted, stats, env):
+    """result.json's flops object and its peak (measure/mfu.py). JAX lets
+    XLA run float32 matrix work as TF32 on GPUs unless
+    jax_default_matmul_precision asks for more."""
+    if counted is None or stats is None:
+        return None, None
+    precision_flag = run.jax.config.jax_default_matmul_precision
+    tf32 = run.platform == "gpu" and precision_flag in (
+        None, "default", "fastest", "tensorfloat32", "bfloat16")
+    devices = mfu.run_devices(
+        num_gpus=cfg.runtime.num_gpus, gpu_names=env["gpu_names"],
+        num_workers=run.process_count, num_replicas=plan.num_replicas,
+        dtype=dtype, peak_override=cfg.runtime.peak_tflops, tf32=tf32)
+    rate = stats.images_per_second_over_window or \
+        stats.average_examples_per_second
+    return mfu.record(counted, devices, rate), devices.peak

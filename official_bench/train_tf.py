@@ -1,0 +1,303 @@
+"""A run on the TensorFlow backend (tf-keras + tf.distribute), top to bottom.
+
+`train_and_evaluate` reads in labelled steps: runtime, strategy, model and
+compile (training/setup.py), data, resume, callbacks, fit, results,
+history. official_bench.trainer chooses this module for
+`runtime.backend: tensorflow` (the default, DLPerf's path); the JAX
+backend's steps are official_bench/train_jax.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import Any, Dict, List, Optional
+
+from absl import logging
+
+from official_bench import config as config_lib
+from official_bench.config import ConfigError, ExperimentConfig
+from official_bench.contracts import flops as flops_contract
+from official_bench.contracts import utilisation as usage_contract
+from official_bench.data.fit_input import fit_input
+from official_bench.measure import (fit_tail, flops, input_wait, mfu,
+                                    profiler, timing, utilisation)
+from official_bench.runtime import cluster as cluster_lib
+from official_bench.runtime import cpu_kernels, distribute, precision
+from official_bench.runtime import stop_signals
+from official_bench.runtime.keras_setup import keras, tf
+from official_bench.runtime.stop_callback import StopCallback
+from official_bench.trainer import RunResult
+from official_bench.training import checkpoints, nan_guard, run_history
+from official_bench.training.setup import (Prepared, prepare_runtime,
+                                           setup_run)
+
+
+def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:
+    """Runs one experiment described by a validated config (any mode)."""
+    rt = cfg.runtime
+
+    # 1. Runtime: devices, threads, cluster, precision.
+    replica_devices, cluster = prepare_runtime(rt)
+    dtype = config_lib.compute_dtype(cfg)
+    cpu_kernels.settle(rt.cpu_kernels, rt.num_gpus, dtype)
+    if rt.seed is not None:
+        keras.utils.set_random_seed(rt.seed)
+    policy = precision.set_policy(dtype)
+    # A process that only serves another's coordinator (runtime/
+    # distribute.py) serves until that run is over, and has no result.
+    if distribute.serve_if_not_coordinator(rt, cluster):
+        return RunResult(config=cfg, model_dir=cfg.model_dir)
+    try:
+        # 2-4. Strategy, batch plan, model, compile.
+        prepared = setup_run(cfg, cluster, replica_devices, dtype, policy)
+        if cfg.mode == "eval":
+            return _evaluate_only(prepared)
+        if cfg.mode == "export_only":
+            return _export_only(prepared)
+        return _fit(prepared)
+    finally:
+        precision.reset_policy()
+
+
+@dataclasses.dataclass
+class _Callbacks:
+    """What fit is given to measure, guard and stop the run with."""
+    time_history: timing.TimeHistory
+    timed: bool
+    guard: nan_guard.NanGuard
+    profile: Optional[profiler.ProfileSteps]
+    sampler: Optional[utilisation.UtilisationSampler]
+    keras_callbacks: List[Any]
+
+
+def _fit(prep: Prepared) -> RunResult:
+    cfg, plan, model = prep.cfg, prep.plan, prep.model
+
+    # 5. Data.
+    train_input = fit_input(prep.dist, cfg.train_dataset, plan.global_batch,
+                            True, cfg.runtime.seed or 0)
+    evaluate = cfg.mode == "train_and_eval" and not cfg.evaluation.skip_eval
+    val_data = prep.validation_data() if evaluate else None
+
+    # 6. Resume.
+    initial_epoch = _resume(prep)
+    prep.dist.prepare_fit(model)
+    train_input.prepare_fit(model)
+
+    # 7. Callbacks; FLOPs per image counted once, before the first step.
+    cbs = _callbacks(prep, initial_epoch * plan.steps_per_epoch)
+    counted = flops.model_flops(model) if cbs.timed else None
+
+    # 8. Fit.
+    history, wall = _run_fit(prep, train_input.data, val_data, evaluate,
+                             initial_epoch, cbs)
+    if cfg.train.callbacks.enable_checkpoint_and_export and cfg.model_dir \
+            and prep.dist.saves_checkpoints:
+        checkpoints.export_saved_model(
+            model, cfg.export.destination or
+            os.path.join(cfg.model_dir, "saved_model"), prep.dist.is_chief)
+
+    # 9. Results and 10. history.
+    return _results(prep, history, wall, cbs, counted)
+
+
+def _resume(prep: Prepared) -> int:
+    """The epoch to start from: 0, or the latest checkpoint's
+    (train.resume_checkpoint), restored into the model."""
+    cfg, plan = prep.cfg, prep.plan
+    initial_step = 0
+    if cfg.train.resume_checkpoint:
+        path = checkpoints.latest_checkpoint(cfg.model_dir)
+        if path:
+            initial_step = checkpoints.restore(prep.model, path)
+        else:
+            logging.info("train.resume_checkpoint: no checkpoint in %s yet; "
+                         "starting from scratch", cfg.model_dir)
+    initial_epoch = initial_step // plan.steps_per_epoch
+    if initial_epoch >= cfg.train.epochs:
+        raise ConfigError(
+            f"the checkpoint in {cfg.model_dir} is at epoch {initial_epoch} "
+            f"(step {initial_step}); train.epochs {cfg.train.epochs} leaves "
+            "nothing to train")
+    return initial_epoch
+
+
+def _callbacks(prep: Prepared, initial_step: int) -> _Callbacks:
+    """TimeHistory, the NaN guard, the strategy's own, checkpoints, the
+    profiler and the utilisation sampler, in that order."""
+    cfg, plan, rt = prep.cfg, prep.plan, prep.cfg.runtime
+    th = cfg.train.time_history
+    time_history = timing.TimeHistory(
+        plan.global_batch, th.log_steps, plan.total_steps,
+        progress_seconds=th.progress_seconds, initial_step=initial_step)
+    timed = cfg.train.callbacks.enable_time_history and \
+        prep.dist.logs_throughput
+    guard = nan_guard.NanGuard(cfg.train.stop_on_nan, th.log_steps,
+                               initial_step)
+    callbacks = prep.dist.callbacks() + ([time_history] if timed else []) + \
+        [guard]
+    if prep.dist.saves_checkpoints:
+        callbacks += checkpoints.build_callbacks(cfg)
+    profile = profiler.ProfileSteps(
+        rt.profile_steps, profiler.trace_dir(cfg.model_dir),
+        initial_step) if rt.profile_steps else None
+    callbacks += [profile] if profile else []
+    sampler = utilisation.build(rt.sample_period_seconds)
+    callbacks += [sampler] if sampler else []
+    return _Callbacks(time_history=time_history, timed=timed, guard=guard,
+                      profile=profile, sampler=sampler,
+                      keras_callbacks=callbacks)
+
+
+def _run_fit(prep: Prepared, data, val_data, evaluate: bool,
+             initial_epoch: int, cbs: _Callbacks):
+    """model.fit under the stop-signal handler; (history, wall seconds).
+    A failure after a signal or a lost peer is reported as that cause."""
+    cfg, plan, rt = prep.cfg, prep.plan, prep.cfg.runtime
+    logging.info("Training %s for epochs %d..%d x %d steps", prep.model.name,
+                 initial_epoch + 1, cfg.train.epochs, plan.steps_per_epoch)
+    start = time.perf_counter()
+    tail = fit_tail.FitTail()  # last callback: says what fit does after it
+    with stop_signals.StopOnSignal(rt.stop_grace_seconds,
+                                   log=logging.warning) as stopper:
+        try:
+            history = prep.model.fit(
+                data, epochs=cfg.train.epochs, initial_epoch=initial_epoch,
+                steps_per_epoch=plan.steps_per_epoch,
+                callbacks=cbs.keras_callbacks + [StopCallback(
+                    stopper, initial_epoch * plan.steps_per_epoch), tail],
+                validation_data=val_data,
+                validation_steps=plan.eval_steps if evaluate else None,
+                validation_freq=plan.eval_epochs if evaluate else 1,
+                verbose=0)
+        except Exception as e:
+            # A stopped worker leaves its peers mid-collective; what fails
+            # after that is a consequence, the signal is the cause.
+            if stopper.requested:
+                raise stop_signals.RunStopped(
+                    stopper.signum, stopper.step, plan.total_steps) from e
+            if prep.cluster.peers():
+                lost = cluster_lib.lost_peers_error(
+                    prep.cluster, stopper.step, plan.total_steps)
+                if lost is not None:
+                    raise lost from e
+            raise
+        finally:
+            tail.returned()
+            if cbs.sampler:  # Keras skips on_train_end when fit raises
+                cbs.sampler.on_train_end()
+    if stopper.requested:
+        raise stop_signals.RunStopped(stopper.signum, stopper.step,
+                                      plan.total_steps)
+    return history, cbs.time_history.wall_time or time.perf_counter() - start
+
+
+def _results(prep: Prepared, history, wall: float, cbs: _Callbacks,
+             counted: Optional[mfu.ModelFlops]) -> RunResult:
+    """Statistics, the summary line, result.json and the run history."""
+    cfg, plan, rt = prep.cfg, prep.plan, prep.cfg.runtime
+    th, clock = cfg.train.time_history, cbs.time_history
+    stats = timing.compute_stats(
+        clock.intervals, clock.step_times, th.warmup_steps,
+        total_steps=clock.step - clock.first_step,
+        wall_time=wall, global_batch=plan.global_batch,
+        num_replicas=plan.num_replicas, log_steps=th.log_steps,
+        excluded_steps=cbs.profile.traced if cbs.profile else None,
+        first_step=clock.first_step) if cbs.timed else None
+    hist = {k: [float(v) for v in vals] for k, vals in history.history.items()}
+    evaluation = {k[4:]: vals[-1] for k, vals in hist.items()
+                  if k.startswith("val_") and vals}
+    if evaluation:
+        _log_evaluation(evaluation)
+    wait = _input_wait(cfg, prep) if cbs.timed else None
+    usage = cbs.sampler.summary() if cbs.sampler else None
+    flops_item, peak = _flops(prep, counted, stats)
+    if stats is not None:
+        logging.info(stats.summary() + mfu.summary_text(flops_item, peak) +
+                     input_wait.note(wait) + cbs.guard.summary_note() +
+                     usage_contract.summary_text(usage) +
+                     cpu_kernels.summary_note(rt.cpu_kernels))
+    record = prep.write(stats, hist, evaluation,
+                        dict(cbs.guard.result_fields(), input_wait=wait,
+                             **{usage_contract.KEY: usage,
+                                flops_contract.KEY: flops_item}))
+    # 10. History: after the timed loop, so it cannot show in img/s.
+    run_history.record_run(cfg, record, prep.dist.is_chief)
+    prep.dist.report_finished()
+    return RunResult(config=cfg, stats=stats, history=hist,
+                     evaluation=evaluation, environment=prep.environment(),
+                     model_dir=cfg.model_dir, result_path=prep.result_path,
+                     model=prep.model, flops=flops_item)
+
+
+def _flops(prep: Prepared, counted: Optional[mfu.ModelFlops], stats):
+    """result.json's flops object and the peak it used (measure/mfu.py);
+    the rate is images / time over the counted window."""
+    if counted is None or stats is None:
+        return None, None
+    devices = mfu.run_devices(
+        num_gpus=prep.cfg.runtime.num_gpus,
+        gpu_names=prep.environment()["gpu_names"],
+        num_workers=prep.dist.num_workers,
+        num_replicas=prep.plan.num_replicas, dtype=prep.dtype,
+        peak_override=prep.cfg.runtime.peak_tflops,
+        tf32=tf.config.experimental.tensor_float_32_execution_enabled())
+    rate = stats.images_per_second_over_window or \
+        stats.average_examples_per_second
+    return mfu.record(counted, devices, rate), devices.peak
+
+
+def _input_wait(cfg: ExperimentConfig, prep: Prepared):
+    """The training input's wait (measure/input_wait.py), and a warning with
+    the input_bench command when it is more than 10% of the time."""
+    if not prep.dist.traits.measures_input_wait:
+        return None  # their datasets are not metered (input_wait.py)
+    local_replicas = max(1, prep.plan.num_replicas // prep.dist.num_workers)
+    skip = max(1, cfg.train.time_history.warmup_steps) * local_replicas
+    wait = input_wait.TRAIN_METER.summary(skip)
+    if input_wait.is_input_bound(wait):
+        logging.warning(
+            "official_bench: input-bound: steps waited for input %.0f%% of "
+            "the time (%.1f ms per element); measure the input pipeline "
+            "alone with: python -m official_bench.data.input_bench "
+            "<the same --config_file/--params_override> --seconds=30",
+            100 * wait["fraction"], wait["mean_wait_ms"])
+    return wait
+
+
+def _log_evaluation(evaluation: Dict[str, float]) -> None:
+    logging.info("official_bench: evaluation: %s", ", ".join(
+        f"{k} {v:.4f}" for k, v in sorted(evaluation.items())))
+
+
+def _evaluate_only(prep: Prepared) -> RunResult:
+    """--mode=eval: the latest checkpoint in model_dir on the validation set."""
+    cfg = prep.cfg
+    path = checkpoints.require_checkpoint(cfg)
+    step = checkpoints.restore(prep.model, path, for_training=False)
+    evaluation = prep.model.evaluate(prep.validation_data(),
+                                    steps=prep.plan.eval_steps, verbose=0,
+                                    return_dict=True)
+    evaluation = {k: float(v) for k, v in evaluation.items()}
+    _log_evaluation(evaluation)
+    if prep.result_path:
+        prep.result_path = prep.result_path.replace(".json", "_eval.json")
+    prep.write(None, {}, evaluation, {"checkpoint": path, "step": step})
+    return RunResult(config=cfg, evaluation=evaluation,
+                     environment=prep.environment(), model_dir=cfg.model_dir,
+                     result_path=prep.result_path, model=prep.model)
+
+
+def _export_only(prep: Prepared) -> RunResult:
+    """--mode=export_only: a SavedModel from the latest (or named) checkpoint."""
+    cfg = prep.cfg
+    path = checkpoints.require_checkpoint(cfg, cfg.export.checkpoint)
+    checkpoints.restore(prep.model, path, for_training=False)
+    destination = cfg.export.destination or os.path.join(
+        cfg.model_dir or ".", "saved_model")
+    checkpoints.export_saved_model(prep.model, destination,
+                                   prep.dist.is_chief)
+    return RunResult(config=cfg, environment=prep.environment(),
+                     model_dir=cfg.model_dir, model=prep.model)
