@@ -6,8 +6,10 @@
     result = official_bench.run(cfg)
     result.stats.average_examples_per_second
 
-Importing this package selects tf-keras (Keras 2) for everything it builds;
-see official_bench.runtime.keras_setup.
+A run on the TensorFlow backend (the default) builds everything with
+tf-keras (Keras 2; official_bench.runtime.keras_setup); with
+runtime.backend: jax, with Keras 3 on JAX, and TensorFlow is never imported
+(docs/backends.md).
 """
 
 __version__ = "0.1.0"

@@ -22,9 +22,13 @@ from official_bench.config.strategies import TRAITS
 from official_bench.contracts import throughput
 from official_bench.jax_backend import keras3
 from official_bench.runtime.cluster import Cluster, ClusterError, resolve_cluster
+from official_bench.runtime.watchdog import StartupWatchdog
 
 # jax.distributed's wait for every process when peer_timeout_seconds is 0.
 FOREVER_SECONDS = 10 ** 7
+# jax.distributed's own deadline lies this far past the watchdog's: when it
+# passes, JAX aborts the process (SIGABRT) without a line of ours.
+JAX_DEADLINE_GRACE_SECONDS = 60
 
 
 @dataclasses.dataclass
@@ -100,7 +104,10 @@ def start(rt: RuntimeConfig) -> JaxRuntime:
 
 def _join(jax, cluster: Cluster, timeout: float, platform: str) -> None:
     """Meets the other processes at worker 0's address; a peer missing
-    after `timeout` seconds is one timeout line (contracts/throughput)."""
+    after `timeout` seconds is one timeout line (contracts/throughput) and
+    SIGKILL from the start-up watchdog (exit 137, as on TensorFlow):
+    jax.distributed itself would abort the process without a word. Only
+    worker 0 listens; the others wait for it."""
     if platform == "cpu":
         # Cross-process collectives on CPUs go through Gloo.
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
@@ -109,12 +116,18 @@ def _join(jax, cluster: Cluster, timeout: float, platform: str) -> None:
     logging.info("official_bench: %s joins %d process(es) at %s "
                  "(jax.distributed)", me, cluster.num_workers, coordinator)
     start_time = time.monotonic()
+    peers = cluster.peers() if cluster.task_index == 0 else \
+        {"worker 0": coordinator}
+    jax_deadline = (int(timeout) + JAX_DEADLINE_GRACE_SECONDS
+                    if timeout > 0 else FOREVER_SECONDS)
     try:
-        jax.distributed.initialize(
-            coordinator_address=coordinator,
-            num_processes=cluster.num_workers,
-            process_id=cluster.task_index,
-            initialization_timeout=int(timeout) or FOREVER_SECONDS)
+        with StartupWatchdog(me, peers, timeout,
+                             f" for jax.distributed at {coordinator}"):
+            jax.distributed.initialize(
+                coordinator_address=coordinator,
+                num_processes=cluster.num_workers,
+                process_id=cluster.task_index,
+                initialization_timeout=jax_deadline)
     except Exception as e:  # JAX raises its own runtime error types
         waited = time.monotonic() - start_time
         others = [f"{name} at {addr}" for name, addr in
@@ -129,11 +142,12 @@ def _local_devices(jax, platform: str, count: int, num_gpus: int):
     """This process's first `count` devices; a missing GPU is one error."""
     try:
         found = jax.local_devices()
-    except RuntimeError as e:
+    except Exception as e:  # RuntimeError, or an assertion inside JAX
+        why = (str(e).splitlines() or [""])[0][:200] or type(e).__name__
         raise keras3.BackendError(
-            f"runtime.num_gpus is {num_gpus} but JAX has no GPU backend "
-            f"({str(e).splitlines()[0][:200]}); install JAX's CUDA wheels "
-            "(docs/backends.md) or set runtime.num_gpus=0") from e
+            f"runtime.num_gpus is {num_gpus} but JAX could not start its GPU "
+            f"backend ({why}); install JAX's CUDA build (docs/backends.md) "
+            "or set runtime.num_gpus=0") from e
     if len(found) < count:
         what = "GPU(s)" if platform == "gpu" else "CPU device(s)"
         raise keras3.BackendError(

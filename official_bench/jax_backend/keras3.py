@@ -17,11 +17,15 @@ import os
 import sys
 from typing import Any, Dict, Optional
 
+from official_bench.config.errors import ConfigError
+
 CPU_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 
 
-class BackendError(RuntimeError):
-    """Keras 3 or JAX cannot be set up as the config asks."""
+class BackendError(ConfigError):
+    """Keras 3 or JAX cannot be set up as the config asks (the CLI's one
+    error line and exit status for a bad setting, as for the TensorFlow
+    backend's GPU-count mismatch)."""
 
 
 @dataclasses.dataclass

@@ -22,7 +22,5 @@ the extractor reads. It never imports TensorFlow. Modules, top to bottom:
 - progress: a run's progress lines, img/s, the extractor command and window.
 - claims and resume: one launcher per case directory (exit 6); runs already
   in the tree (refused, RESUME=1 or OVERWRITE=1).
-
-WORKERS_PER_NODE=G > 1 starts G multi_worker_mirrored trainers per node;
-LAUNCHER=horovod one `horovodrun` from node 0 alone (docs/run_scripts.md).
+WORKERS_PER_NODE, LAUNCHER=horovod and BACKEND=jax: docs/run_scripts.md.
 """

@@ -13,6 +13,7 @@ import dataclasses
 import statistics
 from typing import Dict, List, Optional
 
+from official_bench.contracts import counting
 from official_bench.contracts.throughput import (
     FINISH_MARK, Interval, images_per_second_over_window)
 
@@ -97,16 +98,14 @@ def compute_stats(intervals: List[Interval], step_times: List[float],
     """Averages over intervals (and steps) that start after warm-up and do
     not touch `excluded_steps` (first, last), e.g. profiled steps."""
     lo, hi = excluded_steps or (0, -1)
-    intervals_used = [i for i in intervals
-                      if i.end_step < lo or i.start_step >= hi]
-    kept = [t for k, t in enumerate(step_times)
-            if not lo <= first_step + k + 1 <= hi]
-    counted = [i for i in intervals_used if i.start_step >= warmup_steps]
+    # Which intervals count is contracts/counting.py's rule (the extractor,
+    # the launcher and the history read result.json's with the same one).
+    counted = counting.trainer_counted(intervals, warmup_steps,
+                                       excluded_steps)
+    excluded = any(i.start_step >= warmup_steps for i in counted)
     steps = [t for k, t in enumerate(step_times)
-             if k >= warmup_steps and not lo <= first_step + k + 1 <= hi]
-    excluded = bool(counted)
-    if not counted:
-        counted, steps = intervals_used, kept
+             if (k >= warmup_steps or not excluded)
+             and not lo <= first_step + k + 1 <= hi]
     rates = [i.examples_per_second for i in counted]
     basis = "intervals"
     if not rates and wall_time > 0 and total_steps > 0:

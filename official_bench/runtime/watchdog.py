@@ -27,8 +27,10 @@ from official_bench.contracts import exit_status, throughput
 class StartupWatchdog:
     """Context manager around the strategy's constructor."""
 
-    def __init__(self, me: str, peers: Dict[str, str], timeout: float):
+    def __init__(self, me: str, peers: Dict[str, str], timeout: float,
+                 waiting_for: str = " for the cluster to start"):
         self.me, self.peers, self.timeout = me, peers, timeout
+        self.waiting_for = waiting_for
         self._proc = None
         self._write_fd = None
 
@@ -39,7 +41,7 @@ class StartupWatchdog:
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "official_bench.runtime.watchdog",
              str(os.getpid()), str(self.timeout), self.me,
-             json.dumps(self.peers)],
+             json.dumps(self.peers), self.waiting_for],
             stdin=read_fd, stdout=sys.stderr.fileno(), close_fds=True)
         os.close(read_fd)
         return self
@@ -64,17 +66,17 @@ def unreachable(peers: Dict[str, str], timeout: float = 1.0) -> List[str]:
             if not can_connect(addr, timeout)]
 
 
-def timeout_message(me: str, waited: float, missing: List[str]) -> str:
+def timeout_message(me: str, waited: float, missing: List[str],
+                    waiting_for: str = " for the cluster to start") -> str:
     """The shared timeout line; with nobody missing, says what else it is."""
     who = missing or [
         "none: every peer's port answers, but the workers did not agree "
         "(different configs, TF_CONFIGs or task indices?)"]
-    return throughput.timeout_message(me, waited, who,
-                                      " for the cluster to start")
+    return throughput.timeout_message(me, waited, who, waiting_for)
 
 
-def _watch(parent: int, timeout: float, me: str,
-           peers: Dict[str, str]) -> int:
+def _watch(parent: int, timeout: float, me: str, peers: Dict[str, str],
+           waiting_for: str) -> int:
     deadline = time.monotonic() + timeout
     next_report = time.monotonic() + min(30.0, timeout / 2)
     while True:
@@ -91,7 +93,8 @@ def _watch(parent: int, timeout: float, me: str,
                   f"reachable yet: {unreachable(peers) or 'none'}",
                   flush=True)
             next_report = time.monotonic() + 30.0
-    print(timeout_message(me, timeout, unreachable(peers)), flush=True)
+    print(timeout_message(me, timeout, unreachable(peers), waiting_for),
+          flush=True)
     try:
         os.kill(parent, signal.SIGKILL)
     except ProcessLookupError:
@@ -100,8 +103,9 @@ def _watch(parent: int, timeout: float, me: str,
 
 
 def main(argv: List[str]) -> int:
-    parent, timeout, me, peers = argv[1:5]
-    return _watch(int(parent), float(timeout), me, json.loads(peers))
+    parent, timeout, me, peers, waiting_for = argv[1:6]
+    return _watch(int(parent), float(timeout), me, json.loads(peers),
+                  waiting_for)
 
 
 if __name__ == "__main__":

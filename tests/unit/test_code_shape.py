@@ -1,5 +1,7 @@
-"""The package's shape: every class says in a docstring what it owns, and
-no function or method runs over MAX_FUNCTION_LINES (split it instead)."""
+"""The package's shape: every module says in a docstring what it is for, in
+at most MAX_MODULE_DOC_LINES lines (measurements go to BENCHMARKS.md);
+every class says in a docstring what it owns; no function or method runs
+over MAX_FUNCTION_LINES (split it instead)."""
 
 import ast
 import pathlib
@@ -8,6 +10,7 @@ from support.helpers import REPO
 
 PACKAGE = pathlib.Path(REPO) / "official_bench"
 MAX_FUNCTION_LINES = 100
+MAX_MODULE_DOC_LINES = 25
 
 
 def _trees():
@@ -33,3 +36,17 @@ def test_no_function_over_the_limit():
             and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines:\n" + \
         "\n".join(long)
+
+
+def test_every_module_says_what_it_is_for_briefly():
+    bad = []
+    for path, tree in _trees():
+        doc = ast.get_docstring(tree)
+        if path.name == "__main__.py" and doc is None:
+            continue  # `python -m` entry: its package's docstring says
+        if doc is None:
+            bad.append(f"{path}: no docstring")
+        elif len(doc.splitlines()) > MAX_MODULE_DOC_LINES:
+            bad.append(f"{path}: {len(doc.splitlines())} lines")
+    assert not bad, ("module docstrings missing or over "
+                     f"{MAX_MODULE_DOC_LINES} lines:\n" + "\n".join(bad))
