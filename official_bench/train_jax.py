@@ -78,7 +78,10 @@ def _train(cfg: ExperimentConfig, run: devices_lib.JaxRuntime, dtype: str,
     result_path = _write_params(cfg, run, plan, policy)
 
     # 3. Model, optimizer and loss, under the DataParallel distribution.
+    start = time.perf_counter()
     model = build_model(cfg, rt.num_gpus, keras=keras, backend="jax")
+    logging.info("official_bench: built %s (%d parameters) in %.1f s",
+                 model.name, model.count_params(), time.perf_counter() - start)
     lr = cfg.model.learning_rate
     logging.info("%s", lr_math.describe_schedule(lr, plan.global_batch))
     schedule = schedules.build_schedule(keras, lr_math.schedule_of(
