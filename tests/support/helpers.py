@@ -153,13 +153,28 @@ def importable_name(test_file):
     return rel.replace(os.sep, ".")
 
 
+def keras3_child(test_file, function, cpu_devices=1, timeout=300):
+    """Calls `function` (no arguments) of a test module in a fresh Python
+    whose Keras is Keras 3 on JAX with `cpu_devices` CPU devices (JAX fixes
+    both at its first use, so a pytest worker cannot); returns the JSON it
+    printed as its last line of stdout."""
+    env = child_env({"KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu",
+                     "XLA_FLAGS": "--xla_force_host_platform_device_count="
+                                  f"{cpu_devices}"})
+    code = f"import {importable_name(test_file)} as t; t.{function}()"
+    p = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env,
+                       capture_output=True, text=True, timeout=timeout)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
 _BLOCK_IMPORT = '''
 import sys
 
 class _Blocked:
-    """Test: behave as if {name} were not installed."""
+    """Test: behave as if {names} were not installed."""
     def find_spec(self, name, path=None, target=None):
-        if name == {name!r} or name.startswith({name!r} + "."):
+        if any(name == n or name.startswith(n + ".") for n in {names!r}):
             raise ModuleNotFoundError("No module named " + repr(name),
                                       name=name)
         return None
@@ -169,12 +184,14 @@ sys.meta_path.insert(0, _Blocked())
 
 
 def without_module_env(tmp_path, module, extra=None):
-    """os.environ whose Pythons cannot import `module` (a sitecustomize on
-    PYTHONPATH refuses it): a process and the fresh interpreters it spawns
+    """os.environ whose Pythons cannot import `module` (a top-level name,
+    or a tuple of them: ("tensorflow", "tf_keras")); a sitecustomize on
+    PYTHONPATH refuses it: a process and the fresh interpreters it spawns
     run as if it were not installed, or show they finish before needing it."""
-    site = tmp_path / f"without_{module}_site"
+    names = (module,) if isinstance(module, str) else tuple(module)
+    site = tmp_path / f"without_{'_'.join(names)}_site"
     site.mkdir(exist_ok=True)
-    (site / "sitecustomize.py").write_text(_BLOCK_IMPORT.format(name=module))
+    (site / "sitecustomize.py").write_text(_BLOCK_IMPORT.format(names=names))
     path = os.pathsep.join(p for p in (str(site), REPO,
                                        os.environ.get("PYTHONPATH")) if p)
     return dict(os.environ, PYTHONPATH=path, **(extra or {}))
