@@ -193,3 +193,35 @@ def test_restamp_and_fresh_attempt_move_model_dir_and_command(tmp_path):
     assert f"--model_dir={taken}-2" in fresh.command
     assert f"--model_dir={taken}" not in fresh.command
     assert run.workers[1].model_dir == taken  # the plan keeps its decision
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
+def test_model_dir_round_trip_per_backend(backend):
+    """runtime.backend names the trees' first directory; a model_dir reads
+    back with its backend, and a directory no backend names is not one."""
+    assert L.batch_root("/logs", 8, backend) == os.path.join(
+        "/logs", backend, "resnet50", "bz8")
+    md = L.ModelDir("/m", 8, "2n1g", L.run_stem(8, "bf16", 1),
+                    L.session_stamp(0), node=1, backend=backend)
+    assert md.path.startswith(os.path.join("/m", backend, "resnet50", "bz8",
+                                           "2n1g", ""))
+    back = L.parse_model_dir(md.path)
+    assert back == md and back.backend == backend
+    assert L.parse_model_dir(md.path.replace(f"/{backend}/", "/pytorch/")) \
+        is None
+
+
+def test_jax_plan_logs_are_read_back_under_jax(tmp_path):
+    """BACKEND=jax: the plan's logs and model_dirs lie under jax/, where
+    the extractor finds the logs and parse_model_dir the backend."""
+    plan = _plan(tmp_path, ["4", "fp32", "1"], "two",
+                 nodes="127.0.0.1:23400,127.0.0.1:23500", task_index=0,
+                 cpu_devices=1, backend="jax")
+    assert plan.log_root == L.batch_root(str(tmp_path / "logs"), 4, "jax")
+    (run,) = plan.runs
+    (w,) = run.workers
+    assert L.parse_model_dir(w.model_dir).backend == "jax"
+    assert w.model_dir_spec.backend == "jax"
+    _touch(run.log_path)
+    (found,) = logparse.find_logs(plan.log_root)[0]
+    assert found[1] == run.log_path
