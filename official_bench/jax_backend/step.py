@@ -59,6 +59,13 @@ def _hits(jnp, probs, labels, one_hot: bool, k: int):
     return jnp.sum(jnp.any(top == target[:, None], axis=-1))
 
 
+def _per_replica(lax, tree):
+    """`tree` (replicated over AXIS) as a value that varies per replica."""
+    if hasattr(lax, "pcast"):
+        return lax.pcast(tree, AXIS, to="varying")
+    return lax.pvary(tree, AXIS)  # JAX before pcast
+
+
 def build(jax, keras, model, optimizer, loss_fn, mesh, one_hot: bool
           ) -> Steps:
     """The train and eval steps for `model` on `mesh`, and their state."""
@@ -84,8 +91,10 @@ def build(jax, keras, model, optimizer, loss_fn, mesh, one_hot: bool
                     if hasattr(optimizer, "scale_loss") else loss
             return scaled_loss, (loss, aux)
 
+        # Differentiated as this replica's own copy: the gradient of a
+        # replicated input would come back summed over the replicas.
         grads, (loss, (probs, non_trainable)) = jax.grad(
-            scaled, has_aux=True)(state["trainable"])
+            scaled, has_aux=True)(_per_replica(lax, state["trainable"]))
         grads = lax.pmean(grads, AXIS)
         non_trainable = lax.pmean(non_trainable, AXIS)
         trainable, opt_vars = optimizer.stateless_apply(
