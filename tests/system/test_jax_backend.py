@@ -134,8 +134,10 @@ def test_run_scripts_one_and_two_nodes_and_extractor(tmp_path):
     assert rows["2n1g"]["global_batch_size"] == 8
     assert all(r["num_runs"] == 1 and r["excluded"] == []
                for r in rows.values())
-    table = [l for l in markdown.splitlines() if re.match(r"\| \d", l)]
-    assert [l.split(" | ")[:2] for l in table] == [["| 1", "1"], ["| 2", "2"]]
+    # The throughput table's rows: node_num | gpu_num | ...
+    table = markdown.split("| node_num | gpu_num |", 1)[1].split("\n\n")[0]
+    assert [l.split(" | ")[:2] for l in table.splitlines()[2:]] == \
+        [["| 1", "1"], ["| 2", "2"]], markdown
     assert re.search(r"Keras 3\.\S+ on JAX ", markdown), markdown
     print(f"jax run scripts: single node {single_s:.0f} s, all "
           f"{time.monotonic() - start:.0f} s")
