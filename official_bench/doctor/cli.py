@@ -1,6 +1,7 @@
 """official-bench-doctor: flags, the order of work, the console entry.
 
-    official-bench-doctor [--quick] [--only NAME ...] [--output FILE]
+    official-bench-doctor [--backend {auto,tensorflow,jax}] [--quick]
+                          [--only NAME ...] [--output FILE]
 
 Exit status: 0 when no check failed (skips are not failures), 1 when one
 did, 2 for bad flags, 5 when the report cannot be written (no space, a
@@ -18,11 +19,12 @@ import os
 import sys
 import textwrap
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from official_bench.contracts import exit_status as es
 from official_bench.doctor import (
-    check_plan as plan, commands, env_checks, report, run_checks, tfprobe)
+    check_plan as plan, commands, env_checks, jax_diagnosis, jaxprobe, report,
+    run_checks, tfprobe)
 from official_bench.host import gpu_diagnosis, probes
 from official_bench.host import gpus as host_gpus
 from official_bench.host.terminal import help_formatter, help_width
@@ -31,6 +33,7 @@ from official_bench.host.write_errors import NotWritable
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 DEFAULT_TIMEOUTS = {"gpu": 900.0, "cpu": 300.0}
+PROBE_TIMEOUT = 300.0
 
 
 def _epilog() -> str:
@@ -48,6 +51,12 @@ are ResNet-50, synthetic 224x224 images, batch {gpu.batch_size} per GPU,
 16x16 images): fp32, fp32+XLA, bf16, fp16 on one CPU device, mirrored over
 2 logical CPU devices, 2 local workers, Horovod; every GPU check is listed
 as SKIP with the reason. `--list` shows the plan for this machine.
+
+--backend jax (auto's choice where TensorFlow does not import but JAX and
+Keras 3 do) checks the jax backend instead: a jax row for tensorflow's,
+JAX's GPUs against nvidia-smi's, fp32/fp16/bf16 on one device and mirrored
+over all GPUs, two local workers; data format, XLA off and Horovod are
+SKIP (TensorFlow backend only).
 
 exit status: 0 nothing failed, 1 a check failed, 2 bad flags, 130
 interrupted (the JSON then holds the checks finished so far)."""
@@ -68,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: model_dir/doctor)")
     p.add_argument("--output", default=None,
                    help="the JSON report (default: WORKDIR/doctor.json)")
+    p.add_argument("--backend", choices=("auto",) + plan.BACKENDS,
+                   default="auto",
+                   help="the trainer backend to check (default auto: "
+                        "tensorflow when the trainer's Python imports it, "
+                        "else jax when it imports JAX and Keras 3)")
     p.add_argument("--quick", action="store_true",
                    help="fewer runs: fp32 and fp16, channels_last, XLA off "
                         "(CPU: fp32 only)")
@@ -141,10 +155,33 @@ class Machine:
     horovod_venv: Optional[str]
     horovod_skip: Optional[str]
     no_gpu: Optional[str]  # why the GPU checks are skipped
+    backend: str = "tensorflow"
+    jax_facts: Optional[Dict] = None
+    jax_error: Optional[str] = None
+    backend_note: Optional[str] = None  # why --backend auto chose it
+
+    @property
+    def facts(self) -> Optional[Dict]:
+        """The checked backend's probe facts (both list GPUs alike)."""
+        return self.jax_facts if self.backend == "jax" else self.tf_facts
+
+    @property
+    def started(self) -> bool:
+        """The backend imports (on jax: JAX and Keras 3 both)."""
+        if self.backend == "jax":
+            return jaxprobe.usable(self.jax_facts)
+        return self.tf_facts is not None
+
+    def backend_row(self) -> report.CheckResult:
+        if self.backend == "jax":
+            return env_checks.jax_row(self.jax_facts, self.jax_error)
+        return env_checks.tensorflow_row(self.tf_facts, self.probe_error)
 
     def to_json(self) -> Dict:
         smi = self.smi
         return {
+            "backend": self.backend, "backend_note": self.backend_note,
+            "jax": self.jax_facts, "jax_error": self.jax_error,
             "tensorflow": self.tf_facts, "tensorflow_error": self.probe_error,
             "nvidia_smi": {"found": smi.found, "ok": smi.ok,
                            "error": smi.error,
@@ -156,33 +193,86 @@ class Machine:
         }
 
 
-def gather(env: Dict[str, str], horovod_venv: Optional[str]) -> Machine:
-    """Asks TensorFlow (in a subprocess) and nvidia-smi what this machine
+Probe = Callable[[], Tuple[Optional[Dict], Optional[str]]]
+
+
+@dataclasses.dataclass
+class Choice:
+    """The backend to check and what its probe (and auto's) found."""
+    backend: str
+    tf: Tuple[Optional[Dict], Optional[str]] = (None, None)
+    jax: Tuple[Optional[Dict], Optional[str]] = (None, None)
+    note: Optional[str] = None
+
+
+def choose_backend(requested: str, probe_tf: Probe, probe_jax: Probe
+                   ) -> Choice:
+    """--backend's choice: asked for, or (auto) tensorflow when the
+    trainer's Python imports it, else jax when it imports JAX and Keras 3,
+    else tensorflow, whose row then says what failed. Runs only the probes
+    the choice needs."""
+    if requested == "jax":
+        return Choice("jax", jax=probe_jax())
+    tf = probe_tf()
+    if requested == "tensorflow" or tf[0] is not None:
+        return Choice("tensorflow", tf=tf)
+    jax = probe_jax()
+    if jaxprobe.usable(jax[0]):
+        return Choice("jax", tf=tf, jax=jax,
+                      note=f"TensorFlow does not import ({tf[1]}); JAX and "
+                           "Keras 3 do")
+    why = jax[1] or env_checks.jax_row(*jax).detail
+    return Choice("tensorflow", tf=tf, jax=jax,
+                  note=f"neither TensorFlow nor JAX with Keras 3 imports "
+                       f"(JAX: {why})")
+
+
+def gather(env: Dict[str, str], horovod_venv: Optional[str],
+           backend: str = "tensorflow") -> Machine:
+    """Asks the backend (in a subprocess) and nvidia-smi what this machine
     has, diagnoses a missing GPU, and finds the Horovod venv."""
-    tf_facts, probe_error = tfprobe.probe(sys.executable, REPO, env, 300)
+    choice = choose_backend(
+        backend,
+        lambda: tfprobe.probe(sys.executable, REPO, env, PROBE_TIMEOUT),
+        lambda: jaxprobe.probe(sys.executable, REPO, env, PROBE_TIMEOUT))
+    (tf_facts, probe_error), (jax_facts, jax_error) = choice.tf, choice.jax
     smi = gpu_diagnosis.probe_nvidia_smi()
-    gpus = env_checks.gpu_names(tf_facts)
-    diagnosis = gpu_diagnosis.diagnose(
-        (tf_facts or {}).get("build") or {}, gpus, smi,
-        host_gpus.cuda_visible_devices(),
-        (tf_facts or {}).get("tensorflow"))
-    reader, reader_desc = (probes.make_gpu_reader() if gpus
+    visible = host_gpus.cuda_visible_devices()
+    if choice.backend == "jax":
+        facts, error = jax_facts, jax_error
+        diagnosis = jax_diagnosis.diagnose(jax_facts, smi, visible)
+        hvd_venv, hvd_skip = None, plan.TF_ONLY
+    else:
+        facts, error = tf_facts, probe_error
+        diagnosis = gpu_diagnosis.diagnose(
+            (tf_facts or {}).get("build") or {},
+            env_checks.gpu_names(tf_facts), smi, visible,
+            (tf_facts or {}).get("tensorflow"))
+        hvd_venv, hvd_skip = env_checks.find_horovod_venv(REPO, horovod_venv)
+    reader, reader_desc = (probes.make_gpu_reader()
+                           if env_checks.gpu_names(facts)
                            else (None, "no GPU"))
-    hvd_venv, hvd_skip = env_checks.find_horovod_venv(REPO, horovod_venv)
-    return Machine(tf_facts, probe_error, smi, diagnosis, reader,
-                   reader_desc, hvd_venv, hvd_skip,
-                   env_checks.no_gpu_reason(tf_facts, probe_error, diagnosis))
+    machine = Machine(tf_facts, probe_error, smi, diagnosis, reader,
+                      reader_desc, hvd_venv, hvd_skip, None,
+                      backend=choice.backend, jax_facts=jax_facts,
+                      jax_error=jax_error, backend_note=choice.note)
+    if not machine.started and facts is not None:  # JAX without Keras 3
+        facts, error = None, machine.backend_row().detail
+    machine.no_gpu = env_checks.no_gpu_reason(facts, error, diagnosis,
+                                              choice.backend)
+    return machine
 
 
 def plan_for(machine: Machine, quick: bool) -> List[plan.CheckSpec]:
-    """The checks for this machine; if TensorFlow did not even start, every
-    run is a SKIP naming that (one failure instead of ten)."""
-    n = len(env_checks.gpu_names(machine.tf_facts))
+    """The checks for this machine; if the backend did not even start,
+    every run is a SKIP naming that (one failure instead of ten)."""
+    n = len(env_checks.gpu_names(machine.facts))
     gpu_ids = host_gpus.gpu_ids(host_gpus.cuda_visible_devices(), n)
     checks = plan.plan(gpu_ids if not machine.no_gpu else [],
-                       env_checks.capabilities(machine.tf_facts),
-                       machine.no_gpu, machine.horovod_skip, quick=quick)
-    if machine.tf_facts is None:
+                       env_checks.capabilities(machine.facts),
+                       machine.no_gpu, machine.horovod_skip, quick=quick,
+                       backend=machine.backend)
+    if not machine.started:
         checks = [dataclasses.replace(c, skip=c.skip or machine.no_gpu)
                   if c.run else c for c in checks]
     return checks
@@ -199,8 +289,13 @@ def main(argv: Optional[Sequence[str]] = None,
                                                          "doctor.json"))
     started = _now()
     env = commands.child_env(os.environ)
-    out("official-bench-doctor: asking TensorFlow what it sees ...")
-    machine = gather(env, args.horovod_venv)
+    asked = {"auto": "the trainer's Python", "tensorflow": "TensorFlow",
+             "jax": "JAX"}[args.backend]
+    out(f"official-bench-doctor: asking {asked} what it sees ...")
+    machine = gather(env, args.horovod_venv, args.backend)
+    if machine.backend_note:  # auto did not find TensorFlow
+        out(f"official-bench-doctor: backend {machine.backend}: "
+            f"{machine.backend_note}")
     checks = plan_for(machine, args.quick)
     try:
         selected = plan.select(checks, only)
@@ -212,11 +307,10 @@ def main(argv: Optional[Sequence[str]] = None,
         return es.OK
     facts = dict(machine.to_json(), workdir=workdir)
     no_gpu = machine.no_gpu
-    results = [env_checks.tensorflow_row(machine.tf_facts,
-                                         machine.probe_error),
-               env_checks.gpus_row(machine.tf_facts, machine.smi,
+    results = [machine.backend_row(),
+               env_checks.gpus_row(machine.facts, machine.smi,
                                    machine.diagnosis, machine.reader_desc,
-                                   args.require_gpu)]
+                                   args.require_gpu, machine.backend)]
     if no_gpu:
         out(f"official-bench-doctor: GPU checks will be skipped: {no_gpu}")
     timeouts = ({"gpu": args.timeout, "cpu": args.timeout} if args.timeout
@@ -226,7 +320,7 @@ def main(argv: Optional[Sequence[str]] = None,
         timeouts=timeouts, profiles=_profiles(args),
         gpu_reader=machine.reader, gpu_reader_desc=machine.reader_desc,
         horovod_venv=machine.horovod_venv, sample_period=args.sample_period,
-        progress=out)
+        progress=out, backend=machine.backend)
     try:
         results += _run_all(selected, checks, ctx, out, output, facts,
                             started, no_gpu, results)
@@ -259,7 +353,7 @@ def _run_all(selected, planned, ctx, out, output, machine, started, no_gpu,
              head) -> List[report.CheckResult]:
     """Runs the selected checks in order, printing progress and keeping the
     JSON report current after each one."""
-    runnable = [c for c in selected if c.kind not in ("tensorflow", "gpus")]
+    runnable = [c for c in selected if c.kind not in plan.ENV_KINDS]
     specs = {c.name: c for c in planned}
     done: Dict[str, report.CheckResult] = {}
     results = []

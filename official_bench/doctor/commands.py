@@ -2,7 +2,9 @@
 
 Every run is a short synthetic one: on GPU ResNet-50 at 224x224 with a
 small batch, on CPU the tiny resnet_cifar (depth 8, 16x16 images) so the
-CPU subset finishes in a minute or two on a small machine.
+CPU subset finishes in a minute or two on a small machine. A jax run is
+the same run with runtime.backend=jax, less the keys that only tune
+TensorFlow (config/backends.py names them).
 """
 
 from __future__ import annotations
@@ -32,9 +34,12 @@ GPU_PROFILE = Profile("resnet", None, 224, 1000, 64, 100, 10)
 CPU_PROFILE = Profile("resnet_cifar", 8, 16, 10, 8, 60, 5)
 
 
-def overrides(run: RunSpec, profile: Profile, seed: int = 1) -> List[str]:
+def overrides(run: RunSpec, profile: Profile, seed: int = 1,
+              backend: str = "tensorflow") -> List[str]:
     """--params_override pairs for one run (dotted keys of config/schema.py)."""
-    pairs = [
+    jax = backend == "jax"
+    pairs = [f"runtime.backend={backend}"] if jax else []
+    pairs += [
         f"runtime.distribution_strategy={run.strategy}",
         f"runtime.num_gpus={run.num_gpus}",
         f"runtime.enable_xla={'true' if run.xla else 'false'}",
@@ -57,7 +62,8 @@ def overrides(run: RunSpec, profile: Profile, seed: int = 1) -> List[str]:
                      f"{dtypes.tf_name(run.dtype)}")
     if run.cpu_devices > 1:
         pairs.append(f"runtime.cpu_devices={run.cpu_devices}")
-    if strategies.traits(run.strategy).peer_workers and run.num_gpus == 0:
+    if strategies.traits(run.strategy).peer_workers and run.num_gpus == 0 \
+            and not jax:
         pairs.append("runtime.all_reduce_alg=ring")  # CPU collectives
     return pairs
 

@@ -1,8 +1,10 @@
-"""The two environment rows: TensorFlow itself, and the GPUs it sees.
+"""The two environment rows: the backend itself (tensorflow or jax), and
+the GPUs it sees.
 
-Built from facts gathered elsewhere (tfprobe's JSON, the nvidia-smi probe,
-the diagnosis), so faked facts test every branch. Also finds the Horovod
-venv, whose absence turns the Horovod checks into SKIPs.
+Built from facts gathered elsewhere (tfprobe's or jaxprobe's JSON, which
+list GPUs alike, the nvidia-smi probe, the diagnosis), so faked facts test
+every branch. Also finds the Horovod venv, whose absence turns the Horovod
+checks into SKIPs.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import os
 import subprocess
 from typing import Dict, List, Optional, Tuple
 
+from official_bench.doctor import jaxprobe
 from official_bench.doctor.report import FAIL, PASS, SKIP, CheckResult
 from official_bench.host import peaks
 from official_bench.host.gpu_diagnosis import Diagnosis, SmiFacts
@@ -38,6 +41,35 @@ def tensorflow_row(tf_facts: Optional[Dict],
                        data={"build": build})
 
 
+JAX_FIX = ("pip install -e '.[jax]' (JAX and Keras 3; on GPUs JAX's CUDA "
+           "build: pip install 'jax[cuda13]', docs/backends.md)")
+# How the rows name the backend whose view of the GPUs they report.
+SEEN_BY = {"tensorflow": "TensorFlow", "jax": "JAX"}
+
+
+def jax_row(facts: Optional[Dict], probe_error: Optional[str]
+            ) -> CheckResult:
+    """PASS when JAX and Keras 3 import; their versions, the CUDA plugin
+    and JAX's devices."""
+    if facts is None:
+        return CheckResult("jax", "jax", "none", FAIL,
+                           probe_error or "JAX did not start", fix=JAX_FIX)
+    detail = jaxprobe.summary(facts)
+    data = {"devices": facts.get("devices"),
+            "cuda_plugins": facts.get("cuda_plugins")}
+    if facts.get("keras_error"):
+        return CheckResult("jax", "jax", "none", FAIL,
+                           f"{detail}: Keras does not import: "
+                           f"{facts['keras_error']}", fix=JAX_FIX, data=data)
+    if not jaxprobe.usable(facts):
+        return CheckResult("jax", "jax", "none", FAIL,
+                           f"{detail}: the jax backend needs Keras 3",
+                           fix="pip install 'keras>=3' (tf-keras is "
+                               "TensorFlow's Keras 2 and stays apart)",
+                           data=data)
+    return CheckResult("jax", "jax", "none", PASS, detail, data=data)
+
+
 def gpu_names(tf_facts: Optional[Dict]) -> List[str]:
     return [g.get("name", "") for g in (tf_facts or {}).get("gpus") or []]
 
@@ -48,10 +80,11 @@ def capabilities(tf_facts: Optional[Dict]) -> List[Optional[tuple]]:
 
 
 def gpus_row(tf_facts: Optional[Dict], smi: SmiFacts, diagnosis: Diagnosis,
-             sampler: str, require_gpu: bool = False) -> CheckResult:
-    """PASS: TensorFlow lists every GPU; FAIL: the machine has GPUs (or
-    --require-gpu) that TensorFlow cannot use, with the fix; SKIP: no GPU
-    in this machine at all."""
+             sampler: str, require_gpu: bool = False,
+             backend: str = "tensorflow") -> CheckResult:
+    """PASS: the backend (TensorFlow or JAX, whose facts list GPUs alike)
+    lists every GPU; FAIL: the machine has GPUs (or --require-gpu) that it
+    cannot use, with the fix; SKIP: no GPU in this machine at all."""
     gpus = (tf_facts or {}).get("gpus") or []
     driver = (f", driver {smi.driver_version} (nvidia-smi)"
               if smi.driver_version else "")
@@ -78,17 +111,20 @@ def gpus_row(tf_facts: Optional[Dict], smi: SmiFacts, diagnosis: Diagnosis,
     machine_has_gpus = smi.found and (not smi.ok or bool(smi.gpus))
     result = FAIL if machine_has_gpus or require_gpu else SKIP
     return CheckResult("gpus", "gpus", "none", result,
-                       f"no GPU visible to TensorFlow: {diagnosis.verdict}",
+                       f"no GPU visible to {SEEN_BY[backend]}: "
+                       f"{diagnosis.verdict}",
                        fix=diagnosis.fix, data=data)
 
 
 def no_gpu_reason(tf_facts: Optional[Dict], probe_error: Optional[str],
-                  diagnosis: Diagnosis) -> Optional[str]:
+                  diagnosis: Diagnosis, backend: str = "tensorflow"
+                  ) -> Optional[str]:
     """Why every GPU check is skipped, or None when GPUs are usable."""
+    name = SEEN_BY[backend]
     if tf_facts is None:
-        return f"TensorFlow did not start: {probe_error}"
+        return f"{name} did not start: {probe_error}"
     if not gpu_names(tf_facts):
-        return f"no GPU visible to TensorFlow: {diagnosis.verdict}"
+        return f"no GPU visible to {name}: {diagnosis.verdict}"
     return None
 
 

@@ -44,6 +44,7 @@ class RunContext:
     horovod_venv: Optional[str] = None
     sample_period: float = 0.5
     progress: Callable[[str], None] = print
+    backend: str = "tensorflow"  # runtime.backend of every run
 
 
 def _run_dir(ctx: RunContext, name: str) -> str:
@@ -67,7 +68,7 @@ def _commands(spec: CheckSpec, ctx: RunContext, model_dir: str
     run = spec.run
     traits = strategies.traits(run.strategy)
     profile = ctx.profiles[spec.device]
-    pairs = commands.overrides(run, profile)
+    pairs = commands.overrides(run, profile, backend=ctx.backend)
     log = os.path.join(model_dir, "{}.log")
     if traits.horovod_allreduce:  # Horovod's ranks: horovodrun starts them
         extra = {"PATH": os.path.join(ctx.horovod_venv, "bin") + os.pathsep
@@ -230,6 +231,8 @@ def _judge(spec: CheckSpec, model_dir: str, ctx: RunContext,
     if ips is not None:
         findings.append(Finding(True, f"{ips:.1f} img/s"))
     findings.append(verdicts.precision(env, dtypes.tf_name(run.dtype)))
+    if ctx.backend != "tensorflow":  # TensorFlow's rows read as before
+        findings.append(verdicts.backend(env, ctx.backend))
     kind = "GPU" if spec.device == "gpu" else "CPU"
     if traits.one_process_per_gpu:  # the ranks are the replicas
         size = (env.get("horovod") or {}).get("size")

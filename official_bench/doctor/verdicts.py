@@ -102,6 +102,15 @@ def precision(environment: Optional[dict], expected: str) -> Finding:
     return Finding(True, got)
 
 
+def backend(environment: Optional[dict], expected: str) -> Finding:
+    """The run trained on the backend asked for (environment.backend; a
+    result without it is TensorFlow's, written before the field existed)."""
+    got = (environment or {}).get("backend", "tensorflow")
+    if got != expected:
+        return Finding(False, f"backend {got}, expected {expected}")
+    return Finding(True, f"on {got}")
+
+
 def throughput(stats: Optional[dict]) -> Optional[float]:
     """Average examples/second (warm-up excluded by the trainer)."""
     value = (stats or {}).get("average_examples_per_second")

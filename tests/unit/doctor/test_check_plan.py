@@ -4,7 +4,7 @@ device lists: GPU counts, compute capabilities, --quick and --only."""
 import pytest
 
 from official_bench.doctor import check_plan as plan
-from support.doctor_facts import NO_GPU, VOLTA, planned
+from support.doctor_facts import NO_GPU, NO_GPU_JAX, VOLTA, planned
 
 
 def test_plan_without_gpu_skips_every_gpu_check_and_runs_the_cpu_subset():
@@ -76,3 +76,69 @@ def test_select_by_glob_keeps_environment_rows_and_rejects_unknown():
     with pytest.raises(ValueError, match="matches no check; valid: "
                                          "tensorflow, gpus, 1gpu-"):
         plan.select(checks, ["mirored"])
+
+
+# --backend jax ---------------------------------------------------------------
+
+TF_ONLY = "TensorFlow backend only"
+
+
+def _runs(checks):
+    return {n for n, c in checks.items() if c.run and not c.skip}
+
+
+def test_jax_plan_without_gpu_runs_the_cpu_subset_on_jax():
+    checks = planned(0, backend="jax")
+    assert list(checks)[:2] == ["jax", "gpus"] and "tensorflow" not in checks
+    assert _runs(checks) == {"cpu-fp32", "cpu-bf16", "cpu-fp16",
+                             "cpu-mirrored-2dev", "cpu-multi_worker-2x1"}
+    assert {n for n, c in checks.items() if c.skip == TF_ONLY} == {
+        "1gpu-channels_first", "1gpu-xla_off", "horovod-1gpu",
+        "cpu-xla_off", "cpu-horovod-2rank"}
+    gpu = [c for c in checks.values() if c.device == "gpu"
+           and c.skip != TF_ONLY]
+    assert len(gpu) == 3 + 3 + 1 and all(c.skip == NO_GPU_JAX for c in gpu)
+    assert checks["cpu-mirrored-2dev"].baseline == "cpu-fp32"
+    assert checks["cpu-mirrored-2dev"].run.cpu_devices == 2
+    assert {c.run.dtype for n, c in checks.items()
+            if n.startswith("cpu-") and c.kind == "single" and c.run} == \
+        {"fp32", "bf16", "fp16"}
+    quick = planned(0, backend="jax", quick=True)
+    assert _runs(quick) == {"cpu-fp32", "cpu-mirrored-2dev",
+                            "cpu-multi_worker-2x1"}
+
+
+def test_jax_plan_one_gpu_runs_each_precision_and_skips_the_rest():
+    checks = planned(1, backend="jax")
+    assert _runs(checks) == {"1gpu-fp32", "1gpu-fp16", "1gpu-bf16"}
+    for dtype in ("fp32", "fp16", "bf16"):
+        run = checks[f"1gpu-{dtype}"].run
+        assert (run.strategy, run.num_gpus, run.dtype, run.xla) == \
+            ("one_device", 1, dtype, False)
+        assert checks[f"mirrored-2gpu-{dtype}"].skip == \
+            "needs 2 or more GPUs; JAX sees 1"
+    assert checks["multi_worker-2x1gpu"].skip == \
+        "needs 2 or more GPUs; JAX sees 1"
+    assert checks["horovod-1gpu"].skip == TF_ONLY
+    assert not any(c.device == "cpu" for c in checks.values())
+    volta = planned(1, caps=VOLTA, backend="jax")
+    assert "GPU has 7.0" in volta["1gpu-bf16"].skip
+    assert not volta["1gpu-fp16"].skip
+
+
+def test_jax_plan_eight_gpus_mirrors_every_precision_and_splits_workers():
+    checks = planned(8, backend="jax")
+    for dtype in ("fp32", "fp16", "bf16"):
+        m = checks[f"mirrored-8gpu-{dtype}"]
+        assert not m.skip and m.run.strategy == "mirrored"
+        assert m.run.num_gpus == 8 and m.expected_replicas == 8
+        assert m.run.dtype == dtype and m.baseline == f"1gpu-{dtype}"
+    mw = checks["multi_worker-2x4gpu"]
+    assert mw.run.visible_devices == ("0,1,2,3", "4,5,6,7")
+    assert mw.run.num_gpus == 4 and mw.expected_replicas == 8
+    assert checks["horovod-8gpu"].skip == TF_ONLY
+    quick = planned(8, backend="jax", quick=True)
+    assert _runs(quick) == {"1gpu-fp32", "1gpu-fp16", "mirrored-8gpu-fp32",
+                            "mirrored-8gpu-fp16", "multi_worker-2x4gpu"}
+    chosen = plan.select(list(checks.values()), ["mirrored-*-bf16"])
+    assert [c.name for c in chosen] == ["jax", "gpus", "mirrored-8gpu-bf16"]

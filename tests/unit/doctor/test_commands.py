@@ -41,3 +41,28 @@ def test_horovod_and_worker_commands():
                              {"CUDA_VISIBLE_DEVICES": "4,5,6,7"})
     assert "TF_CONFIG" not in env and env["A"] == "1"
     assert env["CUDA_VISIBLE_DEVICES"] == "4,5,6,7"
+
+
+def test_every_planned_jax_run_is_a_config_the_jax_backend_takes():
+    """With runtime.backend=jax each run passes the config check (which
+    refuses what JAX cannot run) and sets no TensorFlow-only knob, so the
+    runs log no 'no effect here' line."""
+    from official_bench.config import backends
+    specs = list(planned(8, backend="jax").values()) + list(
+        planned(0, backend="jax").values())
+    runs = [s for s in specs if s.run and not s.skip]
+    assert {s.kind for s in runs} == {"single", "mirrored", "multi_worker"}
+    for spec in runs:
+        profile = CPU_PROFILE if spec.device == "cpu" else GPU_PROFILE
+        pairs = commands.overrides(spec.run, profile, backend="jax")
+        if spec.run.strategy == "multi_worker_mirrored":
+            pairs += commands.worker_overrides(
+                ["127.0.0.1:1", "127.0.0.1:2"], 1, 60)
+        cfg = config.load_config(params_override=",".join(pairs))
+        assert cfg.runtime.backend == "jax", spec.name
+        assert backends.refusals(cfg) == [] and \
+            backends.ignored_keys(cfg) == [], spec.name
+        assert config.compute_dtype(cfg) == dtypes.tf_name(spec.run.dtype)
+    tf_pairs = commands.overrides(planned(0)["cpu-fp32-xla_off"].run,
+                                  CPU_PROFILE)
+    assert not any(p.startswith("runtime.backend") for p in tf_pairs)
