@@ -4,7 +4,8 @@ JSON schema ``official_bench.doctor/1``::
 
     {"schema", "complete": bool, "started", "finished", "exit_status",
      "gpu_checks_skipped": null | "why",
-     "machine": {...facts: tensorflow, build, gpus, nvidia_smi, diagnosis,
+     "machine": {...facts: backend, backend_note, tensorflow, jax (the
+                 probes' JSON and errors), nvidia_smi, diagnosis,
                  gpu_sampler, horovod_venv},
      "summary": {"PASS": n, "FAIL": n, "SKIP": n},
      "checks": [{"name", "kind", "device", "result": PASS|FAIL|SKIP,
