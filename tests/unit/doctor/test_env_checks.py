@@ -84,4 +84,5 @@ def test_gpus_row_on_jax_compares_jax_with_nvidia_smi():
     assert env_checks.no_gpu_reason(cpu_only, None, diagnosis, "jax") == \
         f"no GPU visible to JAX: {diagnosis.verdict}"
     assert env_checks.no_gpu_reason(None, "JAX probe failed", diagnosis,
-                                    "jax") == "JAX did not start: JAX probe failed"
+                                    "jax") == \
+        "JAX did not start: JAX probe failed"
