@@ -33,11 +33,14 @@ from official_bench.measure import mfu, sampling, stats as stats_lib
 from official_bench.measure.intervals import IntervalClock
 from official_bench.models import build_model
 from official_bench.runtime import stop_signals
+from official_bench.runtime.cluster import PeerLost, can_connect
 from official_bench.trainer import RunResult
 from official_bench.training import lr_math, objectives, run_history
 from official_bench.training import run_record
 from official_bench.training.batch_plan import BatchPlan, batch_plan
 from official_bench.training.nan_check import NanCheck
+from official_bench.training.nan_check import (
+    NonFiniteLossError as NanCheckError)
 from official_bench.training.optimizers import build_optimizer
 
 
@@ -212,6 +215,16 @@ def _loop(cfg: ExperimentConfig, run, plan: BatchPlan, steps, feeds, clock,
                                            top5)
                     for k, v in evaluation.items():
                         history.setdefault("val_" + k, []).append(v)
+        except Exception as e:
+            # A stopped or lost process leaves its peers mid-collective:
+            # the signal or the lost peer is the cause, not what failed.
+            if stopper.requested:
+                raise stop_signals.RunStopped(
+                    stopper.signum, stopper.step, plan.total_steps) from e
+            if run.process_count > 1 and not isinstance(e, NanCheckError):
+                raise _lost_peer(run, stopper.step, plan.total_steps,
+                                 e) from e
+            raise
         finally:
             clock.on_train_end()
             if sampler:
@@ -220,6 +233,25 @@ def _loop(cfg: ExperimentConfig, run, plan: BatchPlan, steps, feeds, clock,
         raise stop_signals.RunStopped(stopper.signum, stopper.step,
                                       plan.total_steps)
     return history, evaluation
+
+
+def _lost_peer(run, step, total: int, error: Exception) -> PeerLost:
+    """One line for a collective that failed while several processes
+    trained: the coordinator's state when this is not worker 0, else the
+    others' logs to read (only worker 0 listens on a port)."""
+    where = f"at step {step} of {total}" if step else "before the first step"
+    first = (str(error).splitlines() or [""])[0][:80]
+    coordinator = run.cluster.workers[0]
+    if run.process_index > 0 and not can_connect(coordinator, timeout=2.0):
+        who = f"worker 0 (the coordinator at {coordinator}, which no " \
+              "longer answers)"
+    else:
+        who = f"a peer of {run.cluster.describe()} (one of " \
+              f"{run.process_count} processes)"
+    return PeerLost(
+        f"official_bench: lost {who} {where}: a collective failed "
+        f"({type(error).__name__}: {first}); see the other workers' logs "
+        "for why one ended (the run scripts print their paths)")
 
 
 def _epoch(run, plan: BatchPlan, steps, feed, clock, guard, stopper,

@@ -85,9 +85,11 @@ def describe(plan) -> None:
         describe_barrier(plan, out)
     ports = open_ports(plan)
     if ports:
-        out("ports this node opens: " + "; ".join(ports) + " (TensorFlow's "
-            "worker servers accept any client that reaches them: use a "
-            "private network or a firewall; docs/security.md)")
+        who = "JAX's coordinator accepts" if plan.settings.backend == "jax" \
+            else "TensorFlow's worker servers accept"
+        out("ports this node opens: " + "; ".join(ports) + f" ({who} any "
+            "client that reaches them: use a private network or a firewall; "
+            "docs/security.md)")
     for note in plan.notes:
         out(f"note: {note}")
 
@@ -116,7 +118,12 @@ def open_ports(plan) -> list:
     workers = [w.address for w in run.workers if w.address] if run else []
     if not workers and plan.nodeset is not None and plan.horovod is None:
         workers = [plan.nodeset.me.address]
-    if workers:
+    if workers and plan.settings.backend == "jax":
+        # Only worker 0 listens: jax.distributed's coordination service.
+        if plan.index == 0:
+            ports.append(f"jax.distributed coordinator (gRPC, every "
+                         f"interface) {workers[0]}")
+    elif workers:
         # TensorFlow's gRPC server listens on every interface (`ss -ltn`
         # shows *:port), whatever host the node list names.
         ports.append(f"TensorFlow worker (gRPC, every interface) "
