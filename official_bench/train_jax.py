@@ -25,8 +25,8 @@ from official_bench.host import probes
 from official_bench.host.atomic import write_text_atomic
 from official_bench.host.write_errors import writing
 from official_bench.jax_backend import devices as devices_lib
-from official_bench.jax_backend import (environment, flop_check, precision,
-                                       schedules)
+from official_bench.jax_backend import (environment, flop_check, keras3,
+                                       precision, schedules)
 from official_bench.jax_backend import step as step_lib
 from official_bench.jax_backend.synthetic import SyntheticFeed
 from official_bench.measure import mfu, sampling, stats as stats_lib
@@ -54,7 +54,7 @@ def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:
     seed = rt.seed if rt.seed is not None else \
         (0 if run.process_count > 1 else None)
     if seed is not None:  # every process must build the same weights
-        keras.utils.set_random_seed(seed)
+        keras3.set_seed(keras, seed)
     dtype = config_lib.compute_dtype(cfg)
     policy = precision.set_policy(keras, dtype)
     ignored = backends.ignored_keys(cfg)

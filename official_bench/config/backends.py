@@ -60,12 +60,12 @@ TF_ONLY_TUNING = (
 JAX_REFUSED = (
     ("train.resume_checkpoint", False, "checkpoints"),
     ("train.callbacks.enable_checkpoint_and_export", False, "checkpoints"),
-    ("train.callbacks.enable_tensorboard", False, "TensorBoard"),
-    ("runtime.profile_steps", None, "the profiler"),
+    ("train.callbacks.enable_tensorboard", False, "TensorBoard logs"),
+    ("runtime.profile_steps", None, "profiler traces"),
     ("runtime.run_eagerly", False, "eager steps"),
     ("train.steps_per_loop", 1, "several steps per call (each step is "
      "dispatched asynchronously already)"),
-    ("train_dataset.transfer_uint8", False, "uint8 transfer"),
+    ("train_dataset.transfer_uint8", False, "uint8 transfers"),
 )
 
 

@@ -121,6 +121,30 @@ def _backend_started(jax) -> bool:
         return False
 
 
+class _NoTensorFlow:
+    """An import finder that answers 'not installed' for TensorFlow."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "tensorflow" or name.startswith("tensorflow."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+def set_seed(keras, seed: int) -> None:
+    """keras.utils.set_random_seed without loading TensorFlow: Keras 3 also
+    seeds TensorFlow when it can import it, which on this path would load
+    a second framework (and its CUDA libraries) for nothing."""
+    if "tensorflow" in sys.modules:
+        keras.utils.set_random_seed(seed)
+        return
+    blocker = _NoTensorFlow()
+    sys.meta_path.insert(0, blocker)
+    try:
+        keras.utils.set_random_seed(seed)
+    finally:
+        sys.meta_path.remove(blocker)
+
+
 def versions(loaded: Loaded) -> Dict[str, Optional[str]]:
     """keras, jax and jaxlib versions for result.json."""
     jaxlib = sys.modules.get("jaxlib")
