@@ -23,6 +23,7 @@ from official_bench.contracts import utilisation as usage_contract
 from official_bench.data.fit_input import fit_input
 from official_bench.measure import (fit_tail, flops, input_wait, mfu,
                                     profiler, timing, utilisation)
+from official_bench.measure import stats as stats_lib
 from official_bench.runtime import cluster as cluster_lib
 from official_bench.runtime import cpu_kernels, distribute, precision
 from official_bench.runtime import stop_signals
@@ -199,7 +200,7 @@ def _results(prep: Prepared, history, wall: float, cbs: _Callbacks,
     """Statistics, the summary line, result.json and the run history."""
     cfg, plan, rt = prep.cfg, prep.plan, prep.cfg.runtime
     th, clock = cfg.train.time_history, cbs.time_history
-    stats = timing.compute_stats(
+    stats = stats_lib.compute_stats(
         clock.intervals, clock.step_times, th.warmup_steps,
         total_steps=clock.step - clock.first_step,
         wall_time=wall, global_batch=plan.global_batch,

@@ -35,7 +35,7 @@ PEAK_LABELS = {"tf": "TF", "xla": "XLA"}
 
 
 def percentile(values: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile (an observed value), as timing.percentile."""
+    """Nearest-rank percentile (an observed value), as measure/stats.percentile."""
     ordered = sorted(values)
     rank = max(1, int(-(-q * len(ordered) // 100)))
     return ordered[min(rank, len(ordered)) - 1]

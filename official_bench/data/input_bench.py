@@ -64,7 +64,7 @@ def local_replicas(cfg, replica_devices) -> int:
 def bench(cfg, seconds: float, log_fn=logging.info):
     """Pulls the training pipeline for `seconds`; returns ThroughputStats
     of this worker's images/second."""
-    from official_bench.measure import timing
+    from official_bench.measure import stats, timing
     from official_bench.config.batching import global_batch_size
     from official_bench.data import factory
     from official_bench.runtime import cluster as cluster_lib
@@ -108,7 +108,7 @@ def bench(cfg, seconds: float, log_fn=logging.info):
         history.total_steps = step
         history._progress(history.clock())
     history.on_train_end()
-    return timing.compute_stats(
+    return stats.compute_stats(
         history.intervals, history.step_times, th.warmup_steps,
         total_steps=step, wall_time=history.wall_time,
         global_batch=worker_batch, num_replicas=local,

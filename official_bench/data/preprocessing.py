@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from official_bench.contracts.imagenet import (  # noqa: F401 - re-exported
-    IMAGENET_MEAN_RGB, IMAGENET_STD_RGB)
+from official_bench.contracts.imagenet import (IMAGENET_MEAN_RGB,
+                                               IMAGENET_STD_RGB)
 from official_bench.runtime.keras_setup import tf
 
 CROP_PADDING = 32  # r2.3's eval crop: image_size / (image_size + 32)

@@ -8,8 +8,7 @@ import platform
 import socket
 from typing import Dict, Optional
 
-from official_bench.measure.host_env import (  # noqa: F401 - re-exported
-    cpu_count as _cpu_count, cpu_model)
+from official_bench.measure.host_env import cpu_count, cpu_model
 from official_bench.runtime.keras_setup import keras, tf
 
 
@@ -40,7 +39,7 @@ def collect(strategy_name: Optional[str] = None, num_workers: int = 1,
         "tf_keras": keras.__version__,
         "hostname": socket.gethostname(),
         "platform": platform.platform(),
-        "cpu_count": _cpu_count(),
+        "cpu_count": cpu_count(),
         "cpu_model": cpu_model(),
         "devices": devices or [],
         "replicas_per_worker": len(devices or []),

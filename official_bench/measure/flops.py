@@ -16,8 +16,7 @@ from absl import logging
 
 from official_bench.measure import layer_flops
 from official_bench.measure.mfu import ModelFlops
-from official_bench.measure.layer_flops import (  # noqa: F401 - re-exported
-    COUNTED_BY, ForwardCount)
+from official_bench.measure.layer_flops import ForwardCount
 from official_bench.runtime.keras_setup import keras, tf
 
 

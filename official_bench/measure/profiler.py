@@ -3,7 +3,7 @@
 The trace goes to `model_dir/profile` in the layout TensorBoard's profile
 plugin reads (`plugins/profile/<run>/<host>.xplane.pb`). Tracing slows the
 traced steps down, so their timing is left out of the statistics
-(timing.compute_stats' `excluded_steps`).
+(measure/stats.compute_stats' `excluded_steps`).
 """
 
 from __future__ import annotations

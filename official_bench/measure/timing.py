@@ -14,16 +14,11 @@ is left out of the interval it falls in.
 
 from __future__ import annotations
 
-# The line, the finish mark and Interval are a contract shared with the
-# extractor (and DLPerf): official_bench.contracts.throughput owns them;
-# the statistics are measure/stats.py's, the interval clock
-# measure/intervals.py's (both TensorFlow-free, shared with the JAX backend).
-from official_bench.contracts.throughput import (  # noqa: F401 - re-exported
-    FINISH_MARK, LINE_FORMAT, Interval, format_eta, format_line,
-    images_per_second_over_window)
+# The line and Interval are a contract shared with the extractor (and
+# DLPerf): contracts/throughput.py; the statistics are measure/stats.py's,
+# the interval clock measure/intervals.py's (both TensorFlow-free, shared
+# with the JAX backend).
 from official_bench.measure.intervals import IntervalClock
-from official_bench.measure.stats import (  # noqa: F401 - re-exported
-    ThroughputStats, compute_stats, percentile)
 from official_bench.runtime.keras_setup import keras
 
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 from typing import Callable, Dict, List, Optional
 
 from official_bench.host import probes
-from official_bench.measure.sampling import (  # noqa: F401 - re-exported
-    MIB, ProcessReader, Sampler)
+from official_bench.measure.sampling import MIB, Sampler
 from official_bench.runtime.keras_setup import keras, tf
 
 

@@ -7,8 +7,7 @@ is training/nan_check.py's (TensorFlow-free, shared with the JAX backend).
 from __future__ import annotations
 
 from official_bench.runtime.keras_setup import keras
-from official_bench.training.nan_check import (  # noqa: F401 - re-exported
-    BadLoss, NanCheck, NonFiniteLossError)
+from official_bench.training.nan_check import NanCheck
 
 
 class NanGuard(NanCheck, keras.callbacks.Callback):

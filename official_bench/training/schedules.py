@@ -16,8 +16,7 @@ from absl import logging
 from official_bench.config import LearningRateConfig
 from official_bench.runtime.keras_setup import keras, tf
 from official_bench.training import lr_math
-from official_bench.training.lr_math import (  # noqa: F401 - re-exported
-    R23_BASE_BATCH, R23_BASE_LR, describe_schedule)
+from official_bench.training.lr_math import describe_schedule
 
 
 class TfOps:

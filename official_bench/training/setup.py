@@ -27,10 +27,8 @@ from official_bench.runtime import distribute, precision
 from official_bench.runtime import malloc
 from official_bench.runtime.keras_setup import keras
 from official_bench.training import objectives, run_record
-from official_bench.training.run_record import (  # noqa: F401 - re-exported
-    model_summary)
-from official_bench.training.batch_plan import (  # noqa: F401 - re-exported
-    BatchPlan, batch_plan)
+from official_bench.training.run_record import model_summary
+from official_bench.training.batch_plan import BatchPlan, batch_plan
 from official_bench.training.optimizers import build_optimizer
 from official_bench.training.schedules import build_schedule
 

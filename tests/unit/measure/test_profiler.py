@@ -8,7 +8,8 @@ import pytest
 
 from support.helpers import TINY_OVERRIDE, cli, tiny
 from official_bench import config as C
-from official_bench.measure import timing
+from official_bench.contracts.throughput import Interval
+from official_bench.measure import stats
 from official_bench import trainer
 
 
@@ -45,12 +46,12 @@ def test_trace_is_written_and_its_steps_left_out(tmp_path):
 
 
 def test_stats_exclusion_arithmetic():
-    intervals = [timing.Interval(0, 2, 1.0, 8.0),
-                 timing.Interval(2, 4, 1.0, 8.0),
-                 timing.Interval(4, 6, 10.0, 0.8),
-                 timing.Interval(6, 8, 0.5, 16.0)]
+    intervals = [Interval(0, 2, 1.0, 8.0),
+                 Interval(2, 4, 1.0, 8.0),
+                 Interval(4, 6, 10.0, 0.8),
+                 Interval(6, 8, 0.5, 16.0)]
     steps = [0.5] * 4 + [5.0, 5.0] + [0.25, 0.25]
-    s = timing.compute_stats(intervals, steps, 0, total_steps=8,
+    s = stats.compute_stats(intervals, steps, 0, total_steps=8,
                              wall_time=12.5, global_batch=4, num_replicas=1,
                              log_steps=2, excluded_steps=(5, 6))
     assert s.average_examples_per_second == pytest.approx((8 + 8 + 16) / 3)

@@ -3,7 +3,8 @@
 import pytest
 
 from support.helpers import DLPERF_REGEX
-from official_bench.measure import timing
+from official_bench.contracts.throughput import Interval
+from official_bench.measure import stats, timing
 
 
 class FakeClock:
@@ -92,12 +93,12 @@ def test_progress_lines_on_long_runs():
 
 
 def test_stats_leave_out_warmup_and_report_spread():
-    intervals = [timing.Interval(0, 10, 10.0, 10.0),
-                 timing.Interval(10, 20, 1.0, 100.0),
-                 timing.Interval(20, 30, 0.5, 200.0),
-                 timing.Interval(30, 40, 1.0, 100.0)]
+    intervals = [Interval(0, 10, 10.0, 10.0),
+                 Interval(10, 20, 1.0, 100.0),
+                 Interval(20, 30, 0.5, 200.0),
+                 Interval(30, 40, 1.0, 100.0)]
     steps = [1.0] * 10 + [0.1] * 10 + [0.05] * 10 + [0.1] * 9 + [0.3]
-    s = timing.compute_stats(intervals, steps, 10, total_steps=40,
+    s = stats.compute_stats(intervals, steps, 10, total_steps=40,
                              wall_time=12.5, global_batch=10, num_replicas=2,
                              log_steps=10)
     assert s.warmup_excluded
@@ -113,11 +114,11 @@ def test_stats_leave_out_warmup_and_report_spread():
 def test_images_over_time_is_the_harmonic_mean_never_above_the_mean():
     """Issue 29 §6: 300 images in 2.5 s of counted window is 120 img/s,
     while the mean of the interval rates (DLPerf's) is 133.3."""
-    intervals = [timing.Interval(0, 10, 10.0, 10.0),
-                 timing.Interval(10, 20, 1.0, 100.0),
-                 timing.Interval(20, 30, 0.5, 200.0),
-                 timing.Interval(30, 40, 1.0, 100.0)]
-    s = timing.compute_stats(intervals, [0.1] * 40, 10, total_steps=40,
+    intervals = [Interval(0, 10, 10.0, 10.0),
+                 Interval(10, 20, 1.0, 100.0),
+                 Interval(20, 30, 0.5, 200.0),
+                 Interval(30, 40, 1.0, 100.0)]
+    s = stats.compute_stats(intervals, [0.1] * 40, 10, total_steps=40,
                              wall_time=12.5, global_batch=10, num_replicas=1,
                              log_steps=10)
     assert s.images_per_second_over_window == pytest.approx(120.0)
@@ -126,9 +127,9 @@ def test_images_over_time_is_the_harmonic_mean_never_above_the_mean():
     assert ("133.33 examples/second (mean of interval rates; 120.00 images "
             "/ time over the counted window; median 100.00") in s.summary()
     # equal intervals: images / time is the rates' harmonic mean
-    equal = [timing.Interval(0, 1, 1.0, 100.0), timing.Interval(1, 2, 4.0,
+    equal = [Interval(0, 1, 1.0, 100.0), Interval(1, 2, 4.0,
                                                                 25.0)]
-    s = timing.compute_stats(equal, [1.0, 4.0], 0, total_steps=2,
+    s = stats.compute_stats(equal, [1.0, 4.0], 0, total_steps=2,
                              wall_time=5.0, global_batch=100,
                              num_replicas=1, log_steps=1)
     assert s.images_per_second_over_window == pytest.approx(
@@ -136,8 +137,8 @@ def test_images_over_time_is_the_harmonic_mean_never_above_the_mean():
 
 
 def test_short_run_counts_everything_and_says_so():
-    intervals = [timing.Interval(0, 2, 2.0, 4.0)]
-    s = timing.compute_stats(intervals, [1.0, 1.0], 100, total_steps=2,
+    intervals = [Interval(0, 2, 2.0, 4.0)]
+    s = stats.compute_stats(intervals, [1.0, 1.0], 100, total_steps=2,
                              wall_time=2.0, global_batch=4, num_replicas=1,
                              log_steps=2)
     assert not s.warmup_excluded
@@ -146,7 +147,7 @@ def test_short_run_counts_everything_and_says_so():
 
 
 def test_run_shorter_than_one_interval_reports_the_whole_run():
-    s = timing.compute_stats([], [2.0, 1.0, 1.0], 0, total_steps=3,
+    s = stats.compute_stats([], [2.0, 1.0, 1.0], 0, total_steps=3,
                              wall_time=4.0, global_batch=8, num_replicas=2,
                              log_steps=100)
     assert s.basis == "whole_run"
@@ -159,9 +160,9 @@ def test_run_shorter_than_one_interval_reports_the_whole_run():
 
 def test_percentile_is_nearest_rank():
     values = list(range(1, 101))
-    assert timing.percentile(values, 99) == 99
-    assert timing.percentile(values, 50) == 50
-    assert timing.percentile([5.0], 99) == 5.0
+    assert stats.percentile(values, 99) == 99
+    assert stats.percentile(values, 50) == 50
+    assert stats.percentile([5.0], 99) == 5.0
 
 
 def test_steps_per_loop_counts_steps_from_the_batch_index():

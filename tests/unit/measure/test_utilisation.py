@@ -54,7 +54,7 @@ def test_no_gpu_fields_and_extractor_value():
 
 
 def test_proc_readers_on_this_process():
-    from official_bench.measure.utilisation import ProcessReader
+    from official_bench.measure.sampling import ProcessReader
     pid = os.getpid()
     assert probes.thread_count(pid) >= 1
     assert probes.rss_bytes(pid) > 1 << 20

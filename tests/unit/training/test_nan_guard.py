@@ -15,7 +15,8 @@ from official_bench import trainer
 from official_bench.measure import timing
 from official_bench.contracts import exit_status
 from official_bench.runtime.keras_setup import keras
-from official_bench.training.nan_guard import NanGuard, NonFiniteLossError
+from official_bench.training.nan_check import NonFiniteLossError
+from official_bench.training.nan_guard import NanGuard
 
 
 class CountingLoss:

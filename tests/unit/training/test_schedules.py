@@ -18,7 +18,7 @@ from support.helpers import DLPERF_CONFIGS, tiny
 
 from official_bench import config as C
 from official_bench import trainer
-from official_bench.training import schedules
+from official_bench.training import lr_math
 from official_bench.training.schedules import build_schedule
 
 R23 = "model.learning_rate.compat=model_garden_r23"
@@ -82,11 +82,11 @@ def test_single_gpu_yaml_without_warmup():
 
 
 def test_the_log_line_says_which_schedule_runs():
-    text = schedules.describe_schedule(dlperf_lr("two_node_gpu.yaml"), 2048)
+    text = lr_math.describe_schedule(dlperf_lr("two_node_gpu.yaml"), 2048)
     assert "Model Garden r2.3's piecewise_constant_with_warmup" in text
     assert "peak 0.8 (initial_lr 1.024 ignored" in text
     assert "warm-up 312 steps" in text and "[9360, 18720, 24960]" in text
-    ours = schedules.describe_schedule(
+    ours = lr_math.describe_schedule(
         dlperf_lr("two_node_gpu.yaml", override=None), 2048)
     assert "initial_lr 1.024 x 8 (global batch 2048" in ours
     assert "peak 8.192" in ours

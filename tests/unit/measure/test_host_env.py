@@ -1,9 +1,9 @@
-"""environment.cpu_model: the CPU's name for the reports of a CPU run
+"""host_env.cpu_model: the CPU's name for the reports of a CPU run
 (issue 28 §3: the PNG and HTML say what a run was measured on)."""
 
 import platform
 
-from official_bench.measure import environment
+from official_bench.measure import host_env
 
 
 def test_cpu_model_reads_the_model_name_line(tmp_path):
@@ -12,13 +12,13 @@ def test_cpu_model_reads_the_model_name_line(tmp_path):
                     "model name\t: AMD EPYC 7B13 64-Core Processor\n"
                     "processor\t: 1\nmodel name\t: AMD EPYC 7B13 64-Core "
                     "Processor\n")
-    assert environment.cpu_model(str(info)) == \
+    assert host_env.cpu_model(str(info)) == \
         "AMD EPYC 7B13 64-Core Processor"
 
 
 def test_cpu_model_falls_back_to_platform(tmp_path):
-    assert environment.cpu_model(str(tmp_path / "missing")) == \
+    assert host_env.cpu_model(str(tmp_path / "missing")) == \
         (platform.processor() or None)
     empty = tmp_path / "empty"
     empty.write_text("processor\t: 0\n")
-    assert environment.cpu_model(str(empty)) == (platform.processor() or None)
+    assert host_env.cpu_model(str(empty)) == (platform.processor() or None)
