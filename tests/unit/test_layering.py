@@ -98,6 +98,21 @@ def upward_imports(mods, layers):
 KERAS3_FOLDERS = {"jax_backend"}
 
 
+def first_chain(graph, mods, start, roots):
+    """The first chain of imports from `start` that reaches a package in
+    `roots` (" -> "-joined), or None."""
+    seen, stack = {start}, [(start, [start])]
+    while stack:
+        node, chain = stack.pop()
+        for target in sorted(graph.get(node, ())):
+            if target.split(".")[0] in roots:
+                return " -> ".join(chain + [target])
+            if target in mods and target not in seen:
+                seen.add(target)
+                stack.append((target, chain + [target]))
+    return None
+
+
 def tensorflow_reached(mods, layers):
     """For each module in a tf-free folder, the first chain of imports that
     reaches TensorFlow (or Keras, or Horovod; Keras 3 is allowed in
@@ -112,17 +127,9 @@ def tensorflow_reached(mods, layers):
             continue
         roots = set(TF_ROOTS) - ({"keras"} if folder in KERAS3_FOLDERS
                                  else set())
-        seen, stack = {name}, [(name, [name])]
-        while stack:
-            node, chain = stack.pop()
-            for target in sorted(graph.get(node, ())):
-                if target.split(".")[0] in roots:
-                    bad.append(" -> ".join(chain + [target]))
-                    stack = []
-                    break
-                if target in mods and target not in seen:
-                    seen.add(target)
-                    stack.append((target, chain + [target]))
+        chain = first_chain(graph, mods, name, roots)
+        if chain:
+            bad.append(chain)
     return bad
 
 
@@ -216,21 +223,9 @@ def tensorflow_reached_from(mods, starts):
     2 or Horovod. Keras 3 counts as free here: the JAX path imports it
     after choosing its backend (jax_backend/keras3.py)."""
     graph = {n: imports_of(p) for n, p in mods.items()}
-    bad = []
-    for start in starts:
-        seen, stack = {start}, [(start, [start])]
-        while stack:
-            node, chain = stack.pop()
-            for target in sorted(graph.get(node, ())):
-                root = target.split(".")[0]
-                if root in TF_ROOTS and root != "keras":
-                    bad.append(" -> ".join(chain + [target]))
-                    stack = []
-                    break
-                if target in mods and target not in seen:
-                    seen.add(target)
-                    stack.append((target, chain + [target]))
-    return bad
+    roots = set(TF_ROOTS) - {"keras"}
+    chains = [first_chain(graph, mods, start, roots) for start in starts]
+    return [c for c in chains if c]
 
 
 def test_the_jax_path_never_imports_tensorflow():
