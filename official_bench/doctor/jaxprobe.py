@@ -19,11 +19,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 from typing import Dict, List, Optional, Tuple
 
 from official_bench.contracts import exit_status
+from official_bench.doctor import tfprobe
 
 MARK = "official_bench.doctor.jaxprobe:"
 # Environment the trainer overrides; the probe reports, then drops them.
@@ -114,26 +114,14 @@ def parse(stdout: str, stderr: str, returncode: int
           ) -> Tuple[Optional[Dict], Optional[str]]:
     """(facts, None) from the child's marked line, else (None, the last
     line of its error output)."""
-    for line in stdout.splitlines():
-        if line.startswith(MARK):
-            try:
-                return json.loads(line[len(MARK):]), None
-            except ValueError:
-                break
-    text = [l for l in (stderr or stdout).strip().splitlines() if l.strip()]
-    last = text[-1].strip() if text else f"exit status {returncode}"
-    return None, f"JAX probe failed (exit {returncode}): {last}"
+    return tfprobe.parse_child(stdout, stderr, returncode, MARK, "JAX")
 
 
 def probe(python: str, cwd: str, env: Dict[str, str], timeout: float
           ) -> Tuple[Optional[Dict], Optional[str]]:
     """(facts, None) or (None, why the probe failed)."""
-    try:
-        p = subprocess.run([python, "-m", __name__], cwd=cwd, env=env,
-                           text=True, capture_output=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None, f"JAX did not import within {timeout:g} s"
-    return parse(p.stdout, p.stderr, p.returncode)
+    return tfprobe.run_child(__name__, MARK, "JAX", python, cwd, env,
+                             timeout)
 
 
 def usable(facts: Optional[Dict]) -> bool:

@@ -5,6 +5,9 @@ that crashes or hangs) becomes a FAIL with its message instead of killing
 the doctor, and the doctor never initialises a GPU the runs then need.
 
     python -m official_bench.doctor.tfprobe   # prints one JSON line
+
+`run_child` and `parse_child` (start `python -m <probe>`, read its marked
+JSON line back) serve jaxprobe.py too.
 """
 
 from __future__ import annotations
@@ -38,20 +41,37 @@ def collect() -> Dict:
             "build": build, "gpus": gpus}
 
 
+def parse_child(stdout: str, stderr: str, returncode: int, mark: str,
+                what: str) -> Tuple[Optional[Dict], Optional[str]]:
+    """(facts, None) from a probe child's `mark`ed line, else (None, the
+    last line of its error output), `what` naming the framework."""
+    for line in stdout.splitlines():
+        if line.startswith(mark):
+            try:
+                return json.loads(line[len(mark):]), None
+            except ValueError:
+                break
+    text = [t for t in (stderr or stdout).strip().splitlines() if t.strip()]
+    last = text[-1].strip() if text else f"exit status {returncode}"
+    return None, f"{what} probe failed (exit {returncode}): {last}"
+
+
+def run_child(module: str, mark: str, what: str, python: str, cwd: str,
+              env: Dict[str, str], timeout: float
+              ) -> Tuple[Optional[Dict], Optional[str]]:
+    """Runs `python -m module` and reads its facts back (parse_child)."""
+    try:
+        p = subprocess.run([python, "-m", module], cwd=cwd, env=env,
+                           text=True, capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"{what} did not import within {timeout:g} s"
+    return parse_child(p.stdout, p.stderr, p.returncode, mark, what)
+
+
 def probe(python: str, cwd: str, env: Dict[str, str], timeout: float
           ) -> Tuple[Optional[Dict], Optional[str]]:
     """(facts, None) or (None, why the probe failed)."""
-    try:
-        p = subprocess.run([python, "-m", __name__], cwd=cwd, env=env,
-                           text=True, capture_output=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None, f"TensorFlow did not import within {timeout:g} s"
-    for line in p.stdout.splitlines():
-        if line.startswith(MARK):
-            return json.loads(line[len(MARK):]), None
-    text = (p.stderr or p.stdout).strip().splitlines()
-    last = text[-1] if text else f"exit status {p.returncode}"
-    return None, f"TensorFlow probe failed (exit {p.returncode}): {last}"
+    return run_child(__name__, MARK, "TensorFlow", python, cwd, env, timeout)
 
 
 def main() -> int:
