@@ -25,22 +25,17 @@ class BackendTraits:
     strategies: Tuple[str, ...]  # None: all of config/strategies.py
     builders: Tuple[str, ...]
     modes: Tuple[str, ...]
-    # What one process drives: one replica per local device, in one process
-    # per node (jax), or what the strategy says (tensorflow).
-    one_process_per_node: bool
 
 
 ALL = None  # every value the config accepts
 
 TRAITS: Dict[str, BackendTraits] = {t.name: t for t in (
     BackendTraits(
-        "tensorflow", strategies=ALL, builders=ALL, modes=ALL,
-        one_process_per_node=False),
+        "tensorflow", strategies=ALL, builders=ALL, modes=ALL),
     BackendTraits(
         "jax", strategies=("off", "one_device", "mirrored",
                            "multi_worker_mirrored"),
-        builders=("synthetic",), modes=("train", "train_and_eval"),
-        one_process_per_node=True),
+        builders=("synthetic",), modes=("train", "train_and_eval")),
 )}
 
 # (key, its value in a config that does not use it): TensorFlow-only tuning
@@ -67,10 +62,6 @@ JAX_REFUSED = (
      "dispatched asynchronously already)"),
     ("train_dataset.transfer_uint8", False, "uint8 transfers"),
 )
-
-
-def traits(name: str) -> BackendTraits:
-    return TRAITS[name]
 
 
 def _get(cfg: Any, path: str) -> Any:

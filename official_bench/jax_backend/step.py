@@ -15,12 +15,11 @@ interval ends).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict
 
 from jax.sharding import PartitionSpec as P
 
 AXIS = "batch"  # keras.distribution.DataParallel's batch axis
-METRIC_KEYS = ("loss", "accuracy", "top_5_accuracy")
 
 
 @dataclasses.dataclass
@@ -157,7 +156,3 @@ def write_back(model, optimizer, state: Dict[str, Any]) -> None:
 def replicated(jax, mesh, tree):
     """`tree` placed on every device of the mesh (the sums' zeros)."""
     return jax.device_put(tree, jax.sharding.NamedSharding(mesh, P()))
-
-
-def keys_of(top1: bool, top5: bool) -> List[str]:
-    return [k for k, on in zip(METRIC_KEYS, (True, top1, top5)) if on]

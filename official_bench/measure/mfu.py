@@ -28,8 +28,8 @@ from official_bench.host import peaks
 from official_bench.measure import layer_flops as counting
 
 TF_COUNTED_BY = "TensorFlow profiler float_operation, forward x 3"
-# Whose count checks ours -> (its words, result.json's key prefix).
-CHECKERS = {"tf": "TensorFlow's profiler", "xla": "XLA's cost analysis"}
+# result.json's key prefix -> (whose count checks ours, with what).
+CHECKERS = {"tf": ("TensorFlow", "profiler"), "xla": ("XLA", "cost analysis")}
 # TensorFlow's count also has BN, bias adds, residual adds: a few tenths
 # of a percent for ResNets. More than this means the two disagree. XLA's
 # leaves out the multiply-adds over padded borders (2.5% of ResNet-50's at
@@ -85,7 +85,7 @@ class ModelFlops:
             logging.info("official_bench: FLOPs: %.4g GFLOP per training "
                          "image (%s check: %s), counted in %.2f s before the "
                          "first step", result.gflop_per_image,
-                         CHECKERS[checker].split("'")[0] + "'s",
+                         CHECKERS[checker][0] + "'s",
                          "%.4g" % result.tf_gflop_per_image
                          if tf_gflop else "unavailable", seconds)
             return result
@@ -104,7 +104,7 @@ def _check(counted: ModelFlops) -> None:
         logging.warning(
             "official_bench: FLOPs: %.3f GFLOP forward from the layer shapes "
             "but %.3f from %s; MFU uses the former",
-            ours, theirs, CHECKERS[counted.checker])
+            ours, theirs, "%s's %s" % CHECKERS[counted.checker])
 
 
 @dataclasses.dataclass(frozen=True)
