@@ -2,9 +2,9 @@
 
 The CLI, the run scripts and notebooks all come through here. `run` loads
 the config; `train_and_evaluate` hands it to the backend it names
-(`runtime.backend`): official_bench/train_tf.py (tf-keras and
-tf.distribute, the default) or official_bench/train_jax.py (Keras 3 on
-JAX), each reading top to bottom in labelled steps. TensorFlow-free, so a
+(`runtime.backend`): training/tf_trainer.py (tf-keras and tf.distribute,
+the default) or jax_backend/trainer.py (Keras 3 on JAX), each reading top
+to bottom in labelled steps; both return training/run_result.RunResult. TensorFlow-free, so a
 JAX run starts where TensorFlow is not installed.
 
     from official_bench import trainer
@@ -16,63 +16,20 @@ JAX run starts where TensorFlow is not installed.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import importlib
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Union
 
 from absl import logging
 
 from official_bench import config as config_lib
 from official_bench.config import ExperimentConfig
-from official_bench.measure.stats import ThroughputStats
+from official_bench.training.run_result import RunResult
 
 # runtime.backend -> the module whose train_and_evaluate runs it.
-BACKEND_MODULES = {"tensorflow": "official_bench.train_tf",
-                   "jax": "official_bench.train_jax"}
+BACKEND_MODULES = {"tensorflow": "official_bench.training.tf_trainer",
+                   "jax": "official_bench.jax_backend.trainer"}
 
 ConfigLike = Union[ExperimentConfig, Mapping[str, Any], str, None]
-
-
-@dataclasses.dataclass
-class RunResult:
-    """What a run gives back to a notebook or the CLI: its config,
-    statistics, Keras history, evaluation, environment, files and model."""
-    config: ExperimentConfig
-    stats: Optional[ThroughputStats] = None
-    history: Dict[str, List[float]] = dataclasses.field(default_factory=dict)
-    evaluation: Dict[str, float] = dataclasses.field(default_factory=dict)
-    environment: Dict[str, Any] = dataclasses.field(default_factory=dict)
-    model_dir: Optional[str] = None
-    result_path: Optional[str] = None
-    model: Any = dataclasses.field(default=None, repr=False)
-    # result.json's flops object (contracts/flops.py); None: not counted.
-    flops: Optional[Dict[str, Any]] = dataclasses.field(default=None,
-                                                        repr=False)
-
-    @property
-    def examples_per_second(self) -> Optional[float]:
-        return self.stats.average_examples_per_second if self.stats else None
-
-    @property
-    def images_per_second_over_window(self) -> Optional[float]:
-        """Images / time over the counted window (never above the mean of
-        interval rates, examples_per_second)."""
-        return self.stats.images_per_second_over_window if self.stats \
-            else None
-
-    @property
-    def mfu(self) -> Optional[float]:
-        """Model FLOPs utilisation in (0, 1]; None without a known peak."""
-        return (self.flops or {}).get("mfu")
-
-    def __repr__(self) -> str:
-        """One line a notebook can read; the fields hold the rest."""
-        rate = self.examples_per_second
-        return (f"RunResult(model={self.config.model.name!r}, strategy="
-                f"{self.config.runtime.distribution_strategy!r}, replicas="
-                f"{self.stats.num_replicas if self.stats else None}, "
-                + (f"{rate:.2f} img/s" if rate is not None else "no rate")
-                + f", result={self.result_path!r})")
 
 
 def run(config: ConfigLike = None, *, params_override=None,

@@ -1,6 +1,6 @@
 """The JAX backend (runtime.backend: jax): Keras 3 on JAX, TensorFlow-free.
 
-The steps of a run are official_bench/train_jax.py's; the pieces it puts
+The steps of a run, top to bottom, are trainer.py's; the pieces it puts
 together live here: `keras3` (the one import of Keras 3, with the platform
 and device count set first), `devices` (which devices, jax.distributed
 across nodes, the DataParallel mesh), `precision` (Keras 3 dtype policies),

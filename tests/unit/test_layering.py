@@ -208,14 +208,13 @@ def test_every_folder_of_the_package_is_declared(layers):
 
 def test_top_of_the_package_holds_only_the_entry_points():
     assert sorted(p.name for p in PACKAGE.glob("*.py")) == [
-        "__init__.py", "classifier_trainer.py", "train_jax.py",
-        "train_tf.py", "trainer.py"]
+        "__init__.py", "classifier_trainer.py", "trainer.py"]
 
 
 # The JAX backend's path runs where TensorFlow is not installed: the
 # entry points it comes through and everything they import.
 JAX_PATH = ("official_bench", "official_bench.classifier_trainer",
-            "official_bench.trainer", "official_bench.train_jax")
+            "official_bench.trainer", "official_bench.jax_backend.trainer")
 
 
 def tensorflow_reached_from(mods, starts):
@@ -235,8 +234,9 @@ def test_the_jax_path_never_imports_tensorflow():
     # and the check sees it when one does
     mods = dict(mods)
     assert tensorflow_reached_from(
-        {**mods, "official_bench.train_jax": PACKAGE / "train_tf.py"},
-        ["official_bench.train_jax"])
+        {**mods, "official_bench.jax_backend.trainer":
+         PACKAGE / "training" / "tf_trainer.py"},
+        ["official_bench.jax_backend.trainer"])
 
 
 def test_no_import_points_upwards_or_sideways(layers):

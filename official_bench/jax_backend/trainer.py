@@ -5,7 +5,7 @@ devices, jax.distributed across nodes), plan, model and optimizer, data,
 compiled steps, measurement, the loop, results, history. The same config
 keys, model definition, precision names, schedules, TimeHistory lines,
 statistics, result.json and run history as the TensorFlow backend
-(official_bench/train_tf.py); what differs is in docs/backends.md.
+(training/tf_trainer.py); what differs is in docs/backends.md.
 TensorFlow-free: official_bench.trainer chooses it for `runtime.backend:
 jax`, on machines with or without TensorFlow.
 """
@@ -34,7 +34,7 @@ from official_bench.measure.intervals import IntervalClock
 from official_bench.models import build_model
 from official_bench.runtime import stop_signals
 from official_bench.runtime.cluster import PeerLost, can_connect
-from official_bench.trainer import RunResult
+from official_bench.training.run_result import RunResult
 from official_bench.training import lr_math, objectives, run_history
 from official_bench.training import run_record
 from official_bench.training.batch_plan import BatchPlan, batch_plan

@@ -4,7 +4,7 @@
 compile (training/setup.py), data, resume, callbacks, fit, results,
 history. official_bench.trainer chooses this module for
 `runtime.backend: tensorflow` (the default, DLPerf's path); the JAX
-backend's steps are official_bench/train_jax.py.
+backend's steps are jax_backend/trainer.py.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from official_bench.runtime import cpu_kernels, distribute, precision
 from official_bench.runtime import stop_signals
 from official_bench.runtime.keras_setup import keras, tf
 from official_bench.runtime.stop_callback import StopCallback
-from official_bench.trainer import RunResult
+from official_bench.training.run_result import RunResult
 from official_bench.training import checkpoints, nan_guard, run_history
 from official_bench.training.setup import (Prepared, prepare_runtime,
                                            setup_run)
