@@ -25,7 +25,7 @@ import sys
 from absl import app, logging
 
 from official_bench.config.flags import (answer_help, config_from_flags,
-                                         start_main)
+                                         parse_flags, start_main)
 from official_bench.config.paths import check_local_dirs
 from official_bench.contracts import exit_status
 
@@ -98,7 +98,7 @@ def run_main() -> None:
     """Console-script entry (official-bench-train)."""
     if answer_help(sys.argv, __doc__):
         sys.exit(exit_status.OK)
-    app.run(lambda argv: sys.exit(main(argv)))
+    app.run(lambda argv: sys.exit(main(argv)), flags_parser=parse_flags)
 
 
 if __name__ == "__main__":

@@ -410,7 +410,8 @@ def run_main() -> None:
     if trainer_flags.answer_help(
             sys.argv, USAGE, ("all-reduce flags", sys.modules[__name__])):
         sys.exit(exit_status.OK)
-    app.run(lambda argv: sys.exit(main(argv)))
+    app.run(lambda argv: sys.exit(main(argv)),
+            flags_parser=trainer_flags.parse_flags)
 
 
 if __name__ == "__main__":

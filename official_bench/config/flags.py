@@ -9,6 +9,7 @@ config.load_config. TensorFlow-free (absl only).
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Optional
 
@@ -16,6 +17,7 @@ from absl import flags, logging
 
 from official_bench.config import dotted_keys
 from official_bench.contracts import exit_status
+from official_bench.host import flag_errors
 from official_bench.host.terminal import fitted_absl_help
 
 FLAGS = flags.FLAGS
@@ -103,6 +105,32 @@ def _steps_pair(text):
     return [int(p) for p in parts] \
         if all(p.isascii() and p.isdigit() for p in parts) \
         else text
+
+
+def parse_flags(argv):
+    """app.run's flags_parser for every entry point on these flags: a flag
+    error is one line naming the flag and the closest valid one (flag or
+    enum value), exit 2, instead of absl's "FATAL Flags parsing error" and
+    exit 1 (host/flag_errors.py)."""
+    try:
+        return FLAGS(argv)
+    except flags.UnrecognizedFlagError as e:
+        message = flag_errors.unknown_flag(
+            "--" + e.flagname, ["--" + name for name in FLAGS])
+    except flags.Error as e:
+        message = re.sub(r"invalid literal for int\(\) with base 10: .*",
+                         "not an integer", str(e))
+        message = re.sub(r"could not convert string to float: .*",
+                         "not a number", message)
+        name = re.match(r"flag --([^=\s]+)", message)
+        values = getattr(getattr(FLAGS[name[1]], "parser", None),
+                         "enum_values", None) if name and name[1] in FLAGS \
+            else None
+        if values:
+            message += flag_errors.suggestion(
+                message.split("=", 1)[1].split(":", 1)[0], values)
+    print(f"error: {' '.join(message.split())}; see --help", file=sys.stderr)
+    raise SystemExit(exit_status.CONFIG)
 
 
 def start_main(argv) -> Optional[int]:

@@ -20,7 +20,6 @@ delivers while training.
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 import time
@@ -30,11 +29,12 @@ from absl import logging
 
 from official_bench.config import strategies
 from official_bench.contracts import exit_status
+from official_bench.host.flag_errors import OneLineParser
 from official_bench.host.terminal import help_formatter
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="official-bench-input-bench",
         description="Images/second of the training input pipeline alone.",
         formatter_class=help_formatter())

@@ -27,6 +27,7 @@ from official_bench.doctor import (
     run_checks, tfprobe)
 from official_bench.host import gpu_diagnosis, probes
 from official_bench.host import gpus as host_gpus
+from official_bench.host.flag_errors import OneLineParser
 from official_bench.host.terminal import help_formatter, help_width
 from official_bench.host.write_errors import NotWritable
 
@@ -63,7 +64,7 @@ interrupted (the JSON then holds the checks finished so far)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="official-bench-doctor",
         # Raw (the epilog is laid out by hand), so wrapped here.
         description=textwrap.fill(

@@ -40,6 +40,7 @@ from official_bench.contracts import exit_status
 from official_bench.contracts import log_tree
 from official_bench.extract import allreduce_logs
 from official_bench.host import atomic
+from official_bench.host.flag_errors import OneLineParser
 from official_bench.host.terminal import help_formatter
 from official_bench.host.write_errors import NotWritable, writing
 from official_bench.extract import cases
@@ -352,7 +353,7 @@ def _write_compare(a: tables.Result, b: tables.Result, label_a: str,
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface (DLPerf's flags plus this project's)."""
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         description="Turn benchmark logs {log_dir}/{N}n{G}g/rn50_b{B}_{dtype}_"
                     "{i}.log into DLPerf's result JSON ({output_dir}/"
                     "{basename(log_dir)}_result.json: average and median "

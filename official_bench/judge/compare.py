@@ -30,6 +30,7 @@ import sys
 import tempfile
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
+from official_bench.host.flag_errors import OneLineParser
 from official_bench.host.terminal import help_formatter
 from official_bench.contracts import counting, dtypes, exit_status, log_tree
 from official_bench.contracts import result_json
@@ -286,7 +287,7 @@ def run_ab(args: argparse.Namespace) -> Tuple[SideRuns, SideRuns]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line (--help fits 80 columns)."""
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="official-bench-compare", formatter_class=help_formatter(),
         description="Is B faster than A? Per case: the ratio of median "
                     "img/s B/A, a 95% interval from the runs' spread "

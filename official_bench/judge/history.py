@@ -33,6 +33,7 @@ import os
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from official_bench.host.flag_errors import OneLineParser
 from official_bench.host.terminal import help_formatter
 from official_bench.contracts import exit_status, history_db, log_tree
 from official_bench.contracts.history_db import HistoryError, Row
@@ -207,7 +208,7 @@ def import_tree(db: str, root: str, warmup: int = DEFAULT_WARMUP_BATCHES,
 # ---------------------------------------------------------------- CLI
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="official-bench-history", formatter_class=help_formatter(),
         description="The run history: each case's runs over time; the "
                     "latest run against the earlier ones (ratio of "

@@ -23,6 +23,7 @@ from official_bench.data.build.builder import BuildOptions, build
 from official_bench.data.build.image_codec import NeedsPillow
 from official_bench.data.build.shards import WorkerLost
 from official_bench.data.build.sources import BuildError, read_lines
+from official_bench.host.flag_errors import OneLineParser
 from official_bench.host.terminal import help_formatter
 from official_bench.host.write_errors import NotWritable
 
@@ -88,7 +89,7 @@ shards are kept), 128+signal stopped by a signal.
 
 def _parser() -> argparse.ArgumentParser:
     d = BuildOptions(output_dir="")  # the defaults, shown by --help
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="official-bench-build-records",
         description="Write image folders as ImageNet-style TFRecord shards.",
         formatter_class=help_formatter(argparse.RawDescriptionHelpFormatter),

@@ -23,18 +23,18 @@ status 2 for bad arguments, 1 when the server cannot start (port taken).
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from official_bench.contracts import exit_status
 from official_bench.contracts.hostport import HostPortError, parse_hostport
+from official_bench.host.flag_errors import OneLineParser
 from official_bench.host.terminal import help_formatter
 
 READY = "official_bench: tf.data service {role} ready on port {port}"
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="official-bench-data-service",
         description="Run a tf.data service dispatcher or worker for "
                     "official_bench's builder: service.",

@@ -24,7 +24,6 @@ source.
 
 from __future__ import annotations
 
-import argparse
 import os
 import socket
 import sys
@@ -32,6 +31,7 @@ from typing import Iterable, Optional
 
 from official_bench.contracts import exit_status
 from official_bench.data.feeds import batch_spec, python_loader, zmq_wire
+from official_bench.host.flag_errors import OneLineParser
 from official_bench.host.terminal import help_formatter
 
 INSTALL_HINT = ("the ZMQ producer needs pyzmq: "
@@ -39,7 +39,7 @@ INSTALL_HINT = ("the ZMQ producer needs pyzmq: "
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="official-bench-zmq-producer",
         # argparse's own usage puts the source group on one 118-column line.
         usage="%(prog)s (--connect ENDPOINT | --bind ENDPOINT)\n"

@@ -1,0 +1,70 @@
+"""One line for a flag error, naming the flag and the closest valid one.
+
+argparse answers a typo with its whole usage block and no suggestion
+("unrecognized arguments: --log_dri"), absl with "FATAL Flags parsing
+error" and exit 1. Every entry point answers instead with one line and
+exit 2 (contracts/exit_status.CONFIG, as docs/exit_status.md says):
+
+    official-bench-extract: error: unknown flag --log_dri (did you mean
+    --log_dir?); see --help
+
+`OneLineParser` is the argparse.ArgumentParser every console script
+builds; `closest` and `unknown_flag` serve absl's entry points too
+(config/flags.parse_flags). Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+import sys
+from typing import Iterable, Optional
+
+CONFIG = 2  # contracts/exit_status.CONFIG (host/ sits below contracts/)
+
+
+def closest(word: str, valid: Iterable[str]) -> Optional[str]:
+    """The valid word nearest `word` (difflib), or None if none is near."""
+    found = difflib.get_close_matches(word, list(valid), n=1, cutoff=0.5)
+    return found[0] if found else None
+
+
+def suggestion(word: str, valid: Iterable[str]) -> str:
+    """' (did you mean X?)' or '' when nothing valid is near."""
+    near = closest(word, valid)
+    return f" (did you mean {near}?)" if near else ""
+
+
+def unknown_flag(flag: str, valid: Iterable[str]) -> str:
+    """'unknown flag --x (did you mean --y?)', `flag` without its value."""
+    name = flag.split("=", 1)[0]
+    return f"unknown flag {name}{suggestion(name, valid)}"
+
+
+_CHOICE = re.compile(r"argument (?P<flag>\S+): invalid choice: "
+                     r"'(?P<value>[^']*)' \(choose from (?P<choices>.*)\)$")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse.ArgumentParser whose errors are one line on stderr, exit 2:
+    an unknown flag is named with the closest valid one, a bad choice with
+    the closest valid choice."""
+
+    def parse_args(self, args=None, namespace=None):
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            flag = next((a for a in extras if a.startswith("-")), None)
+            self.error(unknown_flag(flag, self._option_string_actions)
+                       if flag else f"unexpected argument(s) {extras}")
+        return ns
+
+    def error(self, message: str):
+        match = _CHOICE.match(message)
+        if match:
+            choices = [c.strip().strip("'")
+                       for c in match["choices"].split(",")]
+            message += suggestion(match["value"], choices)
+        line = " ".join(message.split())
+        sys.stderr.write(f"{self.prog}: error: {line}; see --help\n")
+        sys.exit(CONFIG)
