@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from official_bench.contracts import dtypes
 from official_bench.host import gpus as host_gpus
+from official_bench.host.flag_errors import OneLineParser
 
 MODES = {
     "single": "run_single_node.sh",
@@ -405,7 +406,7 @@ def shown_in_help(knob: Knob, mode: Optional[str]) -> bool:
 
 def build_parser(mode: Optional[str] = None) -> argparse.ArgumentParser:
     script = MODES.get(mode or "", "python -m official_bench.launch MODE")
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog=f"bash {script}" if mode else "python -m official_bench.launch",
         usage=(f"bash {script} [BATCH] [DTYPE] [TEST_NUM] [options]" if mode
                else "python -m official_bench.launch {single,two,multi}\n"
