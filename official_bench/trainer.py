@@ -23,11 +23,14 @@ from absl import logging
 
 from official_bench import config as config_lib
 from official_bench.config import ExperimentConfig
+from official_bench.measure.stages import Stage
 from official_bench.training.run_result import RunResult
 
 # runtime.backend -> the module whose train_and_evaluate runs it.
 BACKEND_MODULES = {"tensorflow": "official_bench.training.tf_trainer",
                    "jax": "official_bench.jax_backend.trainer"}
+# ... and what importing it loads, for its stage line (measure/stages.py).
+BACKEND_LOADS = {"tensorflow": "TensorFlow", "jax": "JAX"}
 
 ConfigLike = Union[ExperimentConfig, Mapping[str, Any], str, None]
 
@@ -67,5 +70,7 @@ def _info_logging():
 def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:
     """Runs one experiment described by a validated config (any mode) on
     the backend it names (runtime.backend)."""
-    module = importlib.import_module(BACKEND_MODULES[cfg.runtime.backend])
+    backend = cfg.runtime.backend
+    with Stage(f"loading {BACKEND_LOADS[backend]}"):
+        module = importlib.import_module(BACKEND_MODULES[backend])
     return module.train_and_evaluate(cfg)

@@ -24,6 +24,7 @@ from official_bench.data.fit_input import fit_input
 from official_bench.measure import (fit_tail, flops, input_wait, mfu,
                                     profiler, timing, utilisation)
 from official_bench.measure import stats as stats_lib
+from official_bench.measure.stages import Stage
 from official_bench.runtime import cluster as cluster_lib
 from official_bench.runtime import cpu_kernels, distribute, precision
 from official_bench.runtime import stop_signals
@@ -52,7 +53,8 @@ def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:
         return RunResult(config=cfg, model_dir=cfg.model_dir)
     try:
         # 2-4. Strategy, batch plan, model, compile.
-        prepared = setup_run(cfg, cluster, replica_devices, dtype, policy)
+        with Stage("building the model"):
+            prepared = setup_run(cfg, cluster, replica_devices, dtype, policy)
         if cfg.mode == "eval":
             return _evaluate_only(prepared)
         if cfg.mode == "export_only":
@@ -77,10 +79,11 @@ def _fit(prep: Prepared) -> RunResult:
     cfg, plan, model = prep.cfg, prep.plan, prep.model
 
     # 5. Data.
-    train_input = fit_input(prep.dist, cfg.train_dataset, plan.global_batch,
-                            True, cfg.runtime.seed or 0)
     evaluate = cfg.mode == "train_and_eval" and not cfg.evaluation.skip_eval
-    val_data = prep.validation_data() if evaluate else None
+    with Stage("building the input pipeline"):
+        train_input = fit_input(prep.dist, cfg.train_dataset,
+                                plan.global_batch, True, cfg.runtime.seed or 0)
+        val_data = prep.validation_data() if evaluate else None
 
     # 6. Resume.
     initial_epoch = _resume(prep)
@@ -161,6 +164,7 @@ def _run_fit(prep: Prepared, data, val_data, evaluate: bool,
                  initial_epoch + 1, cfg.train.epochs, plan.steps_per_epoch)
     start = time.perf_counter()
     tail = fit_tail.FitTail()  # last callback: says what fit does after it
+    first = Stage("tracing and compiling the first step").start()
     with stop_signals.StopOnSignal(rt.stop_grace_seconds,
                                    log=logging.warning) as stopper:
         try:
@@ -168,7 +172,8 @@ def _run_fit(prep: Prepared, data, val_data, evaluate: bool,
                 data, epochs=cfg.train.epochs, initial_epoch=initial_epoch,
                 steps_per_epoch=plan.steps_per_epoch,
                 callbacks=cbs.keras_callbacks + [StopCallback(
-                    stopper, initial_epoch * plan.steps_per_epoch), tail],
+                    stopper, initial_epoch * plan.steps_per_epoch), tail,
+                    _ends_at_first_step(first)],
                 validation_data=val_data,
                 validation_steps=plan.eval_steps if evaluate else None,
                 validation_freq=plan.eval_epochs if evaluate else 1,
@@ -186,6 +191,7 @@ def _run_fit(prep: Prepared, data, val_data, evaluate: bool,
                     raise lost from e
             raise
         finally:
+            first.end(ok=False)  # fit raised before its first step ended
             tail.returned()
             if cbs.sampler:  # Keras skips on_train_end when fit raises
                 cbs.sampler.on_train_end()
@@ -193,6 +199,15 @@ def _run_fit(prep: Prepared, data, val_data, evaluate: bool,
         raise stop_signals.RunStopped(stopper.signum, stopper.step,
                                       plan.total_steps)
     return history, cbs.time_history.wall_time or time.perf_counter() - start
+
+
+def _ends_at_first_step(stage: Stage):
+    """A callback ending ``stage`` when the first step (or loop) ends;
+    it reads no logs, so Keras converts none to numpy."""
+    callback = keras.callbacks.LambdaCallback(
+        on_train_batch_end=lambda batch, logs: stage.end())
+    callback._supports_tf_logs = True  # pylint: disable=protected-access
+    return callback
 
 
 def _results(prep: Prepared, history, wall: float, cbs: _Callbacks,
