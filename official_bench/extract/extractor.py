@@ -408,6 +408,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--history", metavar="FILE", default=None,
                    help="also show this run history (official-bench-"
                         "history's file) over time in the HTML page")
+    p.add_argument("--json_only", dest="table", action="store_false",
+                   help="print DLPerf's result JSON alone on stdout, as "
+                        "DLPerf's extractor does (for scripts); default: "
+                        "the JSON, then the Markdown table of "
+                        "{name}_result.md")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--plot", dest="plot", action="store_const", const=True,
                        default=None, help="require the PNG plot (fails "
@@ -429,6 +434,19 @@ def window_note(window: Tuple[int, int]) -> str:
             "longest window every run covers after its first (warm-up) "
             f"interval (= --warmup_batches {window[0]} --train_batches "
             f"{window[1]})")
+
+
+def stdout_text(extraction: Extraction, table: bool = True) -> str:
+    """What the extractor prints: DLPerf's result JSON, byte for byte, then
+    (unless --json_only) the Markdown a person reads, as in
+    {name}_result.md with the all-reduce table."""
+    text = result_json_text(extraction.result)
+    if not table:
+        return text
+    report = (tables.markdown_report(extraction.result, extraction.name)
+              if extraction.result else "")
+    report += allreduce_logs.markdown(extraction.bandwidth)
+    return text + ("\n" + report.strip("\n") + "\n" if report.strip() else "")
 
 
 def _print_lines(prefix: str, lines: Iterable[str]) -> None:
@@ -474,10 +492,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                            args.markdown, args.csv, args.plot,
                                            args.html, args.history)
             _print_lines("note: ", notes)
-            if extraction.bandwidth:  # stdout stays the result JSON
+            if extraction.bandwidth and not args.table:  # stdout: JSON only
                 _print_lines("", allreduce_logs.markdown(
                     extraction.bandwidth).strip("\n").splitlines())
-            print(result_json_text(extraction.result), end="")
+            print(stdout_text(extraction, args.table), end="")
     except ExtractError as e:
         print(f"error: {e}", file=sys.stderr)
         return exit_status.FAILED

@@ -60,7 +60,8 @@ def test_two_node_allreduce_mode_and_extractor(tmp_path):
 
     ext = subprocess.run(
         [PY, os.path.join(REPO, "extract_tensorflow_logs.py"),
-         "--log_dir", str(root), "--output_dir", str(tmp_path / "result")],
+         "--log_dir", str(root), "--output_dir", str(tmp_path / "result"),
+         "--json_only"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert ext.returncode == 0, ext.stderr
     assert json.loads(ext.stdout) == {}  # no training runs in this tree

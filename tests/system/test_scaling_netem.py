@@ -172,7 +172,8 @@ def test_measured_speedup_inside_predicted_bounds(tmp_path, two_hosts):
             [PY, os.path.join(REPO, "extract_tensorflow_logs.py"),
              "--log_dir", str(tree), "--warmup_batches", str(WARMUP),
              "--train_batches", str(steps), "--output_dir",
-             str(tmp_path / "result" / str(rate)), "--no_plot"],
+             str(tmp_path / "result" / str(rate)), "--no_plot",
+             "--json_only"],
             capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr
         models[rate] = json.loads(out.stdout)["rn50"]["2n1g"]["scaling_model"]

@@ -55,7 +55,11 @@ def test_fixture_tree_result_json(fixture_result):
     assert status == 0
     with open(outdir / "bz128_result.json") as f:
         data = json.load(f)
-    assert json.loads(out) == data  # printed too
+    # Printed too: DLPerf's JSON first, then the Markdown a person reads.
+    printed, end = json.JSONDecoder().raw_decode(out)
+    assert printed == data
+    assert out[:end + 1] == (outdir / "bz128_result.json").read_text()
+    assert out[end + 1:] == "\n" + (outdir / "bz128_result.md").read_text()
     assert list(data) == ["rn50"] and list(data["rn50"]) == ["1n1g", "1n2g", "2n2g"]
     dlperf = {case: {k: e[k] for k in ("average_speed", "median_speed", "speedup",
                                          "batch_size_per_device")}
@@ -105,11 +109,20 @@ def test_fixture_tree_markdown_and_csv(fixture_result):
     assert not (outdir / "bz128_result.png").exists()  # --no_plot
 
 
+def test_json_only_prints_dlperfs_json_alone(tmp_path, capsys):
+    status, out, _ = run_cli(capsys, "--log_dir", FIXTURE, "--output_dir",
+                             tmp_path, "--no_plot", "--json_only")
+    assert status == 0
+    assert out == (tmp_path / "bz128_result.json").read_text()
+    assert "| node_num |" not in out
+
+
 def test_time_method_on_the_fixture(tmp_path, capsys):
     # Clock times advance by each interval's true duration, so a run's
     # time-based speed is the harmonic mean of its counted speeds.
     status, out, _ = run_cli(capsys, "--log_dir", FIXTURE, "--output_dir",
-                             tmp_path, "--method", "time", "--no_plot")
+                             tmp_path, "--method", "time", "--no_plot",
+                             "--json_only")
     assert status == 0
     r = json.loads(out)["rn50"]
     hm = statistics.harmonic_mean
@@ -259,7 +272,7 @@ def test_wrapper_runs_from_any_directory_using_its_own_checkout(tmp_path):
     cwd.mkdir()
     proc = subprocess.run(
         [sys.executable, "-I", str(checkout / "extract_tensorflow_logs.py"),
-         "--log_dir", FIXTURE, "--no_plot"],
+         "--log_dir", FIXTURE, "--no_plot", "--json_only"],
         cwd=cwd, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "extract module from the copy" in proc.stderr
