@@ -31,6 +31,7 @@ from official_bench.jax_backend import step as step_lib
 from official_bench.jax_backend.synthetic import SyntheticFeed
 from official_bench.measure import mfu, sampling, stats as stats_lib
 from official_bench.measure.intervals import IntervalClock
+from official_bench.measure.stages import Stage
 from official_bench.models import build_model
 from official_bench.runtime import stop_signals
 from official_bench.runtime.cluster import PeerLost, can_connect
@@ -49,7 +50,8 @@ def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:
     rt = cfg.runtime
 
     # 1. Runtime: Keras 3 on JAX, the devices, the other nodes.
-    run = devices_lib.start(rt)
+    with Stage("loading Keras 3 and the devices"):
+        run = devices_lib.start(rt)
     keras = run.keras
     seed = rt.seed if rt.seed is not None else \
         (0 if run.process_count > 1 else None)
@@ -82,7 +84,8 @@ def _train(cfg: ExperimentConfig, run: devices_lib.JaxRuntime, dtype: str,
 
     # 3. Model, optimizer and loss, under the DataParallel distribution.
     start = time.perf_counter()
-    model = build_model(cfg, rt.num_gpus, keras=keras, backend="jax")
+    with Stage("building the model"):
+        model = build_model(cfg, rt.num_gpus, keras=keras, backend="jax")
     logging.info("official_bench: built %s (%d parameters) in %.1f s",
                  model.name, model.count_params(), time.perf_counter() - start)
     lr = cfg.model.learning_rate
@@ -104,8 +107,9 @@ def _train(cfg: ExperimentConfig, run: devices_lib.JaxRuntime, dtype: str,
 
     # 6. Measurement: FLOPs (once, before the first step), the interval
     #    clock, the NaN check, the utilisation sampler.
-    counted = mfu.ModelFlops.of(
-        model, keras, lambda m: flop_check.forward_gflop(jax, m), "xla")
+    with Stage("counting FLOPs"):
+        counted = mfu.ModelFlops.of(
+            model, keras, lambda m: flop_check.forward_gflop(jax, m), "xla")
     th = cfg.train.time_history
     clock = IntervalClock(plan.global_batch, th.log_steps, plan.total_steps,
                           progress_seconds=th.progress_seconds)
@@ -163,14 +167,13 @@ def _evaluates(cfg: ExperimentConfig) -> bool:
 
 def _compile(steps: step_lib.Steps, feed: SyntheticFeed, run,
              plan: BatchPlan) -> None:
-    """Compiles the train step ahead of the loop, so the wait is said."""
-    logging.info("official_bench: compiling the train step (XLA, %d "
-                 "replica(s) on %s)...", plan.num_replicas, run.platform)
-    start = time.perf_counter()
-    images, labels = feed.next()
-    steps.train = steps.train.lower(steps.state, images, labels).compile()
-    logging.info("official_bench: train step compiled in %.1f s",
-                 time.perf_counter() - start)
+    """Compiles the train step ahead of the loop, so the wait is said
+    (a stage line, with a heartbeat while XLA compiles)."""
+    with Stage(f"compiling the train step (XLA, {plan.num_replicas} "
+               f"replica(s) on {run.platform})"):
+        images, labels = feed.next()
+        steps.train = steps.train.lower(steps.state, images,
+                                        labels).compile()
 
 
 def _sampler(period: float, run) -> Optional[sampling.Sampler]:
