@@ -7,9 +7,14 @@ becomes one console line such as
 
     [1n1g run 1/5] step 40/600, 312.4 img/s, ETA 2m10s
 
-at most one every MIN_SECONDS (the last one is always shown), none with
-QUIET=1. When the run ends, `RunRate` gives its measured img/s: the median
-of its counted intervals, and the extractor window that counts them.
+at most one every MIN_SECONDS (the last one is always shown), and every
+stage line the trainer says before its first step (contracts/stage_line.py)
+as "[1n1g run 1/5] building the model ..."; none with QUIET=1. The ETA
+uses the latest interval's seconds per step, and none is given while only
+the first (warm-up, compiling) interval is in. When the run ends, `RunRate`
+gives its measured img/s: the median of its counted intervals, and the
+extractor window that counts them. The A/B runner feeds the same reader
+the lines of its runs' output (`RunProgress.feed`).
 
 Counted intervals, as the extractor counts them (contracts/counting.py,
 the rule's one home): those inside DLPerf's window [100, 600] when the run
@@ -25,6 +30,7 @@ import statistics
 import time
 from typing import Callable, List, Optional, Tuple
 
+from official_bench.contracts import stage_line
 from official_bench.contracts.counting import (
     common_window, counted_alone, covers_dlperf_window, steps_covered)
 from official_bench.contracts.throughput import LINE_RE, Interval, format_eta
@@ -114,14 +120,16 @@ class LogFollower:
 
 
 class RunProgress:
-    """Follows one run's log: a console line per TimeHistory interval,
-    rate-limited, and the run's intervals for its rate."""
+    """Follows one run's log (or is fed its output's lines): a console line
+    per TimeHistory interval, rate-limited, one per stage line, and the
+    run's intervals for its rate."""
 
-    def __init__(self, log_path: str, label: str, total_steps: Optional[int],
+    def __init__(self, log_path: Optional[str], label: str,
+                 total_steps: Optional[int],
                  quiet: bool, out: Callable[[str], None],
                  min_seconds: float = MIN_SECONDS,
                  clock: Callable[[], float] = time.monotonic):
-        self.follower = LogFollower(log_path)
+        self.follower = LogFollower(log_path) if log_path else None
         self.label = label  # "1n1g run 1/5"
         self.total = total_steps
         self.quiet = quiet
@@ -133,12 +141,20 @@ class RunProgress:
         self.last_shown: Optional[float] = None
 
     def poll(self) -> None:
-        """Read what the log gained; show the newest interval unless one
-        was shown less than min_seconds ago."""
-        for line in self.follower.new_lines():
+        """Read what the log gained and show it (``feed``)."""
+        self.feed(self.follower.new_lines() if self.follower else [])
+
+    def feed(self, lines: List[str]) -> None:
+        """Show each stage line; show the newest interval unless one was
+        shown less than min_seconds ago."""
+        for line in lines:
             interval = parse_interval(line)
             if interval is not None:
                 self.intervals.append(interval)
+                continue
+            stage = stage_line.parse_line(line)
+            if stage is not None and not self.quiet:
+                self.out(f"[{self.label}] {stage_line.console_text(stage)}")
         now = self.clock()
         if len(self.intervals) > self.shown and (
                 self.last_shown is None or
@@ -149,7 +165,8 @@ class RunProgress:
         """The run ended: read the rest, show the last interval if it was
         held back, and give the run's rate."""
         self.poll()
-        if os.path.exists(self.follower.path) and self.follower.partial:
+        if self.follower and os.path.exists(self.follower.path) and \
+                self.follower.partial:
             interval = parse_interval(self.follower.partial)
             if interval is not None:
                 self.intervals.append(interval)
@@ -165,16 +182,28 @@ class RunProgress:
             self.out(f"[{self.label}] {self.line()}")
 
     def line(self) -> str:
-        """'step 40/600, 312.4 img/s, ETA 2m10s' for the newest interval;
-        ETA from the seconds per step since the warm-up interval."""
+        """'step 40/600, 312.4 img/s, ETA 2m10s' for the newest interval
+        (ETA: ``eta_seconds``)."""
         last = self.intervals[-1]
         step = f"step {last.end_step}" + (f"/{self.total}" if self.total
                                           else "")
         text = f"{step}, {last.examples_per_second:.1f} img/s"
-        timed = self.intervals[1:] or self.intervals
-        steps = sum(iv.end_step - iv.start_step for iv in timed)
-        seconds = sum(iv.seconds for iv in timed)
-        if self.total and steps > 0 and last.end_step < self.total:
-            left = (self.total - last.end_step) * seconds / steps
+        left = eta_seconds(self.intervals, self.total)
+        if left is not None:
             text += f", ETA {format_eta(left)}"
         return text
+
+
+def eta_seconds(intervals: List[Interval], total: Optional[int]
+                ) -> Optional[float]:
+    """Seconds left at the latest interval's seconds per step; None with
+    no total, when done, or while only the first interval is in: it holds
+    the trace and compile of the first step, which no later step repeats
+    (issue 40: an ETA of 30 s from it with 13 s left)."""
+    if not total or len(intervals) < 2:
+        return None
+    last = intervals[-1]
+    steps = last.end_step - last.start_step
+    if steps <= 0 or last.end_step >= total:
+        return None
+    return (total - last.end_step) * last.seconds / steps

@@ -1,7 +1,7 @@
 """The launcher's progress lines and a run's measured img/s (issue 28 §2),
 from TimeHistory lines written with the contract's own formatter."""
 
-from official_bench.contracts import counting, throughput
+from official_bench.contracts import counting, stage_line, throughput
 from official_bench.contracts.throughput import Interval, format_line
 from official_bench.launch import progress
 
@@ -38,7 +38,8 @@ def test_lines_are_rate_limited_but_the_last_is_shown(tmp_path):
                                  shown.append, min_seconds=5, clock=clock)
     _write(log, _iv(0, 20, 100.0, 4.0))
     watch.poll()
-    assert shown == ["[1n1g run 1/5] step 20/600, 100.0 img/s, ETA 1m56s"]
+    # no ETA from the warm-up interval alone (eta_seconds)
+    assert shown == ["[1n1g run 1/5] step 20/600, 100.0 img/s"]
     clock.now = 2.0
     _write(log, _iv(20, 40, 312.4, 2.0))
     watch.poll()
@@ -46,7 +47,7 @@ def test_lines_are_rate_limited_but_the_last_is_shown(tmp_path):
     clock.now = 3.0
     _write(log, _iv(40, 60, 320.0, 2.0))
     rate = watch.finish()
-    # the last one is always shown; ETA from the steps after the warm-up
+    # the last one is always shown; ETA from the latest interval
     assert shown[-1] == "[1n1g run 1/5] step 60/600, 320.0 img/s, ETA 54s"
     assert rate.intervals == 2 and rate.images_per_second == 316.2
     assert rate.describe() == ("316.2 img/s (median of 2 intervals after "
@@ -100,3 +101,42 @@ def test_extractor_window_for_short_runs():
 def test_eta_format():
     assert [throughput.format_eta(s) for s in (42, 130, 7500)] == \
         ["42s", "2m10s", "2h05m"]
+
+
+def test_eta_from_the_latest_interval_not_the_warm_up():
+    # issue 40: the first interval holds the first step's compile (20 s for
+    # 10 steps); the steps after it take 0.1 s each
+    warm_up, steady = _iv(0, 10, 5.0, 20.0), _iv(10, 20, 100.0, 1.0)
+    assert progress.eta_seconds([warm_up], 40) is None
+    assert progress.eta_seconds([warm_up, steady], 40) == 2.0
+    slower = _iv(20, 30, 50.0, 2.0)  # the latest rate wins
+    assert progress.eta_seconds([warm_up, steady, slower], 40) == 2.0
+    assert progress.eta_seconds([warm_up, steady, slower], 30) is None
+    assert progress.eta_seconds([warm_up, steady], None) is None
+
+
+def _stage(what, state, seconds=None):
+    line = stage_line.format_line(stage_line.StageLine(what, state, seconds))
+    return "I1126 14:04:51.398493 140664 stages.py:40] " + line
+
+
+def test_stage_lines_are_shown_at_once_and_fed_lines_are_read(tmp_path):
+    shown, clock = [], Clock()
+    watch = progress.RunProgress(None, "A round 1/2", 30, False,
+                                 shown.append, min_seconds=5, clock=clock)
+    watch.feed([_stage("loading TensorFlow", stage_line.START),
+                _stage("loading TensorFlow", stage_line.RUNNING, 6.2),
+                _stage("loading TensorFlow", stage_line.DONE, 7.04),
+                "I1126 timing.py:1] " + format_line(_iv(0, 10, 8.0, 20.0))])
+    clock.now = 1.0  # stage lines are not held back by the rate limit
+    watch.feed([_stage("x", stage_line.START)])
+    assert shown == ["[A round 1/2] loading TensorFlow ...",
+                     "[A round 1/2] loading TensorFlow, 6 s",
+                     "[A round 1/2] loading TensorFlow: 7.0 s",
+                     "[A round 1/2] step 10/30, 8.0 img/s",
+                     "[A round 1/2] x ..."]
+    assert watch.finish() is None  # nothing after the warm-up interval
+    quiet = []
+    progress.RunProgress(None, "q", 30, True, quiet.append).feed(
+        [_stage("x", stage_line.START)])
+    assert quiet == []
