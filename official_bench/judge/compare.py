@@ -38,8 +38,10 @@ from official_bench.contracts.throughput import (
     ReadInterval, images_per_second_over_window)
 from official_bench.extract import logparse
 from official_bench.extract.errors import ExtractError
+from official_bench.extract import windows
 from official_bench.extract.extractor import (
-    DEFAULT_TRAIN_BATCHES, DEFAULT_WARMUP_BATCHES, measure_log)
+    DEFAULT_TRAIN_BATCHES, DEFAULT_WARMUP_BATCHES, measure_log, window_hint,
+    window_note)
 from official_bench.judge import ab, verdict
 from official_bench.host.write_errors import NotWritable
 
@@ -53,9 +55,10 @@ class Case(NamedTuple):
 
     @property
     def label(self) -> str:
-        """'1n8g b128 fp16'; the runner's one case is 'A/B runner'."""
+        """'1n8g b128 fp16'; the runner's one case is 'runner' (its rows
+        are named by what differs between the sides, side_labels)."""
         if self == RUNNER_CASE:
-            return "A/B runner"
+            return "runner"
         return (f"{log_tree.case_name(self.nodes, self.gpus_per_node)} "
                 f"b{self.batch} {self.dtype}")
 
@@ -71,6 +74,7 @@ class SideRuns:
     kind: str  # "log tree", "result.json files" or "runner"
     runs: Dict[Case, List[List[ReadInterval]]]
     notes: List[str] = dataclasses.field(default_factory=list)
+    label: str = ""  # what this side is, by what differs from the other
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +84,7 @@ class CaseComparison:
     verdict: verdict.Verdict
     over_window_a: Optional[float]
     over_window_b: Optional[float]
+    label: str = ""  # the row's name: the case, or "A's vs B's" (runner)
 
 
 # ---------------------------------------------------------------- reading
@@ -88,14 +93,19 @@ def _read_log_tree(path: str, found: Sequence[Tuple[logparse.RunId, str]],
                    warmup: int, train: int) -> SideRuns:
     """Runs of a log tree through the extractor's own measure_log."""
     side = SideRuns(path, "log tree", {})
-    for run, log in found:
-        outcome = measure_log(run, log, warmup, train, "mean")
+    outcomes = [measure_log(run, log, warmup, train, "mean")
+                for run, log in found]
+    for (run, log), outcome in zip(found, outcomes):
         if not outcome.ok:
             side.notes.append(f"{log}: excluded: {outcome.excluded}")
             continue
         case = Case(run.num_nodes, run.gpus_per_node, run.batch_size,
                     run.dtype)
         side.runs.setdefault(case, []).append(outcome.counted)
+    if not side.runs:
+        side.notes[-1] += window_hint(outcomes) or (
+            f"\n(the window: --warmup_batches {warmup} --train_batches "
+            f"{train}; or --window auto)")
     return side
 
 
@@ -151,7 +161,8 @@ def _read_result_files(path: str, files: Sequence[str],
                                          train)
         if not counted:
             side.notes.append(f"{name}: no interval inside the counted "
-                              "window")
+                              "window (give it with --warmup_batches/"
+                              "--train_batches, or --window auto)")
             continue
         side.runs.setdefault(case, []).append(counted)
     return side
@@ -181,6 +192,19 @@ def read_side(path: str, warmup: Optional[int] = None,
     return side
 
 
+def auto_window(paths: Sequence[str]) -> Tuple[Optional[int], Optional[int]]:
+    """--window auto over the log trees among ``paths``, the same window
+    for both sides (its note on stderr); (None, None) when neither is a
+    log tree: each result.json's own counted window."""
+    found = [run for path in paths if os.path.isdir(path)
+             for run in logparse.find_logs(path)[0]]
+    if not found:
+        return None, None
+    window = windows.auto_window(found)
+    print(f"note: {window_note(window)}", file=sys.stderr)
+    return window
+
+
 # ---------------------------------------------------------------- comparing
 
 def _rates(runs: Sequence[Sequence[ReadInterval]]) -> List[List[float]]:
@@ -208,43 +232,100 @@ def compare_sides(a: SideRuns, b: SideRuns, seed: int = verdict.DEFAULT_SEED,
         raise ExtractError(
             f"no case in both {a.path} and {b.path}: A has "
             f"{', '.join(c.label for c in sorted(a.runs))}; B has "
-            f"{', '.join(c.label for c in sorted(b.runs))}")
+            f"{', '.join(c.label for c in sorted(b.runs))}; "
+            + runner_hint(sorted(a.runs), sorted(b.runs)))
     out = []
     for case in common:
         v = verdict.compare_runs(_rates(a.runs[case]), _rates(b.runs[case]),
                                  seed=seed, resamples=resamples)
+        label = (f"{a.label or 'A'} vs {b.label or 'B'}"
+                 if case == RUNNER_CASE else case.label)
         out.append(CaseComparison(case, v, _over_window(a.runs[case]),
-                                  _over_window(b.runs[case])))
+                                  _over_window(b.runs[case]), label))
     return out, notes
+
+
+def runner_hint(a: Sequence[Case], b: Sequence[Case]) -> str:
+    """Where "no case in both" points: the A/B runner, which runs two
+    different setups (another batch or device count) side by side."""
+    overrides = ["--config FILE"]
+    if len(a) == 1 and len(b) == 1:
+        for key, x, y in (("train_dataset.batch_size", a[0].batch, b[0].batch),
+                          ("runtime.num_gpus", a[0].gpus_per_node,
+                           b[0].gpus_per_node)):
+            if x != y:
+                overrides += [f"--a-override {key}={x}",
+                              f"--b-override {key}={y}"]
+    if len(overrides) == 1:
+        overrides += ["--a-override K=V", "--b-override K=V"]
+    return ("to compare two different setups, run both with the A/B "
+            "runner: official-bench-compare " + " ".join(overrides)
+            + " --pairs 3 (docs/compare_and_history.md)")
+
+
+def differing_parts(a: str, b: str) -> Tuple[str, str]:
+    """Two paths named by the parts that differ: the folders both share at
+    the start and at the end are dropped ('before/t/bz128' and
+    'after/t/bz128' are 'before' and 'after')."""
+    pa, pb = (os.path.normpath(os.path.abspath(p)).split(os.sep)
+              for p in (a, b))
+    if pa == pb:
+        return a, b
+    while len(pa) > 1 and len(pb) > 1 and pa[0] == pb[0]:
+        pa, pb = pa[1:], pb[1:]
+    while len(pa) > 1 and len(pb) > 1 and pa[-1] == pb[-1]:
+        pa, pb = pa[:-1], pb[:-1]
+    return "/".join(pa), "/".join(pb)
+
+
+def side_labels(args: argparse.Namespace) -> Tuple[str, str]:
+    """What A and B are, by what differs: the trees' differing path parts,
+    or the runner's config files and overrides one side has alone."""
+    if args.a is not None:
+        return differing_parts(args.a, args.b)
+    labels = []
+    configs = (args.a_config or args.config, args.b_config or args.config)
+    items = [[i.strip() for i in (o or "").split(",") if i.strip()]
+             for o in (args.a_override, args.b_override)]
+    for mine, other in ((0, 1), (1, 0)):
+        parts = [os.path.basename(configs[mine] or "") or "no config"] \
+            if configs[0] != configs[1] else []
+        parts += [i for i in items[mine] if i not in items[other]]
+        labels.append(", ".join(parts) or "as configured")
+    return labels[0], labels[1]
 
 
 def _num(value: Optional[float]) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def table(rows: Sequence[CaseComparison]) -> str:
+def table(rows: Sequence[CaseComparison], a_label: str = "",
+          b_label: str = "") -> str:
     """The verdict table (plain text, one line per case, then a legend)."""
-    head = (f"{'case':<16} {'A img/s':>9} {'B img/s':>9} {'B/A':>6} "
+    width = max([16] + [len(row.label) for row in rows])
+    head = (f"{'case':<{width}} {'A img/s':>9} {'B img/s':>9} {'B/A':>6} "
             f"{'95% interval':>15} {'runs':>5}  verdict")
-    lines = [head]
+    lines = [f"A: {a_label}, B: {b_label}"] if a_label or b_label else []
+    lines.append(head)
     for row in rows:
         v = row.verdict
         lines.append(
-            f"{row.case.label:<16} {v.median_a:>9.2f} {v.median_b:>9.2f} "
+            f"{row.label:<{width}} {v.median_a:>9.2f} {v.median_b:>9.2f} "
             f"{v.ratio:>6.3f} {f'[{v.low:.3f}, {v.high:.3f}]':>15} "
             f"{f'{v.runs_a}/{v.runs_b}':>5}  {v.verdict}")
     lines.append("img/s: median of the runs' mean interval rates "
                  "(DLPerf's); images / time over")
     lines.append("the window (median of the runs):")
-    lines += [f"  {row.case.label}: A {_num(row.over_window_a)}, "
+    lines += [f"  {row.label}: A {_num(row.over_window_a)}, "
               f"B {_num(row.over_window_b)}" for row in rows]
     return "\n".join(lines) + "\n"
 
 
-def as_json(rows: Sequence[CaseComparison], a: str, b: str) -> str:
+def as_json(rows: Sequence[CaseComparison], a: SideRuns, b: SideRuns) -> str:
     """The comparison as JSON (for scripts)."""
-    return json.dumps({"a": a, "b": b, "cases": [
-        dict(case=row.case.label, nodes=row.case.nodes,
+    return json.dumps({"a": a.path, "b": b.path, "a_label": a.label,
+                       "b_label": b.label, "cases": [
+        dict(case=row.label, nodes=row.case.nodes,
              gpus_per_node=row.case.gpus_per_node,
              batch_size_per_device=row.case.batch, dtype=row.case.dtype,
              images_per_second_over_window_a=row.over_window_a,
@@ -308,6 +389,12 @@ def build_parser() -> argparse.ArgumentParser:
     trees.add_argument("--train_batches", type=int, default=None,
                        help="count intervals up to this step (logs: "
                             f"{DEFAULT_TRAIN_BATCHES}; result.json: the end)")
+    trees.add_argument("--window", choices=(windows.AUTO,), default=None,
+                       help="auto: count the longest window every log "
+                            "covers after its first (warm-up) interval, the "
+                            "same on both sides (short runs, e.g. a CPU "
+                            "try; result.json: the trainer's window); not "
+                            "with --warmup_batches/--train_batches")
     run = p.add_argument_group("A/B runner: alternate two trainer setups")
     run.add_argument("--config", metavar="FILE",
                      help="config file of both sides")
@@ -349,6 +436,13 @@ def _usage_problem(args: argparse.Namespace) -> Optional[str]:
                "each other"
     if trees and (args.a is None or args.b is None):
         return "give both --a DIR and --b DIR"
+    if args.window and (args.warmup_batches is not None
+                        or args.train_batches is not None):
+        return f"--window {args.window} chooses --warmup_batches and " \
+               "--train_batches; give one or the other"
+    if args.window and runner:
+        return "--window goes with --a/--b; the runner's window is " \
+               "--warmup_intervals"
     if not runner and not trees:
         return "give --a DIR --b DIR, or the runner's --config/--a-override" \
                "/--b-override/--a-config/--b-config"
@@ -367,15 +461,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return e.code if isinstance(e.code, int) else exit_status.CONFIG
     problem = _usage_problem(args)
     if problem:
-        parser.print_usage(sys.stderr)
-        print(f"{parser.prog}: error: {problem}", file=sys.stderr)
+        print(f"{parser.prog}: error: {problem}; see --help", file=sys.stderr)
         return exit_status.CONFIG
     try:
         if args.a is not None:
-            a = read_side(args.a, args.warmup_batches, args.train_batches)
-            b = read_side(args.b, args.warmup_batches, args.train_batches)
+            window = (auto_window([args.a, args.b]) if args.window
+                      else (args.warmup_batches, args.train_batches))
+            a = read_side(args.a, *window)
+            b = read_side(args.b, *window)
         else:
             a, b = run_ab(args)
+        a.label, b.label = side_labels(args)
         rows, notes = compare_sides(a, b, args.seed, args.resamples)
     except NotWritable as e:
         print(f"error: {e}", file=sys.stderr)
@@ -385,7 +481,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return exit_status.FAILED
     for note in a.notes + b.notes + notes:
         print(f"note: {note}", file=sys.stderr)
-    print(as_json(rows, a.path, b.path) if args.json else table(rows), end="")
+    print(as_json(rows, a, b) if args.json
+          else table(rows, a.label, b.label), end="")
     return exit_status.OK
 
 

@@ -19,6 +19,7 @@ from absl import logging
 from official_bench import config as config_lib
 from official_bench.config import ConfigError, ExperimentConfig
 from official_bench.contracts import flops as flops_contract
+from official_bench.contracts import stage_line
 from official_bench.contracts import utilisation as usage_contract
 from official_bench.data.fit_input import fit_input
 from official_bench.measure import (fit_tail, flops, input_wait, mfu,
@@ -164,6 +165,9 @@ def _run_fit(prep: Prepared, data, val_data, evaluate: bool,
                  initial_epoch + 1, cfg.train.epochs, plan.steps_per_epoch)
     start = time.perf_counter()
     tail = fit_tail.FitTail()  # last callback: says what fit does after it
+    training = Stage(stage_line.training(  # no done line if fit raises
+        initial_epoch * plan.steps_per_epoch + 1, plan.total_steps),
+        heartbeat=0).start()
     first = Stage("tracing and compiling the first step").start()
     with stop_signals.StopOnSignal(rt.stop_grace_seconds,
                                    log=logging.warning) as stopper:
@@ -198,6 +202,7 @@ def _run_fit(prep: Prepared, data, val_data, evaluate: bool,
     if stopper.requested:
         raise stop_signals.RunStopped(stopper.signum, stopper.step,
                                       plan.total_steps)
+    training.end()
     return history, cbs.time_history.wall_time or time.perf_counter() - start
 
 

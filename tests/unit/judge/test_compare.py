@@ -148,6 +148,65 @@ def test_errors_name_the_directory(tmp_path):
     out = _cli("--a", a, "--b", b)
     assert out.returncode == exit_status.FAILED
     assert "no case in both" in out.stderr and "1n2g b128 fp32" in out.stderr
+    # ... and points to the runner, with the overrides that differ.
+    assert ("run both with the A/B runner: official-bench-compare --config "
+            "FILE --a-override runtime.num_gpus=1 --b-override "
+            "runtime.num_gpus=2 --pairs 3") in out.stderr
+
+
+def _short_tree(root, mean, seed, batch=128):
+    """3 runs of 4 intervals of 10 steps: shorter than DLPerf's window."""
+    rng = random.Random(seed)
+    for index in range(1, 4):
+        logkit.write_run(root, "1n1g", [mean / 3] + _speeds(rng, mean, 0.01, 3),
+                         batch=batch, index=index, log_steps=10)
+    return str(root)
+
+
+def test_short_trees_window_auto_and_sides_named_by_what_differs(tmp_path):
+    a = _short_tree(tmp_path / "before" / "t" / "bz16", 100.0, 1)
+    b = _short_tree(tmp_path / "after" / "t" / "bz16", 110.0, 2)
+    out = _cli("--a", a, "--b", b)
+    assert out.returncode == exit_status.FAILED
+    assert f"no usable run in {a}" in out.stderr
+    assert ("count them with --warmup_batches 10 --train_batches 40 (or "
+            "--window auto)") in out.stderr
+    out = _cli("--a", a, "--b", b, "--window", "auto")
+    assert out.returncode == exit_status.OK, out.stderr
+    assert "--window auto: counting steps 10-40" in out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "A: before, B: after"
+    assert lines[2].startswith("1n1g b128 fp32") and "faster" in lines[2]
+    out = _cli("--a", a, "--b", b, "--window", "auto", "--train_batches", "9")
+    assert out.returncode == exit_status.CONFIG
+    assert out.stderr.count("\n") == 1 and "--window auto chooses" in out.stderr
+
+
+def test_side_labels_name_what_differs():
+    assert compare.differing_parts("x/before/t/bz128", "x/after/t/bz128") == (
+        "before", "after")
+    assert compare.differing_parts("logs/bz16", "logs/bz32") == (
+        "bz16", "bz32")
+    args = compare.build_parser().parse_args([
+        "--config", "c.yaml", "--a-override", "train.steps=9,runtime.x=1",
+        "--b-override", "train.steps=9,runtime.x=2"])
+    assert compare.side_labels(args) == ("runtime.x=1", "runtime.x=2")
+    args = compare.build_parser().parse_args([
+        "--config", "c.yaml", "--b-override", "runtime.enable_xla=true"])
+    assert compare.side_labels(args) == ("as configured",
+                                         "runtime.enable_xla=true")
+    args = compare.build_parser().parse_args([
+        "--a-config", "d/before.yaml", "--b-config", "d/after.yaml"])
+    assert compare.side_labels(args) == ("before.yaml", "after.yaml")
+    # The runner's one row is named by both sides.
+    runs = {compare.RUNNER_CASE: [[compare.ReadInterval(0, 10, 1.0, 100.0),
+                                   compare.ReadInterval(10, 20, 1.0, 99.0)]]}
+    rows, _ = compare.compare_sides(
+        compare.SideRuns("A", "runner", runs, label="bz16"),
+        compare.SideRuns("B", "runner", runs, label="bz32"))
+    assert rows[0].label == "bz16 vs bz32"
+    assert compare.table(rows, "bz16", "bz32").splitlines()[2].startswith(
+        "bz16 vs bz32 ")
 
 
 def test_usage_errors_and_help_width():
@@ -177,7 +236,8 @@ def test_runner_says_slower_when_b_trains_larger_images(tmp_path):
                "--logs", str(tmp_path / "logs"), "--json")
     assert out.returncode == exit_status.OK, out.stderr[-3000:]
     (case,) = json.loads(out.stdout)["cases"]
-    assert case["case"] == "A/B runner"
+    assert case["case"] == ("train_dataset.image_size=16 vs "
+                            "train_dataset.image_size=64")
     assert case["verdict"] == verdict.SLOWER, case
     assert case["runs_a"] == case["runs_b"] == 2
     assert case["high"] < 1.0
