@@ -13,7 +13,9 @@ configuration, 3 cluster problem, 4 peer lost, 5 a file could not be
 written (disk full, quota, read-only, permission), 128+N signal N). A
 multi-worker run whose peers do not all arrive within
 runtime.peer_timeout_seconds prints a line starting "official_bench:
-timeout:" naming them and is SIGKILLed (137).
+timeout:" naming them and is SIGKILLed (137). Every failure above ends in
+one line, ``error: ...``, and no traceback; ``--verbose`` prints the
+traceback above that line, for a bug report.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from __future__ import annotations
 import os
 import re
 import sys
+import traceback
+from typing import Optional
 
-from absl import app, logging
+from absl import app, flags, logging
 
 from official_bench.config.flags import (answer_help, config_from_flags,
                                          parse_flags, start_main)
@@ -30,15 +34,27 @@ from official_bench.config.paths import check_local_dirs
 from official_bench.contracts import exit_status
 
 
+if "verbose" not in flags.FLAGS:  # once, also when run as __main__
+    flags.DEFINE_boolean(
+        "verbose", False, "Print the traceback of a failure above its "
+        "one 'error:' line (for a bug report); without it a failure the "
+        "trainer knows (docs/exit_status.md) is that one line.")
+
+
 def _default_model_dir() -> str:
     import time
     return f"model_dir/run-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def _fail(message: str, status: int) -> int:
-    """The one place a failure is said: once, as the last line."""
+def _fail(message: str, status: int,
+          error: Optional[BaseException] = None) -> int:
+    """The one place a failure is said: once, as the last line; the
+    traceback of ``error`` above it only with --verbose (or absl's -v 1)."""
     logging.flush()
     sys.stdout.flush()
+    if error is not None and (flags.FLAGS["verbose"].value
+                              or logging.get_verbosity() >= logging.DEBUG):
+        traceback.print_exception(error, file=sys.stderr)
     print(f"error: {message}", file=sys.stderr, flush=True)
     return status
 
@@ -70,33 +86,33 @@ def main(argv) -> int:
     try:
         trainer.train_and_evaluate(cfg)
     except config_lib.ConfigError as e:
-        return _fail(str(e), exit_status.CONFIG)
+        return _fail(str(e), exit_status.CONFIG, e)
     except (RunStopped, PeerLost) as e:
         # Exit at once: a multi-worker teardown can wait for peers that are
         # still training or gone, and would print after our last line.
         os._exit(_fail(str(e), e.exit_status if isinstance(e, RunStopped)
-                       else exit_status.PEER_LOST))
+                       else exit_status.PEER_LOST, e))
     except ClusterError as e:
-        return _fail(str(e), exit_status.CLUSTER)
+        return _fail(str(e), exit_status.CLUSTER, e)
     except NotWritable as e:
-        # The cause is outside the program: the line says it all; the
-        # traceback is kept for `-v 1` only.
-        logging.debug("official_bench: write failed", exc_info=True)
-        return _fail(str(e), exit_status.NOT_WRITABLE)
-    except Exception as e:  # noqa: BLE001 - one clear line, then the trace
-        # Our input pipeline's messages reach us inside TensorFlow's op
-        # errors ("assertion failed: [official_bench: bad record ...]").
+        # The cause is outside the program: the line says it all.
+        return _fail(str(e), exit_status.NOT_WRITABLE, e)
+    except Exception as e:  # noqa: BLE001 - ours: one line; a bug: raised
+        # Ours say "official_bench: ..." (a NaN stop, the run history, a
+        # bad record inside TensorFlow's op errors: "assertion failed:
+        # [official_bench: bad record ...]"); anything else is a bug, and
+        # its traceback is the report.
         ours = re.search(r"official_bench:[^\]\n]*", str(e))
         if not ours:
             raise
-        logging.exception("training stopped")
-        return _fail(ours.group(0).strip(), exit_status.FAILED)
+        return _fail(ours.group(0).strip(), exit_status.FAILED, e)
     return exit_status.OK
 
 
 def run_main() -> None:
     """Console-script entry (official-bench-train)."""
-    if answer_help(sys.argv, __doc__):
+    if answer_help(sys.argv, __doc__,
+                   ("Failures", sys.modules[__name__])):
         sys.exit(exit_status.OK)
     app.run(lambda argv: sys.exit(main(argv)), flags_parser=parse_flags)
 

@@ -3,25 +3,21 @@
 Written by the trainer (the chief, after its result.json) and by
 ``official-bench-history --import LOG_DIR``; read by official-bench-history.
 A format two layers share, so it lives in contracts/ and needs nothing but
-the standard library's ``sqlite3`` (no TensorFlow).
+the standard library's ``sqlite3`` (no TensorFlow). Where the file goes:
+:func:`default_path`.
 
-Where: ``history.path`` in the config, else :func:`default_path` of the
-model_dir: the root of the run scripts' MODEL_DIR tree when the model_dir is
-one of theirs (every batch and case of a sweep in one file), else the
-model_dir's parent directory.
-
-Concurrent writers (chiefs of several jobs, nodes sharing a file system) must
-never lose a row: WAL mode, every connection waits up to ``BUSY_SECONDS`` for
-a lock, and an append that still meets "database is locked" is retried with
-a growing pause (SQLite needs working POSIX locks: NFS without them is not
-safe for any SQLite file). A file this module did not make is never written:
-its first bytes must be SQLite's header, then its ``application_id`` and
-``user_version`` this format's; anything else is a :class:`HistoryError`
-whose message is one line naming the path, and the file is left as it was.
+Concurrent writers never lose a row: a rollback journal (no WAL: no -wal or
+-shm files beside it, and fine on shared file systems with POSIX locks), a
+busy timeout and retries with a growing pause. Nothing is written into a
+file that is not a sound history of this format: the header, whole pages
+(a cut copy) and SQLite's ``PRAGMA quick_check`` are checked before a
+write, and a file that fails is a :class:`HistoryError`, one line naming
+it, the file left as it was. A refused write leaves nothing beside it.
 
 A row's ``run_key`` is a digest of the run's case and all its intervals, so
-the same run written by the trainer and imported again from its log tree's
-result.json copy is stored once.
+a run written by the trainer and imported again is stored once. A case
+(:attr:`Row.case_label`) is the setup plus the counted window and the tree
+the run came from, so runs of other lengths or trees are never compared.
 """
 
 from __future__ import annotations
@@ -32,6 +28,7 @@ import errno
 import json
 import os
 import random
+import re
 import sqlite3
 import time
 from typing import Any, Dict, Iterator, List, Optional, Sequence
@@ -45,7 +42,18 @@ FILE_NAME = "official_bench_history.sqlite"
 BUSY_SECONDS = 30.0
 RETRIES = 8
 _HEADER = b"SQLite format 3\x00"
+_HEADER_BYTES = 100  # SQLite's database header
 TABLE = "runs"
+# The trainer CLI's own model_dir when --model_dir is not given
+# (classifier_trainer._default_model_dir): such runs share their parent.
+_CLI_RUN_DIR = re.compile(r"run-\d{8}-\d{6}")
+# Files SQLite may make beside a database (WAL mode: older histories).
+_SIDECARS = ("-wal", "-shm")
+# SQLite's primary result codes (sqlite3.h) read by _as_os_error.
+_SQLITE_READONLY, _SQLITE_IOERR, _SQLITE_CANTOPEN, _SQLITE_FULL = 8, 10, 14, 13
+# An I/O error with less room than this is taken for a full disk.
+_LOW_SPACE = 1 << 20
+_LEFT = "left as it is: move it away or set history.path"
 
 
 class HistoryError(Exception):
@@ -92,11 +100,33 @@ class Row:
         return [float(item[3]) for item in json.loads(self.intervals)]
 
     @property
+    def window(self) -> str:
+        """The counted steps, 'steps 100-600': runs of another length or
+        warm-up are another case."""
+        items = json.loads(self.intervals)
+        return f"steps {items[0][0]}-{items[-1][1]}" if items else "no steps"
+
+    @property
+    def tree(self) -> Optional[str]:
+        """The tree the run came from: the trainer's model_dir home
+        (:func:`home_of`) or an imported log's LOG_DIR (:func:`log_root`);
+        None when the row does not say."""
+        if not self.source_path:
+            return None
+        if self.source == "import":
+            return log_root(self.source_path)
+        return home_of(self.source_path)
+
+    @property
     def case_label(self) -> str:
-        """'1n1g b128 fp32 resnet 224px'."""
-        return case_label(self.nodes, self.gpus_per_node,
+        """'1n1g b128 fp32 resnet50 224px, steps 100-600, /runs/tree': the
+        setup, the counted window and the tree (runs are compared only
+        within one)."""
+        text = case_label(self.nodes, self.gpus_per_node,
                           self.batch_per_device, self.precision, self.model,
-                          self.image_size)
+                          self.image_size) + f", {self.window}"
+        tree = self.tree
+        return f"{text}, {tree}" if tree else text
 
 
 def case_label(nodes: int, gpus: int, batch: int, precision: str,
@@ -131,37 +161,96 @@ def _create_sql() -> str:
     return f"CREATE TABLE {TABLE} ({', '.join(cols)})"
 
 
+def home_of(model_dir: str) -> str:
+    """The directory a model_dir's runs are kept together in: the root of
+    the run scripts' MODEL_DIR tree (a whole sweep), the parent of the
+    trainer's own ``model_dir/run-<stamp>``, else the model_dir itself
+    (nothing goes outside a directory the user named). A relative path
+    stays relative."""
+    path = os.path.normpath(model_dir)
+    parsed = log_tree.parse_model_dir(path)
+    if parsed is not None:
+        return os.path.normpath(parsed.root)
+    if _CLI_RUN_DIR.fullmatch(os.path.basename(path)):
+        return os.path.dirname(path) or "."
+    return path
+
+
+def log_root(log_path: str) -> str:
+    """The LOG_DIR of a run-script log: its folder less the node, case,
+    batch and framework folders (a folder of another shape is kept)."""
+    here = os.path.dirname(os.path.normpath(log_path))
+    if log_tree.parse_node_dir(os.path.basename(here)) is not None:
+        here = os.path.dirname(here)
+    if log_tree.parse_case_name(os.path.basename(here)):
+        here = os.path.dirname(here)
+    if re.fullmatch(r"bz\d+", os.path.basename(here)):
+        here = os.path.dirname(here)
+        framework = os.path.dirname(here)
+        if os.path.basename(here) == log_tree.FRAMEWORK_DIRS[-1] and \
+                os.path.basename(framework) in log_tree.BACKEND_DIRS.values():
+            here = os.path.dirname(framework)
+    return here or "."
+
+
 def default_path(model_dir: Optional[str]) -> Optional[str]:
-    """Where the history goes when ``history.path`` is not set (module
-    doc); None without a model_dir (nothing to put it beside)."""
+    """Where the history goes when ``history.path`` is not set: in the
+    model_dir's :func:`home_of`, absolute; None without a model_dir."""
     if not model_dir:
         return None
-    parsed = log_tree.parse_model_dir(os.path.abspath(model_dir))
-    if parsed is not None:
-        return os.path.join(parsed.root, FILE_NAME)
-    parent = os.path.dirname(os.path.abspath(os.path.normpath(model_dir)))
-    return os.path.join(parent, FILE_NAME)
+    return os.path.join(home_of(os.path.abspath(model_dir)), FILE_NAME)
 
 
 def _check_header(path: str) -> None:
-    """HistoryError unless ``path`` is absent, empty, or starts as SQLite
-    files do; read before SQLite opens it, so a foreign file stays as it
-    was."""
+    """HistoryError unless ``path`` is absent, empty, or an SQLite file of
+    as many whole pages as its header says (a cut copy is not); read
+    before SQLite opens it, so a foreign file stays as it was."""
     try:
         with open(path, "rb") as f:
-            head = f.read(len(_HEADER))
+            head = f.read(_HEADER_BYTES)
+            size = os.fstat(f.fileno()).st_size
     except FileNotFoundError:
         return
     except IsADirectoryError:
         raise HistoryError(f"run history {path} is a directory, expected "
-                           "an SQLite file") from None
+                           f"an SQLite file; {_LEFT}") from None
     except OSError as e:
         raise HistoryError(f"run history {path}: cannot read it: "
                            f"{e.strerror}") from None
-    if head and head != _HEADER[:len(head)] or 0 < len(head) < len(_HEADER):
+    if not head:
+        return
+    if head[:len(_HEADER)] != _HEADER:
         raise HistoryError(f"run history {path} is not an SQLite database "
                            "(corrupt, or another program's file); left as "
                            "it is: move it away or set history.path")
+    page = int.from_bytes(head[16:18], "big") if len(head) >= 18 else 0
+    page = 65536 if page == 1 else page
+    pages = int.from_bytes(head[28:32], "big")
+    # The header's page count holds when its two change counters agree;
+    # pages still in a WAL file (older histories) are not in the file.
+    counted = head[24:28] == head[92:96] and not _has_wal(path)
+    if len(head) < _HEADER_BYTES or not page or size % page or (
+            counted and size < pages * page):
+        raise HistoryError(
+            f"run history {path} is cut short or damaged ({size} bytes, its "
+            f"header says {pages} page(s) of {page}); {_LEFT}")
+
+
+def _has_wal(path: str) -> bool:
+    try:
+        return os.path.getsize(path + "-wal") > 0
+    except OSError:
+        return False
+
+
+def _quick_check(conn: sqlite3.Connection, path: str) -> None:
+    """HistoryError when SQLite's ``PRAGMA quick_check`` (the structure of
+    every page, without cross-checking indexes: linear in the file, a few
+    ms for thousands of runs) finds damage."""
+    found = [r[0] for r in conn.execute("PRAGMA quick_check(3)")]
+    if found != ["ok"]:
+        raise HistoryError(f"run history {path} is damaged (SQLite's "
+                           f"quick_check: {found[0]}); {_LEFT}")
 
 
 def _check_identity(conn: sqlite3.Connection, path: str) -> bool:
@@ -189,52 +278,107 @@ def _is_busy(e: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
+def _free_bytes(path: str) -> Optional[int]:
+    try:
+        st = os.statvfs(os.path.dirname(os.path.abspath(path)))
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
 def _as_os_error(e: sqlite3.Error, path: str) -> Optional[OSError]:
-    """SQLite's words for a full disk or a file it may not write, as the
+    """SQLite's error for a full disk or a file it may not write, as the
     OSError host/write_errors.writing turns into its one line; None for
-    anything else."""
+    anything else. A full disk shows as SQLITE_FULL, or as an I/O error
+    (a journal or fsync that failed) with under ``_LOW_SPACE`` free."""
     text = str(e).lower()
-    if "disk is full" in text:
+    code = (getattr(e, "sqlite_errorcode", None) or 0) & 0xFF
+    if code == _SQLITE_FULL or "disk is full" in text:
         return OSError(errno.ENOSPC, str(e), path)
-    if "readonly database" in text or "unable to open database" in text:
-        directory = os.path.dirname(os.path.abspath(path))
-        try:
-            read_only = bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
-        except OSError:
-            return None
-        if read_only:
-            return OSError(errno.EROFS, str(e), path)
-        if not os.access(directory, os.W_OK) or (
-                os.path.exists(path) and not os.access(path, os.W_OK)):
-            return OSError(errno.EACCES, str(e), path)
+    if code == _SQLITE_IOERR or "disk i/o error" in text:
+        free = _free_bytes(path)
+        return OSError(errno.ENOSPC, str(e), path) \
+            if free is not None and free < _LOW_SPACE else None
+    if code in (_SQLITE_READONLY, _SQLITE_CANTOPEN) or \
+            "readonly database" in text or "unable to open database" in text:
+        err = _unwritable(path)
+        return None if err is None else OSError(err, str(e), path)
     return None
+
+
+def _unwritable(path: str) -> Optional[int]:
+    """EROFS or EACCES when this process may not write ``path`` (or make
+    the journal beside it), else None."""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        if os.statvfs(directory).f_flag & os.ST_RDONLY:
+            return errno.EROFS
+    except OSError:
+        return None
+    if not os.access(directory, os.W_OK) or (
+            os.path.exists(path) and not os.access(path, os.W_OK)):
+        return errno.EACCES
+    return None
+
+
+def _drop_new_sidecars(path: str, before: Sequence[str]) -> None:
+    """Remove the -wal/-shm files an open of an older (WAL mode) history
+    made and left, empty, after its connection closed: they take the
+    database's mode, and a 0444 pair blocks every later write."""
+    wal, shm = path + "-wal", path + "-shm"
+    with contextlib.suppress(OSError):
+        if "-wal" not in before and os.path.getsize(wal) == 0:
+            os.remove(wal)
+    with contextlib.suppress(OSError):
+        if "-shm" not in before and not os.path.exists(wal):
+            os.remove(shm)
 
 
 @contextlib.contextmanager
 def _connect(path: str, read_only: bool) -> Iterator[sqlite3.Connection]:
-    """A connection with the busy timeout; SQLite errors on a damaged file
-    become HistoryError naming it."""
+    """A checked connection (header, whole pages, quick_check) with the
+    busy timeout; SQLite errors on a damaged file become HistoryError
+    naming it; sidecar files the open made are removed after it."""
     _check_header(path)
     if read_only and not os.path.exists(path):
         raise HistoryError(f"no run history at {path} (runs are recorded "
                            "there when history.enabled is true, or with "
                            "--import LOG_DIR)")
+    if not read_only:
+        err = _unwritable(path)
+        if err is not None:  # refused before SQLite makes any file
+            raise OSError(err, os.strerror(err), path)
+    before = [s for s in _SIDECARS if os.path.lexists(path + s)]
     uri = f"file:{path}?mode=ro" if read_only else path
     try:
-        conn = sqlite3.connect(uri, timeout=BUSY_SECONDS, uri=read_only,
-                               isolation_level=None)
-    except sqlite3.OperationalError as e:
-        raise (_as_os_error(e, path) or HistoryError(
-            f"run history {path}: cannot open it: {e}")) from None
-    try:
-        yield conn
-    except sqlite3.DatabaseError as e:
-        if isinstance(e, sqlite3.OperationalError) and _is_busy(e):
-            raise
-        raise (_as_os_error(e, path) or HistoryError(
-            f"run history {path}: {e} (corrupt?); left as it is")) from None
+        try:
+            conn = sqlite3.connect(uri, timeout=BUSY_SECONDS, uri=read_only,
+                                   isolation_level=None)
+        except sqlite3.OperationalError as e:
+            raise (_as_os_error(e, path) or HistoryError(
+                f"run history {path}: cannot open it: {e}")) from None
+        try:
+            _quick_check(conn, path)
+            yield conn
+        except sqlite3.DatabaseError as e:
+            if isinstance(e, sqlite3.OperationalError) and _is_busy(e):
+                raise
+            raise (_as_os_error(e, path) or HistoryError(
+                f"run history {path} is damaged (SQLite: {e}); {_LEFT}")
+                   ) from None
+        finally:
+            conn.close()
     finally:
-        conn.close()
+        _drop_new_sidecars(path, before)
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back what is still open (SQLite ends a transaction itself on
+    some errors, a full disk among them; a second ROLLBACK would hide the
+    first error behind 'no transaction is active')."""
+    if conn.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
 
 
 def _initialise(conn: sqlite3.Connection, path: str) -> None:
@@ -250,15 +394,17 @@ def _initialise(conn: sqlite3.Connection, path: str) -> None:
             conn.execute(f"PRAGMA user_version = {USER_VERSION}")
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        _rollback(conn)
         raise
 
 
 def _append_once(path: str, rows: Sequence[Row]) -> int:
     with _connect(path, read_only=False) as conn:
-        # Identity first: journal_mode=WAL writes to the file.
+        # Identity first: changing the journal mode writes to the file.
         _check_identity(conn, path)
-        conn.execute("PRAGMA journal_mode=WAL")
+        # A rollback journal: a history made in WAL mode by an earlier
+        # version is turned back (its -wal and -shm go away).
+        conn.execute("PRAGMA journal_mode=DELETE")
         _initialise(conn, path)
         sql = (f"INSERT OR IGNORE INTO {TABLE} ({', '.join(_COLUMNS)}) "
                f"VALUES ({', '.join('?' * len(_COLUMNS))})")
@@ -270,7 +416,7 @@ def _append_once(path: str, rows: Sequence[Row]) -> int:
                 added += cur.rowcount
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
         return added
 
@@ -278,9 +424,9 @@ def _append_once(path: str, rows: Sequence[Row]) -> int:
 def append(path: str, rows: Sequence[Row]) -> int:
     """Append ``rows`` (one transaction); returns how many were new (a row
     whose run_key is already stored is skipped). Retries while another
-    writer holds the lock; HistoryError for a file that is not ours;
-    OSError (e.g. no space) passes through for the caller's
-    host/write_errors.writing."""
+    writer holds the lock; HistoryError for a file that is not a sound
+    history (nothing written); OSError (no space, read-only, permission)
+    passes through for the caller's host/write_errors.writing."""
     parent = os.path.dirname(os.path.abspath(path))
     os.makedirs(parent, exist_ok=True)
     pause = 0.05
@@ -295,6 +441,19 @@ def append(path: str, rows: Sequence[Row]) -> int:
             time.sleep(pause * (1 + random.random()))
             pause = min(pause * 2, 2.0)
     raise AssertionError("unreachable")
+
+
+def _checked(row: Row, path: str) -> Row:
+    """The row, or HistoryError when its JSON columns do not decode (a
+    damaged record that SQLite's structure check does not see)."""
+    try:
+        row.interval_rates
+        json.loads(row.environment)
+        json.loads(row.devices)
+    except (ValueError, TypeError, IndexError, KeyError) as e:
+        raise HistoryError(f"run history {path}: run {row.id} is damaged "
+                           f"({type(e).__name__}: {e}); {_LEFT}") from None
+    return row
 
 
 def read_rows(path: str, where: Optional[Dict[str, Any]] = None
@@ -321,7 +480,7 @@ def read_rows(path: str, where: Optional[Dict[str, Any]] = None
         for record in conn.execute(sql, values):
             row = Row(*record[1:])
             row.id = record[0]
-            out.append(row)
+            out.append(_checked(row, path))
         return out
 
 

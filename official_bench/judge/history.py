@@ -10,7 +10,8 @@ The file is contracts/history_db.py's (the trainer appends to it, see
 history.* in the config). For each case (nodes, devices per node, per-device
 batch, precision, model, image size) the latest run is compared with all
 the earlier ones by judge/verdict.py's rule, the one official-bench-compare
-uses: earlier runs are side A, the latest is side B. A verdict "slower" (the
+uses: earlier runs are side A, the latest is side B. A case is also its
+counted window and tree (contracts/history_db.Row.case_label). A verdict "slower" (the
 95% interval of latest/earlier lies below 1) ends the command with
 exit_status.SLOWER, so a nightly CI job fails on a slow-down beyond the
 spread and not on noise.
@@ -71,15 +72,21 @@ def check_case(label: str, rows: List[Row], seed: int = verdict.DEFAULT_SEED
 
 
 def select(rows: Sequence[Row], case: Optional[str]) -> Dict[str, List[Row]]:
-    """The cases to show: all, or the one named (ExtractError listing the
-    cases there are when it is not stored)."""
+    """The cases to show: all, the one named, or every case whose label
+    starts with the setup named ('1n1g b128 fp32 resnet50 224px': each of
+    its windows and trees); ExtractError listing the cases there are when
+    none matches."""
     cases = by_case(rows)
     if case is None:
         return cases
-    if case not in cases:
+    if case in cases:
+        return {case: cases[case]}
+    chosen = {label: runs for label, runs in cases.items()
+              if label.startswith(case + ", ")}
+    if not chosen:
         raise ExtractError(f"no case {case!r} in the history; cases: "
                            + "; ".join(sorted(cases)))
-    return {case: cases[case]}
+    return chosen
 
 
 def _num(value: Optional[float], digits: int = 2) -> str:
@@ -220,11 +227,13 @@ def build_parser() -> argparse.ArgumentParser:
                f"{exit_status.NOT_WRITABLE} cannot write (import, plot).")
     p.add_argument("--db", required=True, metavar="FILE",
                    help="the history file (the trainer's default: "
-                        f"{history_db.FILE_NAME} at the root of MODEL_DIR "
-                        "or beside the model_dir)")
+                        f"{history_db.FILE_NAME} at the root of MODEL_DIR, "
+                        "else in the model_dir; the trainer prints it as "
+                        "'history: PATH')")
     p.add_argument("--case", metavar="LABEL",
-                   help="one case, as listed, e.g. '1n1g b128 fp32 "
-                        "resnet50 224px' (default: every case)")
+                   help="one case as listed, or its setup alone, e.g. "
+                        "'1n1g b128 fp32 resnet50 224px' (each of its "
+                        "windows and trees; default: every case)")
     p.add_argument("--plot", metavar="PNG",
                    help="draw the case(s) over time into this PNG")
     p.add_argument("--json", action="store_true",
@@ -261,7 +270,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print(checks_json(checks), end="")
     elif args.case:
-        print(listing(checks[0]), end="")
+        for check in checks:
+            print(listing(check), end="")
     else:
         for check in checks:
             print(summary_line(check))

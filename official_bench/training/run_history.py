@@ -10,6 +10,7 @@ the row comes from the same dict that went into result.json.
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import Any, Dict, Optional
 
@@ -18,6 +19,11 @@ from absl import logging
 from official_bench.config import ExperimentConfig
 from official_bench.contracts import history_db, history_row
 from official_bench.host import write_errors
+
+
+class HistoryWriteError(RuntimeError):
+    """The history file is not one this run may write to; ``str()`` is the
+    line, starting "official_bench:"."""
 
 
 def history_path(cfg: ExperimentConfig) -> Optional[str]:
@@ -37,27 +43,30 @@ def _plain(value: Any) -> Any:
 
 def record_run(cfg: ExperimentConfig, record: Optional[Dict[str, Any]],
                is_chief: bool) -> Optional[str]:
-    """Append the run to the history; returns the file, or None when
-    nothing was written (history off, not the chief, no result, a run too
-    short for the window). RuntimeError "official_bench: ..." (one error
-    line from the CLI) for a file that is not a history, which is left
-    untouched; write_errors.NotWritable for a full disk."""
+    """Append the run to the history and say where, once ("history:
+    PATH"); returns the file, or None when nothing was written (history
+    off, not the chief, no result, a run too short for the window).
+    :class:`HistoryWriteError` (one error line from the CLI) for a file
+    that is not a sound history, which is left untouched;
+    write_errors.NotWritable for a full disk, a read-only file or folder."""
     path = history_path(cfg)
     if path is None or not is_chief or not record:
         return None
     start = time.perf_counter()
     data = json.loads(json.dumps(record, default=_plain))
-    row = history_row.row_from_result(data, "trainer", cfg.model_dir or "")
+    # The absolute model_dir: the row's tree (history_db.Row.tree).
+    row = history_row.row_from_result(
+        data, "trainer", os.path.abspath(cfg.model_dir) if cfg.model_dir
+        else "")
     if row is None:
-        logging.info("official_bench: run history: no counted interval, "
-                     "nothing appended to %s", path)
+        logging.info("official_bench: history: %s (nothing appended: no "
+                     "counted interval)", path)
         return None
     try:
         with write_errors.writing(path, "the run history"):
             history_db.append(path, [row])
     except history_db.HistoryError as e:
-        # The CLI's one error line is the part after "official_bench:".
-        raise RuntimeError(f"official_bench: {e}") from e
-    logging.info("official_bench: run history: appended to %s (%.0f ms)",
+        raise HistoryWriteError(f"official_bench: {e}") from None
+    logging.info("official_bench: history: %s (run appended, %.0f ms)",
                  path, (time.perf_counter() - start) * 1e3)
     return path

@@ -18,7 +18,9 @@ from support.helpers import (REPO, TINY_OVERRIDE, child_env, cli_env,
 from official_bench.contracts import exit_status, history_db
 from official_bench.contracts.history_row import row_from_result
 
-CASE = "1n1g b8 fp32 resnet_cifar8 16px"
+SETUP = "1n1g b8 fp32 resnet_cifar8 16px"
+# _fill's rows: 5 intervals after a warm-up of 10, written from /tmp/x.
+CASE = SETUP + ", steps 10-60, /tmp/x"
 
 
 def _result(rates, warmup=10):
@@ -57,7 +59,7 @@ def _fill(db, means, spread=0.01, seed=0):
 def test_row_from_result_and_duplicates(tmp_path):
     db = str(tmp_path / "h.sqlite")
     row = _row([100.0, 102.0, 98.0], 1e9)
-    assert row.case_label == CASE
+    assert row.case_label == SETUP + ", steps 10-40, /tmp/x"
     assert row.mean_rate == pytest.approx(100.0)
     assert row.num_intervals == 3 and row.interval_rates == [100.0, 102.0, 98.0]
     assert row.images_per_second_over_window < 100.0  # harmonic, not larger
@@ -66,7 +68,9 @@ def test_row_from_result_and_duplicates(tmp_path):
     (back,) = history_db.read_rows(db)
     assert back.id == 1 and back.config_digest == row.config_digest
     conn = sqlite3.connect(db)
-    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    # A rollback journal: no -wal/-shm files beside the history.
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    assert sorted(os.listdir(tmp_path)) == ["h.sqlite"]
     assert conn.execute("PRAGMA application_id").fetchone()[0] == \
         history_db.APPLICATION_ID
     conn.close()
@@ -145,6 +149,9 @@ def test_same_speed_passes_and_case_listing(tmp_path):
     lines = out.stdout.splitlines()
     assert lines[0] == f"== {CASE}" and len(lines) == 2 + 7 + 1
     assert "no difference measurable at this spread" in lines[-1]
+    out = _history("--db", db, "--case", SETUP)  # its windows and trees
+    assert out.returncode == exit_status.OK, out.stderr
+    assert out.stdout.splitlines()[0] == f"== {CASE}"
     out = _history("--db", db, "--case", "2n8g b8 fp32")
     assert out.returncode == exit_status.FAILED
     assert f"cases: {CASE}" in out.stderr
@@ -209,7 +216,8 @@ def test_import_a_log_tree_once(tmp_path):
     out = _history("--db", db, "--import", str(tmp_path / "logs"))
     assert "imported 0 new run(s) of 3 usable" in out.stdout
     rows = history_db.read_rows(db)
-    assert [r.case_label for r in rows] == ["1n1g b128 fp32"] * 3
+    assert [r.case_label for r in rows] == [
+        f"1n1g b128 fp32, steps 100-600, {tmp_path / 'logs'}"] * 3
     assert rows[0].num_intervals == 5  # DLPerf's window 100-600
 
 
@@ -224,22 +232,27 @@ def _trained(model_dir, *override):
 @pytest.mark.slow
 def test_trainer_appends_its_run_and_history_off_writes_nothing(tmp_path):
     log = _trained(str(tmp_path / "on" / "model"))
-    db = tmp_path / "on" / history_db.FILE_NAME
-    assert f"official_bench: run history: appended to {db}" in log
+    db = tmp_path / "on" / "model" / history_db.FILE_NAME
+    assert log.count("official_bench: history: ") == 1
+    assert f"official_bench: history: {db} (run appended, " in log
     (row,) = history_db.read_rows(str(db))
     assert row.source == "trainer" and row.precision == "fp32"
-    assert row.case_label == "1n1g b4 fp32 resnet_cifar8 16px"
+    assert row.case_label.startswith("1n1g b4 fp32 resnet_cifar8 16px, "
+                                     "steps ")
+    assert row.case_label.endswith(f"-6, {tmp_path / 'on' / 'model'}")
     result = json.loads((tmp_path / "on" / "model" / "result.json")
                         .read_text())
     assert row.run_key == row_from_result(result, "import", "x").run_key
     log = _trained(str(tmp_path / "off" / "model"), "history.enabled=false")
-    assert "run history" not in log
-    assert not os.path.exists(tmp_path / "off" / history_db.FILE_NAME)
+    assert "history" not in log
+    assert not os.path.exists(tmp_path / "off" / "model" /
+                              history_db.FILE_NAME)
 
 
 @pytest.mark.slow
 def test_trainer_with_a_corrupt_history_ends_with_one_error_line(tmp_path):
-    """The result is written, the file that is not a history is not."""
+    """The result is written, the file that is not a history is not; one
+    error line, no traceback (--verbose shows it: test_history_faults)."""
     db = tmp_path / "not_a_history.sqlite"
     db.write_bytes(b"\x00garbage" * 64)
     before = db.read_bytes()
@@ -252,11 +265,16 @@ def test_trainer_with_a_corrupt_history_ends_with_one_error_line(tmp_path):
     assert last == (f"error: official_bench: run history {db} is not an "
                     "SQLite database (corrupt, or another program's file); "
                     "left as it is: move it away or set history.path"), last
+    assert "Traceback" not in out.stdout + out.stderr, out.stderr[-3000:]
+    assert out.stderr.count("error:") == 1
     assert db.read_bytes() == before
     assert (tmp_path / "model" / "result.json").exists()
 
 
-def test_default_path_is_the_model_dir_tree_root_or_beside_it(tmp_path):
+def test_default_path_is_the_tree_root_or_in_the_model_dir(tmp_path):
+    """A sweep's runs share MODEL_DIR's root; the trainer's own
+    model_dir/run-<stamp> runs share model_dir/; any other model_dir keeps
+    its history inside it (README's notebook /tmp/nb: not /tmp)."""
     from official_bench.contracts import log_tree
     md = log_tree.ModelDir(str(tmp_path), 128, "2n8g",
                            log_tree.run_stem(128, "fp16", 1),
@@ -264,7 +282,12 @@ def test_default_path_is_the_model_dir_tree_root_or_beside_it(tmp_path):
     assert history_db.default_path(md.path) == str(
         tmp_path / history_db.FILE_NAME)
     assert history_db.default_path(str(tmp_path / "m1") + "/") == str(
-        tmp_path / history_db.FILE_NAME)
+        tmp_path / "m1" / history_db.FILE_NAME)
+    assert history_db.default_path("/tmp/nb") == \
+        "/tmp/nb/" + history_db.FILE_NAME
+    stamped = tmp_path / "model_dir" / "run-20261126-140000"
+    assert history_db.default_path(str(stamped)) == str(
+        tmp_path / "model_dir" / history_db.FILE_NAME)
     assert history_db.default_path(None) is None
 
 
