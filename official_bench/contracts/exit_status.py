@@ -62,7 +62,9 @@ TABLE: Tuple[ExitStatus, ...] = (
                "names the run and why); extractor: no usable log; doctor: a "
                "check failed"),
     ExitStatus(CONFIG, "CONFIG", "bad configuration or arguments: config "
-               "file, `--params_override`, flags, a malformed TF_CONFIG "
+               "file, `--params_override`, flags (every command: an unknown "
+               "flag or a bad value, in one line naming the flag and the "
+               "closest valid one), a malformed TF_CONFIG "
                "(trainer), launcher knobs, a trainer Python that cannot "
                "import the trainer, eval/export without a checkpoint",
                short="bad configuration"),
