@@ -8,6 +8,8 @@ starts, while it lasts (a heartbeat every few seconds) and when it is done:
     official_bench: stage: compiling the first step, 20 s so far
     official_bench: stage: building the model: done in 3.1 s
 
+The stage "training steps 1-30" spans the steps (`training`), so that a
+reader that does not know the run's length learns it (`last_step`).
 The launcher's progress reader (launch/progress.py) and the A/B runner show
 them as "[1n1g run 1/1] building the model ..." with `console_text`. None of
 these lines can be mistaken for a TimeHistory line (contracts/throughput.py).
@@ -21,6 +23,7 @@ from typing import Optional
 
 STAGE_MARK = "official_bench: stage:"
 START, RUNNING, DONE = "start", "running", "done"
+_TRAINING_RE = re.compile(r"^training steps (\d+)-(\d+)$")
 _LINE_RE = re.compile(
     re.escape(STAGE_MARK) + r" (?P<what>.+?)(?: \.\.\.|, (?P<so_far>\d+) s "
     r"so far|: done in (?P<done>\d+(?:\.\d+)?) s)\s*$")
@@ -53,6 +56,17 @@ def parse_line(text: str) -> Optional[StageLine]:
     if m.group("done") is not None:
         return StageLine(m.group("what"), DONE, float(m.group("done")))
     return StageLine(m.group("what"), START)
+
+
+def training(first_step: int, last_step: int) -> str:
+    """The training stage's name: 'training steps 1-30'."""
+    return f"training steps {first_step}-{last_step}"
+
+
+def last_step(line: StageLine) -> Optional[int]:
+    """The last step of a training stage line; None for other stages."""
+    m = _TRAINING_RE.match(line.what)
+    return int(m.group(2)) if m else None
 
 
 def console_text(line: StageLine) -> str:

@@ -20,6 +20,7 @@ from absl import logging
 from official_bench import config as config_lib
 from official_bench.config import ExperimentConfig, backends
 from official_bench.contracts import flops as flops_contract
+from official_bench.contracts import stage_line
 from official_bench.contracts import utilisation as usage_contract
 from official_bench.host import probes
 from official_bench.host.atomic import write_text_atomic
@@ -197,6 +198,8 @@ def _loop(cfg: ExperimentConfig, run, plan: BatchPlan, steps, feeds, clock,
     evaluation: Dict[str, float] = {}
     logging.info("Training %s for epochs 1..%d x %d steps", cfg.model.name,
                  cfg.train.epochs, plan.steps_per_epoch)
+    training = Stage(stage_line.training(1, plan.total_steps),
+                     heartbeat=0).start()  # no done line if the loop raises
     clock.on_train_begin()
     if sampler:
         sampler.on_train_begin()
@@ -235,6 +238,7 @@ def _loop(cfg: ExperimentConfig, run, plan: BatchPlan, steps, feeds, clock,
     if stopper.requested:
         raise stop_signals.RunStopped(stopper.signum, stopper.step,
                                       plan.total_steps)
+    training.end()
     return history, evaluation
 
 

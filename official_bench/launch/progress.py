@@ -153,7 +153,11 @@ class RunProgress:
                 self.intervals.append(interval)
                 continue
             stage = stage_line.parse_line(line)
-            if stage is not None and not self.quiet:
+            if stage is None:
+                continue
+            # a fed run's length comes from its training stage
+            self.total = self.total or stage_line.last_step(stage)
+            if not self.quiet:
                 self.out(f"[{self.label}] {stage_line.console_text(stage)}")
         now = self.clock()
         if len(self.intervals) > self.shown and (

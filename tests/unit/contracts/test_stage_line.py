@@ -26,3 +26,10 @@ def test_console_text_and_what_is_not_a_stage_line():
         "loading TensorFlow: 3.1 s"]
     assert sl.parse_line("official_bench: step 2/6 (33%), ETA 1s") is None
     assert sl.parse_line(sl.STAGE_MARK + " half a line") is None
+
+
+def test_the_training_stage_carries_the_last_step():
+    line = sl.parse_line(sl.format_line(
+        sl.StageLine(sl.training(101, 600), sl.START)))
+    assert sl.last_step(line) == 600
+    assert sl.last_step(LINES[0]) is None

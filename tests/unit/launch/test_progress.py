@@ -122,15 +122,18 @@ def _stage(what, state, seconds=None):
 
 def test_stage_lines_are_shown_at_once_and_fed_lines_are_read(tmp_path):
     shown, clock = [], Clock()
-    watch = progress.RunProgress(None, "A round 1/2", 30, False,
+    watch = progress.RunProgress(None, "A round 1/2", None, False,
                                  shown.append, min_seconds=5, clock=clock)
-    watch.feed([_stage("loading TensorFlow", stage_line.START),
+    training = stage_line.training(1, 30)  # the run's length, for a reader
+    watch.feed([_stage(training, stage_line.START),  # that did not know it
+                _stage("loading TensorFlow", stage_line.START),
                 _stage("loading TensorFlow", stage_line.RUNNING, 6.2),
                 _stage("loading TensorFlow", stage_line.DONE, 7.04),
                 "I1126 timing.py:1] " + format_line(_iv(0, 10, 8.0, 20.0))])
     clock.now = 1.0  # stage lines are not held back by the rate limit
     watch.feed([_stage("x", stage_line.START)])
-    assert shown == ["[A round 1/2] loading TensorFlow ...",
+    assert shown == ["[A round 1/2] training steps 1-30 ...",
+                     "[A round 1/2] loading TensorFlow ...",
                      "[A round 1/2] loading TensorFlow, 6 s",
                      "[A round 1/2] loading TensorFlow: 7.0 s",
                      "[A round 1/2] step 10/30, 8.0 img/s",
