@@ -9,7 +9,7 @@ TF_VERSION ?= 2.21.0
 # and cuDNN libraries from the [and-cuda] extra, or it silently sees no GPU.
 TF_EXTRA ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo "[and-cuda]")
 
-.PHONY: venv bench doctor test test-fast horovod clean
+.PHONY: venv bench doctor test test-fast horovod image clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,7 @@ TEST_JOBS ?= 3
 BYTECODE = $(PY) -m compileall -q official_bench tests >/dev/null
 test: venv
 	bash scripts/install_horovod.sh || echo "WARNING: the Horovod venv could not be built (see above); tests/system/test_horovod.py will skip"
+	bash scripts/container_setup.sh || echo "WARNING: containers cannot run here (see above); the container tests will skip"
 	$(BYTECODE)
 	$(PY) -m pytest -n $(TEST_JOBS) --dist loadfile -m "not serial" $(ARGS)
 	$(PY) -m pytest -m serial $(ARGS) || [ $$? -eq 5 ]
@@ -54,6 +55,18 @@ test-fast: venv
 
 horovod:
 	bash scripts/install_horovod.sh
+
+# The benchmark's image (Containerfile, docs/containers.md), tag IMAGE, with
+# docker where its daemon answers, else podman. BASE=... another base image;
+# WITH_HOROVOD=1 adds the Horovod venv; IMAGE_ARGS: more build options.
+IMAGE ?= official-bench:latest
+ENGINE ?= $(shell docker info >/dev/null 2>&1 && echo docker || \
+	{ command -v podman >/dev/null 2>&1 && echo podman; } || echo docker)
+image:
+	$(ENGINE) build -f Containerfile -t $(IMAGE) \
+	  $(if $(BASE),--build-arg BASE=$(BASE)) \
+	  $(if $(WITH_HOROVOD),--build-arg WITH_HOROVOD=$(WITH_HOROVOD)) \
+	  $(IMAGE_ARGS) .
 
 clean:
 	rm -rf $(VENV) model_dir logs result

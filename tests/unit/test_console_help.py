@@ -42,6 +42,10 @@ KNOWN_FLAGS = {
     "official-bench-data-service": [
         "--dispatcher", "--worker", "--port", "--dispatcher_address",
         "--worker_address"],
+    "official-bench-k8s": [
+        "--nodes", "--gpus", "--image", "--kind", "--name", "--namespace",
+        "--batch", "--dtype", "--test-num", "--backend", "--port",
+        "--logs-pvc", "--hold", "--data-pvc", "--data-dir", "--secret"],
 }
 WIDTH = 80
 
