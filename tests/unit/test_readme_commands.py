@@ -48,6 +48,8 @@ ALLOWED_COMMANDS = {
     "pip", "pip3", "git", "cd", ".", "source", "export", "apt-get", "ls",
     "cat", "chmod", "tensorboard", "tfds", "nvidia-smi", "ss", "uptime",
     "lscpu", "date", "squeue", "scancel",
+    # container engines and runtimes (docs/containers.md, docs/kubernetes.md)
+    "docker", "podman", "enroot", "apptainer", "nvidia-ctk", "kubectl",
 }
 # Commands that run another command: the checkers look inside them.
 WRAPPERS = {"srun", "horovodrun", "timeout", "env", "time", "nohup", "exec"}
