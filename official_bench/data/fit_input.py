@@ -12,7 +12,9 @@ process, or remotely through a DatasetCreator). Here the two meet:
   prefetch to it (data/device_stage.py);
 - `synthetic_location: device` keeps one batch per replica on its device
   (data/resident_batch.py) and feeds a token per step instead; that batch
-  is attached to the model before fit (`FitInput.prepare_fit`).
+  is attached to the model before fit (`FitInput.prepare_fit`);
+- record files get their framing checked whole beside training
+  (data/records/file_check.py), whatever part of them fit reads.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any, Optional
 
 from official_bench.config import DatasetConfig
 from official_bench.data import factory
+from official_bench.data.records import file_check
 from official_bench.measure import input_wait
 from official_bench.data.resident_batch import ResidentBatch
 
@@ -32,6 +35,7 @@ class FitInput:
     when there is one."""
     data: Any
     resident: Optional[ResidentBatch] = None
+    file_check: Optional[file_check.FileCheck] = None
 
     def prepare_fit(self, model) -> None:
         """A resident batch wraps whichever train step the model has (so
@@ -61,4 +65,4 @@ def fit_input(dist, ds: DatasetConfig, global_batch: int, is_training: bool,
                         resident)
     return FitInput(dist.distribute_input(factory.pipeline_fn(
         ds, global_batch, is_training, seed, dist.private_threads, meter,
-        dist.stage_device)))
+        dist.stage_device)), file_check=file_check.start(ds, is_training))
