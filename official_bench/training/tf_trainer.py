@@ -22,6 +22,7 @@ from official_bench.contracts import flops as flops_contract
 from official_bench.contracts import stage_line
 from official_bench.contracts import utilisation as usage_contract
 from official_bench.data.fit_input import fit_input
+from official_bench.data.records import file_check
 from official_bench.measure import (fit_tail, flops, input_wait, mfu,
                                     profiler, timing, utilisation)
 from official_bench.measure import stats as stats_lib
@@ -93,11 +94,16 @@ def _fit(prep: Prepared) -> RunResult:
 
     # 7. Callbacks; FLOPs per image counted once, before the first step.
     cbs = _callbacks(prep, initial_epoch * plan.steps_per_epoch)
+    cbs.keras_callbacks += file_check.callbacks(train_input.file_check,
+                                                cfg.train_dataset)
     counted = flops.model_flops(model) if cbs.timed else None
 
     # 8. Fit.
     history, wall = _run_fit(prep, train_input.data, val_data, evaluate,
                              initial_epoch, cbs)
+    # Every record file whole, however far fit read (data/records/
+    # file_check.py): the same answer in every run.
+    file_check.finish(train_input.file_check, cfg.train_dataset)
     if cfg.train.callbacks.enable_checkpoint_and_export and cfg.model_dir \
             and prep.dist.saves_checkpoints:
         checkpoints.export_saved_model(
