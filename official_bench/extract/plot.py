@@ -9,7 +9,10 @@ Panels, one line per model section (dtype, batch size): median samples/s per
 case (error bars min to max over runs) with the ideal ``baseline per-device
 speed x devices``; speedup with the ideal ``devices / baseline devices``;
 MFU against devices when result JSONs carried model FLOPs
-(:mod:`official_bench.extract.model_flops`). Below, when per-run series are
+(:mod:`official_bench.extract.model_flops`); a sweep of one device count
+has no scaling to show, so one panel of bars (samples/s per section, MFU
+written on each) takes the row. Legends sit outside the axes, on the right.
+Below, when per-run series are
 given (:mod:`official_bench.extract.series`): every interval's
 examples/second against its end step, the median run solid, the others
 faint, the counted window shaded; intervals outside it are hollow grey
@@ -230,8 +233,56 @@ def _style_scaling(axes: Iterable[Any], devices: Iterable[int]) -> None:
         ax.set_xlabel("devices")
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize="small")
+
+
+def _legend_outside(axes: List[Any]) -> None:
+    """One legend for a row of panels, right of its last panel: inside a
+    panel it hides the data; labels shared by panels are listed once."""
+    handles: Dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    if handles:
+        axes[-1].legend(list(handles.values()), list(handles), fontsize="small",
+                        loc="upper left", bbox_to_anchor=(1.02, 1.0))
+
+
+def scaling_panels(result: Dict[str, ModelResult]) -> int:
+    """How many panels the top row has: speed and speedup against devices
+    (and MFU when known), or 1 (bars per section) for one device count."""
+    devices = {d for m in result.values() for d, *_ in _series(m)}
+    if len(devices) <= 1:
+        return 1
+    return 3 if any(model_flops.has_flops(m) for m in result.values()) else 2
+
+
+def _draw_one_device(ax: Any, result: Dict[str, ModelResult]) -> None:
+    """One device count: each section's median samples/s as a bar (min to
+    max over runs as its error bar), its MFU when known written on it."""
+    labels, medians, low, high, notes = [], [], [], [], []
+    for model_key, model_result in result.items():
+        mfu = dict(mfu_points(model_result))
+        for devices, median, lo, hi, _ in _series(model_result):
+            labels.append(tables.section_title(model_key, model_result))
+            medians.append(median)
+            low.append(median - (median if lo is None else lo))
+            high.append((median if hi is None else hi) - median)
+            notes.append(f"{median:.2f} samples/s" + (
+                f" (MFU {mfu[devices]:.1f}%)" if devices in mfu else ""))
+    rows = list(range(len(labels)))
+    ax.barh(rows, medians, xerr=[low, high], capsize=3, color="C0",
+            alpha=0.35, height=0.7)
+    # The names go on the bars, not left of the axes where they would push
+    # the panel (and the one below) aside.
+    for row, label, note in zip(rows, labels, notes):
+        ax.text(0.01, row, f"{label}: {note}", va="center",
+                transform=ax.get_yaxis_transform(), fontsize="small")
+    ax.set_yticks([])
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    devices = {d for m in result.values() for d, *_ in _series(m)}
+    ax.set_xlabel(f"samples/s on {min(devices, default=1)} device(s) "
+                  "(median over runs; bars: min to max)")
+    ax.grid(True, axis="x", alpha=0.3)
 
 
 def figure(result: Dict[str, ModelResult], title: Optional[str] = None,
@@ -249,23 +300,28 @@ def figure(result: Dict[str, ModelResult], title: Optional[str] = None,
     except ImportError as e:
         raise ExtractError(f"--plot needs matplotlib ({e}); install it with "
                            "'pip install matplotlib' or the [plot] extra")
-    fig = Figure(figsize=_SIZE_WITH_SERIES if series else _SIZE_SCALING,
-                 dpi=_DPI)
+    top = scaling_panels(result)
+    width, height = _SIZE_WITH_SERIES if series else _SIZE_SCALING
+    if top == 1:  # one row of bars needs less height than the scaling plots
+        height -= 2.0
+    fig = Figure(figsize=(width, height), dpi=_DPI)
     FigureCanvasAgg(fig)
-    with_mfu = any(model_flops.has_flops(m) for m in result.values())
-    top = 3 if with_mfu else 2
-    grid = fig.add_gridspec(2 if series else 1, top)
+    grid = fig.add_gridspec(2 if series else 1, top, height_ratios=(
+        [1, 2.2] if top == 1 else [1, 1]) if series else None)
     axes = [fig.add_subplot(grid[0, k]) for k in range(top)]
     if series:
         _draw_intervals(fig.add_subplot(grid[1, :]), result, series)
-    all_devices: set = set()
-    for model_key, model_result in result.items():
-        _draw(axes[0], axes[1], tables.section_title(model_key, model_result),
-              model_result)
-        all_devices.update(d for d, *_ in _series(model_result))
-    if with_mfu:
-        _draw_mfu(axes[2], result)
-    _style_scaling(axes, all_devices)
+    if top == 1:
+        _draw_one_device(axes[0], result)
+    else:
+        for model_key, model_result in result.items():
+            _draw(axes[0], axes[1],
+                  tables.section_title(model_key, model_result), model_result)
+        if top == 3:
+            _draw_mfu(axes[2], result)
+        _style_scaling(axes, {d for m in result.values()
+                              for d, *_ in _series(m)})
+        _legend_outside(axes)
     fig.suptitle(title_text(result, title), fontsize="medium")
     fig.tight_layout()
     return fig

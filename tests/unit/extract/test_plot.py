@@ -125,4 +125,60 @@ def test_png_without_series_has_only_the_scaling_panels():
     from matplotlib import image
     data = plot.png_bytes({"rn50": {"1n1g": {"median_speed": 300.0,
                                              "speedup": 1.0}}})
+    # One device count: one row of bars, lower than the scaling panels.
+    assert image.imread(io.BytesIO(data)).shape[:2] == (250, 1100)
+    data = plot.png_bytes({"rn50": {
+        "1n1g": {"median_speed": 300.0, "speedup": 1.0},
+        "1n2g": {"median_speed": 590.0, "speedup": 1.97}}})
     assert image.imread(io.BytesIO(data)).shape[:2] == (450, 1100)
+
+
+def _entry(median, speedup, mfu, dtype="fp32"):
+    return {"median_speed": median, "min": median * 0.98,
+            "max": median * 1.02, "speedup": speedup, "dtype": dtype,
+            "speedup_baseline": "1n1g", "batch_size_per_device": 128,
+            "model_flops": {"mfu": mfu}}
+
+
+def test_one_device_sweep_is_one_panel_of_bars_with_mfu(tmp_path):
+    """A sweep of one device count has no scaling: one panel of bars per
+    section (MFU written on each), not three panels of one dot each."""
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed")
+    one = {"rn50": {"1n1g": _entry(300.0, 1.0, 0.30)},
+           "rn50_fp16": {"1n1g": _entry(800.0, 1.0, 0.20, "fp16")}}
+    assert plot.scaling_panels(one) == 1
+    fig = plot.figure(one)
+    (ax,) = fig.axes
+    assert len(ax.patches) == 2  # a bar per section
+    texts = [t.get_text() for t in ax.texts]
+    assert texts[0].endswith(": 300.00 samples/s (MFU 30.0%)"), texts
+    assert "800.00 samples/s (MFU 20.0%)" in texts[1]
+    # With the interval series below: two panels, the bars and the series.
+    extraction = _tree(tmp_path)
+    only_one = {"rn50": {"1n1g": extraction.result["rn50"]["1n1g"]}}
+    fig = plot.figure(only_one, series=series.collect(
+        [o for o in extraction.outcomes if o.run.case == "1n1g"]))
+    assert len(fig.axes) == 2
+
+
+def test_legends_sit_outside_the_data_and_inside_the_figure():
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed")
+    multi = {"rn50": {c: _entry(300.0 * d, d * 0.97, 0.3)
+                      for c, d in (("1n1g", 1), ("1n2g", 2), ("1n4g", 4))}}
+    assert plot.scaling_panels(multi) == 3
+    fig = plot.figure(multi, "a title")
+    renderer = fig.canvas.get_renderer()
+    fig.canvas.draw()
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+    assert len(legends) == 1  # one for the row, each label once
+    labels = [t.get_text() for t in legends[0].get_texts()]
+    assert len(labels) == len(set(labels)) == 2
+    box = legends[0].get_window_extent(renderer)
+    figure_box = fig.bbox
+    assert figure_box.x0 <= box.x0 and box.x1 <= figure_box.x1
+    assert figure_box.y0 <= box.y0 and box.y1 <= figure_box.y1
+    for ax in fig.axes:
+        assert not box.overlaps(ax.get_window_extent(renderer))
+        # nothing cut at the edges: tick labels and axis labels inside too
+        tight = ax.get_tightbbox(renderer)
+        assert tight.x0 >= figure_box.x0 and tight.x1 <= figure_box.x1
