@@ -12,6 +12,11 @@ from official_bench.config.schema import DatasetConfig, ExperimentConfig
 
 # Builders that read files from data_dir.
 FILE_BUILDERS = ("records", "tfds")
+# Builders that read data_dir at all (data/factory.py): the records pipeline
+# (also on tf.data service workers), TFDS, and a python source, which gets
+# the dataset config; synthetic and zmq never look at it (config/rules.py
+# refuses a data_dir they would ignore).
+DATA_DIR_READERS = ("records", "tfds", "service", "python")
 
 
 def missing_dir_message(key: str, data_dir: str) -> str:

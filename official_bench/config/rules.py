@@ -13,6 +13,7 @@ from typing import Optional
 
 from official_bench.config import backends
 from official_bench.config.builder import LayerBuilder
+from official_bench.config.paths import DATA_DIR_READERS, datasets_read
 from official_bench.config.ranges import FLOAT32_MAX, MAX_REPLICAS
 from official_bench.config.schema import (
     DTYPE_ALIASES, DatasetConfig, ExperimentConfig, HorovodConfig,
@@ -131,6 +132,20 @@ def service_builder(ds: DatasetConfig, name: str, b: LayerBuilder) -> None:
         b.error(f"{name}.skip_bad_records", "builder service cannot send "
                 "skip_bad_records' Python logging to the tf.data service "
                 "workers; set it to false (bad records then stop the run)")
+
+
+def data_dir_needs_a_reader(cfg: ExperimentConfig, b: LayerBuilder) -> None:
+    """A data_dir (--data_dir sets both datasets') on a dataset this mode
+    reads with a builder that ignores it would train on other data than
+    the user named: refused, naming the builders that read it."""
+    for name, ds in datasets_read(cfg):
+        if not ds.data_dir or ds.builder in DATA_DIR_READERS or \
+                b.reported(f"{name}.builder"):
+            continue
+        b.error(f"{name}.data_dir", f"{ds.data_dir!r} is not read by "
+                f"{name}.builder {ds.builder!r}; builders that read it: "
+                f"{', '.join(DATA_DIR_READERS)} (TFRecords: set {name}."
+                f"builder=records), or drop data_dir for {ds.builder} data")
 
 
 def input_placement(cfg: ExperimentConfig, b: LayerBuilder) -> None:

@@ -35,6 +35,7 @@ def validate(cfg: ExperimentConfig, b: LayerBuilder) -> None:
     rules.reduction(rt, b)
     for name in ("train_dataset", "validation_dataset"):
         _validate_dataset(getattr(cfg, name), name, b)
+    rules.data_dir_needs_a_reader(cfg, b)
     rules.input_placement(cfg, b)
     ranges.model(cfg.model, b)
     rules.r23_compat_schedule(cfg.model.learning_rate, b)

@@ -1,7 +1,8 @@
 """The trainer's --params_override, built in layers: the launcher's base
-(batch, synthetic data without DATA_DIR, steps, the strategy several nodes
-need) < PARAMS_OVERRIDE < what the launcher must decide (Horovod's strategy
-and no TF cluster in its ranks), then each case's device counts.
+(batch, synthetic data without DATA_DIR and a builder that reads it with
+one, steps, the strategy several nodes need) < PARAMS_OVERRIDE < what the
+launcher must decide (Horovod's strategy and no TF cluster in its ranks),
+then each case's device counts.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any, Dict, List, Optional
 
 from official_bench import config as config_lib
 from official_bench.config import dotted_keys
+from official_bench.config.paths import DATA_DIR_READERS
 from official_bench.contracts import dtypes
 from official_bench.launch.errors import PlanError
 from official_bench.launch.gpu_assign import Devices
@@ -38,9 +40,7 @@ def shared_overrides(settings: Settings, devices: Devices, batch: int,
     base: Dict[str, Any] = {}
     for ds in ("train_dataset", "validation_dataset"):
         dotted_keys.put(base, f"{ds}.batch_size", batch)
-        if not settings.data_dir and dotted_keys.get(
-                yaml_tree, f"{ds}.builder") not in (None, "synthetic"):
-            dotted_keys.put(base, f"{ds}.builder", "synthetic")
+        _builder(settings, ds, yaml_tree, user, base, notes)
         if devices.kind == "cpu" and settings.dtype != "fp32":
             dotted_keys.put(base, f"{ds}.dtype",
                             dtypes.tf_name(settings.dtype))
@@ -73,6 +73,35 @@ def shared_overrides(settings: Settings, devices: Devices, batch: int,
     if horovod is not None:
         _horovod_overrides(merged, user, yaml_tree)
     return merged
+
+
+def _builder(settings: Settings, ds: str, yaml_tree: Dict[str, Any],
+             user: Dict[str, Any], base: Dict[str, Any],
+             notes: List[str]) -> None:
+    """No DATA_DIR: synthetic data. DATA_DIR: a builder that reads it; the
+    config's synthetic (the CPU smoke config's) becomes records, and
+    PARAMS_OVERRIDE asking for a builder that would ignore it is refused."""
+    configured = dotted_keys.get(yaml_tree, f"{ds}.builder")
+    if not settings.data_dir:
+        if configured not in (None, "synthetic"):
+            dotted_keys.put(base, f"{ds}.builder", "synthetic")
+        return
+    asked = dotted_keys.get(user, f"{ds}.builder")
+    if asked is not None and asked not in DATA_DIR_READERS and \
+            ds == "train_dataset":
+        # validation_dataset's counts only when evaluation reads it: the
+        # config check of plan.py (config/rules.py) knows.
+        raise PlanError(
+            f"{settings.describe('data_dir')} is set, but PARAMS_OVERRIDE "
+            f"sets {ds}.builder={asked}, which does not read it; builders "
+            f"that read it: {', '.join(DATA_DIR_READERS)}: drop the builder "
+            "from PARAMS_OVERRIDE (records), or unset DATA_DIR for "
+            "synthetic data")
+    if asked is None and (configured or "synthetic") not in DATA_DIR_READERS:
+        dotted_keys.put(base, f"{ds}.builder", "records")
+        if ds == "train_dataset":
+            notes.append(f"DATA_DIR is set: {ds}.builder records (the "
+                         f"config's is {configured or 'synthetic'})")
 
 
 def _horovod_overrides(merged: Dict[str, Any], user: Dict[str, Any],

@@ -22,6 +22,7 @@ from official_bench.config import dotted_keys
 from official_bench.contracts import log_tree
 from official_bench.contracts.trainer_command import (TRAINER_MODULE,
                                                      trainer_argv)
+from official_bench.launch import data_dir as data_dir_lib
 from official_bench.launch import nodes as nodes_lib
 from official_bench.launch import overrides as overrides_lib
 from official_bench.launch import preflight
@@ -289,6 +290,7 @@ def make_plan(settings: Settings, stamp: str,
     merged = overrides_lib.shared_overrides(settings, devices, batch,
                                             yaml_tree, user, nodeset,
                                             horovod, notes)
+    _check_data_dir(settings, merged, yaml_tree, notes)
     cluster = _cluster(settings, nodeset, horovod, merged)
     barrier, bind = _barrier(settings, nodeset, horovod, resolver)
     interpreter = trainer_interpreter(settings, horovod)
@@ -301,6 +303,24 @@ def make_plan(settings: Settings, stamp: str,
                 log_tree.batch_root(os.path.abspath(settings.log_dir), batch,
                                     settings.backend),
                 horovod, interpreter, cluster, bind)
+
+
+def _check_data_dir(settings: Settings, merged: Dict[str, Any],
+                    yaml_tree: Dict[str, Any], notes: List[str]) -> None:
+    """DATA_DIR must hold the train files its builder reads (data_dir.py):
+    else stop before anything is written, naming it (a dry run says it,
+    as it says an unresolved node)."""
+    if not settings.data_dir:
+        return
+    keys = data_dir_lib.train_keys(merged, yaml_tree)
+    problem = data_dir_lib.problem(settings.data_dir,
+                                   settings.describe("data_dir"), keys)
+    if problem and not settings.dry_run:
+        raise PlanError(problem)
+    if problem:
+        notes.append(f"{problem}; a real run stops here (exit 2)")
+        return
+    notes.append(data_dir_lib.describe(settings.data_dir, keys))
 
 
 def _check_devices(devices: Devices, config_file: str,
@@ -491,13 +511,18 @@ def _trainer_env(settings: Settings,
 
 
 def _check_config(config_file: str, overrides: Dict[str, Any],
-                  case: str) -> Optional[int]:
-    """The trainer would load this config: stop now, not after a barrier
-    and a TensorFlow start-up on every node. Returns the steps it will
-    train when the config names them (train.steps x train.epochs)."""
+                  case: str, data_dir: Optional[str]) -> Optional[int]:
+    """The trainer would load this config (with --data_dir, which sets both
+    datasets' data_dir): stop now, not after a barrier and a TensorFlow
+    start-up on every node. Returns the steps it will train when the
+    config names them (train.steps x train.epochs)."""
+    flags: Dict[str, Any] = {}
+    for ds in ("train_dataset", "validation_dataset"):
+        if data_dir:
+            dotted_keys.put(flags, f"{ds}.data_dir", data_dir)
     try:
         cfg = config_lib.load_config(config_file=config_file,
-                                     params_override=[overrides])
+                                     params_override=[overrides, flags])
     except config_lib.ConfigError as e:
         raise PlanError(f"the trainer would reject the config for {case} "
                         f"({config_file} + overrides "
@@ -528,7 +553,8 @@ def _runs(settings: Settings, devices: Devices, config_file: str,
         overrides = overrides_lib.case_overrides(
             merged, case, count, devices, num_nodes, index,
             horovod is not None or per_node > 1, per_node)
-        total_steps = _check_config(config_file, overrides, case)
+        total_steps = _check_config(config_file, overrides, case,
+                                    settings.data_dir)
         run_env = dict(env)
         if devices.share is not None:
             run_env["CUDA_VISIBLE_DEVICES"] = devices.share

@@ -144,9 +144,12 @@ KNOBS: List[Knob] = [
          "default: the config's", section="training"),
     Knob("log_steps", "int", None, "steps per TimeHistory line (train."
          "time_history.log_steps); default: the config's", section="training"),
-    Knob("data_dir", "str", None, "ImageNet TFRecord directory; unset: "
-         "synthetic data (train_dataset.builder=synthetic)",
-         section="training"),
+    Knob("data_dir", "str", None, "ImageNet TFRecord directory: every run "
+         "reads it (a config whose builder ignores data_dir, such as the "
+         "CPU smoke config's synthetic, gets train_dataset.builder=records); "
+         "one that is missing or holds no train-* (or *-train.tfrecord-*) "
+         "files stops the launcher before any run, exit 2; unset: synthetic "
+         "data (train_dataset.builder=synthetic)", section="training"),
     Knob("params_override", "str", None, "extra trainer overrides ('a.b=1,"
          "c=2', YAML/JSON or a YAML file), applied over the launcher's",
          section="training"),

@@ -52,19 +52,23 @@ python3 classifier_trainer.py \
 """
 
 # --model_type='resnet' wins over model.name (flags beat overrides), so the
-# smallest ImageNet ResNet, at 16x16 pixels.
+# smallest ImageNet ResNet, at 16x16 pixels. DLPerf's --data_dir is read (a
+# builder that ignores it is refused): gpu.yaml's records builder stays.
 CPU_OVERRIDE = ",".join(
     [kv for kv in TINY_OVERRIDE.split(",")
-     if not kv.startswith(("model.name=", "model.model_params.depth="))]
+     if not kv.startswith(("model.name=", "model.model_params.depth=",
+                           "train_dataset.builder=",
+                           "validation_dataset.builder="))]
     + ["model.model_params.depth=18", "train.steps=6",
        "train.time_history.log_steps=2"])
 
 
-def _python3_wrapper(bin_dir):
-    """A ``python3`` that appends CPU_OVERRIDE to ``--params_override``.
+def _python3_wrapper(bin_dir, records):
+    """A ``python3`` that appends CPU_OVERRIDE to ``--params_override`` and
+    points ``--data_dir`` at `records`, a tiny record set.
 
     DLPerf's override (runtime.num_gpus=1) stays in place; ours come after it
-    in the same flag and so win (num_gpus=0, a tiny model, synthetic data).
+    in the same flag and so win (num_gpus=0, a tiny model).
     """
     path = os.path.join(bin_dir, "python3")
     with open(path, "w") as f:
@@ -72,9 +76,10 @@ def _python3_wrapper(bin_dir):
         f.write("import os, sys\n"
                 "extra = %r\n"
                 "args = [a + ',' + extra if a.startswith('--params_override=')"
+                " else '--data_dir=' + %r if a.startswith('--data_dir=')"
                 " else a for a in sys.argv[1:]]\n"
                 "os.execv(sys.executable, [sys.executable] + args)\n"
-                % CPU_OVERRIDE)
+                % (CPU_OVERRIDE, records))
     os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
     return path
 
@@ -113,7 +118,9 @@ def test_dlperf_command_line_from_our_root(tmp_path):
     root = _dlperf_root(tmp_path)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    _python3_wrapper(str(bin_dir))
+    from support.records import write_records
+    records = write_records(str(tmp_path / "imagenet"), 8)
+    _python3_wrapper(str(bin_dir), records)
     (root / "single_node_case.sh").write_text(DLPERF_STYLE_SCRIPT)
     env = cli_env({"PATH": "%s%s%s" % (bin_dir, os.pathsep,
                                        os.environ.get("PATH", ""))})
@@ -132,8 +139,9 @@ def test_dlperf_command_line_from_our_root(tmp_path):
     assert "momentum: 0.875" in params and "num_gpus: 0" in params
     result = json.loads((tmp_path / "output" / "result.json").read_text())
     assert result["stats"]["total_steps"] == 6
-    assert result["config"]["train_dataset"]["data_dir"] == \
-        "/datasets/ImageNet/tfrecord"
+    assert result["config"]["train_dataset"]["data_dir"] == records
+    assert result["config"]["train_dataset"]["builder"] == "records"
+    assert "train_dataset: 1 classic record file(s) for split train" in text
 
     # and the log tree is what our extractor (and DLPerf's) reads
     extraction = extract.extract(str(tmp_path / "logs/tensorflow/resnet50/bz128"),

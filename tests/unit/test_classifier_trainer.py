@@ -27,7 +27,9 @@ print(status, "tensorflow" in sys.modules)
 @pytest.mark.parametrize("flags, words", [
     (["--params_override=train.stpes=1"],
      "train.stpes: unknown key; valid keys here: "),
-    (["--params_override=train_dataset.builder=records",
+    # --data_dir sets both datasets' data_dir: both read records.
+    (["--params_override=train_dataset.builder=records,"
+      "validation_dataset.builder=records",
       "--data_dir=/nonexistent/imagenet"],
      "train_dataset.data_dir '/nonexistent/imagenet' does not exist"),
 ])
