@@ -12,9 +12,12 @@ TF_EXTRA ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo "[and-cuda]")
 .PHONY: venv bench doctor test test-fast horovod image clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
+	@echo "creating $(VENV): TensorFlow $(TF_VERSION)$(TF_EXTRA), tf-keras, JAX, Keras 3 and this project"
+	@echo "  (about 3 GB, [and-cuda] several GB more; 1-3 min with pip's cache, longer to download)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "tensorflow$(TF_EXTRA)==$(TF_VERSION)" "tf-keras==$(TF_VERSION)" -e ".[test,plot,tfds,zmq,jax]"
+	$(PY) -m pip install "tensorflow$(TF_EXTRA)==$(TF_VERSION)" "tf-keras==$(TF_VERSION)" -e ".[test,plot,tfds,zmq,jax]"
+	@echo "$(VENV) is ready"
 	touch $@
 
 venv: $(VENV)/.installed
