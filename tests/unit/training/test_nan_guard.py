@@ -142,6 +142,9 @@ def test_cli_exits_1_with_the_step(tmp_path):
     assert re.search(r"^error: official_bench: loss is (nan|inf) at step \d+ ",
                      p.stdout, re.M), p.stdout[-3000:]
     assert "official_bench: run finished" not in p.stdout
+    # One line, no traceback above it (--verbose would add it).
+    assert "Traceback" not in p.stdout
+    assert len(re.findall(r"^error:", p.stdout, re.M)) == 1
     assert not os.path.exists(tmp_path / "result.json")
 
 
