@@ -13,7 +13,9 @@ alike rather than always on the side that runs second. A run's intervals
 are read from its output with the extractor's parser (extract/logparse.py);
 the first ``warmup_intervals`` (graph tracing, warm-up) are left out, the
 same number on every side, so both are measured by one rule even when only
-one of them writes a result.json.
+one of them writes a result.json. While a run trains, its output is shown
+as the run scripts show theirs (launch/progress.py): "[A round 1/3] step
+10/30, 18.4 img/s, ETA 17s", and the trainer's stage lines before that.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ import dataclasses
 import os
 import subprocess
 import sys
+import threading
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from official_bench.contracts import counting
 from official_bench.contracts.throughput import ReadInterval
@@ -31,6 +34,7 @@ from official_bench.contracts.trainer_command import trainer_argv
 from official_bench.extract import logparse
 from official_bench.extract.errors import ExtractError
 from official_bench.host import write_errors
+from official_bench.launch.progress import RunProgress
 
 DEFAULT_WARMUP_INTERVALS = 2
 _TAIL_LINES = 25
@@ -107,35 +111,73 @@ def _keep_log(path: Optional[str], text: str) -> None:
             f.write(text)
 
 
+def _run_streamed(cmd: List[str], side: Side, timeout: Optional[float],
+                  watch: RunProgress) -> Tuple[int, str, bool]:
+    """Runs ``cmd``, each output line fed to ``watch`` as it comes;
+    (exit status, the whole output, whether it was killed at timeout)."""
+    proc = subprocess.Popen(cmd, cwd=side.cwd, env=side.env, text=True,
+                            errors="replace", stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+    killed = threading.Event()
+
+    def kill() -> None:
+        killed.set()
+        proc.kill()
+
+    timer = threading.Timer(timeout, kill) if timeout else None
+    if timer:
+        timer.daemon = True
+        timer.start()
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            watch.feed([line.rstrip("\n")])
+        proc.wait()
+    finally:
+        if timer:
+            timer.cancel()
+        if proc.poll() is None:  # interrupted: leave no trainer behind
+            proc.kill()
+            proc.wait()
+    watch.finish()
+    return proc.returncode, "".join(lines), killed.is_set()
+
+
 def run_once(side: Side, work_dir: str, round_no: int,
              warmup_intervals: int = DEFAULT_WARMUP_INTERVALS,
              log_path: Optional[str] = None,
-             timeout: Optional[float] = None) -> RunRecord:
-    """Run ``side`` once in its own process; ExtractError (naming the side,
-    the command's exit status and its last lines) when it fails or prints
-    no interval after the warm-up ones."""
+             timeout: Optional[float] = None,
+             progress: Optional[Callable[[str], None]] = None,
+             label: str = "") -> RunRecord:
+    """Run ``side`` once in its own process, its progress lines (labelled
+    ``label``) given to ``progress``; ExtractError (naming the side, the
+    command's exit status and its last lines) when it fails or prints no
+    interval after the warm-up ones."""
     os.makedirs(work_dir, exist_ok=True)
     before, start = _load(), time.perf_counter()
     cmd = side.argv(work_dir)
+    label = label or f"{side.name} round {round_no}"
+    watch = RunProgress(None, label, None, progress is None,
+                        progress or (lambda line: None))
+    if progress:
+        progress(f"[{label}] starting")
     try:
-        proc = subprocess.run(cmd, cwd=side.cwd, env=side.env, text=True,
-                              stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        raise ExtractError(f"side {side.name}, round {round_no}: still "
-                           f"running after {timeout:g} s: {' '.join(cmd)}"
-                           ) from e
+        returncode, output, killed = _run_streamed(cmd, side, timeout, watch)
     except OSError as e:
         raise ExtractError(f"side {side.name}: cannot start {cmd[0]}: {e}"
                            ) from e
+    if killed:
+        raise ExtractError(f"side {side.name}, round {round_no}: still "
+                           f"running after {timeout:g} s: {' '.join(cmd)}")
     seconds = time.perf_counter() - start
-    _keep_log(log_path, proc.stdout)
-    counted = counted_intervals(proc.stdout, warmup_intervals)
-    if proc.returncode != 0 or not counted:
-        tail = "\n".join(proc.stdout.splitlines()[-_TAIL_LINES:])
+    _keep_log(log_path, output)
+    counted = counted_intervals(output, warmup_intervals)
+    if returncode != 0 or not counted:
+        tail = "\n".join(output.splitlines()[-_TAIL_LINES:])
         kept = f" (log: {log_path})" if log_path else ""
         raise ExtractError(
-            f"side {side.name}, round {round_no}: exit {proc.returncode}, "
+            f"side {side.name}, round {round_no}: exit {returncode}, "
             f"{len(counted)} TimeHistory interval(s) after the "
             f"{warmup_intervals} warm-up one(s){kept}; command: "
             f"{' '.join(cmd)}\n{tail}")
@@ -151,10 +193,12 @@ def round_order(sides: Sequence[Side], round_no: int) -> List[Side]:
 def alternate(sides: Sequence[Side], pairs: int, work_root: str,
               warmup_intervals: int = DEFAULT_WARMUP_INTERVALS,
               logs: Optional[str] = None, timeout: Optional[float] = None,
-              on_run: Optional[Callable[[RunRecord], None]] = None
+              on_run: Optional[Callable[[RunRecord], None]] = None,
+              progress: Optional[Callable[[str], None]] = None
               ) -> Dict[str, List[RunRecord]]:
     """``pairs`` rounds of every side, one process each; the records by
-    side (in the sides' order). ``on_run`` sees each record as it ends."""
+    side (in the sides' order). ``on_run`` sees each record as it ends,
+    ``progress`` each run's progress lines ("[A round 1/3] step ...")."""
     names = [s.name for s in sides]
     if len(set(names)) != len(names):
         raise ExtractError(f"side names must differ: {', '.join(names)}")
@@ -167,7 +211,8 @@ def alternate(sides: Sequence[Side], pairs: int, work_root: str,
             record = run_once(
                 side, os.path.join(work_root, tag), round_no + 1,
                 warmup_intervals,
-                os.path.join(logs, tag + ".log") if logs else None, timeout)
+                os.path.join(logs, tag + ".log") if logs else None, timeout,
+                progress, f"{side.name} round {round_no + 1}/{pairs}")
             records[side.name].append(record)
             if on_run:
                 on_run(record)

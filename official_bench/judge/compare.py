@@ -348,14 +348,18 @@ def runner_sides(args: argparse.Namespace) -> List[ab.Side]:
             ab.trainer_side("B", config_b, args.b_override, args.python)]
 
 
+def _say(line: str) -> None:
+    """The runner's progress on stderr (stdout holds the comparison)."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def run_ab(args: argparse.Namespace) -> Tuple[SideRuns, SideRuns]:
     """Run the A/B rounds; each side's runs under the case 'runner'."""
     sides = runner_sides(args)
     with tempfile.TemporaryDirectory(prefix="official_bench_ab_") as work:
         records = ab.alternate(
             sides, args.pairs, work, args.warmup_intervals, args.logs,
-            on_run=lambda r: print(ab.describe_run(r), file=sys.stderr,
-                                   flush=True))
+            on_run=lambda r: _say(ab.describe_run(r)), progress=_say)
     case = RUNNER_CASE
     out = []
     for side in sides:

@@ -157,6 +157,8 @@ class RunProgress:
                 continue
             # a fed run's length comes from its training stage
             self.total = self.total or stage_line.last_step(stage)
+            if len(self.intervals) > self.shown:  # held back: say it first
+                self._show(self.clock())
             if not self.quiet:
                 self.out(f"[{self.label}] {stage_line.console_text(stage)}")
         now = self.clock()

@@ -7,15 +7,23 @@ with the lines around it (issue 40: no command is silent for more than
     assert run.returncode == 0, run.text
     assert run.longest_gap() <= 10, run.describe_gap()
 
-stdout and stderr are read together, as a person at a terminal sees them.
-The first gap counted is from the start to the first line.
+stdout and stderr are read together, as a person at a terminal sees them
+(``separate=True`` keeps each stream's text too, for a caller that parses
+stdout). The first gap counted is from the start to the first line.
 """
 
 import dataclasses
 import subprocess
+import sys
 import threading
 import time
 from typing import List, Optional, Tuple
+
+from official_bench.contracts.trainer_command import trainer_argv
+from support.helpers import REPO, cli_env
+
+# The longest a command may stay silent while it works (issue 40).
+MAX_SILENCE = 10.0
 
 
 @dataclasses.dataclass
@@ -24,6 +32,8 @@ class TimedLines:
     lines: List[Tuple[float, str]]
     returncode: Optional[int]
     seconds: float
+    stdout: str = ""  # both streams; with separate=True stdout's own
+    stderr: str = ""
 
     @property
     def text(self) -> str:
@@ -54,27 +64,46 @@ class TimedLines:
         return f"longest silence {gap:.1f} s:\n" + "\n".join(shown)
 
 
-def timed_lines(argv, timeout: float = 600, **popen) -> TimedLines:
+def timed_lines(argv, timeout: float = 600, separate: bool = False,
+                **popen) -> TimedLines:
     """Runs ``argv`` (extra keywords go to Popen: cwd, env) and times each
     line it prints; a process still running at ``timeout`` is killed
     (returncode None)."""
     start = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True,
-                            errors="replace", bufsize=1, **popen)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE if separate else subprocess.STDOUT,
+        text=True, errors="replace", bufsize=1, **popen)
     lines: List[Tuple[float, str]] = []
+    texts = {"stdout": [], "stderr": []}
+    lock = threading.Lock()
 
-    def read():
-        for line in proc.stdout:
-            lines.append((time.monotonic() - start, line.rstrip("\n")))
+    def read(stream, name):
+        for line in stream:
+            with lock:
+                lines.append((time.monotonic() - start, line.rstrip("\n")))
+                texts[name].append(line)
 
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    readers = [threading.Thread(target=read, args=(proc.stdout, "stdout"),
+                                daemon=True)]
+    if separate:
+        readers.append(threading.Thread(
+            target=read, args=(proc.stderr, "stderr"), daemon=True))
+    for reader in readers:
+        reader.start()
     try:
         returncode = proc.wait(timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
         returncode = None
-    reader.join(10)
-    return TimedLines(lines, returncode, time.monotonic() - start)
+    for reader in readers:
+        reader.join(10)
+    return TimedLines(lines, returncode, time.monotonic() - start,
+                      "".join(texts["stdout"]), "".join(texts["stderr"]))
+
+
+def timed_cli(args, timeout: float = 300) -> TimedLines:
+    """The trainer CLI as support.helpers.cli runs it, its lines timed."""
+    return timed_lines(trainer_argv(sys.executable, extra=args),
+                       timeout=timeout, cwd=REPO, env=cli_env())

@@ -10,6 +10,7 @@ import pytest
 from support.helpers import (DLPERF_CONFIGS, DLPERF_REGEX, REPO,
                              TINY_OVERRIDE, cli, cli_env)
 from official_bench.contracts import exit_status
+from support.line_gaps import MAX_SILENCE, timed_cli
 
 # main() in a fresh process; prints its status and whether TensorFlow was
 # imported by then.
@@ -99,13 +100,18 @@ def test_eval_without_checkpoint_is_a_clear_error(tmp_path):
 
 
 def test_dlperf_gpu_yaml_runs_on_cpu_through_cli(tmp_path):
-    """gpu.yaml unchanged + CPU overrides; explicit flags beat the YAML."""
-    p = cli(["--mode=train", "--model_type=resnet_cifar",
-             "--dataset=imagenet", f"--model_dir={tmp_path}",
-             f"--config_file={os.path.join(DLPERF_CONFIGS, 'gpu.yaml')}",
-             f"--params_override={TINY_OVERRIDE},train.steps=4",
-             "--num_gpus=0", "--log_steps=1"], timeout=300)
+    """gpu.yaml unchanged + CPU overrides; explicit flags beat the YAML;
+    stage lines, and never a silence over MAX_SILENCE (issue 40)."""
+    p = timed_cli(["--mode=train", "--model_type=resnet_cifar",
+                   "--dataset=imagenet", f"--model_dir={tmp_path}",
+                   f"--config_file={os.path.join(DLPERF_CONFIGS, 'gpu.yaml')}",
+                   f"--params_override={TINY_OVERRIDE},train.steps=4",
+                   "--num_gpus=0", "--log_steps=1"], timeout=300)
     assert p.returncode == exit_status.OK, p.stdout[-3000:]
+    assert p.longest_gap() <= MAX_SILENCE, p.describe_gap()
+    for stage in ("loading TensorFlow", "building the model",
+                  "tracing and compiling the first step"):
+        assert f"official_bench: stage: {stage}: done in " in p.stdout
     lines = [l for l in p.stdout.splitlines() if "TimeHistory" in l]
     assert len(lines) == 4  # --log_steps=1 beat log_steps=2 in the override
     for line in lines:

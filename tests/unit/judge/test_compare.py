@@ -5,6 +5,7 @@ runner (real trainer processes on a tiny CPU model), and the verdict rule
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 
@@ -12,6 +13,7 @@ import pytest
 
 from support import logkit
 from support.helpers import REPO, TINY_OVERRIDE, cli_env
+from support.line_gaps import MAX_SILENCE, timed_lines
 from official_bench.contracts import exit_status
 from official_bench.judge import compare, verdict
 
@@ -232,9 +234,20 @@ def test_runner_says_slower_when_b_trains_larger_images(tmp_path):
         "train.time_history.log_steps=2,", "") + "," + steps
     slow = base.replace("train_dataset.image_size=16",
                         "train_dataset.image_size=64")
-    out = _cli("--a-override", base, "--b-override", slow, "--pairs", "2",
-               "--logs", str(tmp_path / "logs"), "--json")
+    out = timed_lines(
+        [sys.executable, "-m", "official_bench.judge.compare",
+         "--a-override", base, "--b-override", slow, "--pairs", "2",
+         "--logs", str(tmp_path / "logs"), "--json"],
+        cwd=REPO, env=cli_env(), separate=True, timeout=600)
     assert out.returncode == exit_status.OK, out.stderr[-3000:]
+    # Each run's progress as it trains (issue 40): stage lines, then
+    # intervals with the length the training stage gave; no long silence.
+    assert out.longest_gap() <= MAX_SILENCE, out.describe_gap()
+    for label in ("A round 1/2", "B round 1/2", "B round 2/2", "A round 2/2"):
+        assert f"[{label}] tracing and compiling the first step ..." in \
+            out.stderr.splitlines(), out.stderr
+        assert re.search(rf"^\[{label}\] step 12/12, \d+\.\d img/s$",
+                         out.stderr, re.M), out.stderr
     (case,) = json.loads(out.stdout)["cases"]
     assert case["case"] == ("train_dataset.image_size=16 vs "
                             "train_dataset.image_size=64")

@@ -130,15 +130,18 @@ def test_stage_lines_are_shown_at_once_and_fed_lines_are_read(tmp_path):
                 _stage("loading TensorFlow", stage_line.RUNNING, 6.2),
                 _stage("loading TensorFlow", stage_line.DONE, 7.04),
                 "I1126 timing.py:1] " + format_line(_iv(0, 10, 8.0, 20.0))])
-    clock.now = 1.0  # stage lines are not held back by the rate limit
-    watch.feed([_stage("x", stage_line.START)])
+    clock.now = 1.0  # stage lines are not held back by the rate limit;
+    # an interval held back by it is shown before the next stage line
+    watch.feed(["I1126 timing.py:1] " + format_line(_iv(10, 20, 9.0)),
+                _stage(training, stage_line.DONE, 9.0)])
     assert shown == ["[A round 1/2] training steps 1-30 ...",
                      "[A round 1/2] loading TensorFlow ...",
                      "[A round 1/2] loading TensorFlow, 6 s",
                      "[A round 1/2] loading TensorFlow: 7.0 s",
                      "[A round 1/2] step 10/30, 8.0 img/s",
-                     "[A round 1/2] x ..."]
-    assert watch.finish() is None  # nothing after the warm-up interval
+                     "[A round 1/2] step 20/30, 9.0 img/s, ETA 1s",
+                     "[A round 1/2] training steps 1-30: 9.0 s"]
+    assert watch.finish().images_per_second == 9.0
     quiet = []
     progress.RunProgress(None, "q", 30, True, quiet.append).feed(
         [_stage("x", stage_line.START)])
