@@ -312,7 +312,8 @@ class HistoryConfig(ConfigNode):
     """The run history (contracts/history_db.py): the chief appends each
     finished training run to an SQLite file; `enabled: false` turns it off.
     `path` unset: official_bench_history.sqlite at the root of the run
-    scripts' MODEL_DIR tree, else beside the model_dir."""
+    scripts' MODEL_DIR tree, in model_dir/ for the CLI's own
+    model_dir/run-<stamp>, else inside the model_dir."""
     enabled: bool = True
     path: Optional[str] = None
 
