@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The JAX backend's headline flow on a GPU machine that has no TensorFlow
 # (the H100/H200 of docs/backends.md): the run script for bf16, fp16 and
-# fp32, the extractor's table, and the trainer against a bare jitted step.
+# fp32, the extractor's table, the trainer against a bare jitted step, and
+# one pod of official-bench-k8s's Job started here (scripts/k8s_pod_here.py).
 #
 #   bash scripts/gpu_jax_check.sh OUT_DIR [BUDGET_SECONDS]
 #
@@ -53,6 +54,11 @@ run_case() {  # the headline flow for one precision
     MODEL_DIR="$out/model_dir" bash run_single_node.sh 256 "$1"
 }
 stage run_bf16 150 run_case bf16
+# One pod of official-bench-k8s's Indexed Job, started as Kubernetes would
+# (its variables, JOB_COMPLETION_INDEX, its mounts as folders).
+stage pod_bf16 90 env STEPS=$steps LOG_STEPS=${LOG_STEPS:-50} \
+  python3 scripts/k8s_pod_here.py "$out/pod" --nodes 1 --gpus 1 --image local \
+  --backend jax --dtype bf16 --batch 256 --test-num 1
 stage bench_bf16 150 python3 benchmarks/jax_vs_bare.py --dtype bf16 \
   --batch 256 --steps 150 --warmup 20 --log_steps 30 --rounds 2 \
   --location both --json "$out/bench_bf16.json" ${BENCH_EXTRA:-}
@@ -62,7 +68,11 @@ stage extract 20 python3 extract_tensorflow_logs.py \
   --log_dir "$out/logs/jax/resnet50/bz256" --window auto \
   --output_dir "$out/result"
 [ -f "$out/result/bz256_result.md" ] && cat "$out/result/bz256_result.md" >> "$out/summary.txt"
+stage pod_extract 20 python3 extract_tensorflow_logs.py --json_only \
+  --log_dir "$out/pod/logs/official-bench/jax/resnet50/bz256" --window auto \
+  --output_dir "$out/pod_result"
+[ -f "$out/pod_result/bz256_result.md" ] && cat "$out/pod_result/bz256_result.md" >> "$out/summary.txt"
 tar -C "$out" -czf "$out/all.tar.gz" --exclude='*.tar.gz' \
-  logs result model_dir $(cd "$out" && ls *.log 2>/dev/null) 2>/dev/null
-rm -rf "$out/logs" "$out/model_dir" "$out/result" "$out"/*.log
+  logs result model_dir pod pod_result $(cd "$out" && ls *.log 2>/dev/null) 2>/dev/null
+rm -rf "$out/logs" "$out/model_dir" "$out/result" "$out/pod" "$out/pod_result" "$out"/*.log
 say "done"
