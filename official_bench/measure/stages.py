@@ -26,7 +26,7 @@ from absl import logging
 
 from official_bench.contracts import stage_line
 
-HEARTBEAT_SECONDS = 6.0
+HEARTBEAT_SECONDS = 5.0
 
 
 class Stage:
