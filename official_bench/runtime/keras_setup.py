@@ -9,6 +9,7 @@ first (a notebook), `tf.keras` may stay Keras 3 for the user's own code, but
 official_bench still builds and trains everything with tf-keras.
 """
 
+import contextlib
 import os
 import sys
 
@@ -17,7 +18,21 @@ if "tensorflow" not in sys.modules:
 # Quieten TensorFlow's C++ start-up chatter unless the user chose a level.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
-import tensorflow as tf  # noqa: E402
+from official_bench.host import cuda_noise  # noqa: E402
+
+# Without a GPU, TensorFlow's CUDA start-up lines (cuInit's UNKNOWN ERROR
+# (303)) are dropped while it loads and first lists its devices, and the
+# reason is said once, in our words (host/cuda_noise.py).
+NO_GPU = cuda_noise.no_gpu_reason() if "tensorflow" not in sys.modules \
+    else None
+with (cuda_noise.dropping_lines() if NO_GPU
+      else contextlib.nullcontext()):
+    import tensorflow as tf  # noqa: E402
+    if NO_GPU:
+        tf.config.list_physical_devices("GPU")
+if NO_GPU:
+    from absl import logging  # noqa: E402
+    logging.info("official_bench: %s", NO_GPU)
 
 try:
     import tf_keras as keras  # noqa: E402

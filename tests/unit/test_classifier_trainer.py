@@ -10,6 +10,7 @@ import pytest
 from support.helpers import (DLPERF_CONFIGS, DLPERF_REGEX, REPO,
                              TINY_OVERRIDE, cli, cli_env)
 from official_bench.contracts import exit_status
+from official_bench.host import cuda_noise
 from support.line_gaps import MAX_SILENCE, timed_cli
 
 # main() in a fresh process; prints its status and whether TensorFlow was
@@ -124,3 +125,6 @@ def test_dlperf_gpu_yaml_runs_on_cpu_through_cli(tmp_path):
     assert cfg["train"]["time_history"]["log_steps"] == 1
     assert cfg["runtime"]["batchnorm_spatial_persistent"] is True
     assert "official_bench: run finished" in p.stdout
+    if cuda_noise.no_gpu_reason():  # a CPU machine: our line, not cuInit's
+        assert "failed call to cuInit" not in p.stdout
+        assert p.stdout.count("official_bench: no GPU on this machine") == 1
