@@ -237,6 +237,7 @@ def test_nan_guard_stops_a_diverging_run(tmp_path):
     assert code == 1, output[-3000:]
     errors = [l for l in output.splitlines() if l.startswith("error: ")]
     assert len(errors) == 1, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
     assert re.match(r"error: official_bench: loss is (nan|inf|-inf) at "
                     r"step 2 ", errors[0]), errors
     assert "train.stop_on_nan=false" in errors[0]
