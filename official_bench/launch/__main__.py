@@ -245,25 +245,50 @@ def say_plan(plan, message: str, stream=None) -> None:
     say(plan, message, stream=stream)
 
 
-def settle_logs(plan, runner, surveys: dict, stamp: str) -> Optional[str]:
+def settle_logs(plan, runner, surveys: dict, stamp: str) -> tuple:
     """RESUME / OVERWRITE / refuse, the same way on every node (see
-    resume.py); moves old files aside. The refusal line, or None."""
+    resume.py): RESUME moves old files aside now, OVERWRITE stages the new
+    runs. (The refusal line or None, the runs OVERWRITE replaces.)"""
     s = plan.settings
     decision = resume.decide(s.resume, s.overwrite,
                              [r.name for r in plan.runs], surveys,
                              plan.index, plan.log_root)
     if decision.problem:
-        return decision.problem
-    if decision.replace:
+        return decision.problem, []
+    if decision.replace and s.overwrite:
+        folders = resume.stage(plan.runs, stamp)
+        say_plan(plan, f"OVERWRITE=1: this sweep writes into "
+                 f"{', '.join(folders)}; once every run is ok the files of "
+                 f"{', '.join(decision.replace)} move aside into "
+                 f"{resume.REPLACED_PREFIX}{stamp}/ and the new ones take "
+                 "their place (until then the extractor reads the old runs)")
+    elif decision.replace:
         folders = resume.move_aside(plan.runs, decision.replace, stamp)
-        say_plan(plan, f"{'RESUME' if s.resume else 'OVERWRITE'}=1: moved "
-                 f"the files of {', '.join(decision.replace)} aside into "
+        say_plan(plan, f"RESUME=1: moved the files of "
+                 f"{', '.join(decision.replace)} aside into "
                  + ", ".join(folders))
     if decision.reuse:
         say_plan(plan, f"RESUME=1: keeping {', '.join(decision.reuse)} "
                  "(status ok); running the others")
     runner.reused = set(decision.reuse)
-    return None
+    return None, decision.replace if s.overwrite else []
+
+
+def end_overwrite(plan, replaced: list, ok: bool, stamp: str) -> None:
+    """OVERWRITE=1's end (resume.py): a sweep that ended ok replaces the
+    old runs; any other end leaves them where the extractor reads them."""
+    if not ok:
+        folders = sorted({os.path.dirname(w.log_path) for r in plan.runs
+                          for w in r.workers})
+        say_plan(plan, "OVERWRITE=1: the sweep did not end ok, so the old "
+                 f"runs ({', '.join(replaced)}) stay where the extractor "
+                 f"reads them; this sweep's files are in "
+                 f"{', '.join(folders)}", stream=sys.stderr)
+        return
+    folders = resume.swap_in(plan.runs, replaced, stamp)
+    say_plan(plan, f"OVERWRITE=1: every run ok: moved the files of "
+             f"{', '.join(replaced)} aside into {', '.join(folders)}; the "
+             "new runs are in their place")
 
 
 def run_with_claims(plan, stamp: str, cannot_run: Optional[str],
@@ -319,11 +344,19 @@ def run_with_claims(plan, stamp: str, cannot_run: Optional[str],
             if head_stamp and head_stamp != stamp:
                 plan.restamp(head_stamp)
             surveys = {k: v.get("existing") or {} for k, v in hello.items()}
-        refused = settle_logs(plan, runner, surveys, stamp)
+        refused, replaced = settle_logs(plan, runner, surveys, stamp)
         if refused:
             say(plan, f"error: {refused}", stream=sys.stderr)
             return es.LOGS_IN_USE
-        return runner.run_all()
+        ended: list = []
+        if replaced:
+            runner.on_end = lambda ok: ended.append(ok) or end_overwrite(
+                plan, replaced, ok, stamp)
+        try:
+            return runner.run_all()
+        finally:
+            if replaced and not ended:  # stopped: a signal, a lost node
+                end_overwrite(plan, replaced, False, stamp)
     except BarrierError as e:
         say(plan, f"error: {e}", stream=sys.stderr)
         if runner.report.results:

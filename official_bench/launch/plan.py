@@ -296,8 +296,6 @@ def make_plan(settings: Settings, stamp: str,
     interpreter = trainer_interpreter(settings, horovod)
     runs = _runs(settings, devices, config_file, batch, stamp, nodeset,
                  horovod, merged, cluster, interpreter)
-    notes.extend(_stale_log_notes(runs, batch, settings.dtype,
-                                  Bench.of(settings)))
     return Plan(settings, devices, config_file, batch, settings.dtype,
                 nodeset, merged, runs, notes, barrier,
                 log_tree.batch_root(os.path.abspath(settings.log_dir), batch,
@@ -584,28 +582,6 @@ def _runs(settings: Settings, devices: Devices, config_file: str,
             runs.append(Run(case, count, i, workers, total_steps,
                             settings.test_num))
     return runs
-
-
-def _stale_log_notes(runs: List[Run], batch: int, dtype: str,
-                     bench: Bench) -> List[str]:
-    """Logs of this batch and dtype already in the case directories that
-    this sweep does not plan (a larger TEST_NUM before): the extractor would
-    read them too. Planned runs already there are resume.py's (refused
-    without RESUME=1 or OVERWRITE=1)."""
-    notes: List[str] = []
-    planned = {r.log_path for r in runs}
-    for folder in sorted({os.path.dirname(p) for p in planned}):
-        if not os.path.isdir(folder):
-            continue
-        found = {os.path.join(folder, n) for n in os.listdir(folder)
-                 if log_tree.is_run_log(n, batch, dtype, bench.name)}
-        if found - planned:
-            notes.append(f"{folder} also holds {len(found - planned)} log(s) "
-                         "of an earlier session that the extractor will read "
-                         "too: " + ", ".join(sorted(
-                             os.path.basename(p) for p in found - planned))
-                         + " (move them away or use another LOG_DIR)")
-    return notes
 
 
 def trainer_interpreter(settings: Settings,

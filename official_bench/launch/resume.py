@@ -1,40 +1,44 @@
 """A finished run's files are never overwritten: RESUME=1 and OVERWRITE=1.
 
-Before the first run each node surveys the log tree for the runs it is about
-to write (log, result JSON and status record, local workers' copies too) and
-reads each one's status record. Then, with the same rule on every node:
+Before the first run each node surveys its case folders for this sweep's
+runs (batch, dtype, bench): the planned ones and any other index, such as
+runs 3-5 of an earlier TEST_NUM=5, which the extractor would read too
+(log, result JSON, status record, local workers' copies). Then, with the
+same rule on every node (`decide`):
 
-- neither knob: any run already there stops the sweep before anything is
-  touched (exit LOGS_IN_USE), naming the runs and both ways on;
-- RESUME=1: a run whose status is ok on every node is reused (not run
-  again, counted in the summary); every other run runs, and the files of
-  a failed or unfinished one are moved aside first;
-- OVERWRITE=1: every run runs; the old files are moved aside first.
+- neither knob: any such run stops the sweep before anything is touched
+  (exit LOGS_IN_USE), naming the runs and both ways on;
+- RESUME=1: a planned run whose status is ok on every node is reused; the
+  files of every other run (failed, unfinished, beyond TEST_NUM) are moved
+  aside first, and the missing or failed ones run;
+- OVERWRITE=1: every run runs, into `.overwrite-{stamp}/` of its case
+  folder (`stage`); only when the sweep ended ok are the old files moved
+  aside and the new ones moved in (`swap_in`), so the tree holds exactly
+  the new sweep; otherwise (a failed run, a full disk, a signal) the old
+  runs stay where the extractor reads them, the new files in the staging
+  folder. Every node decides from the sweep's status, which the barrier's
+  rounds give every node alike.
 
-"Moved aside" means renamed into a dot-folder `.replaced-{stamp}/` of the
-directory that held them: nothing is deleted, and the extractor, which
-reads {log_dir}/*/*.log (a dot-folder is one level deeper and glob skips
-dot-names), never reads them.
-
-Multi-node agreement: every node sends its survey in the barrier's "hello"
-round, whose answer carries every node's payload to every node; each node
-then applies `decide` to the same data, so all nodes reuse and run the same
-indices (a node that refuses makes every node stop).
+"Moved aside" means renamed into `.replaced-{stamp}/` of the folder that
+held them: nothing is deleted, and the extractor, which reads
+{log_dir}/*/*.log and skips dot-names, never reads a dot-folder.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from official_bench.contracts import log_tree
 from official_bench.contracts import run_status
 from official_bench.host.write_errors import writing
 
 REPLACED_PREFIX = ".replaced-"
+STAGING_PREFIX = ".overwrite-"
 OK = "ok"
 UNFINISHED = "unfinished (no status record)"
+BEYOND = "beyond TEST_NUM"
 
 
 @dataclasses.dataclass
@@ -46,7 +50,7 @@ class Decision:
 
 
 def run_files(run) -> List[str]:
-    """Every file a run writes on this node that exists now."""
+    """Every file a planned run writes on this node that exists now."""
     paths = []
     for w in run.workers:
         paths += [w.log_path, w.json_path, log_tree.status_path(w.log_path)]
@@ -65,9 +69,62 @@ def run_state(run) -> str:
     return OK
 
 
+def _sweep_of(stem: str) -> Optional[Tuple[Tuple, int]]:
+    """((bench, batch, dtype), index) of a run's file stem; None for any
+    other name."""
+    for bench, name in (("", log_tree.TRAINER_STEM),
+                        (log_tree.ALLREDUCE_PREFIX, log_tree.ALLREDUCE_STEM)):
+        fields = name.parse(stem)
+        if fields is not None:
+            return (bench, fields.get("batch"), fields["dtype"]), \
+                fields["index"]
+    return None
+
+
+def _other_runs(runs: Sequence) -> Dict[str, List[str]]:
+    """{"{case} run {i}": files} of this sweep's runs in the planned runs'
+    case folders that the plan does not run (another TEST_NUM before)."""
+    planned = {os.path.basename(r.log_path) for r in runs}
+    found: Dict[str, List[str]] = {}
+    folders = {os.path.dirname(r.log_path): r for r in runs}
+    for folder, run in sorted(folders.items()):
+        sweep = _sweep_of(os.path.basename(run.log_path)[
+            :-len(log_tree.LOG_SUFFIX)])
+        if sweep is None or not os.path.isdir(folder):
+            continue
+        for name in sorted(os.listdir(folder)):
+            stem = name.split(".", 1)[0]
+            other = _sweep_of(stem)
+            if other is None or other[0] != sweep[0] or \
+                    stem + log_tree.LOG_SUFFIX in planned:
+                continue
+            found.setdefault(f"{run.case} run {other[1]}", []).append(
+                os.path.join(folder, name))
+    return found
+
+
+def sweep_files(runs: Sequence) -> Dict[str, List[str]]:
+    """{run name: its files on this node now}: planned runs with files,
+    then the other runs of the sweep in their case folders."""
+    found = {run.name: run_files(run) for run in runs if run_files(run)}
+    found.update(_other_runs(runs))
+    return found
+
+
 def survey(runs: Sequence) -> Dict[str, str]:
-    """{run name: state} of this node's planned runs that left files."""
-    return {run.name: run_state(run) for run in runs if run_files(run)}
+    """{run name: state} of this node's runs of the sweep that left files;
+    a run the plan does not hold is marked BEYOND."""
+    by_name = {run.name: run for run in runs}
+    found = {}
+    for name, files in sweep_files(runs).items():
+        if name in by_name:
+            found[name] = run_state(by_name[name])
+            continue
+        logs = [f for f in files if f.endswith(log_tree.LOG_SUFFIX)]
+        record = run_status.load_status(logs[0])[0] if logs else None
+        state = record.get("status", UNFINISHED) if record else UNFINISHED
+        found[name] = f"{state}, {BEYOND}"
+    return found
 
 
 def _listing(surveys: Mapping[int, Mapping[str, str]]) -> str:
@@ -98,37 +155,86 @@ def decide(resume: bool, overwrite: bool, run_names: Sequence[str],
     return Decision([], [], (
         f"{where} already holds runs of this sweep: {_listing(surveys)}; "
         "nothing was touched. Re-run with RESUME=1 (keep the ok runs, run "
-        "the missing or failed ones) or OVERWRITE=1 (move the old files "
-        f"aside into {REPLACED_PREFIX}<date>/ and run all), or use another "
-        "LOG_DIR"))
+        "the missing or failed ones) or OVERWRITE=1 (run all, then move the "
+        f"old files aside into {REPLACED_PREFIX}<date>/ once every run is "
+        "ok), or use another LOG_DIR"))
 
 
 def move_aside(runs: Sequence, names: Sequence[str],
                stamp: str) -> List[str]:
-    """Renames the named runs' files into {their dir}/.replaced-{stamp}/;
-    the folders used. NotWritable when a folder cannot be made."""
+    """Renames the named runs' files (planned or not) into
+    {their dir}/.replaced-{stamp}/; the folders used. NotWritable when a
+    folder cannot be made."""
     folders: Dict[str, str] = {}
-    for run in runs:
-        if run.name not in names:
+    for name, paths in sweep_files(runs).items():
+        if name not in names:
             continue
-        for path in run_files(run):
+        for path in paths:
             parent = os.path.dirname(path)
             if parent not in folders:
-                folders[parent] = _fresh_folder(parent, stamp)
+                folders[parent] = _fresh_folder(parent, REPLACED_PREFIX,
+                                                stamp)
             target = os.path.join(folders[parent], os.path.basename(path))
             with writing(target, "a replaced run's file"):
                 os.rename(path, target)
     return sorted(folders.values())
 
 
-def _fresh_folder(parent: str, stamp: str) -> str:
-    """{parent}/.replaced-{stamp}[-n]/, created (never an existing one)."""
+def stage(runs: Sequence, stamp: str) -> List[str]:
+    """OVERWRITE=1: points every planned run's files on this node into
+    {case folder}/.overwrite-{stamp}/ (created now); the folders."""
+    folders: Dict[str, str] = {}
+    for run in runs:
+        for w in run.workers:
+            parent = os.path.dirname(w.log_path)
+            if parent not in folders:
+                folders[parent] = _fresh_folder(parent, STAGING_PREFIX,
+                                                stamp)
+            w.log_path = os.path.join(folders[parent],
+                                      os.path.basename(w.log_path))
+            w.json_path = os.path.join(folders[parent],
+                                       os.path.basename(w.json_path))
+    return sorted(folders.values())
+
+
+def swap_in(runs: Sequence, names: Sequence[str], stamp: str) -> List[str]:
+    """After a sweep that ended ok: the old runs' files (`names`) go aside
+    (move_aside, on the case folders' paths), then the staged files move
+    into the case folders and the staging folders go; the folders the old
+    files went to."""
+    staged = {}
+    for run in runs:
+        for w in run.workers:
+            folder = os.path.dirname(w.log_path)
+            home = os.path.dirname(folder)
+            staged[folder] = home
+            w.log_path = os.path.join(home, os.path.basename(w.log_path))
+            w.json_path = os.path.join(home, os.path.basename(w.json_path))
+    moved = move_aside(runs, names, stamp)
+    for folder, home in sorted(staged.items()):
+        left = False
+        for name in sorted(os.listdir(folder)):
+            target = os.path.join(home, name)
+            if os.path.lexists(target):  # not the sweep's: never replaced
+                left = True
+                continue
+            with writing(target, "a run's file, moved in from "
+                         f"{os.path.basename(folder)}/"):
+                os.rename(os.path.join(folder, name), target)
+        if not left:
+            os.rmdir(folder)
+    return moved
+
+
+def _fresh_folder(parent: str, prefix: str, stamp: str) -> str:
+    """{parent}/{prefix}{stamp}[-n]/, created (never an existing one)."""
     n = 1
     while True:
-        folder = os.path.join(parent, REPLACED_PREFIX + stamp +
+        folder = os.path.join(parent, prefix + stamp +
                               (f"-{n}" if n > 1 else ""))
-        with writing(folder, "the folder for replaced runs"):
+        with writing(folder, "a folder for replaced runs"):
             try:
+                os.makedirs(parent, exist_ok=True)
                 os.mkdir(folder)
                 return folder
             except FileExistsError:

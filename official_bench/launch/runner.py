@@ -17,7 +17,7 @@ import signal
 import sys
 import time
 import uuid
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional
 
 from official_bench.contracts import exit_status as es
 from official_bench.launch import auth
@@ -55,6 +55,9 @@ class Runner:
         self.coordinator: Optional[barrier_lib.Coordinator] = None
         self.report = SweepReport(plan)
         self.reused: set = set()  # run names RESUME=1 keeps (resume.py)
+        # Called with whether every run was ok, after the last run and
+        # before the summary (OVERWRITE=1 swaps its staged runs in there).
+        self.on_end: Optional[Callable[[bool], None]] = None
 
     def log(self, message: str) -> None:
         say(self.plan, message)
@@ -183,6 +186,8 @@ class Runner:
                     self.log(f"ON_FAILURE=stop: stopping after {run.name} "
                              "(on every node)")
                     break
+        if self.on_end is not None:
+            self.on_end(status == es.OK and not failed)
         self.summary()
         if status == es.NOT_WRITABLE:
             say(plan, f"error: {error}", stream=sys.stderr)

@@ -209,15 +209,17 @@ KNOBS: List[Knob] = [
          choices=("continue", "stop"), section="flow"),
     Knob("resume", "bool", False, "continue a sweep whose log tree holds "
          "some of its runs: keep the runs whose status is ok (on every "
-         "node), run only the missing or failed ones (their old files are "
-         "moved aside into the case's .replaced-{stamp}/ folder); on every "
-         "node of a two/multi-node sweep, which agree through the barrier",
-         section="flow"),
+         "node), run only the missing or failed ones (their old files, and "
+         "those of runs beyond TEST_NUM, are moved aside into the case's "
+         ".replaced-{stamp}/ folder); on every node of a two/multi-node "
+         "sweep, which agree through the barrier", section="flow"),
     Knob("overwrite", "bool", False, "re-run a sweep whose log tree holds "
-         "some of its runs: move their logs, JSON and status files aside "
-         "into the case's .replaced-{stamp}/ folder (never deleted; the "
-         "extractor does not read it), then run every run",
-         section="flow"),
+         "some of its runs: every run runs into the case's "
+         ".overwrite-{stamp}/ folder; when all ended ok, the old logs, JSON "
+         "and status files (beyond TEST_NUM too) move aside into its "
+         ".replaced-{stamp}/ folder (never deleted; the extractor does not "
+         "read it) and the new ones take their place; otherwise the old "
+         "runs stay", section="flow"),
     Knob("quiet", "bool", False, "no progress lines while a run trains "
          "(the run's result line and the summary still show its img/s)",
          section="flow"),

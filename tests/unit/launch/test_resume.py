@@ -1,9 +1,18 @@
 """resume.decide: the rule every node applies to every node's survey (the
-barrier carries them), and move_aside, which never deletes."""
+barrier carries them); move_aside, which never deletes; runs beyond
+TEST_NUM; OVERWRITE's staging, swapped in only after a sweep that ended ok
+(the last tests drive the run script with a stand-in trainer)."""
 
+import os
+import pathlib
 import types
 
+from official_bench.contracts import exit_status, run_status
 from official_bench.launch import resume
+from support.helpers import free_ports
+from support.launch_cli import SCRIPTS, clean_env, run_together, script
+from support.log_tree_runs import snapshot
+from support.run_scripts import RUN_DEFAULTS
 
 NAMES = ["1n1g run 1", "1n1g run 2", "1n1g run 3"]
 
@@ -42,7 +51,8 @@ def _run(folder, i):
     log = folder / f"rn50_b4_fp32_{i}.log"
     worker = types.SimpleNamespace(log_path=str(log),
                                    json_path=str(log.with_suffix(".json")))
-    return types.SimpleNamespace(name=f"1n1g run {i}", workers=[worker])
+    return types.SimpleNamespace(name=f"1n1g run {i}", case="1n1g",
+                                 log_path=str(log), workers=[worker])
 
 
 def test_move_aside_renames_into_a_fresh_dated_dot_folder(tmp_path):
@@ -62,3 +72,198 @@ def test_move_aside_renames_into_a_fresh_dated_dot_folder(tmp_path):
     assert second == [str(tmp_path / ".replaced-20261125-210000-2")]
     assert (tmp_path / ".replaced-20261125-210000-2" / "rn50_b4_fp32_2.log"
             ).read_text() == "log 2"
+
+
+# -- more runs than TEST_NUM, and an OVERWRITE that fails (issue 40 §2, §9) --
+
+
+def _tree_run(folder, i, status="ok", local=False):
+    """Run i's files as a finished launcher leaves them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    log = folder / f"rn50_b4_fp32_{i}.log"
+    log.write_text(f"old log {i}\n")
+    (folder / f"rn50_b4_fp32_{i}.json").write_text("{}")
+    run_status.write_status(str(log), status, 0, "", 0.0, 1.0, 0, "h")
+    if local:
+        (folder / f"rn50_b4_fp32_{i}.log.local1").write_text("l")
+
+
+def test_runs_beyond_test_num_are_surveyed_and_moved(tmp_path):
+    _tree_run(tmp_path, 1)
+    _tree_run(tmp_path, 2, local=True)
+    _tree_run(tmp_path, 12)  # not run 1's prefix: rn50_b4_fp32_1.
+    (tmp_path / "rn50_b8_fp32_3.log").write_text("another batch")
+    (tmp_path / "rn50_b4_fp16_3.log").write_text("another dtype")
+    runs = [_run(tmp_path, 1)]
+    assert resume.survey(runs) == {
+        "1n1g run 1": "ok", "1n1g run 12": "ok, beyond TEST_NUM",
+        "1n1g run 2": "ok, beyond TEST_NUM"}
+    d = resume.decide(False, True, ["1n1g run 1"], {0: resume.survey(runs)},
+                      0, "T")
+    folders = resume.move_aside(runs, d.replace, "20261126-120000")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".replaced-20261126-120000", "rn50_b4_fp16_3.log",
+        "rn50_b8_fp32_3.log"]
+    assert len(list(pathlib.Path(folders[0]).iterdir())) == 10
+
+
+def test_refusal_and_resume_name_the_runs_beyond_test_num():
+    surveys = {0: {"1n1g run 1": "ok", "1n1g run 2": "ok, beyond TEST_NUM"}}
+    d = resume.decide(False, False, ["1n1g run 1"], surveys, 0, "T")
+    assert "T already holds runs of this sweep: 1n1g run 1 (ok), 1n1g run " \
+        "2 (ok, beyond TEST_NUM); nothing was touched" in d.problem
+    d = resume.decide(True, False, ["1n1g run 1"], surveys, 0, "T")
+    assert (d.reuse, d.replace) == (["1n1g run 1"], ["1n1g run 2"])
+
+
+def test_stage_then_swap_in_leaves_exactly_the_new_sweep(tmp_path):
+    _tree_run(tmp_path, 1)
+    _tree_run(tmp_path, 2)
+    runs = [_run(tmp_path, 1)]
+    names = list(resume.survey(runs))
+    [staging] = resume.stage(runs, "20261126-120000")
+    assert runs[0].workers[0].log_path == os.path.join(
+        staging, "rn50_b4_fp32_1.log")
+    pathlib.Path(runs[0].workers[0].log_path).write_text("new log")
+    pathlib.Path(runs[0].workers[0].json_path).write_text("new json")
+    [aside] = resume.swap_in(runs, names, "20261126-120000")
+    assert runs[0].workers[0].log_path == str(tmp_path /
+                                              "rn50_b4_fp32_1.log")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".replaced-20261126-120000", "rn50_b4_fp32_1.json",
+        "rn50_b4_fp32_1.log"]
+    assert (tmp_path / "rn50_b4_fp32_1.log").read_text() == "new log"
+    assert sorted(p.name for p in pathlib.Path(aside).iterdir()) == sorted(
+        f"rn50_b4_fp32_{i}{s}" for i in (1, 2)
+        for s in (".json", ".log", ".log.status.json"))
+
+
+# A trainer's stand-in (the launcher's --python): ok writes the result file
+# the launcher waits for (node 0's, node 1's), fail exits 1 with an error
+# line.
+FAKE = """#!/bin/sh
+for a in "$@"; do case "$a" in --model_dir=*) md="${a#--model_dir=}";; esac
+done
+[ "%s" = fail ] && { echo "error: fake trainer failed" >&2; exit 1; }
+mkdir -p "$md" && for f in result result_worker1; do echo '{}' > "$md/$f.json"
+done && echo "fake trainer ok"
+"""
+
+
+def _fake(tmp_path, kind):
+    path = tmp_path / f"fake_{kind}"
+    path.write_text(FAKE % kind)
+    path.chmod(0o755)
+    return str(path)
+
+
+def _sweep(tmp_path, kind="ok", test_num="1", **knobs):
+    return script("single", tmp_path, "4", "fp32", test_num, "--python",
+                  _fake(tmp_path, kind), timeout=120, **dict(
+                      RUN_DEFAULTS, **knobs))
+
+
+def _old_tree(tmp_path):
+    case = tmp_path / "logs" / "tensorflow" / "resnet50" / "bz4" / "1n1g"
+    for i in (1, 2):
+        _tree_run(case, i)
+    return case, snapshot(case)
+
+
+def _visible(case):
+    return sorted(p.name for p in case.iterdir()
+                  if not p.name.startswith("."))
+
+
+def test_sweep_over_more_runs_than_test_num(tmp_path):
+    """Runs 1-2 in the tree, TEST_NUM=1: refused (exit 6) with both named
+    and nothing touched; RESUME=1 keeps run 1 and moves run 2 aside."""
+    case, before = _old_tree(tmp_path)
+    out = _sweep(tmp_path)
+    assert out.returncode == exit_status.LOGS_IN_USE, out.stdout + out.stderr
+    assert "1n1g run 1 (ok), 1n1g run 2 (ok, beyond TEST_NUM); nothing was " \
+        "touched" in out.stderr
+    assert snapshot(case) == before
+    out = _sweep(tmp_path, RESUME="1")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "RESUME=1: moved the files of 1n1g run 2 aside into" in out.stdout
+    assert _visible(case) == ["rn50_b4_fp32_1.json", "rn50_b4_fp32_1.log",
+                              "rn50_b4_fp32_1.log.status.json"]
+    assert (case / "rn50_b4_fp32_1.log").read_text() == "old log 1\n"
+
+
+def test_failed_overwrite_leaves_the_old_runs_in_place(tmp_path):
+    """OVERWRITE=1 whose trainer fails every run: the old runs 1-2 stay
+    where the extractor reads them, byte for byte; the new files are in
+    the staging folder, which the line names."""
+    case, before = _old_tree(tmp_path)
+    out = _sweep(tmp_path, "fail", "2", OVERWRITE="1")
+    assert out.returncode == exit_status.FAILED, out.stdout + out.stderr
+    kept = {k: v for k, v in snapshot(case).items()
+            if not k.startswith(".overwrite-")}
+    assert kept == before
+    [staging] = [p for p in case.iterdir() if p.name.startswith(".")]
+    assert staging.name.startswith(".overwrite-")
+    assert (staging / "rn50_b4_fp32_2.log.status.json").exists()
+    assert "OVERWRITE=1: the sweep did not end ok, so the old runs (1n1g " \
+        "run 1, 1n1g run 2) stay where the extractor reads them; this " \
+        f"sweep's files are in {staging}" in out.stderr
+
+
+def test_overwrite_that_ends_ok_holds_exactly_the_new_sweep(tmp_path):
+    case, before = _old_tree(tmp_path)
+    out = _sweep(tmp_path, "ok", "1", OVERWRITE="1")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert _visible(case) == ["rn50_b4_fp32_1.json", "rn50_b4_fp32_1.log",
+                              "rn50_b4_fp32_1.log.status.json"]
+    assert "fake trainer ok" in (case / "rn50_b4_fp32_1.log").read_text()
+    [aside] = [p for p in case.iterdir() if p.name.startswith(".")]
+    assert aside.name.startswith(".replaced-")
+    assert snapshot(aside) == before  # renamed: bytes and times kept
+    assert f"OVERWRITE=1: every run ok: moved the files of 1n1g run 1, 1n1g " \
+        f"run 2 aside into {aside}" in out.stdout
+
+
+def _two_nodes(tmp_path, kinds, ports):
+    """Both launchers of a loopback two-node OVERWRITE=1 sweep, node k's
+    trainer a stand-in of kinds[k]: ([rc], [output])."""
+    w0, w1, b = ports
+    commands = []
+    for k, kind in enumerate(kinds):
+        env = clean_env(tmp_path, **dict(
+            RUN_DEFAULTS, NODES=f"127.0.0.1:{w0},127.0.0.1:{w1}",
+            BARRIER_PORT=b, TASK_INDEX=k, BARRIER_TIMEOUT=60,
+            OVERWRITE="1"))
+        commands.append((["bash", SCRIPTS["two"], "4", "fp32", "1",
+                          "--python", _fake(tmp_path, kind)], env))
+    return run_together(commands, tmp_path, 120)
+
+
+def test_two_nodes_agree_to_keep_or_replace_their_old_runs(tmp_path):
+    """Node 1's run fails: both nodes keep their old runs; then both ok:
+    both hold exactly the new sweep (each node moves its own tree, on the
+    sweep's status, which the barrier gives both alike)."""
+    root = tmp_path / "logs" / "tensorflow" / "resnet50" / "bz4" / "2n1g"
+    cases = [root, root / "node1"]
+    before = []
+    for case in cases:
+        for i in (1, 2):
+            _tree_run(case, i)
+        before.append({k: v for k, v in snapshot(case).items()
+                       if not k.startswith("node1/")})
+    ports = free_ports(3)
+    codes, outs = _two_nodes(tmp_path, ["ok", "fail"], ports)
+    assert codes == [exit_status.FAILED] * 2, outs
+    for case, was, out in zip(cases, before, outs):
+        assert "the sweep did not end ok, so the old runs (2n1g run 1, " \
+            "2n1g run 2) stay" in out, out
+        assert {k: v for k, v in snapshot(case).items()
+                if not k.startswith((".overwrite-", "node1/"))} == was
+    codes, outs = _two_nodes(tmp_path, ["ok", "ok"], free_ports(3))
+    assert codes == [0, 0], outs
+    for case in cases:
+        assert _visible(case) == [
+            n for n in ["node1", "rn50_b4_fp32_1.json", "rn50_b4_fp32_1.log",
+                        "rn50_b4_fp32_1.log.status.json"]
+            if n != "node1" or case == root]
+        assert "fake trainer ok" in (case / "rn50_b4_fp32_1.log").read_text()
