@@ -232,7 +232,9 @@ def _fresh_folder(parent: str, prefix: str, stamp: str) -> str:
     while True:
         folder = os.path.join(parent, prefix + stamp +
                               (f"-{n}" if n > 1 else ""))
-        with writing(folder, "a folder for replaced runs"):
+        with writing(folder, "the folder for replaced runs"
+                     if prefix == REPLACED_PREFIX else
+                     "OVERWRITE=1's folder for the new runs"):
             try:
                 os.makedirs(parent, exist_ok=True)
                 os.mkdir(folder)

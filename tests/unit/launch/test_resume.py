@@ -13,6 +13,7 @@ from support.helpers import free_ports
 from support.launch_cli import SCRIPTS, clean_env, run_together, script
 from support.log_tree_runs import snapshot
 from support.run_scripts import RUN_DEFAULTS
+from support.small_disk import PAGE, leave_free, small_tmpfs
 
 NAMES = ["1n1g run 1", "1n1g run 2", "1n1g run 3"]
 
@@ -267,3 +268,20 @@ def test_two_nodes_agree_to_keep_or_replace_their_old_runs(tmp_path):
                         "rn50_b4_fp32_1.log.status.json"]
             if n != "node1" or case == root]
         assert "fake trainer ok" in (case / "rn50_b4_fp32_1.log").read_text()
+
+
+def test_overwrite_into_a_full_disk_leaves_the_old_runs(tmp_path):
+    """OVERWRITE=1 on a log tree whose file system is full: the sweep stops
+    (exit 5, the line names the path) and the old runs stay where the
+    extractor reads them, byte for byte."""
+    logs = tmp_path / "logs"
+    with small_tmpfs(logs, 64 * PAGE):
+        case, before = _old_tree(tmp_path)
+        leave_free(str(logs), 0)
+        out = _sweep(tmp_path, "ok", "2", OVERWRITE="1")
+        assert out.returncode == exit_status.NOT_WRITABLE, \
+            out.stdout + out.stderr
+        assert "no space left on the device" in out.stderr, out.stderr
+        assert {k: v for k, v in snapshot(case).items()
+                if not k.startswith(".overwrite-")} == before
+        assert "Traceback" not in out.stdout + out.stderr
