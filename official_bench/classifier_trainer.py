@@ -49,11 +49,10 @@ def _default_model_dir() -> str:
 def _fail(message: str, status: int,
           error: Optional[BaseException] = None) -> int:
     """The one place a failure is said: once, as the last line; the
-    traceback of ``error`` above it only with --verbose (or absl's -v 1)."""
+    traceback of ``error`` above it only with --verbose."""
     logging.flush()
     sys.stdout.flush()
-    if error is not None and (flags.FLAGS["verbose"].value
-                              or logging.get_verbosity() >= logging.DEBUG):
+    if error is not None and flags.FLAGS["verbose"].value:
         traceback.print_exception(error, file=sys.stderr)
     print(f"error: {message}", file=sys.stderr, flush=True)
     return status
