@@ -186,7 +186,8 @@ def main(argv: Optional[Sequence[str]] = None, environ=None) -> int:
         plan.notes.append(f"{problem}; a real run stops here (exit 3)")
     cannot_run = None
     if not settings.dry_run and not (plan.horovod and plan.horovod.idle):
-        cannot_run = check_trainer_python(plan)
+        # DATA_DIR's problem first: it needs no interpreter check to say.
+        cannot_run = plan.data_problem or check_trainer_python(plan)
         if cannot_run and not plan.uses_barrier:
             print(f"error: {settings.script}: {cannot_run}", file=sys.stderr)
             return es.CONFIG

@@ -187,6 +187,11 @@ class Plan:
     cluster: Optional[List[str]] = None
     # Node 0: the addresses its barrier listens on (nodes.barrier_bind).
     barrier_bind: Optional[List[str]] = None
+    # DATA_DIR cannot give the trainer its train files (data_dir.py): the
+    # launcher stops before any run, and on two/multi nodes first tells
+    # the others through the barrier, as for a trainer Python that cannot
+    # run.
+    data_problem: Optional[str] = None
 
     @property
     def workers_per_node(self) -> int:
@@ -290,7 +295,7 @@ def make_plan(settings: Settings, stamp: str,
     merged = overrides_lib.shared_overrides(settings, devices, batch,
                                             yaml_tree, user, nodeset,
                                             horovod, notes)
-    _check_data_dir(settings, merged, yaml_tree, notes)
+    data_problem = _check_data_dir(settings, merged, yaml_tree, notes)
     cluster = _cluster(settings, nodeset, horovod, merged)
     barrier, bind = _barrier(settings, nodeset, horovod, resolver)
     interpreter = trainer_interpreter(settings, horovod)
@@ -300,25 +305,27 @@ def make_plan(settings: Settings, stamp: str,
                 nodeset, merged, runs, notes, barrier,
                 log_tree.batch_root(os.path.abspath(settings.log_dir), batch,
                                     settings.backend),
-                horovod, interpreter, cluster, bind)
+                horovod, interpreter, cluster, bind, data_problem)
 
 
 def _check_data_dir(settings: Settings, merged: Dict[str, Any],
-                    yaml_tree: Dict[str, Any], notes: List[str]) -> None:
+                    yaml_tree: Dict[str, Any],
+                    notes: List[str]) -> Optional[str]:
     """DATA_DIR must hold the train files its builder reads (data_dir.py):
-    else stop before anything is written, naming it (a dry run says it,
-    as it says an unresolved node)."""
+    else the problem, which stops a real run before anything is written
+    (Plan.data_problem; a dry run notes it, as it does an unresolved
+    node)."""
     if not settings.data_dir:
-        return
+        return None
     keys = data_dir_lib.train_keys(merged, yaml_tree)
     problem = data_dir_lib.problem(settings.data_dir,
                                    settings.describe("data_dir"), keys)
-    if problem and not settings.dry_run:
-        raise PlanError(problem)
-    if problem:
+    if problem and settings.dry_run:
         notes.append(f"{problem}; a real run stops here (exit 2)")
-        return
-    notes.append(data_dir_lib.describe(settings.data_dir, keys))
+        return None
+    if not problem:
+        notes.append(data_dir_lib.describe(settings.data_dir, keys))
+    return problem
 
 
 def _check_devices(devices: Devices, config_file: str,

@@ -12,7 +12,8 @@ import pytest
 
 from official_bench.contracts import exit_status
 from official_bench.launch import data_dir as data_dir_lib
-from support.launch_cli import script
+from support.helpers import free_ports
+from support.launch_cli import SCRIPTS, clean_env, run_together, script
 from support.run_scripts import RUN_DEFAULTS, failures
 
 LOOKED = ("looked for train-* (classic) and *-train.tfrecord-* (TFDS, also "
@@ -120,6 +121,26 @@ def test_train_keys_and_other_builders(tmp_path):
     assert data_dir_lib.problem(remote, "DATA_DIR", keys) is None
     assert "a remote path: not checked" in data_dir_lib.describe(remote,
                                                                  keys)
+
+
+def test_two_nodes_stop_together_on_one_nodes_data_dir(tmp_path):
+    """Node 1's DATA_DIR is missing: it tells node 0 through the barrier and
+    both stop before any run (exit 2), node 0 naming node 1's directory,
+    instead of node 0 waiting BARRIER_TIMEOUT for a node that quit."""
+    data = _records(tmp_path / "data")
+    w0, w1, b = free_ports(3)
+    commands = [(["bash", SCRIPTS["two"], "16", "fp32", "1"], clean_env(
+        tmp_path, DEVICE="cpu", NODES=f"127.0.0.1:{w0},127.0.0.1:{w1}",
+        BARRIER_PORT=b, TASK_INDEX=k, BARRIER_TIMEOUT=60,
+        DATA_DIR=str(data) if k == 0 else "/nonexistent/imagenet"))
+        for k in (0, 1)]
+    codes, outs = run_together(commands, tmp_path, 60)
+    assert codes == [exit_status.CONFIG] * 2, outs
+    assert "error: node 1 (127.0.0.1:" in outs[0] and \
+        "cannot start the trainer: DATA_DIR='/nonexistent/imagenet' (env " \
+        "DATA_DIR) does not exist or is not a directory" in outs[0], outs[0]
+    assert "run 1: starting" not in outs[0] + outs[1]
+    assert not list((tmp_path / "logs").rglob("*.log"))
 
 
 @pytest.mark.slow
