@@ -85,6 +85,10 @@ def test_run_scripts_one_and_two_nodes_and_extractor(tmp_path):
     (rc,), (out,) = run_together([(argv, env)], tmp_path, 260)
     assert rc == 0, failures(tmp_path, out)
     assert "done: 1 of 1 run(s) ok" in out
+    # the JAX run's stage lines reach the launcher's console (issue 40)
+    for stage in ("loading JAX ...", "building the model ...",
+                  "compiling the train step (XLA, 1 replica(s) on cpu) ..."):
+        assert f"[1n1g run 1/1] {stage}\n" in out, out
     single_s = time.monotonic() - start
 
     w0, w1, barrier = free_ports(3)
