@@ -96,7 +96,8 @@ def _fit(prep: Prepared) -> RunResult:
     cbs = _callbacks(prep, initial_epoch * plan.steps_per_epoch)
     cbs.keras_callbacks += file_check.callbacks(train_input.file_check,
                                                 cfg.train_dataset)
-    counted = flops.model_flops(model) if cbs.timed else None
+    with Stage("counting FLOPs"):
+        counted = flops.model_flops(model) if cbs.timed else None
 
     # 8. Fit.
     history, wall = _run_fit(prep, train_input.data, val_data, evaluate,
