@@ -1,7 +1,8 @@
 """An interrupted sweep resumes where it stopped (issue 30 §3): a 3-run
 sweep stopped during run 2, then RESUME=1 runs 2 and 3, keeps run 1 as it
 was, and the extractor counts 3 runs; on one node and on two loopback
-nodes (which agree on the runs to reuse through the barrier)."""
+nodes (which agree on the runs to reuse through the barrier). On one node,
+OVERWRITE=1 with TEST_NUM=1 then leaves the extractor exactly one run."""
 
 import signal
 import time
@@ -62,6 +63,17 @@ def test_resume_after_a_stop_in_run_2_single_node(tmp_path):
     assert [k.rsplit("/", 1)[1] for k in moved] == ["rn50_b4_fp32_2.log"]
     table, _ = extract_tables(tmp_path, root, PY)
     assert table["1n1g"]["num_runs"] == 3 and table["1n1g"]["excluded"] == []
+
+    # Issue 40 §2: OVERWRITE=1 TEST_NUM=1 over runs 1-3 leaves run 1 alone
+    # where the extractor reads (runs 2-3 were read too, and mixed, before).
+    rc, out = finish(start(tmp_path, "1", OVERWRITE="1"))
+    assert rc == exit_status.OK, failures(tmp_path, out)
+    assert "OVERWRITE=1: every run ok: moved the files of 1n1g run 1, 1n1g " \
+        "run 2, 1n1g run 3 aside into" in out
+    assert sorted(p.name for p in (root / "1n1g").glob("*.log")) == \
+        ["rn50_b4_fp32_1.log"]
+    table, _ = extract_tables(tmp_path, root, PY)
+    assert table["1n1g"]["num_runs"] == 1 and table["1n1g"]["excluded"] == []
 
 
 @pytest.mark.slow
