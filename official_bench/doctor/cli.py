@@ -303,8 +303,12 @@ def main(argv: Optional[Sequence[str]] = None,
     except ValueError as e:
         parser.error(str(e))
     if args.list:
+        if machine.no_gpu and any(c.skip == machine.no_gpu for c in selected):
+            out(f"official-bench-doctor: {report.skipped_line(machine.no_gpu)}")
         for c in selected:
-            out(f"{c.name:<34} {'SKIP: ' + c.skip if c.skip else 'run'}")
+            skip = report.NO_GPU_SHORT if c.skip and c.skip == machine.no_gpu \
+                else c.skip
+            out(f"{c.name:<34} {'SKIP: ' + skip if skip else 'run'}")
         return es.OK
     facts = dict(machine.to_json(), workdir=workdir)
     no_gpu = machine.no_gpu
@@ -312,8 +316,8 @@ def main(argv: Optional[Sequence[str]] = None,
                env_checks.gpus_row(machine.facts, machine.smi,
                                    machine.diagnosis, machine.reader_desc,
                                    args.require_gpu, machine.backend)]
-    if no_gpu:
-        out(f"official-bench-doctor: GPU checks will be skipped: {no_gpu}")
+    if no_gpu:  # the one place the reason is said (report.shown_detail)
+        out(f"official-bench-doctor: {report.skipped_line(no_gpu)}")
     timeouts = ({"gpu": args.timeout, "cpu": args.timeout} if args.timeout
                 else dict(DEFAULT_TIMEOUTS))
     ctx = run_checks.RunContext(
@@ -369,7 +373,7 @@ def _run_all(selected, planned, ctx, out, output, machine, started, no_gpu,
         results = list(done.values())
         out(f"{tag}: {result.result}" + (
             f" in {time.monotonic() - start:.0f} s" if not spec.skip else
-            f" ({result.detail})"))
+            f" ({report.shown_detail(result, no_gpu)})"))
         report.write(output, report.document(head + results, machine,
                                              started, None, no_gpu))
     return results

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import textwrap
 from typing import Any, Dict, Optional, Sequence
 
 from official_bench.contracts import exit_status as es
@@ -26,6 +27,7 @@ from official_bench.host.atomic import write_text_atomic
 from official_bench.host.write_errors import writing
 
 SCHEMA = "official_bench.doctor/1"
+COLUMNS = 100  # the table's width (docs/doctor.md)
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 
 
@@ -52,22 +54,45 @@ def exit_status(results: Sequence[CheckResult]) -> int:
     return es.FAILED if any(r.result == FAIL for r in results) else es.OK
 
 
+def shown_detail(result: CheckResult, gpu_skipped: Optional[str]) -> str:
+    """A row's detail as printed: a check skipped for want of a GPU says
+    "no GPU (reason above)", the reason being said once, before the checks
+    (skipped_line); the JSON keeps the whole detail."""
+    if gpu_skipped and result.result == SKIP and result.detail == gpu_skipped:
+        return NO_GPU_SHORT
+    return result.detail
+
+
+NO_GPU_SHORT = "no GPU (reason above)"
+
+
+def skipped_line(gpu_skipped: str) -> str:
+    """The one line that says why the GPU checks are skipped."""
+    return f"GPU checks skipped: {gpu_skipped}"
+
+
 def table(results: Sequence[CheckResult],
           gpu_skipped: Optional[str] = None) -> str:
-    """The table printed at the end, then a fix line per failure."""
+    """The table printed at the end, then a fix line per failure; no line
+    wider than COLUMNS (a long detail goes on under its column)."""
     width = max([len("check")] + [len(r.name) for r in results])
+    lead = width + 10  # "name  result  "
     lines = [f"{'check':<{width}}  result  detail",
-             f"{'-' * width}  ------  {'-' * 40}"]
+             f"{'-' * width}  ------  {'-' * min(40, COLUMNS - lead)}"]
     for r in results:
-        lines.append(f"{r.name:<{width}}  {r.result:<6}  {r.detail}")
+        detail = textwrap.wrap(shown_detail(r, gpu_skipped),
+                               max(20, COLUMNS - lead),
+                               break_on_hyphens=False) or [""]
+        lines.append(f"{r.name:<{width}}  {r.result:<6}  {detail[0]}")
+        lines += [" " * lead + more for more in detail[1:]]
     s = summary(results)
     lines.append("")
     lines.append(f"{s[PASS]} passed, {s[FAIL]} failed, {s[SKIP]} skipped")
-    if gpu_skipped:
-        lines.append(f"GPU checks skipped: {gpu_skipped}")
     for r in results:
         if r.result == FAIL and r.fix:
-            lines.append(f"fix {r.name}: {r.fix}")
+            lines += textwrap.wrap(f"fix {r.name}: {r.fix}", COLUMNS,
+                                   subsequent_indent="    ",
+                                   break_on_hyphens=False)
     return "\n".join(lines)
 
 

@@ -49,4 +49,7 @@ def test_doctor_cpu_subset_for_real(tmp_path):
         assert any(l.split()[:2] == [name, row["result"]]
                    for l in p.stdout.splitlines()), name
     assert f"GPU checks skipped: {reason}" in p.stdout
+    assert p.stdout.count(reason) == 1  # said once; the rows say "no GPU"
+    table = p.stdout[p.stdout.index("check "):].splitlines()
+    assert max(len(line) for line in table[:-1]) <= 100  # but "written to"
     assert "[1/" in p.stdout and ": running (timeout 300 s)" in p.stdout

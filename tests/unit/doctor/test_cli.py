@@ -104,8 +104,9 @@ def test_cli_list_and_bad_only_on_this_machine(capsys):
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        assert cli.main(["--list", "--only", "cpu-m*"], out=lines.append) \
-            == 0
+        assert cli.main(["--list", "--only", "cpu-m*", "--only",
+                         "1gpu-fp32-channels_last-xla_off"],
+                        out=lines.append) == 0
         with pytest.raises(SystemExit) as e:
             cli.main(["--list", "--only", "1gpu-fp64-*"], out=print)
     finally:
@@ -117,7 +118,12 @@ def test_cli_list_and_bad_only_on_this_machine(capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert "--only '1gpu-fp64-*' matches no check; valid: tensorflow" in err
-    listed = [l.split()[0] for l in lines[1:]]
-    assert listed == ["tensorflow", "gpus", "cpu-mirrored-2dev",
-                      "cpu-multi_worker-2x1"]
-    assert "GPU checks will be skipped" not in "\n".join(lines)  # --list
+    # No GPU here: the reason once, then each GPU check says "no GPU".
+    assert lines[1].startswith("official-bench-doctor: GPU checks skipped: "
+                               "no GPU visible to TensorFlow: ")
+    reason = lines[1].split("GPU checks skipped: ", 1)[1]
+    assert "\n".join(lines).count(reason) == 1
+    listed = [l.split()[0] for l in lines[2:]]
+    assert listed == ["tensorflow", "gpus", "1gpu-fp32-channels_last-xla_off",
+                      "cpu-mirrored-2dev", "cpu-multi_worker-2x1"]
+    assert lines[4].endswith("SKIP: no GPU (reason above)")
