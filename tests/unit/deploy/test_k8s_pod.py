@@ -142,3 +142,27 @@ def test_the_run_scripts_are_found_in_the_checkout():
     for name in ("run_single_node.sh", "run_two_node.sh",
                  "run_multi_node.sh"):
         assert pod.find_script(name) == f"{REPO}/{name}"
+
+
+def test_the_launcher_takes_index_and_barrier_from_the_operators_tf_config(
+        tmp_path):
+    """The pod's plan handed to the launcher (dry run): node 1 of the TFJob
+    by TF_CONFIG's task, node 0's barrier on worker 0's service name at
+    port + 1, the TF_CONFIG passed to the trainer unchanged."""
+    from support.launch_cli import clean_env
+    hosts = k8s.pod_hosts(k8s.Options(nodes=2, gpus=1, image="i",
+                                      kind="tfjob", namespace="ml"))
+    p = pod.plan(dict(manifest_env(kind="tfjob", gpus=0),
+                      TF_CONFIG=operator_tf_config(hosts, 1)))
+    env = clean_env(tmp_path, **{k: v for k, v in p.env.items()
+                                 if k not in ("LOG_DIR", "MODEL_DIR",
+                                              "BARRIER_SECRET_FILE")})
+    out = subprocess.run(["bash", pod.find_script(p.script), "--dry-run"],
+                         cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert ("this node: index 1 = official-bench-worker-1.ml.svc:2222 "
+            "(TF_CONFIG task)") in out.stdout
+    assert "barrier: node 0's launcher at official-bench-worker-0.ml.svc:" \
+        "2223" in out.stdout
+    assert f"TF_CONFIG for the trainer: {p.env['TF_CONFIG']}" in out.stdout
