@@ -463,16 +463,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except SystemExit as e:  # argparse exits on --help and on usage errors
         return e.code if isinstance(e.code, int) else exit_status.CONFIG
     if args.compare is None and args.log_dir is None:
-        parser.print_usage(sys.stderr)
         print(f"{parser.prog}: error: --log_dir is required (or --compare "
-              "A.json B.json)", file=sys.stderr)
+              "A.json B.json); see --help", file=sys.stderr)
         return exit_status.CONFIG
     if args.window and (args.warmup_batches is not None
                         or args.train_batches is not None):
-        parser.print_usage(sys.stderr)
         print(f"{parser.prog}: error: --window {args.window} chooses "
-              "--warmup_batches and --train_batches; give one or the other",
-              file=sys.stderr)
+              "--warmup_batches and --train_batches; give one or the other; "
+              "see --help", file=sys.stderr)
+        return exit_status.CONFIG
+    try:  # a bad flag value is bad usage, before any file is read
+        _check_options(_or(args.warmup_batches, DEFAULT_WARMUP_BATCHES),
+                       _or(args.train_batches, DEFAULT_TRAIN_BATCHES),
+                       args.method, args.spread_warn)
+    except ExtractError as e:
+        print(f"{parser.prog}: error: {e}; see --help", file=sys.stderr)
         return exit_status.CONFIG
     try:
         if args.compare:

@@ -228,13 +228,16 @@ def test_all_runs_excluded(tmp_path, capsys):
     (["--spread_warn", "-2"], "spread_warn is -2, must be >= 0"),
 ])
 def test_bad_option_values(capsys, argv, message):
+    # A flag error: exit 2, one line naming it (docs/exit_status.md).
     status, _, err = run_cli(capsys, "--log_dir", FIXTURE, *argv)
-    assert status == 1 and message in err
+    assert status == exit_status.CONFIG and message in err
+    assert err.count("\n") == 1, err
 
 
 def test_usage_errors(capsys):
     status, _, err = run_cli(capsys)
     assert status == 2 and "--log_dir is required" in err
+    assert err.count("\n") == 1, err
     status, _, err = run_cli(capsys, "--log_dir", FIXTURE, "--method", "median")
     assert status == 2 and "choose from 'mean', 'time'" in err
     status, _, err = run_cli(capsys, "--log_dir", FIXTURE, "--plot", "--no_plot")
