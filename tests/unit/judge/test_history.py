@@ -328,3 +328,39 @@ def test_full_disk_becomes_the_one_not_writable_line(tmp_path):
             raise err
     assert history_db._as_os_error(
         sqlite3.OperationalError("no such table: runs"), db) is None
+
+
+def test_other_lengths_and_trees_are_other_cases(tmp_path, capsys):
+    """Runs of one setup but another counted window, or from another tree
+    (a model_dir's home, an imported LOG_DIR), are never compared; --case
+    with the setup alone lists each."""
+    from official_bench.judge import history
+    db = str(tmp_path / "h.sqlite")
+    rows = [row_from_result(_result([100.0 + k] * n), "trainer", home,
+                            1e9 + k)
+            for k, (n, home) in enumerate(
+                [(5, "/runs/a")] * 3 + [(8, "/runs/a")] * 2 + [(5, "/runs/b")])]
+    rows.append(row_from_result(
+        _result([99.0] * 5), "trainer",
+        "/runs/c/tensorflow/resnet50/bz8/1n1g/rn50_b8_fp32_1.20261126-"
+        "120000", 2e9))
+    assert history_db.append(db, rows) == 7
+    labels = sorted({r.case_label for r in history_db.read_rows(db)})
+    assert labels == [SETUP + ", steps 10-60, /runs/a",
+                      SETUP + ", steps 10-60, /runs/b",
+                      SETUP + ", steps 10-60, /runs/c",
+                      SETUP + ", steps 10-90, /runs/a"]
+    assert history.main(["--db", db, "--case", SETUP]) == exit_status.OK
+    out = capsys.readouterr().out
+    assert sorted(line for line in out.splitlines()
+                  if line.startswith("== ")) == ["== " + c for c in labels]
+    # Two imported log trees: two cases, each named by its LOG_DIR.
+    for tree in ("x", "y"):
+        logkit.write_run(str(tmp_path / tree / "tensorflow" / "resnet50" /
+                             "bz128"), "1n1g", [50.0] + [100.0] * 6)
+        assert history.main(["--db", db, "--import",
+                             str(tmp_path / tree)]) == exit_status.OK
+    imported = [r.case_label for r in history_db.read_rows(db)
+                if r.source == "import"]
+    assert imported == [f"1n1g b128 fp32, steps 100-600, {tmp_path / t}"
+                        for t in ("x", "y")]
