@@ -283,8 +283,7 @@ def _write_outputs(extraction: Extraction, output_dir: str, markdown: bool,
     elif plot is None:  # wanted if possible: say why there is none
         notes.append(plot_note)
     if html:
-        images = [(png, "Scaling against devices, and throughput per interval "
-                   "of each case's runs")] if png else []
+        images = [(png, _plot_caption(extraction.result))] if png else []
         if history_png:
             images.append((history_png,
                            f"Run history ({history}): each case's mean "
@@ -294,6 +293,14 @@ def _write_outputs(extraction: Extraction, output_dir: str, markdown: bool,
             extraction.bandwidth))
         written.append(paths["html"])
     return written, notes
+
+
+def _plot_caption(result: tables.Result) -> str:
+    """The HTML page's words for the PNG (extract/plot.py's layout)."""
+    from official_bench.extract import plot as plotting
+    top = ("Scaling against devices" if plotting.scaling_panels(result) > 1
+           else "Samples/s per section on one device count")
+    return f"{top}, and throughput per interval of each case's runs"
 
 
 def _make_plot(extraction: Extraction, path: str, plot: Optional[bool],
