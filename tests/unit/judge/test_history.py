@@ -355,9 +355,9 @@ def test_other_lengths_and_trees_are_other_cases(tmp_path, capsys):
     assert sorted(line for line in out.splitlines()
                   if line.startswith("== ")) == ["== " + c for c in labels]
     # Two imported log trees: two cases, each named by its LOG_DIR.
-    for tree in ("x", "y"):
+    for tree, rate in (("x", 100.0), ("y", 101.0)):
         logkit.write_run(str(tmp_path / tree / "tensorflow" / "resnet50" /
-                             "bz128"), "1n1g", [50.0] + [100.0] * 6)
+                             "bz128"), "1n1g", [50.0] + [rate] * 6)
         assert history.main(["--db", db, "--import",
                              str(tmp_path / tree)]) == exit_status.OK
     imported = [r.case_label for r in history_db.read_rows(db)
