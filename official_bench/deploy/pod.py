@@ -211,7 +211,7 @@ def run_and_hold(argv: List[str], env: Dict[str, str], hold: int) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, forward)
     status = child.wait()
-    if not stopping:
+    if not stopping and hold > 0:
         print(copy_hint(env, hold), flush=True)
         deadline = time.monotonic() + hold
         while not stopping and time.monotonic() < deadline:
@@ -239,8 +239,8 @@ def main() -> int:
               f"or {os.getcwd()}: run the image's project directory",
               file=sys.stderr)
         return CONFIG
-    if p.hold == 0:
-        os.execvpe("bash", ["bash", script], p.env)
+    # Never exec: this process is the container's PID 1, which the kernel
+    # spares signals it has no handler for; run_and_hold forwards them.
     return run_and_hold(["bash", script], p.env, p.hold)
 
 

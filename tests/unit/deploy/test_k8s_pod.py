@@ -166,3 +166,24 @@ def test_the_launcher_takes_index_and_barrier_from_the_operators_tf_config(
     assert "barrier: node 0's launcher at official-bench-worker-0.ml.svc:" \
         "2223" in out.stdout
     assert f"TF_CONFIG for the trainer: {p.env['TF_CONFIG']}" in out.stdout
+
+
+def test_a_sigterm_reaches_the_sweep_without_a_hold():
+    """The pod's command is the container's PID 1, which gets no signal it
+    has no handler for: with --hold 0 too, it forwards kubectl delete's
+    SIGTERM to the run script instead of exec'ing it."""
+    import signal
+    code = ("import sys; from official_bench.deploy import pod; "
+            "sys.exit(pod.run_and_hold(['bash', '-c', 'trap \"echo got-term; "
+            "exit 7\" TERM; echo ready; sleep 60 & wait'], "
+            "{'PATH': '/usr/bin:/bin'}, 0))")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 7 and "got-term" in out
+    assert "kubectl cp" not in out  # no hold, no copy hint
