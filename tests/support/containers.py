@@ -7,17 +7,17 @@ and containers on a shared network.
 - test_image(): the name of IMAGE, built from the Containerfile on BASE at
   most once per session (a file lock serialises pytest-xdist workers); an
   image whose `ob.sources` label matches the sources' hash is reused as is,
-  else podman rebuilds only the layers whose inputs changed. The host's pip
-  cache is mounted at build time so TensorFlow is downloaded once. Skips
+  else podman rebuilds only the layers whose inputs changed (the image it
+  replaces is removed). The host's pip cache is mounted at build time. Skips
   with skip_reason(); fails with the build's tail when the build fails.
 - argv(image, command, name=, network=, env=, volumes=, workdir=): the
   `podman run --rm` command line; volumes map host path -> container path.
 - run(image, command, timeout=, **same) -> CompletedProcess (text, stdout
   and stderr together); start(...) -> Popen, the same, in the background.
 - remove(*names): `podman rm -f` of containers, whatever their state.
-- network(name): context manager creating a podman network (containers on
-  it reach each other by --name) and removing it, and its containers' names
-  given to it via `network.names`, afterwards.
+- network(name, names=()): context manager creating a podman network
+  (containers on it reach each other by --name) and removing it afterwards,
+  with the containers `names` (or those set on `net.names` meanwhile).
 """
 
 import contextlib
@@ -99,10 +99,14 @@ def sources_hash():
     return digest.hexdigest()
 
 
-def _label():
+def _built():
+    """(image id, its ob.sources label), or (None, None) where none."""
     out = podman("image", "inspect", "--format",
-                 '{{index .Labels "ob.sources"}}', IMAGE)
-    return out.stdout.strip() if out.returncode == 0 else None
+                 '{{.Id}} {{index .Labels "ob.sources"}}', IMAGE)
+    if out.returncode != 0:
+        return None, None
+    image_id, _, label = out.stdout.strip().partition(" ")
+    return image_id, label
 
 
 def build_argv(label):
@@ -124,7 +128,8 @@ def test_image():
     with open(os.path.join(CACHE, "container-image.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         label = sources_hash()
-        if _label() != label:
+        old, built_from = _built()
+        if built_from != label:
             out = subprocess.run(build_argv(label), cwd=REPO, text=True,
                                  stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT,
@@ -132,6 +137,8 @@ def test_image():
             if out.returncode != 0:
                 pytest.fail("podman build of the test image failed:\n"
                             + out.stdout[-4000:])
+            if old and _built()[0] != old:
+                podman("rmi", old)  # its own layers; refused while in use
     _state["image"] = IMAGE
     return IMAGE
 
