@@ -11,7 +11,7 @@ import copy
 from typing import Any, Dict, List, Optional
 
 from official_bench import config as config_lib
-from official_bench.config import dotted_keys
+from official_bench.config import backends, dotted_keys
 from official_bench.config.paths import DATA_DIR_READERS
 from official_bench.contracts import dtypes
 from official_bench.launch.errors import PlanError
@@ -86,6 +86,14 @@ def _builder(settings: Settings, ds: str, yaml_tree: Dict[str, Any],
         if configured not in (None, "synthetic"):
             dotted_keys.put(base, f"{ds}.builder", "synthetic")
         return
+    readers = backends.TRAITS[settings.backend].builders
+    if readers is not backends.ALL and \
+            not set(readers) & set(DATA_DIR_READERS):
+        raise PlanError(
+            f"{settings.describe('data_dir')} is set, but BACKEND="
+            f"{settings.backend} trains on {', '.join(readers)} data only "
+            "(docs/backends.md); unset DATA_DIR, or use BACKEND=tensorflow "
+            "for real data")
     asked = dotted_keys.get(user, f"{ds}.builder")
     if asked is not None and asked not in DATA_DIR_READERS and \
             ds == "train_dataset":

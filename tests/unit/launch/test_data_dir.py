@@ -70,6 +70,16 @@ def test_a_builder_that_would_ignore_data_dir_is_refused(tmp_path):
         "service, python"), line
 
 
+def test_a_backend_without_a_reader_is_refused(tmp_path):
+    data = _records(tmp_path / "data")
+    line, _ = _refused(tmp_path, str(data), BACKEND="jax")
+    assert line == (
+        f"error: run_single_node.sh: DATA_DIR='{data}' (env DATA_DIR) is "
+        "set, but BACKEND=jax trains on synthetic data only "
+        "(docs/backends.md); unset DATA_DIR, or use BACKEND=tensorflow for "
+        "real data")
+
+
 def _records(folder):
     folder.mkdir()
     for i in range(2):
