@@ -201,10 +201,12 @@ def default_path(model_dir: Optional[str]) -> Optional[str]:
     return os.path.join(home_of(os.path.abspath(model_dir)), FILE_NAME)
 
 
-def _check_header(path: str) -> None:
-    """HistoryError unless ``path`` is absent, empty, or an SQLite file of
-    as many whole pages as its header says (a cut copy is not); read
-    before SQLite opens it, so a foreign file stays as it was."""
+def _check_header(path: str, whole_pages: bool = False) -> None:
+    """HistoryError unless ``path`` is absent, empty, or an SQLite file
+    (read before SQLite opens it, so a foreign file stays as it was) and,
+    with ``whole_pages``, of as many whole pages as its header says (a cut
+    copy is not; checked under a read lock: a commit extends the file page
+    by page after the header)."""
     try:
         with open(path, "rb") as f:
             head = f.read(_HEADER_BYTES)
@@ -223,6 +225,8 @@ def _check_header(path: str) -> None:
         raise HistoryError(f"run history {path} is not an SQLite database "
                            "(corrupt, or another program's file); left as "
                            "it is: move it away or set history.path")
+    if not whole_pages:
+        return
     page = int.from_bytes(head[16:18], "big") if len(head) >= 18 else 0
     page = 65536 if page == 1 else page
     pages = int.from_bytes(head[28:32], "big")
@@ -243,6 +247,18 @@ def _has_wal(path: str) -> bool:
         return False
 
 
+def _check_sound(conn: sqlite3.Connection, path: str) -> None:
+    """Under a read lock (no commit half written): whole pages, then
+    :func:`_quick_check`."""
+    conn.execute("BEGIN")
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        _check_header(path, whole_pages=True)
+        _quick_check(conn, path)
+    finally:
+        _rollback(conn)
+
+
 def _quick_check(conn: sqlite3.Connection, path: str) -> None:
     """HistoryError when SQLite's ``PRAGMA quick_check`` (the structure of
     every page, without cross-checking indexes: linear in the file, a few
@@ -256,9 +272,11 @@ def _quick_check(conn: sqlite3.Connection, path: str) -> None:
 def _check_identity(conn: sqlite3.Connection, path: str) -> bool:
     """True when the file is ours, False when it is a new empty database;
     HistoryError for another program's database or another version."""
-    app = conn.execute("PRAGMA application_id").fetchone()[0]
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+    # One statement, one snapshot: a first writer may commit in between.
+    app, version, tables = conn.execute(
+        "SELECT (SELECT application_id FROM pragma_application_id), "
+        "(SELECT user_version FROM pragma_user_version), "
+        "(SELECT count(*) FROM sqlite_master)").fetchone()
     if app == 0 and version == 0 and tables == 0:
         return False
     if app != APPLICATION_ID:
@@ -358,7 +376,7 @@ def _connect(path: str, read_only: bool) -> Iterator[sqlite3.Connection]:
             raise (_as_os_error(e, path) or HistoryError(
                 f"run history {path}: cannot open it: {e}")) from None
         try:
-            _quick_check(conn, path)
+            _check_sound(conn, path)
             yield conn
         except sqlite3.DatabaseError as e:
             if isinstance(e, sqlite3.OperationalError) and _is_busy(e):
