@@ -78,11 +78,13 @@ def test_bandwidth_table_outputs(tree, tmp_path, capsys):
     out = tmp_path / "out"
     assert extract.main(["--log_dir", str(tree), "--output_dir", str(out),
                          "--no_plot"]) == 0
-    err = capsys.readouterr().err
-    assert "## All-reduce bandwidth" in err
+    # On stdout after the result JSON, with the Markdown table.
+    stdout = capsys.readouterr().out
+    _, end = json.JSONDecoder().raw_decode(stdout)
+    assert "## All-reduce bandwidth" in stdout[end:]
     # 1n2g float32 model row: median 0.6 s, 4000 B -> algbw 6.667e-6 GB/s
     assert "| 1n2g | 3.9 KiB (model) | float32 | 2 | 600.000 | 0.000 | " \
-        "0.000 | 2 |" in err
+        "0.000 | 2 |" in stdout[end:]
     md = (out / "bz128_result.md").read_text()
     assert "| 2n1g | 64 KiB | float32 | 2 | 10.000 | 0.007 | 0.007 | 1 |" \
         in md
@@ -98,14 +100,19 @@ def test_allreduce_only_tree(tmp_path, capsys):
     write_allreduce(log_dir, "2n1g", [(1 << 20, "float32", 2, 0.001,
                                        False)])
     out = tmp_path / "out"
+    # 1 MiB in 1 ms: algbw 1.049 GB/s, busbw the same for 2 ranks
+    row = "| 2n1g | 1 MiB | float32 | 2 | 1.000 | 1.049 | 1.049 | 1 |"
     assert extract.main(["--log_dir", str(log_dir), "--output_dir",
                          str(out)]) == 0
     captured = capsys.readouterr()
-    assert json.loads(captured.out) == {}
-    # 1 MiB in 1 ms: algbw 1.049 GB/s, busbw the same for 2 ranks
-    assert "| 2n1g | 1 MiB | float32 | 2 | 1.000 | 1.049 | 1.049 | 1 |" \
-        in captured.err
+    printed, end = json.JSONDecoder().raw_decode(captured.out)
+    assert printed == {} and row in captured.out[end:]
     assert "no plot: all-reduce results only" in captured.err
+    # --json_only: stdout is the JSON alone, the table goes to stderr.
+    assert extract.main(["--log_dir", str(log_dir), "--output_dir",
+                         str(out), "--json_only"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "{}\n" and row in captured.err
 
 
 def test_bad_allreduce_file_is_a_warning(tree):
