@@ -12,6 +12,11 @@
 # sources, else http://deb.debian.org/debian), CONTAINERS_CONF (default
 # /etc/containers/containers.conf).
 set -uo pipefail
+case "${1:-}" in
+  -h|--help) sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+  "") ;;
+  *) echo "usage: bash scripts/container_setup.sh [--help]" >&2; exit 2 ;;
+esac
 
 BASE=${OB_CONTAINER_BASE:-localhost/debian-base:bookworm}
 CONF=${CONTAINERS_CONF:-/etc/containers/containers.conf}
@@ -86,7 +91,7 @@ mirror() {
 }
 
 build_base() {
-  if podman image exists "$BASE"; then say "base image $BASE: present"; return; fi
+  if podman image exists "$BASE" 2>/dev/null; then say "base image $BASE: present"; return; fi
   is_root || cannot "no base image $BASE and debootstrap needs root"
   local dir log=/tmp/container_setup.debootstrap.log
   dir=$(mktemp -d /var/tmp/ob-debian-base.XXXXXX)
