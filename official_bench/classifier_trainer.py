@@ -71,7 +71,7 @@ def main(argv) -> int:
         check_local_dirs(cfg)
         resolve_cluster(cfg.runtime, quiet=True)
     except config_lib.ConfigError as e:
-        return _fail(str(e), exit_status.CONFIG)
+        return _fail(str(e), exit_status.CONFIG, e)
     # oneDNN or Eigen: TensorFlow reads TF_ENABLE_ONEDNN_OPTS only when it
     # loads, so it is set now (runtime/cpu_kernels.py).
     from official_bench.runtime import cpu_kernels
