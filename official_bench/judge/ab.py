@@ -167,11 +167,11 @@ def run_once(side: Side, work_dir: str, round_no: int,
     except OSError as e:
         raise ExtractError(f"side {side.name}: cannot start {cmd[0]}: {e}"
                            ) from e
+    _keep_log(log_path, output)  # a stopped run's too
     if killed:
         raise ExtractError(f"side {side.name}, round {round_no}: still "
                            f"running after {timeout:g} s: {' '.join(cmd)}")
     seconds = time.perf_counter() - start
-    _keep_log(log_path, output)
     counted = counted_intervals(output, warmup_intervals)
     if returncode != 0 or not counted:
         tail = "\n".join(output.splitlines()[-_TAIL_LINES:])

@@ -59,4 +59,6 @@ def test_a_run_past_its_timeout_is_stopped_and_named(tmp_path):
     with pytest.raises(ExtractError, match=r"side A, round 1: still running "
                                            r"after 1 s"):
         ab.run_once(_side(tmp_path, tmp_path / "never"), str(tmp_path / "w"),
-                    1, timeout=1)
+                    1, timeout=1, log_path=str(tmp_path / "a.log"))
+    assert "official_bench: stage: training steps 1-30" in \
+        (tmp_path / "a.log").read_text()  # what it printed is kept
