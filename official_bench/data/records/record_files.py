@@ -18,10 +18,11 @@ from absl import logging
 
 from official_bench.config import ConfigError, DatasetConfig
 from official_bench.config.paths import missing_dir_message
+from official_bench.contracts import record_names
 from official_bench.runtime.keras_setup import tf
 
-CLASSIC = "classic"
-TFDS = "tfds"
+CLASSIC = record_names.CLASSIC
+TFDS = record_names.TFDS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,7 +59,7 @@ def _version_key(path: str) -> Tuple:
 def _tfds_candidates(data_dir: str, split: str,
                      name: Optional[str]) -> List[str]:
     direct = _visible(tf.io.gfile.glob(
-        os.path.join(data_dir, f"*-{split}.tfrecord-*")))
+        os.path.join(data_dir, record_names.pattern(TFDS, split))))
     if direct:
         return direct
     # A TFDS data_dir root: <data_dir>/<name>/<version>/.
@@ -68,7 +69,7 @@ def _tfds_candidates(data_dir: str, split: str,
                           key=_version_key, reverse=True)
         for version_dir in versions:
             files = _visible(tf.io.gfile.glob(
-                os.path.join(version_dir, f"*-{split}.tfrecord-*")))
+                os.path.join(version_dir, record_names.pattern(TFDS, split))))
             if files:
                 return files
     return []
@@ -103,8 +104,8 @@ def find_files(ds: DatasetConfig, is_training: bool) -> Tuple[List[str],
         raise ConfigError(f"{key}.data_dir {data_dir!r} is empty; write "
                           "TFRecords there first (python -m "
                           "official_bench.data.build.build_records)")
-    classic = _visible(tf.io.gfile.glob(os.path.join(data_dir,
-                                                     f"{ds.split}-*")))
+    classic = _visible(tf.io.gfile.glob(os.path.join(
+        data_dir, record_names.pattern(CLASSIC, ds.split))))
     tfds = _tfds_candidates(data_dir, ds.split, ds.name)
     if ds.layout == CLASSIC or (ds.layout == "auto" and classic):
         if ds.layout == "auto" and tfds:
@@ -118,16 +119,10 @@ def find_files(ds: DatasetConfig, is_training: bool) -> Tuple[List[str],
     else:
         files, layout = [], None
     if not files:
-        looked = {
-            CLASSIC: f"{ds.split}-* (classic)",
-            TFDS: f"*-{ds.split}.tfrecord-* (TFDS, also under <name>/"
-                  "<version>/)",
-        }
-        wanted = [looked[ds.layout]] if ds.layout in looked else \
-            list(looked.values())
         raise ConfigError(
             f"{key}: no files for split {ds.split!r} in data_dir "
-            f"{data_dir!r}; looked for {' and '.join(wanted)}")
+            f"{data_dir!r}; looked for "
+            f"{record_names.looked_for(ds.split, ds.layout)}")
     return files, layout
 
 
@@ -151,4 +146,5 @@ def file_sizes(files: Sequence[str]) -> List[int]:
 
 def classic_files(data_dir: str, split: str) -> List[str]:
     """The classic shards of `split` in `data_dir`, sorted."""
-    return _visible(tf.io.gfile.glob(os.path.join(data_dir, f"{split}-*")))
+    return _visible(tf.io.gfile.glob(os.path.join(
+        data_dir, record_names.pattern(CLASSIC, split))))
