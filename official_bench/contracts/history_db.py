@@ -184,7 +184,7 @@ def log_root(log_path: str) -> str:
         here = os.path.dirname(here)
     if log_tree.parse_case_name(os.path.basename(here)):
         here = os.path.dirname(here)
-    if re.fullmatch(r"bz\d+", os.path.basename(here)):
+    if log_tree.BATCH_DIR.parse(os.path.basename(here)) is not None:
         here = os.path.dirname(here)
         framework = os.path.dirname(here)
         if os.path.basename(here) == log_tree.FRAMEWORK_DIRS[-1] and \
