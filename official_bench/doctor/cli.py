@@ -229,13 +229,17 @@ def choose_backend(requested: str, probe_tf: Probe, probe_jax: Probe
 
 
 def gather(env: Dict[str, str], horovod_venv: Optional[str],
-           backend: str = "tensorflow") -> Machine:
+           backend: str = "tensorflow",
+           progress: Optional[Callable[[str], None]] = None) -> Machine:
     """Asks the backend (in a subprocess) and nvidia-smi what this machine
-    has, diagnoses a missing GPU, and finds the Horovod venv."""
+    has, diagnoses a missing GPU, and finds the Horovod venv; `progress`
+    gets a line while a probe takes long."""
     choice = choose_backend(
         backend,
-        lambda: tfprobe.probe(sys.executable, REPO, env, PROBE_TIMEOUT),
-        lambda: jaxprobe.probe(sys.executable, REPO, env, PROBE_TIMEOUT))
+        lambda: tfprobe.probe(sys.executable, REPO, env, PROBE_TIMEOUT,
+                              progress),
+        lambda: jaxprobe.probe(sys.executable, REPO, env, PROBE_TIMEOUT,
+                               progress))
     (tf_facts, probe_error), (jax_facts, jax_error) = choice.tf, choice.jax
     smi = gpu_diagnosis.probe_nvidia_smi()
     visible = host_gpus.cuda_visible_devices()
@@ -293,7 +297,7 @@ def main(argv: Optional[Sequence[str]] = None,
     asked = {"auto": "the trainer's Python", "tensorflow": "TensorFlow",
              "jax": "JAX"}[args.backend]
     out(f"official-bench-doctor: asking {asked} what it sees ...")
-    machine = gather(env, args.horovod_venv, args.backend)
+    machine = gather(env, args.horovod_venv, args.backend, out)
     if machine.backend_note:  # auto did not find TensorFlow
         out(f"official-bench-doctor: backend {machine.backend}: "
             f"{machine.backend_note}")

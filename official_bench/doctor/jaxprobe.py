@@ -20,7 +20,7 @@ import json
 import os
 import re
 import sys
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from official_bench.contracts import exit_status
 from official_bench.doctor import tfprobe
@@ -117,11 +117,12 @@ def parse(stdout: str, stderr: str, returncode: int
     return tfprobe.parse_child(stdout, stderr, returncode, MARK, "JAX")
 
 
-def probe(python: str, cwd: str, env: Dict[str, str], timeout: float
+def probe(python: str, cwd: str, env: Dict[str, str], timeout: float,
+          progress: Optional[Callable[[str], None]] = None
           ) -> Tuple[Optional[Dict], Optional[str]]:
     """(facts, None) or (None, why the probe failed)."""
     return tfprobe.run_child(__name__, MARK, "JAX", python, cwd, env,
-                             timeout)
+                             timeout, progress)
 
 
 def usable(facts: Optional[Dict]) -> bool:

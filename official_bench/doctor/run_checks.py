@@ -16,7 +16,7 @@ import time
 from typing import Callable, Dict, List, Optional
 
 from official_bench.config import strategies
-from official_bench.contracts import dtypes
+from official_bench.contracts import dtypes, stage_line
 from official_bench.contracts.hostport import free_ports
 from official_bench.contracts.throughput import THROUGHPUT_MARK
 from official_bench.doctor import commands, gpu_util, threads, verdicts
@@ -27,7 +27,7 @@ from official_bench.host.probes import PeriodicSampler
 from official_bench.doctor.verdicts import Finding
 from official_bench.contracts.log_tree import result_file_name
 
-HEARTBEAT_SECONDS = 30.0
+HEARTBEAT_SECONDS = 8.0  # never more than 10 s without a line
 
 
 @dataclasses.dataclass
@@ -100,9 +100,12 @@ def _commands(spec: CheckSpec, ctx: RunContext, model_dir: str
 def _last_progress(group: ProcessGroup) -> str:
     """The latest interval or progress line, from its marker on."""
     for line in reversed(group.tail_lines()):
+        stage = stage_line.parse_line(line)
+        if stage is not None:
+            return stage_line.console_text(stage)[:70]
         for mark in ("official_bench: step", THROUGHPUT_MARK):
             if mark in line:
-                return line[line.index(mark):].strip()[:160]
+                return line[line.index(mark):].strip()[:70]
     return "starting (no training step logged yet)"
 
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from typing import Dict, Optional, Tuple
+import time
+from typing import Callable, Dict, Optional, Tuple
 
 from official_bench.contracts import exit_status
 
@@ -56,22 +57,42 @@ def parse_child(stdout: str, stderr: str, returncode: int, mark: str,
     return None, f"{what} probe failed (exit {returncode}): {last}"
 
 
+WAIT_LINE_SECONDS = 8.0  # a line at least this often while a probe runs
+
+
 def run_child(module: str, mark: str, what: str, python: str, cwd: str,
-              env: Dict[str, str], timeout: float
+              env: Dict[str, str], timeout: float,
+              progress: Optional[Callable[[str], None]] = None
               ) -> Tuple[Optional[Dict], Optional[str]]:
-    """Runs `python -m module` and reads its facts back (parse_child)."""
-    try:
-        p = subprocess.run([python, "-m", module], cwd=cwd, env=env,
-                           text=True, capture_output=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None, f"{what} did not import within {timeout:g} s"
-    return parse_child(p.stdout, p.stderr, p.returncode, mark, what)
+    """Runs `python -m module` and reads its facts back (parse_child);
+    says every WAIT_LINE_SECONDS through `progress` that it still waits."""
+    start = time.monotonic()
+    child = subprocess.Popen([python, "-m", module], cwd=cwd, env=env,
+                             text=True, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    while True:
+        left = timeout - (time.monotonic() - start)
+        try:
+            stdout, stderr = child.communicate(
+                timeout=max(0.01, min(WAIT_LINE_SECONDS, left)))
+            break
+        except subprocess.TimeoutExpired:
+            if time.monotonic() - start >= timeout:
+                child.kill()
+                child.communicate()
+                return None, f"{what} did not import within {timeout:g} s"
+            if progress is not None:
+                progress(f"    still waiting for {what} to import, "
+                         f"{time.monotonic() - start:.0f} s")
+    return parse_child(stdout, stderr, child.returncode, mark, what)
 
 
-def probe(python: str, cwd: str, env: Dict[str, str], timeout: float
+def probe(python: str, cwd: str, env: Dict[str, str], timeout: float,
+          progress: Optional[Callable[[str], None]] = None
           ) -> Tuple[Optional[Dict], Optional[str]]:
     """(facts, None) or (None, why the probe failed)."""
-    return run_child(__name__, MARK, "TensorFlow", python, cwd, env, timeout)
+    return run_child(__name__, MARK, "TensorFlow", python, cwd, env, timeout,
+                     progress)
 
 
 def main() -> int:

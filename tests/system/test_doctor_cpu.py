@@ -1,27 +1,28 @@
 """The doctor's console path for real on this machine (trainer processes,
 2 workers, Horovod if its venv exists)."""
 
-import subprocess
 import sys
 
 import pytest
 
 from official_bench.doctor import report
 from support.helpers import REPO, cli_env
+from support.line_gaps import MAX_SILENCE, timed_lines
 
 
 @pytest.mark.slow
 def test_doctor_cpu_subset_for_real(tmp_path):
     """The console path on this machine: no GPU, so the CPU subset runs
     (quick: fp32, mirrored over 2 CPU devices, 2 workers, Horovod if its
-    venv exists) and every GPU check is a SKIP naming the reason."""
+    venv exists) and every GPU check is a SKIP naming the reason; never
+    more than MAX_SILENCE s without a line (the probe's import included)."""
     out = tmp_path / "report.json"
-    p = subprocess.run(
+    p = timed_lines(
         [sys.executable, "-m", "official_bench.doctor", "--quick",
-         f"--workdir={tmp_path}", f"--output={out}"], cwd=REPO,
-        env=cli_env({"CUDA_VISIBLE_DEVICES": ""}), text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
-    assert p.returncode == 0, p.stdout[-4000:]
+         f"--workdir={tmp_path}", f"--output={out}"], timeout=900, cwd=REPO,
+        env=cli_env({"CUDA_VISIBLE_DEVICES": ""}))
+    assert p.returncode == 0, p.text[-4000:]
+    assert p.longest_gap() <= MAX_SILENCE, p.describe_gap()
     doc = report.load(str(out))
     assert doc["complete"] and doc["exit_status"] == 0
     rows = {c["name"]: c for c in doc["checks"]}
@@ -47,9 +48,9 @@ def test_doctor_cpu_subset_for_real(tmp_path):
     # The table on stdout: one row per check, then the summary.
     for name, row in rows.items():
         assert any(l.split()[:2] == [name, row["result"]]
-                   for l in p.stdout.splitlines()), name
-    assert f"GPU checks skipped: {reason}" in p.stdout
-    assert p.stdout.count(reason) == 1  # said once; the rows say "no GPU"
-    table = p.stdout[p.stdout.index("check "):].splitlines()
+                   for l in p.text.splitlines()), name
+    assert f"GPU checks skipped: {reason}" in p.text
+    assert p.text.count(reason) == 1  # said once; the rows say "no GPU"
+    table = p.text[p.text.index("check "):].splitlines()
     assert max(len(line) for line in table[:-1]) <= 100  # but "written to"
-    assert "[1/" in p.stdout and ": running (timeout 300 s)" in p.stdout
+    assert "[1/" in p.text and ": running (timeout 300 s)" in p.text
