@@ -11,6 +11,7 @@ it was. TensorFlow-free, so both backends time steps with the same code.
 
 from __future__ import annotations
 
+import statistics
 import time
 from typing import Callable, List, Optional
 
@@ -18,6 +19,8 @@ from absl import logging
 
 from official_bench.contracts.throughput import (Interval, format_eta,
                                                  format_line)
+
+ETA_STEPS = 50  # the latest step times the progress line's ETA is read from
 
 
 class IntervalClock:
@@ -125,13 +128,20 @@ class IntervalClock:
         todo = self.total_steps - self.first_step
         elapsed = now - self._train_start
         rate = self.global_batch * done / elapsed if elapsed > 0 else 0.0
-        eta = elapsed / done * (todo - done) if done else 0.0
         loss = f", loss {self.last_loss:.4f}" if self.last_loss is not None \
             else ""
+        eta = self._eta(todo - done)
         self.log_fn("official_bench: step %d/%d (%d%%), %.2f examples/second "
-                    "so far%s, ETA %s", self.step, self.total_steps,
-                    100 * done // max(1, todo), rate, loss, format_eta(eta))
+                    "so far%s%s", self.step, self.total_steps,
+                    100 * done // max(1, todo), rate, loss,
+                    f", ETA {format_eta(eta)}" if eta is not None else "")
         self._last_progress = now
+
+    def _eta(self, steps_left: int) -> Optional[float]:
+        """Seconds left at the median of the latest ETA_STEPS step times;
+        None before a step after the first (which traces and compiles)."""
+        recent = self.step_times[1:][-ETA_STEPS:]
+        return statistics.median(recent) * steps_left if recent else None
 
     def on_train_end(self, logs=None):
         if self._train_start is not None:

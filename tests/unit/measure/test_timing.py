@@ -92,6 +92,23 @@ def test_progress_lines_on_long_runs():
     assert progress[-1].startswith("official_bench: step 10/10 (100%)")
 
 
+def test_progress_eta_leaves_out_the_compiling_first_step():
+    """The first step traces and compiles (here 20 s, then 1 s a step): the
+    ETA is read from the steps after it, not from the time since the start
+    (which said 30 s with 13 s left, issue 40)."""
+    clock, lines = FakeClock(), []
+    th = timing.TimeHistory(4, log_steps=100, total_steps=20,
+                            progress_seconds=2.5,
+                            log_fn=lambda fmt, *a: lines.append(fmt % a),
+                            clock=clock)
+    drive(th, clock, [20.0] + [1.0] * 19)
+    progress = [l for l in lines if "official_bench: step" in l]
+    assert progress[0].startswith("official_bench: step 1/20") and \
+        "ETA" not in progress[0]  # nothing after the first step yet
+    seven = next(l for l in progress if l.startswith("official_bench: step 7/"))
+    assert seven.endswith("ETA 13s"), seven  # 13 steps of 1 s left
+
+
 def test_stats_leave_out_warmup_and_report_spread():
     intervals = [Interval(0, 10, 10.0, 10.0),
                  Interval(10, 20, 1.0, 100.0),
