@@ -260,7 +260,8 @@ def compare(dtype: str, args, mg_python: str, work: str) -> Dict[str, float]:
     logs = os.path.join(args.logs, dtype) if args.logs else None
     records = ab.alternate(
         sides, args.pairs, os.path.join(work, dtype), WARMUP_INTERVALS, logs,
-        on_run=lambda r: print(ab.describe_run(r), flush=True))
+        on_run=lambda r: print(ab.describe_run(r), flush=True),
+        progress=lambda line: print(line, flush=True))
     runs = {name: [r.rates for r in recs] for name, recs in records.items()}
     ratios = {}
     for name in runs:
