@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from official_bench.contracts import dtypes
 from official_bench.host import gpus as host_gpus
-from official_bench.host.flag_errors import OneLineParser
+from official_bench.host.flag_errors import OneLineParser, suggestion
 
 MODES = {
     "single": "run_single_node.sh",
@@ -334,7 +334,8 @@ def _convert(knob: Knob, raw: Any, source: str) -> Any:
             value = dtypes.TO_SHORT.get(value, value)
         if value not in knob.choices:
             raise SettingsError(f"{knob.env}={raw!r} ({source}) is not one "
-                                f"of: {', '.join(knob.choices)}")
+                                f"of: {', '.join(knob.choices)}" +
+                                suggestion(value, knob.choices))
         return value
     return text
 

@@ -49,6 +49,7 @@ def test_dtype_aliases_and_lists():
     ({"TEST_NUM": "five"}, "TEST_NUM='five' (env TEST_NUM) is not a positive"),
     ({"BATCH": "0"}, "BATCH='0'"),
     ({"DTYPE": "fp8"}, "not one of: fp32, fp16, bf16"),
+    ({"DTYPE": "fp31"}, "not one of: fp32, fp16, bf16 (did you mean fp32?)"),
     ({"GPUS": "1,x"}, "comma-separated list"),
     ({"WORKER_PORT": "70000"}, "not a port"),
     ({"TASK_INDEX": "-1"}, "an integer >= 0"),
