@@ -42,6 +42,7 @@ def unknown_flag(flag: str, valid: Iterable[str]) -> str:
     return f"unknown flag {name}{suggestion(name, valid)}"
 
 
+_NUMBER = re.compile(r"^-\d+(\.\d*)?([eE][-+]?\d+)?$|^-\.\d+$")
 _CHOICE = re.compile(r"argument (?P<flag>\S+): invalid choice: "
                      r"'(?P<value>[^']*)' \(choose from (?P<choices>.*)\)$")
 
@@ -52,12 +53,35 @@ class OneLineParser(argparse.ArgumentParser):
     the closest valid choice."""
 
     def parse_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        # An unknown flag first: argparse would name a missing required
+        # flag instead, the user's typo being the cause.
+        unknown = self._first_unknown(args)
+        if unknown:
+            self.error(unknown_flag(unknown, self._option_string_actions))
         ns, extras = self.parse_known_args(args, namespace)
         if extras:
             flag = next((a for a in extras if a.startswith("-")), None)
             self.error(unknown_flag(flag, self._option_string_actions)
                        if flag else f"unexpected argument(s) {extras}")
         return ns
+
+    def _first_unknown(self, args) -> Optional[str]:
+        """The first flag in `args` this parser does not know (an
+        abbreviation argparse accepts is known), or None."""
+        known = self._option_string_actions
+        for arg in args:
+            if arg == "--":
+                return None
+            name = arg.split("=", 1)[0]
+            if not arg.startswith("-") or arg == "-" or _NUMBER.match(arg) \
+                    or name in known:
+                continue
+            if self.allow_abbrev and arg.startswith("--") and any(
+                    k.startswith(name) for k in known):
+                continue
+            return name
+        return None
 
     def error(self, message: str):
         match = _CHOICE.match(message)

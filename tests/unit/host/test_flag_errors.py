@@ -53,3 +53,18 @@ def test_good_arguments_parse():
     assert (ns.log_dir, ns.method, ns.steps) == ("d", "time", None)
     assert flag_errors.closest("--num_gpu", ["--num_gpus", "--mode"]) == \
         "--num_gpus"
+
+
+def test_an_unknown_flag_is_named_before_a_missing_required_one(capsys):
+    """argparse reports a missing required flag first, hiding the typo that
+    caused it; abbreviations and negative numbers are not unknown flags."""
+    parser = flag_errors.OneLineParser(prog="p")
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--offset", type=int, default=0)
+    with pytest.raises(SystemExit) as stop:
+        parser.parse_args(["--dv", "x"])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == \
+        "p: error: unknown flag --dv (did you mean --db?); see --help\n"
+    ns = parser.parse_args(["--d", "x", "--offset", "-3"])
+    assert (ns.db, ns.offset) == ("x", -3)
