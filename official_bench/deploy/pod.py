@@ -201,15 +201,20 @@ def copy_hint(env: Mapping[str, str], hold: int) -> str:
 
 def run_and_hold(argv: List[str], env: Dict[str, str], hold: int) -> int:
     """The script as a child (signals forwarded), then the hold."""
-    child = subprocess.Popen(argv, env=env)
-    stopping = []
+    stopping: List[int] = []
+    started: List[subprocess.Popen] = []
 
     def forward(signum, _frame):
         stopping.append(signum)
-        if child.poll() is None:
-            child.send_signal(signum)
+        if started and started[0].poll() is None:
+            started[0].send_signal(signum)
+    # Handlers first: a signal before the child exists is passed on below.
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, forward)
+    child = subprocess.Popen(argv, env=env)
+    started.append(child)
+    if stopping:
+        child.send_signal(stopping[0])
     status = child.wait()
     if not stopping and hold > 0:
         print(copy_hint(env, hold), flush=True)
