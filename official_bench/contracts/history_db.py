@@ -42,7 +42,6 @@ FILE_NAME = "official_bench_history.sqlite"
 BUSY_SECONDS = 30.0
 RETRIES = 8
 _HEADER = b"SQLite format 3\x00"
-_HEADER_BYTES = 100  # SQLite's database header
 TABLE = "runs"
 # The trainer CLI's own model_dir when --model_dir is not given
 # (classifier_trainer._default_model_dir): such runs share their parent.
@@ -201,16 +200,12 @@ def default_path(model_dir: Optional[str]) -> Optional[str]:
     return os.path.join(home_of(os.path.abspath(model_dir)), FILE_NAME)
 
 
-def _check_header(path: str, whole_pages: bool = False) -> None:
+def _check_header(path: str) -> None:
     """HistoryError unless ``path`` is absent, empty, or an SQLite file
-    (read before SQLite opens it, so a foreign file stays as it was) and,
-    with ``whole_pages``, of as many whole pages as its header says (a cut
-    copy is not; checked under a read lock: a commit extends the file page
-    by page after the header)."""
+    (read before SQLite opens it, so a foreign file stays as it was)."""
     try:
         with open(path, "rb") as f:
-            head = f.read(_HEADER_BYTES)
-            size = os.fstat(f.fileno()).st_size
+            head = f.read(len(_HEADER))
     except FileNotFoundError:
         return
     except IsADirectoryError:
@@ -219,25 +214,10 @@ def _check_header(path: str, whole_pages: bool = False) -> None:
     except OSError as e:
         raise HistoryError(f"run history {path}: cannot read it: "
                            f"{e.strerror}") from None
-    if not head:
-        return
-    if head[:len(_HEADER)] != _HEADER:
+    if head and head != _HEADER:
         raise HistoryError(f"run history {path} is not an SQLite database "
                            "(corrupt, or another program's file); left as "
                            "it is: move it away or set history.path")
-    if not whole_pages:
-        return
-    page = int.from_bytes(head[16:18], "big") if len(head) >= 18 else 0
-    page = 65536 if page == 1 else page
-    pages = int.from_bytes(head[28:32], "big")
-    # The header's page count holds when its two change counters agree;
-    # pages still in a WAL file (older histories) are not in the file.
-    counted = head[24:28] == head[92:96] and not _has_wal(path)
-    if len(head) < _HEADER_BYTES or not page or size % page or (
-            counted and size < pages * page):
-        raise HistoryError(
-            f"run history {path} is cut short or damaged ({size} bytes, its "
-            f"header says {pages} page(s) of {page}); {_LEFT}")
 
 
 def _has_wal(path: str) -> bool:
@@ -253,10 +233,26 @@ def _check_sound(conn: sqlite3.Connection, path: str) -> None:
     conn.execute("BEGIN")
     try:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        _check_header(path, whole_pages=True)
+        _check_pages(conn, path)
         _quick_check(conn, path)
     finally:
         _rollback(conn)
+
+
+def _check_pages(conn: sqlite3.Connection, path: str) -> None:
+    """HistoryError unless the file holds as many whole pages as SQLite's
+    header says (a cut copy does not: SQLite would read the missing end as
+    zeros). Asked of SQLite and os.stat, never through a second open file:
+    closing one would drop this process's POSIX locks on the database,
+    the read lock this check runs under among them."""
+    page = conn.execute("PRAGMA page_size").fetchone()[0]
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    size = os.stat(path).st_size
+    # Pages still in a WAL file (older histories) are not in the file.
+    if size % page or (size < pages * page and not _has_wal(path)):
+        raise HistoryError(
+            f"run history {path} is cut short or damaged ({size} bytes, its "
+            f"header says {pages} page(s) of {page}); {_LEFT}")
 
 
 def _quick_check(conn: sqlite3.Connection, path: str) -> None:
