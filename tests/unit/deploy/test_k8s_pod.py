@@ -175,7 +175,7 @@ def test_a_sigterm_reaches_the_sweep_without_a_hold():
     import signal
     code = ("import sys; from official_bench.deploy import pod; "
             "sys.exit(pod.run_and_hold(['bash', '-c', 'trap \"echo got-term; "
-            "exit 7\" TERM; echo ready; sleep 60 & wait'], "
+            "exit 7\" TERM; echo ready; while :; do sleep 0.1; done'], "
             "{'PATH': '/usr/bin:/bin'}, 0))")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO,
                             stdout=subprocess.PIPE, text=True)
