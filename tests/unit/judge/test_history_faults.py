@@ -33,7 +33,6 @@ from official_bench.host.write_errors import NotWritable
 from official_bench.judge import history
 from official_bench.training import run_history
 
-NOBODY = 65534
 
 
 def _result(seed, rates=5):
@@ -220,18 +219,20 @@ def test_read_only_mount_refuses_and_reads(tmp_path, capsys):
         assert status == exit_status.OK and "latest/earlier" in out
 
 
-def _as_another_user():
-    """(a folder every user may read, the command prefix that runs as a
-    user file modes bind): root ignores a 0444 mode, so root runs the
-    command as nobody (setpriv execs with root's rights, then runs as
-    nobody: the interpreter may live under root's home)."""
+def _bound_by_modes():
+    """(a folder every user may read, the command prefix under which file
+    modes bind): root ignores a 0444 mode, so root runs the command
+    without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (setpriv)."""
     prefix = []
     if os.geteuid() == 0:
         setpriv = shutil.which("setpriv")
         if setpriv is None:
-            pytest.skip("root needs setpriv to run a command as nobody")
-        prefix = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}",
-                  "--clear-groups"]
+            pytest.skip("root needs setpriv to run a command that file "
+                        "modes bind")
+        # Root without the capabilities that skip file modes: still able
+        # to read the checkout (a clone under a 0700 mktemp folder, as CI
+        # makes, is closed to nobody), refused a 0444 file it does not own.
+        prefix = [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
     folder = tempfile.mkdtemp(prefix="history-ro-")
     os.chmod(folder, 0o755)
     return folder, prefix
@@ -242,7 +243,7 @@ def test_read_only_file_refused_leaves_nothing_behind(tmp_path, journal):
     """A 0444 history (also one an older version left in WAL mode): the
     import is refused in one line, exit 5, and leaves no -wal/-shm (they
     would take mode 0444 and refuse every write after a chmod 644)."""
-    top, prefix = _as_another_user()
+    top, prefix = _bound_by_modes()
     try:
         folder = os.path.join(top, "h")
         os.mkdir(folder)
@@ -254,8 +255,6 @@ def test_read_only_file_refused_leaves_nothing_behind(tmp_path, journal):
                 conn.execute("PRAGMA journal_mode=WAL")
             conn.close()
         logs = _log_tree(tmp_path.__class__(top) / "logs")
-        if prefix:
-            os.chown(db, NOBODY, NOBODY)
         os.chmod(db, 0o444)
 
         def cli(*argv):
