@@ -24,3 +24,29 @@ def write_records(root, count=8):
         for i in range(count):
             writer.write(classic_example(noisy_jpeg(i), 1 + i % 3, 12, 12))
     return str(root)
+
+
+def train_on_records(data_dir, model_dir, batch, examples, shuffle):
+    """The trainer CLI on a tiny CIFAR ResNet (depth 8) reading the 8x8,
+    2-class classic records in `data_dir`; the finished process."""
+    import json
+    import subprocess
+    import sys
+    from official_bench.contracts.trainer_command import trainer_argv
+    from support.helpers import REPO
+    override = {
+        "runtime": {"distribution_strategy": "one_device", "num_gpus": 0},
+        "train_dataset": {"builder": "records", "image_size": 8,
+                          "num_classes": 2, "batch_size": batch,
+                          "num_examples": examples,
+                          "shuffle_buffer_size": shuffle},
+        "validation_dataset": {"builder": "records", "image_size": 8,
+                               "num_classes": 2},
+        "model": {"model_params": {"depth": 8}}, "train": {"epochs": 1}}
+    return subprocess.run(
+        trainer_argv(sys.executable, mode="train", model_dir=model_dir,
+                     params_override=json.dumps(override),
+                     extra=["--model_type=resnet_cifar", "--dataset=cifar10",
+                            f"--data_dir={data_dir}"]),
+        cwd=REPO, capture_output=True, text=True, timeout=240,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))

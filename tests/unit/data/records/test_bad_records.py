@@ -12,14 +12,13 @@ import threading
 import pytest
 
 from official_bench.config import DatasetConfig
-from official_bench.contracts.trainer_command import trainer_argv
 from official_bench.data.records import (
     bad_records, record_reader, pipeline)
 from official_bench.data.records.record_files import classic_files
 from official_bench.data.build.record_verify import check_records
 from official_bench.data.build.example_proto import classic_example
 from official_bench.runtime.keras_setup import tf
-from support.helpers import REPO
+from support.records import train_on_records
 
 CTX = tf.distribute.InputContext()
 DEADLINE = 60
@@ -189,29 +188,12 @@ def test_check_records_reports_everything_in_file_order(tmp_path):
 def test_training_cli_stops_at_the_named_bad_record(tmp_path):
     """Through the trainer: a short run (fewer records than one guard block)
     must still fail on the bad record, naming it."""
-    import json
-    import subprocess
-    import sys
     for split in ("train", "validation"):
         write(tmp_path / f"{split}-00000-of-00001", [
             classic_example(b"junk" if (split == "train" and i == 7)
                             else jpeg(), 1 + i % 2, 8, 8) for i in range(20)])
-    override = {
-        "runtime": {"distribution_strategy": "one_device", "num_gpus": 0},
-        "train_dataset": {"builder": "records", "image_size": 8,
-                          "num_classes": 2, "batch_size": 4,
-                          "num_examples": 20, "shuffle_buffer_size": 1},
-        "validation_dataset": {"builder": "records", "image_size": 8,
-                               "num_classes": 2},
-        "model": {"model_params": {"depth": 8}}, "train": {"epochs": 1}}
-    proc = subprocess.run(
-        trainer_argv(sys.executable, mode="train",
-                     model_dir=tmp_path / "model",
-                     params_override=json.dumps(override),
-                     extra=["--model_type=resnet_cifar", "--dataset=cifar10",
-                            f"--data_dir={tmp_path}"]),
-        cwd=REPO, capture_output=True, text=True, timeout=240,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    proc = train_on_records(tmp_path, tmp_path / "model", batch=4,
+                            examples=20, shuffle=1)
     assert proc.returncode == 1
     assert (f"official_bench: bad record 7 in {tmp_path}/train-00000-of-00001"
             ": image/encoded (4 bytes) cannot be decoded") in proc.stderr

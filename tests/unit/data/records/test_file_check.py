@@ -4,21 +4,17 @@ report came out of the shuffle buffer, before the run ended: the framing
 check (data/records/file_check.py) gives it in every run. Here the cut
 lies beyond what 30 steps read, so only the check can find it."""
 
-import json
 import logging
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 
 from official_bench.config import DatasetConfig
-from official_bench.contracts.trainer_command import trainer_argv
 from official_bench.data.build.example_proto import classic_example
 from official_bench.data.records import file_check, pipeline
 from official_bench.runtime.keras_setup import tf
-from support.helpers import REPO
+from support.records import train_on_records
 
 RECORDS = 64  # per shard; the cut one has CUT_RECORDS, cut after half
 CUT_RECORDS = 512
@@ -97,23 +93,8 @@ def test_builders_without_record_files_are_not_checked():
 @pytest.mark.slow
 def test_trainer_ends_on_the_cut_file_with_exit_1(tmp_path):
     cut = battery(tmp_path)
-    override = {
-        "runtime": {"distribution_strategy": "one_device", "num_gpus": 0},
-        "train_dataset": {"builder": "records", "image_size": 8,
-                          "num_classes": 2, "batch_size": BATCH,
-                          "num_examples": STEPS * BATCH,
-                          "shuffle_buffer_size": SHUFFLE},
-        "validation_dataset": {"builder": "records", "image_size": 8,
-                               "num_classes": 2},
-        "model": {"model_params": {"depth": 8}}, "train": {"epochs": 1}}
-    proc = subprocess.run(
-        trainer_argv(sys.executable, mode="train",
-                     model_dir=tmp_path / "model",
-                     params_override=json.dumps(override),
-                     extra=["--model_type=resnet_cifar", "--dataset=cifar10",
-                            f"--data_dir={tmp_path}"]),
-        cwd=REPO, capture_output=True, text=True, timeout=240,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    proc = train_on_records(tmp_path, tmp_path / "model", BATCH,
+                            STEPS * BATCH, SHUFFLE)
     assert proc.returncode == 1, proc.stderr[-2000:]
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("error: official_bench: bad record ") and \
