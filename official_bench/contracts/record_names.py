@@ -12,9 +12,10 @@ for the train files here, on this machine's file system, before any run
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
-from typing import List, Optional
+from typing import Callable, List, Optional, Tuple
 
 CLASSIC = "classic"
 TFDS = "tfds"
@@ -35,28 +36,50 @@ def looked_for(split: str, layout: str = "auto") -> str:
                         if layout in ("auto", k))
 
 
-def _visible(paths: List[str]) -> List[str]:
+@dataclasses.dataclass(frozen=True)
+class FileSystem:
+    """How `find` lists files: this machine's (the launcher) or
+    TensorFlow's tf.io.gfile (the trainer: gs:// and the like)."""
+    glob: Callable[[str], List[str]]
+    isdir: Callable[[str], bool]
+    escape: Callable[[str], str]  # a literal path part inside a pattern
+
+
+LOCAL = FileSystem(glob.glob, os.path.isdir, glob.escape)
+
+
+def _visible(paths: List[str], fs: FileSystem) -> List[str]:
     return sorted(p for p in paths if not os.path.basename(p).startswith(".")
-                  and not os.path.isdir(p))
+                  and not fs.isdir(p))
+
+
+def _version_key(path: str) -> Tuple:
+    """A TFDS version folder (1.0.10) as numbers, for latest-first order."""
+    parts = os.path.basename(path.rstrip("/")).split(".")
+    return tuple(int(p) if p.isdigit() else -1 for p in parts)
 
 
 def find(data_dir: str, split: str, layout: str = "auto",
-         name: Optional[str] = None) -> List[str]:
-    """The local files of `split` in `data_dir` for `layout` (auto: classic
-    first, as the pipeline chooses), sorted; [] when there are none."""
+         name: Optional[str] = None, fs: FileSystem = LOCAL) -> List[str]:
+    """The files of `split` in `data_dir` for `layout` (auto: classic
+    first, as the pipeline chooses; TFDS in data_dir itself, else in the
+    latest <name>/<version>/ that has them), sorted; [] when none."""
+    root = fs.escape(data_dir)
     if layout in ("auto", CLASSIC):
-        files = _visible(glob.glob(os.path.join(
-            glob.escape(data_dir), pattern(CLASSIC, split))))
+        files = _visible(fs.glob(os.path.join(root, pattern(CLASSIC, split))),
+                         fs)
         if files or layout == CLASSIC:
             return files
     tfds = pattern(TFDS, split)
-    files = _visible(glob.glob(os.path.join(glob.escape(data_dir), tfds)))
+    files = _visible(fs.glob(os.path.join(root, tfds)), fs)
     if files:
         return files
-    for version_dir in sorted(glob.glob(os.path.join(
-            glob.escape(data_dir), glob.escape(name) if name else "*", "*"))):
-        files = _visible(glob.glob(os.path.join(glob.escape(version_dir),
-                                                tfds)))
+    versions = sorted(fs.glob(os.path.join(
+        root, fs.escape(name) if name else "*", "*")),
+        key=_version_key, reverse=True)
+    for version_dir in versions:
+        files = _visible(fs.glob(os.path.join(fs.escape(version_dir), tfds)),
+                         fs)
         if files:
             return files
     return []

@@ -45,34 +45,10 @@ def config_key(is_training: bool) -> str:
     return "train_dataset" if is_training else "validation_dataset"
 
 
-def _visible(paths: Sequence[str]) -> List[str]:
-    """Drops hidden files (the builder's .tmp shards) and directories."""
-    return sorted(p for p in paths if not os.path.basename(p).startswith(".")
-                  and not tf.io.gfile.isdir(p))
-
-
-def _version_key(path: str) -> Tuple:
-    parts = os.path.basename(path.rstrip("/")).split(".")
-    return tuple(int(p) if p.isdigit() else -1 for p in parts)
-
-
-def _tfds_candidates(data_dir: str, split: str,
-                     name: Optional[str]) -> List[str]:
-    direct = _visible(tf.io.gfile.glob(
-        os.path.join(data_dir, record_names.pattern(TFDS, split))))
-    if direct:
-        return direct
-    # A TFDS data_dir root: <data_dir>/<name>/<version>/.
-    names = [name] if name else ["*"]
-    for n in names:
-        versions = sorted(tf.io.gfile.glob(os.path.join(data_dir, n, "*")),
-                          key=_version_key, reverse=True)
-        for version_dir in versions:
-            files = _visible(tf.io.gfile.glob(
-                os.path.join(version_dir, record_names.pattern(TFDS, split))))
-            if files:
-                return files
-    return []
+# The trainer lists files through TensorFlow (local, gs://, ...); TensorFlow's
+# glob takes a path as it is.
+TF_FS = record_names.FileSystem(tf.io.gfile.glob, tf.io.gfile.isdir,
+                                lambda part: part)
 
 
 def find_files(ds: DatasetConfig, is_training: bool) -> Tuple[List[str],
@@ -104,9 +80,8 @@ def find_files(ds: DatasetConfig, is_training: bool) -> Tuple[List[str],
         raise ConfigError(f"{key}.data_dir {data_dir!r} is empty; write "
                           "TFRecords there first (python -m "
                           "official_bench.data.build.build_records)")
-    classic = _visible(tf.io.gfile.glob(os.path.join(
-        data_dir, record_names.pattern(CLASSIC, ds.split))))
-    tfds = _tfds_candidates(data_dir, ds.split, ds.name)
+    classic = record_names.find(data_dir, ds.split, CLASSIC, fs=TF_FS)
+    tfds = record_names.find(data_dir, ds.split, TFDS, ds.name, fs=TF_FS)
     if ds.layout == CLASSIC or (ds.layout == "auto" and classic):
         if ds.layout == "auto" and tfds:
             logging.warning("%s.data_dir %s holds both classic (%s-*) and "
@@ -146,5 +121,4 @@ def file_sizes(files: Sequence[str]) -> List[int]:
 
 def classic_files(data_dir: str, split: str) -> List[str]:
     """The classic shards of `split` in `data_dir`, sorted."""
-    return _visible(tf.io.gfile.glob(os.path.join(
-        data_dir, record_names.pattern(CLASSIC, split))))
+    return record_names.find(data_dir, split, CLASSIC, fs=TF_FS)
