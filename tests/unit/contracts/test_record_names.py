@@ -49,8 +49,9 @@ def test_the_latest_tfds_version_wins_as_the_trainer_reads_it(tmp_path):
     """Version folders compare as numbers (5.10.0 after 5.9.0), latest
     first: the launcher looks at the files the trainer's pipeline reads
     (data/records/record_files.py calls this with TensorFlow's glob)."""
-    _touch(tmp_path / "imagenet2012" / "5.9.0" /
-           "imagenet2012-train.tfrecord-00000-of-00001")
+    for older in ("4.0.0", "5.9.0"):  # first by name, last by name
+        _touch(tmp_path / "imagenet2012" / older /
+               "imagenet2012-train.tfrecord-00000-of-00001")
     latest = _touch(tmp_path / "imagenet2012" / "5.10.0" /
                     "imagenet2012-train.tfrecord-00000-of-00001")
     assert rn.find(str(tmp_path), "train") == [latest]
