@@ -22,13 +22,6 @@ sys.path.insert(0, REPO)
 from official_bench.deploy import k8s_cli, kubernetes as k8s  # noqa: E402
 
 
-def pod_container(opts):
-    """The Job's one container, as the manifest holds it."""
-    job = k8s.manifests(opts)[-1]
-    (container,) = job["spec"]["template"]["spec"]["containers"]
-    return container
-
-
 def here(path, root):
     """A mount path of the pod, as a folder under root."""
     for mount in (k8s.LOGS_MOUNT, k8s.SCRATCH_MOUNT, k8s.SECRET_MOUNT):
@@ -47,7 +40,7 @@ def main():
     k8s.check(opts)
     if opts.kind != "job":
         parser.error("only --kind job runs here (its pods need no operator)")
-    container = pod_container(opts)
+    (container,) = k8s.pod_spec_of(k8s.manifests(opts)[-1])["containers"]
     env = {e["name"]: here(e["value"], args.root)
            for e in container["env"] if "value" in e}
     env.update(JOB_COMPLETION_INDEX=str(args.index),

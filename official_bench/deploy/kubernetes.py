@@ -140,6 +140,17 @@ def manifests(opts: Options) -> List[Dict[str, Any]]:
     return [_jobset(opts)]
 
 
+def pod_spec_of(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """The pod template's spec inside a workload this module writes (Job,
+    TFJob's Worker, JobSet's replicated Job), read back from the document."""
+    if doc["kind"] == "Job":
+        return doc["spec"]["template"]["spec"]
+    if doc["kind"] == "TFJob":
+        return doc["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
+    job = doc["spec"]["replicatedJobs"][0]["template"]["spec"]
+    return job["template"]["spec"]
+
+
 def _meta(opts: Options, name: str) -> Dict[str, Any]:
     meta: Dict[str, Any] = {"name": name, "labels": _labels(opts)}
     if opts.namespace:

@@ -47,13 +47,7 @@ def options(kind, name=None, namespace=None):
 
 def manifest_env(opts):
     """The container's plain variables, read from the manifest itself."""
-    docs = k8s.manifests(opts)
-    spec = docs[-1]["spec"]
-    template = {"job": lambda: spec["template"],
-                "tfjob": lambda: spec["tfReplicaSpecs"]["Worker"]["template"],
-                "jobset": lambda: spec["replicatedJobs"][0]["template"][
-                    "spec"]["template"]}[opts.kind]()
-    (container,) = template["spec"]["containers"]
+    (container,) = k8s.pod_spec_of(k8s.manifests(opts)[-1])["containers"]
     assert container["command"] == k8s.ENTRY
     return {e["name"]: e["value"] for e in container["env"] if "value" in e}
 

@@ -14,14 +14,7 @@ def opts(**kw):
     return k8s.Options(**base)
 
 
-def pod_spec(doc):
-    """The pod template's spec of a Job, TFJob or JobSet."""
-    if doc["kind"] == "Job":
-        return doc["spec"]["template"]["spec"]
-    if doc["kind"] == "TFJob":
-        return doc["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
-    job = doc["spec"]["replicatedJobs"][0]["template"]["spec"]
-    return job["template"]["spec"]
+pod_spec = k8s.pod_spec_of
 
 
 def env_of(doc):
