@@ -473,11 +473,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"{parser.prog}: error: --log_dir is required (or --compare "
               "A.json B.json); see --help", file=sys.stderr)
         return exit_status.CONFIG
-    if args.window and (args.warmup_batches is not None
-                        or args.train_batches is not None):
-        print(f"{parser.prog}: error: --window {args.window} chooses "
-              "--warmup_batches and --train_batches; give one or the other; "
-              "see --help", file=sys.stderr)
+    conflict = windows.flag_conflict(args.window, args.warmup_batches,
+                                     args.train_batches)
+    if conflict:
+        print(f"{parser.prog}: error: {conflict}; see --help",
+              file=sys.stderr)
         return exit_status.CONFIG
     try:  # a bad flag value is bad usage, before any file is read
         _check_options(_or(args.warmup_batches, DEFAULT_WARMUP_BATCHES),

@@ -12,7 +12,7 @@ defaults apply unless this is asked for.
 
 from __future__ import annotations
 
-from typing import Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 from official_bench.contracts import run_status
 from official_bench.contracts.counting import common_window, steps_covered
@@ -21,6 +21,16 @@ from official_bench.extract.errors import ExtractError
 from official_bench.extract.logparse import RunId
 
 AUTO = "auto"  # the flag's value
+
+
+def flag_conflict(window: Optional[str], warmup: Optional[int],
+                  train: Optional[int]) -> Optional[str]:
+    """The usage error of --window given with the window's own flags (the
+    extractor's and the comparison's), or None."""
+    if window and (warmup is not None or train is not None):
+        return (f"--window {window} chooses --warmup_batches and "
+                "--train_batches; give one or the other")
+    return None
 
 
 def auto_window(runs: Sequence[Tuple[RunId, str]]) -> Tuple[int, int]:

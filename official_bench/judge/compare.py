@@ -440,10 +440,10 @@ def _usage_problem(args: argparse.Namespace) -> Optional[str]:
                "each other"
     if trees and (args.a is None or args.b is None):
         return "give both --a DIR and --b DIR"
-    if args.window and (args.warmup_batches is not None
-                        or args.train_batches is not None):
-        return f"--window {args.window} chooses --warmup_batches and " \
-               "--train_batches; give one or the other"
+    conflict = windows.flag_conflict(args.window, args.warmup_batches,
+                                     args.train_batches)
+    if conflict:
+        return conflict
     if args.window and runner:
         return "--window goes with --a/--b; the runner's window is " \
                "--warmup_intervals"
