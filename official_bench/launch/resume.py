@@ -106,7 +106,8 @@ def _other_runs(runs: Sequence) -> Dict[str, List[str]]:
 def sweep_files(runs: Sequence) -> Dict[str, List[str]]:
     """{run name: its files on this node now}: planned runs with files,
     then the other runs of the sweep in their case folders."""
-    found = {run.name: run_files(run) for run in runs if run_files(run)}
+    found = {run.name: files for run in runs
+             for files in [run_files(run)] if files}
     found.update(_other_runs(runs))
     return found
 
@@ -190,11 +191,15 @@ def stage(runs: Sequence, stamp: str) -> List[str]:
             if parent not in folders:
                 folders[parent] = _fresh_folder(parent, STAGING_PREFIX,
                                                 stamp)
-            w.log_path = os.path.join(folders[parent],
-                                      os.path.basename(w.log_path))
-            w.json_path = os.path.join(folders[parent],
-                                       os.path.basename(w.json_path))
+            _repoint(w, folders[parent])
     return sorted(folders.values())
+
+
+def _repoint(worker, folder: str) -> None:
+    """A worker's log and result JSON, same names, in `folder`."""
+    worker.log_path = os.path.join(folder, os.path.basename(worker.log_path))
+    worker.json_path = os.path.join(folder,
+                                    os.path.basename(worker.json_path))
 
 
 def swap_in(runs: Sequence, names: Sequence[str], stamp: str) -> List[str]:
@@ -208,8 +213,7 @@ def swap_in(runs: Sequence, names: Sequence[str], stamp: str) -> List[str]:
             folder = os.path.dirname(w.log_path)
             home = os.path.dirname(folder)
             staged[folder] = home
-            w.log_path = os.path.join(home, os.path.basename(w.log_path))
-            w.json_path = os.path.join(home, os.path.basename(w.json_path))
+            _repoint(w, home)
     moved = move_aside(runs, names, stamp)
     for folder, home in sorted(staged.items()):
         left = False
