@@ -1,4 +1,5 @@
-"""The one 'host:port' parser: config checks, the trainer and the launcher.
+"""The one 'host:port' parser: config checks, the trainer and the launcher
+(and `split_list`, NODES-style text into its items: the launcher, the pod).
 
 Accepted: 'host:port' (a host name or IPv4 address) and '[v6addr]:port'.
 Rejected: a port outside 1..65535 or missing (unless a default is given),
@@ -99,3 +100,8 @@ def free_ports(n: int, host: str = "127.0.0.1") -> List[int]:
     finally:
         for s in socks:
             s.close()
+
+
+def split_list(text: str) -> List[str]:
+    """'a:1,b:2' or 'a:1 b:2' (also newlines) -> items."""
+    return [s for s in re.split(r"[,\s]+", text.strip()) if s]

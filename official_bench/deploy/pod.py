@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -31,7 +30,8 @@ import time
 from typing import Callable, Dict, List, Mapping, Optional
 
 from official_bench.contracts.exit_status import CLUSTER, CONFIG
-from official_bench.contracts.hostport import HostPortError, parse_hostport
+from official_bench.contracts.hostport import (HostPortError,
+                                               parse_hostport, split_list)
 from official_bench.contracts.tf_config import TFConfigError, parse_tf_config
 
 PROG = "official_bench.deploy.pod"
@@ -132,8 +132,7 @@ def plan(environ: Mapping[str, str]) -> PodPlan:
     if tf_config:
         addresses, index, how = _from_tf_config(tf_config, env)
     elif env.get("NODES", "").strip():
-        addresses = [a for a in re.split(r"[,\s]+", env["NODES"].strip())
-                     if a]
+        addresses = split_list(env["NODES"])
         index, how = (0, "one node") if len(addresses) == 1 else \
             _task_index(env, len(addresses))
         if len(addresses) > 1:

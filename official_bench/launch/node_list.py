@@ -1,13 +1,12 @@
 """Node lists as the user writes them: host:port items, NODES-style text,
-HOSTFILE and TF_CONFIG, parsed into Nodes (host:port syntax is
-contracts/hostport.py's, shared with the trainer). Pure parsing: no DNS,
+HOSTFILE and TF_CONFIG, parsed into Nodes (host:port syntax and NODES-style
+splitting are contracts/hostport.py's, shared with the trainer and the pod). Pure parsing: no DNS,
 no environment; Slurm's lists are slurm.py, this machine is identity.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from official_bench.contracts.hostport import (HostPortError,
@@ -58,11 +57,6 @@ def parse_node_list(items: Iterable[str], default_port: Optional[int],
     if not nodes:
         raise NodeError(f"{where}: the node list is empty")
     return nodes
-
-
-def split_list(text: str) -> List[str]:
-    """'a:1,b:2' or 'a:1 b:2' (also newlines) -> items."""
-    return [s for s in re.split(r"[,\s]+", text.strip()) if s]
 
 
 def read_hostfile(path: str) -> List[str]:

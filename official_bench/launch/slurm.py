@@ -9,9 +9,8 @@ from __future__ import annotations
 import re
 from typing import Dict, List
 
-from official_bench.contracts.hostport import format_hostport
-from official_bench.launch.node_list import (NodeError, parse_node_list,
-                                             split_list)
+from official_bench.contracts.hostport import format_hostport, split_list
+from official_bench.launch.node_list import NodeError, parse_node_list
 
 
 def expand_hostlist(expr: str) -> List[str]:

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from official_bench.contracts import hostport
 from official_bench.launch import identity, node_list, nodes, slurm
 from official_bench.launch import settings as settings_lib
 from official_bench.launch.identity import Identity
@@ -70,7 +71,7 @@ def test_duplicate_node_is_an_error():
 
 
 def test_split_list_and_hostfile(tmp_path):
-    assert node_list.split_list(f" {A}:1, {B}:1\n{C}:1 ") == \
+    assert hostport.split_list(f" {A}:1, {B}:1\n{C}:1 ") == \
         [f"{A}:1", f"{B}:1", f"{C}:1"]
     hostfile = tmp_path / "hosts"
     hostfile.write_text(f"# cluster\n{A} slots=8\n\n{B}:2222  # second\n")
