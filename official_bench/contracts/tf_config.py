@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Dict, Iterable, List, Mapping, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from official_bench.contracts.hostport import HostPortError, parse_hostport
 
@@ -64,6 +64,17 @@ class TFConfig:
     @property
     def address(self) -> str:
         return self.jobs[self.task_type][self.task_index]
+
+    def node_order(self) -> Tuple[List[str], Optional[int]]:
+        """The run scripts' nodes, chief first then the workers, and this
+        task's place among them (None for a task of another job); the
+        launcher and the pod's entry both number nodes so."""
+        order = [(job, i, a) for job in ("chief", "worker")
+                 for i, a in enumerate(self.jobs.get(job, []))]
+        place = next((k for k, (job, i, _) in enumerate(order)
+                      if (job, i) == (self.task_type, self.task_index)),
+                     None)
+        return [a for _, _, a in order], place
 
 
 def _fail(field: str, problem: str, value: Any) -> TFConfigError:

@@ -85,17 +85,12 @@ def _from_tf_config(text: str, env: Dict[str, str]) -> tuple:
         parsed = parse_tf_config(text)
     except TFConfigError as e:
         raise PodError(str(e), CLUSTER)
-    order = [(job, i, a) for job in ("chief", "worker")
-             for i, a in enumerate(parsed.jobs.get(job, []))]
-    index = next((k for k, (job, i, _) in enumerate(order)
-                  if (job, i) == (parsed.task_type, parsed.task_index)),
-                 None)
+    addresses, index = parsed.node_order()
     if index is None:
         raise PodError(f"TF_CONFIG task {parsed.task_type} "
                        f"{parsed.task_index}: the run scripts run chief and "
                        "worker tasks only (a TFJob with Worker replicas)",
                        CLUSTER)
-    addresses = [a for _, _, a in order]
     if len(addresses) == 1:
         env.pop("TF_CONFIG")
     how = (f"TF_CONFIG task {parsed.task_type} {parsed.task_index}"

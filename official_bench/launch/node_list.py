@@ -90,8 +90,5 @@ def tf_config_nodes(text: str) -> Tuple[List[Node], int]:
     if unknown:
         raise NodeError(f"TF_CONFIG has job(s) {unknown}; the launcher runs "
                         "chief/worker clusters only")
-    order = [("chief", a) for a in jobs.get("chief", [])] + \
-            [("worker", a) for a in jobs.get("worker", [])]
-    position = [i for i, (t, _) in enumerate(order) if t == parsed.task_type]
-    nodes = parse_node_list([a for _, a in order], None, "TF_CONFIG")
-    return nodes, position[parsed.task_index]
+    addresses, place = parsed.node_order()
+    return parse_node_list(addresses, None, "TF_CONFIG"), place
