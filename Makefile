@@ -9,7 +9,7 @@ TF_VERSION ?= 2.21.0
 # and cuDNN libraries from the [and-cuda] extra, or it silently sees no GPU.
 TF_EXTRA ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo "[and-cuda]")
 
-.PHONY: venv bench doctor test test-fast horovod image clean
+.PHONY: venv bench doctor lint test test-fast horovod image clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	@echo "creating $(VENV): TensorFlow $(TF_VERSION)$(TF_EXTRA), tf-keras, JAX, Keras 3 and this project"
@@ -43,7 +43,11 @@ TEST_JOBS ?= 3
 # PYTHONDONTWRITEBYTECODE is set, as on the machines this suite was timed
 # on, each of the suite's ~500 Python processes would compile them again.
 BYTECODE = $(PY) -m compileall -q official_bench tests >/dev/null
-test: venv
+# ruff (ruff.toml says which rules and why), before the tests: a few seconds.
+lint: venv
+	$(PY) -m ruff check --no-cache .
+
+test: lint
 	bash scripts/install_horovod.sh || echo "WARNING: the Horovod venv could not be built (see above); tests/system/test_horovod.py will skip"
 	bash scripts/container_setup.sh || echo "WARNING: containers cannot run here (see above); the container tests will skip"
 	$(BYTECODE)
@@ -52,7 +56,7 @@ test: venv
 
 # The unit tier (tests/unit: one process each, no cluster): a contributor's
 # loop before each commit.
-test-fast: venv
+test-fast: lint
 	$(BYTECODE)
 	$(PY) -m pytest -n $(TEST_JOBS) tests/unit $(ARGS)
 

@@ -4,8 +4,9 @@
 DLPerf's TensorFlow scripts run, from Model Garden's
 ``official/vision/image_classification`` folder::
 
-    python3 classifier_trainer.py --mode=train_and_eval --model_type='resnet' \\
-        --dataset=imagenet --model_dir=../output --data_dir=$DATA_DIR \\
+    python3 classifier_trainer.py --mode=train_and_eval \\
+        --model_type='resnet' --dataset=imagenet --model_dir=../output \\
+        --data_dir=$DATA_DIR \\
         --config_file=configs/examples/resnet/imagenet/gpu.yaml \\
         --params_override=runtime.num_gpus=$num_gpu
 

@@ -18,10 +18,10 @@ import tempfile
 import threading
 import time
 
+import workers as workers_lib
+
 from official_bench.contracts.hostport import free_ports
 from official_bench.contracts.trainer_command import trainer_argv
-
-import workers as workers_lib
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEPS, LOG_STEPS = 650, 50
@@ -73,7 +73,8 @@ def one_run(timeout: str) -> None:
     for r in readers:
         r.join(timeout=5)
     grown = counts.get(STEPS, 0) - counts.get(100, 0)
-    print(f"collective_timeout_seconds={timeout}: exit {[p.returncode for p in procs]}, "
+    print(f"collective_timeout_seconds={timeout}: "
+          f"exit {[p.returncode for p in procs]}, "
           f"{time.monotonic() - start:.0f} s; worker 0 threads by step: "
           + ", ".join(f"{k}:{v}" for k, v in sorted(counts.items()))
           + f"; growth step 100 -> {STEPS}: {grown}", flush=True)

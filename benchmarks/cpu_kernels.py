@@ -4,9 +4,9 @@ Issue 31 section 2. The same ResNet-50 run, one process per run, alternating
 eigen, onednn, eigen, onednn, ... so drift of a shared machine's load hits
 both sides. Each process is the trainer's CLI with runtime.cpu_kernels
 eigen or onednn (which set TF_ENABLE_ONEDNN_OPTS to 0 or 1 before
-TensorFlow is imported). A run's images/sec is the median of its TimeHistory intervals
-after the first two (warm-up, tracing), as in vs_model_garden.py. On a
-machine other processes load, a run's wall-clock rate follows their load;
+TensorFlow is imported). A run's images/sec is the median of its TimeHistory
+intervals after the first two (warm-up, tracing), as in vs_model_garden.py. On
+a machine other processes load, a run's wall-clock rate follows their load;
 so each run also gives images per CPU-second of its own (the rate divided
 by the cores it kept busy: result.json utilisation.process, sampled every
 second while it trained), which load changes far less. Printed: the CPU,

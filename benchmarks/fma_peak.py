@@ -38,7 +38,7 @@ from official_bench.host import peaks  # TensorFlow-free
 
 # One vector width per build: AVX-512 where the CPU has it, else AVX2+FMA.
 # KIND 0 = fp32 FMA (vfmadd), 1 = bf16 dot product (vdpbf16ps).
-KERNEL = r"""
+KERNEL = (r"""
 #include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,11 +69,13 @@ int main(int argc, char **argv) {
   do {
     for (long i = 0; i < iters; i++) {
       if (kind == 0) {
-        UNROLL for (int c = 0; c < CHAINS; c++) acc[c] = _mm512_fmadd_ps(acc[c], a, b);
+        UNROLL for (int c = 0; c < CHAINS; c++) acc[c] = """
+          r"""_mm512_fmadd_ps(acc[c], a, b);
       }
 #if defined(__AVX512BF16__)
       else {
-        UNROLL for (int c = 0; c < CHAINS; c++) acc[c] = _mm512_dpbf16_ps(acc[c], ah, bh);
+        UNROLL for (int c = 0; c < CHAINS; c++) acc[c] = """
+          r"""_mm512_dpbf16_ps(acc[c], ah, bh);
       }
 #endif
     }
@@ -87,10 +89,12 @@ int main(int argc, char **argv) {
   __m256 acc[CHAINS];
   for (int c = 0; c < CHAINS; c++) acc[c] = _mm256_set1_ps(1e-3f * c);
   __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(1e-6f);
-  if (kind != 0) { fprintf(stderr, "no bf16 kernel in this build\n"); return 2; }
+  if (kind != 0) { """
+          r"""fprintf(stderr, "no bf16 kernel in this build\n"); return 2; }
   do {
     for (long i = 0; i < iters; i++)
-      UNROLL for (int c = 0; c < CHAINS; c++) acc[c] = _mm256_fmadd_ps(acc[c], a, b);
+      UNROLL for (int c = 0; c < CHAINS; c++) acc[c] = """
+          r"""_mm256_fmadd_ps(acc[c], a, b);
     done += iters;
     took = now() - start;
   } while (took < seconds);
@@ -106,7 +110,7 @@ int main(int argc, char **argv) {
          (double)sink);
   return 0;
 }
-"""
+""")
 
 
 def parse_args(argv=None):

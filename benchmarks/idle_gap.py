@@ -1,6 +1,7 @@
 """Is a train step slower when the core waited before it? (issue 14 §4)
 
-    .venv/bin/python benchmarks/idle_gap.py [--gap_ms 37] [--rounds 3] [--steps 200]
+    .venv/bin/python benchmarks/idle_gap.py [--gap_ms 37] [--rounds 3]
+        [--steps 200]
 
 Why: in a multi-worker step the worker waits on the network (the gradient's
 all-reduce, the small collectives) and then computes. The scaling model

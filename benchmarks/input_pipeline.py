@@ -49,9 +49,9 @@ sys.path.insert(0, REPO)
 
 from official_bench.config import DatasetConfig  # noqa: E402
 from official_bench.data import preprocessing  # noqa: E402
-from official_bench.data.records import pipeline
-from official_bench.data.records.record_files import CLASSIC_LAYOUT  # noqa: E402
 from official_bench.data.build.example_proto import classic_example  # noqa: E402
+from official_bench.data.records import pipeline  # noqa: E402
+from official_bench.data.records.record_files import CLASSIC_LAYOUT  # noqa: E402
 from official_bench.runtime.keras_setup import tf  # noqa: E402
 
 

@@ -53,8 +53,7 @@ sys.path.insert(0, REPO)
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 from official_bench.contracts.hostport import free_ports  # noqa: E402
-from official_bench.contracts.trainer_command import (  # noqa: E402
-    trainer_argv)
+from official_bench.contracts.trainer_command import trainer_argv  # noqa: E402
 
 TRAIN_RATE = re.compile(r"run finished: \d+ steps, average ([\d.]+) "
                         r"examples/second")
@@ -76,6 +75,7 @@ def inline_folder_source(ctx):
 def write_data(root: str, count: int):
     """(folder root, records dir): the same JPEGs twice."""
     from PIL import Image
+
     from official_bench.data.build.example_proto import classic_example
     from official_bench.runtime.keras_setup import tf
     rng = np.random.default_rng(0)

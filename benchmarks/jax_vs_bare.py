@@ -72,10 +72,10 @@ class Bare:
         from official_bench.jax_backend import keras3
         loaded = keras3.load(0 if args.cpu else 1, 1)
         self.jax, keras = loaded.jax, loaded.keras
+        from official_bench.config import DatasetConfig
         from official_bench.contracts import dtypes
         from official_bench.jax_backend import precision
         from official_bench.jax_backend.synthetic import host_batch
-        from official_bench.config import DatasetConfig
         from official_bench.models.resnet import resnet_v15
         dtype = dtypes.tf_name(args.dtype)
         precision.set_policy(keras, dtype)

@@ -20,9 +20,9 @@ def compiled_step(params_override: str):
     """(model, Distribution, iterator) for `params_override` (dotted keys);
     `model.make_train_function()` is then the step fit would call."""
     from official_bench import config as config_lib
-    from official_bench.training import setup
     from official_bench.allreduce.compute_wait import compiled_train_function
     from official_bench.runtime import precision
+    from official_bench.training import setup
     cfg = config_lib.build_config([(
         "--params_override",
         config_lib.parse_params_override(params_override))])

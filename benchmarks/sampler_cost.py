@@ -16,7 +16,8 @@ def main(n: int = 2000) -> None:
     pid = os.getpid()
     t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(n):
-        probes.cpu_seconds(pid), probes.rss_bytes(pid), probes.thread_count(pid)
+        (probes.cpu_seconds(pid), probes.rss_bytes(pid),
+         probes.thread_count(pid))
     wall = (time.perf_counter() - t0) / n
     cpu = (time.process_time() - c0) / n
     print(f"one /proc sample: {wall * 1e6:.1f} us wall, {cpu * 1e6:.1f} us "

@@ -5,8 +5,8 @@
         [--netns NS_A=ADDR_A,NS_B=ADDR_B] [--out DIR]
 
 Starts the workers (127.0.0.1, or one per network namespace, e.g. two
-joined by a tbf-limited veth pair as in tests/system/test_scaling_netem.py), each
-pinned to its own core, with the netem test's model under
+joined by a tbf-limited veth pair as in tests/system/test_scaling_netem.py),
+each pinned to its own core, with the netem test's model under
 multi_worker_mirrored (benchmarks/keras_step.py: the trainer's own set-up).
 Each warms up 10 steps, then records a TensorFlow profile of --steps steps
 (each waited for) to DIR/w<k>, and prints, per step from its trace (medians

@@ -1,16 +1,17 @@
 """Where a two-worker multi_worker_mirrored Keras step spends its time
 beyond compute and the gradient's all-reduce (issue 14 §4).
 
-    .venv/bin/python benchmarks/step_collectives.py [ROUNDS [WORKERS [NS_A=ADDR_A,NS_B=ADDR_B]]]
+    .venv/bin/python benchmarks/step_collectives.py
+        [ROUNDS [WORKERS [NS_A=ADDR_A,NS_B=ADDR_B]]]
 
 (the third argument runs worker k in network namespace NS_k at ADDR_k, e.g.
 two namespaces joined by a tbf-limited veth pair as in the netem test)
 
 Starts two workers on 127.0.0.1, each pinned to its own core (taskset -c k,
-as tests/system/test_scaling_netem.py pins its launchers), with the netem test's
-model (resnet_cifar depth 8, batch 16 per worker, 16x16 synthetic images).
-Each worker sets up the trainer's own strategy, model, compile and input
-(official_bench.trainer), then:
+as tests/system/test_scaling_netem.py pins its launchers), with the netem
+test's model (resnet_cifar depth 8, batch 16 per worker, 16x16 synthetic
+images). Each worker sets up the trainer's own strategy, model, compile and
+input (official_bench.trainer), then:
 
 1. traces one call of Keras' train_function and counts the collective ops
    in its graph (all nested functions), by type and by where they sit;

@@ -29,7 +29,7 @@ its post-warm-up interval rates (the trainer's `average_examples_per_second`).
 Variants run alternately (rotated order each repeat) and medians are
 reported, so drift on a shared machine hits all of them.
 
-    .venv/bin/python benchmarks/trainer_overhead.py          # ~10 min on 2 cores
+    .venv/bin/python benchmarks/trainer_overhead.py  # ~10 min on 2 cores
     .venv/bin/python benchmarks/trainer_overhead.py --quick  # ~3 min, noisier
     .venv/bin/python benchmarks/trainer_overhead.py --configs tiny  # fixed
         per-step cost: a model with next to no compute (diagnostic)
@@ -217,6 +217,7 @@ class _IntervalClock(std_logging.Handler):
 
 def run_trainer(spec, strategy, steps) -> Measurement:
     from absl import logging
+
     from official_bench import trainer
     clock = _IntervalClock()
     logging.get_absl_logger().addHandler(clock)
@@ -237,9 +238,9 @@ def run_trainer(spec, strategy, steps) -> Measurement:
 def run_bare(spec, steps) -> Measurement:
     """A plain @tf.function step over a fixed on-device batch."""
     from official_bench import config as config_lib
+    from official_bench.measure.timing import Interval
     from official_bench.models import build_model
     from official_bench.runtime.keras_setup import keras, tf
-    from official_bench.measure.timing import Interval
 
     warmup, timed, log_steps = steps
     cfg = config_lib.build_config(
@@ -355,7 +356,8 @@ def fixed_costs(repeats: int, steps: int) -> None:
             return tf.distribute.OneDeviceStrategy("/cpu:0")
         if name == "mirrored":
             return tf.distribute.MirroredStrategy(
-                ["/cpu:0"], cross_device_ops=tf.distribute.ReductionToOneDevice())
+                ["/cpu:0"],
+                cross_device_ops=tf.distribute.ReductionToOneDevice())
         return tf.distribute.get_strategy()
 
     def compiled(st, steps_per_execution=1):

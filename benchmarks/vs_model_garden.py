@@ -55,7 +55,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import yaml
 

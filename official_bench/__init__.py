@@ -1,8 +1,9 @@
 """official_bench: TensorFlow/Keras ResNet-50 v1.5 training benchmark.
 
     import official_bench
-    cfg = official_bench.load_config("configs/examples/resnet/imagenet/cpu_smoke.yaml",
-                                     params_override="train.steps=10")
+    cfg = official_bench.load_config(
+        "configs/examples/resnet/imagenet/cpu_smoke.yaml",
+        params_override="train.steps=10")
     result = official_bench.run(cfg)
     result.stats.average_examples_per_second
 

@@ -1,4 +1,5 @@
-"""Command-line entry, flag-compatible with Model Garden r2.3's classifier_trainer.
+"""Command-line entry, flag-compatible with Model Garden r2.3's
+classifier_trainer.
 
     python -m official_bench.classifier_trainer \\
         --mode=train_and_eval --model_type=resnet --dataset=imagenet \\
@@ -28,11 +29,14 @@ from typing import Optional
 
 from absl import app, flags, logging
 
-from official_bench.config.flags import (answer_help, config_from_flags,
-                                         parse_flags, start_main)
+from official_bench.config.flags import (
+    answer_help,
+    config_from_flags,
+    parse_flags,
+    start_main,
+)
 from official_bench.config.paths import check_local_dirs
 from official_bench.contracts import exit_status
-
 
 if "verbose" not in flags.FLAGS:  # once, also when run as __main__
     flags.DEFINE_boolean(

@@ -24,11 +24,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import sys  # noqa: E402
 
+import horovod  # noqa: E402
+import horovod.tensorflow as hvd  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tf_keras  # noqa: E402
-import horovod  # noqa: E402
-import horovod.tensorflow as hvd  # noqa: E402
 
 STEPS = 3
 
@@ -45,7 +45,8 @@ def _checksum(variables):
     total = 0.0
     for i, v in enumerate(variables):
         a = np.asarray(v.numpy(), dtype=np.float64).ravel()
-        total += a.sum() + (i + 1) * np.dot(a, np.arange(1, a.size + 1, dtype=np.float64)) * 1e-3
+        total += a.sum() + (i + 1) * np.dot(
+            a, np.arange(1, a.size + 1, dtype=np.float64)) * 1e-3
     return total
 
 
@@ -82,7 +83,8 @@ def main():
     hvd.broadcast_variables(model.variables, root_rank=0)
     after_bcast = _gather_checksums(model.variables)
     if not np.all(after_bcast == after_bcast[0]):
-        _fail(rank, "weights differ after broadcast_variables: %r" % (after_bcast,))
+        _fail(rank, "weights differ after broadcast_variables: %r"
+              % (after_bcast,))
 
     # 3. train on different data per rank with averaged gradients.
     rng = np.random.default_rng(rank)
@@ -110,12 +112,14 @@ def main():
 
     after = _gather_checksums(model.variables)
     if not np.all(after == after[0]):
-        _fail(rank, "weights differ across ranks after %d steps: %r" % (STEPS, after))
+        _fail(rank, "weights differ across ranks after %d steps: %r"
+              % (STEPS, after))
     if after[0] == after_bcast[0]:
         _fail(rank, "weights did not change during training")
 
     print("rank %d/%d: losses %s, weight checksum %.10f"
-          % (rank, size, ["%.4f" % v for v in losses], after[rank]), flush=True)
+          % (rank, size, ["%.4f" % v for v in losses], after[rank]),
+          flush=True)
     if rank == 0:
         print("horovod smoke OK: horovod %s, tensorflow %s, tf_keras %s, "
               "size %d, allreduce sum %g, %d steps, weights equal on all ranks"

@@ -20,9 +20,9 @@ from typing import List
 
 from absl import app, flags, logging
 
-from official_bench.contracts import exit_status
-from official_bench.config import flags as trainer_flags  # the trainer's flags
 from official_bench.allreduce import bandwidth
+from official_bench.config import flags as trainer_flags  # the trainer's flags
+from official_bench.contracts import exit_status
 
 # --help's text: the command, what is measured, what is written.
 USAGE = """All-reduce bandwidth through the trainer's own strategy and options.
@@ -210,10 +210,9 @@ def _setup(cfg, planned, wait_cycles: int = 0):
     precision policy.
     """
     from official_bench import config as config_lib
-    from official_bench.allreduce import collectives
-    from official_bench.allreduce import compute_wait
-    from official_bench.training import setup
+    from official_bench.allreduce import collectives, compute_wait
     from official_bench.runtime import distribute, precision
+    from official_bench.training import setup
     replica_devices, cluster = setup.prepare_runtime(cfg.runtime)
     if MODEL not in planned:
         return distribute.build_distribution(cfg.runtime, cluster,

@@ -126,8 +126,8 @@ def local_step(cfg, replica_devices: List[str], dtype: str, policy: str,
     """One compiled Keras train step of `cfg`'s model on this process's
     first replica device (local_config), as a function that runs it and
     reads the loss back (so the step's time is waited for)."""
-    from official_bench.training import setup
     from official_bench.runtime.cluster import Cluster
+    from official_bench.training import setup
     local = local_config(cfg, num_replicas)
     prep = setup.setup_run(local, Cluster(workers=[]), replica_devices[:1],
                            dtype, policy)

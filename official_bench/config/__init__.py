@@ -22,31 +22,88 @@ One module per concern (docs/design.md, "Config"):
 This module re-exports their public names.
 """
 
-from official_bench.config.builder import DEFAULTS, Layer, LayerBuilder
-from official_bench.config.builder import dataclass_of
-from official_bench.config.layering import (ConfigLike, OverrideLike,
-                                            build_config, layers_of,
-                                            load_config)
-from official_bench.config.loading import (MAX_LAYER_VALUES, MAX_NESTING,
-                                           parse_params_override,
-                                           read_yaml_file)
-from official_bench.config.schema import (
-    BUILDERS, DATA_FORMATS, DATASET_PRESETS, DTYPE_ALIASES, GPU_THREAD_MODES,
-    LOSSES, LR_COMPAT, LR_SCHEDULES, MIRRORED_ALGS, MODEL_NAMES, MODES,
-    MULTI_WORKER_ALGS, OPTIMIZERS, RESNET_DEPTHS, STRATEGIES,
-    SYNTHETIC_LOCATIONS, CallbacksConfig, ConfigError, DatasetConfig,
-    EvalConfig, ExperimentConfig, ExportConfig, HorovodConfig,
-    LearningRateConfig, LossConfig, MetricsConfig, ModelConfig, ModelParams,
-    OptimizerConfig, RuntimeConfig, TensorboardConfig, TimeHistoryConfig,
-    TrainConfig, base_config)
+from official_bench.config.builder import (
+                                            DEFAULTS,
+                                            Layer,
+                                            LayerBuilder,
+                                            dataclass_of,
+)
 from official_bench.config.frozen import FrozenConfigError, replace_keys
+from official_bench.config.layering import (
+                                            ConfigLike,
+                                            OverrideLike,
+                                            build_config,
+                                            layers_of,
+                                            load_config,
+)
+from official_bench.config.loading import (
+                                            MAX_LAYER_VALUES,
+                                            MAX_NESTING,
+                                            parse_params_override,
+                                            read_yaml_file,
+)
 from official_bench.config.ranges import (
-    FLOAT32_MAX, INT64_MAX, MAX_BATCH, MAX_CLASSES, MAX_CPU_DEVICES,
-    MAX_CYCLE_MS, MAX_EPOCHS, MAX_EXAMPLES, MAX_FUSION_MB, MAX_GPU_THREADS,
-    MAX_GPUS, MAX_IMAGE_SIZE, MAX_NUM_PACKS, MAX_PRIVATE_THREADS,
-    MAX_REPLICAS, MAX_RESNET_CIFAR_DEPTH, MAX_SECONDS, MAX_SEED,
-    MAX_SHUFFLE_BUFFER, MAX_STEPS, MAX_SYNTHETIC_CHANNELS, MAX_TASK_INDEX,
-    MAX_WIDTH, check_numbers)
+                                            FLOAT32_MAX,
+                                            INT64_MAX,
+                                            MAX_BATCH,
+                                            MAX_CLASSES,
+                                            MAX_CPU_DEVICES,
+                                            MAX_CYCLE_MS,
+                                            MAX_EPOCHS,
+                                            MAX_EXAMPLES,
+                                            MAX_FUSION_MB,
+                                            MAX_GPU_THREADS,
+                                            MAX_GPUS,
+                                            MAX_IMAGE_SIZE,
+                                            MAX_NUM_PACKS,
+                                            MAX_PRIVATE_THREADS,
+                                            MAX_REPLICAS,
+                                            MAX_RESNET_CIFAR_DEPTH,
+                                            MAX_SECONDS,
+                                            MAX_SEED,
+                                            MAX_SHUFFLE_BUFFER,
+                                            MAX_STEPS,
+                                            MAX_SYNTHETIC_CHANNELS,
+                                            MAX_TASK_INDEX,
+                                            MAX_WIDTH,
+                                            check_numbers,
+)
+from official_bench.config.schema import (
+                                            BUILDERS,
+                                            DATA_FORMATS,
+                                            DATASET_PRESETS,
+                                            DTYPE_ALIASES,
+                                            GPU_THREAD_MODES,
+                                            LOSSES,
+                                            LR_COMPAT,
+                                            LR_SCHEDULES,
+                                            MIRRORED_ALGS,
+                                            MODEL_NAMES,
+                                            MODES,
+                                            MULTI_WORKER_ALGS,
+                                            OPTIMIZERS,
+                                            RESNET_DEPTHS,
+                                            STRATEGIES,
+                                            SYNTHETIC_LOCATIONS,
+                                            CallbacksConfig,
+                                            ConfigError,
+                                            DatasetConfig,
+                                            EvalConfig,
+                                            ExperimentConfig,
+                                            ExportConfig,
+                                            HorovodConfig,
+                                            LearningRateConfig,
+                                            LossConfig,
+                                            MetricsConfig,
+                                            ModelConfig,
+                                            ModelParams,
+                                            OptimizerConfig,
+                                            RuntimeConfig,
+                                            TensorboardConfig,
+                                            TimeHistoryConfig,
+                                            TrainConfig,
+                                            base_config,
+)
 from official_bench.config.validate import compute_dtype, fill_derived
 
 # The names these had when config was one module (tests use them).

@@ -1,4 +1,5 @@
-"""Plain nested dicts addressed by dotted keys ("train.time_history.log_steps").
+"""Plain nested dicts addressed by dotted keys
+("train.time_history.log_steps").
 
 The CLI flags, the launcher and --params_override all describe a config
 layer as such a tree before config/builder.py types it, so they share these
@@ -38,7 +39,8 @@ def put(tree: Dict[str, Any], dotted: str, value: Any) -> None:
     node[leaf] = value
 
 
-def deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> Dict[str, Any]:
+def deep_merge(base: Mapping[str, Any],
+               top: Mapping[str, Any]) -> Dict[str, Any]:
     """A new tree: `top` over `base`, mappings merged key by key."""
     out = copy.deepcopy(dict(base))
     for key, value in top.items():

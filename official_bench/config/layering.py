@@ -14,8 +14,11 @@ from typing import Any, List, Mapping, Optional, Sequence, Union
 from official_bench.config import loading, validate
 from official_bench.config.builder import Layer, LayerBuilder
 from official_bench.config.frozen import freeze
-from official_bench.config.schema import (ConfigError, ExperimentConfig,
-                                          base_config)
+from official_bench.config.schema import (
+    ConfigError,
+    ExperimentConfig,
+    base_config,
+)
 
 # A config: a YAML path, a nested mapping, or an ExperimentConfig.
 ConfigLike = Union[None, str, os.PathLike, Mapping[str, Any],

@@ -18,7 +18,6 @@ import yaml
 from official_bench.config import dotted_keys
 from official_bench.config.schema import ConfigError
 
-
 # Mappings and lists inside one layer: the config itself is 4 levels deep,
 # so 32 is never needed; deeper (or self-referring) values would end the
 # merge and the error messages, which walk values recursively, in a
@@ -121,13 +120,15 @@ _DOTTED_ASSIGNMENT = re.compile(r"^\s*[A-Za-z_][\w.]*\s*=")
 
 
 def parse_params_override(text: str) -> Dict[str, Any]:
-    """Parses --params_override: a YAML file, a YAML/JSON string, or a.b=1,c=2."""
+    """Parses --params_override: a YAML file, a YAML/JSON string, or
+    a.b=1,c=2."""
     text = text.strip()
     if not text:
         return {}
     if os.path.isfile(text):
         return read_yaml_file(text)
-    if text.endswith((".yaml", ".yml")) and "\n" not in text and ":" not in text:
+    if (text.endswith((".yaml", ".yml")) and "\n" not in text
+            and ":" not in text):
         raise ConfigError(f"--params_override file {text!r} does not exist")
     if _DOTTED_ASSIGNMENT.match(text):
         tree: Dict[str, Any] = {}

@@ -17,15 +17,35 @@ from typing import Any, Sequence
 
 from official_bench.config.builder import LayerBuilder
 from official_bench.config.schema import (
-    BACKENDS, BUILDERS, CPU_KERNELS, DATA_FORMATS, DTYPE_ALIASES, GPU_THREAD_MODES,
-    LOSSES, LR_COMPAT, LR_SCHEDULES, MIRRORED_ALGS, MODEL_NAMES, MODES,
-    MULTI_WORKER_ALGS, OPTIMIZERS, RESNET_DEPTHS, STRATEGIES,
-    SYNTHETIC_LOCATIONS, DatasetConfig, EvalConfig, ExperimentConfig,
-    HistoryConfig, HorovodConfig, LearningRateConfig, ModelConfig, RuntimeConfig,
-    TrainConfig)
+    BACKENDS,
+    BUILDERS,
+    CPU_KERNELS,
+    DATA_FORMATS,
+    DTYPE_ALIASES,
+    GPU_THREAD_MODES,
+    LOSSES,
+    LR_COMPAT,
+    LR_SCHEDULES,
+    MIRRORED_ALGS,
+    MODEL_NAMES,
+    MODES,
+    MULTI_WORKER_ALGS,
+    OPTIMIZERS,
+    RESNET_DEPTHS,
+    STRATEGIES,
+    SYNTHETIC_LOCATIONS,
+    DatasetConfig,
+    EvalConfig,
+    ExperimentConfig,
+    HistoryConfig,
+    HorovodConfig,
+    LearningRateConfig,
+    ModelConfig,
+    RuntimeConfig,
+    TrainConfig,
+)
 from official_bench.config.strategies import TRAITS
 from official_bench.contracts.hostport import HostPortError, parse_hostport
-
 
 # Every numeric key has the range its consumer needs, checked here, before
 # TensorFlow starts: a value the check accepts must run (issue 17). Floats

@@ -16,8 +16,14 @@ from official_bench.config.builder import LayerBuilder
 from official_bench.config.paths import DATA_DIR_READERS, datasets_read
 from official_bench.config.ranges import FLOAT32_MAX, MAX_REPLICAS
 from official_bench.config.schema import (
-    DTYPE_ALIASES, DatasetConfig, ExperimentConfig, HorovodConfig,
-    LearningRateConfig, RuntimeConfig, TrainConfig)
+    DTYPE_ALIASES,
+    DatasetConfig,
+    ExperimentConfig,
+    HorovodConfig,
+    LearningRateConfig,
+    RuntimeConfig,
+    TrainConfig,
+)
 from official_bench.config.strategies import TRAITS, StrategyTraits
 
 

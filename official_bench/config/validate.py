@@ -15,8 +15,11 @@ from __future__ import annotations
 
 from official_bench.config import ranges, rules
 from official_bench.config.builder import LayerBuilder
-from official_bench.config.schema import (DTYPE_ALIASES, DatasetConfig,
-                                          ExperimentConfig)
+from official_bench.config.schema import (
+    DTYPE_ALIASES,
+    DatasetConfig,
+    ExperimentConfig,
+)
 
 
 def validate(cfg: ExperimentConfig, b: LayerBuilder) -> None:
@@ -60,7 +63,8 @@ def _validate_dataset(ds: DatasetConfig, name: str, b: LayerBuilder) -> None:
 
 
 def fill_derived(cfg: ExperimentConfig) -> None:
-    """Fills values that follow from others, so the saved config is complete."""
+    """Fills values that follow from others, so the saved config is
+    complete."""
     mp = cfg.model.model_params
     if mp.num_classes is None:
         mp.num_classes = cfg.model.num_classes or cfg.train_dataset.num_classes

@@ -14,11 +14,12 @@ import json
 import time
 from typing import Any, Dict, List, Optional
 
-from official_bench.contracts import counting, dtypes
-from official_bench.contracts import flops as flops_contract
+from official_bench.contracts import counting, dtypes, flops as flops_contract
 from official_bench.contracts.history_db import Row, dumps
 from official_bench.contracts.throughput import (
-    Interval, images_per_second_over_window)
+    Interval,
+    images_per_second_over_window,
+)
 
 # Keys of the config that differ between two runs of the same setup.
 _PER_RUN_KEYS = ("model_dir",)

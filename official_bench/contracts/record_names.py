@@ -23,7 +23,8 @@ LAYOUTS = ("auto", CLASSIC, TFDS)
 
 
 def pattern(layout: str, split: str) -> str:
-    """The glob of a layout's files of `split`: train-* or *-train.tfrecord-*."""
+    """The glob of a layout's files of `split`: train-* or
+    *-train.tfrecord-*."""
     return f"{split}-*" if layout == CLASSIC else f"*-{split}.tfrecord-*"
 
 

@@ -31,11 +31,13 @@ import math
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
-from official_bench.contracts import dtypes
-from official_bench.contracts import flops as flops_contract
-from official_bench.host.atomic import write_text_atomic
-from official_bench.contracts import utilisation as usage_contract
+from official_bench.contracts import (
+    dtypes,
+    flops as flops_contract,
+    utilisation as usage_contract,
+)
 from official_bench.contracts.throughput import ReadInterval
+from official_bench.host.atomic import write_text_atomic
 
 SCHEMA = "official_bench.result/1"
 
@@ -57,7 +59,8 @@ class RunResultFile:
 
     @property
     def dtype(self) -> Optional[str]:
-        """The trainer's dtype in file-name spelling (fp32/fp16/bf16), if given.
+        """The trainer's dtype in file-name spelling (fp32/fp16/bf16), if
+        given.
 
         The trainer may spell it as TensorFlow does (float16, mixed_float16).
         """
@@ -130,7 +133,8 @@ def _parse(path: str, data: Any) -> RunResultFile:
     if not isinstance(data, dict):
         raise _Invalid("top level is not an object")
     if data.get("schema") != SCHEMA:
-        raise _Invalid(f"schema is {data.get('schema')!r}, expected {SCHEMA!r}")
+        raise _Invalid(f"schema is {data.get('schema')!r}, "
+                       f"expected {SCHEMA!r}")
     stats = data.get("stats")
     if not isinstance(stats, dict):
         raise _Invalid("stats is missing or not an object")

@@ -10,7 +10,7 @@ DLPerf keeps lines containing "TimeHistory" and takes the rate with
 the GLOBAL batch (all workers and replicas). The run-finished mark ends a
 completed run's log; the timeout mark starts the line a task prints when
 its peers did not come up in time (the launcher looks for it).
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 

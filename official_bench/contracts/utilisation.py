@@ -35,7 +35,8 @@ PEAK_LABELS = {"tf": "TF", "xla": "XLA"}
 
 
 def percentile(values: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile (an observed value), as measure/stats.percentile."""
+    """Nearest-rank percentile (an observed value), as
+    measure/stats.percentile."""
     ordered = sorted(values)
     rank = max(1, int(-(-q * len(ordered) // 100)))
     return ordered[min(rank, len(ordered)) - 1]
@@ -75,7 +76,8 @@ def summary_text(u: Optional[Dict]) -> str:
                              if f"{key}_peak_memory_mib" in u), ("", None))
         peak = max((p["p90"] for p in peaks.values() if p), default=None) \
             if isinstance(peaks, dict) else None
-        gpu_text = (f"GPU util {_spread(gpu.get('utilisation_percent'), '{:.0f}', '%')}"
+        gpu_text = ("GPU util "
+                    f"{_spread(gpu.get('utilisation_percent'), '{:.0f}', '%')}"
                     + (f", memory used {max(mem):.0f} MiB on the fullest"
                        if mem else "")
                     + (f", {label} peak {peak:.0f} MiB" if peak is not None

@@ -6,13 +6,13 @@ from typing import Callable, Dict, Optional
 
 from official_bench.config import DatasetConfig
 from official_bench.data import device_stage
-from official_bench.measure import input_wait
 from official_bench.data.feeds.python_source import python_dataset
-from official_bench.data.records.pipeline import records_dataset
 from official_bench.data.feeds.service_feed import service_dataset
-from official_bench.data.synthetic import synthetic_dataset
-from official_bench.data.records.tfds import tfds_dataset
 from official_bench.data.feeds.zmq_feed import zmq_dataset
+from official_bench.data.records.pipeline import records_dataset
+from official_bench.data.records.tfds import tfds_dataset
+from official_bench.data.synthetic import synthetic_dataset
+from official_bench.measure import input_wait
 from official_bench.runtime.keras_setup import tf
 
 

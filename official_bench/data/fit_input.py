@@ -25,8 +25,8 @@ from typing import Any, Optional
 from official_bench.config import DatasetConfig
 from official_bench.data import factory
 from official_bench.data.records import file_check
-from official_bench.measure import input_wait
 from official_bench.data.resident_batch import ResidentBatch
+from official_bench.measure import input_wait
 
 
 @dataclasses.dataclass

@@ -64,11 +64,13 @@ def local_replicas(cfg, replica_devices) -> int:
 def bench(cfg, seconds: float, log_fn=logging.info):
     """Pulls the training pipeline for `seconds`; returns ThroughputStats
     of this worker's images/second."""
-    from official_bench.measure import stats, timing
     from official_bench.config.batching import global_batch_size
     from official_bench.data import factory
-    from official_bench.runtime import cluster as cluster_lib
-    from official_bench.runtime import devices as devices_lib
+    from official_bench.measure import stats, timing
+    from official_bench.runtime import (
+        cluster as cluster_lib,
+        devices as devices_lib,
+    )
     from official_bench.runtime.keras_setup import tf
 
     rt = cfg.runtime

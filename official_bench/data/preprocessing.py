@@ -28,8 +28,10 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from official_bench.contracts.imagenet import (IMAGENET_MEAN_RGB,
-                                               IMAGENET_STD_RGB)
+from official_bench.contracts.imagenet import (
+    IMAGENET_MEAN_RGB,
+    IMAGENET_STD_RGB,
+)
 from official_bench.runtime.keras_setup import tf
 
 CROP_PADDING = 32  # r2.3's eval crop: image_size / (image_size + 32)
@@ -66,7 +68,8 @@ def _decode_and_crop(image_bytes: tf.Tensor, window_fn,
 
 def center_crop_window(shape: tf.Tensor, image_size: int,
                        crop_padding: int = CROP_PADDING) -> tf.Tensor:
-    """[y, x, h, w] of the central square: size/(size+padding) of the short side."""
+    """[y, x, h, w] of the central square: size/(size+padding) of the short
+    side."""
     height, width = shape[0], shape[1]
     fraction = image_size / (image_size + crop_padding)
     crop = tf.cast(fraction * tf.cast(tf.minimum(height, width), tf.float32),
@@ -76,11 +79,11 @@ def center_crop_window(shape: tf.Tensor, image_size: int,
                      crop, crop])
 
 
-def random_crop_window(shape: tf.Tensor, boxes: tf.Tensor, seed: tf.Tensor,
-                       area_range: Sequence[float] = AREA_RANGE,
-                       aspect_ratio_range: Sequence[float] = ASPECT_RATIO_RANGE,
-                       min_object_covered: float = MIN_OBJECT_COVERED
-                       ) -> tf.Tensor:
+def random_crop_window(
+        shape: tf.Tensor, boxes: tf.Tensor, seed: tf.Tensor,
+        area_range: Sequence[float] = AREA_RANGE,
+        aspect_ratio_range: Sequence[float] = ASPECT_RATIO_RANGE,
+        min_object_covered: float = MIN_OBJECT_COVERED) -> tf.Tensor:
     """[y, x, h, w] from sample_distorted_bounding_box (Inception-style crop).
 
     `boxes` is [N, 4] as (ymin, xmin, ymax, xmax) in 0..1; with N == 0 the

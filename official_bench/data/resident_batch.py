@@ -30,8 +30,8 @@ from __future__ import annotations
 from typing import Optional
 
 from official_bench.config import DatasetConfig
-from official_bench.measure import input_wait
 from official_bench.data.synthetic import synthetic_batch
+from official_bench.measure import input_wait
 from official_bench.runtime.device_prefetch import without_autotune
 from official_bench.runtime.keras_setup import tf
 

@@ -34,7 +34,8 @@ SECRET_KEY = "secret"
 RJOB = "node"  # the JobSet's replicated Job
 TFJOB_CONTAINER = "tensorflow"  # the TFJob operator reads its port
 TFJOB_PORT_NAME = "tfjob-port"
-HOLD_EMPTYDIR = 3600  # s a pod waits after its sweep so that logs can be copied
+# s a pod waits after its sweep so that logs can be copied
+HOLD_EMPTYDIR = 3600
 _LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 

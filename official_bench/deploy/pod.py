@@ -30,8 +30,11 @@ import time
 from typing import Callable, Dict, List, Mapping, Optional
 
 from official_bench.contracts.exit_status import CLUSTER, CONFIG
-from official_bench.contracts.hostport import (HostPortError,
-                                               parse_hostport, split_list)
+from official_bench.contracts.hostport import (
+    HostPortError,
+    parse_hostport,
+    split_list,
+)
 from official_bench.contracts.tf_config import TFConfigError, parse_tf_config
 
 PROG = "official_bench.deploy.pod"

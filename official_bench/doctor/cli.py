@@ -23,10 +23,16 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from official_bench.contracts import exit_status as es
 from official_bench.doctor import (
-    check_plan as plan, commands, env_checks, jax_diagnosis, jaxprobe, report,
-    run_checks, tfprobe)
-from official_bench.host import gpu_diagnosis, probes
-from official_bench.host import gpus as host_gpus
+    check_plan as plan,
+    commands,
+    env_checks,
+    jax_diagnosis,
+    jaxprobe,
+    report,
+    run_checks,
+    tfprobe,
+)
+from official_bench.host import gpu_diagnosis, gpus as host_gpus, probes
 from official_bench.host.flag_errors import OneLineParser
 from official_bench.host.terminal import help_formatter, help_width
 from official_bench.host.write_errors import NotWritable
@@ -308,7 +314,8 @@ def main(argv: Optional[Sequence[str]] = None,
         parser.error(str(e))
     if args.list:
         if machine.no_gpu and any(c.skip == machine.no_gpu for c in selected):
-            out(f"official-bench-doctor: {report.skipped_line(machine.no_gpu)}")
+            out("official-bench-doctor: "
+                f"{report.skipped_line(machine.no_gpu)}")
         for c in selected:
             skip = report.NO_GPU_SHORT if c.skip and c.skip == machine.no_gpu \
                 else c.skip

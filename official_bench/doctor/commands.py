@@ -36,7 +36,8 @@ CPU_PROFILE = Profile("resnet_cifar", 8, 16, 10, 8, 60, 5)
 
 def overrides(run: RunSpec, profile: Profile, seed: int = 1,
               backend: str = "tensorflow") -> List[str]:
-    """--params_override pairs for one run (dotted keys of config/schema.py)."""
+    """--params_override pairs for one run (dotted keys of
+    config/schema.py)."""
     jax = backend == "jax"
     pairs = [f"runtime.backend={backend}"] if jax else []
     pairs += [
@@ -46,11 +47,11 @@ def overrides(run: RunSpec, profile: Profile, seed: int = 1,
         f"runtime.seed={seed}",
         f"model.name={profile.model}",
         f"model.model_params.data_format={run.data_format}",
-        f"train_dataset.builder=synthetic",
+        "train_dataset.builder=synthetic",
         f"train_dataset.image_size={profile.image_size}",
         f"train_dataset.num_classes={profile.num_classes}",
         f"train_dataset.batch_size={profile.batch_size}",
-        f"train.epochs=1", f"train.steps={profile.steps}",
+        "train.epochs=1", f"train.steps={profile.steps}",
         f"train.time_history.log_steps={profile.log_steps}",
         "train.callbacks.enable_checkpoint_and_export=false",
         "evaluation.skip_eval=true",

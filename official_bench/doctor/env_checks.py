@@ -36,7 +36,8 @@ def tensorflow_row(tf_facts: Optional[Dict],
     if tf_v and keras_v and tf_v.split(".")[:2] != keras_v.split(".")[:2]:
         return CheckResult("tensorflow", "tensorflow", "none", FAIL,
                            f"{detail}: different minor releases",
-                           fix=f"pip install 'tf-keras~={tf_v.rsplit('.', 1)[0]}.0'")
+                           fix="pip install 'tf-keras~="
+                               f"{tf_v.rsplit('.', 1)[0]}.0'")
     return CheckResult("tensorflow", "tensorflow", "none", PASS, detail,
                        data={"build": build})
 

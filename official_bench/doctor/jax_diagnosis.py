@@ -15,8 +15,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Tuple
 
-from official_bench.host import gpu_diagnosis as gd
-from official_bench.host import gpus as host_gpus
+from official_bench.host import gpu_diagnosis as gd, gpus as host_gpus
 
 Diagnosis = gd.Diagnosis
 # The CUDA releases JAX publishes plugins for (jax[cuda12], jax[cuda13]).

@@ -18,14 +18,14 @@ from typing import Callable, Dict, List, Optional
 from official_bench.config import strategies
 from official_bench.contracts import dtypes, stage_line
 from official_bench.contracts.hostport import free_ports
+from official_bench.contracts.log_tree import result_file_name
 from official_bench.contracts.throughput import THROUGHPUT_MARK
 from official_bench.doctor import commands, gpu_util, threads, verdicts
 from official_bench.doctor.check_plan import CheckSpec
-from official_bench.doctor.report import FAIL, PASS, SKIP, CheckResult
 from official_bench.doctor.check_procs import Command, Outcome, ProcessGroup
-from official_bench.host.probes import PeriodicSampler
+from official_bench.doctor.report import FAIL, PASS, SKIP, CheckResult
 from official_bench.doctor.verdicts import Finding
-from official_bench.contracts.log_tree import result_file_name
+from official_bench.host.probes import PeriodicSampler
 
 HEARTBEAT_SECONDS = 8.0  # never more than 10 s without a line
 

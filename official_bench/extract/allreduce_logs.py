@@ -10,8 +10,8 @@ time; algbw and busbw follow from it (allreduce/bandwidth.py, nccl-tests'
 definitions). A ``latency`` entry (a small all-reduce, seconds per
 all-reduce) carries ``per_step``: the small collectives one train step of
 the model issues (allreduce/bench.py; the scaling model charges each). A
-file's ``compute_after_wait`` (official_bench/allreduce/compute_wait.py: the model's
-step after a wait as long as the step's communication, against back to
+file's ``compute_after_wait`` (official_bench/allreduce/compute_wait.py: the
+model's step after a wait as long as the step's communication, against back to
 back, side by side) gives the case's compute penalty, the median over its
 runs (compute_waits), and its communication_in_step the step's
 communication timed in training's pattern (allreduce/in_step.py).
@@ -217,7 +217,7 @@ def markdown(table: Dict[str, List[Row]]) -> str:
     lines += ["| " + " | ".join(cells) + " |\n" for cells in table_rows(table)]
     lines.append("\n- time: median over the case's runs of the mean time of "
                  "one all-reduce; algbw = bytes / time; busbw = algbw x "
-                 "2(n-1)/n (nccl-tests); (model): the model's gradient; (latency): "
-                 "a small all-reduce, time per all-reduce, with the number "
-                 "of small collectives in one train step\n")
+                 "2(n-1)/n (nccl-tests); (model): the model's gradient; "
+                 "(latency): a small all-reduce, time per all-reduce, with "
+                 "the number of small collectives in one train step\n")
     return "".join(lines)

@@ -31,9 +31,7 @@ import statistics
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from official_bench.contracts import dtypes, log_tree, throughput
-from official_bench.extract import model_flops
-from official_bench.extract import rounding
-from official_bench.extract import subject
+from official_bench.extract import model_flops, rounding, subject
 from official_bench.extract.logparse import RunId
 from official_bench.extract.speeds import RunOutcome
 
@@ -168,7 +166,8 @@ def case_entry(run: RunId, outcomes: List[RunOutcome], method: str,
         "dtype": run.dtype,
         "global_batch_size": (ok[0].global_batch_size if ok
                               else run.batch_size * run.num_devices),
-        "per_device_speed": _round(median / run.num_devices if speeds else None, 2),
+        "per_device_speed": _round(
+            median / run.num_devices if speeds else None, 2),
         "runs": speeds,
         "num_runs": len(speeds),
         "average_speed_unrounded": statistics.fmean(exact) if exact else None,
@@ -229,7 +228,8 @@ def add_speedups(cases: Dict[str, Entry],
 
 def _spread_warning(label: str, entry: Entry,
                     spread_warn: float) -> Optional[str]:
-    """Warning text when the runs of a case disagree by more than the threshold."""
+    """Warning text when the runs of a case disagree by more than the
+    threshold."""
     if entry["cv"] is None or entry["cv"] * 100 <= spread_warn:
         return None
     speeds = ", ".join(f"{s:.2f}" for s in entry["runs"])

@@ -23,7 +23,7 @@ Exit status: 0 on success (also when some runs were excluded: they are
 listed), 1 bad input (no directory, no logs, no usable run, an unreadable
 result file, ``--plot`` without matplotlib), 2 bad usage, 5 --output_dir
 cannot be written (the last line names the folder and its free space).
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -33,29 +33,41 @@ import dataclasses
 import json
 import os
 import sys
-from typing import (Any, Dict, Iterable, Iterator, List, Optional, Sequence,
-                    Tuple)
+from typing import (
+    Any,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+)
 
-from official_bench.contracts import exit_status
-from official_bench.contracts import log_tree
-from official_bench.extract import allreduce_logs
+from official_bench.contracts import (
+    counting,
+    exit_status,
+    log_tree,
+    result_json,
+    run_status,
+)
+from official_bench.extract import (
+    allreduce_logs,
+    cases,
+    history_plot,
+    logparse,
+    scaling,
+    speeds,
+    tables,
+    windows,
+)
+from official_bench.extract.errors import ExtractError
+from official_bench.extract.logparse import RunId
+from official_bench.extract.speeds import RunOutcome
 from official_bench.host import atomic
 from official_bench.host.flag_errors import OneLineParser
 from official_bench.host.terminal import help_formatter
 from official_bench.host.write_errors import NotWritable, writing
-from official_bench.extract import cases
-from official_bench.extract import history_plot
-from official_bench.extract import logparse
-from official_bench.extract import tables
-from official_bench.contracts import run_status
-from official_bench.contracts import counting
-from official_bench.contracts import result_json
-from official_bench.extract import speeds
-from official_bench.extract import scaling
-from official_bench.extract import windows
-from official_bench.extract.errors import ExtractError
-from official_bench.extract.logparse import RunId
-from official_bench.extract.speeds import RunOutcome
 
 DEFAULT_WARMUP_BATCHES, DEFAULT_TRAIN_BATCHES = counting.DLPERF_WINDOW
 DEFAULT_SPREAD_WARN = 5.0
@@ -254,8 +266,7 @@ def _write_outputs(extraction: Extraction, output_dir: str, markdown: bool,
                    history: Optional[str] = None
                    ) -> Tuple[List[str], List[str]]:
     """write_outputs without the OSError translation."""
-    from official_bench.extract import html_report
-    from official_bench.extract import series
+    from official_bench.extract import html_report, series
 
     paths = output_paths(output_dir, extraction.name)
     written: List[str] = []
@@ -263,7 +274,8 @@ def _write_outputs(extraction: Extraction, output_dir: str, markdown: bool,
     # Read before anything is written: a bad file leaves no partial set.
     history_png = history_plot.history_figure(history) \
         if history and html else None
-    atomic.write_text_atomic(paths["json"], result_json_text(extraction.result))
+    atomic.write_text_atomic(paths["json"],
+                             result_json_text(extraction.result))
     written.append(paths["json"])
     if markdown:
         atomic.write_text_atomic(paths["markdown"],
@@ -273,7 +285,8 @@ def _write_outputs(extraction: Extraction, output_dir: str, markdown: bool,
                                      extraction.bandwidth))
         written.append(paths["markdown"])
     if csv:
-        atomic.write_text_atomic(paths["csv"], tables.csv_text(extraction.result))
+        atomic.write_text_atomic(paths["csv"],
+                                 tables.csv_text(extraction.result))
         written.append(paths["csv"])
     run_series = (series.collect(extraction.outcomes)
                   if plot is not False or html else None)
@@ -307,12 +320,15 @@ def _make_plot(extraction: Extraction, path: str, plot: Optional[bool],
                series: Any) -> Tuple[Optional[bytes], Optional[str]]:
     """Write the PNG when wanted and possible: ``(png_bytes, None)``, or
     ``(None, why_not)`` for the notes and the HTML page."""
-    from official_bench.extract import plot as plotting  # matplotlib is lazy there
+    from official_bench.extract import (
+        plot as plotting,  # matplotlib is lazy there
+    )
 
     if not extraction.result:
         if plot:
-            raise ExtractError(f"--plot: nothing to plot, {extraction.log_dir} "
-                               "holds all-reduce results only")
+            raise ExtractError(
+                f"--plot: nothing to plot, {extraction.log_dir} "
+                "holds all-reduce results only")
         return None, "no plot: all-reduce results only (no training runs)"
     if plot or (plot is None and plotting.matplotlib_available()):
         return plotting.plot_png(extraction.result, path, extraction.name,
@@ -346,7 +362,8 @@ def _write_compare(a: tables.Result, b: tables.Result, label_a: str,
                    csv: bool) -> List[str]:
     """Write the comparison's Markdown and CSV; returns the paths written."""
     written: List[str] = []
-    a_name, b_name = (label.replace(os.sep, "_") for label in (label_a, label_b))
+    a_name, b_name = (label.replace(os.sep, "_")
+                      for label in (label_a, label_b))
     base = os.path.join(output_dir, f"compare_{a_name}_vs_{b_name}")
     if markdown:
         atomic.write_text_atomic(base + ".md", text)
@@ -379,7 +396,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--log_dir", help="directory holding the {N}n{G}g "
                    "subdirectories (required unless --compare)")
     p.add_argument("--output_dir", default="./result",
-                   help="where the result files are written (default: %(default)s)")
+                   help="where the result files are written "
+                        "(default: %(default)s)")
     p.add_argument("--warmup_batches", type=int, default=None,
                    help="intervals starting before this step are not counted "
                         f"(default: {DEFAULT_WARMUP_BATCHES}, DLPerf's)")

@@ -1,4 +1,5 @@
-"""The result as one self-contained HTML page: tables, plot, each case's environment.
+"""The result as one self-contained HTML page: tables, plot, each case's
+environment.
 
 The Markdown report is for a repository or a terminal; this page is for
 people who open results in a browser or get them attached to a CI run or a
@@ -27,11 +28,18 @@ from __future__ import annotations
 
 import base64
 import html
-from typing import Any, Container, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import (
+    Any,
+    Container,
+    Dict,
+    Iterable,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+)
 
-from official_bench.extract import model_flops
-from official_bench.extract import subject
-from official_bench.extract import tables
+from official_bench.extract import model_flops, subject, tables
 from official_bench.extract.cases import OVER_WINDOW_KEY
 from official_bench.extract.series import RunSeries
 
@@ -48,7 +56,8 @@ CPU_DEVICES = "devices (CPU)"  # gpu_num's header for a section run on CPUs
 _POLICY = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
            "script-src 'unsafe-inline'")
 _STYLE = """
-body { font-family: sans-serif; margin: 1.5em; color: #222; max-width: 1200px; }
+body { font-family: sans-serif; margin: 1.5em; color: #222; \
+max-width: 1200px; }
 table { border-collapse: collapse; margin: 0.5em 0 1em; }
 th, td { border: 1px solid #bbb; padding: 0.25em 0.6em; }
 th { background: #eee; }
@@ -119,14 +128,16 @@ def cpu_kernels_cell(env: Dict[str, Any]) -> str:
 def environment_rows(model_result: ModelResult,
                      model_series: Optional[Dict[str, List[RunSeries]]] = None
                      ) -> List[List[str]]:
-    """One row per case (ENV_COLUMNS order) from its entry's ``environment``."""
+    """One row per case (ENV_COLUMNS order) from its entry's
+    ``environment``."""
     rows: List[List[str]] = []
     for case, e in tables.sorted_cases(model_result):
         env = e.get("environment") or {}
         gpus = env.get("gpu_names") or []
         rows.append([case] + [_or_na(env.get(k)) for k in (
-            "tensorflow", "tf_keras", "python", "cuda_version", "cudnn_version",
-            "strategy", "num_workers", "num_replicas", "devices")] + [
+            "tensorflow", "tf_keras", "python", "cuda_version",
+            "cudnn_version", "strategy", "num_workers", "num_replicas",
+            "devices")] + [
             tables.gpu_summary(gpus) if gpus else "n/a",
             _or_na(env.get("cpu_model")),
             _hosts(env, (model_series or {}).get(case) or []),
@@ -219,10 +230,10 @@ def _section(model_key: str, model_result: ModelResult,
     out.append(_averages(model_result))
     out.append(_flops(model_result))
     out.append("<h3>Environment</h3>")
-    out.append(_table(ENV_COLUMNS, environment_rows(model_result, model_series),
-                      "env"))
-    out.append('<p class="note">From the result JSON the trainer wrote next to '
-               "each log; n/a where there was none.</p></section>")
+    out.append(_table(ENV_COLUMNS,
+                      environment_rows(model_result, model_series), "env"))
+    out.append('<p class="note">From the result JSON the trainer wrote next '
+               "to each log; n/a where there was none.</p></section>")
     return "".join(out)
 
 
@@ -267,7 +278,8 @@ def html_report(result: Dict[str, ModelResult], name: Optional[str] = None,
     """
     title = page_title(result, name)
     out = ["<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">",
-           f'<meta http-equiv="Content-Security-Policy" content="{_e(_POLICY)}">',
+           '<meta http-equiv="Content-Security-Policy" '
+           f'content="{_e(_POLICY)}">',
            f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>",
            f"<h1>{_e(title)}</h1>"]
     out += [f'<p class="{"smoke" if line == subject.SMOKE_TEXT else "note"}">'

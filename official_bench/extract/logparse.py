@@ -130,7 +130,8 @@ def find_logs(log_dir: str) -> Tuple[List[Tuple[RunId, str]],
     """
     runs: List[Tuple[RunId, str]] = []
     skipped: List[Tuple[str, str]] = []
-    for path in sorted(glob.glob(os.path.join(glob.escape(log_dir), "*", "*.log"))):
+    for path in sorted(glob.glob(
+            os.path.join(glob.escape(log_dir), "*", "*.log"))):
         case_dir = os.path.basename(os.path.dirname(path))
         case = log_tree.parse_case_name(case_dir)
         name = log_tree.parse_log_name(os.path.basename(path))
@@ -161,7 +162,8 @@ class _Clock:
 
     def seconds(self, month_day: Optional[Tuple[int, int]],
                 time_of_day: float) -> Optional[float]:
-        """Seconds for a reading; ``month_day`` is None for time-only clocks."""
+        """Seconds for a reading; ``month_day`` is None for time-only
+        clocks."""
         value = self._raw(month_day, time_of_day)
         if value is None:
             return None
@@ -196,7 +198,8 @@ def _fraction(digits: Optional[str]) -> float:
 
 def _timestamp(line: str, end: int, clocks: Dict[str, _Clock]
                ) -> Tuple[Optional[float], Optional[str]]:
-    """Clock time of ``line`` (searching before index ``end``) as (seconds, kind).
+    """Clock time of ``line`` (searching before index ``end``) as (seconds,
+    kind).
 
     Returns ``(None, None)`` when the line carries no recognised timestamp.
     """
@@ -286,7 +289,8 @@ def _exception_after(lines: List[str], tb_index: int) -> Optional[str]:
 
 
 def parse_log_lines(lines: Iterable[str], path: str = "<log>") -> ParsedLog:
-    """Parse the lines of a log (an iterable of str) into a :class:`ParsedLog`."""
+    """Parse the lines of a log (an iterable of str) into a
+    :class:`ParsedLog`."""
     lines = list(lines)
     intervals: List[ReadInterval] = []
     malformed: List[MalformedLine] = []

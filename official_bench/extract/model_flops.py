@@ -1,4 +1,5 @@
-"""A case's model FLOP rate and utilisation (MFU), from its runs' flops records.
+"""A case's model FLOP rate and utilisation (MFU), from its runs' flops
+records.
 
 The trainer counts the model's training FLOPs per image and looks up the
 device's dense peak (result.json's ``flops`` object,

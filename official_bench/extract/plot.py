@@ -1,4 +1,5 @@
-"""PNG plot of a result: scaling against device count, and throughput over steps.
+"""PNG plot of a result: scaling against device count, and throughput over
+steps.
 
 matplotlib is an optional extra (``pip install official_bench[plot]``); it is
 imported only when a plot is made, and through its object-oriented API with
@@ -12,13 +13,12 @@ MFU against devices when result JSONs carried model FLOPs
 (:mod:`official_bench.extract.model_flops`); a sweep of one device count
 has no scaling to show, so one panel of bars (samples/s per section, MFU
 written on each) takes the row. Legends sit outside the axes, on the right.
-Below, when per-run series are
-given (:mod:`official_bench.extract.series`): every interval's
-examples/second against its end step, the median run solid, the others
-faint, the counted window shaded; intervals outside it are hollow grey
-points labelled "not counted", so warm-up, jitter and disagreeing runs show.
-The title says what was measured (:mod:`official_bench.extract.subject`), so
-a picture passed around alone still says what it shows.
+Below, when per-run series are given (:mod:`official_bench.extract.series`):
+every interval's examples/second against its end step, the median run solid,
+the others faint, the counted window shaded; intervals outside it are hollow
+grey points labelled "not counted", so warm-up, jitter and disagreeing runs
+show. The title says what was measured (:mod:`official_bench.extract.subject`),
+so a picture passed around alone still says what it shows.
 
 A case entry's ``speedup_bounds`` (``{"lower": x, "upper": y}``, set by the
 scaling model, :mod:`official_bench.extract.scaling`) is drawn as a band in
@@ -31,12 +31,10 @@ import importlib.util
 import io
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from official_bench.host import atomic
-from official_bench.extract import model_flops
-from official_bench.extract import subject
-from official_bench.extract import tables
+from official_bench.extract import model_flops, subject, tables
 from official_bench.extract.errors import ExtractError
 from official_bench.extract.series import RunSeries
+from official_bench.host import atomic
 
 ModelResult = Dict[str, Dict[str, Any]]  # case -> entry of one section
 Series = Dict[str, Dict[str, List[RunSeries]]]  # series.collect()
@@ -101,15 +99,18 @@ def _draw(ax_speed: Any, ax_speedup: Any, label: str,
         return
     devices = [p[0] for p in points]
     medians = [p[1] for p in points]
-    low = [m - (p[2] if p[2] is not None else m) for m, p in zip(medians, points)]
-    high = [(p[3] if p[3] is not None else m) - m for m, p in zip(medians, points)]
+    low = [m - (p[2] if p[2] is not None else m)
+           for m, p in zip(medians, points)]
+    high = [(p[3] if p[3] is not None else m) - m
+            for m, p in zip(medians, points)]
     line = ax_speed.errorbar(devices, medians, yerr=[low, high], marker="o",
                              capsize=3, label=label)[0]
     color = line.get_color()
     base = _baseline(model_result)
     if base:
         base_devices, base_median = base
-        ax_speed.plot(devices, [base_median / base_devices * d for d in devices],
+        ax_speed.plot(devices,
+                      [base_median / base_devices * d for d in devices],
                       linestyle="--", color=color, alpha=0.6,
                       label=f"{label} ideal")
         ax_speedup.plot(devices, [d / base_devices for d in devices],
@@ -122,8 +123,8 @@ def _draw(ax_speed: Any, ax_speedup: Any, label: str,
     bounds = speedup_bounds(model_result)
     if bounds:
         ax_speedup.fill_between([b[0] for b in bounds], [b[1] for b in bounds],
-                                [b[2] for b in bounds], color=color, alpha=0.15,
-                                label=f"{label} model bounds")
+                                [b[2] for b in bounds], color=color,
+                                alpha=0.15, label=f"{label} model bounds")
 
 
 def _counted_window(result: Dict[str, ModelResult]
@@ -243,8 +244,9 @@ def _legend_outside(axes: List[Any]) -> None:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, handle)
     if handles:
-        axes[-1].legend(list(handles.values()), list(handles), fontsize="small",
-                        loc="upper left", bbox_to_anchor=(1.02, 1.0))
+        axes[-1].legend(list(handles.values()), list(handles),
+                        fontsize="small", loc="upper left",
+                        bbox_to_anchor=(1.02, 1.0))
 
 
 def scaling_panels(result: Dict[str, ModelResult]) -> int:

@@ -27,8 +27,8 @@ anywhere.
 
 from __future__ import annotations
 
-import math
 import dataclasses
+import math
 from typing import Callable, Dict, Iterable, List
 
 DIGITS = 2
@@ -72,7 +72,8 @@ def numpy_mean(values: List[float]) -> float:
 
 
 def numpy_round(value: float, digits: int = DIGITS) -> float:
-    """``round(numpy.float64(value), digits)``: scale, round half even, unscale."""
+    """``round(numpy.float64(value), digits)``: scale, round half even,
+    unscale."""
     scale = 10.0 ** digits
     scaled = value * scale
     if not math.isfinite(scaled):

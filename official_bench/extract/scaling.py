@@ -8,8 +8,7 @@ them, within the runs' own spread, and the gap is put in words. The model,
 its reasons and its validation: docs/scaling_model.md.
 """
 
-from official_bench.extract import allreduce_logs
-from official_bench.extract import cases
+from official_bench.extract import allreduce_logs, cases
 
 TOLERANCE = 0.03  # relative: within this of a bound counts as at the bound
 

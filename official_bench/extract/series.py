@@ -1,4 +1,5 @@
-"""Per-interval throughput of each counted run, for the plot and the HTML report.
+"""Per-interval throughput of each counted run, for the plot and the HTML
+report.
 
 A run's speed is one number; warm-up, jitter and a slow node show only in its
 TimeHistory intervals. This module reads them again for the runs that took
@@ -20,11 +21,9 @@ import dataclasses
 import statistics
 from typing import Dict, Iterable, List, Optional
 
-from official_bench.contracts import log_tree
-from official_bench.extract import cases
-from official_bench.extract import logparse
-from official_bench.contracts import result_json
+from official_bench.contracts import log_tree, result_json
 from official_bench.contracts.throughput import ReadInterval
+from official_bench.extract import cases, logparse
 from official_bench.extract.speeds import RunOutcome
 
 
@@ -88,7 +87,8 @@ def _mark_median(runs: List[RunSeries]) -> None:
 
 def collect(outcomes: Iterable[RunOutcome]
             ) -> Dict[str, Dict[str, List[RunSeries]]]:
-    """``{model_key: {case: [RunSeries]}}`` for the counted runs of ``outcomes``.
+    """``{model_key: {case: [RunSeries]}}`` for the counted runs of
+    ``outcomes``.
 
     Model keys are the result's (``rn50``, ``rn50_fp16``, ...), so a series
     can be matched to its table section; runs are in index order.
@@ -99,7 +99,8 @@ def collect(outcomes: Iterable[RunOutcome]
         if not o.ok:
             continue
         model_key = keys[cases.group_key(o.run)]
-        out.setdefault(model_key, {}).setdefault(o.run.case, []).append(_series(o))
+        out.setdefault(model_key, {}).setdefault(o.run.case, []).append(
+            _series(o))
     for model in out.values():
         for runs in model.values():
             _mark_median(runs)

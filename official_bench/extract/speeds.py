@@ -10,7 +10,8 @@ counted intervals' examples/second, summed in numpy's order (see
 :mod:`official_bench.extract.rounding`). ``method="time"`` (DLPerf's
 time-based variant): images over the clock time of the same intervals,
 computed as DLPerf does (:func:`time_speed`). Speeds here are not rounded;
-the per-run rounding to 2 decimals happens in :mod:`official_bench.extract.cases`.
+the per-run rounding to 2 decimals happens in
+:mod:`official_bench.extract.cases`.
 
 Which runs count. A run is complete when its log has the line
 ``official_bench: run finished`` or its intervals reach ``train_batches``
@@ -28,13 +29,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from official_bench.extract import logparse
-from official_bench.extract import rounding
 from official_bench.contracts import counting, throughput
 from official_bench.contracts.flops import FlopsRecord
-from official_bench.contracts.throughput import ReadInterval
-from official_bench.extract.logparse import MalformedLine, ParsedLog
 from official_bench.contracts.result_json import RunResultFile
+from official_bench.contracts.throughput import ReadInterval
+from official_bench.extract import logparse, rounding
+from official_bench.extract.logparse import MalformedLine, ParsedLog
 
 METHODS = ("mean", "time")
 # Log lines print examples/second with 2 decimals; JSON values are exact.
@@ -50,14 +50,16 @@ class RunOutcome:
     speed: Optional[float] = None
     excluded: Optional[str] = None
     warnings: List[str] = dataclasses.field(default_factory=list)
-    source: str = "log"  # where the intervals came from: "log" or "result_json"
+    # where the intervals came from: "log" or "result_json"
+    source: str = "log"
     # (first start, last end) of counted intervals
     counted_steps: Optional[Tuple[int, int]] = None
     num_intervals: int = 0
     global_batch_size: Optional[int] = None
     environment: Optional[Dict[str, Any]] = None
     gpu_utilisation: Optional[float] = None  # mean percent (result JSON)
-    input_wait: Optional[float] = None  # input-wait fraction (result JSON), None: n/a
+    # input-wait fraction (result JSON), None: n/a
+    input_wait: Optional[float] = None
     # (end of the first interval, end of the last) of the intervals found:
     # the steps the run covers after its warm-up interval, for the
     # extractor's hint and its --window auto (counting.steps_covered).
@@ -133,7 +135,8 @@ def _where(interval: ReadInterval) -> str:
 
 
 def order_problem(intervals: Sequence[ReadInterval]) -> Optional[str]:
-    """Describe steps that go backward or overlap, or None when they increase."""
+    """Describe steps that go backward or overlap, or None when they
+    increase."""
     for prev, cur in zip(intervals, intervals[1:]):
         if cur.start_step < prev.end_step:
             return (f"steps go backward: interval {cur.start_step}-"
@@ -186,12 +189,14 @@ def mean_speed(counted: Sequence[ReadInterval]) -> float:
 
 
 def time_speed(log_intervals: Sequence[ReadInterval],
-               counted: Sequence[ReadInterval], global_batch: int) -> Tuple[Optional[float], Optional[str]]:
+               counted: Sequence[ReadInterval], global_batch: int
+               ) -> Tuple[Optional[float], Optional[str]]:
     """Speed from clock times; returns ``(speed, problem)``.
 
     With ``first`` and ``last`` the first and last counted intervals::
 
-        speed = global_batch / ((t_end - t_start) / (last.end_step - first.start_step))
+        speed = global_batch / ((t_end - t_start)
+                                / (last.end_step - first.start_step))
 
     where ``t_end`` is the clock time of ``last``'s log line and ``t_start``
     the clock time of the line of the interval ending at ``first.start_step``
@@ -206,7 +211,8 @@ def time_speed(log_intervals: Sequence[ReadInterval],
     """
     first, last = counted[0], counted[-1]
     before = [iv for iv in log_intervals
-              if iv.end_step == first.start_step and iv.line_no < first.line_no]
+              if iv.end_step == first.start_step
+              and iv.line_no < first.line_no]
     if before and before[-1].timestamp is not None:
         ref = before[-1]
         t_start, start_desc = ref.timestamp, f"line {ref.line_no}"
@@ -237,7 +243,8 @@ def time_speed(log_intervals: Sequence[ReadInterval],
 def _cross_check(json_intervals: Sequence[ReadInterval],
                  log_intervals: Sequence[ReadInterval], warmup_batches: int,
                  train_batches: int) -> List[str]:
-    """Warnings where the result JSON and the log lines disagree (window only)."""
+    """Warnings where the result JSON and the log lines disagree (window
+    only)."""
     if not log_intervals:
         return ["result JSON has intervals but the log has no TimeHistory "
                 "lines to cross-check them"]
@@ -264,7 +271,8 @@ def _cross_check(json_intervals: Sequence[ReadInterval],
 
 def _json_warnings(run: logparse.RunId,
                    run_json: RunResultFile) -> List[str]:
-    """Warnings where the result JSON contradicts the log's name or directory."""
+    """Warnings where the result JSON contradicts the log's name or
+    directory."""
     warnings: List[str] = []
     if run_json.num_replicas and run_json.num_replicas != run.num_devices:
         warnings.append(f"result JSON says num_replicas="
@@ -306,7 +314,8 @@ def measure_run(run: logparse.RunId, parsed: ParsedLog,
     use_json = run_json is not None and method == "mean"
     if use_json and not run_json.intervals:
         use_json = False
-        out.warnings.append("result JSON has no intervals; using the log lines")
+        out.warnings.append(
+            "result JSON has no intervals; using the log lines")
     if run_json is not None:
         out.environment = run_json.environment
         out.gpu_utilisation = run_json.gpu_utilisation
@@ -320,7 +329,8 @@ def measure_run(run: logparse.RunId, parsed: ParsedLog,
     out.source = "result_json" if use_json else "log"
     # Whether the run got through is the log's to say: a result JSON next to
     # a log that stops early may be left over from another run.
-    out.excluded = completeness_problem(parsed, parsed.intervals, train_batches)
+    out.excluded = completeness_problem(parsed, parsed.intervals,
+                                        train_batches)
     if out.excluded:
         return out
     warning = traceback_warning(parsed, parsed.intervals, train_batches)

@@ -29,17 +29,16 @@ import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from official_bench.contracts import log_tree
-from official_bench.extract import model_flops
-from official_bench.extract import subject
+from official_bench.extract import model_flops, subject
 from official_bench.extract.errors import ExtractError
 
 Entry = Dict[str, Any]  # one case of a result
 ModelResult = Dict[str, Entry]  # case -> entry of one section
 Result = Dict[str, ModelResult]  # model key -> section
 
-MARKDOWN_COLUMNS = ("node_num", "gpu_num", "samples/s", "speedup", "efficiency",
-                    "samples/s per device", "runs", "CV", "input wait",
-                    "GPU util")
+MARKDOWN_COLUMNS = ("node_num", "gpu_num", "samples/s", "speedup",
+                    "efficiency", "samples/s per device", "runs", "CV",
+                    "input wait", "GPU util")
 CSV_COLUMNS = ("model", "dtype", "batch_size_per_device", "num_nodes",
                "num_gpus_per_node", "num_devices", "global_batch_size",
                "average_speed", "median_speed", "speedup", "speedup_baseline",
@@ -68,7 +67,8 @@ def case_counts(case: str) -> Tuple[int, int, int]:
 def sorted_cases(model_result: ModelResult) -> List[Tuple[str, Entry]]:
     """``[(case, entry)]`` in order of device count, then node count."""
     return sorted(model_result.items(),
-                  key=lambda kv: (case_counts(kv[0])[2], case_counts(kv[0])[0]))
+                  key=lambda kv: (case_counts(kv[0])[2],
+                                  case_counts(kv[0])[0]))
 
 
 def _fmt(value: Optional[float], spec: str = ".2f", unit: str = "") -> str:
@@ -112,7 +112,8 @@ def load_result(path: str) -> Result:
 
 
 def section_title(model_key: str, model_result: ModelResult) -> str:
-    """Section title naming dtype and batch size when the entries carry them."""
+    """Section title naming dtype and batch size when the entries carry
+    them."""
     entry = next(iter(model_result.values()))
     details = []
     if entry.get("dtype"):
@@ -136,8 +137,8 @@ def table_rows(model_result: ModelResult) -> List[List[str]]:
         rows.append([str(nodes), str(devices), _fmt(e.get("median_speed")),
                      _fmt(e.get("speedup")), _percent(e.get("efficiency")),
                      _fmt(e.get("per_device_speed")),
-                     "n/a" if runs is None else str(runs), _percent(e.get("cv")),
-                     _percent(e.get("input_wait")),
+                     "n/a" if runs is None else str(runs),
+                     _percent(e.get("cv")), _percent(e.get("input_wait")),
                      _fmt(e.get("gpu_utilisation"), ".0f", "%")])
     return rows
 
@@ -196,7 +197,8 @@ def markdown_flops(model_result: ModelResult) -> str:
 
 
 def _environment_line(env: Dict[str, Any]) -> str:
-    """One line summarising a run environment from the trainer's result JSON."""
+    """One line summarising a run environment from the trainer's result
+    JSON."""
     parts = []
     for key, label in (("tensorflow", "TensorFlow"), ("tf_keras", "tf_keras"),
                        ("python", "Python"),
@@ -211,13 +213,15 @@ def _environment_line(env: Dict[str, Any]) -> str:
 
 
 def gpu_summary(gpu_names: List[str]) -> str:
-    """``["A100", "A100"]`` -> ``"2 x A100"``; several models comma-separated."""
+    """``["A100", "A100"]`` -> ``"2 x A100"``; several models
+    comma-separated."""
     return ", ".join(f"{gpu_names.count(n)} x {n}"
                      for n in sorted(set(gpu_names)))
 
 
 def notes(model_result: ModelResult) -> List[str]:
-    """Notes under a table (method, baseline, exclusions, warnings), as text."""
+    """Notes under a table (method, baseline, exclusions, warnings), as
+    text."""
     found = []
     first = next(iter(model_result.values()))
     if "method" in first:
@@ -286,8 +290,8 @@ def csv_rows(result: Result) -> List[Dict[str, Any]]:
             row = {k: e.get(k) for k in CSV_COLUMNS}
             flops = e.get(model_flops.KEY) or {}
             row.update({k: flops.get(k) for k in _CSV_FLOPS_KEYS})
-            row.update(model=model_key, num_nodes=nodes, num_gpus_per_node=gpus,
-                       num_devices=devices,
+            row.update(model=model_key, num_nodes=nodes,
+                       num_gpus_per_node=gpus, num_devices=devices,
                        num_excluded=len(e.get("excluded") or []))
             rows.append(row)
     return rows
@@ -351,7 +355,8 @@ def compare_rows(a_model: ModelResult,
                      "num_devices": devices, "median_speed_a": ma,
                      "speedup_a": ea.get("speedup"), "median_speed_b": mb,
                      "speedup_b": eb.get("speedup"),
-                     "ratio_b_over_a": round(mb / ma, 2) if ma and mb else None})
+                     "ratio_b_over_a": (round(mb / ma, 2) if ma and mb
+                                        else None)})
     return rows
 
 

@@ -16,7 +16,8 @@ from typing import Iterator
 
 @contextlib.contextmanager
 def atomic_path(path: str, exclusive: bool = False) -> Iterator[str]:
-    """Yield a temporary path next to ``path``; move it onto ``path`` on success.
+    """Yield a temporary path next to ``path``; move it onto ``path`` on
+    success.
 
     For writers that want a file name rather than a file object (matplotlib's
     ``savefig``). On an exception the temporary file is removed and ``path`` is
@@ -48,7 +49,8 @@ def atomic_path(path: str, exclusive: bool = False) -> Iterator[str]:
 
 
 def _umask() -> int:
-    """Return the process umask (only readable by setting it, so set it back)."""
+    """Return the process umask (only readable by setting it, so set it
+    back)."""
     mask = os.umask(0)
     os.umask(mask)
     return mask

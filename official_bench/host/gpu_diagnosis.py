@@ -139,7 +139,8 @@ def _hides_all(cvd: Optional[str], smi: SmiFacts) -> bool:
 
 
 def _min_capability(build_info: Mapping) -> Optional[tuple]:
-    """Lowest compute capability the wheel has kernels for (sm_60 -> (6, 0))."""
+    """Lowest compute capability the wheel has kernels for
+    (sm_60 -> (6, 0))."""
     caps = []
     for arch in build_info.get("cuda_compute_capabilities") or ():
         digits = arch.split("_")[-1]

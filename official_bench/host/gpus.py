@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from typing import (Callable, List, Mapping, NamedTuple, Optional, Sequence)
+from typing import Callable, List, Mapping, NamedTuple, Optional, Sequence
 
 NVIDIA_SMI = "nvidia-smi"
 VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"

@@ -12,12 +12,12 @@ unmapped on free: CPU steps spend their time in page faults, and on a GPU
 machine the input pipeline's decoded images do (BENCHMARKS.md, "vs Model
 Garden: TensorFlow 2.21's malloc thresholds").
 
-runtime/malloc.py's `restore_malloc_thresholds` first provokes the once-per-process patch (a
-one-element from_generator dataset), then sets the mmap threshold to glibc's
-own dynamic ceiling (32 MiB on 64-bit) and the trim threshold to twice that,
-the values glibc's dynamic rule itself would reach. Free memory above 64 MiB
-at the top of the heap is still returned to the system, which is the
-memory growth TensorFlow's patch was written against.
+runtime/malloc.py's `restore_malloc_thresholds` first provokes the
+once-per-process patch (a one-element from_generator dataset), then sets the
+mmap threshold to glibc's own dynamic ceiling (32 MiB on 64-bit) and the trim
+threshold to twice that, the values glibc's dynamic rule itself would reach.
+Free memory above 64 MiB at the top of the heap is still returned to the
+system, which is the memory growth TensorFlow's patch was written against.
 """
 
 from __future__ import annotations

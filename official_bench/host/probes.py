@@ -20,8 +20,7 @@ import shutil
 import subprocess
 import threading
 import time
-from typing import (Any, Callable, List, NamedTuple, Optional,
-                    Tuple)
+from typing import Any, Callable, List, NamedTuple, Optional, Tuple
 
 from official_bench.host import gpus as host_gpus
 

@@ -21,7 +21,11 @@ from official_bench.config import RuntimeConfig
 from official_bench.config.strategies import TRAITS
 from official_bench.contracts import throughput
 from official_bench.jax_backend import keras3
-from official_bench.runtime.cluster import Cluster, ClusterError, resolve_cluster
+from official_bench.runtime.cluster import (
+    Cluster,
+    ClusterError,
+    resolve_cluster,
+)
 from official_bench.runtime.watchdog import StartupWatchdog
 
 # jax.distributed's wait for every process when peer_timeout_seconds is 0.
@@ -167,6 +171,7 @@ def peak_memory_reader(local_devices):
         for d in local_devices:
             stats = d.memory_stats() or {}
             if "peak_bytes_in_use" in stats:
-                out[f"{d.platform}:{d.id}"] = stats["peak_bytes_in_use"] / 2**20
+                out[f"{d.platform}:{d.id}"] = (stats["peak_bytes_in_use"]
+                                               / 2**20)
         return out
     return read

@@ -19,16 +19,23 @@ from absl import logging
 
 from official_bench import config as config_lib
 from official_bench.config import ExperimentConfig, backends
-from official_bench.contracts import flops as flops_contract
-from official_bench.contracts import stage_line
-from official_bench.contracts import utilisation as usage_contract
+from official_bench.contracts import (
+    flops as flops_contract,
+    stage_line,
+    utilisation as usage_contract,
+)
 from official_bench.host import probes
 from official_bench.host.atomic import write_text_atomic
 from official_bench.host.write_errors import writing
-from official_bench.jax_backend import devices as devices_lib
-from official_bench.jax_backend import (environment, flop_check, keras3,
-                                       precision, schedules)
-from official_bench.jax_backend import step as step_lib
+from official_bench.jax_backend import (
+    devices as devices_lib,
+    environment,
+    flop_check,
+    keras3,
+    precision,
+    schedules,
+    step as step_lib,
+)
 from official_bench.jax_backend.synthetic import SyntheticFeed
 from official_bench.measure import mfu, sampling, stats as stats_lib
 from official_bench.measure.intervals import IntervalClock
@@ -36,14 +43,19 @@ from official_bench.measure.stages import Stage
 from official_bench.models import build_model
 from official_bench.runtime import stop_signals
 from official_bench.runtime.cluster import PeerLost, can_connect
-from official_bench.training.run_result import RunResult
-from official_bench.training import lr_math, objectives, run_history
-from official_bench.training import run_record
+from official_bench.training import (
+    lr_math,
+    objectives,
+    run_history,
+    run_record,
+)
 from official_bench.training.batch_plan import BatchPlan, batch_plan
-from official_bench.training.nan_check import NanCheck
 from official_bench.training.nan_check import (
-    NonFiniteLossError as NanCheckError)
+    NanCheck,
+    NonFiniteLossError as NanCheckError,
+)
 from official_bench.training.optimizers import build_optimizer
+from official_bench.training.run_result import RunResult
 
 
 def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:

@@ -30,20 +30,30 @@ import sys
 import tempfile
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
+from official_bench.contracts import (
+    counting,
+    dtypes,
+    exit_status,
+    log_tree,
+    result_json,
+)
+from official_bench.contracts.throughput import (
+    ReadInterval,
+    images_per_second_over_window,
+)
+from official_bench.extract import logparse, windows
+from official_bench.extract.errors import ExtractError
+from official_bench.extract.extractor import (
+    DEFAULT_TRAIN_BATCHES,
+    DEFAULT_WARMUP_BATCHES,
+    measure_log,
+    window_hint,
+    window_note,
+)
 from official_bench.host.flag_errors import OneLineParser
 from official_bench.host.terminal import help_formatter
-from official_bench.contracts import counting, dtypes, exit_status, log_tree
-from official_bench.contracts import result_json
-from official_bench.contracts.throughput import (
-    ReadInterval, images_per_second_over_window)
-from official_bench.extract import logparse
-from official_bench.extract.errors import ExtractError
-from official_bench.extract import windows
-from official_bench.extract.extractor import (
-    DEFAULT_TRAIN_BATCHES, DEFAULT_WARMUP_BATCHES, measure_log, window_hint,
-    window_note)
-from official_bench.judge import ab, verdict
 from official_bench.host.write_errors import NotWritable
+from official_bench.judge import ab, verdict
 
 
 class Case(NamedTuple):

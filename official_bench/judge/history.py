@@ -11,9 +11,9 @@ history.* in the config). For each case (nodes, devices per node, per-device
 batch, precision, model, image size) the latest run is compared with all
 the earlier ones by judge/verdict.py's rule, the one official-bench-compare
 uses: earlier runs are side A, the latest is side B. A case is also its
-counted window and tree (contracts/history_db.Row.case_label). A verdict "slower" (the
-95% interval of latest/earlier lies below 1) ends the command with
-exit_status.SLOWER, so a nightly CI job fails on a slow-down beyond the
+counted window and tree (contracts/history_db.Row.case_label). A verdict
+"slower" (the 95% interval of latest/earlier lies below 1) ends the command
+with exit_status.SLOWER, so a nightly CI job fails on a slow-down beyond the
 spread and not on noise.
 
 ``--import LOG_DIR`` adds the runs of a log tree (any depth: every
@@ -34,21 +34,24 @@ import os
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from official_bench.host.flag_errors import OneLineParser
-from official_bench.host.terminal import help_formatter
 from official_bench.contracts import exit_status, history_db, log_tree
 from official_bench.contracts.history_db import HistoryError, Row
 from official_bench.contracts.history_row import row_from_result, run_key
 from official_bench.contracts.throughput import images_per_second_over_window
 from official_bench.extract import history_plot, logparse
-from official_bench.extract.history_plot import by_case
 from official_bench.extract.errors import ExtractError
 from official_bench.extract.extractor import (
-    DEFAULT_TRAIN_BATCHES, DEFAULT_WARMUP_BATCHES, measure_log)
+    DEFAULT_TRAIN_BATCHES,
+    DEFAULT_WARMUP_BATCHES,
+    measure_log,
+)
+from official_bench.extract.history_plot import by_case
 from official_bench.extract.speeds import RunOutcome
-from official_bench.judge import verdict
 from official_bench.host import atomic
+from official_bench.host.flag_errors import OneLineParser
+from official_bench.host.terminal import help_formatter
 from official_bench.host.write_errors import NotWritable, writing
+from official_bench.judge import verdict
 
 
 @dataclasses.dataclass(frozen=True)

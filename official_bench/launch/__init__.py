@@ -23,4 +23,4 @@ the extractor reads. It never imports TensorFlow. Modules, top to bottom:
 - claims and resume: one launcher per case directory (exit 6); runs already
   in the tree (refused, RESUME=1 or OVERWRITE=1).
 WORKERS_PER_NODE, LAUNCHER=horovod and BACKEND=jax: docs/run_scripts.md.
-"""
+"""  # noqa: E501

@@ -1,4 +1,5 @@
-"""CLI: python -m official_bench.launch {single,two,multi} [BATCH] [DTYPE] [TEST_NUM].
+"""CLI:
+python -m official_bench.launch {single,two,multi} [BATCH] [DTYPE] [TEST_NUM].
 
 See `--help` (settings.py lists every knob) and the package docstring.
 
@@ -18,18 +19,19 @@ import sys
 import uuid
 from typing import Optional, Sequence
 
-from official_bench.contracts import exit_status as es
-from official_bench.contracts import log_tree
-from official_bench.launch import auth
-from official_bench.launch import barrier as barrier_lib
-from official_bench.launch import nodes as nodes_lib
-from official_bench.launch import preflight
-from official_bench.launch import settings as settings_lib
-from official_bench.launch import resume
+from official_bench.contracts import exit_status as es, log_tree
+from official_bench.host.write_errors import NotWritable
+from official_bench.launch import (
+    auth,
+    barrier as barrier_lib,
+    nodes as nodes_lib,
+    preflight,
+    resume,
+    settings as settings_lib,
+)
 from official_bench.launch.barrier import BarrierError
 from official_bench.launch.claims import ClaimError, Claims, claim_name
 from official_bench.launch.node_list import Node, NodeError
-from official_bench.host.write_errors import NotWritable
 
 
 def describe(plan) -> None:

@@ -346,7 +346,8 @@ class Coordinator:
                                     "fatal": True}, None, None
         except (ValueError, AttributeError) as e:
             reply, rnd, node = {"ok": False, "fatal": True,
-                                "error": f"bad barrier request: {e}"}, None, None
+                                "error": f"bad barrier request: {e}"}, \
+                None, None
         text = json.dumps(reply)
         self._send(conn, {"nonce": client_nonce, "body": text,
                           "mac": auth.tag(self.key.key, "reply", server_nonce,
@@ -403,7 +404,8 @@ class Coordinator:
                 if e.fatal_all and self.fatal is None:
                     self.fatal = str(e)
                     self.cond.notify_all()
-                return {"ok": False, "error": str(e), "fatal": True}, None, None
+                return {"ok": False, "error": str(e), "fatal": True}, \
+                    None, None
             rnd = self.rounds.setdefault(name, _Round())
             rnd.payloads[node] = request.get("payload")
             if len(rnd.payloads) == self.num_nodes:
@@ -449,7 +451,8 @@ class Coordinator:
                                      self.describe(i) for i in missing)}, \
                     None, None
             return {"ok": True, "round": name,
-                    "payloads": {str(k): v for k, v in rnd.payloads.items()}}, \
+                    "payloads": {str(k): v
+                                 for k, v in rnd.payloads.items()}}, \
                 rnd, node
 
     def _peek(self, request):
@@ -549,8 +552,9 @@ class Client:
         s.settimeout(timeout)
         envelope = self._read_line(f, "reply")
         if envelope.get("auth_failed"):
-            raise _AuthFailed(f"{envelope.get('error', 'authentication failed')}"
-                              f", this node's key: {self._key_text()}")
+            raise _AuthFailed(
+                f"{envelope.get('error', 'authentication failed')}"
+                f", this node's key: {self._key_text()}")
         if not auth.verify(self.key.key, "reply", server_nonce, client_nonce,
                            envelope.get("body"), envelope.get("mac")):
             raise _AuthFailed(
@@ -629,7 +633,8 @@ class Client:
 
     contacted = False
 
-    def peek(self, round_name: str, timeout: float = 5.0) -> Optional[Dict[int, Any]]:
+    def peek(self, round_name: str,
+             timeout: float = 5.0) -> Optional[Dict[int, Any]]:
         """Who has arrived at a round so far; None when unreachable."""
         try:
             reply = self._request({"op": "peek", "round": round_name,

@@ -79,7 +79,8 @@ def _ioctl_addresses() -> Set[str]:
 
 
 def local_identity() -> Identity:
-    """Hostname and the addresses on all interfaces (this network namespace)."""
+    """Hostname and the addresses on all interfaces (this network
+    namespace)."""
     addresses: Set[str] = set()
     sources = []
     for name, fn in (("/proc/net/fib_trie", _fib_trie_addresses),

@@ -1,7 +1,8 @@
 """Node lists as the user writes them: host:port items, NODES-style text,
 HOSTFILE and TF_CONFIG, parsed into Nodes (host:port syntax and NODES-style
-splitting are contracts/hostport.py's, shared with the trainer and the pod). Pure parsing: no DNS,
-no environment; Slurm's lists are slurm.py, this machine is identity.py.
+splitting are contracts/hostport.py's, shared with the trainer and the pod).
+Pure parsing: no DNS, no environment; Slurm's lists are slurm.py, this machine
+is identity.py.
 """
 
 from __future__ import annotations
@@ -9,10 +10,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from official_bench.contracts.hostport import (HostPortError,
-                                               format_hostport, parse_hostport)
-from official_bench.contracts.tf_config import (TFConfig, TFConfigError,
-                                                parse_tf_config)
+from official_bench.contracts.hostport import (
+    HostPortError,
+    format_hostport,
+    parse_hostport,
+)
+from official_bench.contracts.tf_config import (
+    TFConfig,
+    TFConfigError,
+    parse_tf_config,
+)
 
 
 class NodeError(ValueError):

@@ -24,15 +24,25 @@ import dataclasses
 import ipaddress
 from typing import Callable, List, Optional
 
-from official_bench.contracts.tf_config import tf_config_json
-from official_bench.launch.identity import (Identity, local_identity,
-                                            match_index, memoized,
-                                            reject_aliases, resolve_host,
-                                            same_machines, unresolvable)
 from official_bench.contracts.hostport import split_list
-from official_bench.launch.node_list import (Node, NodeError,
-                                             parse_node_list, read_hostfile,
-                                             tf_config_nodes)
+from official_bench.contracts.tf_config import tf_config_json
+from official_bench.launch.identity import (
+    Identity,
+    local_identity,
+    match_index,
+    memoized,
+    reject_aliases,
+    resolve_host,
+    same_machines,
+    unresolvable,
+)
+from official_bench.launch.node_list import (
+    Node,
+    NodeError,
+    parse_node_list,
+    read_hostfile,
+    tf_config_nodes,
+)
 from official_bench.launch.settings import Settings
 from official_bench.launch.slurm import slurm_nodes
 

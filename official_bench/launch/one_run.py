@@ -22,20 +22,26 @@ import socket
 import time
 from typing import Callable, List, Optional, TextIO
 
-from official_bench.contracts import exit_status as es
-from official_bench.contracts import log_tree
-from official_bench.contracts import run_status
+from official_bench.contracts import exit_status as es, log_tree, run_status
 from official_bench.contracts.tf_config import tf_config_json
 from official_bench.host import atomic
 from official_bench.host.write_errors import NotWritable, writing
 from official_bench.launch import progress
-from official_bench.launch.outcome import (STOP_NOT_WRITABLE, Outcome, judge,
-                                           no_throughput_text, node_outcome,
-                                           result_path)
+from official_bench.launch.outcome import (
+    STOP_NOT_WRITABLE,
+    Outcome,
+    judge,
+    no_throughput_text,
+    node_outcome,
+    result_path,
+)
 from official_bench.launch.plan import Plan, Run, Worker
 from official_bench.launch.sweep_report import say
-from official_bench.launch.trainer_process import (TrainerProcess, stop_all,
-                                                   wait_all)
+from official_bench.launch.trainer_process import (
+    TrainerProcess,
+    stop_all,
+    wait_all,
+)
 
 
 class OneRun:
@@ -200,7 +206,8 @@ class OneRun:
                  f"# command: {shlex.join(worker.command)}"]
         if worker.env:
             lines.append("# environment: " + " ".join(
-                f"{k}={shlex.quote(v)}" for k, v in sorted(worker.env.items())))
+                f"{k}={shlex.quote(v)}"
+                for k, v in sorted(worker.env.items())))
         if plan.horovod is not None:
             lines.append(
                 "# horovodrun: " + ",".join(

@@ -20,18 +20,28 @@ from typing import Any, Dict, List, Optional, Tuple
 from official_bench import config as config_lib
 from official_bench.config import dotted_keys
 from official_bench.contracts import log_tree
-from official_bench.contracts.trainer_command import (TRAINER_MODULE,
-                                                     trainer_argv)
-from official_bench.launch import data_dir as data_dir_lib
-from official_bench.launch import nodes as nodes_lib
-from official_bench.launch import overrides as overrides_lib
-from official_bench.launch import preflight
+from official_bench.contracts.trainer_command import (
+    TRAINER_MODULE,
+    trainer_argv,
+)
+from official_bench.launch import (
+    data_dir as data_dir_lib,
+    nodes as nodes_lib,
+    overrides as overrides_lib,
+    preflight,
+)
 from official_bench.launch.errors import PlanError
-from official_bench.launch.gpu_assign import (Devices, choose_devices,
-                                              share_gpus)
+from official_bench.launch.gpu_assign import (
+    Devices,
+    choose_devices,
+    share_gpus,
+)
 from official_bench.launch.horovodrun import Horovod, make_horovod
-from official_bench.launch.identity import (local_identity, memoized,
-                                            resolve_host)
+from official_bench.launch.identity import (
+    local_identity,
+    memoized,
+    resolve_host,
+)
 from official_bench.launch.node_list import Node, NodeError, read_tf_config
 from official_bench.launch.settings import Settings
 

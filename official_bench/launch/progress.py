@@ -32,7 +32,11 @@ from typing import Callable, List, Optional, Tuple
 
 from official_bench.contracts import stage_line
 from official_bench.contracts.counting import (
-    common_window, counted_alone, covers_dlperf_window, steps_covered)
+    common_window,
+    counted_alone,
+    covers_dlperf_window,
+    steps_covered,
+)
 from official_bench.contracts.throughput import LINE_RE, Interval, format_eta
 
 MIN_SECONDS = 5.0
@@ -63,7 +67,8 @@ class RunRate:
         """'1075.3 img/s (median of 5 intervals, steps 100-600)'."""
         how = "" if self.dlperf else " after the first"
         return (f"{self.images_per_second:.1f} img/s (median of "
-                f"{self.intervals} interval{'s' if self.intervals != 1 else ''}"
+                f"{self.intervals} "
+                f"interval{'s' if self.intervals != 1 else ''}"
                 f"{how}, steps {self.window[0]}-{self.window[1]})")
 
 

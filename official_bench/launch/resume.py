@@ -30,8 +30,7 @@ import dataclasses
 import os
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from official_bench.contracts import log_tree
-from official_bench.contracts import run_status
+from official_bench.contracts import log_tree, run_status
 from official_bench.host.write_errors import writing
 
 REPLACED_PREFIX = ".replaced-"

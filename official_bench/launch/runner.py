@@ -20,10 +20,12 @@ import uuid
 from typing import Callable, Dict, Optional
 
 from official_bench.contracts import exit_status as es
-from official_bench.launch import auth
-from official_bench.launch import barrier as barrier_lib
-from official_bench.launch import one_run
-from official_bench.launch import progress
+from official_bench.launch import (
+    auth,
+    barrier as barrier_lib,
+    one_run,
+    progress,
+)
 from official_bench.launch.outcome import Outcome
 from official_bench.launch.plan import Plan, Run
 from official_bench.launch.sweep_report import SweepReport, node_name, say

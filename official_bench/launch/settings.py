@@ -54,7 +54,8 @@ class Knob:
     """One knob: its name (environment variable NAME, option --name),
     kind, default, help text, choices, whether it is also a positional
     argument, and its --help section."""
-    name: str  # attribute name; env var is NAME.upper(), flag --name-with-dashes
+    # attribute name; env var is NAME.upper(), flag --name-with-dashes
+    name: str
     kind: str  # int | float | str | choice | intlist | bool
     default: Any
     help: str
@@ -74,7 +75,8 @@ class Knob:
 KNOBS: List[Knob] = [
     # What to run (also the DLPerf positional arguments).
     Knob("batch", "int", None, "images per device (per-replica batch); "
-         "default: the config file's train_dataset.batch_size", positional=True),
+         "default: the config file's train_dataset.batch_size",
+         positional=True),
     Knob("dtype", "choice", "fp32", "precision: fp32, fp16 or bf16; selects "
          "the matching config (gpu_fp16.yaml, ...)", choices=DTYPES,
          positional=True),
@@ -283,7 +285,8 @@ class Settings:
 
     def describe(self, name: str) -> str:
         """'TEST_NUM=5 (env TEST_NUM)' for messages."""
-        return f"{name.upper()}={self.values.get(name)!r} ({self.source(name)})"
+        return (f"{name.upper()}={self.values.get(name)!r} "
+                f"({self.source(name)})")
 
     @property
     def script(self) -> str:

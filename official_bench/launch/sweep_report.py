@@ -16,8 +16,7 @@ import sys
 from typing import Dict, List, TextIO
 
 from official_bench.contracts import exit_status as es
-from official_bench.launch import preflight
-from official_bench.launch import progress
+from official_bench.launch import preflight, progress
 from official_bench.launch.outcome import STOP_NOT_WRITABLE, ok_everywhere
 from official_bench.launch.plan import Plan, Run
 

@@ -10,8 +10,8 @@ after fit returned when that took long (LONG_SECONDS or more).
 tf.distribute's own per-device prefetch is built without autotuning
 (runtime/device_prefetch.py); the lines are for the pipelines that still
 autotune (the configured input's own, where a builder leaves it on) and for
-a TensorFlow where that fix could not be installed. Measurements: BENCHMARKS.md,
-"The tail after training".
+a TensorFlow where that fix could not be installed. Measurements:
+BENCHMARKS.md, "The tail after training".
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 The count from the model's layer shapes is measure/layer_flops.py's
 (TensorFlow-free, shared with the JAX backend); here it is made with
-tf-keras, and TensorFlow's own count is the check: the profiler's float_operation
-statistics of the forward pass traced at batch 1 (registered per op:
-Conv2D, MatMul, BiasAdd, adds...). Tracing ResNet-50 takes about half a
+tf-keras, and TensorFlow's own count is the check: the profiler's
+float_operation statistics of the forward pass traced at batch 1 (registered
+per op: Conv2D, MatMul, BiasAdd, adds...). Tracing ResNet-50 takes about half a
 second on this machine, once, before training; it never runs a step.
 """
 
@@ -15,8 +15,8 @@ from typing import Optional
 from absl import logging
 
 from official_bench.measure import layer_flops
-from official_bench.measure.mfu import ModelFlops
 from official_bench.measure.layer_flops import ForwardCount
+from official_bench.measure.mfu import ModelFlops
 from official_bench.runtime.keras_setup import keras, tf
 
 
@@ -43,8 +43,7 @@ def tf_cost_analysis(model) -> Optional[float]:
     float_operation on the traced graph), in GFLOP; None when the model
     cannot be traced at batch 1 or the profiler is unavailable."""
     try:
-        from tensorflow.python.profiler import model_analyzer
-        from tensorflow.python.profiler import option_builder
+        from tensorflow.python.profiler import model_analyzer, option_builder
         from tensorflow.python.util import deprecation
     except ImportError:
         return None

@@ -17,8 +17,11 @@ from typing import Callable, List, Optional
 
 from absl import logging
 
-from official_bench.contracts.throughput import (Interval, format_eta,
-                                                 format_line)
+from official_bench.contracts.throughput import (
+    Interval,
+    format_eta,
+    format_line,
+)
 
 ETA_STEPS = 50  # the latest step times the progress line's ETA is read from
 

@@ -22,8 +22,7 @@ from typing import Any, Dict, List, Optional
 
 from absl import logging
 
-from official_bench.contracts import dtypes
-from official_bench.contracts import flops as contract
+from official_bench.contracts import dtypes, flops as contract
 from official_bench.host import peaks
 from official_bench.measure import layer_flops as counting
 

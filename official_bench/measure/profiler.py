@@ -1,4 +1,5 @@
-"""A TensorFlow profiler trace of steps A..B, on request (runtime.profile_steps).
+"""A TensorFlow profiler trace of steps A..B, on request
+(runtime.profile_steps).
 
 The trace goes to `model_dir/profile` in the layout TensorBoard's profile
 plugin reads (`plugins/profile/<run>/<host>.xplane.pb`). Tracing slows the

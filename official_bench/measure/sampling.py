@@ -53,9 +53,10 @@ class Sampler:
     the thread and its samples. `summary()` gives result.json's field.
 
     `peak_reader` reads the framework allocator's peak memory per device
-    (MiB), or is None; `allocator` names it in result.json ("tf", "xla"). Driven through Keras' callback names
-    (on_train_begin/end): the TensorFlow backend's UtilisationSampler is this
-    sampler as a callback, the JAX loop calls them itself."""
+    (MiB), or is None; `allocator` names it in result.json ("tf", "xla").
+    Driven through Keras' callback names (on_train_begin/end): the TensorFlow
+    backend's UtilisationSampler is this sampler as a callback, the JAX loop
+    calls them itself."""
 
     def __init__(self, period: float, gpu_devices: List[str],
                  gpu_reader=None, gpu_note: Optional[str] = None,

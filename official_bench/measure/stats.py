@@ -15,7 +15,10 @@ from typing import Dict, List, Optional
 
 from official_bench.contracts import counting
 from official_bench.contracts.throughput import (
-    FINISH_MARK, Interval, images_per_second_over_window)
+    FINISH_MARK,
+    Interval,
+    images_per_second_over_window,
+)
 
 
 @dataclasses.dataclass

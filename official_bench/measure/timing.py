@@ -10,7 +10,7 @@ interval ends when step b's results are ready: we read the step's loss,
 which waits for the device, so asynchronous dispatch cannot make an
 interval look shorter than it was. Time spent in evaluation between epochs
 is left out of the interval it falls in.
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 

@@ -20,8 +20,10 @@ from typing import Any, Dict, Optional, Sequence
 
 import numpy as np
 
-from official_bench.contracts.imagenet import (IMAGENET_MEAN_RGB,
-                                               IMAGENET_STD_RGB)
+from official_bench.contracts.imagenet import (
+    IMAGENET_MEAN_RGB,
+    IMAGENET_STD_RGB,
+)
 
 BN_MOMENTUM = 0.9
 BN_EPSILON = 1e-5
@@ -204,6 +206,7 @@ def resnet_v15(depth: int = 50, num_classes: int = 1000,
     for stage, (filters, count) in enumerate(zip(stage_filters, blocks)):
         for i in range(count):
             stride = 2 if (i == 0 and stage > 0) else 1
-            x = block(x, filters, stride, opts, f"stage{stage + 1}_block{i + 1}")
+            x = block(x, filters, stride, opts,
+                      f"stage{stage + 1}_block{i + 1}")
     outputs = classifier(x, num_classes, opts)
     return keras.Model(inputs, outputs, name=f"resnet{depth}_v1_5")

@@ -10,8 +10,13 @@ from __future__ import annotations
 
 from typing import Optional
 
-from official_bench.models.resnet import (BlockOptions, basic_block,
-                                          classifier, conv_bn, image_input)
+from official_bench.models.resnet import (
+    BlockOptions,
+    basic_block,
+    classifier,
+    conv_bn,
+    image_input,
+)
 
 
 def resnet_cifar(depth: int = 20, num_classes: int = 10, image_size: int = 32,

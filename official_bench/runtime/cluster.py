@@ -17,10 +17,17 @@ from typing import Dict, List, Mapping, Optional
 from absl import logging
 
 from official_bench.config import ConfigError, RuntimeConfig
-from official_bench.contracts.hostport import (HostPortError, is_ipv6,
-                                               parse_hostport)
-from official_bench.contracts.tf_config import (TFConfigError, is_chief,
-                                                parse_tf_config)
+from official_bench.contracts.hostport import (
+    HostPortError,
+    is_ipv6,
+    parse_hostport,
+)
+from official_bench.contracts.tf_config import (
+    TFConfigError,
+    is_chief,
+    parse_tf_config,
+)
+
 
 class ClusterError(RuntimeError):
     """The cluster description is inconsistent or a peer is unreachable."""
@@ -30,7 +37,8 @@ class PeerLost(ClusterError):
     """A task of the cluster went away while this one was training."""
 
 
-def lost_peers_error(cluster: "Cluster", step, total: int) -> Optional[PeerLost]:
+def lost_peers_error(cluster: "Cluster", step,
+                     total: int) -> Optional[PeerLost]:
     """After a failed collective: which peers no longer answer on their
     port, as one line naming them, the step and where to look; None when
     every peer still answers (the failure was something else)."""

@@ -41,8 +41,9 @@ def install() -> bool:
     if original is None or not callable(original):
         logging.warning(
             "official_bench: this TensorFlow has no multi_device_iterator_ops."
-            "_create_device_dataset, so its per-device prefetch keeps tf.data's "
-            "autotune thread (fit may return up to 60 s after its last step)")
+            "_create_device_dataset, so its per-device prefetch keeps "
+            "tf.data's autotune thread (fit may return up to 60 s after its "
+            "last step)")
         return False
     if getattr(original, _MARK, False):
         return True

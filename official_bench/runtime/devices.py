@@ -13,8 +13,7 @@ from typing import List, Optional
 from absl import logging
 
 from official_bench.config import ConfigError, RuntimeConfig
-from official_bench.host import gpu_diagnosis
-from official_bench.host import gpus as host_gpus
+from official_bench.host import gpu_diagnosis, gpus as host_gpus
 from official_bench.runtime.keras_setup import tf
 
 

@@ -20,17 +20,24 @@ from typing import Any, Callable, List, Optional
 
 from absl import logging
 
-from official_bench.config import ConfigError, RuntimeConfig
-from official_bench.contracts.throughput import timeout_message
-from official_bench.runtime import devices as devices_lib
-from official_bench.runtime import device_prefetch
-from official_bench.runtime import horovod_backend, placement, ps_server
-from official_bench.config import strategies
-from official_bench.runtime.cluster import (Cluster, ClusterError,
-                                            accelerators, can_connect,
-                                            check_own_port)
-from official_bench.runtime.keras_setup import keras, tf
+from official_bench.config import ConfigError, RuntimeConfig, strategies
 from official_bench.config.strategies import StrategyTraits
+from official_bench.contracts.throughput import timeout_message
+from official_bench.runtime import (
+    device_prefetch,
+    devices as devices_lib,
+    horovod_backend,
+    placement,
+    ps_server,
+)
+from official_bench.runtime.cluster import (
+    Cluster,
+    ClusterError,
+    accelerators,
+    can_connect,
+    check_own_port,
+)
+from official_bench.runtime.keras_setup import keras, tf
 from official_bench.runtime.watchdog import StartupWatchdog
 
 # fn(InputContext) -> one input pipeline's tf.data.Dataset

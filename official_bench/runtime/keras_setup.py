@@ -1,9 +1,9 @@
 """The one place that decides which Keras official_bench uses: tf-keras.
 
 Keras 3 cannot train under MultiWorkerMirroredStrategy or Horovod here (see
-docs/design.md), so every module imports `keras` from this file instead of using
-`tf.keras`. We also set TF_USE_LEGACY_KERAS=1 when TensorFlow has not been
-imported yet, so that third-party code that says `tf.keras` (Horovod's
+docs/design.md), so every module imports `keras` from this file instead of
+using `tf.keras`. We also set TF_USE_LEGACY_KERAS=1 when TensorFlow has not
+been imported yet, so that third-party code that says `tf.keras` (Horovod's
 callbacks, user callbacks) sees the same Keras. When TensorFlow was imported
 first (a notebook), `tf.keras` may stay Keras 3 for the user's own code, but
 official_bench still builds and trains everything with tf-keras.

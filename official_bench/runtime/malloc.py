@@ -8,8 +8,12 @@ from typing import Dict
 
 from absl import logging
 
-from official_bench.host.malloc import (MMAP_THRESHOLD, TRIM_THRESHOLD,
-                                        libc_mallopt, set_thresholds)
+from official_bench.host.malloc import (
+    MMAP_THRESHOLD,
+    TRIM_THRESHOLD,
+    libc_mallopt,
+    set_thresholds,
+)
 
 
 def provoke_tensorflow_patch() -> None:

@@ -71,8 +71,8 @@ def check(traits: StrategyTraits, num_gpus: int, cpu_devices: int,
         wanted = f"runtime.num_gpus={num_gpus}, so {want_count} GPU " \
                  f"replica(s) per {unit}"
     else:
-        wanted = f"runtime.num_gpus=0 and runtime.cpu_devices={cpu_devices}, " \
-                 f"so {want_count} CPU replica(s) per worker"
+        wanted = "runtime.num_gpus=0 and runtime.cpu_devices=" \
+                 f"{cpu_devices}, so {want_count} CPU replica(s) per worker"
         if traits.one_cpu_replica_per_worker and cpu_devices > 1:
             wanted += f" ({traits.name} runs one CPU replica per " \
                       "worker; start more workers instead)"

@@ -16,8 +16,12 @@ from absl import logging
 
 from official_bench.config import RuntimeConfig
 from official_bench.contracts.throughput import timeout_message
-from official_bench.runtime.cluster import (Cluster, ClusterError, PeerLost,
-                                            can_connect)
+from official_bench.runtime.cluster import (
+    Cluster,
+    ClusterError,
+    PeerLost,
+    can_connect,
+)
 from official_bench.runtime.keras_setup import tf
 
 # The chief tells each task that the run finished by writing this file in

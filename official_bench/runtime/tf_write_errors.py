@@ -21,9 +21,12 @@ import os
 import shutil
 from typing import Iterator, Optional, Set, Tuple
 
-from official_bench.host.write_errors import (NOT_WRITABLE_ERRNOS,
-                                              NotWritable, as_not_writable,
-                                              free_bytes)
+from official_bench.host.write_errors import (
+    NOT_WRITABLE_ERRNOS,
+    NotWritable,
+    as_not_writable,
+    free_bytes,
+)
 from official_bench.runtime.keras_setup import tf
 
 # strerror() text as TensorFlow's POSIX file system copies it into messages.

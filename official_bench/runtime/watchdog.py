@@ -1,8 +1,8 @@
 """A start-up deadline for multi-worker runs that TensorFlow cannot block.
 
 TensorFlow's multi-worker start-up waits for every peer inside C++ code that
-keeps the GIL and catches SIGTERM (docs/design.md): neither a Python thread nor a
-signal handler in the trainer gets to run. So the deadline lives in a small
+keeps the GIL and catches SIGTERM (docs/design.md): neither a Python thread nor
+a signal handler in the trainer gets to run. So the deadline lives in a small
 child process (no TensorFlow) that the trainer feeds through a pipe. When
 the trainer says "joined" (or dies, closing the pipe), the child exits
 quietly. When the deadline passes first, the child probes the peers' ports,

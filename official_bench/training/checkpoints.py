@@ -128,7 +128,8 @@ def build_callbacks(cfg: ExperimentConfig) -> List:
 
 
 def export_saved_model(model, destination: str, is_chief: bool) -> str:
-    """Every worker saves (it may involve collectives); only the chief keeps it."""
+    """Every worker saves (it may involve collectives); only the chief keeps
+    it."""
     if not is_chief:
         target = tempfile.mkdtemp(prefix="official_bench_export_")
         try:

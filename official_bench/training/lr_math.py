@@ -174,10 +174,12 @@ def describe_schedule(lr: LearningRateConfig, global_batch: int) -> str:
     text = (f"official_bench: learning rate: {lr.name}, initial_lr "
             f"{lr.initial_lr:g} x {scale:g} (global batch {global_batch} x "
             f"scale_by_batch_size {lr.scale_by_batch_size:g}) = peak "
-            f"{lr.initial_lr * scale:g}, warm-up {lr.warmup_epochs:g} epoch(s)")
+            f"{lr.initial_lr * scale:g}, "
+            f"warm-up {lr.warmup_epochs:g} epoch(s)")
     if lr.name == "piecewise_constant_with_warmup":
         text += (f"; Model Garden r2.3 ignored initial_lr here (0.1 per 256 "
-                 f"images, peak {R23_BASE_LR * global_batch / R23_BASE_BATCH:g})"
+                 f"images, peak "
+                 f"{R23_BASE_LR * global_batch / R23_BASE_BATCH:g})"
                  f": model.learning_rate.compat=model_garden_r23 trains as it "
                  f"did")
     return text

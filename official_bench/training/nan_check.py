@@ -32,7 +32,6 @@ from typing import Any, Callable, Dict, Optional
 from absl import logging
 
 
-
 class NonFiniteLossError(RuntimeError):
     """The training loss became NaN or infinite and train.stop_on_nan is on."""
 
@@ -47,7 +46,8 @@ class BadLoss:
     check_steps: int
 
     def describe(self) -> str:
-        """'loss is nan at step 140 (non-finite from a step in 121-140; ...)'."""
+        """'loss is nan at step 140 (non-finite from a step in 121-140;
+        ...)'."""
         return (f"loss is {self.value} at step {self.step} (non-finite from a "
                 f"step in {self.last_good + 1}-{self.step}; checked every "
                 f"{self.check_steps} steps and at epoch ends)")
@@ -125,7 +125,8 @@ class NanCheck:
                f"(train.stop_on_nan false)"
 
     def result_fields(self) -> Dict[str, Any]:
-        """Extra result.json fields: {} or {"warnings": [...], "non_finite_loss": ...}."""
+        """Extra result.json fields: {} or
+        {"warnings": [...], "non_finite_loss": ...}."""
         if self.bad is None:
             return {}
         return {"warnings": [self.bad.describe() + "; training went on "

@@ -20,16 +20,19 @@ from official_bench.host.write_errors import writing
 from official_bench.measure import environment
 from official_bench.models import build_model
 from official_bench.models.device_normalize import model_input
-from official_bench.runtime import cluster as cluster_lib
-from official_bench.runtime import cpu_kernels
-from official_bench.runtime import devices as devices_lib
-from official_bench.runtime import distribute, precision
-from official_bench.runtime import malloc
+from official_bench.runtime import (
+    cluster as cluster_lib,
+    cpu_kernels,
+    devices as devices_lib,
+    distribute,
+    malloc,
+    precision,
+)
 from official_bench.runtime.keras_setup import keras
 from official_bench.training import objectives, run_record
-from official_bench.training.run_record import model_summary
 from official_bench.training.batch_plan import BatchPlan, batch_plan
 from official_bench.training.optimizers import build_optimizer
+from official_bench.training.run_record import model_summary
 from official_bench.training.schedules import build_schedule
 
 

@@ -18,24 +18,36 @@ from absl import logging
 
 from official_bench import config as config_lib
 from official_bench.config import ConfigError, ExperimentConfig
-from official_bench.contracts import flops as flops_contract
-from official_bench.contracts import stage_line
-from official_bench.contracts import utilisation as usage_contract
+from official_bench.contracts import (
+    flops as flops_contract,
+    stage_line,
+    utilisation as usage_contract,
+)
 from official_bench.data.fit_input import fit_input
 from official_bench.data.records import file_check
-from official_bench.measure import (fit_tail, flops, input_wait, mfu,
-                                    profiler, timing, utilisation)
-from official_bench.measure import stats as stats_lib
+from official_bench.measure import (
+    fit_tail,
+    flops,
+    input_wait,
+    mfu,
+    profiler,
+    stats as stats_lib,
+    timing,
+    utilisation,
+)
 from official_bench.measure.stages import Stage
-from official_bench.runtime import cluster as cluster_lib
-from official_bench.runtime import cpu_kernels, distribute, precision
-from official_bench.runtime import stop_signals
+from official_bench.runtime import (
+    cluster as cluster_lib,
+    cpu_kernels,
+    distribute,
+    precision,
+    stop_signals,
+)
 from official_bench.runtime.keras_setup import keras, tf
 from official_bench.runtime.stop_callback import StopCallback
-from official_bench.training.run_result import RunResult
 from official_bench.training import checkpoints, nan_guard, run_history
-from official_bench.training.setup import (Prepared, prepare_runtime,
-                                           setup_run)
+from official_bench.training.run_result import RunResult
+from official_bench.training.setup import Prepared, prepare_runtime, setup_run
 
 
 def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:
@@ -301,7 +313,8 @@ def _log_evaluation(evaluation: Dict[str, float]) -> None:
 
 
 def _evaluate_only(prep: Prepared) -> RunResult:
-    """--mode=eval: the latest checkpoint in model_dir on the validation set."""
+    """--mode=eval: the latest checkpoint in model_dir on the validation
+    set."""
     cfg = prep.cfg
     path = checkpoints.require_checkpoint(cfg)
     step = checkpoints.restore(prep.model, path, for_training=False)
@@ -319,7 +332,8 @@ def _evaluate_only(prep: Prepared) -> RunResult:
 
 
 def _export_only(prep: Prepared) -> RunResult:
-    """--mode=export_only: a SavedModel from the latest (or named) checkpoint."""
+    """--mode=export_only: a SavedModel from the latest (or named)
+    checkpoint."""
     cfg = prep.cfg
     path = checkpoints.require_checkpoint(cfg, cfg.export.checkpoint)
     checkpoints.restore(prep.model, path, for_training=False)

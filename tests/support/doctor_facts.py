@@ -6,7 +6,6 @@ these are tested with them; no measurement is faked."""
 from official_bench.doctor import check_plan as plan
 from official_bench.host import gpu_diagnosis as gd
 
-
 CUDA_BUILD = {"is_cuda_build": True, "cuda_version": "12.5.1",
               "cudnn_version": "9",
               "cuda_compute_capabilities": ["sm_60", "sm_70", "sm_80",

@@ -284,8 +284,9 @@ def thread_count(pid):
 
 
 def start_service(*args, python=sys.executable, env=None, timeout=120):
-    """A tf.data service dispatcher or worker (official_bench.data.feeds.service)
-    once it prints its ready line: (process, its lines so far)."""
+    """A tf.data service dispatcher or worker
+    (official_bench.data.feeds.service) once it prints its ready line:
+    (process, its lines so far)."""
     proc = subprocess.Popen(
         [python, "-m", "official_bench.data.feeds.service", *args], cwd=REPO,
         env=cli_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -16,10 +16,10 @@ import sys
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
-from support.helpers import TINY_OVERRIDE  # noqa: E402
 from official_bench import trainer  # noqa: E402
 from official_bench.runtime.keras_setup import keras  # noqa: E402
 from support.callback_logs import forces_numpy_batch_logs  # noqa: E402
+from support.helpers import TINY_OVERRIDE  # noqa: E402
 
 
 def main(model_dir):

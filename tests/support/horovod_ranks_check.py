@@ -16,13 +16,12 @@ import sys
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
+import horovod.tensorflow as hvd_tf  # noqa: E402
+import horovod.tensorflow.keras as hvd  # noqa: E402
 import numpy as np  # noqa: E402
 
 from official_bench.runtime import horovod_backend  # noqa: E402
 from official_bench.runtime.keras_setup import keras, tf  # noqa: E402
-
-import horovod.tensorflow as hvd_tf  # noqa: E402
-import horovod.tensorflow.keras as hvd  # noqa: E402
 
 
 def _digests(variables):

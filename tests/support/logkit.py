@@ -1,4 +1,5 @@
-"""Helpers writing small benchmark logs for the extractor tests (no tests here).
+"""Helpers writing small benchmark logs for the extractor tests (no tests
+here).
 
 The log format is written out literally here rather than taken from
 official_bench.extract, so that the tests check the parser against the
@@ -14,7 +15,8 @@ THREAD = 140234
 
 
 def absl_prefix(when, level="I"):
-    """absl's record prefix: 'I1121 23:59:40.123456 140234 callbacks.py:88] '."""
+    """absl's record prefix:
+    'I1121 23:59:40.123456 140234 callbacks.py:88] '."""
     return "%s%02d%02d %s %d callbacks.py:88] " % (
         level, when.month, when.day, when.strftime("%H:%M:%S.%f"), THREAD)
 
@@ -99,7 +101,8 @@ def result_json(intervals, global_batch, num_replicas, env=None):
     return {"schema": "official_bench.result/1",
             "config": {"train": {"steps": 600}},
             "stats": {"average_examples_per_second": sum(speeds) / len(speeds),
-                      "median_examples_per_second": sorted(speeds)[len(speeds) // 2],
+                      "median_examples_per_second":
+                          sorted(speeds)[len(speeds) // 2],
                       "global_batch_size": global_batch,
                       "per_replica_batch_size": global_batch // num_replicas,
                       "num_replicas": num_replicas, "log_steps": 100,

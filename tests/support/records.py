@@ -8,6 +8,7 @@ import numpy as np
 from official_bench.data.build.example_proto import classic_example
 from official_bench.runtime.keras_setup import tf
 
+
 def noisy_jpeg(seed, size=12):
     from PIL import Image
     rng = np.random.default_rng(seed)
@@ -32,6 +33,7 @@ def train_on_records(data_dir, model_dir, batch, examples, shuffle):
     import json
     import subprocess
     import sys
+
     from official_bench.contracts.trainer_command import trainer_argv
     from support.helpers import REPO
     override = {

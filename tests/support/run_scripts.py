@@ -2,8 +2,10 @@
 tails of failed runs' logs for assertion messages."""
 
 from support.helpers import REPO  # noqa: F401 - re-exported for the tests
-from support.launch_cli import PY  # noqa: F401 - re-exported
-from support.launch_cli import clean_env as bare_env
+from support.launch_cli import (
+    PY,  # noqa: F401 - re-exported
+    clean_env as bare_env,
+)
 
 # A depth-8 CIFAR ResNet on 16x16 images, no evaluation: seconds per run.
 TINY = ",".join([

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from support.helpers import REPO, cli_env, free_ports
 from official_bench.allreduce import bandwidth
 from support.bandwidth_line import parse_line
+from support.helpers import REPO, cli_env, free_ports
 
 TINY = ("runtime.num_gpus=0,model.name=resnet_cifar,"
         "model.model_params.depth=8,train_dataset.image_size=16,"

@@ -3,12 +3,25 @@ workers and Horovod ranks: each gets its own share.
 
 Where each (source x strategy) pair is covered:
 
-| source  | one_device | mirrored | multi_worker_mirrored | horovod |
-|---------|------------|----------|-----------------------|---------|
-| python  | unit/data/feeds/test_python_feed | same | same (2 workers, pipeline ids) | here (horovodrun, pipeline ids) |
-| zmq     | system/test_zmq_feed | same (2 producers) | same (2 workers, port + i) | here (horovodrun, port + rank) |
-| service | unit/data/feeds/test_service | here | here (2 workers, pipeline ids) | here (horovodrun) |
-| records | unit/training/test_training and others | unit/data/records/test_records (sharding, in process) | through service (the trainer builds the pipeline) | here (horovodrun) |
+  source   strategy               covered by
+  python   one_device             unit/data/feeds/test_python_feed
+           mirrored               same
+           multi_worker_mirrored  same (2 workers, pipeline ids)
+           horovod                here (horovodrun, pipeline ids)
+  zmq      one_device             system/test_zmq_feed
+           mirrored               same (2 producers)
+           multi_worker_mirrored  same (2 workers, port + i)
+           horovod                here (horovodrun, port + rank)
+  service  one_device             unit/data/feeds/test_service
+           mirrored               here
+           multi_worker_mirrored  here (2 workers, pipeline ids)
+           horovod                here (horovodrun)
+  records  one_device             unit/training/test_training and others
+           mirrored               unit/data/records/test_records (sharding,
+                                  in process)
+           multi_worker_mirrored  through service (the trainer builds the
+                                  pipeline)
+           horovod                here (horovodrun)
 
 "Own share" means: python sources are called with the worker's or rank's
 input pipeline id (recorded by the source itself); a zmq worker or rank
@@ -31,13 +44,22 @@ import time
 import numpy as np
 import pytest
 
-from support.helpers import (REPO, TINY_OVERRIDE, cli, cli_env,
-                     consecutive_free_port, free_ports, horovod_env,
-                     horovod_venv, horovodrun, kill_all, start_service)
-
 from official_bench.config import DatasetConfig
 from official_bench.data.feeds import service_feed
 from official_bench.runtime.keras_setup import tf
+from support.helpers import (
+    REPO,
+    TINY_OVERRIDE,
+    cli,
+    cli_env,
+    consecutive_free_port,
+    free_ports,
+    horovod_env,
+    horovod_venv,
+    horovodrun,
+    kill_all,
+    start_service,
+)
 
 TESTS = os.path.join(REPO, "tests")
 
@@ -128,9 +150,9 @@ def test_horovod_rank_is_the_input_pipeline_id():
     """CPU sibling of the horovodrun tests: under horovod the dataset is
     built for input pipeline <rank> of <size>, with the global batch
     divided by size."""
+    from official_bench.config.strategies import traits
     from official_bench.data.fit_input import fit_input
     from official_bench.runtime.distribute import Distribution
-    from official_bench.config.strategies import traits
     dist = Distribution(traits=traits("horovod"),
                         strategy=tf.distribute.get_strategy(),
                         num_replicas=2, is_chief=False, logs_throughput=False,
@@ -292,8 +314,8 @@ def test_horovod_ranks_each_bind_their_zmq_port(hvd_venv, tmp_path):
                            capture_output=True)
     if probe.returncode != 0:
         pytest.skip(f"pyzmq is not installed in the Horovod venv {hvd_venv} "
-                    "(re-run scripts/install_horovod.sh: it installs the [test] "
-                    "extra, which lists pyzmq)")
+                    "(re-run scripts/install_horovod.sh: it installs the "
+                    "[test] extra, which lists pyzmq)")
     base = consecutive_free_port(2)
     producers = [subprocess.Popen(
         [sys.executable, "-m", "official_bench.data.feeds.zmq_producer",

@@ -19,11 +19,16 @@ import sys
 
 import pytest
 
-from support.helpers import (DLPERF_CONFIGS, DLPERF_REGEX, EXAMPLES, REPO,
-                     TINY_OVERRIDE, cli_env)
-
 from official_bench import config as C
 from official_bench.extract import extractor as extract
+from support.helpers import (
+    DLPERF_CONFIGS,
+    DLPERF_REGEX,
+    EXAMPLES,
+    REPO,
+    TINY_OVERRIDE,
+    cli_env,
+)
 
 # DLPerf's single_node_train.sh, reduced to what it runs for one case: the
 # log layout and the command line (verbatim) of its TensorFlow ResNet-50 v1.5
@@ -85,7 +90,8 @@ def _python3_wrapper(bin_dir, records):
 
 
 def _dlperf_root(tmp_path):
-    """tmp/root as DLPerf's README sets up Model Garden's folder, on our code."""
+    """tmp/root as DLPerf's README sets up Model Garden's folder, on our
+    code."""
     root = tmp_path / "root"
     yaml_dir = root / "configs" / "examples" / "resnet" / "imagenet"
     yaml_dir.mkdir(parents=True)
@@ -106,7 +112,8 @@ def test_our_root_has_what_dlperf_scripts_reference():
 
 
 def test_root_entry_answers_help_from_anywhere(tmp_path):
-    p = subprocess.run([sys.executable, os.path.join(REPO, "classifier_trainer.py"),
+    p = subprocess.run([sys.executable,
+                        os.path.join(REPO, "classifier_trainer.py"),
                         "--help"], cwd=str(tmp_path), env=cli_env(),
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        text=True, timeout=120)
@@ -144,15 +151,17 @@ def test_dlperf_command_line_from_our_root(tmp_path):
     assert "train_dataset: 1 classic record file(s) for split train" in text
 
     # and the log tree is what our extractor (and DLPerf's) reads
-    extraction = extract.extract(str(tmp_path / "logs/tensorflow/resnet50/bz128"),
-                                 warmup_batches=2, train_batches=6)
+    extraction = extract.extract(
+        str(tmp_path / "logs/tensorflow/resnet50/bz128"),
+        warmup_batches=2, train_batches=6)
     entry = extraction.result["rn50"]["1n1g"]
     assert entry["speedup"] == 1.0 and entry["median_speed"] > 0
     assert entry["num_runs"] == 1 and entry["excluded"] == []
 
 
 @pytest.mark.parametrize("name", sorted(
-    n for n in os.listdir(EXAMPLES) if n.startswith(("gpu", "two_node", "multi_node"))))
+    n for n in os.listdir(EXAMPLES)
+    if n.startswith(("gpu", "two_node", "multi_node"))))
 def test_example_yamls_keep_dlperfs_batchnorm_mode(name):
     # cuDNN's batch-norm mode changes GPU speed: ours must be DLPerf's (bf16
     # files, which DLPerf lacks, follow their fp16 twin).
@@ -162,5 +171,7 @@ def test_example_yamls_keep_dlperfs_batchnorm_mode(name):
     assert ours.runtime.batchnorm_spatial_persistent == \
         dlperf.runtime.batchnorm_spatial_persistent
     if not ours.runtime.batchnorm_spatial_persistent:
-        header = open(os.path.join(EXAMPLES, name)).read().split("\nruntime:")[0]
-        assert "True would set TF_USE_CUDNN_BATCHNORM_SPATIAL_PERSISTENT=1" in header
+        header = open(os.path.join(EXAMPLES, name)).read().split(
+            "\nruntime:")[0]
+        assert ("True would set TF_USE_CUDNN_BATCHNORM_SPATIAL_PERSISTENT=1"
+                in header)

@@ -15,14 +15,20 @@ import subprocess
 import numpy as np
 import pytest
 
-from support.helpers import (REPO, TINY_OVERRIDE, horovod_env, horovod_venv,
-                     horovodrun, tiny)
 from official_bench import config as C
 from official_bench.measure import timing
 from official_bench.runtime import horovod_backend as hb
 from official_bench.runtime.keras_setup import keras, tf
 from official_bench.training import checkpoints
 from support.callback_logs import forces_numpy_batch_logs
+from support.helpers import (
+    REPO,
+    TINY_OVERRIDE,
+    horovod_env,
+    horovod_venv,
+    horovodrun,
+    tiny,
+)
 
 TESTS = os.path.join(REPO, "tests")
 
@@ -362,7 +368,8 @@ def test_horovod_fit_keeps_batch_logs_as_tensors(venv, tmp_path):
     checkpoints and TensorBoard) does not force numpy logs; with Horovod's
     BroadcastGlobalVariablesCallback added it would."""
     p = _run(venv, [os.path.join(venv, "bin", "python"),
-                    os.path.join(TESTS, "support/horovod_fit_callbacks_check.py"),
+                    os.path.join(TESTS,
+                                 "support/horovod_fit_callbacks_check.py"),
                     str(tmp_path)], timeout=300)
     assert p.returncode == 0, p.stdout[-4000:]
     line = [l for l in p.stdout.splitlines() if l.startswith("CALLBACKS ")]

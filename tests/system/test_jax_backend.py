@@ -17,8 +17,7 @@ import time
 import pytest
 
 from official_bench.contracts import exit_status
-from support.helpers import (REPO, free_ports, trainer_cmd,
-                             without_module_env)
+from support.helpers import REPO, free_ports, trainer_cmd, without_module_env
 from support.launch_cli import run_together
 from support.run_scripts import PY, clean_env, failures
 

@@ -22,19 +22,20 @@ TRAINER = "-m official_bench.classifier_trainer"
 # A stand-in horovodrun: prints its arguments and environment, then what
 # rank 0 of a real run prints and writes (three TimeHistory lines, result.json
 # in --model_dir; rank 1 writes result_rank1.json).
-FAKE_HOROVODRUN = r"""#!/bin/bash
+FAKE_HOROVODRUN = (r"""#!/bin/bash
 echo "fake horovodrun: $*"
 echo "fake env: PATH0=${PATH%%:*} TF_USE_LEGACY_KERAS=$TF_USE_LEGACY_KERAS"
 for a in "$@"; do
   case "$a" in --model_dir=*) md="${a#--model_dir=}" ;; esac
 done
 for s in 0 2 4; do
-  echo "[0]<stderr>:I1122 01:00:0$s.000000 1 measure/timing.py:218] TimeHistory:" \
+  echo "[0]<stderr>:I1122 01:00:0$s.000000 1 """
+    r"""measure/timing.py:218] TimeHistory:" \
        "0.10 seconds, 80.00 examples/second between steps $s and $((s + 2))"
 done
 echo '{"fake": "rank 0"}' > "$md/result.json"
 echo '{"fake": "rank 1"}' > "$md/result_rank1.json"
-"""
+""")
 
 
 def fake_venv(tmp_path, horovodrun=FAKE_HOROVODRUN):
@@ -79,7 +80,7 @@ def overrides(command):
     return json.loads(arg.split("=", 1)[1])
 
 
-# -- dry runs ---------------------------------------------------------------------
+# -- dry runs -----------------------------------------------------------------
 
 
 def test_single_node_cpu_dry_run(tmp_path):
@@ -211,7 +212,7 @@ def test_default_venv_comes_from_install_script(tmp_path):
         "--print-venv)" in out.stdout
 
 
-# -- bad input ----------------------------------------------------------------------
+# -- bad input ----------------------------------------------------------------
 
 
 def test_missing_horovodrun_says_how_to_build_it(tmp_path):
@@ -252,7 +253,7 @@ def test_bad_horovod_input(tmp_path, mode, knobs, status, words):
     assert words in out.stderr
 
 
-# -- a run through the stand-in horovodrun -------------------------------------------
+# -- a run through the stand-in horovodrun ------------------------------------
 
 
 def test_run_through_fake_horovodrun(tmp_path):

@@ -2,8 +2,8 @@
 joined by a veth pair (10.200.0.1/24 and 10.200.0.2/24), run_two_node.sh
 started once in each with the same node list and no TASK_INDEX. Each
 launcher must find its own index from its interface addresses, and the two
-must train together. Needs root and iproute2 (`ip`); skipped otherwise. The same with
-WORKERS_PER_NODE=2: four workers on two hosts.
+must train together. Needs root and iproute2 (`ip`); skipped otherwise. The
+same with WORKERS_PER_NODE=2: four workers on two hosts.
 Only the addresses inside the namespaces created here are used.
 """
 
@@ -15,7 +15,6 @@ import pytest
 
 from support.launch_cli import run_together
 from support.netns import ADDRS, PORT, env_for
-from support.netns import two_hosts  # noqa: F401 - a fixture
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 

@@ -1,17 +1,28 @@
 """multi_worker_mirrored for real: two CLI processes on 127.0.0.1 ports."""
 
 import math
-import socket
 import re
+import socket
 import time
 
 import pytest
 
-from support.helpers import (TINY_OVERRIDE, LiveProcess, free_ports, kill_all,
-                     loopback_hosts, thread_count, trainer_cmd)
 from official_bench.contracts import exit_status
-from support.multiworker import (TWO_NODE, finish, start_worker,
-                                  train_two_workers)
+from support.helpers import (
+    TINY_OVERRIDE,
+    LiveProcess,
+    free_ports,
+    kill_all,
+    loopback_hosts,
+    thread_count,
+    trainer_cmd,
+)
+from support.multiworker import (
+    TWO_NODE,
+    finish,
+    start_worker,
+    train_two_workers,
+)
 
 pytestmark = pytest.mark.multiworker
 
@@ -52,7 +63,8 @@ def test_two_workers_train_together_with_identical_losses(tmp_path):
         assert losses and all(0 < v < 1.5 * math.log(10) for v in losses), \
             losses
     for out in outs:
-        assert "TimeHistory: " in out and "examples/second between steps" in out
+        assert ("TimeHistory: " in out
+                and "examples/second between steps" in out)
 
 
 def test_missing_worker_is_a_clear_timeout(tmp_path):

@@ -9,8 +9,14 @@ import sys
 
 import pytest
 
-from support.helpers import (REPO, TINY_OVERRIDE, cli_env, free_ports,
-                             kill_all, loopback_hosts)
+from support.helpers import (
+    REPO,
+    TINY_OVERRIDE,
+    cli_env,
+    free_ports,
+    kill_all,
+    loopback_hosts,
+)
 
 CLI_ENV = {"PYTHONPATH": os.pathsep.join([REPO, os.path.join(REPO, "tests")])}
 

@@ -7,9 +7,8 @@ import time
 
 import pytest
 
-from support.helpers import REPO, TINY_OVERRIDE, cli_env, free_ports
-
 from official_bench.contracts import exit_status
+from support.helpers import REPO, TINY_OVERRIDE, cli_env, free_ports
 
 pytestmark = pytest.mark.multiworker
 

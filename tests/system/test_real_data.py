@@ -3,12 +3,13 @@
 scikit-learn ships the UCI handwritten digits (1797 8x8 grayscale images,
 10 classes). They are upscaled to 32x32, saved as grayscale JPEGs in an
 ImageFolder tree, written as TFRecords by `python -m
-official_bench.data.build.build_records` (which converts them to RGB JPEG), and a
-small resnet_cifar is trained on them through `python -m
+official_bench.data.build.build_records` (which converts them to RGB JPEG), and
+a small resnet_cifar is trained on them through `python -m
 official_bench.classifier_trainer` with `builder: records`. Validation
-top-1 must clear 80% (chance is 10%); docs/design.md ("Preprocessing constants") measured ~99.7% for this
-set-up without ImageNet-style augmentation, which is why the crop, flip and
-eval padding are switched off here.
+top-1 must clear 80% (chance is 10%); docs/design.md ("Preprocessing
+constants") measured ~99.7% for this set-up without ImageNet-style
+augmentation, which is why the crop, flip and eval padding are switched off
+here.
 """
 
 import json

@@ -13,12 +13,15 @@ import time
 import pytest
 
 from official_bench.extract import allreduce_logs
-
-from support.helpers import (consecutive_free_port, extract_tables, free_ports,
-                     horovod_venv)
+from support.helpers import (
+    consecutive_free_port,
+    extract_tables,
+    free_ports,
+    horovod_venv,
+)
+from support.run_scripts import PY, clean_env, failures
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-from support.run_scripts import PY, clean_env, failures
 DLPERF_REGEX = re.compile(r", (\d+.\d+) examples/second ")
 FINISH = "official_bench: run finished"
 
@@ -34,7 +37,8 @@ def check_run(log):
     assert len(lines) == 3, (log, text[-2000:])  # steps 0-2, 2-4, 4-6
     assert all(DLPERF_REGEX.search(l) for l in lines)
     assert FINISH in text
-    assert re.search(r"^# official_bench.launch: .* ok \(exit 0\)$", text, re.M)
+    assert re.search(r"^# official_bench.launch: .* ok \(exit 0\)$", text,
+                     re.M)
     record = json.loads(log.with_suffix(".json").read_text())
     assert len(record["stats"]["intervals"]) == 3
     return record
@@ -229,8 +233,10 @@ def test_single_node_two_workers_per_node(tmp_path):
     root = tmp_path / "logs" / "tensorflow" / "resnet50" / "bz4"
     tree = sorted(str(p.relative_to(root)) for p in root.rglob("*")
                   if p.is_file())
-    assert tree == ["1n2g/rn50_b4_fp32_1.json", "1n2g/rn50_b4_fp32_1.json.local1",
-                    "1n2g/rn50_b4_fp32_1.log", "1n2g/rn50_b4_fp32_1.log.local1",
+    assert tree == ["1n2g/rn50_b4_fp32_1.json",
+                    "1n2g/rn50_b4_fp32_1.json.local1",
+                    "1n2g/rn50_b4_fp32_1.log",
+                    "1n2g/rn50_b4_fp32_1.log.local1",
                     "1n2g/rn50_b4_fp32_1.log.local1.status.json",
                     "1n2g/rn50_b4_fp32_1.log.status.json"]
     chief = check_run(root / "1n2g" / "rn50_b4_fp32_1.log")

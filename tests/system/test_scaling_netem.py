@@ -17,8 +17,8 @@ counted from the traced step at every rate (the 6 metric-state reads
 beside the 1 gradient pack; official_bench/allreduce/collectives.py) and their
 latency measured; the step's communication in training's pattern and the
 compute after a wait that long were measured on both workers and charged
-(official_bench/allreduce/in_step.py, allreduce/compute_wait.py); at 20 Mbit/s the
-communication outweighs a step's compute.
+(official_bench/allreduce/in_step.py, allreduce/compute_wait.py); at 20 Mbit/s
+the communication outweighs a step's compute.
 
 How it got there (BENCHMARKS.md, "Scaling model validated"): the model
 fell 5-25% below the no-overlap bound until (1) the communication in
@@ -62,7 +62,7 @@ import time
 import pytest
 
 from support.launch_cli import run_together
-from support.netns import env_for, two_hosts  # noqa: F401 (fixture)
+from support.netns import env_for
 from support.run_scripts import PY, REPO
 
 RATES = ("20mbit", None)  # None: the veth's own speed

@@ -31,9 +31,12 @@ import pytest
 from official_bench.launch import settings as settings_lib
 from official_bench.launch.node_list import NodeError
 from official_bench.launch.slurm import slurm_nodes
-
-from support.helpers import (TINY_OVERRIDE, consecutive_free_port, extract_tables,
-                     free_ports)
+from support.helpers import (
+    TINY_OVERRIDE,
+    consecutive_free_port,
+    extract_tables,
+    free_ports,
+)
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 EXAMPLES = os.path.join(REPO, "examples", "slurm")
@@ -73,8 +76,10 @@ def node_name():
     return socket.gethostname().split(".")[0] or "localhost"
 
 
-SLURM_CONF = """\
-# Written by tests/system/test_slurm.py: a one-node test cluster, nothing global.
+SLURM_CONF = (
+    "# Written by tests/system/test_slurm.py: a one-node test cluster, "
+    "nothing global.\n"
+    """\
 ClusterName=obtest
 SlurmctldHost={node}(127.0.0.1)
 SlurmctldPort={ctld_port}
@@ -108,7 +113,7 @@ KillWait=10
 MinJobAge=0
 NodeName={node} NodeAddr=127.0.0.1 CPUs=2 State=UNKNOWN
 PartitionName=obtest Nodes={node} Default=YES MaxTime=INFINITE State=UP
-"""
+""")
 
 
 class Cluster:
@@ -372,7 +377,8 @@ def test_four_nodes_dry_run_as_four_tasks(slurm, tmp_path):
     out = tmp_path / "job.out"
     rc, text = slurm.sbatch(
         SBATCH["four_nodes"], "4", "fp32", "1", "--dry-run",
-        options=["--gres=none", "--nodes=1", "--overcommit"], env=env, out=out, timeout=300)
+        options=["--gres=none", "--nodes=1", "--overcommit"], env=env, out=out,
+        timeout=300)
     assert rc == 0, text + slurm.logs()
     nodes = ",".join(f"{slurm.node}:{port + k}" for k in range(4))
     assert text.count(f"nodes: {nodes} (from Slurm SLURM_STEP_NODELIST="

@@ -9,10 +9,16 @@ import time
 
 import pytest
 
-from support.helpers import (TINY_OVERRIDE, LiveProcess, kill_all, loopback_hosts,
-                     trainer_cmd)
-from official_bench.runtime import stop_signals
 from official_bench.contracts import exit_status
+from official_bench.runtime import stop_signals
+from support.helpers import (
+    TINY_OVERRIDE,
+    LiveProcess,
+    kill_all,
+    loopback_hosts,
+    trainer_cmd,
+)
+
 
 def test_signal_is_seen_and_grace_is_enforced():
     exits = []

@@ -14,11 +14,16 @@ import pytest
 
 zmq = pytest.importorskip("zmq")
 
-from support.helpers import (REPO, TINY_OVERRIDE, cli_env,  # noqa: E402
-                     consecutive_free_port, free_ports, tiny)
-
 from official_bench.config import ConfigError  # noqa: E402
 from official_bench.data.feeds import batch_spec, zmq_feed, zmq_wire  # noqa: E402
+from support.helpers import (  # noqa: E402
+    REPO,
+    TINY_OVERRIDE,
+    cli_env,
+    consecutive_free_port,
+    free_ports,
+    tiny,
+)
 
 SPEC = batch_spec.BatchSpec(4, 16, 3, 10, "float32")
 
@@ -206,7 +211,8 @@ def _producers(*arg_lists):
 
 def test_producer_bad_arguments_exit_2():
     p = subprocess.run([sys.executable, "-m",
-                        "official_bench.data.feeds.zmq_producer", "--synthetic",
+                        "official_bench.data.feeds.zmq_producer",
+                        "--synthetic",
                         "--connect", "tcp://127.0.0.1:1", "--batch_size",
                         "0"], cwd=REPO, env=cli_env(), capture_output=True,
                        text=True, timeout=60)
@@ -358,8 +364,9 @@ def test_config_checks_the_zmq_keys():
     with pytest.raises(ConfigError, match=r"train_dataset.zmq_endpoints.*"
                                           r"builder zmq needs at least one"):
         build_config([("t", {"train_dataset": {"builder": "zmq"}})])
-    with pytest.raises(ConfigError, match=r"train_dataset.zmq_timeout_seconds"
-                                          r".*must be > 0 and <= 604800, got 0"):
+    with pytest.raises(ConfigError,
+                       match=r"train_dataset.zmq_timeout_seconds"
+                             r".*must be > 0 and <= 604800, got 0"):
         build_config([("t", {"train_dataset": {
             "builder": "zmq", "zmq_endpoints": ["tcp://127.0.0.1:5555"],
             "zmq_timeout_seconds": 0}})])

@@ -7,10 +7,16 @@ import sys
 
 import pytest
 
-from support.helpers import (DLPERF_CONFIGS, DLPERF_REGEX, REPO,
-                             TINY_OVERRIDE, cli, cli_env)
 from official_bench.contracts import exit_status
 from official_bench.host import cuda_noise
+from support.helpers import (
+    DLPERF_CONFIGS,
+    DLPERF_REGEX,
+    REPO,
+    TINY_OVERRIDE,
+    cli,
+    cli_env,
+)
 from support.line_gaps import MAX_SILENCE, timed_cli
 
 # main() in a fresh process; prints its status and whether TensorFlow was
@@ -63,7 +69,8 @@ def test_bad_config_exits_2_naming_the_key(tmp_path):
             timeout=120)
     assert p.returncode == exit_status.CONFIG
     assert "runtime.distribution_strategy: unknown strategy 'mirored'; " \
-           "valid: off, one_device, mirrored, multi_worker_mirrored" in p.stdout
+           "valid: off, one_device, mirrored, multi_worker_mirrored" \
+           in p.stdout
     assert not os.listdir(tmp_path)  # nothing written
 
 
@@ -72,6 +79,7 @@ def test_stray_words_are_refused_by_both_entry_points(tmp_path):
     benchmark (same flags, same first steps) name them and write nothing."""
     import subprocess
     import sys
+
     from support.helpers import REPO, cli_env
     for module in ("official_bench.classifier_trainer",
                    "official_bench.allreduce.bench"):
@@ -97,7 +105,8 @@ def test_eval_without_checkpoint_is_a_clear_error(tmp_path):
     p = cli([f"--model_dir={tmp_path}", "--mode=eval",
              f"--params_override={TINY_OVERRIDE}"], timeout=120)
     assert p.returncode == 2
-    assert f"no checkpoint (model.ckpt-*) in model_dir '{tmp_path}'" in p.stdout
+    assert (f"no checkpoint (model.ckpt-*) in model_dir '{tmp_path}'"
+            in p.stdout)
 
 
 def test_dlperf_gpu_yaml_runs_on_cpu_through_cli(tmp_path):

@@ -107,7 +107,8 @@ FLAG_ERRORS = {
         (["--log_dri", "x"], ["--log_dri ", "--log_dir?"]),
         (["--method", "medain"], ["--method", "did you mean mean?"])],
     "official-bench-compare": [
-        (["--a", "x", "--b", "y", "--windw", "auto"], ["--windw", "--window?"]),
+        (["--a", "x", "--b", "y", "--windw", "auto"],
+         ["--windw", "--window?"]),
         (["--a", "x", "--b", "y", "--window", "auot"],
          ["--window", "did you mean auto?"])],
     "official-bench-history": [

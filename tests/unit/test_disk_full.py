@@ -16,10 +16,10 @@ import sys
 import pytest
 import yaml
 
-from support.helpers import REPO, TINY_OVERRIDE, cli_env, tiny, trainer_cmd
-from support.small_disk import PAGE, leave_free, small_tmpfs, temp_files
 from official_bench.contracts import exit_status
 from official_bench.host.write_errors import NotWritable
+from support.helpers import REPO, TINY_OVERRIDE, cli_env, tiny, trainer_cmd
+from support.small_disk import PAGE, leave_free, small_tmpfs, temp_files
 
 ENOSPC_LINE = "no space left on the device ("
 
@@ -226,6 +226,7 @@ def test_extractor_read_only_output_dir(tmp_path, capsys, monkeypatch):
 def _image_tree(root):
     """Two classes of small random PNGs (TensorFlow converts them)."""
     import numpy as np
+
     from official_bench.runtime.keras_setup import tf
     rng = np.random.default_rng(0)
     for split in ("train", "validation"):

@@ -31,11 +31,11 @@ import sys
 
 import pytest
 
-from support.helpers import REPO
 from official_bench.config import loading as config_loading
 from official_bench.config.builder import LayerBuilder
 from official_bench.config.schema import ExperimentConfig
 from official_bench.launch import settings as launch_settings
+from support.helpers import REPO
 
 DOC_FILES = ["README.md"] + sorted(
     os.path.relpath(p, REPO) for p in glob.glob(os.path.join(REPO, "docs",
@@ -62,7 +62,7 @@ KNOWN_LANGS = SHELL_LANGS | {"text", "json", "python", "yaml", "layers",
 OPERATORS = {"&&", "||", ";", "|", "&"}
 
 
-# ---- reading markdown --------------------------------------------------------
+# ---- reading markdown -------------------------------------------------------
 
 def code_blocks(text):
     """(language, line number of the first body line, body lines) per
@@ -150,7 +150,7 @@ def headings(path):
     return slugs
 
 
-# ---- what the project accepts, read from the code -----------------------------
+# ---- what the project accepts, read from the code ---------------------------
 
 @functools.lru_cache(maxsize=None)
 def launcher_env():
@@ -254,7 +254,8 @@ def help_flags(argv):
     out = subprocess.run(list(argv) + ["--help"], cwd=REPO, env=env,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, (
-        f"{' '.join(argv)} --help exited {out.returncode}: {out.stderr[-500:]}")
+        f"{' '.join(argv)} --help exited {out.returncode}: "
+        f"{out.stderr[-500:]}")
     flags = parse_help_flags(out.stdout + out.stderr)
     assert "--help" in flags or "--helpfull" in flags or flags, argv
     return frozenset(flags | {"--help"})
@@ -267,7 +268,7 @@ def module_exists(module):
             or os.path.isfile(os.path.join(path, "__main__.py")))
 
 
-# ---- checking ----------------------------------------------------------------
+# ---- checking ---------------------------------------------------------------
 
 def is_python(word):
     """python, python3, python3.11, .venv/bin/python, $V/bin/python."""
@@ -516,7 +517,7 @@ def check_markdown(text, path):
     return problems
 
 
-# ---- the tests ---------------------------------------------------------------
+# ---- the tests --------------------------------------------------------------
 
 @pytest.mark.parametrize("name", DOC_FILES)
 def test_every_command_and_link_is_accepted(name):

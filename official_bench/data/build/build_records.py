@@ -17,10 +17,13 @@ from typing import Optional, Sequence
 
 from official_bench.contracts import exit_status
 from official_bench.data.build import manifest as manifest_lib
-from official_bench.data.build.manifest import (LABELS_FILE, MANIFEST,
-                                                 SKIPPED_FILE)
 from official_bench.data.build.builder import BuildOptions, build
 from official_bench.data.build.image_codec import NeedsPillow
+from official_bench.data.build.manifest import (
+    LABELS_FILE,
+    MANIFEST,
+    SKIPPED_FILE,
+)
 from official_bench.data.build.shards import WorkerLost
 from official_bench.data.build.sources import BuildError, read_lines
 from official_bench.host.flag_errors import OneLineParser
@@ -95,11 +98,13 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=help_formatter(argparse.RawDescriptionHelpFormatter),
         epilog=HELP)
     p.add_argument("--output_dir", required=True,
-                   help="where the shards, labels.txt and build_records.json go")
+                   help="where the shards, labels.txt and "
+                        "build_records.json go")
     p.add_argument("--input_dir", help="root holding train/ and validation/")
     p.add_argument("--layout", choices=("imagefolder", "imagenet"),
                    default=d.layout)
-    p.add_argument("--train_dir", help="train folder (default input_dir/train)")
+    p.add_argument("--train_dir",
+                   help="train folder (default input_dir/train)")
     p.add_argument("--validation_dir",
                    help="validation folder (default input_dir/validation "
                         "or input_dir/val)")

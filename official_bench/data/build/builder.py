@@ -11,13 +11,22 @@ from typing import List, Optional, Sequence
 
 from official_bench.contracts import exit_status
 from official_bench.data.build import manifest as manifest_lib
+from official_bench.data.build.image_codec import (
+    INSTALL_HINT,
+    pillow_available,
+)
 from official_bench.data.build.manifest import LABELS_FILE, SKIPPED_FILE
-from official_bench.data.build.image_codec import (INSTALL_HINT,
-                                                   pillow_available)
 from official_bench.data.build.shards import build_split, init_progress
 from official_bench.data.build.sources import (
-    BuildError, Item, class_folders, list_flat_split, list_folder_split,
-    read_boxes, read_class_text, read_lines)
+    BuildError,
+    Item,
+    class_folders,
+    list_flat_split,
+    list_folder_split,
+    read_boxes,
+    read_class_text,
+    read_lines,
+)
 from official_bench.data.build.worker_pool import SPAWN, WorkerPool
 from official_bench.host.atomic import write_text_atomic
 from official_bench.host.write_errors import writing
@@ -120,7 +129,8 @@ def build(args: BuildOptions, log=print) -> int:
     labels = os.path.join(args.output_dir, LABELS_FILE)
     with writing(labels, "the class list"):
         write_text_atomic(labels, "".join(c + "\n" for c in classes))
-    log(f"{len(classes)} classes -> {os.path.join(args.output_dir, LABELS_FILE)}"
+    log(f"{len(classes)} classes -> "
+        f"{os.path.join(args.output_dir, LABELS_FILE)}"
         f" (label i = line i, 1-based)")
     if not pillow_available():
         log("Pillow is not installed: TensorFlow converts the images (JPEG, "

@@ -16,10 +16,18 @@ from official_bench.data.build.manifest import MANIFEST
 from official_bench.data.build.shards import shard_name
 from official_bench.data.records.bad_records import parse_message
 from official_bench.data.records.record_files import (
-    CLASSIC_LAYOUT, Layout, classic_files, file_sizes)
+    CLASSIC_LAYOUT,
+    Layout,
+    classic_files,
+    file_sizes,
+)
 from official_bench.data.records.record_guard import GUARD_BLOCK, Decoder
 from official_bench.data.records.record_reader import (
-    BLOCK_FAILED, END_OK, OK, read_file)
+    BLOCK_FAILED,
+    END_OK,
+    OK,
+    read_file,
+)
 from official_bench.runtime.keras_setup import tf
 
 

@@ -7,11 +7,11 @@ come."""
 from __future__ import annotations
 
 import concurrent.futures
-from concurrent.futures.process import BrokenProcessPool
 import dataclasses
 import os
 import random
 import signal
+from concurrent.futures.process import BrokenProcessPool
 from typing import Dict, List, Sequence, Tuple
 
 from official_bench.data.build import shard_skips

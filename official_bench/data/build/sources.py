@@ -45,8 +45,9 @@ def list_folder_split(directory: str, classes: Sequence[str]) -> List[Item]:
     items = []
     for name in class_folders(directory):
         if name not in index:
-            raise BuildError(f"{os.path.join(directory, name)}: class {name!r} "
-                             "is not a train class (not in the class list)")
+            raise BuildError(f"{os.path.join(directory, name)}: class "
+                             f"{name!r} is not a train class (not in the "
+                             "class list)")
         items.extend(Item(p, index[name], name)
                      for p in _images_in(os.path.join(directory, name)))
     return items
@@ -60,8 +61,8 @@ def read_validation_labels(path: str, files: Sequence[str]) -> Dict[str, str]:
     if lines and all(len(parts) == 1 for parts in lines):
         names = sorted(os.path.basename(p) for p in files)
         if len(lines) != len(names):
-            raise BuildError(f"--validation_labels {path}: {len(lines)} labels "
-                             f"for {len(names)} validation images")
+            raise BuildError(f"--validation_labels {path}: {len(lines)} "
+                             f"labels for {len(names)} validation images")
         return {n: parts[0] for n, parts in zip(names, lines)}
     labels = {}
     for number, parts in enumerate(lines, 1):

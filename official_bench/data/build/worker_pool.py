@@ -101,7 +101,8 @@ def _unblock_result_reader(results) -> None:
 class WorkerPool:
     """A spawn-context ProcessPoolExecutor whose workers die with us."""
 
-    def __init__(self, num_workers: int, initializer: Optional[Callable] = None,
+    def __init__(self, num_workers: int,
+                 initializer: Optional[Callable] = None,
                  initargs: Sequence = ()):
         self.executor = concurrent.futures.ProcessPoolExecutor(
             max(1, num_workers), mp_context=SPAWN,

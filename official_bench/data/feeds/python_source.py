@@ -1,4 +1,5 @@
-"""`builder: python`: user Python code yields numpy batches, tf.data feeds them.
+"""`builder: python`: user Python code yields numpy batches, tf.data feeds
+them.
 
 `python_source: "package.module:function"` names a function called once per
 input pipeline (per worker process) with a `SourceContext`; it returns an
@@ -28,10 +29,13 @@ from typing import Callable, Iterator, Tuple
 
 import numpy as np
 
-from official_bench.contracts import dtypes
 from official_bench.config import ConfigError, DatasetConfig
+from official_bench.contracts import dtypes
 from official_bench.data.feeds.batch_spec import (
-    BadBatch, BatchSpec, check_batch)
+    BadBatch,
+    BatchSpec,
+    check_batch,
+)
 from official_bench.runtime.keras_setup import tf
 
 

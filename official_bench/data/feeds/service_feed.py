@@ -60,8 +60,8 @@ def wait_for_dispatcher(address: str, timeout: float, key: str) -> None:
                 f"{key}.data_service_timeout_seconds). Start one with: "
                 f"python -m official_bench.data.feeds.service --dispatcher "
                 f"--port {port}, and workers with: python -m "
-                f"official_bench.data.feeds.service --worker --dispatcher_address "
-                f"{address} --port <Q>")
+                f"official_bench.data.feeds.service --worker "
+                f"--dispatcher_address {address} --port <Q>")
         time.sleep(POLL_SECONDS)
 
 

@@ -28,8 +28,8 @@ import time
 from typing import Dict, Iterator, List
 
 from official_bench.config import ConfigError, DatasetConfig
-from official_bench.data.feeds.batch_spec import BadBatch, check_batch
 from official_bench.data.feeds import python_source, zmq_wire
+from official_bench.data.feeds.batch_spec import BadBatch, check_batch
 from official_bench.runtime.keras_setup import tf
 
 INSTALL_HINT = ("builder zmq needs pyzmq: pip install 'official_bench[zmq]' "

@@ -1,6 +1,7 @@
 """Reference ZMQ producer: reads data, PUSHes batches to a trainer.
 
-    python -m official_bench.data.feeds.zmq_producer --connect tcp://127.0.0.1:5555 \\
+    python -m official_bench.data.feeds.zmq_producer \\
+        --connect tcp://127.0.0.1:5555 \\
         --synthetic --batch_size 32 --image_size 224 --num_classes 1000
     official-bench-zmq-producer --connect tcp://10.0.0.5:5555 \\
         --folder /data/imagenet --split train --workers 8 --batch_size 32
@@ -136,6 +137,7 @@ def _records(args) -> Iterable:
 def _user_source(args) -> Iterable:
     """A python_source run here instead of in the trainer."""
     import importlib
+
     from official_bench.config import DatasetConfig
     from official_bench.data.feeds.python_source import SourceContext
     module, _, attr = args.python_source.partition(":")

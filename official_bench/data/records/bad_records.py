@@ -1,12 +1,12 @@
 """Bad records: the message naming one, and the skip-and-count filter.
 
-With `skip_bad_records: false` (default) the guard (data/records/record_guard.py)
-stops the input at the first bad record with `message(...)` plus
-SKIP_HINT; with `true` the pipeline's `keep_or_log` filter drops it, logs
-the message and a running count per split, kept in a `SkippedRecords` that
-the pipeline owns (not a process-wide counter: a second run or pipeline in
-the same process counts from zero). The verifier (data/build/record_verify.py)
-parses the message lines back.
+With `skip_bad_records: false` (default) the guard
+(data/records/record_guard.py) stops the input at the first bad record with
+`message(...)` plus SKIP_HINT; with `true` the pipeline's `keep_or_log` filter
+drops it, logs the message and a running count per split, kept in a
+`SkippedRecords` that the pipeline owns (not a process-wide counter: a second
+run or pipeline in the same process counts from zero). The verifier
+(data/build/record_verify.py) parses the message lines back.
 """
 
 from __future__ import annotations
@@ -19,8 +19,14 @@ from typing import Dict, Optional
 from absl import logging
 
 from official_bench.data.records.record_reader import (
-    BAD_EXAMPLE, BAD_IMAGE, BLOCK_FAILED, END_OK, OK)
+    BAD_EXAMPLE,
+    BAD_IMAGE,
+    BLOCK_FAILED,
+    END_OK,
+    OK,
+)
 from official_bench.runtime.keras_setup import tf
+
 
 class SkippedRecords:
     """Records one pipeline skipped so far, per split. Thread-safe: the

@@ -23,7 +23,7 @@ file (record_reader.py), and each record is parsed and decoded inside a guard
 stops the input; with `true` it is dropped and counted (bad_records.py).
 data/build/record_verify.py checks whole files the same way (build_records
 --verify).
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -35,11 +35,20 @@ from absl import logging
 from official_bench.config import DatasetConfig
 from official_bench.data.records.bad_records import SkippedRecords, keep_or_log
 from official_bench.data.records.record_files import (
-    Layout, config_key, file_sizes, find_files)
+    Layout,
+    config_key,
+    file_sizes,
+    find_files,
+)
 from official_bench.data.records.record_guard import (
-    GUARD_BLOCK, DecodeFn, Decoder)
+    GUARD_BLOCK,
+    DecodeFn,
+    Decoder,
+)
 from official_bench.data.records.record_reader import (
-    derive_seed, record_dataset)
+    derive_seed,
+    record_dataset,
+)
 from official_bench.runtime.keras_setup import tf
 
 

@@ -4,7 +4,8 @@ tf.data has no try/except: a block of GUARD_BLOCK records is decoded by an
 inner dataset with ignore_errors(), and the records that did not come out
 are sent through fallbacks that say why (not a tf.train.Example, an
 undecodable image, a label out of range). What happens to a bad record
-(stop with an error naming it, or skip and count) is data/records/bad_records.py.
+(stop with an error naming it, or skip and count) is
+data/records/bad_records.py.
 """
 
 from __future__ import annotations
@@ -17,7 +18,13 @@ from official_bench.data import preprocessing
 from official_bench.data.records.bad_records import SKIP_HINT, message
 from official_bench.data.records.record_files import Layout
 from official_bench.data.records.record_reader import (
-    BAD_EXAMPLE, BAD_IMAGE, BAD_LABEL, BLOCK_FAILED, END_OK, OK)
+    BAD_EXAMPLE,
+    BAD_IMAGE,
+    BAD_LABEL,
+    BLOCK_FAILED,
+    END_OK,
+    OK,
+)
 from official_bench.runtime.keras_setup import tf
 
 GUARD_BLOCK = 32  # records per error-catching inner dataset (<= 62)
@@ -139,10 +146,11 @@ class Decoder:
             "image", size))
 
     def not_an_example(self, filename, index, record, status, detail, seed):
-        return self.placeholder(BAD_EXAMPLE, filename, index, tf.strings.format(
-            "the record ({} bytes) is not a tf.train.Example with "
-            f"{self.layout.image_key} and {self.layout.label_key}",
-            tf.strings.length(record)))
+        return self.placeholder(
+            BAD_EXAMPLE, filename, index, tf.strings.format(
+                "the record ({} bytes) is not a tf.train.Example with "
+                f"{self.layout.image_key} and {self.layout.label_key}",
+                tf.strings.length(record)))
 
     def fallback(self, *element) -> tf.data.Dataset:
         """One failed record -> one placeholder saying why it failed.
@@ -168,13 +176,13 @@ class Decoder:
         say why. Setting up the inner datasets costs about a millisecond,
         paid once per block of GUARD_BLOCK records.
 
-        strict: the scan stops at the first bad record with an error naming
-        it (a record that raised is noticed when the next one comes out, or
-        at the end of the block), and emits only good records (one step
-        behind, so that the end of the block can still raise). Otherwise bad records stay in the
-        stream with their status, and the block ends with a marker: END_OK,
-        or BLOCK_FAILED with the count in `label` and one message line per
-        missing record in `detail` (see bad_records.keep_or_log).
+        strict: the scan stops at the first bad record with an error naming it
+        (a record that raised is noticed when the next one comes out, or at the
+        end of the block), and emits only good records (one step behind, so
+        that the end of the block can still raise). Otherwise bad records stay
+        in the stream with their status, and the block ends with a marker:
+        END_OK, or BLOCK_FAILED with the count in `label` and one message line
+        per missing record in `detail` (see bad_records.keep_or_log).
         """
         n = tf.shape(block[0])[0]
         positions = tf.range(n, dtype=tf.int64)

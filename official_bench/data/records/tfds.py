@@ -99,7 +99,8 @@ def tfds_files(ds: DatasetConfig, is_training: bool
         raise ConfigError(
             f"{key}: TFDS dataset {info.name} is stored as {file_format}; "
             "official_bench reads TFRecord files: rebuild it with "
-            f"--file_format=tfrecord ({prepare_hint(ds.name, ds.data_dir or '')})")
+            "--file_format=tfrecord "
+            f"({prepare_hint(ds.name, ds.data_dir or '')})")
     image_key, label_key = info.supervised_keys or ("image", "label")
     if not isinstance(image_key, str) or not isinstance(label_key, str):
         raise ConfigError(f"{key}: TFDS dataset {info.name} has supervised "

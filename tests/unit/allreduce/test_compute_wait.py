@@ -1,11 +1,11 @@
-"""Compute after a wait (official_bench/allreduce/compute_wait.py): which steps are
-timed, the penalty, and the one-device config it compiles. The real
+"""Compute after a wait (official_bench/allreduce/compute_wait.py): which steps
+are timed, the penalty, and the one-device config it compiles. The real
 compiled step is timed by tests/system/test_allreduce_bench.py."""
 
 import pytest
 
-from official_bench.allreduce import compute_wait
 from official_bench import config as config_lib
+from official_bench.allreduce import compute_wait
 
 
 class FakeDevice:

@@ -8,7 +8,6 @@ import pytest
 
 from official_bench import config as C
 from official_bench.config import backends
-
 from support.helpers import DLPERF_CONFIGS
 
 # (override, the key refused, words of its line that say what jax runs).

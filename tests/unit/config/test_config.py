@@ -5,8 +5,8 @@ import os
 import pytest
 import yaml
 
-from support.helpers import DLPERF_CONFIGS, DLPERF_NAMES, EXAMPLES, fixture_set
 from official_bench import config as C
+from support.helpers import DLPERF_CONFIGS, DLPERF_NAMES, EXAMPLES, fixture_set
 
 DLPERF_FILES = fixture_set(DLPERF_CONFIGS, required=DLPERF_NAMES)
 EXAMPLE_FILES = fixture_set(EXAMPLES, required=("cpu_smoke.yaml", "gpu.yaml"))
@@ -14,7 +14,8 @@ EXAMPLE_FILES = fixture_set(EXAMPLES, required=("cpu_smoke.yaml", "gpu.yaml"))
 
 def test_dlperf_yamls_are_the_six_and_inside_the_repository():
     assert [os.path.basename(p) for p in DLPERF_FILES] == sorted(DLPERF_NAMES)
-    repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+    repo = os.path.abspath(
+        os.path.join(os.path.dirname(__file__), "..", "..", ".."))
     for path in DLPERF_FILES:
         assert os.path.realpath(path).startswith(repo + os.sep)
         assert "Oneflow-Inc/DLPerf" in open(path).read(600)

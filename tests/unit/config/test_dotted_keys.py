@@ -19,7 +19,8 @@ def test_put_makes_parents_and_get_reads_back():
 
 def test_put_below_a_value_names_the_key_and_the_part():
     tree = {"train": {"steps": 5}}
-    with pytest.raises(dotted_keys.TreeError, match=r"'train.steps.x'.*'steps'.*int"):
+    with pytest.raises(dotted_keys.TreeError,
+                       match=r"'train.steps.x'.*'steps'.*int"):
         dotted_keys.put(tree, "train.steps.x", 1)
     with pytest.raises(config.ConfigError, match="train.steps.x"):
         config.parse_params_override("train.steps=5,train.steps.x=1")

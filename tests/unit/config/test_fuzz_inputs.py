@@ -3,11 +3,12 @@ error, never a raw TypeError/AttributeError/KeyError/IndexError/ValueError/
 RecursionError.
 
 Seeded random generators (hypothesis is not installed; the TF_CONFIG fuzz in
-unit/contracts/test_tf_config.py does the same), in-process and TensorFlow-free,
-a few seconds per parser:
+unit/contracts/test_tf_config.py does the same), in-process and
+TensorFlow-free, a few seconds per parser:
   --params_override strings      -> config.ConfigError
   config files (YAML documents)  -> config.ConfigError
-  node lists, hostfiles, Slurm   -> node_list.NodeError / hostport.HostPortError
+  node lists, hostfiles, Slurm   -> node_list.NodeError /
+                                    hostport.HostPortError
   log lines and log directories  -> no exception from the line parsers
                                     (bad lines are reported as MalformedLine);
                                     results.errors.ExtractError from extract()
@@ -26,10 +27,9 @@ import pytest
 
 from official_bench import config as C
 from official_bench.contracts import hostport, throughput
-from official_bench.launch import node_list, slurm
-from official_bench.extract import extractor as extract_lib
-from official_bench.extract import logparse
+from official_bench.extract import extractor as extract_lib, logparse
 from official_bench.extract.errors import ExtractError
+from official_bench.launch import node_list, slurm
 
 N = 300  # random inputs per parser
 N_YAML = 150  # for the YAML-heavy cases: PyYAML takes ~10 ms a document
@@ -212,7 +212,7 @@ def test_deep_or_cyclic_layers_name_the_key():
         "deeply to read" in str(e.value)
 
 
-# -- node lists ----------------------------------------------------------------
+# -- node lists ---------------------------------------------------------------
 
 HOST_PIECES = ["h", "node1", "gpu01", "127.0.0.1", "10.0.0.2", "::1",
                "[::1]", "[fe80::1%eth0]", "[h]", "[", "]", "a-b", "-a",
@@ -301,7 +301,7 @@ def test_slurm_hostlists_and_hostfiles_give_only_node_errors(tmp_path):
                             f"{env if what == 'slurm' else lines!r}")
 
 
-# -- log lines -----------------------------------------------------------------
+# -- log lines ----------------------------------------------------------------
 
 NUMBERS = ["0.52", "1", "0", "-1", "1e3", "nan", "inf", "1e400", "x", "",
            "²", "٣", "12.5.3", "9" * 400, "0.00", "-0.0", "1_0"]

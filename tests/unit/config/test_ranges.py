@@ -16,7 +16,8 @@ such a run fails, each of its values is run alone to name the culprit.
 
 The runs set `train.stop_on_nan: false`: a learning rate of 1e30 is a legal
 (if silly) value, and what it does is diverge, which the NaN guard reports
-as designed (unit/training/test_nan_guard.py); here a run must simply reach its end.
+as designed (unit/training/test_nan_guard.py); here a run must simply reach its
+end.
 """
 
 import dataclasses
@@ -28,8 +29,8 @@ import typing
 
 import pytest
 
-from support.helpers import REPO, TINY_OVERRIDE, cli, cli_env, tiny
 from official_bench import config as C
+from support.helpers import REPO, TINY_OVERRIDE, cli, cli_env, tiny
 
 INF, NAN = float("inf"), float("nan")
 INT_VALUES = [0, -1, 2 ** 31, 2 ** 63, INF, -INF, NAN]
@@ -71,8 +72,8 @@ CONTEXTS = {
         "model.optimizer.name": "adam",
         "model.learning_rate.name": "piecewise_constant_with_warmup",
         "model.learning_rate.compat": "model_garden_r23"},
-    # Horovod is not installed here (system/test_horovod.py runs it where it is):
-    # its knobs are checked by the config alone, under strategy horovod.
+    # Horovod is not installed here (system/test_horovod.py runs it where it
+    # is): its knobs are checked by the config alone, under strategy horovod.
     "horovod": {"runtime.distribution_strategy": "horovod"},
 }
 REFUSAL_ONLY = {"horovod"}

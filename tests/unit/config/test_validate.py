@@ -18,7 +18,8 @@ import pytest
 from official_bench import config as C
 from official_bench.launch import settings as settings_lib
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+REPO = os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 # (override, the error line's start); each was a run-time error before.
 MOVED = [

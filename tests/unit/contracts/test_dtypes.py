@@ -3,10 +3,9 @@
 import pytest
 
 from official_bench import config
-from official_bench.contracts import dtypes
-from official_bench.launch import settings
+from official_bench.contracts import dtypes, result_json
 from official_bench.extract import logparse
-from official_bench.contracts import result_json
+from official_bench.launch import settings
 
 
 def test_both_spellings_and_policy_names_convert_both_ways():

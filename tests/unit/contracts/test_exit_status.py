@@ -1,6 +1,6 @@
-"""One exit-status table: the module, docs/exit_status.md's copy, the shell library's
-literals, the entry points' main() functions, and a real case for each
-documented status (most of them in the test files that already run that
+"""One exit-status table: the module, docs/exit_status.md's copy, the shell
+library's literals, the entry points' main() functions, and a real case for
+each documented status (most of them in the test files that already run that
 case; PRODUCERS names them and checks that they assert the module's
 constant)."""
 
@@ -13,27 +13,33 @@ import sys
 
 import pytest
 
-from support.helpers import REPO
 from official_bench.contracts import exit_status as es
+from support.helpers import REPO
 from support.launch_cli import script
 
 # Each documented status -> the tests that produce it with a real process
 # and assert it against this module (file, function, constant to mention).
 PRODUCERS = {
-    es.OK: [("unit/test_classifier_trainer.py", "test_dlperf_gpu_yaml_runs_on_cpu_through_cli",
+    es.OK: [("unit/test_classifier_trainer.py",
+             "test_dlperf_gpu_yaml_runs_on_cpu_through_cli",
              "exit_status.OK")],
-    es.FAILED: [("unit/training/test_nan_guard.py", "test_cli_exits_1_with_the_step",
+    es.FAILED: [("unit/training/test_nan_guard.py",
+                 "test_cli_exits_1_with_the_step",
                  "exit_status.FAILED"),
-                ("unit/launch/test_launch_cli.py", "test_run_timeout_escalates_to_sigkill",
+                ("unit/launch/test_launch_cli.py",
+                 "test_run_timeout_escalates_to_sigkill",
                  "exit_status.FAILED")],
-    es.CONFIG: [("unit/test_classifier_trainer.py", "test_bad_config_exits_2_naming_the_key",
+    es.CONFIG: [("unit/test_classifier_trainer.py",
+                 "test_bad_config_exits_2_naming_the_key",
                  "exit_status.CONFIG"),
                 ("unit/contracts/test_tf_config.py",
                  "test_trainer_exits_2_with_one_error_line",
                  "exit_status.CONFIG")],
-    es.CLUSTER: [("system/test_multiworker.py", "test_own_port_in_use_is_reported",
+    es.CLUSTER: [("system/test_multiworker.py",
+                  "test_own_port_in_use_is_reported",
                   "exit_status.CLUSTER"),
-                 ("unit/launch/test_launch_cli.py", "test_tf_config_wins_and_is_logged",
+                 ("unit/launch/test_launch_cli.py",
+                  "test_tf_config_wins_and_is_logged",
                   "exit_status.CLUSTER"),
                  ("unit/contracts/test_tf_config.py",
                   "test_launcher_exits_3_with_one_error_line",
@@ -68,7 +74,8 @@ PRODUCERS = {
     es.KILLED: [("system/test_multiworker.py",
                  "test_missing_worker_is_a_clear_timeout",
                  "exit_status.KILLED"),
-                ("unit/launch/test_launch_cli.py", "test_run_timeout_escalates_to_sigkill",
+                ("unit/launch/test_launch_cli.py",
+                 "test_run_timeout_escalates_to_sigkill",
                  "exit_status.KILLED")],
     es.TERMINATED: [("system/test_stop_signals.py",
                      "test_one_device_run_stops_with_128_plus_signal",

@@ -5,9 +5,11 @@ import json
 import pytest
 
 from official_bench.contracts import flops
-from official_bench.contracts.result_json import load_run_json, SCHEMA
+from official_bench.contracts.result_json import SCHEMA, load_run_json
 from official_bench.contracts.throughput import (
-    Interval, images_per_second_over_window)
+    Interval,
+    images_per_second_over_window,
+)
 
 
 def test_training_flops_are_three_forwards_of_two_flops_per_mac():

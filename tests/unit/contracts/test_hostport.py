@@ -5,9 +5,12 @@ import sys
 
 import pytest
 
+from official_bench.contracts.hostport import (
+    HostPortError,
+    format_hostport,
+    parse_hostport,
+)
 from support.helpers import REPO
-from official_bench.contracts.hostport import (HostPortError,
-                                               format_hostport, parse_hostport)
 
 
 @pytest.mark.parametrize("text, want", [

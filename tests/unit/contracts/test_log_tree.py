@@ -6,12 +6,9 @@ import os
 
 import pytest
 
-from official_bench.contracts import log_tree as L
-from official_bench.launch import plan as plan_lib
-from official_bench.launch import settings as settings_lib
-from official_bench.extract import allreduce_logs
-from official_bench.extract import logparse
-from official_bench.contracts import run_status
+from official_bench.contracts import log_tree as L, run_status
+from official_bench.extract import allreduce_logs, logparse
+from official_bench.launch import plan as plan_lib, settings as settings_lib
 
 
 @pytest.mark.parametrize("name,expected", [
@@ -61,7 +58,8 @@ def test_names_round_trip(nodes, gpus, batch, dtype, index):
     assert L.parse_log_name(L.log_name(batch, dtype, index)) == \
         (batch, dtype, index)
     assert L.parse_allreduce_json_name(
-        L.run_stem(batch, dtype, index, "allreduce") + L.JSON_SUFFIX) == (dtype, index)
+        L.run_stem(batch, dtype, index, "allreduce") + L.JSON_SUFFIX) == \
+        (dtype, index)
     assert L.is_run_log(L.log_name(batch, dtype, index), batch, dtype)
     assert not L.is_run_log(L.log_name(batch + 1, dtype, index), batch, dtype)
     assert L.is_run_log(L.log_name(batch, dtype, index, "allreduce"), batch,

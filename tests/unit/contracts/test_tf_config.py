@@ -6,11 +6,14 @@ import random
 
 import pytest
 
+from official_bench.contracts import exit_status
+from official_bench.contracts.tf_config import (
+    TFConfig,
+    TFConfigError,
+    parse_tf_config,
+)
 from support.helpers import TINY_OVERRIDE, cli, without_module_env
 from support.launch_cli import script
-from official_bench.contracts import exit_status
-from official_bench.contracts.tf_config import (TFConfig, TFConfigError,
-                                                parse_tf_config)
 
 W2 = ["10.0.0.1:5000", "10.0.0.2:5000"]
 

@@ -2,8 +2,10 @@
 its flags in one order, the ones not given left out, another module for
 the all-reduce benchmark."""
 
-from official_bench.contracts.trainer_command import (TRAINER_MODULE,
-                                                     trainer_argv)
+from official_bench.contracts.trainer_command import (
+    TRAINER_MODULE,
+    trainer_argv,
+)
 
 
 def test_flags_in_one_order_and_only_those_given():

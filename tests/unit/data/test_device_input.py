@@ -6,12 +6,11 @@ and normalisation inside the model (models/device_normalize.py)."""
 import numpy as np
 import pytest
 
-from support.helpers import tiny
-
 from official_bench.config import ConfigError, DatasetConfig, load_config
 from official_bench.data import device_stage
 from official_bench.data.records import pipeline
 from official_bench.runtime.keras_setup import tf
+from support.helpers import tiny
 from support.records import write_records
 
 CTX = tf.distribute.InputContext()
@@ -31,9 +30,9 @@ CTX = tf.distribute.InputContext()
     ("parameter_server", ["/gpu:0"], None),
 ])
 def test_stage_only_where_the_strategy_does_not(kind, devices, want):
+    from official_bench.config.strategies import traits
     from official_bench.runtime.distribute import Distribution
     from official_bench.runtime.placement import Placement
-    from official_bench.config.strategies import traits
     dist = Distribution(traits(kind), None, 1, True, True,
                         placement=Placement(devices))
     assert dist.stage_device == want

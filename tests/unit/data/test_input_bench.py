@@ -7,9 +7,8 @@ import sys
 
 import pytest
 
-from support.helpers import REPO, TINY_OVERRIDE, cli_env
-
 from official_bench.data import input_bench
+from support.helpers import REPO, TINY_OVERRIDE, cli_env
 
 RATE = re.compile(r"input_bench: (\d+) steps, ([\d.]+) images/second from "
                   r"this worker's input pipeline alone")

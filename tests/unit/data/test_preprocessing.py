@@ -4,11 +4,13 @@ import numpy as np
 import pytest
 
 from official_bench.config import DatasetConfig
+from official_bench.contracts.imagenet import (
+    IMAGENET_MEAN_RGB,
+    IMAGENET_STD_RGB,
+)
 from official_bench.data import preprocessing as pp
-from official_bench.data.records import pipeline
 from official_bench.data.build.example_proto import classic_example
-from official_bench.contracts.imagenet import (IMAGENET_MEAN_RGB,
-                                               IMAGENET_STD_RGB)
+from official_bench.data.records import pipeline
 from official_bench.runtime.keras_setup import tf
 
 NO_BOXES = tf.zeros([0, 4])

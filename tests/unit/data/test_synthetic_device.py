@@ -4,10 +4,9 @@ is made once on its own device and no step copies an image batch."""
 import numpy as np
 import pytest
 
-from support.helpers import tiny
-
 from official_bench.config import ConfigError, load_config
 from official_bench.runtime.keras_setup import tf
+from support.helpers import tiny
 
 GET_NEXT_OPS = ("IteratorGetNext", "IteratorGetNextSync",
                 "IteratorGetNextAsOptional", "OptionalGetValue",

@@ -9,9 +9,7 @@ import sys
 import pytest
 import yaml
 
-from official_bench.deploy import k8s_cli
-from official_bench.deploy import kubernetes as k8s
-
+from official_bench.deploy import k8s_cli, kubernetes as k8s
 from support.helpers import REPO, cli_env
 
 BASE = ["--nodes", "2", "--gpus", "8", "--image", "reg.example/ob:1"]

@@ -11,9 +11,7 @@ import time
 import pytest
 
 from official_bench.contracts.exit_status import CLUSTER, CONFIG
-from official_bench.deploy import kubernetes as k8s
-from official_bench.deploy import pod
-
+from official_bench.deploy import kubernetes as k8s, pod
 from support.helpers import REPO
 
 

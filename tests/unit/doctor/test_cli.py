@@ -6,8 +6,7 @@ import os
 
 import pytest
 
-from official_bench.doctor import check_plan as plan
-from official_bench.doctor import cli
+from official_bench.doctor import check_plan as plan, cli
 from official_bench.host import gpu_diagnosis as gd
 from support.doctor_facts import NO_SMI, jax_facts
 

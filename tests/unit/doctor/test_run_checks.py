@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from support.helpers import REPO, cli_env
 from official_bench.doctor import report, run_checks, threads
 from official_bench.doctor.commands import CPU_PROFILE, GPU_PROFILE
 from support.doctor_facts import planned
+from support.helpers import REPO, cli_env
 
 
 def _ctx(tmp_path, **kw):

@@ -12,7 +12,6 @@ from official_bench.doctor import threads
 from official_bench.doctor.check_procs import Command, ProcessGroup
 from official_bench.host.probes import PeriodicSampler
 
-
 GROW = textwrap.dedent("""
     import sys, threading, time
     ev = threading.Event()

@@ -23,15 +23,17 @@ import sys
 
 import pytest
 
+from official_bench.contracts import exit_status  # noqa: E402
+from official_bench.extract import (
+    extractor as extract,  # noqa: E402
+    tables,  # noqa: E402
+)
+from official_bench.extract.errors import ExtractError  # noqa: E402
+from official_bench.host import atomic  # noqa: E402
 from support import logkit as kit
 
-from official_bench.contracts import exit_status  # noqa: E402
-from official_bench.host import atomic  # noqa: E402
-from official_bench.extract import extractor as extract  # noqa: E402
-from official_bench.extract import tables  # noqa: E402
-from official_bench.extract.errors import ExtractError  # noqa: E402
-
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+REPO = os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 FIXTURE = os.path.join(REPO, "tests", "fixtures", "logs", "bz128")
 
 
@@ -44,7 +46,8 @@ def run_cli(capsys, *argv):
 
 @pytest.fixture
 def fixture_result(tmp_path, capsys):
-    """Run the CLI on the fixture tree once; returns (status, out, err, dir)."""
+    """Run the CLI on the fixture tree once; returns (status, out, err,
+    dir)."""
     status, out, err = run_cli(capsys, "--log_dir", FIXTURE, "--output_dir",
                                tmp_path, "--no_plot")
     return status, out, err, tmp_path
@@ -60,17 +63,18 @@ def test_fixture_tree_result_json(fixture_result):
     assert printed == data
     assert out[:end + 1] == (outdir / "bz128_result.json").read_text()
     assert out[end + 1:] == "\n" + (outdir / "bz128_result.md").read_text()
-    assert list(data) == ["rn50"] and list(data["rn50"]) == ["1n1g", "1n2g", "2n2g"]
-    dlperf = {case: {k: e[k] for k in ("average_speed", "median_speed", "speedup",
-                                         "batch_size_per_device")}
+    assert list(data) == ["rn50"] and list(data["rn50"]) == ["1n1g", "1n2g",
+                                                             "2n2g"]
+    dlperf = {case: {k: e[k] for k in ("average_speed", "median_speed",
+                                         "speedup", "batch_size_per_device")}
               for case, e in data["rn50"].items()}
     assert dlperf == {
         "1n1g": {"average_speed": 320.0, "median_speed": 320.0, "speedup": 1.0,
                  "batch_size_per_device": 128},
-        "1n2g": {"average_speed": 615.0, "median_speed": 615.0, "speedup": 1.92,
-                 "batch_size_per_device": 128},
-        "2n2g": {"average_speed": 1190.0, "median_speed": 1190.0, "speedup": 3.72,
-                 "batch_size_per_device": 128}}
+        "1n2g": {"average_speed": 615.0, "median_speed": 615.0,
+                 "speedup": 1.92, "batch_size_per_device": 128},
+        "2n2g": {"average_speed": 1190.0, "median_speed": 1190.0,
+                 "speedup": 3.72, "batch_size_per_device": 128}}
     r = data["rn50"]
     assert r["1n2g"]["efficiency"] == pytest.approx(0.9609375, abs=1e-4)
     assert r["2n2g"]["efficiency"] == pytest.approx(0.9296875, abs=1e-4)
@@ -97,11 +101,14 @@ def test_fixture_tree_markdown_and_csv(fixture_result):
     assert lines.index("## rn50 (fp32, batch 128 per device)") == 6
     assert ("| node_num | gpu_num | samples/s | speedup | efficiency |"
             in lines[8])
-    assert "| 1 | 2 | 615.00 | 1.92 | 96.09% | 307.50 | 2 (+1 excluded) |" in md
-    assert "| 2 | 4 | 1190.00 | 3.72 | 92.97% | 297.50 | 3 (+1 excluded) |" in md
+    assert ("| 1 | 2 | 615.00 | 1.92 | 96.09% | 307.50 | 2 (+1 excluded) |"
+            in md)
+    assert ("| 2 | 4 | 1190.00 | 3.72 | 92.97% | 297.50 | 3 (+1 excluded) |"
+            in md)
     assert "excluded 2n2g/rn50_b128_fp32_2.log: truncated" in md
     assert "TensorFlow 2.21.0" in md and "1 x Tesla V100-SXM2-16GB" in md
-    rows = list(csv.DictReader(io.StringIO((outdir / "bz128_result.csv").read_text())))
+    rows = list(csv.DictReader(
+        io.StringIO((outdir / "bz128_result.csv").read_text())))
     assert [(r["num_nodes"], r["num_devices"], r["median_speed"], r["speedup"],
              r["num_excluded"]) for r in rows] == [
         ("1", "1", "320.0", "1.0", "0"), ("1", "2", "615.0", "1.92", "1"),
@@ -129,15 +136,18 @@ def test_time_method_on_the_fixture(tmp_path, capsys):
     one = [hm([300, 310, 320, 330, 340]), 310.0, 330.0]
     two = [hm([600, 620, 640, 600, 640]), 610.0]
     assert r["1n1g"]["runs"] == pytest.approx(one, abs=0.01)
-    assert r["1n1g"]["median_speed"] == pytest.approx(statistics.median(one), abs=0.01)
-    assert r["1n2g"]["median_speed"] == pytest.approx(statistics.median(two), abs=0.01)
+    assert r["1n1g"]["median_speed"] == pytest.approx(statistics.median(one),
+                                                      abs=0.01)
+    assert r["1n2g"]["median_speed"] == pytest.approx(statistics.median(two),
+                                                      abs=0.01)
     assert r["1n2g"]["method"] == "time"
     assert r["1n1g"]["run_details"][0]["source"] == "log"
 
 
 def test_trailing_slash_and_name(tmp_path, capsys):
-    status, _, _ = run_cli(capsys, "--log_dir", FIXTURE + os.sep, "--output_dir",
-                           tmp_path, "--no_plot", "--no_markdown", "--no_csv")
+    status, _, _ = run_cli(capsys, "--log_dir", FIXTURE + os.sep,
+                           "--output_dir", tmp_path, "--no_plot",
+                           "--no_markdown", "--no_csv")
     assert status == 0
     assert sorted(os.listdir(tmp_path)) == ["bz128_result.json"]
 
@@ -166,11 +176,13 @@ def test_mixed_dtypes_and_multi_digit_cases(tmp_path):
 def test_malformed_result_json_falls_back_to_the_log(tmp_path):
     logs = tmp_path / "bz64"
     path = kit.write_run(logs, "1n1g", [50, 200, 200, 200, 200, 300], batch=64)
-    kit.write_json(path[:-4] + ".json", '{"schema": "official_bench.result/1", ')
+    kit.write_json(path[:-4] + ".json",
+                   '{"schema": "official_bench.result/1", ')
     ex = extract.extract(str(logs))
     assert ex.result["rn50"]["1n1g"]["median_speed"] == 220.0  # from the log
     assert ex.result["rn50"]["1n1g"]["run_details"][0]["source"] == "log"
-    assert any(path[:-4] + ".json: unusable result JSON" in w for w in ex.warnings)
+    assert any(path[:-4] + ".json: unusable result JSON" in w
+               for w in ex.warnings)
 
 
 def test_result_json_numbers_are_used_when_present(tmp_path):
@@ -187,7 +199,7 @@ def test_result_json_numbers_are_used_when_present(tmp_path):
     assert e["environment"]["tensorflow"] == "2.21.0"
 
 
-# ---- bad input ---------------------------------------------------------------
+# ---- bad input --------------------------------------------------------------
 
 def test_missing_directory(tmp_path, capsys):
     missing = tmp_path / "nope"
@@ -202,16 +214,16 @@ def test_directory_without_logs(tmp_path, capsys):
     status, _, err = run_cli(capsys, "--log_dir", tmp_path, "--output_dir",
                              tmp_path / "out")
     assert status == 1
-    assert "no logs named {N}n{G}g/rn50_b{B}_{fp32|fp16|bf16}_{i}.log under %s" \
-        % tmp_path in err
+    assert ("no logs named {N}n{G}g/rn50_b{B}_{fp32|fp16|bf16}_{i}.log "
+            "under %s" % tmp_path) in err
     assert "train.log: file name is not" in err
     assert not (tmp_path / "out").exists()
 
 
 def test_all_runs_excluded(tmp_path, capsys):
     kit.write_run(tmp_path, "1n1g", [10, 20], finished=False)
-    kit.write_lines(kit.log_path(tmp_path, "1n8g"), ["no throughput here",
-                                                     "official_bench: run finished"])
+    kit.write_lines(kit.log_path(tmp_path, "1n8g"),
+                    ["no throughput here", "official_bench: run finished"])
     status, _, err = run_cli(capsys, "--log_dir", tmp_path, "--output_dir",
                              tmp_path / "out")
     assert status == 1
@@ -238,28 +250,32 @@ def test_usage_errors(capsys):
     status, _, err = run_cli(capsys)
     assert status == 2 and "--log_dir is required" in err
     assert err.count("\n") == 1, err
-    status, _, err = run_cli(capsys, "--log_dir", FIXTURE, "--method", "median")
+    status, _, err = run_cli(capsys, "--log_dir", FIXTURE, "--method",
+                             "median")
     assert status == 2 and "choose from 'mean', 'time'" in err
-    status, _, err = run_cli(capsys, "--log_dir", FIXTURE, "--plot", "--no_plot")
+    status, _, err = run_cli(capsys, "--log_dir", FIXTURE, "--plot",
+                             "--no_plot")
     assert status == 2
 
 
 def test_help_explains_the_flags(capsys):
     status, out, _ = run_cli(capsys, "--help")
     assert status == 0
-    for flag in ("--log_dir", "--output_dir", "--warmup_batches", "--train_batches",
-                 "--method", "--compare", "--spread_warn", "--plot", "default: 100"):
+    for flag in ("--log_dir", "--output_dir", "--warmup_batches",
+                 "--train_batches", "--method", "--compare", "--spread_warn",
+                 "--plot", "default: 100"):
         assert flag in out
 
 
 def test_library_raises_instead_of_exiting(tmp_path):
     with pytest.raises(ExtractError, match="does not exist"):
         extract.extract(str(tmp_path / "missing"))
-    with pytest.raises(ExtractError, match="method 'x' is not one of: mean, time"):
+    with pytest.raises(ExtractError,
+                       match="method 'x' is not one of: mean, time"):
         extract.extract(FIXTURE, method="x")
 
 
-# ---- running from anywhere, without TensorFlow --------------------------------
+# ---- running from anywhere, without TensorFlow ------------------------------
 
 def test_wrapper_runs_from_any_directory_using_its_own_checkout(tmp_path):
     # Copy the wrapper and the package: an installed official_bench (the
@@ -267,9 +283,11 @@ def test_wrapper_runs_from_any_directory_using_its_own_checkout(tmp_path):
     checkout = tmp_path / "checkout"
     checkout.mkdir()
     shutil.copy(os.path.join(REPO, "extract_tensorflow_logs.py"), checkout)
-    shutil.copytree(os.path.join(REPO, "official_bench"), checkout / "official_bench",
+    shutil.copytree(os.path.join(REPO, "official_bench"),
+                    checkout / "official_bench",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    with open(checkout / "official_bench" / "extract" / "extractor.py", "a") as f:
+    with open(checkout / "official_bench" / "extract" / "extractor.py",
+              "a") as f:
         f.write("\nsys.stderr.write('extract module from the copy\\n')\n")
     cwd = tmp_path / "elsewhere"
     cwd.mkdir()
@@ -295,7 +313,7 @@ def test_extractor_does_not_import_tensorflow():
     assert proc.stdout.strip() == "[]"
 
 
-# ---- outputs: plot, atomic writes ---------------------------------------------
+# ---- outputs: plot, atomic writes -------------------------------------------
 
 def test_missing_matplotlib_is_a_note_unless_plot_is_required(tmp_path, capsys,
                                                              monkeypatch):
@@ -304,7 +322,8 @@ def test_missing_matplotlib_is_a_note_unless_plot_is_required(tmp_path, capsys,
     for name in [m for m in sys.modules if m.startswith("matplotlib.")]:
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    status, _, err = run_cli(capsys, "--log_dir", FIXTURE, "--output_dir", tmp_path)
+    status, _, err = run_cli(capsys, "--log_dir", FIXTURE, "--output_dir",
+                             tmp_path)
     assert status == 0
     assert "note: no plot: matplotlib is not installed" in err
     assert not (tmp_path / "bz128_result.png").exists()
@@ -378,6 +397,7 @@ def test_failed_write_keeps_the_previous_result(tmp_path, capsys, monkeypatch):
 def test_failed_plot_keeps_the_previous_png(tmp_path):
     pytest.importorskip("matplotlib", reason="matplotlib is not installed")
     from matplotlib.figure import Figure
+
     from official_bench.extract import plot
 
     target = tmp_path / "x.png"
@@ -391,22 +411,23 @@ def test_failed_plot_keeps_the_previous_png(tmp_path):
     Figure.savefig = half_write
     try:
         with pytest.raises(RuntimeError):
-            plot.plot_png({"rn50": {"1n1g": {"median_speed": 1.0}}}, str(target))
+            plot.plot_png({"rn50": {"1n1g": {"median_speed": 1.0}}},
+                          str(target))
     finally:
         Figure.savefig = original
     assert target.read_bytes() == b"old png"
     assert _temp_files(tmp_path) == []
 
 
-# ---- --compare ------------------------------------------------------------------
+# ---- --compare --------------------------------------------------------------
 
 DLPERF_FP32 = {"rn50": {
     "1n1g": {"average_speed": 321.8, "median_speed": 321.8, "speedup": 1.0,
              "batch_size_per_device": 128},
-    "1n8g": {"average_speed": 2458.74, "median_speed": 2458.74, "speedup": 7.64,
-             "batch_size_per_device": 128},
-    "4n8g": {"average_speed": 9418.44, "median_speed": 9418.44, "speedup": 29.27,
-             "batch_size_per_device": 128}}}
+    "1n8g": {"average_speed": 2458.74, "median_speed": 2458.74,
+             "speedup": 7.64, "batch_size_per_device": 128},
+    "4n8g": {"average_speed": 9418.44, "median_speed": 9418.44,
+             "speedup": 29.27, "batch_size_per_device": 128}}}
 DLPERF_FP16 = {"rn50": {
     "1n1g": {"average_speed": 1075.27, "median_speed": 1075.27, "speedup": 1.0,
              "batch_size_per_device": 256},
@@ -444,7 +465,8 @@ def test_compare_side_by_side(tmp_path, capsys):
 
 def test_compare_labels_for_equal_file_names(tmp_path, capsys):
     pa, pb = _write_results(tmp_path, DLPERF_FP32, DLPERF_FP32,
-                            "tf2.3/bz128_result.json", "tf2.21/bz128_result.json")
+                            "tf2.3/bz128_result.json",
+                            "tf2.21/bz128_result.json")
     status, out, _ = run_cli(capsys, "--compare", pa, pb, "--no_csv",
                              "--no_markdown")
     assert status == 0

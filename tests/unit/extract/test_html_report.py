@@ -16,13 +16,11 @@ import sys
 
 import pytest
 
+from official_bench.extract import extractor as extract, html_report, tables
 from support import logkit as kit
 
-from official_bench.extract import extractor as extract
-from official_bench.extract import html_report
-from official_bench.extract import tables
-
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+REPO = os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 FIXTURE = os.path.join(REPO, "tests", "fixtures", "logs", "bz128")
 CHROMIUM = shutil.which("chromium")
 HOSTILE = '<img src=x onerror="alert(1)"> & <script>alert(2)</script>'
@@ -42,7 +40,8 @@ class Page(html.parser.HTMLParser):
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
         self.tags.append(tag)
-        self.urls += [v for k, v in attrs.items() if k in ("src", "href") and v]
+        self.urls += [v for k, v in attrs.items()
+                      if k in ("src", "href") and v]
         if tag == "table":
             self.tables.append([])
         elif tag == "tr":
@@ -75,7 +74,8 @@ class Page(html.parser.HTMLParser):
 
 
 def _write(tmp_path, log_dir, plot=False, **kw):
-    """Extract ``log_dir`` into tmp_path/out; returns (extraction, html path)."""
+    """Extract ``log_dir`` into tmp_path/out; returns (extraction, html
+    path)."""
     extraction = extract.extract(str(log_dir))
     written, _ = extract.write_outputs(extraction, str(tmp_path / "out"),
                                        plot=plot, **kw)
@@ -104,13 +104,14 @@ def test_tables_hold_the_markdown_numbers_and_notes(tmp_path):
     assert results[0] == list(tables.MARKDOWN_COLUMNS)
     markdown = _read(path[:-5] + ".md")
     assert results[1:] == _markdown_cells(markdown)
+    # input wait, GPU util: not in the fixtures' JSONs
     assert results[1:] == [
         ["1", "1", "320.00", "1.00", "100.00%", "320.00", "3", "3.12%", "n/a",
          "n/a"],
-        ["1", "2", "615.00", "1.92", "96.09%", "307.50", "2 (+1 excluded)", "1.15%",
-         "n/a", "n/a"],
-        ["2", "4", "1190.00", "3.72", "92.97%", "297.50", "3 (+1 excluded)", "0.84%",
-         "n/a", "n/a"]]  # input wait, GPU util: not in the fixtures' JSONs
+        ["1", "2", "615.00", "1.92", "96.09%", "307.50", "2 (+1 excluded)",
+         "1.15%", "n/a", "n/a"],
+        ["2", "4", "1190.00", "3.72", "92.97%", "297.50", "3 (+1 excluded)",
+         "0.84%", "n/a", "n/a"]]
     assert page.items == tables.notes(extraction.result["rn50"])
     assert any(i.startswith("excluded 1n2g/rn50_b128_fp32_3.log: crashed")
                for i in page.items)
@@ -168,12 +169,15 @@ def test_plot_is_embedded_byte_for_byte(tmp_path):
 
 
 def _hostile_tree(tmp_path):
-    """1n2g with two runs on hosts n1 and n2; the GPU name and a host are hostile."""
+    """1n2g with two runs on hosts n1 and n2; the GPU name and a host are
+    hostile."""
     logs = tmp_path / "bz64"
     for index, host in ((1, "n1"), (2, HOSTILE)):
-        path = kit.write_run(logs, "1n2g", [50] + [600] * 5, batch=64, index=index)
+        path = kit.write_run(logs, "1n2g", [50] + [600] * 5, batch=64,
+                             index=index)
         kit.write_json(path[:-4] + ".json", kit.result_json(
-            [(k * 100, k * 100 + 100, e) for k, e in enumerate([50] + [600] * 5)],
+            [(k * 100, k * 100 + 100, e)
+             for k, e in enumerate([50] + [600] * 5)],
             128, 2, kit.environment(hostname=host, gpu_names=[HOSTILE] * 2)))
     kit.write_run(logs, "1n1g", [50] + [310] * 5, batch=64)
     return logs
@@ -218,7 +222,7 @@ def _help(capsys):
     return capsys.readouterr().out
 
 
-# ---- a real browser --------------------------------------------------------------
+# ---- a real browser ---------------------------------------------------------
 
 def open_in_chromium(page, tmp_path):
     """Load ``page`` in headless chromium; returns (DOM after load, console
@@ -229,7 +233,8 @@ def open_in_chromium(page, tmp_path):
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
          "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync",
-         "--user-data-dir=%s" % (tmp_path / "profile"), "--enable-logging=stderr",
+         "--user-data-dir=%s" % (tmp_path / "profile"),
+         "--enable-logging=stderr",
          "--v=0", "--virtual-time-budget=5000", "--window-size=1200,2000",
          "--screenshot=%s" % shot, "--dump-dom", "file://%s" % page],
         capture_output=True, text=True, timeout=180)
@@ -243,13 +248,15 @@ def _png_size(path):
     with open(path, "rb") as f:
         head = f.read(24)
     assert head[:8] == b"\x89PNG\r\n\x1a\n"
-    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+    return (int.from_bytes(head[16:20], "big"),
+            int.from_bytes(head[20:24], "big"))
 
 
 needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="chromium is not installed (Debian: apt-get install "
-    "chromium; .ci/run installs it as root); the html.parser tests above cover "
-    "the page's structure")
+    CHROMIUM is None,
+    reason="chromium is not installed (Debian: apt-get install "
+    "chromium; .ci/run installs it as root); the html.parser tests above "
+    "cover the page's structure")
 
 
 @needs_chromium
@@ -276,7 +283,8 @@ def test_browser_check_sees_broken_images_and_console_errors(tmp_path):
     # does not decode and a script that logs an error.
     text = html_report.html_report({"rn50": {"1n1g": {"median_speed": 1.0}}},
                                    images=[(b"\x89PNG not really", "broken")])
-    text = text.replace("</body>", "<script>console.error('boom')</script></body>")
+    text = text.replace("</body>",
+                        "<script>console.error('boom')</script></body>")
     page = tmp_path / "broken.html"
     page.write_text(text, encoding="utf-8")
     dom, console, _ = open_in_chromium(page, tmp_path)

@@ -6,9 +6,8 @@ import io
 
 import pytest
 
-from support import logkit as kit
-
 from official_bench.extract import extractor as extract, tables  # noqa: E402
+from support import logkit as kit
 
 SPEEDS = [90.0] + [100.0] * 6  # steps 0..700: warm-up, then 100 img/s
 

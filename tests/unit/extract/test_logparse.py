@@ -5,11 +5,10 @@ import re
 
 import pytest
 
-from support import logkit as kit
-
-from official_bench.extract import logparse  # noqa: E402
 from official_bench.contracts.throughput import ReadInterval  # noqa: E402
+from official_bench.extract import logparse  # noqa: E402
 from official_bench.extract.logparse import MalformedLine  # noqa: E402
+from support import logkit as kit
 
 DLPERF_RE = re.compile(r", (\d+.\d+) examples/second ")
 
@@ -24,7 +23,8 @@ def test_find_logs_orders_and_reports_misnamed(tmp_path):
     assert [(r.case, r.index) for r, _ in runs] == [
         ("1n1g", 1), ("1n1g", 2), ("1n16g", 1), ("2n8g", 1), ("10n8g", 1)]
     assert runs[-1][0].num_devices == 80
-    reasons = {os.path.basename(os.path.dirname(p)) + "/" + os.path.basename(p): r
+    reasons = {os.path.basename(os.path.dirname(p)) + "/"
+               + os.path.basename(p): r
                for p, r in skipped}
     assert set(reasons) == {"old/rn50_b128_fp32_1.log", "1n1g/debug.log"}
     assert "'old' is not named {N}n{G}g" in reasons["old/rn50_b128_fp32_1.log"]
@@ -42,24 +42,30 @@ def test_contract_line_parses_and_stays_dlperf_compatible():
 
 
 @pytest.mark.parametrize("text,problem", [
-    ("TimeHistory: abc seconds, 256.00 examples/second between steps 0 and 100",
+    ("TimeHistory: abc seconds, 256.00 examples/second "
+     "between steps 0 and 100",
      "seconds 'abc' is not a number"),
     ("TimeHistory: 1.00 seconds, nan examples/second between steps 0 and 100",
      "examples/second 'nan' is not a finite"),
     ("TimeHistory: 1.00 seconds, inf examples/second between steps 0 and 100",
      "examples/second 'inf' is not a finite"),
-    ("TimeHistory: 1.00 seconds, -5.00 examples/second between steps 0 and 100",
+    ("TimeHistory: 1.00 seconds, -5.00 examples/second "
+     "between steps 0 and 100",
      "examples/second '-5.00' is not a finite non-negative"),
-    ("TimeHistory: 1.00 seconds, 1.2.3 examples/second between steps 0 and 100",
+    ("TimeHistory: 1.00 seconds, 1.2.3 examples/second "
+     "between steps 0 and 100",
      "examples/second '1.2.3' is not a number"),
-    ("TimeHistory: 1.00 seconds, 5.00 examples/second between steps 0 and 1OO",
+    ("TimeHistory: 1.00 seconds, 5.00 examples/second "
+     "between steps 0 and 1OO",
      "end step '1OO' is not a number"),
-    ("TimeHistory: 1.00 seconds, 5.00 examples/second between steps 200 and 100",
+    ("TimeHistory: 1.00 seconds, 5.00 examples/second "
+     "between steps 200 and 100",
      "end step 100 is not after start step 200"),
     ("TimeHistory: 12.3", "not in the format"),
 ])
 def test_garbage_throughput_lines_are_malformed(text, problem):
-    bad = logparse.parse_throughput_line(kit.absl_prefix(kit.BASE_TIME) + text, 3)
+    bad = logparse.parse_throughput_line(
+        kit.absl_prefix(kit.BASE_TIME) + text, 3)
     assert isinstance(bad, MalformedLine)
     assert problem in bad.problem
     assert bad.describe().startswith("line 3: ")
@@ -74,7 +80,8 @@ def test_malformed_line_keeps_steps_when_readable():
 
 def test_timestamp_found_after_launcher_prefix_and_progress_bar():
     when = kit.BASE_TIME
-    plain = logparse.parse_throughput_line(kit.throughput_line(0, 100, 5, 1, when))
+    plain = logparse.parse_throughput_line(
+        kit.throughput_line(0, 100, 5, 1, when))
     noisy = logparse.parse_throughput_line(
         "[1,0]<stderr>: 10/600 [>...] - loss: 1.2" +
         kit.throughput_line(0, 100, 5, 1, when))
@@ -91,15 +98,18 @@ def _times(stamps):
 
 
 def test_absl_clock_crosses_midnight_and_new_year():
-    t = _times(["I1121 23:59:50.000000 1 a.py:1] ", "I1122 00:00:10.500000 1 a.py:1] "])
+    t = _times(["I1121 23:59:50.000000 1 a.py:1] ",
+                "I1122 00:00:10.500000 1 a.py:1] "])
     assert t[1] - t[0] == pytest.approx(20.5)
-    t = _times(["I1231 23:59:50.000000 1 a.py:1] ", "I0101 00:00:10.000000 1 a.py:1] ",
+    t = _times(["I1231 23:59:50.000000 1 a.py:1] ",
+                "I0101 00:00:10.000000 1 a.py:1] ",
                 "I0101 00:01:10.000000 1 a.py:1] "])
     assert [b - a for a, b in zip(t, t[1:])] == pytest.approx([20.0, 60.0])
 
 
 def test_absl_clock_handles_leap_day():
-    t = _times(["I0228 23:59:00.000000 1 a.py:1] ", "I0229 00:01:00.000000 1 a.py:1] "])
+    t = _times(["I0228 23:59:00.000000 1 a.py:1] ",
+                "I0229 00:01:00.000000 1 a.py:1] "])
     assert t[1] - t[0] == pytest.approx(120.0)
 
 
@@ -110,7 +120,8 @@ def test_time_only_clock_adds_a_day_at_midnight():
 
 def test_small_backward_step_is_not_taken_for_midnight():
     # A DST change (02:30 -> 02:10) must not stretch the run by a day.
-    t = _times(["I1025 02:30:00.000000 1 a.py:1] ", "I1025 02:10:00.000000 1 a.py:1] "])
+    t = _times(["I1025 02:30:00.000000 1 a.py:1] ",
+                "I1025 02:10:00.000000 1 a.py:1] "])
     assert t[1] - t[0] == pytest.approx(-1200.0)
 
 

@@ -8,15 +8,15 @@ import json
 
 import pytest
 
-from support import logkit as kit
-
-from official_bench.contracts import flops as flops_contract
-from official_bench.contracts import throughput
+from official_bench.contracts import flops as flops_contract, throughput
 from official_bench.contracts.throughput import Interval
-from official_bench.extract import extractor as extract
-from official_bench.extract import model_flops
-from official_bench.extract import plot
-from official_bench.extract import tables
+from official_bench.extract import (
+    extractor as extract,
+    model_flops,
+    plot,
+    tables,
+)
+from support import logkit as kit
 
 GFLOP = 24.54  # ResNet-50 v1.5 at 224: 3 x 2 x 4.09 G multiply-adds
 
@@ -55,7 +55,8 @@ def test_mfu_per_case_from_the_case_median_and_its_devices(tmp_path):
         got = entry[model_flops.KEY]
         achieved = median * GFLOP / 1000
         assert got["achieved_tflops"] == round(achieved, 4)
-        assert got["achieved_tflops_per_device"] == round(achieved / devices, 4)
+        assert got["achieved_tflops_per_device"] == round(achieved / devices,
+                                                          4)
         assert got["mfu"] == round(flops_contract.mfu(
             median, GFLOP, 312.0, devices), 4)
         assert got["mfu"] == round(achieved / (312.0 * devices), 4)
@@ -85,7 +86,8 @@ def test_markdown_csv_and_html_carry_tflops_and_mfu(tmp_path):
     # 590 x 24.54 / 1000 = 14.479 TFLOP/s over 2 x 312: 2.32%
     assert "| 1 | 2 | 590.00 | 24.54 | 14.479 | 7.239 | 312 | 2.32% |" \
         in section
-    rows = list(csv.DictReader(io.StringIO(tables.csv_text(extraction.result))))
+    rows = list(csv.DictReader(
+        io.StringIO(tables.csv_text(extraction.result))))
     assert [r["mfu"] for r in rows] == ["0.0236", "0.0232"]
     assert rows[1]["achieved_tflops"] == "14.4786"
     assert rows[1]["gflop_per_image"] == str(GFLOP)

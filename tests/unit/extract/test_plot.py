@@ -1,4 +1,5 @@
-"""The extractor's plot: per-run interval series, the interval panel, model bounds.
+"""The extractor's plot: per-run interval series, the interval panel, model
+bounds.
 
 Series are checked without matplotlib; the drawing tests inspect the artists
 matplotlib was given (lines, their data, the bounds band), not pixels.
@@ -6,11 +7,8 @@ matplotlib was given (lines, their data, the bounds band), not pixels.
 
 import pytest
 
+from official_bench.extract import extractor as extract, plot, series
 from support import logkit as kit
-
-from official_bench.extract import extractor as extract
-from official_bench.extract import plot
-from official_bench.extract import series
 
 
 def _tree(tmp_path):
@@ -46,7 +44,8 @@ def test_series_hold_every_interval_from_the_measured_source(tmp_path):
     assert [r.median for r in (one[1], one[2], one[3])] == [False, True, False]
 
 
-def test_crashed_runs_are_not_drawn_and_even_counts_take_the_lower_median(tmp_path):
+def test_crashed_runs_are_not_drawn_and_even_counts_take_the_lower_median(
+        tmp_path):
     run_series = series.collect(_tree(tmp_path).outcomes)
     two = run_series["rn50"]["1n2g"]
     assert [r.index for r in two] == [1, 2]  # run 3 crashed
@@ -85,7 +84,8 @@ def test_interval_panel_draws_each_case_median_solid_and_window(tmp_path):
     # runs of one case share the median run's colour
     ones = [line for line in faint if list(line.get_ydata())[0] in (300, 320)]
     assert {line.get_color() for line in ones} == {median.get_color()}
-    window = [p for p in ax.patches if p.get_label() == "counted steps 100-600"]
+    window = [p for p in ax.patches
+              if p.get_label() == "counted steps 100-600"]
     assert len(window) == 1
 
 
@@ -106,7 +106,8 @@ def test_bounds_band_drawn_only_where_a_model_gave_bounds():
     bands = [c for c in ax_speedup.collections
              if c.get_label() == "rn50 model bounds"]
     assert len(bands) == 1
-    ys = {round(float(y), 2) for x, y in bands[0].get_paths()[0].vertices if x == 4}
+    ys = {round(float(y), 2) for x, y in bands[0].get_paths()[0].vertices
+          if x == 4}
     assert ys == {3.2, 3.9}
 
 
@@ -122,6 +123,7 @@ def test_bounds_that_are_not_numbers_are_ignored():
 def test_png_without_series_has_only_the_scaling_panels():
     pytest.importorskip("matplotlib", reason="matplotlib is not installed")
     import io
+
     from matplotlib import image
     data = plot.png_bytes({"rn50": {"1n1g": {"median_speed": 300.0,
                                              "speedup": 1.0}}})

@@ -20,10 +20,11 @@ import re
 
 import pytest
 
+from official_bench.extract import (
+    extractor as extract,  # noqa: E402
+    rounding,  # noqa: E402
+)
 from support import logkit as kit
-
-from official_bench.extract import extractor as extract  # noqa: E402
-from official_bench.extract import rounding  # noqa: E402
 
 np = pytest.importorskip("numpy", reason="numpy is the reference for DLPerf's "
                          "arithmetic (it comes with TensorFlow)")
@@ -46,23 +47,25 @@ def dlperf_view(result):
             for case, e in result["rn50"].items()}
 
 
-# ---- numpy emulation ------------------------------------------------------------
+# ---- numpy emulation --------------------------------------------------------
 
 def test_numpy_sum_and_round_are_bit_exact():
     rng = random.Random(7)
     for n in list(range(1, 40)) + [127, 128, 129, 300, 1000]:
         values = [rng.randint(0, 10 ** 8) / 100.0 for _ in range(n)]
-        assert rounding.numpy_sum(values) == float(np.add.reduce(np.array(values)))
+        assert rounding.numpy_sum(values) == float(
+            np.add.reduce(np.array(values)))
         assert rounding.numpy_mean(values) == float(np.mean(values))
     for _ in range(20000):
         x = rng.randint(0, 10 ** 9) / 1000.0  # 3 decimals: many ties
         assert rounding.numpy_round(x) == float(round(np.float64(x), 2))
     # numpy's and Python's rounding really differ; each method needs its own
-    assert rounding.numpy_round(289.865) == 289.86 and round(289.865, 2) == 289.87
+    assert (rounding.numpy_round(289.865) == 289.86
+            and round(289.865, 2) == 289.87)
     assert rounding.numpy_round(2.675) == 2.68 and round(2.675, 2) == 2.67
 
 
-# ---- the examples: round first, then combine ---------------------------
+# ---- the examples: round first, then combine ------------------------
 
 def test_mean_method_even_median_rounds_the_run_speeds_first(tmp_path):
     # run 1: (289.85 x 3 + 289.86 x 2) / 5 = 289.854 -> 289.85
@@ -93,7 +96,8 @@ def test_mean_method_speedup_from_the_rounded_medians(tmp_path):
     r = extract.extract(log_dir).result["rn50"]
     assert dlperf_view({"rn50": r}) == {"1n1g": (303.28, 303.28, 1.0),
                                         "1n8g": (2312.53, 2312.53, 7.63)}
-    assert round(r["1n8g"]["median_speed"] / r["1n1g"]["median_speed"], 2) == 7.63
+    assert round(r["1n8g"]["median_speed"] / r["1n1g"]["median_speed"],
+                 2) == 7.63
     assert r["1n8g"]["speedup_unrounded"] == pytest.approx(7.62495, abs=1e-5)
     # efficiency comes from the printed medians too: 7.62510 / 8
     assert r["1n8g"]["efficiency"] == 0.9531
@@ -102,7 +106,8 @@ def test_mean_method_speedup_from_the_rounded_medians(tmp_path):
 def test_time_method_median_rounds_the_run_speeds_first(tmp_path):
     # Clock speeds 64000 images / duration: run 1 at 321.844 -> 321.84, run 2
     # at 321.8655 -> 321.87. DLPerf: (321.84 + 321.87) / 2 = 321.855 -> 321.86
-    # (both roundings agree here); rounding only at the end: 321.85475 -> 321.85.
+    # (both roundings agree here); rounding only at the end: 321.85475 ->
+    # 321.85.
     log_dir = write_tree(tmp_path / "bz128", {"1n1g": [
         [321.844] * 7, [321.8655] * 7]})
     entry = extract.extract(log_dir, method="time").result["rn50"]["1n1g"]
@@ -111,7 +116,7 @@ def test_time_method_median_rounds_the_run_speeds_first(tmp_path):
     assert round(entry["median_speed_unrounded"], 2) == 321.85
 
 
-# ---- which rounding each value goes through (numpy's or Python's) --------------
+# ---- which rounding each value goes through (numpy's or Python's) -----------
 
 def test_the_distinguishing_values_really_distinguish_the_roundings():
     # numpy.float64 rounds x * 100 half to even; Python rounds the binary value
@@ -126,7 +131,8 @@ def test_the_distinguishing_values_really_distinguish_the_roundings():
 def test_rounding_table_follows_dlperfs_number_types():
     # time method: run speeds and average are Python floats, median and
     # speedup come from np.median (numpy.float64); mean method: all numpy
-    time, mean = rounding.METHOD_ROUNDING["time"], rounding.METHOD_ROUNDING["mean"]
+    time, mean = (rounding.METHOD_ROUNDING["time"],
+                  rounding.METHOD_ROUNDING["mean"])
     assert (time.run, time.average) == (rounding.python_round,) * 2
     assert (time.median, time.speedup) == (rounding.numpy_round,) * 2
     assert {mean.run, mean.average, mean.median, mean.speedup} == \
@@ -167,7 +173,7 @@ def test_mean_method_speedup_tie_goes_through_numpys_rounding(tmp_path):
     assert dlperf_view({"rn50": r}) == dlperf_view(reference(log_dir, "mean"))
 
 
-# ---- DLPerf's published table from DLPerf's per-run numbers ---------------------
+# ---- DLPerf's published table from DLPerf's per-run numbers -----------------
 
 # Per-run speeds printed by DLPerf's extract_tensorflow_logs.py in its README
 # (TensorFlow/resnet50v1.5/README.md, fp32, batch 128), and its final table.
@@ -195,14 +201,15 @@ def test_dlperf_readme_numbers_give_its_table(tmp_path):
     assert dlperf_view(reference(log_dir, "mean")) == DLPERF_README_TABLE
 
 
-# ---- against the reference on random trees ---------------------------------------
+# ---- against the reference on random trees ----------------------------------
 
 @pytest.mark.parametrize("method", ["mean", "time"])
 def test_random_trees_equal_the_reference(tmp_path, method):
     rng = random.Random(11 if method == "mean" else 12)
     for tree in range(12):
         runs = {}
-        for case, devices in (("1n1g", 1), ("1n2g", 2), ("1n8g", 8), ("2n8g", 16)):
+        for case, devices in (("1n1g", 1), ("1n2g", 2), ("1n8g", 8),
+                              ("2n8g", 16)):
             base = 300.0 * devices * rng.uniform(0.9, 1.0)
             runs[case] = [[rng.uniform(0.5, 1.0) * base] +
                           [round(base * rng.uniform(0.99, 1.01), 2)
@@ -214,7 +221,7 @@ def test_random_trees_equal_the_reference(tmp_path, method):
         assert dlperf_view(ours) == dlperf_view(theirs), (tree, runs)
 
 
-# ---- reference: DLPerf's algorithm, own code --------------------------------------
+# ---- reference: DLPerf's algorithm, own code --------------------------------
 
 _SPEED = re.compile(r", (\d+.\d+) examples/second ")
 _CLOCK = re.compile(r"(\d{1,2}:\d{1,2}:\d{1,2}.\d{1,6})")

@@ -6,11 +6,13 @@ import os
 
 import pytest
 
+from official_bench.extract import (
+    allreduce_logs,  # noqa: E402
+    extractor as extract,
+    scaling,  # noqa: E402
+    tables,
+)
 from support import logkit as kit
-
-from official_bench.extract import allreduce_logs  # noqa: E402
-from official_bench.extract import scaling  # noqa: E402
-from official_bench.extract import extractor as extract, tables
 
 SPEEDS = [90.0] + [100.0] * 6  # steps 0..700: warm-up, then 100 img/s
 
@@ -203,8 +205,8 @@ def test_gpu_utilisation_column(tmp_path):
 
 def write_compute_wait(log_dir, case, after, back, gap=0.5, index=4,
                        in_step=None):
-    """A run's compute_after_wait (official_bench/allreduce/compute_wait.py), with
-    in_step (gradient_seconds, small_seconds) as its
+    """A run's compute_after_wait (official_bench/allreduce/compute_wait.py),
+    with in_step (gradient_seconds, small_seconds) as its
     communication_in_step (official_bench/allreduce/in_step.py)."""
     path = os.path.join(str(log_dir), case, "allreduce_fp32_%d.json" % index)
     wait = {"gap_seconds": gap, "after_wait_seconds": after,

@@ -6,21 +6,25 @@ Expected numbers are worked out by hand in the comments.
 
 import pytest
 
-from support import logkit as kit
-
-from official_bench.contracts import log_tree  # noqa: E402
-from official_bench.extract import cases  # noqa: E402
-from official_bench.extract import logparse  # noqa: E402
-from official_bench.contracts import result_json  # noqa: E402
-from official_bench.extract import speeds  # noqa: E402
+from official_bench.contracts import (
+    log_tree,  # noqa: E402
+    result_json,  # noqa: E402
+)
+from official_bench.extract import (
+    cases,  # noqa: E402
+    logparse,  # noqa: E402
+    speeds,  # noqa: E402
+)
 from official_bench.extract.logparse import RunId  # noqa: E402
+from support import logkit as kit
 
 RUN = RunId(1, 1, 128, "fp32", 1)
 
 
 def measure(lines, run=RUN, run_json=None, **kw):
     """measure_run on in-memory log lines."""
-    return speeds.measure_run(run, logparse.parse_log_lines(lines), run_json, **kw)
+    return speeds.measure_run(run, logparse.parse_log_lines(lines), run_json,
+                              **kw)
 
 
 def th(a, b, eps, seconds=1.0, prefix=""):
@@ -52,7 +56,8 @@ def test_log_steps_20():
 
 def test_log_steps_50():
     # interval k at 100+10k; counted k = 2 (100-150) .. 11 (550-600): 165
-    out = measure(kit.run_lines([100 + 10 * k for k in range(14)], log_steps=50))
+    out = measure(kit.run_lines([100 + 10 * k for k in range(14)],
+                                log_steps=50))
     assert out.speed == pytest.approx(165.0)
     assert out.num_intervals == 10
 
@@ -64,8 +69,10 @@ def test_log_steps_not_dividing_the_window():
     out = measure(kit.run_lines([k + 1.0 for k in range(10)], log_steps=70))
     assert out.speed == pytest.approx(5.5)
     assert out.counted_steps == (140, 560)
-    assert any("start at 140, after warmup_batches 100" in w for w in out.warnings)
-    assert any("end at 560, before train_batches 600" in w for w in out.warnings)
+    assert any("start at 140, after warmup_batches 100" in w
+               for w in out.warnings)
+    assert any("end at 560, before train_batches 600" in w
+               for w in out.warnings)
 
 
 def test_custom_window():
@@ -74,12 +81,13 @@ def test_custom_window():
     assert out.speed == pytest.approx(3.5)  # intervals 200-300, 300-400
 
 
-# ---- complete, truncated, crashed --------------------------------------------
+# ---- complete, truncated, crashed -------------------------------------------
 
 def test_finished_run_short_of_train_batches_counts_with_warning():
     out = measure(kit.run_lines([10, 20, 30, 40]))  # finished at step 400
     assert out.ok and out.speed == pytest.approx(30.0)
-    assert any("end at 400, before train_batches 600" in w for w in out.warnings)
+    assert any("end at 400, before train_batches 600" in w
+               for w in out.warnings)
 
 
 def test_unfinished_run_reaching_train_batches_counts():
@@ -161,7 +169,7 @@ def test_both_methods_share_the_exclusion_rules(method):
     assert measure(crashed, method=method).excluded.startswith("crashed")
 
 
-# ---- malformed lines ----------------------------------------------------------
+# ---- malformed lines --------------------------------------------------------
 
 def _with_line(index, text, speeds=(10, 20, 20, 20, 20, 20)):
     lines = kit.run_lines(list(speeds))
@@ -187,7 +195,8 @@ def test_garbage_outside_the_window_only_warns():
 
 def test_unreadable_steps_exclude_the_run():
     out = measure(_with_line(2, "TimeHistory: corrupted"))
-    assert out.excluded.startswith("malformed TimeHistory line 3: not in the format")
+    assert out.excluded.startswith(
+        "malformed TimeHistory line 3: not in the format")
 
 
 def test_steps_going_backward_exclude_the_run():
@@ -195,7 +204,8 @@ def test_steps_going_backward_exclude_the_run():
     lines = kit.run_lines([10, 20, 20, 20, 20, 20])
     body = lines[2:-1]
     out = measure(lines[:2] + body + body + lines[-1:])
-    assert out.excluded.startswith("steps go backward: interval 0-100 (line 9)")
+    assert out.excluded.startswith(
+        "steps go backward: interval 0-100 (line 9)")
 
 
 def test_missing_interval_warns_and_averages_the_rest():
@@ -220,9 +230,12 @@ def test_time_method_by_hand():
     # counted 100-600: from the 0-100 line (12:00:50) to the 500-600 line
     # (12:04:10) = 200 s for 500 steps of 128 images: 320 images/s.
     # The printed examples/second (999) must not matter.
-    stamps = ["I1121 12:00:50.000000 1 a.py:1] ", "I1121 12:01:30.000000 1 a.py:1] ",
-              "I1121 12:02:10.000000 1 a.py:1] ", "I1121 12:02:50.000000 1 a.py:1] ",
-              "I1121 12:03:30.000000 1 a.py:1] ", "I1121 12:04:10.000000 1 a.py:1] ",
+    stamps = ["I1121 12:00:50.000000 1 a.py:1] ",
+              "I1121 12:01:30.000000 1 a.py:1] ",
+              "I1121 12:02:10.000000 1 a.py:1] ",
+              "I1121 12:02:50.000000 1 a.py:1] ",
+              "I1121 12:03:30.000000 1 a.py:1] ",
+              "I1121 12:04:10.000000 1 a.py:1] ",
               "I1121 12:04:50.000000 1 a.py:1] "]
     out = measure(_timed(stamps), run=RUN_1N2G, method="time")
     assert out.ok and out.speed == pytest.approx(320.0)
@@ -232,7 +245,8 @@ def test_time_method_by_hand():
 def test_time_method_without_a_line_before_the_window():
     # warm-up 0: start = first line (12:00:50) minus its 50.00 s = 12:00:00;
     # end 12:02:10; 300 steps x 128 / 130 s
-    stamps = ["I1121 12:00:50.000000 1 a.py:1] ", "I1121 12:01:30.000000 1 a.py:1] ",
+    stamps = ["I1121 12:00:50.000000 1 a.py:1] ",
+              "I1121 12:01:30.000000 1 a.py:1] ",
               "I1121 12:02:10.000000 1 a.py:1] "]
     out = measure(_timed(stamps, seconds=50.0), run=RUN_1N2G, method="time",
                   warmup_batches=0, train_batches=300)
@@ -243,7 +257,8 @@ def test_time_method_without_a_line_before_the_window():
     ["I1121 23:59:00.000000 1 a.py:1] ", "I1121 23:59:40.000000 1 a.py:1] ",
      "I1122 00:00:20.000000 1 a.py:1] ", "I1122 00:01:00.000000 1 a.py:1] ",
      "I1122 00:01:40.000000 1 a.py:1] ", "I1122 00:02:20.000000 1 a.py:1] "],
-    ["23:59:00 ", "23:59:40 ", "00:00:20 ", "00:01:00 ", "00:01:40 ", "00:02:20 "],
+    ["23:59:00 ", "23:59:40 ", "00:00:20 ", "00:01:00 ", "00:01:40 ",
+     "00:02:20 "],
     ["I1231 23:59:00.000000 1 a.py:1] ", "I1231 23:59:40.000000 1 a.py:1] ",
      "I0101 00:00:20.000000 1 a.py:1] ", "I0101 00:01:00.000000 1 a.py:1] ",
      "I0101 00:01:40.000000 1 a.py:1] ", "I0101 00:02:20.000000 1 a.py:1] "],
@@ -261,19 +276,24 @@ def test_time_method_needs_timestamps():
 
 
 def test_time_method_rejects_a_clock_going_backward():
-    stamps = ["I1025 02:30:00.000000 1 a.py:1] "] * 5 + ["I1025 02:10:00.000000 1 a.py:1] "]
+    stamps = (["I1025 02:30:00.000000 1 a.py:1] "] * 5
+              + ["I1025 02:10:00.000000 1 a.py:1] "])
     out = measure(_timed(stamps), method="time")
-    assert out.excluded.startswith("clock time does not increase from line 1 to line 6")
+    assert out.excluded.startswith(
+        "clock time does not increase from line 1 to line 6")
 
 
 def test_time_method_uses_global_batch_from_result_json():
-    stamps = ["I1121 12:00:%02d.000000 1 a.py:1] " % (10 * k) for k in range(6)]
-    rj = result_json.RunResultFile("x.json", [], global_batch_size=256, num_replicas=2)
+    stamps = ["I1121 12:00:%02d.000000 1 a.py:1] " % (10 * k)
+              for k in range(6)]
+    rj = result_json.RunResultFile("x.json", [], global_batch_size=256,
+                                   num_replicas=2)
     out = measure(_timed(stamps), run=RUN_1N2G, run_json=rj, method="time")
     # 500 steps x 256 / 50 s (12:00:00 -> 12:00:50)
     assert out.speed == pytest.approx(2560.0)
     assert out.source == "log"  # clock times exist only in the log
-    assert any("global_batch_size=256" in w and "2 = 128" in w for w in out.warnings)
+    assert any("global_batch_size=256" in w and "2 = 128" in w
+               for w in out.warnings)
 
 
 def test_unknown_method_is_an_error():
@@ -287,7 +307,8 @@ SPEEDS_JSON = [100.0, 300.004, 310.0, 320.0, 330.0, 340.001]
 
 
 def _json_for(speeds, global_batch=128, replicas=1, **env):
-    data = kit.result_json([(k * 100, k * 100 + 100, e) for k, e in enumerate(speeds)],
+    data = kit.result_json([(k * 100, k * 100 + 100, e)
+                            for k, e in enumerate(speeds)],
                            global_batch, replicas, kit.environment(
                                num_replicas=replicas, **env))
     return result_json._parse("x.json", data)
@@ -296,8 +317,8 @@ def _json_for(speeds, global_batch=128, replicas=1, **env):
 def test_mean_prefers_unrounded_json_intervals():
     out = measure(kit.run_lines(SPEEDS_JSON), run_json=_json_for(SPEEDS_JSON))
     assert out.source == "result_json"
-    assert out.speed == pytest.approx((300.004 + 310 + 320 + 330 + 340.001) / 5,
-                                      abs=1e-9)
+    assert out.speed == pytest.approx(
+        (300.004 + 310 + 320 + 330 + 340.001) / 5, abs=1e-9)
     assert out.warnings == []  # log agrees within its 2-decimal rounding
     assert out.environment["tensorflow"] == "2.21.0"
 
@@ -364,7 +385,8 @@ def test_load_run_json_variants(tmp_path):
     kit.write_json(path, good)
     loaded, warning = result_json.load_run_json(path)
     assert warning is None and loaded.global_batch_size == 8
-    assert loaded.intervals[0].examples_per_second == 5.0 and loaded.dtype == "fp32"
+    assert (loaded.intervals[0].examples_per_second == 5.0
+            and loaded.dtype == "fp32")
     bad_cases = {
         '{"schema": "official_bench.result/1", "stats": {"intervals": [}':
             "unusable result JSON",
@@ -384,12 +406,14 @@ def test_load_run_json_variants(tmp_path):
         kit.write_json(path, text)
         loaded, warning = result_json.load_run_json(path)
         assert loaded is None, text
-        assert path in warning and expected in warning and "using the log" in warning
+        assert (path in warning and expected in warning
+                and "using the log" in warning)
 
 
-# ---- per-case statistics -----------------------------------------------------
+# ---- per-case statistics ----------------------------------------------------
 
-def outcome(case, index, speed, dtype="fp32", batch=128, excluded=None, env=None):
+def outcome(case, index, speed, dtype="fp32", batch=128, excluded=None,
+            env=None):
     nodes, gpus = log_tree.parse_case_name(case)
     run = RunId(nodes, gpus, batch, dtype, index)
     return speeds.RunOutcome(run, "x.log", speed=speed, excluded=excluded,
@@ -411,7 +435,8 @@ def test_case_statistics_by_hand():
     assert (one["average_speed"], one["median_speed"], one["speedup"],
             one["batch_size_per_device"]) == (310.0, 310.0, 1.0, 128)
     assert one["runs"] == [300.0, 320.0, 310.0]  # run order
-    assert (one["min"], one["max"], one["std"], one["cv"]) == (300.0, 320.0, 10.0, 0.0323)
+    assert (one["min"], one["max"], one["std"], one["cv"]) == (300.0, 320.0,
+                                                               10.0, 0.0323)
     eight = r["1n8g"]
     # 2450 / 310 = 7.9032; / 8 devices = 0.98790
     assert (eight["median_speed"], eight["speedup"], eight["efficiency"]) == \
@@ -441,7 +466,8 @@ def test_no_1n1g_uses_the_smallest_case_and_says_so():
     assert (r["1n4g"]["speedup"], r["1n4g"]["efficiency"]) == (1.83, 0.9167)
     assert (r["2n4g"]["speedup"], r["2n4g"]["efficiency"]) == (3.33, 0.8333)
     assert r["1n2g"]["speedup"] == 1.0
-    assert warnings == ["rn50: 1n1g is not among the cases; speedup is against 1n2g"]
+    assert warnings == ["rn50: 1n1g is not among the cases; speedup is "
+                        "against 1n2g"]
     assert r["1n2g"]["warnings"] == warnings
 
 
@@ -452,7 +478,8 @@ def test_1n1g_with_only_excluded_runs():
     r = result["rn50"]
     assert r["1n1g"]["median_speed"] is None and r["1n1g"]["speedup"] is None
     assert r["1n1g"]["warnings"] == ["rn50 1n1g: all 1 run(s) excluded"]
-    assert r["1n4g"]["speedup"] == 2.0 and r["1n4g"]["speedup_baseline"] == "1n2g"
+    assert (r["1n4g"]["speedup"] == 2.0
+            and r["1n4g"]["speedup_baseline"] == "1n2g")
     assert "rn50: 1n1g has no usable run; speedup is against 1n2g" in warnings
 
 
@@ -461,8 +488,8 @@ def test_spread_warning_threshold():
     outcomes = [outcome("1n1g", 1, 100.0), outcome("1n1g", 2, 130.0)]
     result, warnings = cases.summarize(outcomes, spread_warn=5)
     assert result["rn50"]["1n1g"]["cv"] == 0.1845
-    assert warnings == ["rn50 1n1g: runs disagree: CV 18.45% > --spread_warn 5% "
-                        "(speeds 100.00, 130.00)"]
+    assert warnings == ["rn50 1n1g: runs disagree: CV 18.45% > "
+                        "--spread_warn 5% (speeds 100.00, 130.00)"]
     assert cases.summarize(outcomes, spread_warn=20)[1] == []
 
 
@@ -508,7 +535,8 @@ def test_environment_differences_are_reported():
     assert same[1] == [] and same[0]["rn50"]["1n1g"]["environment"] == env_a
     differ = cases.summarize([outcome("1n1g", 1, 1.0, env=env_a),
                               outcome("1n1g", 2, 1.0, env=env_c)])
-    assert differ[1] == ["rn50 1n1g: runs report different environments (tensorflow)"]
+    assert differ[1] == ["rn50 1n1g: runs report different environments "
+                         "(tensorflow)"]
 
 
 def test_no_environment_key_without_result_json():

@@ -6,12 +6,8 @@ import html.parser
 
 import pytest
 
+from official_bench.extract import extractor as extract, plot, series, subject
 from support import logkit as kit
-
-from official_bench.extract import extractor as extract
-from official_bench.extract import plot
-from official_bench.extract import series
-from official_bench.extract import subject
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
 SMOKE_CONFIG = {"model": {"name": "resnet", "model_params": {"depth": 50}},
@@ -95,7 +91,8 @@ def test_cpu_try_html_names_model_image_size_cpu_and_smoke_run(tmp_path):
 
 
 def test_gpu_run_names_the_gpu_model_and_is_not_a_smoke_run(tmp_path):
-    env = dict(CPU_ENV, devices=["/job:localhost/replica:0/task:0/device:GPU:0"],
+    env = dict(CPU_ENV,
+               devices=["/job:localhost/replica:0/task:0/device:GPU:0"],
                gpu_names=["NVIDIA A100-SXM4-40GB"], cuda_version="12.5")
     config = {"model": {"name": "resnet", "model_params": {"depth": 50}},
               "train_dataset": {"image_size": 224, "builder": "records"},
@@ -103,7 +100,8 @@ def test_gpu_run_names_the_gpu_model_and_is_not_a_smoke_run(tmp_path):
     _, page = _page(tmp_path, _tree(tmp_path, env, config))
     text = Text(page)
     assert text.of("h1") == ["Throughput of ResNet-50 v1.5, 224x224 images "
-                             "(records data), GPU: NVIDIA A100-SXM4-40GB: bz16"]
+                             "(records data), GPU: NVIDIA A100-SXM4-40GB: "
+                             "bz16"]
     assert subject.SMOKE_TEXT not in page
     assert "TensorFlow built with CUDA 12.5, cuDNN 9" in text.of("p", "note")
     assert "no GPU used" not in page

@@ -4,10 +4,9 @@ DLPerf's defaults and numbers do not move when it is not asked for."""
 
 import pytest
 
-from support import logkit as kit
-
 from official_bench.extract import extractor as extract
 from official_bench.extract.errors import ExtractError
+from support import logkit as kit
 
 
 def _short_tree(root):

@@ -8,8 +8,8 @@ import os
 import subprocess
 import sys
 
-from support.helpers import REPO, child_env
 from official_bench.host import cuda_noise
+from support.helpers import REPO, child_env
 
 
 def test_no_gpu_reason_only_without_device_nodes_and_nvidia_smi(

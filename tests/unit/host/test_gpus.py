@@ -9,8 +9,7 @@ import textwrap
 
 import pytest
 
-from official_bench.host import gpu_diagnosis, probes
-from official_bench.host import gpus
+from official_bench.host import gpu_diagnosis, gpus, probes
 
 
 def fake_smi(folder, body):

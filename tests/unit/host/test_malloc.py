@@ -12,8 +12,8 @@ import subprocess
 import sys
 import textwrap
 
-from support.helpers import tiny
 from official_bench import trainer
+from support.helpers import tiny
 
 PROBE = textwrap.dedent("""
     import json, resource

@@ -12,7 +12,6 @@ import pytest
 
 from official_bench import config as C
 from official_bench.training import lr_math
-
 from support.helpers import DLPERF_CONFIGS, DLPERF_NAMES, keras3_child
 
 # name -> (config file or None, params_override, global batch, total steps)
@@ -86,6 +85,7 @@ def _steps(name):
 def keras3_rates():
     """In the child: every case's rates from the Keras 3 schedule."""
     import keras
+
     from official_bench.jax_backend import schedules
     out = {}
     for name in CASES:

@@ -10,7 +10,6 @@ import pytest
 
 from official_bench.config import DatasetConfig
 from official_bench.jax_backend.synthetic import host_batch
-
 from support.helpers import keras3_child
 
 
@@ -57,6 +56,7 @@ def feed_report():
     shards, and the host thread's life."""
     import jax
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
     from official_bench.jax_backend.synthetic import SyntheticFeed
     mesh = Mesh(np.array(jax.devices()), ("batch",))
     sharding = NamedSharding(mesh, PartitionSpec("batch"))

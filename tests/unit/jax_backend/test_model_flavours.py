@@ -12,7 +12,6 @@ import pytest
 
 from official_bench import config as C
 from official_bench.models import factory
-
 from support.helpers import keras3_child
 
 RESNET50_TRAINABLE = 25_557_032

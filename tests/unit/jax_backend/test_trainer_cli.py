@@ -18,9 +18,7 @@ import yaml
 
 from official_bench.contracts import history_db, log_tree
 from official_bench.contracts.trainer_command import trainer_argv
-
-from support.helpers import (DLPERF_REGEX, REPO, cli_env,
-                             without_module_env)
+from support.helpers import DLPERF_REGEX, REPO, cli_env, without_module_env
 
 BLOCKED = ("tensorflow", "tf_keras")
 PER_REPLICA, REPLICAS, STEPS, LOG_STEPS = 4, 2, 12, 4

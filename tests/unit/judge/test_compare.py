@@ -11,11 +11,11 @@ import sys
 
 import pytest
 
+from official_bench.contracts import exit_status
+from official_bench.judge import compare, verdict
 from support import logkit
 from support.helpers import REPO, TINY_OVERRIDE, cli_env
 from support.line_gaps import MAX_SILENCE, timed_lines
-from official_bench.contracts import exit_status
-from official_bench.judge import compare, verdict
 
 
 def _speeds(rng, mean, spread, n):
@@ -160,7 +160,8 @@ def _short_tree(root, mean, seed, batch=128):
     """3 runs of 4 intervals of 10 steps: shorter than DLPerf's window."""
     rng = random.Random(seed)
     for index in range(1, 4):
-        logkit.write_run(root, "1n1g", [mean / 3] + _speeds(rng, mean, 0.01, 3),
+        logkit.write_run(root, "1n1g",
+                         [mean / 3] + _speeds(rng, mean, 0.01, 3),
                          batch=batch, index=index, log_steps=10)
     return str(root)
 
@@ -181,7 +182,8 @@ def test_short_trees_window_auto_and_sides_named_by_what_differs(tmp_path):
     assert lines[2].startswith("1n1g b128 fp32") and "faster" in lines[2]
     out = _cli("--a", a, "--b", b, "--window", "auto", "--train_batches", "9")
     assert out.returncode == exit_status.CONFIG
-    assert out.stderr.count("\n") == 1 and "--window auto chooses" in out.stderr
+    assert (out.stderr.count("\n") == 1
+            and "--window auto chooses" in out.stderr)
 
 
 def test_side_labels_name_what_differs():

@@ -12,11 +12,17 @@ import sys
 
 import pytest
 
-from support import logkit
-from support.helpers import (REPO, TINY_OVERRIDE, child_env, cli_env,
-                             importable_name, trainer_cmd)
 from official_bench.contracts import exit_status, history_db
 from official_bench.contracts.history_row import row_from_result
+from support import logkit
+from support.helpers import (
+    REPO,
+    TINY_OVERRIDE,
+    child_env,
+    cli_env,
+    importable_name,
+    trainer_cmd,
+)
 
 SETUP = "1n1g b8 fp32 resnet_cifar8 16px"
 # _fill's rows: 5 intervals after a warm-up of 10, written from /tmp/x.
@@ -61,7 +67,8 @@ def test_row_from_result_and_duplicates(tmp_path):
     row = _row([100.0, 102.0, 98.0], 1e9)
     assert row.case_label == SETUP + ", steps 10-40, /tmp/x"
     assert row.mean_rate == pytest.approx(100.0)
-    assert row.num_intervals == 3 and row.interval_rates == [100.0, 102.0, 98.0]
+    assert row.num_intervals == 3 and row.interval_rates == [100.0, 102.0,
+                                                             98.0]
     assert row.images_per_second_over_window < 100.0  # harmonic, not larger
     assert history_db.append(db, [row]) == 1
     assert history_db.append(db, [row]) == 0  # the same run, stored once
@@ -323,6 +330,7 @@ def test_full_disk_becomes_the_one_not_writable_line(tmp_path):
     """SQLite's "database or disk is full" leaves as host/write_errors'
     NotWritable (the trainer's and the CLI's exit_status.NOT_WRITABLE)."""
     import errno
+
     from official_bench.host.write_errors import NotWritable, writing
     db = str(tmp_path / "h.sqlite")
     err = history_db._as_os_error(
@@ -345,7 +353,8 @@ def test_other_lengths_and_trees_are_other_cases(tmp_path, capsys):
     rows = [row_from_result(_result([100.0 + k] * n), "trainer", home,
                             1e9 + k)
             for k, (n, home) in enumerate(
-                [(5, "/runs/a")] * 3 + [(8, "/runs/a")] * 2 + [(5, "/runs/b")])]
+                [(5, "/runs/a")] * 3 + [(8, "/runs/a")] * 2
+                + [(5, "/runs/b")])]
     rows.append(row_from_result(
         _result([99.0] * 5), "trainer",
         "/runs/c/tensorflow/resnet50/bz8/1n1g/rn50_b8_fp32_1.20261126-"

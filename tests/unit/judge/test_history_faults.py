@@ -22,17 +22,15 @@ import tempfile
 
 import pytest
 
-from support import logkit
-from support.helpers import REPO, cli_env, tiny
-from support.small_disk import PAGE, leave_free, small_tmpfs
-from official_bench import config as config_lib
-from official_bench import classifier_trainer
+from official_bench import classifier_trainer, config as config_lib
 from official_bench.contracts import exit_status, history_db
 from official_bench.contracts.history_row import row_from_result
 from official_bench.host.write_errors import NotWritable
 from official_bench.judge import history
 from official_bench.training import run_history
-
+from support import logkit
+from support.helpers import REPO, cli_env, tiny
+from support.small_disk import PAGE, leave_free, small_tmpfs
 
 
 def _result(seed, rates=5):

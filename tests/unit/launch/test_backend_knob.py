@@ -14,9 +14,11 @@ import subprocess
 import pytest
 
 from official_bench.contracts import exit_status, log_tree
-from official_bench.launch import plan as plan_lib
-from official_bench.launch import preflight
-from official_bench.launch import settings as settings_lib
+from official_bench.launch import (
+    plan as plan_lib,
+    preflight,
+    settings as settings_lib,
+)
 from support.launch_cli import PY, SCRIPTS, clean_env, script
 
 OVERRIDE = re.compile(r"'--params_override=(\{.*\})'")

@@ -9,8 +9,7 @@ import time
 
 import pytest
 
-from official_bench.launch import auth
-from official_bench.launch import barrier as barrier_lib
+from official_bench.launch import auth, barrier as barrier_lib
 from official_bench.launch.barrier import BarrierError, Client, Coordinator
 
 PLAN = "two bz4 fp32 x2"

@@ -5,7 +5,6 @@ directory and what it looked for, exit 2. Every test but the last runs the
 launcher alone (no TensorFlow); the last trains one tiny run on a tiny
 record set and finds the records read in its log."""
 
-import os
 import time
 
 import pytest

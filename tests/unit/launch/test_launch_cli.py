@@ -13,13 +13,13 @@ import time
 
 import pytest
 
-from official_bench.launch import settings as settings_lib
-
-from support.helpers import free_ports
 from official_bench.contracts import exit_status
+from official_bench.launch import settings as settings_lib
+from support.helpers import free_ports
 from support.launch_cli import PY, SCRIPTS, clean_env, script
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+REPO = os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 
 
@@ -202,7 +202,8 @@ def test_gpu_planning_without_gpus_via_gpu_ids(tmp_path):
     assert "gpu_fp16.yaml" in text and "1n1g, 1n2g, 1n4g" in text
     assert "skipping 8 GPUs (only 4 visible)" in text
     assert "--data_dir=/data/imagenet" in text
-    assert "CUDA_VISIBLE_DEVICES=0,1,2,3" in text and "NCCL_SOCKET_IFNAME=ib0" in text
+    assert ("CUDA_VISIBLE_DEVICES=0,1,2,3" in text
+            and "NCCL_SOCKET_IFNAME=ib0" in text)
     assert '"num_gpus": 4' in text
     bf16 = script("two", tmp_path, "256", "bf16", "--dry-run", DEVICE="gpu",
                   GPU_IDS="0,1", NODES="10.200.0.1:1,10.200.0.2:1",
@@ -223,7 +224,8 @@ def test_two_node_dry_run_shows_cluster(tmp_path):
                  NODES="10.200.0.1:2222,10.200.0.2:2222", TASK_INDEX=1)
     assert out.returncode == 0, out.stderr
     text = out.stdout
-    assert "this node: index 1 = 10.200.0.2:2222 (TASK_INDEX (env TASK_INDEX))" in text
+    assert ("this node: index 1 = 10.200.0.2:2222 "
+            "(TASK_INDEX (env TASK_INDEX))") in text
     assert ('TF_CONFIG for the trainer: {"cluster": {"worker": '
             '["10.200.0.1:2222", "10.200.0.2:2222"]}, "task": {"type": '
             '"worker", "index": 1}}') in text
@@ -261,7 +263,7 @@ def test_tf_config_wins_and_is_logged(tmp_path):
     assert "runs one node" in single.stderr
 
 
-# -- bad input ------------------------------------------------------------------
+# -- bad input ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize("knobs, status, words", [
@@ -376,7 +378,7 @@ def test_run_failing_on_one_node_is_reported_on_all(tmp_path):
     assert not log0.with_suffix(".json").exists()
 
 
-# -- barrier secret (issue 11 §4) ---------------------------------------------------
+# -- barrier secret (issue 11 §4) ---------------------------------------------
 
 
 def _stub_trainer(tmp_path):
@@ -386,7 +388,8 @@ def _stub_trainer(tmp_path):
     path.write_text(
         "#!/bin/bash\nfor a in \"$@\"; do case $a in --model_dir=*) "
         "d=${a#--model_dir=};; esac; done\n"
-        "echo '{}' > \"$d/result.json\"; echo '{}' > \"$d/result_worker1.json\"\n"
+        "echo '{}' > \"$d/result.json\"; "
+        "echo '{}' > \"$d/result_worker1.json\"\n"
         "echo 'stub trainer ok'\n")
     path.chmod(0o755)
     return str(path)
@@ -516,11 +519,12 @@ def test_secret_sources_and_slurm_derivation(tmp_path):
     assert auth.key_for(settings_lib.parse([], environ={}, mode="two")).open
 
 
-# -- stopping trainers ------------------------------------------------------------
+# -- stopping trainers --------------------------------------------------------
 
 
 def _stubborn_trainer(tmp_path):
-    """A 'python' that ignores SIGTERM like a lone TF worker (docs/design.md)."""
+    """A 'python' that ignores SIGTERM like a lone TF worker
+    (docs/design.md)."""
     path = tmp_path / "stubborn.sh"
     path.write_text("#!/bin/bash\necho $$ > \"$STUBBORN_PID\"\n"
                     "trap '' TERM\necho 'stubborn trainer started'\n"

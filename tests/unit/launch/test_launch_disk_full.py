@@ -12,8 +12,8 @@ import subprocess
 import pytest
 
 from official_bench.contracts import exit_status
-from official_bench.launch import __main__ as launch_main
 from official_bench.host import atomic
+from official_bench.launch import __main__ as launch_main
 from support.helpers import extract_tables
 from support.log_tree_runs import bz4, finish, start, wait_for
 from support.run_scripts import PY, RUN_DEFAULTS, clean_env, failures

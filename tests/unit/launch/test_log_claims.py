@@ -13,7 +13,7 @@ import pytest
 from official_bench.contracts import exit_status
 from official_bench.launch import claims as claims_lib
 from support.helpers import extract_tables
-from support.log_tree_runs import (bz4, finish, snapshot, start, wait_for)
+from support.log_tree_runs import bz4, finish, snapshot, start, wait_for
 from support.run_scripts import PY, failures
 
 NAME = claims_lib.claim_name(4, "fp32")

@@ -5,8 +5,13 @@ import json
 import pytest
 
 from official_bench.contracts import hostport
-from official_bench.launch import identity, node_list, nodes, slurm
-from official_bench.launch import settings as settings_lib
+from official_bench.launch import (
+    identity,
+    node_list,
+    nodes,
+    settings as settings_lib,
+    slurm,
+)
 from official_bench.launch.identity import Identity
 from official_bench.launch.node_list import Node, NodeError
 

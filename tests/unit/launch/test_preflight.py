@@ -15,11 +15,11 @@ import time
 import pytest
 
 from official_bench.launch import settings as settings_lib
-
 from support.helpers import free_ports
 from support.run_scripts import PY, TINY
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+REPO = os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 TREE = ("official_bench", "configs", "scripts", "run_single_node.sh",
         "run_two_node.sh", "run_multi_node.sh")
 

@@ -2,13 +2,13 @@
 shapes, against torchvision's ResNet-50 figure, hand counts, the image
 size, and TensorFlow's own profiler count."""
 
+import functools
+
 import pytest
 
 from official_bench.contracts import flops as contract
 from official_bench.measure import flops
 from official_bench.measure.mfu import TF_COUNTED_BY
-import functools
-
 from official_bench.models import resnet, resnet_cifar as cifar
 from official_bench.runtime.keras_setup import keras
 

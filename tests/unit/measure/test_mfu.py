@@ -5,8 +5,7 @@ import json
 
 import pytest
 
-from official_bench import config as C
-from official_bench import trainer
+from official_bench import config as C, trainer
 from official_bench.contracts import flops as contract
 from official_bench.contracts.result_json import load_run_json
 from official_bench.host import peaks

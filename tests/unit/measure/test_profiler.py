@@ -6,11 +6,10 @@ import os
 
 import pytest
 
-from support.helpers import TINY_OVERRIDE, cli, tiny
-from official_bench import config as C
+from official_bench import config as C, trainer
 from official_bench.contracts.throughput import Interval
 from official_bench.measure import stats
-from official_bench import trainer
+from support.helpers import TINY_OVERRIDE, cli, tiny
 
 
 def _xplane(model_dir):

@@ -2,9 +2,9 @@
 
 import pytest
 
-from support.helpers import DLPERF_REGEX
 from official_bench.contracts.throughput import Interval
 from official_bench.measure import stats, timing
+from support.helpers import DLPERF_REGEX
 
 
 class FakeClock:
@@ -105,7 +105,8 @@ def test_progress_eta_leaves_out_the_compiling_first_step():
     progress = [l for l in lines if "official_bench: step" in l]
     assert progress[0].startswith("official_bench: step 1/20") and \
         "ETA" not in progress[0]  # nothing after the first step yet
-    seven = next(l for l in progress if l.startswith("official_bench: step 7/"))
+    seven = next(l for l in progress
+                 if l.startswith("official_bench: step 7/"))
     assert seven.endswith("ETA 13s"), seven  # 13 steps of 1 s left
 
 

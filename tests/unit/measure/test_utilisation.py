@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from support.helpers import tiny
 from official_bench.contracts import utilisation as U
 from official_bench.host import probes
+from support.helpers import tiny
 
 
 def test_summary_of_samples():

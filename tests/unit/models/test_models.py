@@ -1,9 +1,9 @@
 """ResNet v1.5 shapes and parameter counts."""
 
+import functools
+
 import numpy as np
 import pytest
-
-import functools
 
 from official_bench import config as C
 from official_bench.models import factory, resnet, resnet_cifar as cifar

@@ -3,12 +3,10 @@ resolver's accelerator count, and a real mismatch on CPU."""
 
 import pytest
 
-from support.helpers import tiny
-from official_bench import config as C
-from official_bench import trainer
-from official_bench.runtime import cluster as cluster_lib
-from official_bench.runtime import placement as P
+from official_bench import config as C, trainer
 from official_bench.config.strategies import traits
+from official_bench.runtime import cluster as cluster_lib, placement as P
+from support.helpers import tiny
 
 MWMS_GPUS = [f"/job:worker/replica:0/task:1/device:GPU:{i}" for i in range(4)]
 MWMS_CPU = ["/job:worker/replica:0/task:1/device:CPU:0"]
@@ -70,7 +68,9 @@ def test_real_mismatch_stops_the_run(tmp_path):
     asking for two is a mismatch the run must refuse, before any result."""
     cfg = tiny(runtime={"distribution_strategy": "multi_worker_mirrored",
                         "cpu_devices": 2})
-    with pytest.raises(C.ConfigError, match="runs one CPU replica per worker; start more workers"):
+    with pytest.raises(C.ConfigError,
+                       match="runs one CPU replica per worker; "
+                             "start more workers"):
         trainer.run(cfg, model_dir=str(tmp_path))
     assert not (tmp_path / "result.json").exists()
 

@@ -1,4 +1,5 @@
-"""Checkpoints each epoch, resume, --mode=eval, --mode=export_only, TensorBoard."""
+"""Checkpoints each epoch, resume, --mode=eval, --mode=export_only,
+TensorBoard."""
 
 import glob
 import os
@@ -6,10 +7,9 @@ import os
 import numpy as np
 import pytest
 
-from support.helpers import tiny
-from official_bench import config as C
-from official_bench import trainer
+from official_bench import config as C, trainer
 from official_bench.runtime.keras_setup import tf
+from support.helpers import tiny
 
 CKPT = {"callbacks": {"enable_checkpoint_and_export": True}}
 

@@ -9,14 +9,13 @@ import threading
 
 import pytest
 
-from support.helpers import TINY_OVERRIDE, cli, tiny
-
 from official_bench import trainer
-from official_bench.measure import timing
 from official_bench.contracts import exit_status
+from official_bench.measure import timing
 from official_bench.runtime.keras_setup import keras
 from official_bench.training.nan_check import NonFiniteLossError
 from official_bench.training.nan_guard import NanGuard
+from support.helpers import TINY_OVERRIDE, cli, tiny
 
 
 class CountingLoss:
@@ -32,7 +31,8 @@ class CountingLoss:
 
 
 def run_guard(guard, losses, epochs=1):
-    """Feed one running-mean loss per step to the guard (Keras's call order)."""
+    """Feed one running-mean loss per step to the guard (Keras's call
+    order)."""
     per_epoch = len(losses) // epochs
     for e in range(epochs):
         guard.on_epoch_begin(e)
@@ -41,7 +41,7 @@ def run_guard(guard, losses, epochs=1):
         guard.on_epoch_end(e, {"loss": losses[(e + 1) * per_epoch - 1]})
 
 
-# ---- the callback alone -----------------------------------------------------------
+# ---- the callback alone -----------------------------------------------------
 
 def test_reads_the_loss_only_at_checks():
     CountingLoss.reads = 0
@@ -69,9 +69,11 @@ def test_stop_names_the_step_and_the_window():
     # checks at 120 (finite) and 140 (nan): the bad step is in 121-140
     assert str(e.value).startswith(
         "official_bench: loss is nan at step 140 (non-finite from a step in "
-        "121-140; checked every 20 steps and at epoch ends): training stopped.")
+        "121-140; checked every 20 steps and at epoch ends): training "
+        "stopped.")
     assert "train.stop_on_nan=false" in str(e.value)
-    assert "]" not in str(e.value) and "\n" not in str(e.value)  # CLI's error line
+    # CLI's error line
+    assert "]" not in str(e.value) and "\n" not in str(e.value)
 
 
 def test_infinity_caught_at_the_epoch_end():
@@ -102,7 +104,7 @@ def test_without_stop_the_first_bad_check_is_recorded():
     assert guard.summary_note().startswith("; WARNING: loss is nan at step 4 ")
 
 
-# ---- a real run that diverges -------------------------------------------------------
+# ---- a real run that diverges -----------------------------------------------
 
 HUGE_LR = {"learning_rate": {"initial_lr": 1e30}}
 

@@ -72,7 +72,8 @@ def test_weight_ema_keeps_the_new_optimizer():
 
 def test_float16_loss_scaling_wraps_the_fused_optimizer():
     opt = precision.wrap_optimizer(
-        build_optimizer(_opt_config(name="momentum"), 0.1, keras), "float16", None)
+        build_optimizer(_opt_config(name="momentum"), 0.1, keras), "float16",
+        None)
     assert isinstance(opt, keras.mixed_precision.LossScaleOptimizer)
     var = tf.Variable(tf.ones((3,)))
     opt.apply_gradients([(tf.fill((3,), 2.0), var)])

@@ -14,12 +14,10 @@ import os
 import numpy as np
 import pytest
 
-from support.helpers import DLPERF_CONFIGS, tiny
-
-from official_bench import config as C
-from official_bench import trainer
+from official_bench import config as C, trainer
 from official_bench.training import lr_math
 from official_bench.training.schedules import build_schedule
+from support.helpers import DLPERF_CONFIGS, tiny
 
 R23 = "model.learning_rate.compat=model_garden_r23"
 
@@ -33,7 +31,8 @@ def dlperf_lr(name, override=R23):
 
 def f32_warmup(peak, step, warmup_steps):
     """peak * (step / warmup_steps) in float32, as r2.3 computed it."""
-    return float(np.float32(peak) * (np.float32(step) / np.float32(warmup_steps)))
+    return float(np.float32(peak)
+                 * (np.float32(step) / np.float32(warmup_steps)))
 
 
 @pytest.mark.parametrize("yaml,replicas", [
@@ -69,13 +68,15 @@ def test_four_node_yaml_peak_is_r23s_not_16():
     assert float(s(78)) == pytest.approx(0.8)
     ours = build_schedule(dlperf_lr("multi_node_gpu.yaml", override=None),
                           global_batch=4096, total_steps=600)
-    assert float(ours(156)) == pytest.approx(16.384)  # 1.024 x 16: what compat avoids
+    # 1.024 x 16: what compat avoids
+    assert float(ours(156)) == pytest.approx(16.384)
 
 
 def test_single_gpu_yaml_without_warmup():
     # gpu.yaml: warmup_epochs 0, batch 128 on 1 GPU: 5004 steps per epoch,
     # peak 0.1 * 128 / 256 = 0.05 from step 0; first boundary 150120.
-    s = build_schedule(dlperf_lr("gpu.yaml"), global_batch=128, total_steps=600)
+    s = build_schedule(dlperf_lr("gpu.yaml"), global_batch=128,
+                       total_steps=600)
     assert [float(s(k)) for k in (0, 1, 600, 150120)] == \
         [pytest.approx(0.05)] * 4
     assert float(s(150121)) == pytest.approx(0.005)
@@ -90,17 +91,21 @@ def test_the_log_line_says_which_schedule_runs():
         dlperf_lr("two_node_gpu.yaml", override=None), 2048)
     assert "initial_lr 1.024 x 8 (global batch 2048" in ours
     assert "peak 8.192" in ours
-    assert "model.learning_rate.compat=model_garden_r23 trains as it did" in ours
+    assert ("model.learning_rate.compat=model_garden_r23 trains as it did"
+            in ours)
 
 
 def test_compat_only_for_the_piecewise_schedule():
     with pytest.raises(C.ConfigError, match=(
             "model.learning_rate.compat: model_garden_r23 reproduces r2.3's "
-            "piecewise_constant_with_warmup only; name is 'cosine_with_warmup'")):
+            "piecewise_constant_with_warmup only; name is "
+            "'cosine_with_warmup'")):
         C.load_config(params_override=R23 + ",model.learning_rate.name="
                       "cosine_with_warmup")
-    with pytest.raises(C.ConfigError, match="unknown learning-rate compat mode "
-                       "'model_garden_r24'; valid: model_garden_r23, or null"):
+    with pytest.raises(C.ConfigError,
+                       match="unknown learning-rate compat mode "
+                             "'model_garden_r24'; valid: model_garden_r23, "
+                             "or null"):
         C.load_config(params_override="model.learning_rate.compat="
                       "model_garden_r24")
 

@@ -8,11 +8,10 @@ import pytest
 import yaml
 
 import official_bench
-from support.helpers import DLPERF_REGEX, tiny
-from official_bench import config as C
-from official_bench import trainer
+from official_bench import config as C, trainer
 from official_bench.runtime.keras_setup import keras
 from official_bench.training.schedules import build_schedule
+from support.helpers import DLPERF_REGEX, tiny
 
 
 def test_one_device_loss_finite_and_falling_on_fixed_batch():

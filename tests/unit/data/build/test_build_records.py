@@ -1,4 +1,5 @@
-"""Section 4: the TFRecord builder CLI (python -m official_bench.data.build.build_records)."""
+"""Section 4: the TFRecord builder CLI (python -m
+official_bench.data.build.build_records)."""
 
 import io
 import json
@@ -11,10 +12,14 @@ import time
 import numpy as np
 import pytest
 
-from official_bench.data.build import build_records as br
-from official_bench.data.build import (builder, example_proto, shards,
-                                       sources)
-from official_bench.data.build import image_codec as codec
+from official_bench.data.build import (
+    build_records as br,
+    builder,
+    example_proto,
+    image_codec as codec,
+    shards,
+    sources,
+)
 from official_bench.data.records import pipeline
 from official_bench.data.records.record_files import classic_files
 from official_bench.runtime.keras_setup import tf
@@ -73,8 +78,9 @@ def run(args, log=None):
 
 
 def test_example_bytes_round_trips_through_tensorflow():
-    raw = example_proto.example_bytes({"b": b"\x00\xff", "s": "t\u00e9xt", "i": [3, -2],
-                            "f": [0.5, 1.25], "one": 7, "empty": []})
+    raw = example_proto.example_bytes({"b": b"\x00\xff", "s": "t\u00e9xt",
+                                       "i": [3, -2], "f": [0.5, 1.25],
+                                       "one": 7, "empty": []})
     ex = tf.train.Example.FromString(raw).features.feature
     assert ex["b"].bytes_list.value == [b"\x00\xff"]
     assert ex["s"].bytes_list.value == ["t\u00e9xt".encode()]
@@ -376,7 +382,8 @@ def _no_pillow_env(tmp_path):
 
 def _cli(args, env, timeout=300):
     return subprocess.run(
-        [sys.executable, "-m", "official_bench.data.build.build_records"] + args,
+        [sys.executable, "-m", "official_bench.data.build.build_records"]
+        + args,
         cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env)
 
 

@@ -38,7 +38,8 @@ def _reported(manager, thread):
 
 
 def test_invalid_state_from_the_manager_thread_is_silenced():
-    manager = _raising_thread(concurrent.futures.InvalidStateError("CANCELLED"))
+    manager = _raising_thread(
+        concurrent.futures.InvalidStateError("CANCELLED"))
     assert _reported(manager, manager) == []
 
 

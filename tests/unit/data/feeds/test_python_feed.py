@@ -13,11 +13,10 @@ import time
 import numpy as np
 import pytest
 
-from support.helpers import REPO, TINY_OVERRIDE, cli, tiny
-
 from official_bench.config import ConfigError, DatasetConfig
 from official_bench.data.feeds import batch_spec, python_loader, python_source
 from support import python_sources
+from support.helpers import REPO, TINY_OVERRIDE, cli, tiny
 
 TESTS = os.path.join(REPO, "tests")
 CLI_ENV = {"PYTHONPATH": os.pathsep.join([REPO, TESTS])}
@@ -81,11 +80,13 @@ def test_source_gets_its_context_and_batches_are_one_hot():
 
 
 def test_transfer_uint8_and_bfloat16_sources():
-    data = _dataset(_ds("official_bench.data.feeds.python_loader:synthetic_source",
-                        transfer_uint8=True))
+    data = _dataset(_ds(
+        "official_bench.data.feeds.python_loader:synthetic_source",
+        transfer_uint8=True))
     assert next(iter(data))[0].dtype.name == "uint8"
-    data = _dataset(_ds("official_bench.data.feeds.python_loader:synthetic_source",
-                        dtype="bfloat16"))
+    data = _dataset(_ds(
+        "official_bench.data.feeds.python_loader:synthetic_source",
+        dtype="bfloat16"))
     assert next(iter(data))[0].dtype.name == "bfloat16"
 
 
@@ -151,13 +152,15 @@ def test_a_source_that_stops_making_batches_times_out(source, message):
     try:
         with pytest.raises(python_source.SourceError,
                            match=rf"^official_bench: python_source "
-                                 rf"support.python_sources:{source}: {message}"):
+                                 rf"support.python_sources:{source}: "
+                                 rf"{message}"):
             for _ in range(3):
                 next(batches)
         assert time.monotonic() - start < 5
     finally:
         batches.close()
-        python_sources.RELEASE.set()  # the source's thread then sees the stop and ends
+        # the source's thread then sees the stop and ends
+        python_sources.RELEASE.set()
         _wait_for_source_threads(before)
         python_sources.RELEASE.clear()
 
@@ -322,7 +325,8 @@ def test_cli_bad_source_exits_nonzero_naming_it(tmp_path):
                        "float64_source"),
              f"--model_dir={tmp_path}", "--mode=train"], env=CLI_ENV)
     assert p.returncode == 1, p.stdout[-3000:]
-    assert re.search(r"error: official_bench: python_source support.python_sources:"
+    assert re.search(r"error: official_bench: python_source "
+                     r"support.python_sources:"
                      r"float64_source: batch 0: images dtype float64, "
                      r"expected float32", p.stdout), p.stdout[-3000:]
     p = cli([_override("train_dataset.builder=python",
@@ -343,7 +347,8 @@ def test_cli_source_without_a_first_batch_ends_with_the_timeout(tmp_path):
              f"--model_dir={tmp_path}", "--mode=train"], env=CLI_ENV)
     assert p.returncode == exit_status.FAILED, p.stdout[-3000:]
     last = [l for l in p.stdout.splitlines() if l.strip()][-1]
-    assert last == ("error: official_bench: python_source support.python_sources:"
+    assert last == ("error: official_bench: python_source "
+                    "support.python_sources:"
                     "hanging_source: made no first batch within 3 s of being "
                     "called (train_dataset.python_timeout_seconds); is it "
                     "blocked (a lock, a dead mount, a worker pool that never "

@@ -6,10 +6,15 @@ import time
 
 import pytest
 
-from support.helpers import TINY_OVERRIDE, cli, free_ports, kill_all, start_service
-
 from official_bench.config import ConfigError, load_config
 from official_bench.data.feeds import service
+from support.helpers import (
+    TINY_OVERRIDE,
+    cli,
+    free_ports,
+    kill_all,
+    start_service,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -24,7 +29,8 @@ def test_trains_through_a_dispatcher_and_two_workers(tmp_path):
     dport, w1, w2 = free_ports(3)
     procs = []
     try:
-        dispatcher, dlines = start_service("--dispatcher", "--port", str(dport))
+        dispatcher, dlines = start_service("--dispatcher", "--port",
+                                           str(dport))
         procs.append(dispatcher)
         assert any("no authentication" in l for l in dlines), dlines
         for port in (w1, w2):

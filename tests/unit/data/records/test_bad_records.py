@@ -12,11 +12,10 @@ import threading
 import pytest
 
 from official_bench.config import DatasetConfig
-from official_bench.data.records import (
-    bad_records, record_reader, pipeline)
-from official_bench.data.records.record_files import classic_files
-from official_bench.data.build.record_verify import check_records
 from official_bench.data.build.example_proto import classic_example
+from official_bench.data.build.record_verify import check_records
+from official_bench.data.records import bad_records, pipeline, record_reader
+from official_bench.data.records.record_files import classic_files
 from official_bench.runtime.keras_setup import tf
 from support.records import train_on_records
 

@@ -1,4 +1,5 @@
-"""builder: records — finding files, layouts, labels, sharding, shuffling, cache."""
+"""builder: records — finding files, layouts, labels, sharding, shuffling,
+cache."""
 
 import os
 
@@ -7,10 +8,11 @@ import pytest
 
 from official_bench.config import ConfigError, DatasetConfig
 from official_bench.data import factory
-from official_bench.data.records import (
-    record_files, record_reader, pipeline)
 from official_bench.data.build.example_proto import (
-    classic_example, example_bytes)
+    classic_example,
+    example_bytes,
+)
+from official_bench.data.records import pipeline, record_files, record_reader
 from official_bench.runtime.keras_setup import tf
 
 CTX = tf.distribute.InputContext()
@@ -60,11 +62,14 @@ def order(ds, files, count, ctx=CTX, seed=0, training=True):
 
 
 def test_missing_data_dir_errors_name_the_key_and_dir(tmp_path):
-    with pytest.raises(ConfigError, match=r"train_dataset\.data_dir is not set"):
+    with pytest.raises(ConfigError,
+                       match=r"train_dataset\.data_dir is not set"):
         record_files.find_files(cfg(""), True)
-    with pytest.raises(ConfigError, match=r"validation_dataset\.data_dir .*nope"
-                                          r".* does not exist"):
-        record_files.find_files(cfg(tmp_path / "nope", split="validation"), False)
+    with pytest.raises(ConfigError,
+                       match=r"validation_dataset\.data_dir .*nope"
+                             r".* does not exist"):
+        record_files.find_files(cfg(tmp_path / "nope", split="validation"),
+                                False)
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(ConfigError, match=r"data_dir .*empty.* is empty"):
@@ -84,7 +89,8 @@ def test_filenames_key_and_missing_file(tmp_path):
     files, layout = record_files.find_files(ds, True)
     assert files == [str(tmp_path / "train-00001-of-00002")]
     assert layout.name == "classic"
-    with pytest.raises(ConfigError, match=r"filenames: .*gone.* does not exist"):
+    with pytest.raises(ConfigError,
+                       match=r"filenames: .*gone.* does not exist"):
         record_files.find_files(cfg(tmp_path, filenames=["gone"]), True)
 
 
@@ -175,14 +181,16 @@ def test_images_have_the_configured_shape_dtype_and_range(tmp_path):
 
 def test_factory_registers_records_and_tfds():
     assert factory.BUILDERS["records"] is pipeline.records_dataset
-    assert factory.BUILDERS["tfds"].__module__ == "official_bench.data.records.tfds"
+    assert (factory.BUILDERS["tfds"].__module__
+            == "official_bench.data.records.tfds")
 
 
 # ---------------------------------------------------------------- sharding
 
 
 def test_shard_by_file_when_enough_files(tmp_path):
-    files, _ = record_files.find_files(cfg(classic_tree(tmp_path, files=4)), True)
+    files, _ = record_files.find_files(cfg(classic_tree(tmp_path, files=4)),
+                                       True)
     ds = cfg(tmp_path)
     seen = []
     for pid in range(2):

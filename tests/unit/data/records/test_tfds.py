@@ -1,4 +1,5 @@
-"""Section 3: builder: tfds reads a prepared TFDS directory, never downloads."""
+"""Section 3: builder: tfds reads a prepared TFDS directory, never
+downloads."""
 
 import os
 import sys
@@ -23,7 +24,8 @@ def cfg(data_dir, name, **kw):
 
 def test_missing_package_says_how_to_install(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "tensorflow_datasets", None)
-    with pytest.raises(ConfigError, match=r"pip install 'official_bench\[tfds\]'"):
+    with pytest.raises(ConfigError,
+                       match=r"pip install 'official_bench\[tfds\]'"):
         tfds_builder.tfds_dataset(cfg(tmp_path, "imagenet2012"), CTX, 4, True)
 
 
@@ -119,7 +121,7 @@ def test_wrong_split_or_class_count_is_a_config_error(prepared):
 
 
 def test_records_builder_reads_the_same_files_without_tfds(prepared):
-    from official_bench.data.records import record_files, pipeline
+    from official_bench.data.records import pipeline, record_files
     version_dir = prepared / "ob_tiny_images" / "1.0.0"
     ds = cfg(version_dir, "ob_tiny_images", builder="records",
              split="validation", batch_size=6)
