@@ -12,7 +12,7 @@ from official_bench.data.feeds.zmq_feed import zmq_dataset
 from official_bench.data.records.pipeline import records_dataset
 from official_bench.data.records.tfds import tfds_dataset
 from official_bench.data.synthetic import synthetic_dataset
-from official_bench.measure import input_wait
+from official_bench.measure import input_wait, wait_meter
 from official_bench.runtime.keras_setup import tf
 
 
@@ -37,7 +37,7 @@ def per_replica_dataset(ds: DatasetConfig, ctx: tf.distribute.InputContext,
                         global_batch: int, is_training: bool,
                         seed: int = 0,
                         num_private_threads: Optional[int] = None,
-                        meter: Optional[input_wait.InputWaitMeter] = None
+                        meter: Optional[wait_meter.InputWaitMeter] = None
                         ) -> tf.data.Dataset:
     """One replica's batches; every builder is reached through here.
 
@@ -60,7 +60,7 @@ def per_replica_dataset(ds: DatasetConfig, ctx: tf.distribute.InputContext,
 
 def pipeline_fn(ds: DatasetConfig, global_batch: int, is_training: bool,
                 seed: int = 0, num_private_threads: Optional[int] = None,
-                meter: Optional[input_wait.InputWaitMeter] = None,
+                meter: Optional[wait_meter.InputWaitMeter] = None,
                 stage: Optional[str] = None
                 ) -> Callable[[tf.distribute.InputContext], tf.data.Dataset]:
     """One input pipeline as a function of its InputContext, for the

@@ -26,7 +26,7 @@ from official_bench.config import DatasetConfig
 from official_bench.data import factory
 from official_bench.data.records import file_check
 from official_bench.data.resident_batch import ResidentBatch
-from official_bench.measure import input_wait
+from official_bench.measure import wait_meter
 
 
 @dataclasses.dataclass
@@ -52,7 +52,7 @@ def fit_input(dist, ds: DatasetConfig, global_batch: int, is_training: bool,
     wait is measured, `stage_device` where to prefetch, `distribute_input`
     how the pipeline function is called.
     """
-    meter = input_wait.TRAIN_METER if \
+    meter = wait_meter.TRAIN_METER if \
         is_training and dist.traits.measures_input_wait else None
     if meter is not None:
         meter.reset()

@@ -31,7 +31,7 @@ from typing import Optional
 
 from official_bench.config import DatasetConfig
 from official_bench.data.synthetic import synthetic_batch
-from official_bench.measure import input_wait
+from official_bench.measure import input_wait, wait_meter
 from official_bench.runtime.device_prefetch import without_autotune
 from official_bench.runtime.keras_setup import tf
 
@@ -94,7 +94,7 @@ class ResidentBatch:
         local = self.strategy.experimental_local_results
         return list(zip(local(self.images), local(self.labels)))
 
-    def dataset_fn(self, meter: Optional[input_wait.InputWaitMeter] = None):
+    def dataset_fn(self, meter: Optional[wait_meter.InputWaitMeter] = None):
         """The token feed as a function of the InputContext, distributed
         like any training input (metered: its wait is the honest "no
         input" near zero). The caller resets the meter."""

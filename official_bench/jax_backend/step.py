@@ -7,15 +7,16 @@ statistics; the gradients are averaged across replicas (all-reduces XLA
 can fuse), and so are the BN moving statistics (TensorFlow averages them
 when they are read); the optimizer update then runs identically on every
 replica. The state's buffers are donated, so a step updates them in
-place. Loss and accuracy are running sums on the devices for the epoch;
-nothing is read back unless the host asks (the interval clock does, at
-interval ends).
+place. A step that float16's loss scaling skips still counts (the
+schedule advances as tf-keras's does). Loss and accuracy are running sums
+on the devices for the epoch; nothing is read back unless the host asks
+(the interval clock does, at interval ends).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Optional
 
 from jax.sharding import PartitionSpec as P
 
@@ -96,11 +97,12 @@ def build(jax, keras, model, optimizer, loss_fn, mesh, one_hot: bool
             scaled, has_aux=True)(_per_replica(lax, state["trainable"]))
         grads = lax.pmean(grads, AXIS)
         non_trainable = lax.pmean(non_trainable, AXIS)
-        trainable, opt_vars = optimizer.stateless_apply(
+        new_trainable, new_opt_vars = optimizer.stateless_apply(
             opt_vars, grads, state["trainable"])
+        new_opt_vars = counted_step(new_opt_vars, opt_vars, counter)
         sums = _add(state["sums"], lax.pmean(loss, AXIS), probs, labels)
-        new = {"trainable": trainable, "non_trainable": non_trainable,
-               "optimizer": opt_vars, "sums": sums}
+        new = {"trainable": new_trainable, "non_trainable": non_trainable,
+               "optimizer": new_opt_vars, "sums": sums}
         return new, sums["loss"] / sums["steps"]
 
     def _add(sums, loss, probs, labels):
@@ -118,6 +120,7 @@ def build(jax, keras, model, optimizer, loss_fn, mesh, one_hot: bool
                                    False)
         return _add(sums, lax.pmean(loss, AXIS), probs, labels)
 
+    counter = step_counter_index(optimizer)
     state = initial_state(jax, model, optimizer)
     train = jax.jit(jax.shard_map(
         replica_train, mesh=mesh, in_specs=(P(), P(AXIS), P(AXIS)),
@@ -126,6 +129,32 @@ def build(jax, keras, model, optimizer, loss_fn, mesh, one_hot: bool
         replica_eval, mesh=mesh,
         in_specs=(P(), P(), P(AXIS), P(AXIS), P()), out_specs=P()))
     return Steps(train=train, evaluate=evaluate, state=state)
+
+
+def step_counter_index(optimizer) -> Optional[int]:
+    """Where the schedule's step counter sits in `optimizer.variables`
+    when the optimizer may skip steps (Keras 3's LossScaleOptimizer skips
+    a step with non-finite gradients without counting it), else None."""
+    inner = getattr(optimizer, "inner_optimizer", None)
+    if inner is None:
+        return None
+    for index, var in enumerate(optimizer.variables):
+        if var is inner.iterations:
+            return index
+    raise ValueError("the loss-scale optimizer's step counter is not among "
+                     "its variables")
+
+
+def counted_step(new_vars: list, old_vars: list, counter: Optional[int]
+                 ) -> list:
+    """`new_vars` with the step counter one past `old_vars`' whether or not
+    the step was applied: tf-keras counts a skipped fp16 step, so the
+    learning-rate schedule advances alike on both backends."""
+    if counter is None:
+        return new_vars
+    new_vars = list(new_vars)
+    new_vars[counter] = old_vars[counter] + 1
+    return new_vars
 
 
 def epoch_metrics(sums: Dict[str, Any], top1: bool, top5: bool

@@ -12,6 +12,7 @@ jax`, on machines with or without TensorFlow.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any, Dict, Optional, Tuple
 
@@ -19,11 +20,7 @@ from absl import logging
 
 from official_bench import config as config_lib
 from official_bench.config import ExperimentConfig, backends
-from official_bench.contracts import (
-    flops as flops_contract,
-    stage_line,
-    utilisation as usage_contract,
-)
+from official_bench.contracts import stage_line
 from official_bench.host import probes
 from official_bench.host.atomic import write_text_atomic
 from official_bench.host.write_errors import writing
@@ -32,23 +29,18 @@ from official_bench.jax_backend import (
     environment,
     flop_check,
     keras3,
+    peers,
     precision,
     schedules,
     step as step_lib,
 )
 from official_bench.jax_backend.synthetic import SyntheticFeed
-from official_bench.measure import mfu, sampling, stats as stats_lib
+from official_bench.measure import mfu, sampling, wait_meter
 from official_bench.measure.intervals import IntervalClock
 from official_bench.measure.stages import Stage
 from official_bench.models import build_model
 from official_bench.runtime import stop_signals
-from official_bench.runtime.cluster import PeerLost, can_connect
-from official_bench.training import (
-    lr_math,
-    objectives,
-    run_history,
-    run_record,
-)
+from official_bench.training import lr_math, objectives, run_end, run_record
 from official_bench.training.batch_plan import BatchPlan, batch_plan
 from official_bench.training.nan_check import (
     NanCheck,
@@ -56,6 +48,9 @@ from official_bench.training.nan_check import (
 )
 from official_bench.training.optimizers import build_optimizer
 from official_bench.training.run_result import RunResult
+
+FEED_WAIT = ("host time the training loop waited in its feed's next() / "
+             "host time (the steps' input wait; jax_backend/trainer.py)")
 
 
 def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:
@@ -119,26 +114,46 @@ def _train(cfg: ExperimentConfig, run: devices_lib.JaxRuntime, dtype: str,
     _compile(steps, feeds["train"], run, plan)
 
     # 6. Measurement: FLOPs (once, before the first step), the interval
-    #    clock, the NaN check, the utilisation sampler.
+    #    clock, the NaN check, the input wait, the utilisation sampler.
     with Stage("counting FLOPs"):
         counted = mfu.ModelFlops.of(
             model, keras, lambda m: flop_check.forward_gflop(jax, m), "xla")
-    th = cfg.train.time_history
-    clock = IntervalClock(plan.global_batch, th.log_steps, plan.total_steps,
-                          progress_seconds=th.progress_seconds)
-    guard = NanCheck(cfg.train.stop_on_nan, th.log_steps)
-    sampler = _sampler(rt.sample_period_seconds, run)
+    loop = _Loop(run=run, plan=plan, steps=steps, feeds=feeds,
+                 clock=_clock(cfg, plan), guard=NanCheck(
+                     cfg.train.stop_on_nan,
+                     cfg.train.time_history.log_steps),
+                 wait=wait_meter.InputWaitMeter(FEED_WAIT),
+                 sampler=_sampler(rt.sample_period_seconds, run))
 
     # 7. The loop.
-    history, evaluation = _loop(cfg, run, plan, steps, feeds, clock, guard,
-                                sampler)
+    history, evaluation = _run_loop(cfg, loop)
     step_lib.write_back(model, optimizer, steps.state)
     for feed in feeds.values():
         feed.close()
 
-    # 8. Results and 9. history.
-    return _results(cfg, run, plan, dtype, model, clock, guard, sampler,
-                    counted, history, evaluation, result_path)
+    # 8. Results and 9. history (training/run_end.py).
+    return run_end.finish(_run_end(cfg, loop, dtype, model, counted, history,
+                                   evaluation, result_path))
+
+
+@dataclasses.dataclass
+class _Loop:
+    """What the training loop drives (the compiled steps and their feeds)
+    and what measures it."""
+    run: devices_lib.JaxRuntime
+    plan: BatchPlan
+    steps: step_lib.Steps
+    feeds: Dict[str, SyntheticFeed]
+    clock: IntervalClock
+    guard: NanCheck
+    wait: wait_meter.InputWaitMeter
+    sampler: Optional[sampling.Sampler]
+
+
+def _clock(cfg: ExperimentConfig, plan: BatchPlan) -> IntervalClock:
+    th = cfg.train.time_history
+    return IntervalClock(plan.global_batch, th.log_steps, plan.total_steps,
+                         progress_seconds=th.progress_seconds)
 
 
 def _write_params(cfg: ExperimentConfig, run, plan: BatchPlan,
@@ -202,37 +217,21 @@ def _sampler(period: float, run) -> Optional[sampling.Sampler]:
         peak_reader=devices_lib.peak_memory_reader(gpus), allocator="xla")
 
 
-def _loop(cfg: ExperimentConfig, run, plan: BatchPlan, steps, feeds, clock,
-          guard, sampler) -> Tuple[Dict[str, list], Dict[str, float]]:
+def _run_loop(cfg: ExperimentConfig, loop: _Loop
+              ) -> Tuple[Dict[str, list], Dict[str, float]]:
     """Epochs of steps, evaluation between them; Keras-style history."""
-    top1, top5 = objectives.wanted_metrics(cfg)
-    history: Dict[str, list] = {}
-    evaluation: Dict[str, float] = {}
+    run, plan = loop.run, loop.plan
     logging.info("Training %s for epochs 1..%d x %d steps", cfg.model.name,
                  cfg.train.epochs, plan.steps_per_epoch)
     training = Stage(stage_line.training(1, plan.total_steps),
                      heartbeat=0).start()  # no done line if the loop raises
-    clock.on_train_begin()
-    if sampler:
-        sampler.on_train_begin()
+    loop.clock.on_train_begin()
+    if loop.sampler:
+        loop.sampler.on_train_begin()
     with stop_signals.StopOnSignal(cfg.runtime.stop_grace_seconds,
                                    log=logging.warning) as stopper:
         try:
-            for epoch in range(cfg.train.epochs):
-                logs = _epoch(run, plan, steps, feeds["train"], clock, guard,
-                              stopper, epoch)
-                if stopper.requested:
-                    break
-                for k, v in step_lib.epoch_metrics(
-                        steps.state["sums"], top1, top5).items():
-                    history.setdefault(k, []).append(v)
-                guard.on_epoch_end(epoch, logs)
-                if "validation" in feeds and epoch + 1 in plan.eval_epochs:
-                    evaluation = _evaluate(run, plan, steps,
-                                           feeds["validation"], clock, top1,
-                                           top5)
-                    for k, v in evaluation.items():
-                        history.setdefault("val_" + k, []).append(v)
+            history, evaluation = _epochs(cfg, loop, stopper)
         except Exception as e:
             # A stopped or lost process leaves its peers mid-collective:
             # the signal or the lost peer is the cause, not what failed.
@@ -240,13 +239,13 @@ def _loop(cfg: ExperimentConfig, run, plan: BatchPlan, steps, feeds, clock,
                 raise stop_signals.RunStopped(
                     stopper.signum, stopper.step, plan.total_steps) from e
             if run.process_count > 1 and not isinstance(e, NanCheckError):
-                raise _lost_peer(run, stopper.step, plan.total_steps,
-                                 e) from e
+                raise peers.lost_peer(run, stopper.step, plan.total_steps,
+                                      e) from e
             raise
         finally:
-            clock.on_train_end()
-            if sampler:
-                sampler.on_train_end()
+            loop.clock.on_train_end()
+            if loop.sampler:
+                loop.sampler.on_train_end()
     if stopper.requested:
         raise stop_signals.RunStopped(stopper.signum, stopper.step,
                                       plan.total_steps)
@@ -254,109 +253,93 @@ def _loop(cfg: ExperimentConfig, run, plan: BatchPlan, steps, feeds, clock,
     return history, evaluation
 
 
-def _lost_peer(run, step, total: int, error: Exception) -> PeerLost:
-    """One line for a collective that failed while several processes
-    trained: the coordinator's state when this is not worker 0, else the
-    others' logs to read (only worker 0 listens on a port)."""
-    where = f"at step {step} of {total}" if step else "before the first step"
-    first = (str(error).splitlines() or [""])[0][:80]
-    coordinator = run.cluster.workers[0]
-    if run.process_index > 0 and not can_connect(coordinator, timeout=2.0):
-        who = f"worker 0 (the coordinator at {coordinator}, which no " \
-              "longer answers)"
-    else:
-        who = f"a peer of {run.cluster.describe()} (one of " \
-              f"{run.process_count} processes)"
-    return PeerLost(
-        f"official_bench: lost {who} {where}: a collective failed "
-        f"({type(error).__name__}: {first}); see the other workers' logs "
-        "for why one ended (the run scripts print their paths)")
+def _epochs(cfg: ExperimentConfig, loop: _Loop, stopper
+            ) -> Tuple[Dict[str, list], Dict[str, float]]:
+    """Every epoch until the last or a stop signal, the evaluations the
+    plan asks for between them."""
+    top1, top5 = objectives.wanted_metrics(cfg)
+    history: Dict[str, list] = {}
+    evaluation: Dict[str, float] = {}
+    for epoch in range(cfg.train.epochs):
+        logs = _epoch(loop, stopper, epoch)
+        if stopper.requested:
+            break
+        for k, v in step_lib.epoch_metrics(
+                loop.steps.state["sums"], top1, top5).items():
+            history.setdefault(k, []).append(v)
+        loop.guard.on_epoch_end(epoch, logs)
+        if "validation" in loop.feeds and \
+                epoch + 1 in loop.plan.eval_epochs:
+            evaluation = _evaluate(loop, top1, top5)
+            for k, v in evaluation.items():
+                history.setdefault("val_" + k, []).append(v)
+    return history, evaluation
 
 
-def _epoch(run, plan: BatchPlan, steps, feed, clock, guard, stopper,
-           epoch: int) -> Dict[str, Any]:
+def _epoch(loop: _Loop, stopper, epoch: int) -> Dict[str, Any]:
     """One epoch's steps; logs hold the running loss, unread."""
+    run, steps, clock, guard = loop.run, loop.steps, loop.clock, loop.guard
+    feed, per_epoch = loop.feeds["train"], loop.plan.steps_per_epoch
     steps.state["sums"] = step_lib.replicated(
         run.jax, run.mesh, step_lib.zero_sums(run.jax))
     clock.on_epoch_begin(epoch)
     guard.on_epoch_begin(epoch)
     logs: Dict[str, Any] = {}
-    for batch in range(plan.steps_per_epoch):
+    for batch in range(per_epoch):
+        requested = time.perf_counter()
         images, labels = feed.next()
+        loop.wait.record(requested, time.perf_counter())
         steps.state, running_loss = steps.train(steps.state, images, labels)
         logs = {"loss": running_loss}
         clock.on_train_batch_end(batch, logs)
         guard.on_train_batch_end(batch, logs)
-        stopper.step = epoch * plan.steps_per_epoch + batch + 1
+        stopper.step = epoch * per_epoch + batch + 1
         if stopper.requested:
             break
     return logs
 
 
-def _evaluate(run, plan: BatchPlan, steps, feed, clock, top1: bool,
-              top5: bool) -> Dict[str, float]:
+def _evaluate(loop: _Loop, top1: bool, top5: bool) -> Dict[str, float]:
     """plan.eval_steps eval steps, left out of the interval they fall in."""
-    clock.on_test_begin()
+    run, steps = loop.run, loop.steps
+    loop.clock.on_test_begin()
     sums = step_lib.replicated(run.jax, run.mesh, step_lib.zero_sums(run.jax))
     state = steps.state
-    for _ in range(plan.eval_steps):
-        images, labels = feed.next()
+    for _ in range(loop.plan.eval_steps):
+        images, labels = loop.feeds["validation"].next()
         sums = steps.evaluate(state["trainable"], state["non_trainable"],
                               images, labels, sums)
     result = step_lib.epoch_metrics(sums, top1, top5)
-    clock.on_test_end()
+    loop.clock.on_test_end()
     logging.info("official_bench: evaluation: %s", ", ".join(
         f"{k} {v:.4f}" for k, v in sorted(result.items())))
     return result
 
 
-def _results(cfg: ExperimentConfig, run, plan: BatchPlan, dtype: str, model,
-             clock, guard, sampler, counted, history, evaluation,
-             result_path: Optional[str]) -> RunResult:
-    """Statistics, the summary line, result.json and the run history."""
-    rt, th = cfg.runtime, cfg.train.time_history
-    stats = stats_lib.compute_stats(
-        clock.intervals, clock.step_times, th.warmup_steps,
-        total_steps=clock.step - clock.first_step, wall_time=clock.wall_time,
-        global_batch=plan.global_batch, num_replicas=plan.num_replicas,
-        log_steps=th.log_steps, first_step=clock.first_step)
-    env = environment.collect(run, environment.versions(run),
-                              rt.distribution_strategy, plan.num_replicas,
-                              dtype, len(run.local_devices))
-    usage = sampler.summary() if sampler else None
-    flops_item, peak = _flops(cfg, run, plan, dtype, counted, stats, env)
-    logging.info(stats.summary() + mfu.summary_text(flops_item, peak) +
-                 guard.summary_note() + usage_contract.summary_text(usage))
-    record = None
-    if result_path:
-        record = run_record.write_result(
-            result_path, cfg, stats=stats, environment=env, history=history,
-            evaluation=evaluation, model=run_record.model_summary(model),
-            task={"type": "worker", "index": run.process_index,
-                  "tag": run.tag, "is_chief": run.is_chief},
-            extra=dict(guard.result_fields(), input_wait=None,
-                       **{usage_contract.KEY: usage,
-                          flops_contract.KEY: flops_item}))
-    run_history.record_run(cfg, record, run.is_chief)
-    return RunResult(config=cfg, stats=stats, history=history,
-                     evaluation=evaluation, environment=env,
-                     model_dir=cfg.model_dir, result_path=result_path,
-                     model=model, flops=flops_item)
+def _run_end(cfg: ExperimentConfig, loop: _Loop, dtype: str, model, counted,
+             history, evaluation, result_path: Optional[str]
+             ) -> run_end.RunEnd:
+    """What this backend hands the end of the run: its environment record,
+    the feed's input wait and XLA's TF32 rule."""
+    run, plan = loop.run, loop.plan
+    wait = loop.wait.summary(max(1, cfg.train.time_history.warmup_steps))
+    wait_meter.warn_if_input_bound(wait)
+    return run_end.RunEnd(
+        cfg=cfg, plan=plan, dtype=dtype, clock=loop.clock, guard=loop.guard,
+        history=history, evaluation=evaluation, model=model,
+        environment=environment.collect(
+            run, environment.versions(run), cfg.runtime.distribution_strategy,
+            plan.num_replicas, dtype, len(run.local_devices)),
+        task={"type": "worker", "index": run.process_index, "tag": run.tag,
+              "is_chief": run.is_chief},
+        result_path=result_path, num_workers=run.process_count,
+        counted=counted, tf32=_tf32(run), sampler=loop.sampler,
+        input_wait=wait)
 
 
-def _flops(cfg, run, plan, dtype, counted, stats, env):
-    """result.json's flops object and its peak (measure/mfu.py). JAX lets
-    XLA run float32 matrix work as TF32 on GPUs unless
+def _tf32(run) -> bool:
+    """JAX lets XLA run float32 matrix work as TF32 on GPUs unless
     jax_default_matmul_precision asks for more."""
-    if counted is None or stats is None:
-        return None, None
-    precision_flag = run.jax.config.jax_default_matmul_precision
-    tf32 = run.platform == "gpu" and precision_flag in (
+    flag = run.jax.config.jax_default_matmul_precision
+    return run.platform == "gpu" and flag in (
         None, "default", "fastest", "tensorfloat32", "bfloat16")
-    devices = mfu.run_devices(
-        num_gpus=cfg.runtime.num_gpus, gpu_names=env["gpu_names"],
-        num_workers=run.process_count, num_replicas=plan.num_replicas,
-        dtype=dtype, peak_override=cfg.runtime.peak_tflops, tf32=tf32)
-    rate = stats.images_per_second_over_window or \
-        stats.average_examples_per_second
-    return mfu.record(counted, devices, rate), devices.peak

@@ -34,6 +34,7 @@ def collect(strategy_name: Optional[str] = None, num_workers: int = 1,
     """
     build = tf.sysconfig.get_build_info()
     return {
+        "backend": "tensorflow",  # as the JAX backend's record says "jax"
         "python": platform.python_version(),
         "tensorflow": tf.__version__,
         "tf_keras": keras.__version__,

@@ -6,7 +6,11 @@ progress line at least every `progress_seconds`, and leaves evaluation time
 out of the interval it falls in. An interval ends when its last step's
 results are ready: the clock reads that step's loss, which waits for the
 device, so asynchronous dispatch cannot make an interval look shorter than
-it was. TensorFlow-free, so both backends time steps with the same code.
+it was. Step times mean the same: both backends hand a step to the device
+and return before it finishes, so a step is timed only where the device
+was drained at both its ends; the clock drains it around every
+`sample_every`-th step (`synced`). TensorFlow-free, so both backends time
+steps with the same code.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from official_bench.contracts.throughput import (
 )
 
 ETA_STEPS = 50  # the latest step times the progress line's ETA is read from
+SAMPLES_PER_INTERVAL = 5  # device-timed steps per log_steps interval
 
 
 class IntervalClock:
@@ -34,15 +39,20 @@ class IntervalClock:
     TimeHistory is this clock as a callback; the JAX loop calls the same
     methods). It keeps what `logs` holds unread (no per-step device sync)
     and syncs only when it logs, by reading the loss of the step that
-    closes an interval.
+    closes an interval, and around every `sample_every`-th step (default:
+    SAMPLES_PER_INTERVAL per interval), whose time is then the device's:
+    `synced[k]` says which of `step_times` are.
     """
 
     def __init__(self, global_batch: int, log_steps: int, total_steps: int,
                  progress_seconds: float = 30.0, initial_step: int = 0,
                  log_fn: Callable[..., None] = logging.info,
-                 clock: Callable[[], float] = time.perf_counter):
+                 clock: Callable[[], float] = time.perf_counter,
+                 sample_every: Optional[int] = None):
         self.global_batch = global_batch
         self.log_steps = log_steps
+        self.sample_every = sample_every or max(
+            1, log_steps // SAMPLES_PER_INTERVAL)
         self.total_steps = total_steps
         self.progress_seconds = progress_seconds
         self.log_fn = log_fn
@@ -51,6 +61,8 @@ class IntervalClock:
         self.first_step = initial_step
         self.intervals: List[Interval] = []
         self.step_times: List[float] = []
+        self.synced: List[bool] = []  # step_times[k] is a device step time
+        self._last_synced = True  # nothing is in flight before the first
         self.last_loss: Optional[float] = None
         self._interval_start = None
         self._interval_first_step = initial_step
@@ -78,6 +90,7 @@ class IntervalClock:
             self._last_progress += paused
             self._train_start += paused
             self._paused_at = None
+            self._last_synced = False
 
     # -- steps ------------------------------------------------------------
     def on_epoch_begin(self, epoch, logs=None):
@@ -96,24 +109,38 @@ class IntervalClock:
         now = self.clock()
         wants_progress = now - self._last_progress >= self.progress_seconds
         last = self.step >= self.total_steps
-        if closes_interval or wants_progress or last:
-            self._sync(logs)
+        synced = False
+        if closes_interval or wants_progress or last or \
+                self._brackets_sample(self.step):
+            synced = self._sync(logs)
             now = self.clock()
         # One entry per step: a loop's time is shared by its steps.
         self.step_times.extend([(now - self._last_step_end) / done] * done)
+        self.synced.extend([synced and self._last_synced and done == 1] *
+                           done)
         self._last_step_end = now
+        self._last_synced = synced
         if closes_interval:
             self._close_interval(now)
         if wants_progress or last:
             self._progress(now)
 
-    def _sync(self, logs) -> None:
-        """Waits for the step by reading its loss back to the host."""
+    def _brackets_sample(self, step: int) -> bool:
+        """Whether `step` ends or is just before a sampled step (every
+        sample_every-th), so the device is drained at both its ends."""
+        k = self.sample_every
+        return (step - self.first_step) % k in (0, k - 1)
+
+    def _sync(self, logs) -> bool:
+        """Waits for the step by reading its loss back to the host; False
+        when there was no loss to read (nothing was waited for)."""
         if isinstance(logs, dict) and "loss" in logs:
             try:
                 self.last_loss = float(logs["loss"])
+                return True
             except (TypeError, ValueError):
                 self.last_loss = None
+        return False
 
     def _close_interval(self, now: float) -> None:
         seconds = now - self._interval_start
@@ -143,7 +170,9 @@ class IntervalClock:
     def _eta(self, steps_left: int) -> Optional[float]:
         """Seconds left at the median of the latest ETA_STEPS step times;
         None before a step after the first (which traces and compiles)."""
-        recent = self.step_times[1:][-ETA_STEPS:]
+        timed = [t for t, ok in zip(self.step_times[1:], self.synced[1:])
+                 if ok]
+        recent = (timed or self.step_times[1:])[-ETA_STEPS:]
         return statistics.median(recent) * steps_left if recent else None
 
     def on_train_end(self, logs=None):

@@ -52,6 +52,11 @@ class ThroughputStats:
     # Images / time over the counted intervals (contracts/throughput.py):
     # never above average_examples_per_second, the mean of their rates.
     images_per_second_over_window: Optional[float] = None
+    # How many step times step_time_* are over, and whether each was timed
+    # with the device drained at both its ends (measure/intervals.py); a
+    # run too short for a sampled step falls back to every step's time.
+    step_time_samples: int = 0
+    step_time_synced: bool = False
 
     def as_dict(self) -> Dict:
         return dataclasses.asdict(self)
@@ -97,18 +102,22 @@ def compute_stats(intervals: List[Interval], step_times: List[float],
                   warmup_steps: int, *, total_steps: int, wall_time: float,
                   global_batch: int, num_replicas: int,
                   log_steps: int, excluded_steps=None,
-                  first_step: int = 0) -> ThroughputStats:
+                  first_step: int = 0,
+                  synced: Optional[List[bool]] = None) -> ThroughputStats:
     """Averages over intervals (and steps) that start after warm-up and do
-    not touch `excluded_steps` (first, last), e.g. profiled steps."""
+    not touch `excluded_steps` (first, last), e.g. profiled steps. Step
+    times: those `synced` marks (device step times), where any count."""
     lo, hi = excluded_steps or (0, -1)
     # Which intervals count is contracts/counting.py's rule (the extractor,
     # the launcher and the history read result.json's with the same one).
     counted = counting.trainer_counted(intervals, warmup_steps,
                                        excluded_steps)
     excluded = any(i.start_step >= warmup_steps for i in counted)
-    steps = [t for k, t in enumerate(step_times)
-             if (k >= warmup_steps or not excluded)
-             and not lo <= first_step + k + 1 <= hi]
+    counted_steps = [k for k in range(len(step_times))
+                     if (k >= warmup_steps or not excluded)
+                     and not lo <= first_step + k + 1 <= hi]
+    timed = [k for k in counted_steps if synced and synced[k]]
+    steps = [step_times[k] for k in (timed or counted_steps)]
     rates = [i.examples_per_second for i in counted]
     basis = "intervals"
     if not rates and wall_time > 0 and total_steps > 0:
@@ -136,4 +145,5 @@ def compute_stats(intervals: List[Interval], step_times: List[float],
         basis=basis,
         excluded_steps=list(excluded_steps) if excluded_steps else None,
         images_per_second_over_window=images_per_second_over_window(
-            counted) if basis == "intervals" else None)
+            counted) if basis == "intervals" else None,
+        step_time_samples=len(steps), step_time_synced=bool(timed))

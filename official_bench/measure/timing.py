@@ -35,7 +35,7 @@ class TimeHistory(IntervalClock, keras.callbacks.Callback):
         IntervalClock.__init__(self, *args, **kwargs)
         self._supports_tf_logs = True
 
-    def _sync(self, logs) -> None:
+    def _sync(self, logs) -> bool:
         """Waits for the step by reading its loss back to the host.
 
         Under a parameter-server strategy steps run on remote workers: wait
@@ -46,4 +46,4 @@ class TimeHistory(IntervalClock, keras.callbacks.Callback):
             coordinator.join()
             if hasattr(logs, "fetch"):  # a RemoteValue of the logs dict
                 logs = logs.fetch()
-        IntervalClock._sync(self, logs)
+        return IntervalClock._sync(self, logs)

@@ -72,19 +72,23 @@ class Prepared:
                          self.plan.eval_global_batch, False,
                          (self.cfg.runtime.seed or 0) + 1).data
 
+    def task(self) -> Dict[str, Any]:
+        """result.json's `task`: which process of the cluster wrote it."""
+        return {"type": self.cluster.task_type,
+                "index": self.cluster.task_index, "tag": self.dist.tag,
+                "is_chief": self.dist.is_chief}
+
     def write(self, stats, history, evaluation, extra=None
               ) -> Optional[Dict[str, Any]]:
-        """Write result.json; returns its content (for the run history),
-        None when this process writes no result."""
+        """Write result.json; returns its content, None when this process
+        writes no result."""
         if not self.result_path:
             return None
         return run_record.write_result(
             self.result_path, self.cfg, stats=stats,
             environment=self.environment(), history=history,
             evaluation=evaluation, model=model_summary(self.model),
-            task={"type": self.cluster.task_type,
-                  "index": self.cluster.task_index, "tag": self.dist.tag,
-                  "is_chief": self.dist.is_chief}, extra=extra)
+            task=self.task(), extra=extra)
 
 
 def setup_run(cfg: ExperimentConfig, cluster: cluster_lib.Cluster,

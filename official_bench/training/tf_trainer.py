@@ -18,22 +18,17 @@ from absl import logging
 
 from official_bench import config as config_lib
 from official_bench.config import ConfigError, ExperimentConfig
-from official_bench.contracts import (
-    flops as flops_contract,
-    stage_line,
-    utilisation as usage_contract,
-)
+from official_bench.contracts import stage_line
 from official_bench.data.fit_input import fit_input
 from official_bench.data.records import file_check
 from official_bench.measure import (
     fit_tail,
     flops,
-    input_wait,
     mfu,
     profiler,
-    stats as stats_lib,
     timing,
     utilisation,
+    wait_meter,
 )
 from official_bench.measure.stages import Stage
 from official_bench.runtime import (
@@ -45,7 +40,7 @@ from official_bench.runtime import (
 )
 from official_bench.runtime.keras_setup import keras, tf
 from official_bench.runtime.stop_callback import StopCallback
-from official_bench.training import checkpoints, nan_guard, run_history
+from official_bench.training import checkpoints, nan_guard, run_end
 from official_bench.training.run_result import RunResult
 from official_bench.training.setup import Prepared, prepare_runtime, setup_run
 
@@ -236,74 +231,49 @@ def _ends_at_first_step(stage: Stage):
 
 def _results(prep: Prepared, history, wall: float, cbs: _Callbacks,
              counted: Optional[mfu.ModelFlops]) -> RunResult:
-    """Statistics, the summary line, result.json and the run history."""
-    cfg, plan, rt = prep.cfg, prep.plan, prep.cfg.runtime
-    th, clock = cfg.train.time_history, cbs.time_history
-    stats = stats_lib.compute_stats(
-        clock.intervals, clock.step_times, th.warmup_steps,
-        total_steps=clock.step - clock.first_step,
-        wall_time=wall, global_batch=plan.global_batch,
-        num_replicas=plan.num_replicas, log_steps=th.log_steps,
-        excluded_steps=cbs.profile.traced if cbs.profile else None,
-        first_step=clock.first_step) if cbs.timed else None
+    """The evaluation said, then the end of the run (training/run_end.py):
+    statistics, the summary line, result.json and the run history."""
     hist = {k: [float(v) for v in vals] for k, vals in history.history.items()}
     evaluation = {k[4:]: vals[-1] for k, vals in hist.items()
                   if k.startswith("val_") and vals}
     if evaluation:
         _log_evaluation(evaluation)
-    wait = _input_wait(cfg, prep) if cbs.timed else None
-    usage = cbs.sampler.summary() if cbs.sampler else None
-    flops_item, peak = _flops(prep, counted, stats)
-    if stats is not None:
-        logging.info(stats.summary() + mfu.summary_text(flops_item, peak) +
-                     input_wait.note(wait) + cbs.guard.summary_note() +
-                     usage_contract.summary_text(usage) +
-                     cpu_kernels.summary_note(rt.cpu_kernels))
-    record = prep.write(stats, hist, evaluation,
-                        dict(cbs.guard.result_fields(), input_wait=wait,
-                             **{usage_contract.KEY: usage,
-                                flops_contract.KEY: flops_item}))
-    # 10. History: after the timed loop, so it cannot show in img/s.
-    run_history.record_run(cfg, record, prep.dist.is_chief)
+    result = run_end.finish(_run_end(prep, hist, evaluation, wall, cbs,
+                                     counted))
     prep.dist.report_finished()
-    return RunResult(config=cfg, stats=stats, history=hist,
-                     evaluation=evaluation, environment=prep.environment(),
-                     model_dir=cfg.model_dir, result_path=prep.result_path,
-                     model=prep.model, flops=flops_item)
+    return result
 
 
-def _flops(prep: Prepared, counted: Optional[mfu.ModelFlops], stats):
-    """result.json's flops object and the peak it used (measure/mfu.py);
-    the rate is images / time over the counted window."""
-    if counted is None or stats is None:
-        return None, None
-    devices = mfu.run_devices(
-        num_gpus=prep.cfg.runtime.num_gpus,
-        gpu_names=prep.environment()["gpu_names"],
-        num_workers=prep.dist.num_workers,
-        num_replicas=prep.plan.num_replicas, dtype=prep.dtype,
-        peak_override=prep.cfg.runtime.peak_tflops,
-        tf32=tf.config.experimental.tensor_float_32_execution_enabled())
-    rate = stats.images_per_second_over_window or \
-        stats.average_examples_per_second
-    return mfu.record(counted, devices, rate), devices.peak
+def _run_end(prep: Prepared, hist, evaluation, wall: float,
+             cbs: _Callbacks, counted) -> run_end.RunEnd:
+    """What this backend hands the end of the run: the TimeHistory clock
+    (when timed), the input wait tf.data measured, TensorFlow's TF32 rule,
+    the CPU-kernel note."""
+    cfg = prep.cfg
+    return run_end.RunEnd(
+        cfg=cfg, plan=prep.plan, dtype=prep.dtype,
+        clock=cbs.time_history if cbs.timed else None, guard=cbs.guard,
+        history=hist, evaluation=evaluation, model=prep.model,
+        environment=prep.environment(), task=prep.task(),
+        result_path=prep.result_path, num_workers=prep.dist.num_workers,
+        counted=counted,
+        tf32=tf.config.experimental.tensor_float_32_execution_enabled(),
+        wall_time=wall,
+        excluded_steps=cbs.profile.traced if cbs.profile else None,
+        sampler=cbs.sampler,
+        input_wait=_input_wait(cfg, prep) if cbs.timed else None,
+        summary_note=cpu_kernels.summary_note(cfg.runtime.cpu_kernels))
 
 
 def _input_wait(cfg: ExperimentConfig, prep: Prepared):
-    """The training input's wait (measure/input_wait.py), and a warning with
+    """The training input's wait (measure/wait_meter.py), and a warning with
     the input_bench command when it is more than 10% of the time."""
     if not prep.dist.traits.measures_input_wait:
         return None  # their datasets are not metered (input_wait.py)
     local_replicas = max(1, prep.plan.num_replicas // prep.dist.num_workers)
     skip = max(1, cfg.train.time_history.warmup_steps) * local_replicas
-    wait = input_wait.TRAIN_METER.summary(skip)
-    if input_wait.is_input_bound(wait):
-        logging.warning(
-            "official_bench: input-bound: steps waited for input %.0f%% of "
-            "the time (%.1f ms per element); measure the input pipeline "
-            "alone with: python -m official_bench.data.input_bench "
-            "<the same --config_file/--params_override> --seconds=30",
-            100 * wait["fraction"], wait["mean_wait_ms"])
+    wait = wait_meter.TRAIN_METER.summary(skip)
+    wait_meter.warn_if_input_bound(wait)
     return wait
 
 

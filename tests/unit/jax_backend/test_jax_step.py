@@ -33,13 +33,15 @@ def _data(rng, n, shift):
     return x
 
 
-def _model(keras, bn):
+def _model(keras, bn, float32_output=False):
     """The same weights every time (seeded initialisers; not
     keras.utils.set_random_seed, which imports TensorFlow where it is
-    installed)."""
+    installed). `float32_output`: the softmax in float32 under a mixed
+    policy, as the suite's models have it."""
     def dense(units, name, activation, seed):
         return keras.layers.Dense(
             units, activation=activation, name=name,
+            dtype="float32" if float32_output and name == "out" else None,
             kernel_initializer=keras.initializers.GlorotUniform(seed=seed),
             bias_initializer=keras.initializers.RandomNormal(
                 stddev=0.1, seed=seed + 1))
@@ -129,6 +131,46 @@ def _running_sums(jax, keras, mesh, rng):
     return out
 
 
+SKIPPED = (1, 4)  # the fp16 steps whose batch holds an inf
+FP16_STEPS = 6
+
+
+def _fp16_run(jax, keras, mesh, rng, policy):
+    """FP16_STEPS steps of a BN-free model under `policy`; the steps in
+    SKIPPED get an inf in their batch (non-finite gradients). Float16 trains
+    through precision.wrap_optimizer's loss scaling, as the trainer does."""
+    from official_bench.jax_backend import precision, step as step_lib
+    dtype = {"mixed_float16": "float16", "float32": "float32"}[policy]
+    keras.config.set_dtype_policy(policy)
+    try:
+        model = _model(keras, False, float32_output=True)
+        optimizer = precision.wrap_optimizer(keras, keras.optimizers.SGD(LR),
+                                             dtype)
+        optimizer.build(model.trainable_variables)
+        steps = step_lib.build(jax, keras, model, optimizer,
+                               keras.losses.CategoricalCrossentropy(), mesh,
+                               one_hot=True)
+    finally:
+        keras.config.set_dtype_policy("float32")
+    steps.state["sums"] = step_lib.replicated(jax, mesh,
+                                              step_lib.zero_sums(jax))
+    counter = step_lib.step_counter_index(optimizer)
+    out = {"weights": []}
+    for i in range(FP16_STEPS):
+        x = _data(rng, 8, 1.0)
+        if i in SKIPPED:
+            x[3, 2] = np.inf
+        y = np.eye(6, dtype="float32")[rng.integers(0, 6, 8)]
+        steps.state, _ = steps.train(steps.state, *_put(jax, mesh, x, y))
+        out["weights"].append(_values(steps.state["trainable"]))
+    names = [v.path for v in optimizer.variables]
+    values = {n: np.asarray(v).tolist()
+              for n, v in zip(names, steps.state["optimizer"])
+              if np.asarray(v).ndim == 0}
+    out.update(names=names, scalars=values, counter=counter)
+    return out
+
+
 def step_report():
     """In the child (2 CPU devices)."""
     import jax
@@ -150,6 +192,9 @@ def step_report():
             out[f"bn={bn}"]["halves"] = [on_one(x[:4], y[:4]),
                                          on_one(x[4:], y[4:])]
     out["sums"] = _running_sums(jax, keras, two, rng)
+    out["fp16"] = {policy: _fp16_run(jax, keras, two,
+                                     np.random.default_rng(5), policy)
+                   for policy in ("mixed_float16", "float32")}
     print(json.dumps(out))
 
 
@@ -226,3 +271,47 @@ def test_eval_sums_count_every_replica(report):
     assert s["eval_metrics"]["accuracy"] == pytest.approx(
         sum(h for _, h in s["eval"]) / 16)
     assert set(s["eval_metrics"]) == {"loss", "accuracy"}
+
+
+def _scalar(run, suffix):
+    names = [n for n in run["scalars"] if n.endswith(suffix)]
+    assert len(names) == 1, (suffix, sorted(run["scalars"]))
+    return run["scalars"][names[0]]
+
+
+def test_fp16_skipped_steps_still_advance_the_schedule(report):
+    """Keras 3's LossScaleOptimizer skips a step with non-finite gradients
+    without counting it; tf-keras counts it (test_loss_scaling.py), so the
+    step counts it too: N steps, k skipped, iteration N."""
+    run = report["fp16"]["mixed_float16"]
+    assert run["counter"] is not None
+    counter_name = run["names"][run["counter"]]
+    assert run["scalars"][counter_name] == FP16_STEPS
+    assert report["fp16"]["float32"]["counter"] is None  # no loss scaling
+
+
+def test_fp16_dynamic_loss_scale_halves_on_each_skipped_step(report):
+    run = report["fp16"]["mixed_float16"]
+    # Keras 3 starts at 2**15; each non-finite step halves it, and the
+    # 2000-step growth period is never reached here.
+    assert _scalar(run, "dynamic_scale") == 2.0 ** 15 / 2 ** len(SKIPPED)
+    assert _scalar(run, "step_counter") == \
+        FP16_STEPS - 1 - max(SKIPPED)  # finite steps since the last skip
+
+
+def test_fp16_skipped_steps_leave_the_weights_and_others_match_fp32(report):
+    """A skipped step changes no weight; the applied ones are the float32
+    run's steps to float16's precision (the loss was scaled and the
+    gradients unscaled, on both replicas)."""
+    half = [[np.asarray(w) for w in ws]
+            for ws in report["fp16"]["mixed_float16"]["weights"]]
+    full = [[np.asarray(w) for w in ws]
+            for ws in report["fp16"]["float32"]["weights"]]
+    for i in SKIPPED:
+        for a, b in zip(half[i], half[i - 1]):
+            np.testing.assert_array_equal(a, b)
+    last = FP16_STEPS - 1
+    moved = max(np.abs(a - b).max() for a, b in zip(half[last], half[0]))
+    assert moved > 1e-3
+    for a, b in zip(half[0], full[0]):
+        np.testing.assert_allclose(a, b, rtol=2e-2, atol=2e-3)

@@ -80,6 +80,37 @@ def test_fixed_loss_scale():
     assert float(opt.loss_scale) == 128.0
 
 
+def test_fp16_skipped_steps_advance_the_schedule():
+    """tf-keras counts a step the dynamic loss scale skips (non-finite
+    gradients): N steps with k skipped end at iteration N, the scale halved
+    k times. The JAX backend's step matches it (test_jax_step.py)."""
+    import numpy as np
+
+    from official_bench.runtime import precision
+    steps, skipped = 6, (1, 4)
+    precision.set_policy("float16")
+    try:
+        inputs = keras.Input((4,))
+        hidden = keras.layers.Dense(5, activation="relu")(inputs)
+        outputs = keras.layers.Dense(3, activation="softmax",
+                                     dtype="float32")(hidden)
+        model = keras.Model(inputs, outputs)
+        opt = precision.wrap_optimizer(keras.optimizers.SGD(0.1), "float16",
+                                       "dynamic")
+        model.compile(opt, "sparse_categorical_crossentropy")
+    finally:
+        precision.reset_policy()
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((steps * 8, 4)).astype("float32")
+    for i in skipped:
+        x[i * 8 + 3, 2] = np.inf
+    y = rng.integers(0, 3, steps * 8)
+    initial = float(opt.loss_scale)
+    model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    assert int(opt.iterations) == steps
+    assert float(opt.loss_scale) == initial / 2 ** len(skipped)
+
+
 def test_xla_on_one_device():
     r = trainer.run(tiny(runtime={"enable_xla": True}))
     assert r.model._jit_compile is True

@@ -1,0 +1,93 @@
+"""How long a training input kept its consumer waiting: the meter and its
+words, TensorFlow-free, for both backends.
+
+A feed records, per element, when its consumer asked for it and when it
+was handed out; the difference is how long that request blocked. The
+TensorFlow backend stamps tf.data elements (measure/input_wait.py); a JAX
+feed stamps its own `next()`.
+
+fraction = sum of waits / host time between the first counted and the
+last hand-out, after leaving out the first `skip` elements (warm-up: the
+first element waits for pipeline start-up and tracing).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Dict, List, Optional
+
+import numpy as np
+from absl import logging
+
+INPUT_BOUND_FRACTION = 0.10
+
+TF_DATA_MEASURE = (
+    "host time the training pipeline's consumer was blocked in get_next / "
+    "host time (upper bound on the steps' input wait; see "
+    "measure/input_wait.py)")
+
+
+class InputWaitMeter:
+    """(request, hand-out) host timestamps of every element, thread-safe;
+    `measure` says in result.json what the stamps bracket."""
+
+    def __init__(self, measure: str = TF_DATA_MEASURE):
+        self.measure = measure
+        self._lock = threading.Lock()
+        self._stamps: List[tuple] = []
+
+    def reset(self) -> None:
+        with self._lock:
+            self._stamps = []
+
+    def record(self, requested, handed_out):
+        with self._lock:
+            self._stamps.append((float(requested), float(handed_out)))
+        return np.int64(len(self._stamps))
+
+    def summary(self, skip: int) -> Optional[Dict]:
+        """Wait statistics past the first `skip` elements, or None when
+        fewer than two elements are left to measure."""
+        with self._lock:
+            stamps = self._stamps[skip:]
+        if len(stamps) < 2:
+            return None
+        waits = [out - req for req, out in stamps]
+        span = stamps[-1][1] - stamps[0][1]
+        total = sum(waits[1:])  # waits inside the span
+        return {
+            "wait_seconds": total,
+            "span_seconds": span,
+            "fraction": total / span if span > 0 else 0.0,
+            "mean_wait_ms": 1000 * total / (len(stamps) - 1),
+            "elements": len(stamps),
+            "skipped_elements": skip,
+            "measure": self.measure,
+        }
+
+
+TRAIN_METER = InputWaitMeter()  # this process's tf.data training pipeline
+
+
+def note(summary: Optional[Dict]) -> str:
+    """The summary line's input-wait part."""
+    if not summary:
+        return ""
+    return (f", input wait {100 * summary['fraction']:.1f}% "
+            f"({summary['mean_wait_ms']:.1f} ms per element)")
+
+
+def is_input_bound(summary: Optional[Dict]) -> bool:
+    return bool(summary) and summary["fraction"] > INPUT_BOUND_FRACTION
+
+
+def warn_if_input_bound(summary: Optional[Dict]) -> None:
+    """A warning with the input_bench command when the steps waited for
+    input more than INPUT_BOUND_FRACTION of the time."""
+    if is_input_bound(summary):
+        logging.warning(
+            "official_bench: input-bound: steps waited for input %.0f%% of "
+            "the time (%.1f ms per element); measure the input pipeline "
+            "alone with: python -m official_bench.data.input_bench "
+            "<the same --config_file/--params_override> --seconds=30",
+            100 * summary["fraction"], summary["mean_wait_ms"])
