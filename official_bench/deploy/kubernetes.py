@@ -13,13 +13,18 @@ logs volume, the barrier secret):
 - jobset: a JobSet (jobset.x-k8s.io/v1alpha2) with one replicated Job of
   N indexed pods; pod i is `<name>-node-0-<i>.<name>`.
 Bad options raise DeployError naming the option and the valid values.
+Every name a manifest holds is checked first against Kubernetes' grammar
+for it (NameRule: DNS-1035 and DNS-1123 labels, DNS-1123 subdomains,
+label values) and the image against the distribution reference grammar
+(`image_problem`), since the API server takes a bad image (the pull
+fails) and a too-long host name (the pod never starts).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, NamedTuple, Optional
 
 KINDS = ("job", "tfjob", "jobset")
 BACKENDS = ("tensorflow", "jax")
@@ -36,11 +41,106 @@ TFJOB_CONTAINER = "tensorflow"  # the TFJob operator reads its port
 TFJOB_PORT_NAME = "tfjob-port"
 # s a pod waits after its sweep so that logs can be copied
 HOLD_EMPTYDIR = 3600
-_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
 class DeployError(ValueError):
     """A bad option: the message names it and the valid values."""
+
+
+@dataclasses.dataclass(frozen=True)
+class NameRule:
+    """One of Kubernetes' name grammars (k8s.io/apimachinery validation):
+    its name, its pattern, its longest length and the words for both."""
+    title: str
+    pattern: "re.Pattern[str]"
+    longest: int
+    says: str
+
+    def problem(self, value: str) -> Optional[str]:
+        """Why `value` breaks the rule, or None."""
+        if len(value) > self.longest:
+            return (f"not {self.title} ({len(value)} characters, at most "
+                    f"{self.longest})")
+        if not self.pattern.fullmatch(value):
+            return f"not {self.title} ({self.says})"
+        return None
+
+
+_DNS_LABEL = "[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
+DNS1123_LABEL = NameRule(
+    "a DNS-1123 label", re.compile(_DNS_LABEL), 63,
+    "lower-case letters, digits and '-', starting and ending with a letter "
+    "or digit, at most 63 characters")
+DNS1123_SUBDOMAIN = NameRule(
+    "a DNS-1123 subdomain", re.compile(rf"{_DNS_LABEL}(?:\.{_DNS_LABEL})*"),
+    253, "DNS-1123 labels joined by '.': lower-case letters, digits, '-' "
+    "and '.', starting and ending with a letter or digit, at most 253 "
+    "characters")
+DNS1035_LABEL = NameRule(
+    "a DNS-1035 label", re.compile("[a-z](?:[-a-z0-9]*[a-z0-9])?"), 63,
+    "lower-case letters, digits and '-', starting with a letter and ending "
+    "with a letter or digit, at most 63 characters")
+LABEL_VALUE = NameRule(
+    "a label value",
+    re.compile("(?:(?:[A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"), 63,
+    "empty, or letters, digits, '-', '_' and '.', starting and ending with "
+    "a letter or digit, at most 63 characters")
+
+# The distribution reference grammar (distribution/reference), which the
+# kubelet's runtime parses an image with: [registry[:port]/]path[:tag]
+# [@digest]. ASCII only, as Go's \w is.
+IMAGE_FORM = "[registry[:port]/]path[:tag][@digest]"
+_HOST_PART = "(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_REGISTRY = re.compile(
+    rf"(?:{_HOST_PART}(?:\.{_HOST_PART})*|\[[a-fA-F0-9:]+\])(?::[0-9]+)?")
+_PATH_PART = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
+_TAG = re.compile(r"\w[\w.-]{0,127}", re.ASCII)
+_ALGORITHM = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*")
+# go-digest's algorithms and their hex lengths (lower-case hex)
+DIGEST_HEX = {"sha256": 64, "sha384": 96, "sha512": 128}
+NAME_LONGEST = 255  # registry and path together
+
+
+def image_problem(ref: str) -> Optional[str]:
+    """Why `ref` is no image reference, or None."""
+    rest, at, digest = ref.partition("@")
+    if at:
+        problem = _digest_problem(digest)
+        if problem:
+            return problem
+    name, tag = rest, None
+    if rest.rfind(":") > rest.rfind("/"):
+        name, _, tag = rest.rpartition(":")
+    if tag is not None and not _TAG.fullmatch(tag):
+        return (f"tag {tag!r}: a letter, digit or '_', then up to 127 of "
+                "those, '.' and '-'")
+    if not name:
+        return "no repository path"
+    if len(name) > NAME_LONGEST:
+        return (f"registry and path have {len(name)} characters, at most "
+                f"{NAME_LONGEST}")
+    parts = name.split("/")
+    if len(parts) > 1 and _REGISTRY.fullmatch(parts[0]):
+        parts = parts[1:]
+    for part in parts:
+        if not _PATH_PART.fullmatch(part):
+            return (f"path component {part!r}: lower-case letters and "
+                    "digits, joined by '.', '_', '__' or '-'")
+    return None
+
+
+def _digest_problem(digest: str) -> Optional[str]:
+    algorithm, _, hex_part = digest.partition(":")
+    if not _ALGORITHM.fullmatch(algorithm) or not hex_part:
+        return f"digest {digest!r}: algorithm:hex, e.g. sha256:<64 hex>"
+    length = DIGEST_HEX.get(algorithm)
+    if length is None:
+        return (f"digest algorithm {algorithm!r}: one of "
+                f"{', '.join(DIGEST_HEX)}")
+    if not re.fullmatch(f"[0-9a-f]{{{length}}}", hex_part):
+        return (f"digest {digest!r}: {algorithm} takes {length} lower-case "
+                "hex digits")
+    return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,25 +204,53 @@ def check(opts: Options) -> None:
     if not 1 <= opts.port <= 65534:
         raise DeployError(f"--port {opts.port}: must be 1..65534 (the "
                           "barrier listens on port + 1)")
-    if not opts.image.strip():
-        raise DeployError("--image is empty: name the image the pods run "
-                          "(e.g. registry.example.com/official-bench:latest)")
-    for flag, value in (("--name", opts.name),
-                        ("--namespace", opts.namespace),
-                        ("--logs-pvc", opts.logs_pvc),
-                        ("--data-pvc", opts.data_pvc),
-                        ("--secret", opts.secret)):
-        if value is not None and not _LABEL.match(value):
-            raise DeployError(
-                f"{flag} {value!r}: must be a DNS label (lowercase letters, "
-                "digits and '-', starting with a letter, ending with a "
-                "letter or digit)")
-    longest = max(pod_hosts(opts), key=lambda h: len(h.split(".")[0]))
-    label = longest.split(".")[0]
-    if len(label) > 63:
-        raise DeployError(f"--name {opts.name!r} is too long: pod host name "
-                          f"{label!r} has {len(label)} characters, "
-                          "Kubernetes allows 63")
+    problem = image_problem(opts.image)
+    if problem:
+        raise DeployError(f"--image {opts.image!r}: not an image reference "
+                          f"({problem}; the form is {IMAGE_FORM}, e.g. "
+                          "registry.example.com/you/official-bench:2.21)")
+    for entry in manifest_names(opts):
+        problem = entry.rule.problem(entry.name)
+        if problem:
+            said = f"{entry.what} {entry.name!r} is " if entry.what else ""
+            raise DeployError(f"{entry.flag} {entry.given!r}: {said}"
+                              f"{problem}")
+
+
+class ManifestName(NamedTuple):
+    """A name the manifests hold, or make Kubernetes derive, and its rule:
+    `given` is the flag's value, `what` says what `name` is when it is
+    not that value itself."""
+    flag: str
+    given: str
+    name: str
+    rule: NameRule
+    what: str = ""
+
+
+def manifest_names(opts: Options) -> List[ManifestName]:
+    """Every name the manifests hold or make Kubernetes derive."""
+    name = opts.name
+    names = [ManifestName("--name", name, name, DNS1035_LABEL),  # Service
+             ManifestName("--name", name, name, LABEL_VALUE)]  # instance
+    if opts.namespace is not None:
+        names.append(ManifestName("--namespace", opts.namespace,
+                                  opts.namespace, DNS1123_LABEL))
+    if opts.secret is not None:
+        names.append(ManifestName("--secret", opts.secret, opts.secret,
+                                  DNS1123_SUBDOMAIN))
+    else:
+        names.append(ManifestName("--name", name, opts.secret_name,
+                                  DNS1123_SUBDOMAIN, "the Secret's name"))
+    for flag, claim in (("--logs-pvc", opts.logs_pvc),
+                        ("--data-pvc", opts.data_pvc)):
+        if claim is not None:
+            names.append(ManifestName(flag, claim, claim, DNS1123_SUBDOMAIN))
+    # A pod's host name (a TFJob replica's Service name too) is one label.
+    names += [ManifestName("--name", name, host.split(".")[0],
+                           DNS1123_LABEL, f"pod {i}'s host name")
+              for i, host in enumerate(pod_hosts(opts))]
+    return names
 
 
 def _one_of(flag: str, value: str, valid) -> None:

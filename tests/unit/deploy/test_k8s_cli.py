@@ -1,6 +1,7 @@
 """official-bench-k8s (official_bench/deploy/k8s_cli.py): flags -> YAML on
 stdout that reads back as the manifests; the Secret's command in the
-header; bad flags and values in one line, exit 2. --help's width is
+header; bad flags and values (names and the image against their grammars,
+test_k8s_names.py) in one line, exit 2, nothing on stdout. --help's width is
 tests/unit/test_console_help.py's."""
 
 import subprocess
@@ -41,7 +42,13 @@ def test_defaults_are_an_indexed_job():
 
 @pytest.mark.parametrize("argv,words", [
     (BASE + ["--kind", "mpijob"], ["--kind", "'job', 'tfjob', 'jobset'"]),
-    (BASE + ["--name", "Bad_Name"], ["--name 'Bad_Name'", "DNS label"]),
+    (BASE + ["--name", "Bad_Name"], ["--name 'Bad_Name'", "DNS-1035 label"]),
+    (BASE + ["--image", "my image:latest"],
+     ["--image 'my image:latest': not an image reference",
+      "[registry[:port]/]path[:tag][@digest]"]),
+    (BASE + ["--namespace", "Team-A"], ["--namespace 'Team-A'",
+                                        "not a DNS-1123 label"]),
+    (BASE + ["--secret", "x" * 254], ["--secret", "254 characters"]),
     (BASE + ["--nodse", "3"], ["--nodse", "--nodes?"]),
     (["--nodes", "2", "--gpus", "1"], ["--image"]),
 ])

@@ -158,10 +158,11 @@ def test_pvcs_namespace_and_secret_name():
     (dict(nodes=0), ["--nodes 0", "1 or more"]),
     (dict(gpus=-1), ["--gpus -1", "0 or more"]),
     (dict(port=65535), ["--port 65535", "port + 1"]),
-    (dict(name="Bench_1"), ["--name 'Bench_1'", "DNS label"]),
-    (dict(logs_pvc="-x"), ["--logs-pvc '-x'", "DNS label"]),
-    (dict(image=" "), ["--image"]),
-    (dict(name="b" * 60, kind="tfjob"), ["too long", "63"]),
+    (dict(name="Bench_1"), ["--name 'Bench_1'", "DNS-1035 label"]),
+    (dict(logs_pvc="-x"), ["--logs-pvc '-x'", "DNS-1123 subdomain"]),
+    (dict(image=" "), ["--image ' '", "not an image reference"]),
+    (dict(name="b" * 60, kind="tfjob"), ["pod 0's host name 'bbb",
+                                         "69 characters, at most 63"]),
 ])
 def test_bad_options_name_the_flag_and_the_valid_values(change, words):
     with pytest.raises(k8s.DeployError) as e:
