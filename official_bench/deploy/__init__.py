@@ -7,6 +7,7 @@ GPUs and the pod's entry. TensorFlow-free (standard library and PyYAML).
 - k8s_cli.py: `official-bench-k8s`, the flags -> YAML on stdout.
 - pod.py: the pod's command (`python3 -m official_bench.deploy.pod`): the
   environment Kubernetes gives a pod (JOB_COMPLETION_INDEX, TF_CONFIG) ->
-  the node index and the run script it starts.
+  the node index and the run script it starts; as PID 1 it handles
+  SIGTERM and SIGINT from its first line.
 docs/kubernetes.md shows the whole flow.
 """

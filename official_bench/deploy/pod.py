@@ -15,6 +15,10 @@ Service publishes a pod's record only once the pod exists; OB_DNS_TIMEOUT,
 default 600 s), runs the script and, with OB_HOLD_SECONDS > 0, keeps the
 pod that long after the sweep (SIGTERM ends it) so that `kubectl cp` can
 copy logs from an emptyDir; it exits with the script's status.
+SIGTERM and SIGINT are handled from main()'s first line (EntrySignals: the
+pod's command is PID 1, which ignores them otherwise): before the sweep
+they end the entry with 128 + N, during it they are passed on, during the
+hold they end it.
 `read_environment` is this folder's only reader of the environment.
 """
 
@@ -26,10 +30,11 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from typing import Callable, Dict, List, Mapping, Optional
 
-from official_bench.contracts.exit_status import CLUSTER, CONFIG
+from official_bench.contracts.exit_status import CLUSTER, CONFIG, by_signal
 from official_bench.contracts.hostport import (
     HostPortError,
     parse_hostport,
@@ -41,6 +46,7 @@ PROG = "official_bench.deploy.pod"
 SCRIPTS = {1: "run_single_node.sh", 2: "run_two_node.sh"}
 MULTI = "run_multi_node.sh"
 DNS_TIMEOUT = 600.0
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 class PodError(ValueError):
@@ -151,11 +157,24 @@ def plan(environ: Mapping[str, str]) -> PodPlan:
                                        DNS_TIMEOUT, float))
 
 
-def resolves(host: str) -> bool:
+def _lookup(host: str) -> bool:
     try:
         return bool(socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP))
     except OSError:
         return False
+
+
+def resolves(host: str) -> bool:
+    """Whether `host` resolves now. The lookup runs in a daemon thread that
+    this one waits for, so that a signal's handler (main thread only) runs
+    at once, not after a getaddrinfo that waits out its resolver's
+    timeouts; a process stopped meanwhile leaves that thread behind."""
+    found: List[bool] = []
+    lookup = threading.Thread(target=lambda: found.append(_lookup(host)),
+                              name=f"resolve {host}", daemon=True)
+    lookup.start()
+    lookup.join()
+    return bool(found and found[0])
 
 
 def wait_for_hosts(hosts: List[str], timeout: float,
@@ -196,54 +215,121 @@ def copy_hint(env: Mapping[str, str], hold: int) -> str:
             f"{ns + '/' if ns else ''}{pod}:{log_dir} ./{target}")
 
 
-def run_and_hold(argv: List[str], env: Dict[str, str], hold: int) -> int:
+class Stopped(BaseException):
+    """SIGTERM or SIGINT outside the sweep (a BaseException, as
+    KeyboardInterrupt is, so that no `except Exception` swallows it)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def stopped_line(signum: int) -> str:
+    return (f"{PROG}: stopped by {signal.Signals(signum).name}; no sweep "
+            "started")
+
+
+class EntrySignals:
+    """SIGTERM and SIGINT for the pod's command, the container's PID 1: the
+    kernel spares PID 1 every signal it has no handler for, so main()
+    installs these first. While the sweep runs they are passed on to it;
+    before it starts (the DNS wait) and after it ends (the hold) the first
+    one raises Stopped in the main thread."""
+
+    def __init__(self):
+        self.signum: Optional[int] = None
+        self._sweep: Optional[subprocess.Popen] = None
+        self._forwarding = False
+        self._forwarded = False
+
+    def install(self) -> "EntrySignals":
+        for sig in SIGNALS:
+            signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, _frame) -> None:
+        first = self.signum is None
+        if first:
+            self.signum = signum
+        if self._forwarding:
+            sweep = self._sweep
+            if sweep is not None and sweep.poll() is None:
+                sweep.send_signal(signum)
+                self._forwarded = True
+        elif first:
+            raise Stopped(signum)
+
+    def pass_on(self) -> None:
+        """From here a signal is kept for the sweep instead of raised."""
+        self._forwarding = True
+
+    def run(self, argv: List[str], env: Dict[str, str]) -> int:
+        """The sweep as a child, signals passed on to it; its status."""
+        self.pass_on()
+        if self.signum is not None:  # stopped before it started
+            print(stopped_line(self.signum), file=sys.stderr)
+            return by_signal(self.signum)
+        self._sweep = subprocess.Popen(argv, env=env)
+        if self.signum is not None and not self._forwarded:
+            self._sweep.send_signal(self.signum)  # came before the child
+        status = self._sweep.wait()
+        return status if status >= 0 else by_signal(-status)
+
+    def hold(self, seconds: float) -> None:
+        """Waits `seconds` unless a signal came; one during it ends it."""
+        try:
+            self._forwarding = False  # the sweep has ended: raise again
+            if self.signum is None:
+                time.sleep(seconds)
+        except Stopped:
+            pass
+
+
+def run_and_hold(argv: List[str], env: Dict[str, str], hold: int,
+                 signals: Optional[EntrySignals] = None) -> int:
     """The script as a child (signals forwarded), then the hold."""
-    stopping: List[int] = []
-    started: List[subprocess.Popen] = []
-
-    def forward(signum, _frame):
-        stopping.append(signum)
-        if started and started[0].poll() is None:
-            started[0].send_signal(signum)
-    # Handlers first: a signal before the child exists is passed on below.
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, forward)
-    child = subprocess.Popen(argv, env=env)
-    started.append(child)
-    if stopping:
-        child.send_signal(stopping[0])
-    status = child.wait()
-    if not stopping and hold > 0:
+    signals = signals or EntrySignals().install()
+    status = signals.run(argv, env)
+    if signals.signum is None and hold > 0:
         print(copy_hint(env, hold), flush=True)
-        deadline = time.monotonic() + hold
-        while not stopping and time.monotonic() < deadline:
-            time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
-    return status if status >= 0 else 128 - status
+        signals.hold(hold)
+    return status
 
 
-def main() -> int:
-    try:
-        p = plan(read_environment())
-    except PodError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
-        return e.status
+def start_up() -> tuple:
+    """The plan and its script, once every host resolves; PodError."""
+    p = plan(read_environment())
     print(f"{PROG}: node {p.index} of {p.nodes} ({p.how}); running "
           f"{p.script}", flush=True)
     missing = wait_for_hosts(p.hosts, p.dns_timeout)
     if missing:
-        print(f"{PROG}: error: {', '.join(missing)} did not resolve within "
-              f"{p.dns_timeout:g} s (OB_DNS_TIMEOUT): is the headless "
-              "Service there, and did every pod start?", file=sys.stderr)
-        return CLUSTER
+        raise PodError(f"{', '.join(missing)} did not resolve within "
+                       f"{p.dns_timeout:g} s (OB_DNS_TIMEOUT): is the "
+                       "headless Service there, and did every pod start?",
+                       CLUSTER)
     script = find_script(p.script)
     if script is None:
-        print(f"{PROG}: error: {p.script} not found in the project's root "
-              f"or {os.getcwd()}: run the image's project directory",
-              file=sys.stderr)
-        return CONFIG
+        raise PodError(f"{p.script} not found in the project's root or "
+                       f"{os.getcwd()}: run the image's project directory",
+                       CONFIG)
+    return p, script
+
+
+def main() -> int:
+    signals = EntrySignals().install()  # first: nothing may block before
+    try:
+        p, script = start_up()
+        signals.pass_on()
+    except PodError as e:
+        signals.pass_on()  # exiting now: a signal is kept, not raised
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return e.status
+    except Stopped as stop:
+        print(stopped_line(stop.signum), file=sys.stderr)
+        return by_signal(stop.signum)
     # Never exec: this process is the container's PID 1, which the kernel
-    # spares signals it has no handler for; run_and_hold forwards them.
-    return run_and_hold(["bash", script], p.env, p.hold)
+    # spares signals it has no handler for; `signals` passes them on.
+    return run_and_hold(["bash", script], p.env, p.hold, signals)
 
 
 if __name__ == "__main__":
