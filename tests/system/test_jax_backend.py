@@ -180,3 +180,51 @@ def test_missing_peer_is_one_timeout_line(tmp_path):
         f"worker 1 at 127.0.0.1:{p1}"], out[-3000:]
     assert took < 60, took
     assert not (tmp_path / "result.json").exists()
+
+
+def test_a_killed_worker_is_named_by_its_peer(tmp_path):
+    """Worker 1 SIGKILLed mid-run: worker 0's collective fails and it ends
+    with PEER_LOST and one line naming worker 1 and its address (two
+    processes: the peer is the other one), within seconds."""
+    p0, p1 = free_ports(2)
+    workers = [f"127.0.0.1:{p0}", f"127.0.0.1:{p1}"]
+    override = ",".join([
+        "runtime.backend=jax", "runtime.num_gpus=0",
+        "runtime.distribution_strategy=multi_worker_mirrored",
+        "model.name=resnet_cifar", "model.model_params.depth=8",
+        "train_dataset.builder=synthetic", "train_dataset.image_size=16",
+        "train_dataset.num_classes=10", "train_dataset.batch_size=4",
+        "train.steps=100000", "train.time_history.log_steps=5",
+        "evaluation.skip_eval=true"])
+    procs, logs = [], []
+    for i in (0, 1):
+        tf_config = json.dumps({"cluster": {"worker": workers},
+                                "task": {"type": "worker", "index": i}})
+        logs.append(tmp_path / f"worker{i}.log")
+        procs.append(subprocess.Popen(
+            trainer_cmd(str(tmp_path / f"w{i}"), override), cwd=REPO,
+            stdout=logs[i].open("w"), stderr=subprocess.STDOUT,
+            env=no_tensorflow(tmp_path, dict(
+                os.environ, PYTHONUNBUFFERED="1", TF_CONFIG=tf_config))))
+    try:
+        deadline = time.monotonic() + 180
+        while "between steps 5 and 10" not in logs[1].read_text():
+            assert time.monotonic() < deadline, logs[1].read_text()[-3000:]
+            assert procs[1].poll() is None, logs[1].read_text()[-3000:]
+            time.sleep(0.2)
+        procs[1].kill()
+        killed = time.monotonic()
+        rc = procs[0].wait(60)
+        took = time.monotonic() - killed
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    out = logs[0].read_text()
+    assert exit_status.lookup(rc).code == exit_status.PEER_LOST, out[-3000:]
+    lost = [l for l in out.splitlines() if "official_bench: lost" in l]
+    assert len(lost) == 1, out[-3000:]
+    assert re.search(rf"official_bench: lost worker 1 at 127\.0\.0\.1:{p1} "
+                     r"at step \d+ of 100000 \(worker 0 saw its collective "
+                     r"fail: ", lost[0]), lost[0]
+    assert took < 30, took

@@ -1,0 +1,84 @@
+"""training/run_end.py: the end of a run both backends hand one RunEnd to
+(statistics, summary line, result.json, history, RunResult), with a real
+interval clock on a fake time source and no framework."""
+
+import json
+from types import SimpleNamespace
+
+from official_bench import config as C
+from official_bench.measure.intervals import IntervalClock
+from official_bench.training import run_end
+from official_bench.training.batch_plan import batch_plan
+from official_bench.training.nan_check import NanCheck
+from support.helpers import tiny
+
+
+class _Clock:
+    now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def _timed_clock(plan, log_steps):
+    t = _Clock()
+    clock = IntervalClock(plan.global_batch, log_steps, plan.total_steps,
+                          progress_seconds=1e9, log_fn=lambda *a: None,
+                          clock=t)
+    clock.on_train_begin()
+    for i in range(plan.total_steps):
+        t.now += 0.5
+        clock.on_train_batch_end(i, {"loss": 1.0})
+    clock.on_train_end()
+    return clock
+
+
+def _end(tmp_path, clock=True, **fields):
+    cfg = C.load_config(tiny(history={"enabled": False}), None,
+                        {"model_dir": str(tmp_path)})
+    plan = batch_plan(cfg, 1)
+    model = SimpleNamespace(name="tiny", trainable_weights=[],
+                            count_params=lambda: 7)
+    return run_end.RunEnd(**dict(dict(
+        cfg=cfg, plan=plan, dtype="float32",
+        clock=_timed_clock(plan, 2) if clock else None,
+        guard=NanCheck(True, 2), history={"loss": [1.0]}, evaluation={},
+        model=model, environment={"backend": "test", "gpu_names": []},
+        task={"type": "worker", "index": 0, "tag": "worker0",
+              "is_chief": True},
+        result_path=str(tmp_path / "result.json"), num_workers=1), **fields))
+
+
+def test_result_json_and_the_summary_line(tmp_path, absl_messages):
+    wait = {"fraction": 0.25, "mean_wait_ms": 125.0}
+    result = run_end.finish(_end(tmp_path, input_wait=wait,
+                                 summary_note=", the backend's words",
+                                 extra={"feed": {"workers": 3}}))
+    record = json.loads((tmp_path / "result.json").read_text())
+    assert record["environment"] == {"backend": "test", "gpu_names": []}
+    assert record["input_wait"] == wait and record["feed"] == {"workers": 3}
+    assert record["task"]["tag"] == "worker0"
+    assert record["model"]["name"] == "tiny"
+    stats = record["stats"]
+    assert stats["total_steps"] == 6 and stats["step_time_synced"]
+    assert stats["average_examples_per_second"] == 16.0  # 8 images / 0.5 s
+    assert result.stats.average_examples_per_second == 16.0
+    assert result.result_path == str(tmp_path / "result.json")
+    summary = [m for m in absl_messages if "run finished" in m]
+    assert len(summary) == 1, absl_messages
+    # The parts in their order: statistics, input wait, backend's words.
+    assert summary[0].endswith(", input wait 25.0% (125.0 ms per element)"
+                               ", the backend's words"), summary[0]
+
+
+def test_an_untimed_run_writes_no_statistics(tmp_path, absl_messages):
+    result = run_end.finish(_end(tmp_path, clock=False))
+    record = json.loads((tmp_path / "result.json").read_text())
+    assert record["stats"] is None and result.stats is None
+    assert not [m for m in absl_messages if "run finished" in m]
+
+
+def test_a_process_without_a_result_file_writes_none(tmp_path):
+    result = run_end.finish(_end(tmp_path, result_path=None))
+    assert not (tmp_path / "result.json").exists()
+    assert result.stats.total_steps == 6  # its numbers still come back

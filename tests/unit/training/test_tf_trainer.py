@@ -1,0 +1,105 @@
+"""training/tf_trainer.py's steps one at a time on a tiny set-up (CPU):
+the epoch resume starts from, the callbacks fit is given, the input wait,
+and what the backend hands the end of the run (training/run_end.py)."""
+
+import types
+
+import pytest
+
+from official_bench import config as C
+from official_bench.config import ConfigError
+from official_bench.measure import wait_meter
+from official_bench.runtime import cpu_kernels, precision
+from official_bench.runtime.keras_setup import tf
+from official_bench.training import tf_trainer
+from official_bench.training.setup import prepare_runtime, setup_run
+from support.helpers import tiny
+
+
+def _prepared(tmp_path=None, **sections):
+    cfg = C.load_config(tiny(**sections), None,
+                        {"model_dir": str(tmp_path)} if tmp_path else {})
+    devices, cluster = prepare_runtime(cfg.runtime)
+    dtype = C.compute_dtype(cfg)
+    try:
+        return setup_run(cfg, cluster, devices, dtype,
+                         precision.set_policy(dtype))
+    finally:
+        precision.reset_policy()
+
+
+@pytest.fixture(scope="module")
+def prep():
+    return _prepared()
+
+
+def test_callbacks_in_their_order_and_the_clock_from_the_resumed_step(prep):
+    cbs = tf_trainer._callbacks(prep, initial_step=12)
+    kinds = [type(c).__name__ for c in cbs.keras_callbacks]
+    assert kinds.index("TimeHistory") < kinds.index("NanGuard")
+    assert cbs.timed and cbs.time_history in cbs.keras_callbacks
+    assert cbs.time_history.first_step == 12 == cbs.guard.first_step
+    assert (cbs.time_history.global_batch, cbs.time_history.log_steps) == \
+        (prep.plan.global_batch, 2)
+
+
+def test_no_time_history_means_an_untimed_run():
+    prep = _prepared(train={"callbacks": {"enable_time_history": False}})
+    cbs = tf_trainer._callbacks(prep, 0)
+    assert not cbs.timed
+    assert "TimeHistory" not in [type(c).__name__
+                                 for c in cbs.keras_callbacks]
+
+
+def test_resume_starts_at_the_checkpoints_epoch(tmp_path, monkeypatch):
+    prep = _prepared(tmp_path, train={"resume_checkpoint": True,
+                                      "epochs": 3})
+    assert tf_trainer._resume(prep) == 0  # no checkpoint yet: from scratch
+    per_epoch = prep.plan.steps_per_epoch
+    monkeypatch.setattr(tf_trainer.checkpoints, "latest_checkpoint",
+                        lambda model_dir: "ckpt")
+    monkeypatch.setattr(tf_trainer.checkpoints, "restore",
+                        lambda model, path: 2 * per_epoch + 1)
+    assert tf_trainer._resume(prep) == 2
+    monkeypatch.setattr(tf_trainer.checkpoints, "restore",
+                        lambda model, path: 3 * per_epoch)
+    with pytest.raises(ConfigError, match="train.epochs 3 leaves nothing"):
+        tf_trainer._resume(prep)
+
+
+def test_input_wait_skips_the_warm_up_elements(prep):
+    wait_meter.TRAIN_METER.reset()
+    try:
+        for k in range(6):  # element k waits k/10 s, one per 1 s
+            wait_meter.TRAIN_METER.record(k - k / 10, k)
+        wait = tf_trainer._input_wait(prep.cfg, prep)
+    finally:
+        wait_meter.TRAIN_METER.reset()
+    warmup = prep.cfg.train.time_history.warmup_steps
+    assert wait["skipped_elements"] == max(1, warmup)
+    assert wait["elements"] == 6 - max(1, warmup)
+
+
+def test_unmetered_strategies_have_no_input_wait(prep, monkeypatch):
+    monkeypatch.setattr(prep.dist, "traits", types.SimpleNamespace(
+        measures_input_wait=False))
+    assert tf_trainer._input_wait(prep.cfg, prep) is None
+
+
+def test_the_run_end_holds_this_backends_facts(prep):
+    cbs = tf_trainer._callbacks(prep, 0)
+    hist = {"loss": [2.0, 1.5], "val_accuracy": [0.25, 0.5]}
+    end = tf_trainer._run_end(prep, hist, {"accuracy": 0.5}, 3.5, cbs, None)
+    assert end.clock is cbs.time_history and end.guard is cbs.guard
+    assert (end.wall_time, end.history, end.evaluation) == \
+        (3.5, hist, {"accuracy": 0.5})
+    # TensorFlow's own TF32 switch (the peak ignores it on a CPU)
+    assert end.tf32 is tf.config.experimental.\
+        tensor_float_32_execution_enabled()
+    assert end.environment["backend"] == "tensorflow"
+    assert end.task == prep.task() and end.num_workers == 1
+    assert end.summary_note == cpu_kernels.summary_note(
+        prep.cfg.runtime.cpu_kernels)
+    untimed = tf_trainer._run_end(prep, hist, {}, 1.0, types.SimpleNamespace(
+        **dict(vars(cbs), timed=False)), None)
+    assert untimed.clock is None and untimed.input_wait is None
