@@ -1,22 +1,8 @@
 """Command-line entry, flag-compatible with Model Garden r2.3's
-classifier_trainer.
-
-    python -m official_bench.classifier_trainer \\
-        --mode=train_and_eval --model_type=resnet --dataset=imagenet \\
-        --model_dir=/tmp/rn50 --data_dir=/data/imagenet \\
-        --config_file=configs/examples/resnet/imagenet/gpu.yaml \\
-        --params_override='runtime.num_gpus=8'
-
-Layering: built-in defaults (per --model_type/--dataset) < --config_file <
---params_override < the explicit flags below. Exit status: the table in
-official_bench/contracts/exit_status.py (0 success, 1 other, 2 bad
-configuration, 3 cluster problem, 4 peer lost, 5 a file could not be
-written (disk full, quota, read-only, permission), 128+N signal N). A
-multi-worker run whose peers do not all arrive within
-runtime.peer_timeout_seconds prints a line starting "official_bench:
-timeout:" naming them and is SIGKILLed (137). Every failure above ends in
-one line, ``error: ...``, and no traceback; ``--verbose`` prints the
-traceback above that line, for a bug report.
+classifier_trainer: the absl flags to a config, the run, and each failure
+as one ``error:`` line and its exit status. The command, the layering and
+the exit statuses (EXIT_STATUSES, from contracts/exit_status) are its
+--help (USAGE below).
 """
 
 from __future__ import annotations
@@ -24,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import textwrap
 import traceback
 from typing import Optional
 
@@ -37,6 +24,41 @@ from official_bench.config.flags import (
 )
 from official_bench.config.paths import check_local_dirs
 from official_bench.contracts import exit_status
+
+# --help's exit statuses (contracts/exit_status.help_text).
+EXIT_STATUSES = {
+    exit_status.OK: "success",
+    exit_status.FAILED: "other",
+    exit_status.CONFIG: "bad configuration",
+    exit_status.CLUSTER: "cluster problem",
+    exit_status.PEER_LOST: "peer lost",
+    exit_status.NOT_WRITABLE: "a file could not be written (disk full, "
+                              "quota, read-only, permission)",
+    exit_status.KILLED: "killed (SIGKILL), e.g. a multi-worker run whose "
+                        "peers did not all arrive within "
+                        "runtime.peer_timeout_seconds (after a line "
+                        'starting "official_bench: timeout:" naming them)',
+    exit_status.SIGNALS: "signal N",
+}
+# --help's text: the command, the layering, the exit statuses.
+USAGE = """Command-line entry, flag-compatible with Model Garden r2.3's
+classifier_trainer.
+
+    python -m official_bench.classifier_trainer \\
+        --mode=train_and_eval --model_type=resnet --dataset=imagenet \\
+        --model_dir=/tmp/rn50 --data_dir=/data/imagenet \\
+        --config_file=configs/examples/resnet/imagenet/gpu.yaml \\
+        --params_override='runtime.num_gpus=8'
+
+Layering: built-in defaults (per --model_type/--dataset) < --config_file <
+--params_override < the explicit flags below.
+
+""" + textwrap.fill(
+    exit_status.help_text(EXIT_STATUSES) + " The table: "
+    "official_bench/contracts/exit_status.py (docs/exit_status.md). Every "
+    "failure above ends in one line, ``error: ...``, and no traceback; "
+    "``--verbose`` prints the traceback above that line, for a bug report.",
+    76)
 
 if "verbose" not in flags.FLAGS:  # once, also when run as __main__
     flags.DEFINE_boolean(
@@ -114,7 +136,7 @@ def main(argv) -> int:
 
 def run_main() -> None:
     """Console-script entry (official-bench-train)."""
-    if answer_help(sys.argv, __doc__,
+    if answer_help(sys.argv, USAGE,
                    ("Failures", sys.modules[__name__])):
         sys.exit(exit_status.OK)
     app.run(lambda argv: sys.exit(main(argv)), flags_parser=parse_flags)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import signal
 import sys
-from typing import Dict, Optional, Tuple
+from typing import Mapping, Optional, Tuple, Union
 
 OK = 0
 FAILED = 1
@@ -121,6 +121,8 @@ TABLE: Tuple[ExitStatus, ...] = (
 # Any other 128+N: stopped by signal N, as the shell reports it.
 SIGNAL_ROW = ("128+N", "by_signal(N)", "stopped by signal N (the rows above "
               "are the usual ones)")
+# help_text's key for that row: "128+N ..." after the table's rows.
+SIGNALS = SIGNAL_ROW[0]
 
 _BY_CODE = {s.code: s for s in TABLE}
 
@@ -160,14 +162,18 @@ def describe(rc: Optional[int]) -> str:
     return f"exit {rc}" + (f": {text}" if text else "")
 
 
-def help_text(texts: Dict[int, str]) -> str:
+def help_text(texts: Mapping[Union[int, str], str]) -> str:
     """A command's "Exit status: 0 success, 1 bad input, ..." for its
-    --help, in the table's order; every status must be a row of the table
-    (KeyError otherwise)."""
+    --help, in the table's order, with `SIGNALS` ("128+N stopped by a
+    signal") last; every other key must be a row of the table (KeyError
+    otherwise). Every console script's list of statuses is made here."""
     for code in texts:
-        _BY_CODE[code]  # noqa: B018 - a status outside the table fails here
-    return "Exit status: " + ", ".join(
-        f"{s.code} {texts[s.code]}" for s in TABLE if s.code in texts) + "."
+        if code != SIGNALS:
+            _BY_CODE[code]  # noqa: B018 - a status outside the table fails
+    items = [f"{s.code} {texts[s.code]}" for s in TABLE if s.code in texts]
+    if SIGNALS in texts:
+        items.append(f"{SIGNALS} {texts[SIGNALS]}")
+    return "Exit status: " + ", ".join(items) + "."
 
 
 def markdown_table() -> str:

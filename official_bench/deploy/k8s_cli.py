@@ -1,9 +1,10 @@
 """`official-bench-k8s` (also `python -m official_bench.deploy.k8s_cli`):
 flags -> kubernetes.Options -> the manifests as multi-document YAML on
 stdout, headed by comments saying how to create the barrier's Secret and
-apply them. A bad flag is one line naming it and the valid values, exit 2,
-nothing on stdout; so is a name or an image Kubernetes would refuse or not
-pull (kubernetes.check: its grammars).
+apply them. A bad flag is one line naming it and the valid values,
+nothing on stdout, and the status contracts/exit_status.CONFIG; so is a
+name or an image Kubernetes would refuse or not pull (kubernetes.check:
+its grammars).
 """
 
 from __future__ import annotations

@@ -3,11 +3,8 @@
     official-bench-doctor [--backend {auto,tensorflow,jax}] [--quick]
                           [--only NAME ...] [--output FILE]
 
-Exit status: 0 when no check failed (skips are not failures), 1 when one
-did, 2 for bad flags, 5 when the report cannot be written (no space, a
-quota, a read-only file system or no permission: the last line names the
-file and the free space there; the doctor stops at once), 130 when
-interrupted (the partial report is kept).
+Its exit statuses are EXIT_STATUSES below, listed by --help from
+contracts/exit_status.
 """
 
 from __future__ import annotations
@@ -43,6 +40,19 @@ DEFAULT_TIMEOUTS = {"gpu": 900.0, "cpu": 300.0}
 PROBE_TIMEOUT = 300.0
 
 
+# --help's exit statuses (contracts/exit_status.help_text).
+EXIT_STATUSES = {
+    es.OK: "nothing failed (skips are not failures)",
+    es.FAILED: "a check failed",
+    es.CONFIG: "bad flags",
+    es.NOT_WRITABLE: "the report cannot be written (the last line names the "
+                     "file and the free space there; the doctor stops at "
+                     "once)",
+    es.INTERRUPTED: "interrupted (the JSON then holds the checks finished so "
+                    "far)",
+}
+
+
 def _epilog() -> str:
     kinds = "\n".join(textwrap.fill(
         text, help_width(), initial_indent=f"  {kind:<13} ",
@@ -65,8 +75,7 @@ JAX's GPUs against nvidia-smi's, fp32/fp16/bf16 on one device and mirrored
 over all GPUs, two local workers; data format, XLA off and Horovod are
 SKIP (TensorFlow backend only).
 
-exit status: 0 nothing failed, 1 a check failed, 2 bad flags, 130
-interrupted (the JSON then holds the checks finished so far)."""
+{textwrap.fill(es.help_text(EXIT_STATUSES), help_width())}"""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,10 +19,8 @@ stderr. This module holds that pipeline and its command line; a run's speed
 and exclusions are :mod:`official_bench.extract.speeds`, per-case statistics
 and the JSON shape :mod:`official_bench.extract.cases`.
 
-Exit status: 0 on success (also when some runs were excluded: they are
-listed), 1 bad input (no directory, no logs, no usable run, an unreadable
-result file, ``--plot`` without matplotlib), 2 bad usage, 5 --output_dir
-cannot be written (the last line names the folder and its free space).
+Its exit statuses are EXIT_STATUSES below, listed by --help from
+contracts/exit_status (docs/extractor.md: what each covers).
 """  # noqa: E501
 
 from __future__ import annotations
@@ -375,6 +373,15 @@ def _write_compare(a: tables.Result, b: tables.Result, label_a: str,
     return written
 
 
+# --help's exit statuses (contracts/exit_status.help_text).
+EXIT_STATUSES = {
+    exit_status.OK: "success (excluded runs are listed on stderr)",
+    exit_status.FAILED: "bad input",
+    exit_status.CONFIG: "bad usage",
+    exit_status.NOT_WRITABLE: "--output_dir cannot be written",
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface (DLPerf's flags plus this project's)."""
     p = OneLineParser(
@@ -386,12 +393,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "throughput per interval) and a self-contained HTML page "
                     "with the tables, the plot and each case's environment. "
                     "Crashed or truncated runs are listed and left out.",
-        epilog=exit_status.help_text({
-            exit_status.OK: "success (excluded runs are listed on stderr)",
-            exit_status.FAILED: "bad input",
-            exit_status.CONFIG: "bad usage",
-            exit_status.NOT_WRITABLE: "--output_dir cannot be written",
-        }) + " Example: %(prog)s --log_dir logs/tensorflow/resnet50/bz128",
+        epilog=exit_status.help_text(EXIT_STATUSES)
+        + " Example: %(prog)s --log_dir logs/tensorflow/resnet50/bz128",
         formatter_class=help_formatter())
     p.add_argument("--log_dir", help="directory holding the {N}n{G}g "
                    "subdirectories (required unless --compare)")

@@ -380,6 +380,15 @@ def run_ab(args: argparse.Namespace) -> Tuple[SideRuns, SideRuns]:
 
 # ---------------------------------------------------------------- CLI
 
+# --help's exit statuses (contracts/exit_status.help_text).
+EXIT_STATUSES = {
+    exit_status.OK: "compared",
+    exit_status.FAILED: "bad input (no runs, no common case, a run failed)",
+    exit_status.CONFIG: "bad usage",
+    exit_status.NOT_WRITABLE: "--logs DIR cannot be written",
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line (--help fits 80 columns)."""
     p = OneLineParser(
@@ -388,10 +397,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "img/s B/A, a 95% interval from the runs' spread "
                     "(bootstrap over runs and intervals) and a verdict: "
                     "faster, slower or no difference measurable.",
-        epilog="Exit status: 0 compared, 1 bad input (no runs, no common "
-               "case, a run failed), 2 bad usage. Examples: %(prog)s --a "
-               "logs_before/bz128 --b logs_after/bz128; %(prog)s --config "
-               "c.yaml --b-override runtime.enable_xla=true --pairs 3")
+        epilog=exit_status.help_text(EXIT_STATUSES) + " Examples: "
+               "%(prog)s --a logs_before/bz128 --b logs_after/bz128; "
+               "%(prog)s --config c.yaml --b-override "
+               "runtime.enable_xla=true --pairs 3")
     trees = p.add_argument_group("two sets of finished runs")
     trees.add_argument("--a", metavar="DIR",
                        help="log tree or folder of result.json files")

@@ -217,6 +217,17 @@ def import_tree(db: str, root: str, warmup: int = DEFAULT_WARMUP_BATCHES,
 
 # ---------------------------------------------------------------- CLI
 
+# --help's exit statuses (contracts/exit_status.help_text).
+EXIT_STATUSES = {
+    exit_status.OK: "no case slower",
+    exit_status.FAILED: "bad input (no such file, not a history, no such "
+                        "case)",
+    exit_status.CONFIG: "bad usage",
+    exit_status.NOT_WRITABLE: "cannot write (import, plot)",
+    exit_status.SLOWER: "a case's latest run is slower beyond the spread",
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(
         prog="official-bench-history", formatter_class=help_formatter(),
@@ -224,10 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "latest run against the earlier ones (ratio of "
                     "medians, 95% interval, verdict, as "
                     "official-bench-compare).",
-        epilog=f"Exit status: 0 no case slower, {exit_status.SLOWER} a "
-               "case's latest run is slower beyond the spread, 1 bad input "
-               "(no such file, not a history, no such case), 2 bad usage, "
-               f"{exit_status.NOT_WRITABLE} cannot write (import, plot).")
+        epilog=exit_status.help_text(EXIT_STATUSES))
     p.add_argument("--db", required=True, metavar="FILE",
                    help="the history file (the trainer's default: "
                         f"{history_db.FILE_NAME} at the root of MODEL_DIR, "

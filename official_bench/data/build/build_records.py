@@ -13,6 +13,7 @@ import contextlib
 import os
 import signal
 import sys
+import textwrap
 from typing import Optional, Sequence
 
 from official_bench.contracts import exit_status
@@ -27,10 +28,10 @@ from official_bench.data.build.manifest import (
 from official_bench.data.build.shards import WorkerLost
 from official_bench.data.build.sources import BuildError, read_lines
 from official_bench.host.flag_errors import OneLineParser
-from official_bench.host.terminal import help_formatter
+from official_bench.host.terminal import help_formatter, help_width
 from official_bench.host.write_errors import NotWritable
 
-# --help's epilog: usage, layouts, outputs, restarts, exit statuses.
+# --help's epilog: usage, layouts, outputs, restarts (then EXIT_STATUSES).
 HELP = """\
     python -m official_bench.data.build.build_records \\
         --input_dir=/data/digits --output_dir=/data/digits-records \\
@@ -63,12 +64,14 @@ image/colorspace, image/channels and image/object/bbox/{xmin,ymin,xmax,ymax}
 `build_records.json` (what was built, checked on a re-run; after a finished
 build also the record and skipped counts per split, which --verify checks).
 
+""" + f"""\
 Classes are the sorted train folder names (or --class_names), so the class
 index is deterministic. Images are assigned to shards after a seeded shuffle
 (--seed), so every shard mixes classes. RGB JPEGs are stored unchanged; CMYK,
 grayscale, PNG and other formats are converted to RGB JPEG (--quality), with
 Pillow (the `builder` extra) if installed, else with TensorFlow, which reads
-JPEG, PNG, GIF, BMP and WebP (TIFF and PPM/PGM then stop the build: exit 2,
+JPEG, PNG, GIF, BMP and WebP (TIFF and PPM/PGM then stop the build: \
+exit {exit_status.CONFIG},
 saying what to install). Unreadable images are skipped, listed in
 skipped_images.txt and reported at the end.
 
@@ -80,14 +83,21 @@ every run ends by merging the records of all shards into
 skipped_images.txt and build_records.json. Workers (--num_workers) convert
 images in parallel processes that die with this one (even on SIGKILL);
 SIGTERM or Ctrl-C stops the workers, keeps finished shards and exits
-128+signal (143, 130).
-
-Exit status: 0 done, 1 --verify found problems or a worker died (killed,
-e.g. by the out-of-memory killer), 2 bad arguments or inputs, 5 a file
-could not be written (no space, a quota, a read-only file system or no
-permission: the last line names it and the free space there; finished
-shards are kept), 128+signal stopped by a signal.
+128+signal ({exit_status.TERMINATED}, {exit_status.INTERRUPTED}).
 """
+
+# --help's exit statuses (contracts/exit_status.help_text).
+EXIT_STATUSES = {
+    exit_status.OK: "done",
+    exit_status.FAILED: "--verify found problems or a worker died (killed, "
+                        "e.g. by the out-of-memory killer)",
+    exit_status.CONFIG: "bad arguments or inputs",
+    exit_status.NOT_WRITABLE: "a file could not be written (no space, a "
+                              "quota, a read-only file system or no "
+                              "permission: the last line names it and the "
+                              "free space there; finished shards are kept)",
+    exit_status.SIGNALS: "stopped by a signal",
+}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -96,7 +106,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="official-bench-build-records",
         description="Write image folders as ImageNet-style TFRecord shards.",
         formatter_class=help_formatter(argparse.RawDescriptionHelpFormatter),
-        epilog=HELP)
+        epilog=HELP + "\n" + textwrap.fill(
+            exit_status.help_text(EXIT_STATUSES), help_width()) + "\n")
     p.add_argument("--output_dir", required=True,
                    help="where the shards, labels.txt and "
                         "build_records.json go")

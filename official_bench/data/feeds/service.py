@@ -17,8 +17,9 @@ Security: both servers listen on all interfaces with no authentication or
 encryption (data/feeds/service_feed.py); a warning says so at start. Trusted,
 firewalled networks only.
 
-Prints one "ready" line when serving, then serves until killed. Exit
-status 2 for bad arguments, 1 when the server cannot start (port taken).
+Prints one "ready" line when serving, then serves until killed. Its exit
+statuses are EXIT_STATUSES below, listed by --help from
+contracts/exit_status.
 """
 
 from __future__ import annotations
@@ -31,6 +32,12 @@ from official_bench.host.flag_errors import OneLineParser
 from official_bench.host.terminal import help_formatter
 
 READY = "official_bench: tf.data service {role} ready on port {port}"
+# --help's exit statuses (contracts/exit_status.help_text).
+EXIT_STATUSES = {
+    exit_status.OK: "the server stopped",
+    exit_status.FAILED: "the server cannot start (port taken)",
+    exit_status.CONFIG: "bad arguments",
+}
 
 
 def parse_args(argv):
@@ -38,6 +45,7 @@ def parse_args(argv):
         prog="official-bench-data-service",
         description="Run a tf.data service dispatcher or worker for "
                     "official_bench's builder: service.",
+        epilog=exit_status.help_text(EXIT_STATUSES),
         formatter_class=help_formatter())
     role = p.add_mutually_exclusive_group(required=True)
     role.add_argument("--dispatcher", action="store_true")

@@ -18,9 +18,8 @@ the producer connects to a trainer that binds (the trainer's default);
 Several producers may feed one trainer. No authentication: trusted network
 only.
 
-Exit status: 0 after --max_batches (or when --send_timeout_seconds pass
-with no trainer taking batches), 2 for bad arguments, 1 for a failing
-source.
+Its exit statuses are EXIT_STATUSES below, listed by --help from
+contracts/exit_status.
 """
 
 from __future__ import annotations
@@ -38,6 +37,15 @@ from official_bench.host.terminal import help_formatter
 INSTALL_HINT = ("the ZMQ producer needs pyzmq: "
                 "pip install 'official_bench[zmq]'")
 
+# --help's exit statuses (contracts/exit_status.help_text).
+EXIT_STATUSES = {
+    exit_status.OK: "after --max_batches (or when --send_timeout_seconds "
+                    "pass with no trainer taking batches)",
+    exit_status.FAILED: "a failing source",
+    exit_status.CONFIG: "bad arguments (pyzmq missing, an endpoint ZMQ "
+                        "refuses)",
+}
+
 
 def parse_args(argv):
     p = OneLineParser(
@@ -49,6 +57,7 @@ def parse_args(argv):
               "[options]",
         description="PUSH (images, labels) batches to an official_bench "
                     "trainer (builder: zmq).",
+        epilog=exit_status.help_text(EXIT_STATUSES),
         formatter_class=help_formatter())
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--connect", action="append", metavar="ENDPOINT",

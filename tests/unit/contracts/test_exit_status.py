@@ -242,8 +242,97 @@ def test_extractor_help_names_every_status_its_main_returns():
 def test_help_text_lists_rows_of_the_table_in_its_order():
     assert es.help_text({es.CONFIG: "bad usage", es.OK: "success"}) == \
         "Exit status: 0 success, 2 bad usage."
+    assert es.help_text({es.SIGNALS: "a signal", es.TERMINATED: "SIGTERM",
+                         es.FAILED: "failed"}) == \
+        "Exit status: 1 failed, 143 SIGTERM, 128+N a signal."
     with pytest.raises(KeyError):
         es.help_text({99: "not a row"})
+
+
+def _console_modules():
+    """The modules of setup.cfg's console scripts."""
+    import configparser
+    cfg = configparser.ConfigParser()
+    cfg.read(os.path.join(REPO, "setup.cfg"))
+    lines = cfg["options.entry_points"]["console_scripts"].splitlines()
+    return sorted(line.split("=")[1].strip().split(":")[0]
+                  for line in lines if "=" in line)
+
+
+CONSOLE_MODULES = _console_modules()
+# "exit 2", "Exit status: 0 ...", "exits 1": a status written by hand
+# ("128+signal", the shell's convention, is not a number).
+_HAND_WRITTEN = re.compile(
+    r"(?i)\bexit(?:s| status(?:es)?)?:?\s+\d+\b(?!\+)")
+_STATUS_NAMES = {s.name: s.code for s in es.TABLE}
+
+
+def _source(module):
+    return open(os.path.join(REPO, *module.split(".")) + ".py",
+                encoding="utf-8").read()
+
+
+def _named_statuses(tree):
+    """The statuses a module names: exit_status.X, es.X, an imported X;
+    by_signal(...) stands for the 128+N row."""
+    named = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and \
+                getattr(node.value, "id", "") in ("exit_status", "es"):
+            if node.attr in _STATUS_NAMES:
+                named.add(_STATUS_NAMES[node.attr])
+            elif node.attr == "by_signal":
+                named.add(es.SIGNALS)
+        elif isinstance(node, ast.ImportFrom) and \
+                (node.module or "").endswith("exit_status"):
+            named |= {_STATUS_NAMES[a.name] for a in node.names
+                      if a.name in _STATUS_NAMES}
+    return named
+
+
+def test_console_scripts_write_no_status_by_hand():
+    """No docstring or string of a console script's module writes an exit
+    status as a number: lists come from the table (help_text), prose
+    names the constant."""
+    assert len(CONSOLE_MODULES) >= 11, CONSOLE_MODULES
+    found = []
+    for module in CONSOLE_MODULES:
+        for node in ast.walk(ast.parse(_source(module))):
+            if isinstance(node, ast.Constant) and \
+                    isinstance(node.value, str):
+                found += [f"{module}:{node.lineno}: {m.group(0)!r}"
+                          for m in _HAND_WRITTEN.finditer(node.value)]
+    assert not found, found
+
+
+def _help(module):
+    return subprocess.Popen(
+        [sys.executable, "-m", module, "--help"], cwd=REPO,
+        env=dict(os.environ, COLUMNS="80"), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+
+
+def test_console_scripts_help_lists_what_they_return():
+    """A console script that lists exit statuses lists EXIT_STATUSES through
+    help_text, once, and EXIT_STATUSES holds every status its module names
+    (its 128+N row every signal's)."""
+    import importlib
+    listing = [m for m in CONSOLE_MODULES
+               if hasattr(importlib.import_module(m), "EXIT_STATUSES")]
+    assert len(listing) >= 8, listing
+    procs = {m: _help(m) for m in listing}
+    for module, proc in procs.items():
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == es.OK, (module, err)
+        statuses = importlib.import_module(module).EXIT_STATUSES
+        text = " ".join(es.help_text(statuses).split())
+        assert text in " ".join(out.split()), (module, text, out)
+        assert out.count("xit status") == 1, (module, out)
+        named = _named_statuses(ast.parse(_source(module)))
+        if es.SIGNALS in statuses:  # 128+N stands for 130, 143, ...
+            named = {c for c in named if c == es.SIGNALS
+                     or c <= es.SIGNAL_BASE}
+        assert named and named <= set(statuses), (module, named, statuses)
 
 
 def test_launcher_help_names_only_statuses_of_the_table(tmp_path):
