@@ -401,18 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output_dir", default="./result",
                    help="where the result files are written "
                         "(default: %(default)s)")
-    p.add_argument("--warmup_batches", type=int, default=None,
-                   help="intervals starting before this step are not counted "
-                        f"(default: {DEFAULT_WARMUP_BATCHES}, DLPerf's)")
-    p.add_argument("--train_batches", type=int, default=None,
-                   help="intervals ending after this step are not counted; "
-                        "a run without the finish line must reach it "
-                        f"(default: {DEFAULT_TRAIN_BATCHES}, DLPerf's)")
-    p.add_argument("--window", choices=(AUTO_WINDOW,), default=None,
-                   help="auto: count the longest window every run covers "
-                        "after its first (warm-up) interval, and say which "
-                        "(for short runs, e.g. a CPU try; not with "
-                        "--warmup_batches/--train_batches)")
+    windows.add_flags(p)
     p.add_argument("--method", choices=speeds.METHODS, default="mean",
                    help="mean: mean of the intervals' examples/second "
                         "(DLPerf); time: global batch x steps / clock time "
@@ -448,12 +437,6 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--no_plot", dest="plot", action="store_const",
                        const=False, help="do not write the PNG plot")
     return p
-
-
-def _or(value: Optional[int], default: int) -> int:
-    """A flag's value, or its default when not given (None: not given, so
-    that --window can tell a chosen window from the defaults)."""
-    return default if value is None else value
 
 
 def window_note(window: Tuple[int, int]) -> str:
@@ -500,10 +483,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"{parser.prog}: error: {conflict}; see --help",
               file=sys.stderr)
         return exit_status.CONFIG
+    window = windows.given_or_dlperf(args.warmup_batches,
+                                     args.train_batches)
     try:  # a bad flag value is bad usage, before any file is read
-        _check_options(_or(args.warmup_batches, DEFAULT_WARMUP_BATCHES),
-                       _or(args.train_batches, DEFAULT_TRAIN_BATCHES),
-                       args.method, args.spread_warn)
+        _check_options(*window, args.method, args.spread_warn)
     except ExtractError as e:
         print(f"{parser.prog}: error: {e}; see --help", file=sys.stderr)
         return exit_status.CONFIG
@@ -514,10 +497,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                          args.csv)
             print(text, end="")
         else:
-            extraction = extract(
-                args.log_dir, _or(args.warmup_batches, DEFAULT_WARMUP_BATCHES),
-                _or(args.train_batches, DEFAULT_TRAIN_BATCHES), args.method,
-                args.spread_warn, args.window)
+            extraction = extract(args.log_dir, *window, args.method,
+                                 args.spread_warn, args.window)
             if extraction.chosen_window:
                 _print_lines("note: ", [window_note(extraction.chosen_window)])
             _print_lines("warning: ", extraction.warnings)

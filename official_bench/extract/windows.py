@@ -8,25 +8,60 @@ to the end of its last (contracts/counting.steps_covered); over the runs,
 the latest start and the earliest end (counting.common_window, which the
 extractor's hint for a default window no run reaches uses too). DLPerf's
 defaults apply unless this is asked for.
+
+The flags that choose the window (--warmup_batches, --train_batches,
+--window) are defined here once, for every command that counts one (the
+extractor, official-bench-compare, official-bench-history --import):
+add_flags, flag_conflict, given_or_dlperf.
 """
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
-from official_bench.contracts import run_status
+from official_bench.contracts import counting, run_status
 from official_bench.contracts.counting import common_window, steps_covered
 from official_bench.extract import logparse
 from official_bench.extract.errors import ExtractError
 from official_bench.extract.logparse import RunId
 
 AUTO = "auto"  # the flag's value
+DLPERF_WARMUP, DLPERF_TRAIN = counting.DLPERF_WINDOW
+
+
+def add_flags(parser: Any) -> None:
+    """--warmup_batches, --train_batches and --window on `parser` (an
+    argparse parser or argument group), in one wording. Each defaults to
+    None (not given), so that flag_conflict can tell a chosen window from
+    the defaults and a command can keep a result.json's own window;
+    given_or_dlperf fills in DLPerf's."""
+    parser.add_argument(
+        "--warmup_batches", type=int, default=None,
+        help="intervals starting before this step are not counted "
+             f"(default: {DLPERF_WARMUP}, DLPerf's)")
+    parser.add_argument(
+        "--train_batches", type=int, default=None,
+        help="intervals ending after this step are not counted; a run "
+             "without the finish line must reach it (default: "
+             f"{DLPERF_TRAIN}, DLPerf's)")
+    parser.add_argument(
+        "--window", choices=(AUTO,), default=None,
+        help="auto: count the longest window every run covers after its "
+             "first (warm-up) interval, and say which (for short runs, "
+             "e.g. a CPU try; not with --warmup_batches/--train_batches)")
+
+
+def given_or_dlperf(warmup: Optional[int], train: Optional[int]
+                    ) -> Tuple[int, int]:
+    """The window flags' values, DLPerf's where not given."""
+    return (DLPERF_WARMUP if warmup is None else warmup,
+            DLPERF_TRAIN if train is None else train)
 
 
 def flag_conflict(window: Optional[str], warmup: Optional[int],
                   train: Optional[int]) -> Optional[str]:
-    """The usage error of --window given with the window's own flags (the
-    extractor's and the comparison's), or None."""
+    """The usage error of --window given with the window's own flags (for
+    every command of add_flags), or None."""
     if window and (warmup is not None or train is not None):
         return (f"--window {window} chooses --warmup_batches and "
                 "--train_batches; give one or the other")

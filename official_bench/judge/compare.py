@@ -44,8 +44,6 @@ from official_bench.contracts.throughput import (
 from official_bench.extract import logparse, windows
 from official_bench.extract.errors import ExtractError
 from official_bench.extract.extractor import (
-    DEFAULT_TRAIN_BATCHES,
-    DEFAULT_WARMUP_BATCHES,
     measure_log,
     window_hint,
     window_note,
@@ -186,9 +184,8 @@ def read_side(path: str, warmup: Optional[int] = None,
         raise ExtractError(f"{path} does not exist or is not a directory")
     found, _ = logparse.find_logs(path)
     if found:
-        side = _read_log_tree(
-            path, found, DEFAULT_WARMUP_BATCHES if warmup is None else warmup,
-            DEFAULT_TRAIN_BATCHES if train is None else train)
+        side = _read_log_tree(path, found,
+                              *windows.given_or_dlperf(warmup, train))
     else:
         files = _result_files(path)
         if not files:
@@ -401,23 +398,15 @@ def build_parser() -> argparse.ArgumentParser:
                "%(prog)s --a logs_before/bz128 --b logs_after/bz128; "
                "%(prog)s --config c.yaml --b-override "
                "runtime.enable_xla=true --pairs 3")
-    trees = p.add_argument_group("two sets of finished runs")
+    trees = p.add_argument_group(
+        "two sets of finished runs", "Both sides count one window "
+        "(--window auto chooses it over both); a folder of result.json "
+        "files counts each run's own, the trainer's, unless "
+        "--warmup_batches/--train_batches are given.")
     trees.add_argument("--a", metavar="DIR",
                        help="log tree or folder of result.json files")
     trees.add_argument("--b", metavar="DIR", help="the same for side B")
-    trees.add_argument("--warmup_batches", type=int, default=None,
-                       help="count intervals from this step (logs: "
-                            f"{DEFAULT_WARMUP_BATCHES}; result.json: its "
-                            "warm-up)")
-    trees.add_argument("--train_batches", type=int, default=None,
-                       help="count intervals up to this step (logs: "
-                            f"{DEFAULT_TRAIN_BATCHES}; result.json: the end)")
-    trees.add_argument("--window", choices=(windows.AUTO,), default=None,
-                       help="auto: count the longest window every log "
-                            "covers after its first (warm-up) interval, the "
-                            "same on both sides (short runs, e.g. a CPU "
-                            "try; result.json: the trainer's window); not "
-                            "with --warmup_batches/--train_batches")
+    windows.add_flags(trees)
     run = p.add_argument_group("A/B runner: alternate two trainer setups")
     run.add_argument("--config", metavar="FILE",
                      help="config file of both sides")

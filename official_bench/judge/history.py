@@ -38,13 +38,9 @@ from official_bench.contracts import exit_status, history_db, log_tree
 from official_bench.contracts.history_db import HistoryError, Row
 from official_bench.contracts.history_row import row_from_result, run_key
 from official_bench.contracts.throughput import images_per_second_over_window
-from official_bench.extract import history_plot, logparse
+from official_bench.extract import history_plot, logparse, windows
 from official_bench.extract.errors import ExtractError
-from official_bench.extract.extractor import (
-    DEFAULT_TRAIN_BATCHES,
-    DEFAULT_WARMUP_BATCHES,
-    measure_log,
-)
+from official_bench.extract.extractor import measure_log, window_note
 from official_bench.extract.history_plot import by_case
 from official_bench.extract.speeds import RunOutcome
 from official_bench.host import atomic
@@ -190,24 +186,32 @@ def _import_row(run: logparse.RunId, log: str, warmup: int, train: int
     return _row_from_log(outcome, when), None
 
 
-def import_tree(db: str, root: str, warmup: int = DEFAULT_WARMUP_BATCHES,
-                train: int = DEFAULT_TRAIN_BATCHES
+def import_tree(db: str, root: str, warmup: Optional[int] = None,
+                train: Optional[int] = None, window: Optional[str] = None
                 ) -> Tuple[int, int, List[str]]:
-    """Import a log tree; returns (new rows, runs read, notes)."""
+    """Import a log tree; returns (new rows, runs read, notes). The window
+    of logs without result.json: ``warmup``/``train`` (DLPerf's where
+    None), or with ``window="auto"`` the longest every run of the tree
+    covers after its first interval (its note first)."""
     if not os.path.isdir(root):
         raise ExtractError(f"--import {root}: no such directory")
     dirs = _log_dirs(root)
     if not dirs:
         raise ExtractError(f"--import {root}: no logs {{N}}n{{G}}g/rn50_b"
                            "{B}_{dtype}_{i}.log under it")
-    rows, notes = [], []
-    for here in dirs:
-        for run, log in logparse.find_logs(here)[0]:
-            row, note = _import_row(run, log, warmup, train)
-            if row is not None:
-                rows.append(row)
-            if note:
-                notes.append(note)
+    runs = [run for here in dirs for run in logparse.find_logs(here)[0]]
+    notes = []
+    if window == windows.AUTO:
+        warmup, train = windows.auto_window(runs)
+        notes.append(window_note((warmup, train)))
+    warmup, train = windows.given_or_dlperf(warmup, train)
+    rows = []
+    for run, log in runs:
+        row, note = _import_row(run, log, warmup, train)
+        if row is not None:
+            rows.append(row)
+        if note:
+            notes.append(note)
     added = 0
     if rows:
         with writing(db, "the run history"):
@@ -252,13 +256,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--import", dest="import_dir", metavar="LOG_DIR",
                    help="add the runs of a log tree to the history, then "
                         "stop")
-    p.add_argument("--warmup_batches", type=int,
-                   default=DEFAULT_WARMUP_BATCHES,
-                   help="--import, logs without result.json: count from "
-                        "this step (default: %(default)s)")
-    p.add_argument("--train_batches", type=int, default=DEFAULT_TRAIN_BATCHES,
-                   help="--import, the same: count up to this step "
-                        "(default: %(default)s)")
+    windows.add_flags(p.add_argument_group(
+        "--import's window", "A log with its result.json gets the row the "
+        "trainer would have written, in the trainer's window; a log alone "
+        "is counted in this one."))
     return p
 
 
@@ -267,7 +268,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.import_dir:
         added, read, notes = import_tree(args.db, args.import_dir,
                                          args.warmup_batches,
-                                         args.train_batches)
+                                         args.train_batches, args.window)
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
         print(f"imported {added} new run(s) of {read} usable in "
@@ -305,6 +306,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else exit_status.CONFIG
+    conflict = windows.flag_conflict(args.window, args.warmup_batches,
+                                     args.train_batches)
+    if conflict:
+        print(f"{parser.prog}: error: {conflict}; see --help",
+              file=sys.stderr)
+        return exit_status.CONFIG
     try:
         return _run(args)
     except NotWritable as e:

@@ -76,3 +76,41 @@ def test_help_lists_window_auto(capsys):
     assert extract.main(["--help"]) == 0
     out = capsys.readouterr().out
     assert "--window {auto}" in out and "default: 100, DLPerf's" in out
+
+
+def _window_actions(parser):
+    return {a.option_strings[0]: (a.help, a.default, a.choices, a.type)
+            for a in parser._actions
+            if a.option_strings and a.option_strings[0] in (
+                "--warmup_batches", "--train_batches", "--window")}
+
+
+def test_every_command_takes_the_one_definition_of_the_window_flags():
+    """The extractor, official-bench-compare and official-bench-history
+    have the three flags from windows.add_flags, word for word; no module
+    defines them itself."""
+    import argparse
+    import ast
+    import os
+
+    from official_bench.extract import windows
+    from official_bench.judge import compare, history
+    from support.helpers import REPO
+    one = argparse.ArgumentParser()
+    windows.add_flags(one)
+    expected = _window_actions(one)
+    assert len(expected) == 3
+    for module in (extract, compare, history):
+        assert _window_actions(module.build_parser()) == expected, module
+    for folder, _, files in os.walk(os.path.join(REPO, "official_bench")):
+        for name in files:
+            path = os.path.join(folder, name)
+            if not name.endswith(".py") or path == windows.__file__:
+                continue
+            tree = ast.parse(open(path, encoding="utf-8").read())
+            defined = [n.lineno for n in ast.walk(tree)
+                       if isinstance(n, ast.Call)
+                       and getattr(n.func, "attr", "") == "add_argument"
+                       and any(getattr(a, "value", None) in expected
+                               for a in n.args)]
+            assert not defined, (path, defined)

@@ -379,3 +379,29 @@ def test_other_lengths_and_trees_are_other_cases(tmp_path, capsys):
                 if r.source == "import"]
     assert imported == [f"1n1g b128 fp32, steps 100-600, {tmp_path / t}"
                         for t in ("x", "y")]
+
+
+def test_import_short_runs_with_window_auto(tmp_path, capsys):
+    """--import --window auto counts short logs (a CPU try) over the
+    longest window every run of the tree covers; DLPerf's window leaves
+    them out; --window with --train_batches is bad usage."""
+    from official_bench.judge import history
+    logs = tmp_path / "logs" / "tensorflow" / "resnet50" / "bz16"
+    for k, steps in enumerate((5, 4)):
+        logkit.write_run(str(logs), "1n1g", [5.0] + [100.0 + k] * steps,
+                         batch=16, index=k + 1, log_steps=10)
+    db = str(tmp_path / "h.sqlite")
+    assert history.main(["--db", db, "--import", str(tmp_path / "logs")]) \
+        == exit_status.OK
+    assert "imported 0 new run(s) of 0 usable" in capsys.readouterr().out
+    assert history.main(["--db", db, "--import", str(tmp_path / "logs"),
+                         "--window", "auto"]) == exit_status.OK
+    out, err = capsys.readouterr()
+    assert "imported 2 new run(s) of 2 usable" in out
+    assert "note: --window auto: counting steps 10-50" in err
+    rows = history_db.read_rows(db)
+    assert [r.window for r in rows] == ["steps 10-50"] * 2
+    assert history.main(["--db", db, "--import", str(tmp_path / "logs"),
+                         "--window", "auto", "--train_batches", "40"]) \
+        == exit_status.CONFIG
+    assert "--window auto chooses" in capsys.readouterr().err
