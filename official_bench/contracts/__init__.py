@@ -17,4 +17,5 @@ import it, and the first two must start without loading TensorFlow.
   flops.py        training FLOPs and MFU, one definition
   history_db.py   the run history: one SQLite file, one row per run
   history_row.py  a run-history row from a result.json's content
+  run_backend.py  which backend a run trained on (record, tree, default)
 """

@@ -3,21 +3,22 @@
 Written by the trainer (the chief, after its result.json) and by
 ``official-bench-history --import LOG_DIR``; read by official-bench-history.
 A format two layers share, so it lives in contracts/ and needs nothing but
-the standard library's ``sqlite3`` (no TensorFlow). Where the file goes:
-:func:`default_path`.
+the standard library's ``sqlite3``. Where the file goes: :func:`default_path`.
 
 Concurrent writers never lose a row: a rollback journal (no WAL: no -wal or
 -shm files beside it, and fine on shared file systems with POSIX locks), a
 busy timeout and retries with a growing pause. Nothing is written into a
 file that is not a sound history of this format: the header, whole pages
-(a cut copy) and SQLite's ``PRAGMA quick_check`` are checked before a
-write, and a file that fails is a :class:`HistoryError`, one line naming
-it, the file left as it was. A refused write leaves nothing beside it.
+(a cut copy) and SQLite's ``PRAGMA quick_check`` are checked first; a file
+that fails is a :class:`HistoryError`, one line naming it, the file and
+its folder left as they were.
 
-A row's ``run_key`` is a digest of the run's case and all its intervals, so
-a run written by the trainer and imported again is stored once. A case
-(:attr:`Row.case_label`) is the setup plus the counted window and the tree
-the run came from, so runs of other lengths or trees are never compared.
+A row's ``run_key`` digests the run's case and all its intervals, so a run
+the trainer wrote and --import reads again is stored once. A case
+(:attr:`Row.case_label`) is the setup, the backend, the counted window and
+the run's tree: runs of another backend, length or tree are never compared.
+Format version 2 added the backend; a version-1 file reads as it is (its
+runs are tensorflow's) and is migrated by its next write (:func:`_migrate`).
 """
 
 from __future__ import annotations
@@ -33,11 +34,11 @@ import sqlite3
 import time
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
-from official_bench.contracts import log_tree
+from official_bench.contracts import log_tree, run_backend
 
 # "OBH1": official_bench history; SQLite keeps it in the file's header.
 APPLICATION_ID = 0x4F424831
-USER_VERSION = 1
+USER_VERSION = 2  # 2: the backend column; 1 is still read and migrated
 FILE_NAME = "official_bench_history.sqlite"
 BUSY_SECONDS = 30.0
 RETRIES = 8
@@ -91,6 +92,8 @@ class Row:
     intervals: str  # JSON
     gflop_per_image: Optional[float] = None
     mfu: Optional[float] = None
+    # runtime.backend (contracts/run_backend); a version-1 row: tensorflow
+    backend: str = run_backend.DEFAULT
     id: Optional[int] = None  # set when read back
 
     @property
@@ -118,12 +121,12 @@ class Row:
 
     @property
     def case_label(self) -> str:
-        """'1n1g b128 fp32 resnet50 224px, steps 100-600, /runs/tree': the
-        setup, the counted window and the tree (runs are compared only
-        within one)."""
+        """'1n1g b128 fp32 resnet50 224px, tensorflow, steps 100-600,
+        /runs/tree': the setup, the backend, the counted window and the
+        tree (runs are compared only within one)."""
         text = case_label(self.nodes, self.gpus_per_node,
                           self.batch_per_device, self.precision, self.model,
-                          self.image_size) + f", {self.window}"
+                          self.image_size) + f", {self.backend}, {self.window}"
         tree = self.tree
         return f"{text}, {tree}" if tree else text
 
@@ -145,7 +148,9 @@ _SQL_TYPES = {"int": "INTEGER", "float": "REAL", "str": "TEXT",
               "Optional[str]": "TEXT"}
 # Columns a case is selected by (the case's key).
 CASE_COLUMNS = ("nodes", "gpus_per_node", "batch_per_device", "precision",
-                "model", "image_size")
+                "model", "image_size", "backend")
+# Columns an older format version lacks, and what its rows read as.
+_ADDED = {"backend": run_backend.DEFAULT}
 
 
 def _create_sql() -> str:
@@ -265,26 +270,34 @@ def _quick_check(conn: sqlite3.Connection, path: str) -> None:
                            f"quick_check: {found[0]}); {_LEFT}")
 
 
-def _check_identity(conn: sqlite3.Connection, path: str) -> bool:
-    """True when the file is ours, False when it is a new empty database;
-    HistoryError for another program's database or another version."""
+def _version(conn: sqlite3.Connection, path: str) -> int:
+    """The file's format version, 0 for a new empty database; HistoryError
+    for another program's database or a version this code does not read
+    (a newer one)."""
     # One statement, one snapshot: a first writer may commit in between.
     app, version, tables = conn.execute(
         "SELECT (SELECT application_id FROM pragma_application_id), "
         "(SELECT user_version FROM pragma_user_version), "
         "(SELECT count(*) FROM sqlite_master)").fetchone()
     if app == 0 and version == 0 and tables == 0:
-        return False
+        return 0
     if app != APPLICATION_ID:
         raise HistoryError(
             f"run history {path} is another program's SQLite database "
             f"(application_id {app:#x}, expected {APPLICATION_ID:#x}); left "
             "as it is: move it away or set history.path")
-    if version != USER_VERSION:
+    if not 1 <= version <= USER_VERSION:
         raise HistoryError(
             f"run history {path} has format version {version}, this "
-            f"official_bench reads version {USER_VERSION}; left as it is")
-    return True
+            f"official_bench reads versions 1 to {USER_VERSION}; left as "
+            "it is")
+    return version
+
+
+def _check_identity(conn: sqlite3.Connection, path: str) -> bool:
+    """True when the file is ours, False when it is a new empty database;
+    HistoryError for another program's database or another version."""
+    return _version(conn, path) > 0
 
 
 def _is_busy(e: sqlite3.OperationalError) -> bool:
@@ -395,17 +408,37 @@ def _rollback(conn: sqlite3.Connection) -> None:
             conn.execute("ROLLBACK")
 
 
+def _case_index(conn: sqlite3.Connection) -> None:
+    conn.execute(f"CREATE INDEX {TABLE}_case ON {TABLE} "
+                 f"({', '.join(CASE_COLUMNS)}, unix_time)")
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """A version-1 file to this version, inside the caller's transaction:
+    the backend column (its rows keep NULL, read as tensorflow) and the
+    case index with it."""
+    have = {r[1] for r in conn.execute(f"PRAGMA table_info({TABLE})")}
+    for column in _ADDED:
+        if column not in have:
+            conn.execute(f"ALTER TABLE {TABLE} ADD COLUMN {column} TEXT")
+    conn.execute(f"DROP INDEX IF EXISTS {TABLE}_case")
+    _case_index(conn)
+    conn.execute(f"PRAGMA user_version = {USER_VERSION}")
+
+
 def _initialise(conn: sqlite3.Connection, path: str) -> None:
-    """Make a new file ours, or check an existing one (under a write lock,
-    so two first writers cannot both create the table)."""
+    """Make a new file ours, migrate an older version, or check it (under
+    a write lock, so two first writers cannot both create the table)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        if not _check_identity(conn, path):
+        version = _version(conn, path)
+        if version == 0:
             conn.execute(_create_sql())
-            conn.execute(f"CREATE INDEX {TABLE}_case ON {TABLE} "
-                         f"({', '.join(CASE_COLUMNS)}, unix_time)")
+            _case_index(conn)
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             conn.execute(f"PRAGMA user_version = {USER_VERSION}")
+        elif version < USER_VERSION:
+            _migrate(conn)
         conn.execute("COMMIT")
     except BaseException:
         _rollback(conn)
@@ -470,26 +503,42 @@ def _checked(row: Row, path: str) -> Row:
     return row
 
 
+def _expressions(conn: sqlite3.Connection) -> Dict[str, str]:
+    """Each column as SQL reads it from this file: a column an older
+    version lacks (or a row left NULL by the migration) as its value
+    then (_ADDED)."""
+    have = {r[1] for r in conn.execute(f"PRAGMA table_info({TABLE})")}
+    out = {c: c for c in _COLUMNS}
+    for column, then in _ADDED.items():
+        out[column] = (f"COALESCE({column}, '{then}')" if column in have
+                       else f"'{then}'")
+    return out
+
+
 def read_rows(path: str, where: Optional[Dict[str, Any]] = None
               ) -> List[Row]:
     """Rows in time order, optionally those whose columns equal ``where``'s
-    values (None matches NULL). Opens the file read-only."""
-    clauses, values = [], []
-    for key, value in (where or {}).items():
+    values (None matches NULL). Opens the file read-only; a version-1
+    file's rows read as tensorflow's."""
+    for key in where or {}:
         if key not in _COLUMNS:
             raise ValueError(f"unknown history column {key!r}")
-        if value is None:
-            clauses.append(f"{key} IS NULL")
-        else:
-            clauses.append(f"{key} = ?")
-            values.append(value)
-    sql = f"SELECT id, {', '.join(_COLUMNS)} FROM {TABLE}"
-    if clauses:
-        sql += " WHERE " + " AND ".join(clauses)
-    sql += " ORDER BY unix_time, id"
     with _connect(path, read_only=True) as conn:
         if not _check_identity(conn, path):
             return []
+        expr = _expressions(conn)
+        clauses, values = [], []
+        for key, value in (where or {}).items():
+            if value is None:
+                clauses.append(f"{expr[key]} IS NULL")
+            else:
+                clauses.append(f"{expr[key]} = ?")
+                values.append(value)
+        sql = (f"SELECT id, {', '.join(expr[c] for c in _COLUMNS)} "
+               f"FROM {TABLE}")
+        if clauses:
+            sql += " WHERE " + " AND ".join(clauses)
+        sql += " ORDER BY unix_time, id"
         out = []
         for record in conn.execute(sql, values):
             row = Row(*record[1:])

@@ -14,7 +14,12 @@ import json
 import time
 from typing import Any, Dict, List, Optional
 
-from official_bench.contracts import counting, dtypes, flops as flops_contract
+from official_bench.contracts import (
+    counting,
+    dtypes,
+    flops as flops_contract,
+    run_backend,
+)
 from official_bench.contracts.history_db import Row, dumps
 from official_bench.contracts.throughput import (
     Interval,
@@ -77,7 +82,9 @@ def _mfu(data: Dict[str, Any], rate: float, devices: int
 def row_from_result(data: Dict[str, Any], source: str, source_path: str,
                     when: Optional[float] = None) -> Optional[Row]:
     """The row of a decoded result.json; None when it has no counted
-    interval (a run too short for the trainer's window) or no stats."""
+    interval (a run too short for the trainer's window) or no stats. Its
+    backend: the record's, else ``source_path``'s place in the tree
+    (contracts/run_backend)."""
     stats = data.get("stats") or {}
     env = data.get("environment") or {}
     config = data.get("config") or {}
@@ -113,4 +120,5 @@ def row_from_result(data: Dict[str, Any], source: str, source_path: str,
         num_intervals=len(counted),
         intervals=json.dumps([[i.start_step, i.end_step, i.seconds,
                                i.examples_per_second] for i in counted]),
-        gflop_per_image=gflop, mfu=mfu)
+        gflop_per_image=gflop, mfu=mfu,
+        backend=run_backend.backend(config, env, source_path))

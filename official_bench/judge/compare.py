@@ -17,6 +17,9 @@ Per case (nodes, devices per node, per-device batch, precision) both print
 the medians, the ratio B/A, its 95% interval and the verdict of
 judge/verdict.py, with the runs counted on each side, and the median of
 images / time over each run's counted window beside DLPerf's mean rate.
+Sides of two backends (a TensorFlow tree against a JAX one) are compared
+case by case, the first line naming each side's backend; a side holding
+runs of both keeps them apart (pair_backends).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from official_bench.contracts import (
     exit_status,
     log_tree,
     result_json,
+    run_backend,
 )
 from official_bench.contracts.throughput import (
     ReadInterval,
@@ -55,20 +59,25 @@ from official_bench.judge import ab, verdict
 
 
 class Case(NamedTuple):
-    """What must match for two runs to be compared."""
+    """What must match for two runs to be compared. The backend is part of
+    it only where a side holds runs of several (pair_backends); empty
+    otherwise."""
     nodes: int
     gpus_per_node: int
     batch: int  # per device
     dtype: str
+    backend: str = ""  # contracts/run_backend's name, or "" (not a key)
 
     @property
     def label(self) -> str:
-        """'1n8g b128 fp16'; the runner's one case is 'runner' (its rows
-        are named by what differs between the sides, side_labels)."""
+        """'1n8g b128 fp16' ('1n8g b128 fp16 jax' with the backend); the
+        runner's one case is 'runner' (its rows are named by what differs
+        between the sides, side_labels)."""
         if self == RUNNER_CASE:
             return "runner"
-        return (f"{log_tree.case_name(self.nodes, self.gpus_per_node)} "
+        text = (f"{log_tree.case_name(self.nodes, self.gpus_per_node)} "
                 f"b{self.batch} {self.dtype}")
+        return f"{text} {self.backend}" if self.backend else text
 
 
 # The runner's sides are whatever their configs say; one case holds them.
@@ -108,7 +117,8 @@ def _read_log_tree(path: str, found: Sequence[Tuple[logparse.RunId, str]],
             side.notes.append(f"{log}: excluded: {outcome.excluded}")
             continue
         case = Case(run.num_nodes, run.gpus_per_node, run.batch_size,
-                    run.dtype)
+                    run.dtype, run_backend.backend(
+                        outcome.config, outcome.environment, log))
         side.runs.setdefault(case, []).append(outcome.counted)
     if not side.runs:
         side.notes[-1] += window_hint(outcomes) or (
@@ -134,8 +144,9 @@ def _stats(path: str) -> dict:
 
 
 def result_case(result: result_json.RunResultFile) -> Optional[Case]:
-    """The case of a result.json from its stats and environment, or None
-    when it does not say its replicas, batch or precision."""
+    """The case of a result.json from its stats, config and environment
+    (the backend: contracts/run_backend, its path too), or None when it
+    does not say its replicas, batch or precision."""
     env = result.environment or {}
     replicas = result.num_replicas or env.get("num_replicas")
     nodes = env.get("num_workers") or 1
@@ -143,7 +154,8 @@ def result_case(result: result_json.RunResultFile) -> Optional[Case]:
             or result.dtype not in dtypes.SHORT_NAMES:
         return None
     return Case(nodes, max(1, replicas // nodes),
-                result.global_batch_size // replicas, result.dtype)
+                result.global_batch_size // replicas, result.dtype,
+                run_backend.backend(result.config, env, result.path))
 
 
 def _read_result_files(path: str, files: Sequence[str],
@@ -225,11 +237,42 @@ def _over_window(runs: Sequence[Sequence[ReadInterval]]) -> Optional[float]:
     return statistics.median(values) if values else None
 
 
+def _one_backend(side: SideRuns) -> Optional[str]:
+    names = {case.backend for case in side.runs}
+    return names.pop() if len(names) == 1 else None
+
+
+def _named_with(label: str, backend: str) -> str:
+    """A side's label with its backend, unless a folder of it says so."""
+    if not backend or backend in label.split("/"):
+        return label
+    return f"{label} ({backend})" if label else backend
+
+
+def pair_backends(a: SideRuns, b: SideRuns) -> None:
+    """Sides of one backend each pair their cases by setup alone (is JAX
+    faster than TensorFlow is a question to ask), and where the backends
+    differ each side's label names its own: the first line says what
+    differs. A side holding several backends keeps the backend in every
+    case ('1n1g b128 fp32 jax'), so no two backends' runs are mixed."""
+    first, second = _one_backend(a), _one_backend(b)
+    if first is None or second is None:
+        return
+    for side in (a, b):
+        side.runs = {case._replace(backend=""): runs
+                     for case, runs in side.runs.items()}
+    if first != second:
+        a.label = _named_with(a.label, first)
+        b.label = _named_with(b.label, second)
+
+
 def compare_sides(a: SideRuns, b: SideRuns, seed: int = verdict.DEFAULT_SEED,
                   resamples: int = verdict.DEFAULT_RESAMPLES
                   ) -> Tuple[List[CaseComparison], List[str]]:
-    """Every case both sides hold, compared; notes list the cases only one
-    side has. ExtractError when no case is in both."""
+    """Every case both sides hold, compared, after pair_backends (which
+    may name the backends in the sides' labels); notes list the cases only
+    one side has. ExtractError when no case is in both."""
+    pair_backends(a, b)
     notes = [f"{c.label}: only in A ({a.path})" for c in a.runs
              if c not in b.runs]
     notes += [f"{c.label}: only in B ({b.path})" for c in b.runs

@@ -11,10 +11,10 @@ history.* in the config). For each case (nodes, devices per node, per-device
 batch, precision, model, image size) the latest run is compared with all
 the earlier ones by judge/verdict.py's rule, the one official-bench-compare
 uses: earlier runs are side A, the latest is side B. A case is also its
-counted window and tree (contracts/history_db.Row.case_label). A verdict
-"slower" (the 95% interval of latest/earlier lies below 1) ends the command
-with exit_status.SLOWER, so a nightly CI job fails on a slow-down beyond the
-spread and not on noise.
+backend, counted window and tree (history_db.Row.case_label: a TensorFlow
+and a JAX sweep into one MODEL_DIR are two cases). A verdict "slower" (the
+95% interval of latest/earlier below 1) ends the command with
+exit_status.SLOWER: a nightly CI job fails on a slow-down, not on noise.
 
 ``--import LOG_DIR`` adds the runs of a log tree (any depth: every
 directory holding ``{N}n{G}g/rn50_b{B}_{dtype}_{i}.log``), read as the
@@ -34,7 +34,12 @@ import os
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from official_bench.contracts import exit_status, history_db, log_tree
+from official_bench.contracts import (
+    exit_status,
+    history_db,
+    log_tree,
+    run_backend,
+)
 from official_bench.contracts.history_db import HistoryError, Row
 from official_bench.contracts.history_row import row_from_result, run_key
 from official_bench.contracts.throughput import images_per_second_over_window
@@ -73,8 +78,8 @@ def check_case(label: str, rows: List[Row], seed: int = verdict.DEFAULT_SEED
 def select(rows: Sequence[Row], case: Optional[str]) -> Dict[str, List[Row]]:
     """The cases to show: all, the one named, or every case whose label
     starts with the setup named ('1n1g b128 fp32 resnet50 224px': each of
-    its windows and trees); ExtractError listing the cases there are when
-    none matches."""
+    its backends, windows and trees; '..., jax': that backend's);
+    ExtractError listing the cases there are when none matches."""
     cases = by_case(rows)
     if case is None:
         return cases
@@ -148,7 +153,9 @@ def _log_dirs(root: str) -> List[str]:
 
 
 def _row_from_log(outcome: RunOutcome, when: float) -> Row:
-    """A row from the log lines alone (no result.json beside the log)."""
+    """A row from the log lines alone (no result.json beside the log, or
+    one the mean rate cannot use); the backend from that result.json when
+    there is one, else from the log's place in the tree."""
     import datetime
     run = outcome.run
     counted = outcome.counted
@@ -167,7 +174,9 @@ def _row_from_log(outcome: RunOutcome, when: float) -> Row:
         images_per_second_over_window=images_per_second_over_window(counted),
         num_intervals=len(counted),
         intervals=json.dumps([[i.start_step, i.end_step, i.seconds,
-                               i.examples_per_second] for i in counted]))
+                               i.examples_per_second] for i in counted]),
+        backend=run_backend.backend(outcome.config, outcome.environment,
+                                    outcome.log_path))
 
 
 def _import_row(run: logparse.RunId, log: str, warmup: int, train: int
@@ -248,7 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--case", metavar="LABEL",
                    help="one case as listed, or its setup alone, e.g. "
                         "'1n1g b128 fp32 resnet50 224px' (each of its "
-                        "windows and trees; default: every case)")
+                        "backends, windows and trees; default: every "
+                        "case)")
     p.add_argument("--plot", metavar="PNG",
                    help="draw the case(s) over time into this PNG")
     p.add_argument("--json", action="store_true",

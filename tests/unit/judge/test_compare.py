@@ -264,3 +264,58 @@ def test_runner_says_slower_when_b_trains_larger_images(tmp_path):
     assert order == ["A", "B", "B", "A"], out.stderr
     assert sorted(os.listdir(tmp_path / "logs")) == [
         "A_1.log", "A_2.log", "B_1.log", "B_2.log"]
+
+
+def _backend_results(root, backend, mean, seed, runs=3):
+    """result.json files as a sweep of ``backend`` leaves them under
+    MODEL_DIR ``root`` (model_dir tree, config.runtime.backend)."""
+    from official_bench.contracts import log_tree
+    rng = random.Random(seed)
+    for index in range(1, runs + 1):
+        data = logkit.result_json(
+            [(0, 10, mean / 3)] + [(s, s + 10, rng.gauss(mean, 1.0))
+                                   for s in range(10, 60, 10)], 8, 1,
+            logkit.environment(num_replicas=1, num_workers=1, dtype="fp32"))
+        data["stats"]["warmup_steps"] = 10
+        data["config"]["runtime"] = {"backend": backend}
+        md = log_tree.ModelDir(str(root), 8, "1n1g",
+                               log_tree.run_stem(8, "fp32", index),
+                               "20261126-120000", backend=backend)
+        os.makedirs(md.path)
+        logkit.write_json(os.path.join(md.path, "result.json"), data)
+
+
+def test_two_backends_are_named_as_what_differs(tmp_path):
+    """A TensorFlow tree against a JAX one: compared case by case, the
+    first line naming each side's backend; a side holding both backends
+    keeps them apart (a case each), so their runs are never mixed."""
+    a = _tree(tmp_path / "before", 1000.0, 0.01, seed=1)
+    b = _tree(tmp_path / "after" / "jax" / "resnet50" / "bz128", 1100.0,
+              0.01, seed=2)
+    out = _cli("--a", a, "--b", b)
+    assert out.returncode == exit_status.OK, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == ("A: before (tensorflow), B: after/jax/resnet50/bz128"
+                        ), lines[0]
+    assert lines[2].startswith("1n1g b128 fp32 ") and "faster" in lines[2]
+    # One MODEL_DIR holding both backends' runs against a TensorFlow one.
+    both = tmp_path / "both"
+    _backend_results(both, "tensorflow", 200.0, 3)
+    _backend_results(both, "jax", 150.0, 4)
+    tf_only = tmp_path / "tf_only"
+    _backend_results(tf_only, "tensorflow", 200.0, 5)
+    out = _cli("--a", str(tf_only), "--b", str(both), "--json")
+    assert out.returncode == exit_status.OK, out.stderr
+    doc = json.loads(out.stdout)
+    assert [c["case"] for c in doc["cases"]] == ["1n1g b8 fp32 tensorflow"]
+    assert doc["cases"][0]["runs_b"] == 3  # the JAX runs are not among them
+    assert "1n1g b8 fp32 jax: only in B" in out.stderr
+    # Sides of one backend each: the cases pair by setup, the labels say
+    # which backend each side ran.
+    jax_only = tmp_path / "jax_only"
+    _backend_results(jax_only, "jax", 150.0, 6)
+    out = _cli("--a", str(tf_only), "--b", str(jax_only))
+    assert out.returncode == exit_status.OK, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "A: tf_only (tensorflow), B: jax_only (jax)"
+    assert lines[2].startswith("1n1g b8 fp32 ") and "slower" in lines[2]

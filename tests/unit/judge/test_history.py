@@ -26,7 +26,7 @@ from support.helpers import (
 
 SETUP = "1n1g b8 fp32 resnet_cifar8 16px"
 # _fill's rows: 5 intervals after a warm-up of 10, written from /tmp/x.
-CASE = SETUP + ", steps 10-60, /tmp/x"
+CASE = SETUP + ", tensorflow, steps 10-60, /tmp/x"
 
 
 def _result(rates, warmup=10):
@@ -65,7 +65,7 @@ def _fill(db, means, spread=0.01, seed=0):
 def test_row_from_result_and_duplicates(tmp_path):
     db = str(tmp_path / "h.sqlite")
     row = _row([100.0, 102.0, 98.0], 1e9)
-    assert row.case_label == SETUP + ", steps 10-40, /tmp/x"
+    assert row.case_label == SETUP + ", tensorflow, steps 10-40, /tmp/x"
     assert row.mean_rate == pytest.approx(100.0)
     assert row.num_intervals == 3 and row.interval_rates == [100.0, 102.0,
                                                              98.0]
@@ -230,7 +230,8 @@ def test_import_a_log_tree_once(tmp_path):
     assert "imported 0 new run(s) of 3 usable" in out.stdout
     rows = history_db.read_rows(db)
     assert [r.case_label for r in rows] == [
-        f"1n1g b128 fp32, steps 100-600, {tmp_path / 'logs'}"] * 3
+        f"1n1g b128 fp32, tensorflow, steps 100-600, {tmp_path / 'logs'}"
+    ] * 3
     assert rows[0].num_intervals == 5  # DLPerf's window 100-600
 
 
@@ -361,10 +362,10 @@ def test_other_lengths_and_trees_are_other_cases(tmp_path, capsys):
         "120000", 2e9))
     assert history_db.append(db, rows) == 7
     labels = sorted({r.case_label for r in history_db.read_rows(db)})
-    assert labels == [SETUP + ", steps 10-60, /runs/a",
-                      SETUP + ", steps 10-60, /runs/b",
-                      SETUP + ", steps 10-60, /runs/c",
-                      SETUP + ", steps 10-90, /runs/a"]
+    assert labels == [SETUP + ", tensorflow, steps 10-60, /runs/a",
+                      SETUP + ", tensorflow, steps 10-60, /runs/b",
+                      SETUP + ", tensorflow, steps 10-60, /runs/c",
+                      SETUP + ", tensorflow, steps 10-90, /runs/a"]
     assert history.main(["--db", db, "--case", SETUP]) == exit_status.OK
     out = capsys.readouterr().out
     assert sorted(line for line in out.splitlines()
@@ -377,7 +378,8 @@ def test_other_lengths_and_trees_are_other_cases(tmp_path, capsys):
                              str(tmp_path / tree)]) == exit_status.OK
     imported = [r.case_label for r in history_db.read_rows(db)
                 if r.source == "import"]
-    assert imported == [f"1n1g b128 fp32, steps 100-600, {tmp_path / t}"
+    assert imported == [f"1n1g b128 fp32, tensorflow, steps 100-600, "
+                        f"{tmp_path / t}"
                         for t in ("x", "y")]
 
 
@@ -405,3 +407,121 @@ def test_import_short_runs_with_window_auto(tmp_path, capsys):
                          "--window", "auto", "--train_batches", "40"]) \
         == exit_status.CONFIG
     assert "--window auto chooses" in capsys.readouterr().err
+
+
+def _sweep_row(root, backend, rate, when, record_backend=True):
+    """The trainer's row of a run-script sweep's run under MODEL_DIR
+    ``root`` (the model_dir the launcher gives it, under ``backend``/)."""
+    from official_bench.contracts import log_tree
+    data = _result([rate * (1 + 0.001 * k) for k in range(5)])
+    if record_backend:
+        data["config"]["runtime"] = {"backend": backend}
+    model_dir = log_tree.ModelDir(
+        str(root), 8, "1n1g", log_tree.run_stem(8, "fp32", 1),
+        "20261126-120000", backend=backend).path
+    data["config"]["model_dir"] = model_dir
+    return row_from_result(data, "trainer", model_dir, when)
+
+
+def test_a_tensorflow_and_a_jax_sweep_are_two_cases(tmp_path):
+    """Issue 45: one MODEL_DIR, three TensorFlow runs then one JAX run 20%
+    slower; one history. Two cases (the case line names the backend), no
+    false "slower"; the trainer's rows and --import's agree."""
+    root = tmp_path / "model_dir"
+    db = str(root / history_db.FILE_NAME)
+    rows = [_sweep_row(root, "tensorflow", 100.0 + k, 1e9 + k)
+            for k in range(3)] + [_sweep_row(root, "jax", 80.0, 1e9 + 9)]
+    assert history_db.append(db, rows) == 4
+    out = _history("--db", db)
+    assert out.returncode == exit_status.OK, out.stdout + out.stderr
+    lines = sorted(out.stdout.splitlines())
+    assert len(lines) == 2, out.stdout
+    assert lines[0].startswith(
+        f"{SETUP}, jax, steps 10-60, {root}: 1 run, nothing earlier")
+    assert lines[1].startswith(f"{SETUP}, tensorflow, steps 10-60, {root}: "
+                               "latest/earlier")
+    assert lines[1].endswith("(1 vs 2 runs)")
+    out = _history("--db", db, "--case", f"{SETUP}, jax")
+    assert out.returncode == exit_status.OK, out.stderr
+    assert out.stdout.splitlines()[0] == f"== {SETUP}, jax, steps 10-60, " \
+        f"{root}"
+    # The same runs through --import of the log tree: logs with the
+    # result.json copy (the record says the backend) and a log alone
+    # (its tree says it) give the same two cases.
+    logs = tmp_path / "logs"
+    imported = str(tmp_path / "imported.sqlite")
+    for backend, rate in (("tensorflow", 100.0), ("jax", 80.0)):
+        for index in (1, 2):
+            log = logkit.write_run(
+                str(logs / backend / "resnet50" / "bz128"), "1n1g",
+                [50.0] + [rate + index] * 6, index=index)
+            if index == 1:
+                data = logkit.result_json(
+                    [(0, 100, 50.0)] + [(100 * k, 100 * (k + 1), rate + 1)
+                                        for k in range(1, 7)], 128, 1,
+                    logkit.environment(num_replicas=1, num_workers=1,
+                                       dtype="fp32", backend=backend))
+                logkit.write_json(log[:-len(".log")] + ".json", data)
+    out = _history("--db", imported, "--import", str(logs))
+    assert out.returncode == exit_status.OK, out.stderr
+    rows = history_db.read_rows(imported)
+    assert sorted((r.backend, r.source_path.endswith("_1.log"))
+                  for r in rows) == [("jax", False), ("jax", True),
+                                     ("tensorflow", False),
+                                     ("tensorflow", True)]
+    assert {r.case_label.split(", ")[1] for r in rows} == {"tensorflow",
+                                                          "jax"}
+
+
+def test_a_version_1_history_reads_and_is_migrated(tmp_path):
+    """A history written before the backend column (format version 1,
+    tests/fixtures/history) reads as it is, its runs TensorFlow's; the
+    first write adds the column (version 2), and a JAX run is its own
+    case beside them."""
+    import shutil
+    fixture = os.path.join(REPO, "tests", "fixtures", "history", "v1.sqlite")
+    db = str(tmp_path / "h.sqlite")
+    shutil.copyfile(fixture, db)
+    before = open(db, "rb").read()
+    old = history_db.read_rows(db)
+    assert [r.backend for r in old] == ["tensorflow"] * 3
+    assert {r.case_label for r in old} == {
+        SETUP + ", tensorflow, steps 10-50, /runs/a"}
+    assert [r.id for r in history_db.read_rows(db, {"backend": "tensorflow"})
+            ] == [1, 2, 3]
+    out = _history("--db", db)
+    assert out.returncode == exit_status.OK, out.stderr
+    assert out.stdout.startswith(f"{SETUP}, tensorflow, steps 10-50, "
+                                 "/runs/a: latest/earlier")
+    assert open(db, "rb").read() == before  # reading changes nothing
+    jax = _result([80.0] * 4)
+    jax["config"]["runtime"] = {"backend": "jax"}
+    assert history_db.append(db, [
+        row_from_result(jax, "trainer", "/runs/a", 2e9)]) == 1
+    # The fixture's first run again (a re-import): its key is unchanged by
+    # the migration, so it is stored once; a new TensorFlow run is added.
+    again, new = (_result([100.0 + k, 101.0, 99.0 - k, 100.5])
+                  for k in (0, 5))
+    assert history_db.append(db, [
+        row_from_result(again, "import", "/runs/a", 2e9 + 1),
+        row_from_result(new, "trainer", "/runs/a", 2e9 + 2)]) == 1
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == \
+        history_db.USER_VERSION == 2
+    assert [r[0] for r in conn.execute(
+        "SELECT backend FROM runs ORDER BY id")] == [None] * 3 + [
+            "jax", "tensorflow"]
+    conn.close()
+    rows = history_db.read_rows(db)
+    assert [r.backend for r in rows] == ["tensorflow"] * 3 + [
+        "jax", "tensorflow"]
+    assert len({r.case_label for r in rows}) == 2
+    # A newer format is refused, as another program's file is.
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA user_version = 3")
+    conn.commit()
+    conn.close()
+    with pytest.raises(history_db.HistoryError,
+                       match="format version 3, this official_bench reads "
+                             "versions 1 to 2"):
+        history_db.read_rows(db)
