@@ -11,7 +11,9 @@ busy timeout and retries with a growing pause. Nothing is written into a
 file that is not a sound history of this format: the header, whole pages
 (a cut copy) and SQLite's ``PRAGMA quick_check`` are checked first; a file
 that fails is a :class:`HistoryError`, one line naming it, the file and
-its folder left as they were.
+its folder left as they were. A zero-length file (`touch`, `mktemp`, a
+first write killed before its commit: SQLite's empty database, no run in
+it to keep) is a new history: read, it holds no run; written, it is one.
 
 A row's ``run_key`` digests the run's case and all its intervals, so a run
 the trainer wrote and --import reads again is stored once. A case
@@ -206,8 +208,9 @@ def default_path(model_dir: Optional[str]) -> Optional[str]:
 
 
 def _check_header(path: str) -> None:
-    """HistoryError unless ``path`` is absent, empty, or an SQLite file
-    (read before SQLite opens it, so a foreign file stays as it was)."""
+    """HistoryError unless ``path`` is absent, zero-length (a new history:
+    module doc), or an SQLite file (read before SQLite opens it, so a
+    foreign file stays as it was)."""
     try:
         with open(path, "rb") as f:
             head = f.read(len(_HEADER))

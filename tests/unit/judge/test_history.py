@@ -525,3 +525,36 @@ def test_a_version_1_history_reads_and_is_migrated(tmp_path):
                        match="format version 3, this official_bench reads "
                              "versions 1 to 2"):
         history_db.read_rows(db)
+
+
+_DIES_IN_FIRST_WRITE = """
+import os, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("CREATE TABLE runs (time_utc TEXT)")
+os._exit(1)  # before COMMIT, as a killed first writer
+"""
+
+
+@pytest.mark.parametrize("how", ["touch", "first write died"])
+def test_a_zero_length_file_is_a_new_history(tmp_path, how):
+    """A zero-length file (`touch`, `mktemp`, a first write killed before
+    its commit: SQLite's empty database) holds no run: read, it says so;
+    written, it becomes a history (docs/compare_and_history.md)."""
+    db = tmp_path / "h.sqlite"
+    if how == "touch":
+        db.touch()
+    else:
+        subprocess.run([sys.executable, "-c", _DIES_IN_FIRST_WRITE, str(db)],
+                       check=False, timeout=60)
+    assert db.stat().st_size == 0
+    out = _history("--db", str(db))
+    assert out.returncode == exit_status.FAILED
+    assert out.stderr == f"error: the history {db} holds no run yet\n"
+    assert db.stat().st_size == 0  # reading writes nothing
+    logkit.write_run(str(tmp_path / "logs" / "tensorflow" / "resnet50" /
+                         "bz128"), "1n1g", [50.0] + [100.0] * 6)
+    out = _history("--db", str(db), "--import", str(tmp_path / "logs"))
+    assert out.returncode == exit_status.OK, out.stderr
+    assert history_db.count(str(db)) == 1
+    assert sorted(os.listdir(tmp_path)) == ["h.sqlite", "logs"]
