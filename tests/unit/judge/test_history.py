@@ -252,7 +252,8 @@ def test_trainer_appends_its_run_and_history_off_writes_nothing(tmp_path):
     (row,) = history_db.read_rows(str(db))
     assert row.source == "trainer" and row.precision == "fp32"
     assert row.case_label.startswith("1n1g b4 fp32 resnet_cifar8 16px, "
-                                     "steps ")
+                                     "tensorflow, steps ")
+    assert row.backend == "tensorflow"  # the trainer's config.runtime
     assert row.case_label.endswith(f"-6, {tmp_path / 'on' / 'model'}")
     result = json.loads((tmp_path / "on" / "model" / "result.json")
                         .read_text())
