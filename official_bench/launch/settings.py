@@ -16,9 +16,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import textwrap
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from official_bench.contracts import dtypes
+from official_bench.contracts import dtypes, exit_status as es
 from official_bench.host import gpus as host_gpus
 from official_bench.host.flag_errors import OneLineParser, suggestion
 
@@ -52,12 +53,14 @@ class SettingsError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class Knob:
     """One knob: its name (environment variable NAME, option --name),
-    kind, default, help text, choices, whether it is also a positional
-    argument, and its --help section."""
+    kind, default, its one line for --help (`brief`, 80 columns) and its
+    long help (docs/run_scripts.md's table, reference_markdown()), choices,
+    whether it is also a positional argument, and its --help section."""
     # attribute name; env var is NAME.upper(), flag --name-with-dashes
     name: str
     kind: str  # int | float | str | choice | intlist | bool
     default: Any
+    brief: str
     help: str
     choices: Sequence[str] = ()
     positional: bool = False
@@ -74,179 +77,266 @@ class Knob:
 
 KNOBS: List[Knob] = [
     # What to run (also the DLPerf positional arguments).
-    Knob("batch", "int", None, "images per device (per-replica batch); "
-         "default: the config file's train_dataset.batch_size",
+    Knob("batch", "int", None,
+         "images per device (default: the config's)",
+         "images per device (per-replica batch); default: the config file's "
+         "train_dataset.batch_size",
          positional=True),
-    Knob("dtype", "choice", "fp32", "precision: fp32, fp16 or bf16; selects "
-         "the matching config (gpu_fp16.yaml, ...)", choices=DTYPES,
+    Knob("dtype", "choice", "fp32",
+         "fp32, fp16 or bf16 (picks the config)",
+         "precision: fp32, fp16 or bf16; selects the matching config "
+         "(gpu_fp16.yaml, ...)", choices=DTYPES,
          positional=True),
-    Knob("test_num", "int", 5, "runs of each case", positional=True),
+    Knob("test_num", "int", 5,
+         "runs of each case",
+         "runs of each case", positional=True),
     # Nodes.
-    Knob("nodes", "str", None, "node list 'host:port,host:port' (a host "
-         "without a port gets WORKER_PORT); default: HOSTFILE, then Slurm, "
-         "then the config's runtime.worker_hosts", section="nodes"),
-    Knob("hostfile", "str", None, "file with one host[:port] per line ('#' "
-         "comments; further words such as slots=8 are ignored)",
+    Knob("nodes", "str", None,
+         "node list host:port,host:port",
+         "node list 'host:port,host:port' (a host without a port gets "
+         "WORKER_PORT); default: HOSTFILE, then Slurm, then the config's "
+         "runtime.worker_hosts", section="nodes"),
+    Knob("hostfile", "str", None,
+         "file with one host[:port] per line",
+         "file with one host[:port] per line ('#' comments; further words "
+         "such as slots=8 are ignored)",
          section="nodes"),
-    Knob("num_nodes", "int", None, "expected number of nodes (two: 2; "
-         "multi: default the length of the node list)", section="nodes"),
-    Knob("task_index", "int", None, "this node's index in the node list; "
-         "default: from Slurm, else found by matching this machine's hostname "
-         "and interface addresses against the node list", section="nodes"),
-    Knob("worker_port", "int", 11111, "trainer port for nodes given without "
-         "one (Slurm node lists, host-only hostfiles)", section="nodes"),
-    Knob("barrier_port", "int", None, "TCP port of the launchers' meeting "
-         "point on node 0; default: 1 + the highest worker port on node 0's "
-         "host",
+    Knob("num_nodes", "int", None,
+         "expected number of nodes",
+         "expected number of nodes (two: 2; multi: default the length of the "
+         "node list)", section="nodes"),
+    Knob("task_index", "int", None,
+         "this node's index in the node list",
+         "this node's index in the node list; default: from Slurm, else found "
+         "by matching this machine's hostname and interface addresses against "
+         "the node list", section="nodes"),
+    Knob("worker_port", "int", 11111,
+         "trainer port of nodes given without one",
+         "trainer port for nodes given without one (Slurm node lists, "
+         "host-only hostfiles)", section="nodes"),
+    Knob("barrier_port", "int", None,
+         "port of node 0's barrier (launchers meet)",
+         "TCP port of the launchers' meeting point on node 0; default: 1 + "
+         "the highest worker port on node 0's host",
          section="nodes"),
-    Knob("barrier_secret_file", "str", None, "file holding the barrier's "
-         "shared secret (its content without surrounding whitespace; the "
-         "same on every node; keep it mode 600). Or BARRIER_SECRET=text in "
-         "the environment (never on the command line, where ps shows it). "
-         "Default: derived from the Slurm job in one, else none (the "
-         "barrier is open, with a warning); see docs/security.md",
+    Knob("barrier_secret_file", "str", None,
+         "file with the barrier's shared secret (or BARRIER_SECRET=...)",
+         "file holding the barrier's shared secret (its content without "
+         "surrounding whitespace; the same on every node; keep it mode 600). "
+         "Or BARRIER_SECRET=text in the environment (never on the command "
+         "line, where ps shows it). Default: derived from the Slurm job in "
+         "one, else none (the barrier is open, with a warning); see "
+         "docs/security.md",
          section="nodes"),
-    Knob("barrier_bind", "str", None, "address node 0's barrier listens "
-         "on; default: what node 0's host in the node list resolves to on "
-         "this machine (0.0.0.0 or :: listens on every interface)",
+    Knob("barrier_bind", "str", None,
+         "address node 0's barrier listens on",
+         "address node 0's barrier listens on; default: what node 0's host in "
+         "the node list resolves to on this machine (0.0.0.0 or :: listens on "
+         "every interface)",
          section="nodes"),
-    Knob("use_slurm", "choice", "auto", "take the node list and index from "
-         "SLURM_* variables: auto (when in a Slurm job), yes, no",
+    Knob("use_slurm", "choice", "auto",
+         "node list from SLURM_*: auto, yes, no",
+         "take the node list and index from SLURM_* variables: auto (when in "
+         "a Slurm job), yes, no",
          choices=("auto", "yes", "no"), section="nodes"),
     # Devices.
-    Knob("device", "choice", "auto", "auto (GPUs when any are visible, else "
-         "CPU with the smoke config), gpu or cpu",
+    Knob("device", "choice", "auto",
+         "auto, gpu or cpu",
+         "auto (GPUs when any are visible, else CPU with the smoke config), "
+         "gpu or cpu",
          choices=("auto", "gpu", "cpu"), section="devices"),
-    Knob("gpus", "intlist", None, "GPU counts per node to run, e.g. 1,2,4,8; "
-         "default: single: 1,2,4,8 (those the machine has), two/multi: all "
-         "visible GPUs", section="devices"),
-    Knob("gpu_ids", "str", None, "GPUs to use, e.g. 0,1,2,3 (CUDA_VISIBLE_"
-         "DEVICES of the trainer; a run with G GPUs uses the first G); "
-         "default: all visible", section="devices"),
-    Knob("cpu_devices", "intlist", [1], "without GPUs: logical CPU devices "
-         "per node to run, e.g. 1,2 (runtime.cpu_devices; 2 runs mirrored on "
-         "two CPU devices); with LAUNCHER=horovod: Horovod processes per "
-         "node, one CPU device each", section="devices"),
-    Knob("workers_per_node", "int", 1, "trainer processes per node. 1: one "
-         "process drives all of the node's devices (mirrored; "
-         "multi_worker_mirrored across nodes). G > 1: one "
+    Knob("gpus", "intlist", None,
+         "GPU counts per node to run, e.g. 1,2,4,8",
+         "GPU counts per node to run, e.g. 1,2,4,8; default: single: 1,2,4,8 "
+         "(those the machine has), two/multi: all visible GPUs",
+         section="devices"),
+    Knob("gpu_ids", "str", None,
+         "GPUs to use, e.g. 0,1,2,3",
+         "GPUs to use, e.g. 0,1,2,3 (CUDA_VISIBLE_DEVICES of the trainer; a "
+         "run with G GPUs uses the first G); default: all visible",
+         section="devices"),
+    Knob("cpu_devices", "intlist", [1],
+         "without GPUs: CPU devices per node, e.g. 1,2",
+         "without GPUs: logical CPU devices per node to run, e.g. 1,2 "
+         "(runtime.cpu_devices; 2 runs mirrored on two CPU devices); with "
+         "LAUNCHER=horovod: Horovod processes per node, one CPU device each",
+         section="devices"),
+    Knob("workers_per_node", "int", 1,
+         "trainer processes per node (one per GPU)",
+         "trainer processes per node. 1: one process drives all of the node's "
+         "devices (mirrored; multi_worker_mirrored across nodes). G > 1: one "
          "multi_worker_mirrored worker per GPU (each sees one GPU through "
          "CUDA_VISIBLE_DEVICES, runtime.num_gpus=1), also on a single node; "
          "without GPUs G workers with one CPU device each. The case is still "
          "{N}n{G}g; local worker l uses the node's port + l and is task "
          "node_index*G + l", section="devices"),
     # Training.
-    Knob("config_file", "str", None, "trainer YAML; default: CONFIG_DIR/"
-         "{gpu,two_node_gpu,multi_node_gpu}[_fp16|_bf16].yaml on GPUs, "
-         "CONFIG_DIR/cpu_smoke.yaml on CPU", section="training"),
-    Knob("config_dir", "str", None, "directory of the default configs; "
-         "default: configs/examples/resnet/imagenet in the repository",
+    Knob("config_file", "str", None,
+         "trainer YAML (default: picked by DTYPE/device)",
+         "trainer YAML; default: "
+         "CONFIG_DIR/{gpu,two_node_gpu,multi_node_gpu}[_fp16|_bf16].yaml on "
+         "GPUs, CONFIG_DIR/cpu_smoke.yaml on CPU", section="training"),
+    Knob("config_dir", "str", None,
+         "directory of the default configs",
+         "directory of the default configs; default: "
+         "configs/examples/resnet/imagenet in the repository",
          section="training"),
-    Knob("steps", "int", None, "training steps per run (train.steps); "
-         "default: the config's", section="training"),
-    Knob("log_steps", "int", None, "steps per TimeHistory line (train."
-         "time_history.log_steps); default: the config's", section="training"),
-    Knob("data_dir", "str", None, "ImageNet TFRecord directory: every run "
+    Knob("steps", "int", None,
+         "training steps per run",
+         "training steps per run (train.steps); default: the config's",
+         section="training"),
+    Knob("log_steps", "int", None,
+         "steps per TimeHistory line",
+         "steps per TimeHistory line (train.time_history.log_steps); default: "
+         "the config's", section="training"),
+    Knob("data_dir", "str", None,
+         "ImageNet TFRecords (unset: synthetic data)",
+         "ImageNet TFRecord directory: every run "
          "reads it (a config whose builder ignores data_dir, such as the "
          "CPU smoke config's synthetic, gets train_dataset.builder=records); "
          "one that is missing or holds no train-* (or *-train.tfrecord-*) "
-         "files stops the launcher before any run, exit 2; unset: synthetic "
+         "files stops the launcher before any run, exit "
+         f"{es.CONFIG}; unset: synthetic "
          "data (train_dataset.builder=synthetic)", section="training"),
-    Knob("params_override", "str", None, "extra trainer overrides ('a.b=1,"
-         "c=2', YAML/JSON or a YAML file), applied over the launcher's",
+    Knob("params_override", "str", None,
+         "extra trainer overrides 'a.b=1,c=2'",
+         "extra trainer overrides ('a.b=1,c=2', YAML/JSON or a YAML file), "
+         "applied over the launcher's",
          section="training"),
-    Knob("peer_timeout", "float", None, "seconds a trainer waits for its "
-         "peers to start (runtime.peer_timeout_seconds); default: the "
-         "config's", section="training"),
-    Knob("backend", "choice", "tensorflow", "the trainer's backend "
-         "(runtime.backend): tensorflow (tf-keras + tf.distribute, as "
-         "DLPerf) or jax (Keras 3 on JAX: one process per node drives all "
-         "its devices; docs/backends.md)", choices=("tensorflow", "jax"),
+    Knob("peer_timeout", "float", None,
+         "seconds a trainer waits for its peers",
+         "seconds a trainer waits for its peers to start "
+         "(runtime.peer_timeout_seconds); default: the config's",
          section="training"),
-    Knob("bench", "choice", "train", "what each run runs: train (the "
-         "trainer) or allreduce (python -m official_bench.allreduce.bench "
-         "with the same config, devices, nodes and strategy: all-reduce "
-         "time, algbw and busbw of the model's gradient size and a sweep; "
-         "logs allreduce_{dtype}_{i}.log + .json in the same case "
-         "directories, which the extractor reads)",
+    Knob("backend", "choice", "tensorflow",
+         "tensorflow, or jax (Keras 3 on JAX)",
+         "the trainer's backend (runtime.backend): tensorflow (tf-keras + "
+         "tf.distribute, as DLPerf) or jax (Keras 3 on JAX: one process per "
+         "node drives all its devices; docs/backends.md)",
+         choices=("tensorflow", "jax"),
+         section="training"),
+    Knob("bench", "choice", "train",
+         "train, or allreduce (all-reduce bandwidth)",
+         "what each run runs: train (the trainer) or allreduce (python -m "
+         "official_bench.allreduce.bench with the same config, devices, nodes "
+         "and strategy: all-reduce time, algbw and busbw of the model's "
+         "gradient size and a sweep; logs allreduce_{dtype}_{i}.log + .json "
+         "in the same case directories, which the extractor reads)",
          choices=("train", "allreduce"), section="training"),
-    Knob("allreduce_args", "str", None, "BENCH=allreduce: further "
-         "official-bench-allreduce flags, split as by a shell, e.g. "
-         "'--sizes=model,1M,64M --dtypes=float32 --iters=50'",
+    Knob("allreduce_args", "str", None,
+         "BENCH=allreduce: further flags",
+         "BENCH=allreduce: further official-bench-allreduce flags, split as "
+         "by a shell, e.g. '--sizes=model,1M,64M --dtypes=float32 --iters=50'",
          section="training"),
-    Knob("python", "str", None, "Python interpreter for the launcher and "
-         "the trainer; default (run scripts): the activated venv's "
-         "(VIRTUAL_ENV), else the repository's .venv/bin/python (`make "
-         "bench` creates it), else python3 from PATH; --python changes the "
-         "trainer's only; LAUNCHER=horovod: the ranks run "
-         "HOROVOD_VENV/bin/python instead", section="training"),
-    Knob("python_check_timeout", "float", 300.0, "seconds allowed for the "
-         "check, before the first run, that the trainer's Python imports "
-         "the trainer (tensorflow, tf_keras, absl, yaml, official_bench; "
-         "on every node); 0 skips the check", section="training"),
-    Knob("nccl_socket_ifname", "str", None, "network interface(s) for NCCL "
-         "(exported as NCCL_SOCKET_IFNAME to the trainer), e.g. ib0 or eth0",
+    Knob("python", "str", None,
+         "the trainer's Python",
+         "Python interpreter for the launcher and the trainer; default (run "
+         "scripts): the activated venv's (VIRTUAL_ENV), else the repository's "
+         ".venv/bin/python (`make bench` creates it), else python3 from PATH; "
+         "--python changes the trainer's only; LAUNCHER=horovod: the ranks "
+         "run HOROVOD_VENV/bin/python instead", section="training"),
+    Knob("python_check_timeout", "float", 300.0,
+         "seconds to check the trainer's Python (0: skip)",
+         "seconds allowed for the check, before the first run, that the "
+         "trainer's Python imports the trainer (tensorflow, tf_keras, absl, "
+         "yaml, official_bench; on every node); 0 skips the check",
+         section="training"),
+    Knob("nccl_socket_ifname", "str", None,
+         "network interface(s) for NCCL",
+         "network interface(s) for NCCL (exported as NCCL_SOCKET_IFNAME to "
+         "the trainer), e.g. ib0 or eth0",
          section="training"),
     # Paths.
-    Knob("log_dir", "str", "logs", "log root; logs go to LOG_DIR/tensorflow/"
-         "resnet50/bz{B}/{N}n{G}g/rn50_b{B}_{dtype}_{i}.log (node k>0: in a "
-         "node{k}/ subdirectory; WORKERS_PER_NODE: local worker l>0 beside "
-         "it as ....log.local{l}, which the extractor does not read)",
+    Knob("log_dir", "str", "logs",
+         "log root (LOG_DIR/tensorflow/resnet50/bz{B}/...)",
+         "log root; logs go to LOG_DIR/tensorflow/resnet50/bz{B}/{N}n{G}g/"
+         "rn50_b{B}_{dtype}_{i}.log "
+         "(node k>0: in a node{k}/ subdirectory; WORKERS_PER_NODE: local "
+         "worker l>0 beside it as ....log.local{l}, which the extractor does "
+         "not read)",
          section="paths"),
-    Knob("model_dir", "str", "model_dir", "root of the per-run model "
-         "directories (a fresh one per run and node)", section="paths"),
+    Knob("model_dir", "str", "model_dir",
+         "root of the per-run model directories",
+         "root of the per-run model directories (a fresh one per run and "
+         "node)",
+         section="paths"),
     # Flow.
-    Knob("sleep_seconds", "float", 5.0, "pause between runs",
+    Knob("sleep_seconds", "float", 5.0,
+         "pause between runs",
+         "pause between runs",
          section="flow"),
-    Knob("barrier_timeout", "float", 300.0, "seconds the nodes wait for each "
-         "other before each run (and after it, on top of the run time)",
+    Knob("barrier_timeout", "float", 300.0,
+         "seconds the nodes wait for each other",
+         "seconds the nodes wait for each other before each run (and after "
+         "it, on top of the run time)",
          section="flow"),
-    Knob("run_timeout", "float", 3600.0, "wall-clock limit of one run; then "
-         "SIGTERM, then SIGKILL after KILL_AFTER (timeout -k)",
+    Knob("run_timeout", "float", 3600.0,
+         "wall-clock limit of one run (seconds)",
+         "wall-clock limit of one run; then SIGTERM, then SIGKILL after "
+         "KILL_AFTER (timeout -k)",
          section="flow"),
-    Knob("kill_after", "float", 30.0, "seconds between SIGTERM and SIGKILL "
-         "when a run is stopped", section="flow"),
-    Knob("on_failure", "choice", "continue", "after a run that failed on any "
-         "node: continue with the next run, or stop (all nodes alike)",
+    Knob("kill_after", "float", 30.0,
+         "seconds from SIGTERM to SIGKILL",
+         "seconds between SIGTERM and SIGKILL when a run is stopped",
+         section="flow"),
+    Knob("on_failure", "choice", "continue",
+         "after a failed run: continue or stop",
+         "after a run that failed on any node: continue with the next run, or "
+         "stop (all nodes alike)",
          choices=("continue", "stop"), section="flow"),
-    Knob("resume", "bool", False, "continue a sweep whose log tree holds "
-         "some of its runs: keep the runs whose status is ok (on every "
-         "node), run only the missing or failed ones (their old files, and "
-         "those of runs beyond TEST_NUM, are moved aside into the case's "
-         ".replaced-{stamp}/ folder); on every node of a two/multi-node "
-         "sweep, which agree through the barrier", section="flow"),
-    Knob("overwrite", "bool", False, "re-run a sweep whose log tree holds "
-         "some of its runs: every run runs into the case's "
-         ".overwrite-{stamp}/ folder; when all ended ok, the old logs, JSON "
-         "and status files (beyond TEST_NUM too) move aside into its "
-         ".replaced-{stamp}/ folder (never deleted; the extractor does not "
-         "read it) and the new ones take their place; otherwise the old "
-         "runs stay", section="flow"),
-    Knob("quiet", "bool", False, "no progress lines while a run trains "
-         "(the run's result line and the summary still show its img/s)",
+    Knob("resume", "bool", False,
+         "keep this case's ok runs, run the others",
+         "continue a sweep whose log tree holds some of its runs: keep the "
+         "runs whose status is ok (on every node), run only the missing or "
+         "failed ones (their old files, and those of runs beyond TEST_NUM, "
+         "are moved aside into the case's .replaced-{stamp}/ folder); on "
+         "every node of a two/multi-node sweep, which agree through the "
+         "barrier", section="flow"),
+    Knob("overwrite", "bool", False,
+         "move this case's old runs aside, run all",
+         "re-run a sweep whose log tree holds some of its runs: every run "
+         "runs into the case's .overwrite-{stamp}/ folder; when all ended ok, "
+         "the old logs, JSON and status files (beyond TEST_NUM too) move "
+         "aside into its .replaced-{stamp}/ folder (never deleted; the "
+         "extractor does not read it) and the new ones take their place; "
+         "otherwise the old runs stay", section="flow"),
+    Knob("quiet", "bool", False,
+         "no progress lines while a run trains",
+         "no progress lines while a run trains (the run's result line and the "
+         "summary still show its img/s)",
          section="flow"),
-    Knob("dry_run", "bool", False, "print the cluster, TF_CONFIG, commands "
-         "and paths; run nothing", section="flow"),
+    Knob("dry_run", "bool", False,
+         "print the plan; run nothing",
+         "print the cluster, TF_CONFIG, commands and paths; run nothing",
+         section="flow"),
     # Launcher.
-    Knob("launcher", "choice", "tf", "tf: one trainer per node, "
-         "multi_worker_mirrored across nodes (TF_CONFIG); horovod: one "
-         "horovodrun from node 0 starts one process per GPU on every node "
-         "(ssh to the others) with runtime.distribution_strategy horovod",
+    Knob("launcher", "choice", "tf",
+         "tf, or horovod (horovodrun from node 0)",
+         "tf: one trainer per node, multi_worker_mirrored across nodes "
+         "(TF_CONFIG); horovod: one horovodrun from node 0 starts one process "
+         "per GPU on every node (ssh to the others) with "
+         "runtime.distribution_strategy horovod",
          choices=("tf", "horovod"), section="launcher"),
-    Knob("horovod_venv", "str", None, "environment whose bin/ holds "
-         "horovodrun and the python the ranks run (the same path on every "
-         "node); default: `scripts/install_horovod.sh --print-venv` (built "
-         "by `make horovod`)", section="launcher"),
-    Knob("horovodrun_controller", "choice", "gloo", "horovodrun --gloo, "
-         "--mpi, or auto (neither flag: horovodrun decides); the venv of "
-         "`make horovod` has Gloo only",
+    Knob("horovod_venv", "str", None,
+         "LAUNCHER=horovod: its venv",
+         "environment whose bin/ holds horovodrun and the python the ranks "
+         "run (the same path on every node); default: "
+         "`scripts/install_horovod.sh --print-venv` (built by `make horovod`)",
+         section="launcher"),
+    Knob("horovodrun_controller", "choice", "gloo",
+         "LAUNCHER=horovod: gloo, mpi or auto",
+         "horovodrun --gloo, --mpi, or auto (neither flag: horovodrun "
+         "decides); the venv of `make horovod` has Gloo only",
          choices=("gloo", "mpi", "auto"), section="launcher"),
-    Knob("horovodrun_network_interface", "str", None, "horovodrun "
-         "--network-interface, e.g. eth0 or ib0 (comma-separated for "
-         "several); default: horovodrun finds the interfaces the hosts "
+    Knob("horovodrun_network_interface", "str", None,
+         "LAUNCHER=horovod: e.g. eth0",
+         "horovodrun --network-interface, e.g. eth0 or ib0 (comma-separated "
+         "for several); default: horovodrun finds the interfaces the hosts "
          "share", section="launcher"),
-    Knob("horovodrun_args", "str", None, "further horovodrun options, "
-         "split as by a shell, e.g. '--ssh-port 2222 --start-timeout 120'",
+    Knob("horovodrun_args", "str", None,
+         "LAUNCHER=horovod: further horovodrun options",
+         "further horovodrun options, split as by a shell, e.g. '--ssh-port "
+         "2222 --start-timeout 120'",
          section="launcher"),
 ]
 KNOBS_BY_NAME = {k.name: k for k in KNOBS}
@@ -343,58 +433,6 @@ def _convert(knob: Knob, raw: Any, source: str) -> Any:
     return text
 
 
-# One line per knob for --help (80 columns); the long form of each is
-# Knob.help, which docs/run_scripts.md holds (reference_markdown()).
-BRIEF: Dict[str, str] = {
-    "batch": "images per device (default: the config's)",
-    "dtype": "fp32, fp16 or bf16 (picks the config)",
-    "test_num": "runs of each case",
-    "nodes": "node list host:port,host:port",
-    "hostfile": "file with one host[:port] per line",
-    "num_nodes": "expected number of nodes",
-    "task_index": "this node's index in the node list",
-    "worker_port": "trainer port of nodes given without one",
-    "barrier_port": "port of node 0's barrier (launchers meet)",
-    "barrier_secret_file": "file with the barrier's shared secret "
-                           "(or BARRIER_SECRET=...)",
-    "barrier_bind": "address node 0's barrier listens on",
-    "use_slurm": "node list from SLURM_*: auto, yes, no",
-    "device": "auto, gpu or cpu",
-    "gpus": "GPU counts per node to run, e.g. 1,2,4,8",
-    "gpu_ids": "GPUs to use, e.g. 0,1,2,3",
-    "cpu_devices": "without GPUs: CPU devices per node, e.g. 1,2",
-    "workers_per_node": "trainer processes per node (one per GPU)",
-    "config_file": "trainer YAML (default: picked by DTYPE/device)",
-    "config_dir": "directory of the default configs",
-    "steps": "training steps per run",
-    "log_steps": "steps per TimeHistory line",
-    "data_dir": "ImageNet TFRecords (unset: synthetic data)",
-    "params_override": "extra trainer overrides 'a.b=1,c=2'",
-    "peer_timeout": "seconds a trainer waits for its peers",
-    "backend": "tensorflow, or jax (Keras 3 on JAX)",
-    "bench": "train, or allreduce (all-reduce bandwidth)",
-    "allreduce_args": "BENCH=allreduce: further flags",
-    "python": "the trainer's Python",
-    "python_check_timeout": "seconds to check the trainer's Python (0: "
-                            "skip)",
-    "nccl_socket_ifname": "network interface(s) for NCCL",
-    "log_dir": "log root (LOG_DIR/tensorflow/resnet50/bz{B}/...)",
-    "model_dir": "root of the per-run model directories",
-    "sleep_seconds": "pause between runs",
-    "barrier_timeout": "seconds the nodes wait for each other",
-    "run_timeout": "wall-clock limit of one run (seconds)",
-    "kill_after": "seconds from SIGTERM to SIGKILL",
-    "on_failure": "after a failed run: continue or stop",
-    "resume": "keep this case's ok runs, run the others",
-    "overwrite": "move this case's old runs aside, run all",
-    "quiet": "no progress lines while a run trains",
-    "dry_run": "print the plan; run nothing",
-    "launcher": "tf, or horovod (horovodrun from node 0)",
-    "horovod_venv": "LAUNCHER=horovod: its venv",
-    "horovodrun_controller": "LAUNCHER=horovod: gloo, mpi or auto",
-    "horovodrun_network_interface": "LAUNCHER=horovod: e.g. eth0",
-    "horovodrun_args": "LAUNCHER=horovod: further horovodrun options",
-}
 # Knob sections a script's --help shows: single-node runs no node list.
 NODE_SECTIONS = ("nodes",)
 HELP_WIDTH = 80
@@ -442,7 +480,7 @@ def build_parser(mode: Optional[str] = None) -> argparse.ArgumentParser:
         default = knob.default
         if isinstance(default, list):
             default = ",".join(map(str, default))
-        text = BRIEF[knob.name] + (
+        text = knob.brief + (
             f" [{default}]" if default not in (None, False) else "")
         text = text if shown else argparse.SUPPRESS
         if knob.positional:
@@ -509,11 +547,49 @@ examples:
 """ + _COMMON,
 }
 
-_EXIT = """\
-exit status: 0 all runs ok, 1 some run failed, 2 bad arguments or config,
-             3 node list / task index, 5 a log could not be written (disk
-             full), 6 the log tree is in use or holds these runs (RESUME=1
-             or OVERWRITE=1), 75 a node never arrived, 130/143 interrupted"""
+# What each status the launcher ends with means, in its --help's words;
+# the numbers and their order are contracts/exit_status.py's (exit_help).
+EXIT_WORDS: Dict[int, str] = {
+    es.OK: "all runs ok",
+    es.FAILED: "some run failed",
+    es.CONFIG: "bad arguments or config",
+    es.CLUSTER: "node list / task index",
+    es.NOT_WRITABLE: "a log could not be written (disk full)",
+    es.LOGS_IN_USE: "the log tree is in use or holds these runs (RESUME=1 "
+                    "or OVERWRITE=1)",
+    es.BARRIER_TIMEOUT: "a node never arrived",
+    es.INTERRUPTED: "interrupted",
+    es.TERMINATED: "interrupted",
+}
+EXIT_LABEL = "exit status: "
+# The block's lines as they were first wrapped by hand (74 columns).
+EXIT_WIDTH = 74
+
+
+def exit_help(words: Mapping[int, str]) -> str:
+    """The epilog's exit-status block: each status of `words` in the
+    table's order, neighbours with the same words as one ("130/143
+    interrupted"); KeyError for a status the table lacks."""
+    for code in words:
+        if es.lookup(code) is None:
+            raise KeyError(f"exit status {code} is not a row of "
+                           "contracts/exit_status.py")
+    parts: List[tuple] = []  # ([codes], words)
+    for row in es.TABLE:
+        if row.code not in words:
+            continue
+        if parts and parts[-1][1] == words[row.code]:
+            parts[-1][0].append(row.code)
+        else:
+            parts.append(([row.code], words[row.code]))
+    text = ", ".join("/".join(map(str, codes)) + " " + what
+                     for codes, what in parts)
+    return textwrap.fill(text, width=EXIT_WIDTH, initial_indent=EXIT_LABEL,
+                         subsequent_indent=" " * len(EXIT_LABEL),
+                         break_on_hyphens=False, break_long_words=False)
+
+
+_EXIT = exit_help(EXIT_WORDS)
 
 _NODES = """\
 node list:   TF_CONFIG > NODES > HOSTFILE > Slurm > the config's

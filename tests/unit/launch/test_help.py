@@ -65,5 +65,62 @@ def test_single_node_still_accepts_node_options_it_does_not_list():
     assert s.nodes == "a:1,b:2"
 
 
-def test_every_knob_has_a_brief():
-    assert set(settings_lib.BRIEF) == set(settings_lib.KNOBS_BY_NAME)
+def test_every_knob_row_carries_the_brief_its_help_line_shows():
+    """Each knob's one --help line is a field of its row (issue 44 §3)."""
+    parser = settings_lib.build_parser(None)
+    helps = {a.dest: a.help for a in parser._actions}
+    for knob in settings_lib.KNOBS:
+        assert knob.brief and "\n" not in knob.brief, knob.name
+        assert helps[knob.name].startswith(knob.brief), knob.name
+
+
+def _launcher_statuses():
+    """Every exit_status constant the launcher's code returns (a `return`
+    of `es.NAME`, or es.by_signal: 128 + SIGINT / SIGTERM)."""
+    import ast
+
+    from official_bench.contracts import exit_status as es
+
+    def statuses(value):
+        if isinstance(value, ast.IfExp):
+            return statuses(value.body) | statuses(value.orelse)
+        if isinstance(value, ast.Call):
+            value = value.func
+        if isinstance(value, ast.Attribute) and \
+                getattr(value.value, "id", "") == "es":
+            if value.attr == "by_signal":
+                return {es.INTERRUPTED, es.TERMINATED}
+            return {getattr(es, value.attr)}
+        return set()
+
+    found = set()
+    folder = os.path.join(REPO, "official_bench", "launch")
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".py"):
+            continue
+        with open(os.path.join(folder, name), encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Return) and node.value is not None:
+                found |= statuses(node.value)
+    return found
+
+
+def test_exit_statuses_in_help_are_the_tables_and_the_launchers():
+    """The epilog's exit statuses are generated from
+    contracts/exit_status.py: exactly those the launcher returns, in the
+    table's order, statuses with the same words joined."""
+    from official_bench.contracts import exit_status as es
+    words = settings_lib.EXIT_WORDS
+    assert set(words) == _launcher_statuses()
+    text = settings_lib.build_parser("single").format_help()
+    block = text[text.index("exit status: "):].split("\nevery variable")[0]
+    assert block == settings_lib.exit_help(words)
+    named = [int(n) for n in re.findall(r"(?<![\w=])(\d+)(?=[ /])", block)]
+    assert named == [c.code for c in es.TABLE if c.code in words]
+    assert "130/143 interrupted" in " ".join(block.split())
+    # The table's order, whatever the order of the words given.
+    assert settings_lib.exit_help(dict(reversed(list(words.items())))) == \
+        block
+    with pytest.raises(KeyError, match="99"):
+        settings_lib.exit_help({99: "not a row"})
