@@ -14,10 +14,15 @@ support; the file is a dot-file without .log, so neither the extractor's
 */*.log glob nor DLPerf's scripts see it.
 
 A claim whose launcher is gone is stale. On the same host the launcher can
-tell (no process with that pid, or one started after the claim): it takes
-the stale claim over, saying so. A claim from another host cannot be
-checked from here, so it stops, naming host, pid and start time and the way
-out (remove the file once that launcher is known to be gone).
+tell (`stale_because`): no process with that pid; a zombie (a launcher
+killed with SIGKILL whose parent has not reaped it yet, or never will, as
+under a container's PID 1 without an init); or another program under a
+reused pid (its start time, /proc/<pid>/stat's field 22, is not the one
+the claim recorded; a claim without that field is compared by wall
+time). It takes the stale claim over, saying why. A claim from another
+host cannot be checked from here, so it stops, naming host, pid and start
+time and the way out (remove the file once that launcher is known to be
+gone).
 """
 
 from __future__ import annotations
@@ -41,12 +46,15 @@ class ClaimError(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Holder:
-    """Who holds a claim: what its file says."""
+    """Who holds a claim: what its file says (`proc_start`: its process's
+    start time in clock ticks after boot, None in claims written before
+    it was recorded)."""
     host: str
     pid: int
     started: float  # time.time() when it claimed
     script: str = ""
     session: str = ""
+    proc_start: Optional[int] = None
 
     def describe(self) -> str:
         when = time.strftime("%Y-%m-%d %H:%M:%S",
@@ -63,6 +71,7 @@ def claim_name(batch: int, dtype: str, bench: str = "") -> str:
 
 
 def _pid_alive(pid: int) -> bool:
+    """Whether a process `pid` exists (a zombie does)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -72,37 +81,68 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _process_start(pid: int) -> Optional[float]:
-    """When process `pid` started (seconds since the epoch, from
-    /proc/<pid>/stat's start time after boot and /proc/stat's btime), or
-    None off Linux or when it cannot be read."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii",
-                  errors="replace") as f:
-            stat = f.read()
-        with open("/proc/stat", encoding="ascii", errors="replace") as f:
-            btime = next(int(line.split()[1]) for line in f
-                         if line.startswith("btime "))
-        # Fields after "(comm)": state is field 3, starttime field 22.
-        ticks = int(stat[stat.rindex(")") + 2:].split()[19])
-        return btime + ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, StopIteration):
+@dataclasses.dataclass(frozen=True)
+class ProcStat:
+    """What /proc/<pid>/stat says of a process: its state (field 3: R, S,
+    D, Z for a zombie, X for dead, ...) and its start time in clock ticks
+    after boot (field 22)."""
+    state: str
+    start_ticks: int
+
+    @classmethod
+    def read(cls, pid: int) -> Optional["ProcStat"]:
+        """None off Linux, for no such process, or when it cannot be
+        read."""
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii",
+                      errors="replace") as f:
+                stat = f.read()
+            # The fields after "(comm)", which may hold spaces and ")":
+            # state is field 3, starttime field 22.
+            fields = stat[stat.rindex(")") + 2:].split()
+            return cls(fields[0], int(fields[19]))
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def started_at(self) -> Optional[float]:
+        """The start time in seconds since the epoch (/proc/stat's
+        btime + ticks), or None when it cannot be read."""
+        try:
+            with open("/proc/stat", encoding="ascii", errors="replace") as f:
+                btime = next(int(line.split()[1]) for line in f
+                             if line.startswith("btime "))
+            return btime + self.start_ticks / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError, StopIteration):
+            return None
+
+
+def stale_because(holder: Holder, host: str) -> Optional[str]:
+    """Why a claim of this host is stale (its launcher no longer runs),
+    or None: held, or of another host, which cannot be told from here."""
+    if holder.host != host:
         return None
-
-
-def _pid_started_after(pid: int, when: float) -> bool:
-    """Whether process `pid` started after `when` (so it reused the pid of
-    a dead launcher); False when it cannot be told."""
-    start = _process_start(pid)
-    return start is not None and start > when + 2.0
+    if not _pid_alive(holder.pid):
+        return "no such process"
+    stat = ProcStat.read(holder.pid)
+    if stat is None:
+        return None  # alive, and nothing more can be told
+    if stat.state in ("Z", "X"):
+        return "its process is a zombie: killed, not reaped by its parent"
+    if holder.proc_start is not None:
+        if stat.start_ticks != holder.proc_start:
+            return "that pid is now another program"
+        return None
+    # A claim without proc_start: a process started after the claim took
+    # the dead launcher's pid.
+    start = stat.started_at()
+    if start is not None and start > holder.started + 2.0:
+        return "that pid is now another program"
+    return None
 
 
 def is_stale(holder: Holder, host: str) -> bool:
     """A claim of this host whose launcher no longer runs."""
-    if holder.host != host:
-        return False
-    return not _pid_alive(holder.pid) or _pid_started_after(holder.pid,
-                                                            holder.started)
+    return stale_because(holder, host) is not None
 
 
 def read_holder(path: str) -> Optional[Holder]:
@@ -111,9 +151,11 @@ def read_holder(path: str) -> Optional[Holder]:
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
+        proc_start = data.get("proc_start")
         return Holder(str(data["host"]), int(data["pid"]),
                       float(data["started"]), str(data.get("script", "")),
-                      str(data.get("session", "")))
+                      str(data.get("session", "")),
+                      None if proc_start is None else int(proc_start))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -152,15 +194,15 @@ class Claims:
                     f"{folder} is claimed by a launcher whose claim file "
                     f"{path} cannot be read; if no launcher writes there, "
                     f"remove {path}, or use another LOG_DIR")
-            if not is_stale(holder, self.host):
+            why = stale_because(holder, self.host)
+            if why is None:
                 raise ClaimError(
                     f"{folder} is in use by another launcher: "
                     f"{holder.describe()}; wait for it to end or use "
                     f"another LOG_DIR (if it is gone, e.g. its node "
                     f"rebooted, remove {path})")
             self.notes.append(f"took over the stale claim of "
-                              f"{holder.describe()} (no such process) on "
-                              f"{folder}")
+                              f"{holder.describe()} ({why}) on {folder}")
             try:
                 os.remove(path)
             except FileNotFoundError:
@@ -173,6 +215,9 @@ class Claims:
         record = {"host": self.host, "pid": os.getpid(),
                   "started": time.time(), "script": self.script,
                   "session": self.session}
+        me = ProcStat.read(os.getpid())
+        if me is not None:
+            record["proc_start"] = me.start_ticks
         with writing(path, "the launcher's claim on this case"):
             try:
                 fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY,

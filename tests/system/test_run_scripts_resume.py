@@ -2,15 +2,21 @@
 sweep stopped during run 2, then RESUME=1 runs 2 and 3, keeps run 1 as it
 was, and the extractor counts 3 runs; on one node and on two loopback
 nodes (which agree on the runs to reuse through the barrier). On one node,
-OVERWRITE=1 with TEST_NUM=1 then leaves the extractor exactly one run."""
+OVERWRITE=1 with TEST_NUM=1 then leaves the extractor exactly one run. A
+launcher killed with SIGKILL, not reaped, holds no claim (issue 45 §5)."""
 
 import signal
+import socket
+import subprocess
 import time
 
 import pytest
 
 from official_bench.contracts import exit_status
+from official_bench.launch.claims import ProcStat
 from support.helpers import extract_tables, free_ports
+from support.launch_cli import SCRIPTS, clean_env as bare_env, script
+from support.launch_stand_in import stand_in
 from support.log_tree_runs import bz4, finish, snapshot, start, wait_for
 from support.run_scripts import PY, failures
 
@@ -104,3 +110,41 @@ def test_resume_after_a_stop_in_run_2_two_nodes(tmp_path):
     _kept(before, after, "2n1g/node1/rn50")
     table, _ = extract_tables(tmp_path, root, PY)
     assert table["2n1g"]["num_runs"] == 3 and table["2n1g"]["excluded"] == []
+
+
+def test_resume_right_after_kill_9_of_a_launcher_not_reaped(tmp_path):
+    """Issue 45 §5: a launcher killed with SIGKILL is a zombie until its
+    parent (here: this test, which does not wait for it yet; in a
+    container without an init: never) reaps it. Its claim is stale at
+    once: RESUME=1 takes it over, saying why, and runs (stand-in
+    trainers: no TensorFlow)."""
+    log = bz4(tmp_path) / "1n1g" / "rn50_b4_fp32_1.log"
+    first = subprocess.Popen(
+        ["bash", SCRIPTS["single"], "4", "fp32", "1", "--python",
+         stand_in(tmp_path, "sleep")], cwd=tmp_path,
+        env=bare_env(tmp_path, DEVICE="cpu"), stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not log.exists() or "stand-in trainer sleeping" not in \
+                log.read_text():
+            assert first.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        first.send_signal(signal.SIGKILL)  # bash exec'd the launcher
+        while ProcStat.read(first.pid).state != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        out = script("single", tmp_path, "4", "fp32", "1", "--python",
+                     stand_in(tmp_path, "ok"), DEVICE="cpu", RESUME="1")
+        assert ProcStat.read(first.pid).state == "Z"  # still not reaped
+    finally:
+        first.kill()
+        first.wait()
+    assert out.returncode == exit_status.OK, out.stdout + out.stderr
+    assert f"took over the stale claim of run_single_node.sh on host " \
+        f"{socket.gethostname()}, pid {first.pid}, started " in out.stdout
+    assert "(its process is a zombie: killed, not reaped by its parent)" in \
+        out.stdout
+    assert "RESUME=1: moved the files of 1n1g run 1 aside into" in out.stdout
+    assert "1n1g run 1: ok" in out.stdout
+    assert "stand-in trainer ok" in log.read_text()

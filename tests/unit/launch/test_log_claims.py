@@ -1,11 +1,15 @@
 """One log, one writer (issue 30 §2): a launcher claims the case directories
 it writes; a second launcher on the same case stops before training; a
-finished run is never overwritten without RESUME=1 or OVERWRITE=1."""
+finished run is never overwritten without RESUME=1 or OVERWRITE=1. A claim
+whose holder is gone, a zombie or another program under its pid is stale
+(issue 45 §5)."""
 
 import json
 import os
 import re
+import signal
 import socket
+import subprocess
 import time
 
 import pytest
@@ -141,3 +145,63 @@ def test_live_pid_holds_unless_it_started_after_the_claim(tmp_path):
     held.take(str(tmp_path), NAME)
     assert "took over the stale claim" in held.notes[0]
     held.release()
+
+
+# -- a holder that is gone: a zombie, or another program (issue 45 §5) -----
+
+
+def _claim_of(tmp_path, pid, **fields):
+    record = {"host": socket.gethostname(), "pid": pid,
+              "started": time.time(), "script": "run_single_node.sh",
+              "session": "old", **fields}
+    (tmp_path / NAME).write_text(json.dumps(record))
+
+
+def _state(pid):
+    return claims_lib.ProcStat.read(pid).state
+
+
+def test_a_killed_holder_not_reaped_is_stale(tmp_path):
+    """A zombie answers kill(pid, 0) as if alive; its claim is stale."""
+    holder = subprocess.Popen(["sleep", "60"])
+    try:
+        _claim_of(tmp_path, holder.pid, proc_start=claims_lib.ProcStat.read(
+            holder.pid).start_ticks)
+        held = claims_lib.Claims("run_single_node.sh", "new")
+        with pytest.raises(claims_lib.ClaimError, match="in use by another"):
+            held.take(str(tmp_path), NAME)
+        os.kill(holder.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while _state(holder.pid) != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        held.take(str(tmp_path), NAME)  # not reaped: still a zombie
+        assert _state(holder.pid) == "Z"
+        [note] = held.notes
+        assert f"run_single_node.sh on host {socket.gethostname()}, pid " \
+            f"{holder.pid}, started " in note
+        assert note.endswith("(its process is a zombie: killed, not reaped "
+                             f"by its parent) on {tmp_path}")
+        held.release()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_another_program_under_the_claims_pid_is_stale(tmp_path):
+    """The claim records its process's start time (/proc/<pid>/stat field
+    22); a live process with that pid but another start is not the
+    launcher."""
+    mine = claims_lib.ProcStat.read(os.getpid()).start_ticks
+    _claim_of(tmp_path, os.getpid(), proc_start=mine + 1)
+    held = claims_lib.Claims("run_single_node.sh", "new")
+    held.take(str(tmp_path), NAME)
+    assert "(that pid is now another program)" in held.notes[0]
+    record = json.loads((tmp_path / NAME).read_text())
+    assert record["proc_start"] == mine and record["pid"] == os.getpid()
+    held.release()
+    # The same start time: the holder itself, alive.
+    _claim_of(tmp_path, os.getpid(), proc_start=mine, started=0.0)
+    with pytest.raises(claims_lib.ClaimError, match="in use by another"):
+        claims_lib.Claims("run_single_node.sh", "new").take(str(tmp_path),
+                                                           NAME)

@@ -1,0 +1,50 @@
+"""Plans of the real launcher whose trainer is a stand-in shell script
+(the launcher's --python), for the tests of one run, its outcome and the
+sweep (tests/unit/launch): real processes, no TensorFlow, a fraction of a
+second each."""
+
+import os
+
+from official_bench.contracts import log_tree
+from official_bench.launch import plan as plan_lib, settings as settings_lib
+
+# What the stand-in does, by kind; it reads --model_dir from its arguments
+# and writes the result files a trainer would (node 0's, node 1's).
+STAND_IN = {
+    "ok": 'mkdir -p "$md" && for f in result result_worker1; do '
+          "echo '{\"ok\": 1}' > \"$md/$f.json\"; done\n"
+          'echo "stand-in trainer ok"\n',
+    "fail": 'echo "stand-in trainer starting"\n'
+            'echo "error: stand-in trainer failed" >&2\nexit 1\n',
+    "no_result": 'echo "stand-in trainer forgot its result"\n',
+    "sleep": 'echo "stand-in trainer sleeping"\nexec sleep 60\n',
+    # WORKERS_PER_NODE: task 1 fails at once, the others sleep.
+    "task1_fails": 'case "$*" in *\'"task_index": 1\'*) '
+                   'echo "error: task 1 failed" >&2; exit 1;; esac\n'
+                   "exec sleep 60\n",
+}
+
+
+def stand_in(folder, kind):
+    """A 'python' of `kind` (STAND_IN) in `folder`; its path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"stand_in_{kind}.sh"
+    path.write_text(
+        "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in --model_dir=*) "
+        "md=\"${a#--model_dir=}\";; esac; done\n" + STAND_IN[kind])
+    path.chmod(0o755)
+    return str(path)
+
+
+def make_plan(tmp_path, kind="ok", test_num=1, mode="single", **knobs):
+    """The launcher's plan for batch 4 fp32 on CPU, TEST_NUM runs, its
+    trainer the stand-in of `kind`; `knobs` as environment variables."""
+    env = {"DEVICE": "cpu", "LOG_DIR": str(tmp_path / "logs"),
+           "MODEL_DIR": str(tmp_path / "model_dir"),
+           "PATH": os.environ["PATH"], "SLEEP_SECONDS": "0",
+           "PYTHON_CHECK_TIMEOUT": "0", "KILL_AFTER": "2"}
+    env.update({k.upper(): str(v) for k, v in knobs.items()})
+    settings = settings_lib.parse(
+        ["4", "fp32", str(test_num), "--python", stand_in(tmp_path, kind)],
+        environ=env, mode=mode)
+    return plan_lib.make_plan(settings, log_tree.session_stamp(0))
