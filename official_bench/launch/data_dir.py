@@ -7,7 +7,7 @@ records). A DATA_DIR that is missing, or holds no train files of the names
 the trainer's builder reads (contracts/record_names.py), would fail every
 run after the barrier and TensorFlow's start on every node; `problem` names
 the directory and what was looked for instead, so the plan stops at once
-(exit 2) with no log written. A remote path (gs://...) is the trainer's to
+(exit CONFIG) with no log written. A remote path (gs://...) is the trainer's to
 read: `problem` leaves it alone and `describe` says so.
 """
 

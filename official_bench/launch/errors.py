@@ -1,4 +1,4 @@
-"""The launcher's plan error: bad arguments or config, exit status 2.
+"""The launcher's plan error: bad arguments or config (exit CONFIG).
 
 Raised by every step that builds the plan (plan.py, gpu_assign.py,
 horovodrun.py, overrides.py); its own module so those steps need not import
@@ -7,4 +7,4 @@ plan.py, which imports them.
 
 
 class PlanError(ValueError):
-    """Bad arguments or config (exit status 2)."""
+    """Bad arguments or config (exit_status.CONFIG)."""

@@ -150,8 +150,9 @@ def unresolvable(nodes: Sequence[Node], where: str,
                  ) -> List[str]:
     """One problem per node whose host this machine cannot resolve: its
     trainers could never connect to it. A real run refuses to start on
-    them (exit 3, not 75 when the barrier times out); a dry run, perhaps on
-    a login node that does not know the compute nodes, only notes them."""
+    them (exit CLUSTER, not BARRIER_TIMEOUT when the barrier times out); a
+    dry run, perhaps on a login node that does not know the compute nodes,
+    only notes them."""
     return [f"node {i} of {where}, {node.address}: host {node.host!r} does "
             "not resolve on this machine (check the name, /etc/hosts or DNS)"
             for i, node in enumerate(nodes) if not resolver(node.host)]

@@ -28,8 +28,10 @@ from official_bench.host import atomic
 from official_bench.host.write_errors import NotWritable, writing
 from official_bench.launch import progress
 from official_bench.launch.outcome import (
-    STOP_NOT_WRITABLE,
     Outcome,
+    Status,
+    could_not_start,
+    could_not_write,
     judge,
     no_throughput_text,
     node_outcome,
@@ -84,17 +86,13 @@ class OneRun:
                     os.remove(w.log_path)
                 continue
             with contextlib.suppress(OSError):
-                run_status.write_status(
-                    w.log_path, "failed", None, reason, started, time.time(),
-                    self.plan.index, hostname(),
-                    w.label if run.many else "")
+                self._write_status(w, Status.FAILED, None, reason, started)
             with contextlib.suppress(OSError):
                 if os.path.exists(w.log_path):
                     with open(w.log_path, "a", encoding="utf-8") as log:
                         log.write(f"# official_bench.launch: {run.name} "
                                   f"failed: {reason}\n")
-        return Outcome(None, "failed", reason, run.log_path,
-                       stop=STOP_NOT_WRITABLE)
+        return could_not_write(reason, run.log_path)
 
     def _execute(self) -> Outcome:
         run = self.run
@@ -119,7 +117,7 @@ class OneRun:
             self._wait(workers, logs, procs)
             outcomes = [judge(w, p, self.s) for w, p in zip(workers, procs)]
             for w, o in zip(workers, outcomes):
-                if o.status == "ok":
+                if o.ok:
                     copy_result(w)
             self._close(workers, logs, outcomes, started)
         finally:
@@ -141,8 +139,7 @@ class OneRun:
                 for lg in logs:
                     lg.write(f"# official_bench.launch: cannot start "
                              f"the trainer{whose}: {e}\n")
-                return procs, Outcome(None, "failed", f"cannot start: {e}",
-                                      w.log_path)
+                return procs, could_not_start(e, w.log_path)
         self.trainer_started = True
         return procs, None
 
@@ -172,17 +169,23 @@ class OneRun:
             reason = no_throughput_text(o.reason or "")
             with writing(w.log_path, "the run's log"):
                 log.write(f"# official_bench.launch: {run.name} "
-                          f"{o.status} ({es.describe(o.rc)}"
+                          f"{o.status.value} ({es.describe(o.rc)}"
                           f"{'; ' + reason if reason else ''})\n")
                 log.flush()
         for w, o in zip(workers, outcomes):
             path = log_tree.status_path(w.log_path)
             with writing(path, "the run's status record"):
-                run_status.write_status(
-                    w.log_path, o.status, o.rc,
-                    no_throughput_text(o.reason), started, time.time(),
-                    self.plan.index, hostname(),
-                    w.label if len(workers) > 1 else "")
+                self._write_status(w, o.status, o.rc,
+                                   no_throughput_text(o.reason), started)
+
+    def _write_status(self, worker: Worker, status: Status,
+                      rc: Optional[int], reason: str, started: float) -> None:
+        """The status record beside one process's log
+        (contracts/run_status.py)."""
+        run_status.write_status(
+            worker.log_path, status=status.value, rc=rc, reason=reason,
+            started=started, ended=time.time(), node=self.plan.index,
+            host=hostname(), worker=worker.label if self.run.many else "")
 
     def _progress(self) -> Optional[progress.RunProgress]:
         """Node 0 follows its run's log (the chief's, which holds the

@@ -3,22 +3,37 @@
 A trainer process is judged by `judge` (aborted when the launcher stopped
 it, failed on a non-zero exit, past RUN_TIMEOUT or without its result file,
 else ok), a node's processes by `node_outcome` (the first to fail speaks
-for the node), and the nodes of one run by `ok_everywhere`. A new outcome
-rule goes here, nowhere else. Process control (trainer_process.py) only
-decides when to stop a trainer and records why (`stopped_because`, which
-`judge` reads as aborted); the run (one_run.py) and the sweep (runner.py)
-only collect outcomes and act on them.
+for the node), the nodes of one run by `RunVerdict` (ok on every node;
+whether the sweep goes on), a peer's failure mid-run by `peer_failure`,
+and the sweep by `sweep_status`. A new outcome rule goes here, nowhere
+else. Process control (trainer_process.py) only decides when to stop a
+trainer and records why (`stopped_because`, which `judge` reads as
+aborted); the run (one_run.py) and the sweep (runner.py) only collect
+outcomes and act on them.
 
-The reason is text written into the run's log and status record, so it is
-kept from ever reading as a measurement (`no_throughput_text`).
+An outcome is a typed value (`Outcome`, its `Status`); the barrier carries
+it between nodes as `as_payload()` and it is read back with
+`from_payload`. The reason is text written into the run's log and status
+record, so it is kept from ever reading as a measurement
+(`no_throughput_text`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import os
 import re
-from typing import TYPE_CHECKING, Dict, List, Optional
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+)
 
 from official_bench.contracts import exit_status as es
 from official_bench.contracts.throughput import DLPERF_KEYWORD, TIMEOUT_MARK
@@ -28,24 +43,72 @@ if TYPE_CHECKING:
     from official_bench.launch.settings import Settings
     from official_bench.launch.trainer_process import TrainerProcess
 
-# Outcome.stop: why every node stops the sweep after this run.
+# The payload's "stop" when a node cannot write its files.
 STOP_NOT_WRITABLE = "not_writable"
 
 
-@dataclasses.dataclass
+class Status(str, enum.Enum):
+    """How a run ended on one process or node. Its value is the word of
+    the status record (contracts/run_status.py) and of the barrier's
+    payload."""
+    OK = "ok"
+    FAILED = "failed"  # the trainer failed, or could not start or write
+    ABORTED = "aborted"  # the launcher stopped it (a peer failed, a signal)
+
+
+class Next(enum.Enum):
+    """What the sweep does after a run, the same on every node."""
+    GO_ON = "go on"
+    STOP_ON_FAILURE = "ON_FAILURE=stop"
+    STOP_NOT_WRITABLE = "a node cannot write its files"
+
+
+@dataclasses.dataclass(frozen=True)
 class Outcome:
-    """One run's result on one process or node, as the barrier's "end"
-    round carries it: exit status, ok | failed | aborted, the reason, the
-    log, and `stop` when the sweep cannot go on (STOP_NOT_WRITABLE: the
-    next run would fail the same way)."""
+    """One run's result on one process or node: exit status (None: it did
+    not start), Status, the reason, the log, whether the node could not
+    write its files (the next run would fail the same way, so the sweep
+    stops) and whether RESUME=1 kept the run from the log tree."""
     rc: Optional[int]
-    status: str  # ok | failed | aborted
+    status: Status
     reason: str
     log: str
-    stop: str = ""  # STOP_NOT_WRITABLE: the next run would fail the same way
+    cannot_write: bool = False
+    reused: bool = False
 
-    def as_payload(self) -> Dict:
-        return dataclasses.asdict(self)
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
+
+    @classmethod
+    def kept(cls, log: str) -> "Outcome":
+        """A run RESUME=1 keeps: ok on every node, not run again."""
+        return cls(0, Status.OK, "", log, reused=True)
+
+    def as_payload(self) -> Dict[str, Any]:
+        """What the barrier's "end" round carries (JSON)."""
+        payload = {"rc": self.rc, "status": self.status.value,
+                   "reason": self.reason, "log": self.log,
+                   "stop": STOP_NOT_WRITABLE if self.cannot_write else ""}
+        if self.reused:
+            payload["reused"] = True
+        return payload
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> "Outcome":
+        """An outcome another node sent; a status word this launcher does
+        not know is a failure, named."""
+        word = payload.get("status")
+        try:
+            status = Status(word)
+            reason = str(payload.get("reason") or "")
+        except ValueError:
+            status = Status.FAILED
+            reason = f"unknown run status {word!r} from that node"
+        return cls(payload.get("rc"), status, reason,
+                   str(payload.get("log") or ""),
+                   payload.get("stop") == STOP_NOT_WRITABLE,
+                   bool(payload.get("reused")))
 
 
 def judge(worker: Worker, proc: TrainerProcess,
@@ -54,21 +117,33 @@ def judge(worker: Worker, proc: TrainerProcess,
     and result file; writes nothing (one_run copies an ok run's result)."""
     rc = proc.rc
     if proc.stopped_because:
-        return Outcome(rc, "aborted", proc.stopped_because, worker.log_path)
+        return Outcome(rc, Status.ABORTED, proc.stopped_because,
+                       worker.log_path)
     if rc in (es.TIMEOUT, es.KILLED) and proc.elapsed >= settings.run_timeout:
-        return Outcome(rc, "failed", (
+        return Outcome(rc, Status.FAILED, (
             f"still running after RUN_TIMEOUT={settings.run_timeout:g} s: "
             "sent SIGTERM" + (f", then SIGKILL after KILL_AFTER="
                               f"{settings.kill_after:g} s" if rc == es.KILLED
                               else "")), worker.log_path)
     if rc != 0:
-        return Outcome(rc, "failed", last_error_line(worker.log_path),
+        return Outcome(rc, Status.FAILED, last_error_line(worker.log_path),
                        worker.log_path)
     result = result_path(worker)
     if not os.path.isfile(result):
-        return Outcome(rc, "failed", f"the trainer wrote no {result}",
+        return Outcome(rc, Status.FAILED, f"the trainer wrote no {result}",
                        worker.log_path)
-    return Outcome(rc, "ok", "", worker.log_path)
+    return Outcome(rc, Status.OK, "", worker.log_path)
+
+
+def could_not_start(error: OSError, log: str) -> Outcome:
+    """A trainer process that could not be started."""
+    return Outcome(None, Status.FAILED, f"cannot start: {error}", log)
+
+
+def could_not_write(reason: str, log: str) -> Outcome:
+    """A run whose files could not be written (NotWritable's line): failed,
+    and the sweep stops after it."""
+    return Outcome(None, Status.FAILED, reason, log, cannot_write=True)
 
 
 def result_path(worker: Worker) -> str:
@@ -83,19 +158,75 @@ def node_outcome(outcomes: List[Outcome], workers: List[Worker],
     if len(outcomes) == 1:
         return outcomes[0]
     failed = sorted((p.ended or 0.0, i) for i, (o, p) in
-                    enumerate(zip(outcomes, procs)) if o.status == "failed")
+                    enumerate(zip(outcomes, procs))
+                    if o.status is Status.FAILED)
     picked = failed[0][1] if failed else next(
-        (i for i, o in enumerate(outcomes) if o.status != "ok"), None)
+        (i for i, o in enumerate(outcomes) if not o.ok), None)
     if picked is None:
         return outcomes[0]
     o = outcomes[picked]
-    return Outcome(o.rc, o.status, f"{workers[picked].label}: {o.reason}"
-                   if o.reason else workers[picked].label, o.log)
+    return dataclasses.replace(o, reason=f"{workers[picked].label}: "
+                               f"{o.reason}" if o.reason
+                               else workers[picked].label)
 
 
-def ok_everywhere(everyone: Dict[int, Dict]) -> bool:
-    """A run's "end" payloads, one per node: ok on every node."""
-    return all(p["status"] == "ok" for p in everyone.values())
+@dataclasses.dataclass(frozen=True)
+class RunVerdict:
+    """One run on every node: each node's Outcome (the barrier's "end"
+    round), and what follows from them for the sweep."""
+    outcomes: Mapping[int, Outcome]
+
+    @classmethod
+    def from_payloads(cls, payloads: Mapping[int, Any]) -> "RunVerdict":
+        return cls({int(k): Outcome.from_payload(v or {})
+                    for k, v in payloads.items()})
+
+    @property
+    def ok(self) -> bool:
+        """Ok on every node."""
+        return all(o.ok for o in self.outcomes.values())
+
+    @property
+    def reused(self) -> bool:
+        return any(o.reused for o in self.outcomes.values())
+
+    @property
+    def cannot_write(self) -> List[int]:
+        """The nodes that could not write their files."""
+        return sorted(k for k, o in self.outcomes.items() if o.cannot_write)
+
+    def next_step(self, on_failure: str) -> Next:
+        """A node that cannot write stops the sweep everywhere; a failure
+        stops it under ON_FAILURE=stop; else it goes on."""
+        if self.cannot_write:
+            return Next.STOP_NOT_WRITABLE
+        if not self.ok and on_failure == "stop":
+            return Next.STOP_ON_FAILURE
+        return Next.GO_ON
+
+
+def sweep_status(verdicts: Sequence[RunVerdict], me: int) -> int:
+    """The sweep's exit status on node `me` from the runs it ran:
+    NOT_WRITABLE when this node could not write its files, FAILED when
+    any run failed on any node, else OK."""
+    if any(me in v.cannot_write for v in verdicts):
+        return es.NOT_WRITABLE
+    return es.OK if all(v.ok for v in verdicts) else es.FAILED
+
+
+def peer_failure(arrived: Optional[Mapping[int, Any]], me: int,
+                 name: Callable[[int], str]) -> Optional[str]:
+    """While this node's run goes on: why to stop it, when another node
+    already ended the run not ok (`arrived`: the "end" round's payloads so
+    far; `name`: a node's name for the line); else None."""
+    for node, payload in sorted((arrived or {}).items()):
+        if node == me or not payload:
+            continue
+        outcome = Outcome.from_payload(payload)
+        if not outcome.ok:
+            return (f"stopped because {name(node)} failed this run "
+                    f"({es.describe(outcome.rc)})")
+    return None
 
 
 def last_error_line(path: str) -> str:

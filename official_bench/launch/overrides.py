@@ -14,6 +14,8 @@ from official_bench import config as config_lib
 from official_bench.config import backends, dotted_keys
 from official_bench.config.paths import DATA_DIR_READERS
 from official_bench.contracts import dtypes
+from official_bench.launch import backend_choice
+from official_bench.launch.backend_choice import Backend
 from official_bench.launch.errors import PlanError
 from official_bench.launch.gpu_assign import Devices
 from official_bench.launch.horovodrun import Horovod
@@ -30,17 +32,20 @@ def user_overrides(settings: Settings) -> Dict[str, Any]:
         raise PlanError(f"PARAMS_OVERRIDE: {e}")
 
 
-def shared_overrides(settings: Settings, devices: Devices, batch: int,
-                     yaml_tree: Dict[str, Any], user: Dict[str, Any],
-                     nodeset: Optional[NodeSet], horovod: Optional[Horovod],
+def shared_overrides(settings: Settings, backend: Backend, devices: Devices,
+                     batch: int, yaml_tree: Dict[str, Any],
+                     user: Dict[str, Any], nodeset: Optional[NodeSet],
+                     horovod: Optional[Horovod],
                      notes: List[str]) -> Dict[str, Any]:
     """The trainer's --params_override shared by every case: launcher base
     < PARAMS_OVERRIDE < what the launcher must decide (Horovod's
-    strategy and no TF cluster in its ranks)."""
+    strategy and no TF cluster in its ranks). A backend other than the
+    default is named in it (backend_choice.py: PARAMS_OVERRIDE cannot say
+    otherwise, or the plan was refused)."""
     base: Dict[str, Any] = {}
     for ds in ("train_dataset", "validation_dataset"):
         dotted_keys.put(base, f"{ds}.batch_size", batch)
-        _builder(settings, ds, yaml_tree, user, base, notes)
+        _builder(settings, backend, ds, yaml_tree, user, base, notes)
         if devices.kind == "cpu" and settings.dtype != "fp32":
             dotted_keys.put(base, f"{ds}.dtype",
                             dtypes.tf_name(settings.dtype))
@@ -61,8 +66,8 @@ def shared_overrides(settings: Settings, devices: Devices, batch: int,
     if settings.peer_timeout is not None:
         dotted_keys.put(base, "runtime.peer_timeout_seconds",
                         settings.peer_timeout)
-    if settings.backend != "tensorflow":
-        dotted_keys.put(base, "runtime.backend", settings.backend)
+    if backend.name != backend_choice.DEFAULT:
+        dotted_keys.put(base, backend_choice.KEY, backend.name)
     if (nodeset is not None and horovod is None) or \
             settings.workers_per_node > 1:
         if dotted_keys.get(yaml_tree, "runtime.distribution_strategy") != \
@@ -75,9 +80,9 @@ def shared_overrides(settings: Settings, devices: Devices, batch: int,
     return merged
 
 
-def _builder(settings: Settings, ds: str, yaml_tree: Dict[str, Any],
-             user: Dict[str, Any], base: Dict[str, Any],
-             notes: List[str]) -> None:
+def _builder(settings: Settings, backend: Backend, ds: str,
+             yaml_tree: Dict[str, Any], user: Dict[str, Any],
+             base: Dict[str, Any], notes: List[str]) -> None:
     """No DATA_DIR: synthetic data. DATA_DIR: a builder that reads it; the
     config's synthetic (the CPU smoke config's) becomes records, and
     PARAMS_OVERRIDE asking for a builder that would ignore it is refused."""
@@ -86,14 +91,14 @@ def _builder(settings: Settings, ds: str, yaml_tree: Dict[str, Any],
         if configured not in (None, "synthetic"):
             dotted_keys.put(base, f"{ds}.builder", "synthetic")
         return
-    readers = backends.TRAITS[settings.backend].builders
+    readers = backends.TRAITS[backend.name].builders
     if readers is not backends.ALL and \
             not set(readers) & set(DATA_DIR_READERS):
         raise PlanError(
-            f"{settings.describe('data_dir')} is set, but BACKEND="
-            f"{settings.backend} trains on {', '.join(readers)} data only "
-            "(docs/backends.md); unset DATA_DIR, or use BACKEND=tensorflow "
-            "for real data")
+            f"{settings.describe('data_dir')} is set, but "
+            f"{backend.named} trains on {', '.join(readers)} data only "
+            f"(docs/backends.md); unset DATA_DIR, or use "
+            f"{backend.ask(backend_choice.DEFAULT)} for real data")
     asked = dotted_keys.get(user, f"{ds}.builder")
     if asked is not None and asked not in DATA_DIR_READERS and \
             ds == "train_dataset":

@@ -2,8 +2,9 @@
 
 The plan's types (Plan, Run, Worker, TrainerCommand, Bench) and make_plan,
 which takes the steps in order: devices (gpu_assign.py), config file,
-nodes (nodes.py), Horovod (horovodrun.py), the trainer's overrides
-(overrides.py), the cluster, the barrier, then the runs themselves.
+the backend (backend_choice.py), nodes (nodes.py), Horovod
+(horovodrun.py), the trainer's overrides (overrides.py), the cluster, the
+barrier, then the runs themselves.
 """
 
 from __future__ import annotations
@@ -19,17 +20,19 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from official_bench import config as config_lib
 from official_bench.config import dotted_keys
-from official_bench.contracts import log_tree
+from official_bench.contracts import exit_status as es, log_tree
 from official_bench.contracts.trainer_command import (
     TRAINER_MODULE,
     trainer_argv,
 )
 from official_bench.launch import (
+    backend_choice,
     data_dir as data_dir_lib,
     nodes as nodes_lib,
     overrides as overrides_lib,
     preflight,
 )
+from official_bench.launch.backend_choice import Backend
 from official_bench.launch.errors import PlanError
 from official_bench.launch.gpu_assign import (
     Devices,
@@ -179,7 +182,7 @@ class Plan:
     """The whole sweep as decided before anything starts: the settings,
     devices, config file, batch and dtype, the nodes, the runs in order,
     the notes to print, the barrier's address, the log root, and the
-    Horovod, trainer-Python and local-worker choices."""
+    Horovod, trainer-Python, local-worker and backend choices."""
     settings: Settings
     devices: Devices
     config_file: str
@@ -202,6 +205,9 @@ class Plan:
     # the others through the barrier, as for a trainer Python that cannot
     # run.
     data_problem: Optional[str] = None
+    # The one backend of every run (backend_choice.py): log tree,
+    # interpreter check, refusals and the trainer's overrides follow it.
+    backend: Backend = Backend(backend_choice.DEFAULT)
 
     @property
     def workers_per_node(self) -> int:
@@ -211,7 +217,7 @@ class Plan:
     def check_modules(self) -> List[str]:
         """What the trainer's Python must have for the chosen backend
         (preflight.check)."""
-        return list(preflight.BACKEND_MODULES[self.settings.backend]) + (
+        return list(preflight.BACKEND_MODULES[self.backend.name]) + (
             list(preflight.HOROVOD_MODULES) if self.horovod else [])
 
     @property
@@ -244,8 +250,8 @@ class Plan:
             "device": self.devices.kind,
             "workers_per_node": self.workers_per_node,
         }
-        if self.settings.backend != "tensorflow":
-            fields["backend"] = self.settings.backend
+        if self.backend.name != backend_choice.DEFAULT:
+            fields["backend"] = self.backend.name
         text = json.dumps(fields, sort_keys=True)
         short = hashlib.sha1(text.encode()).hexdigest()[:8]
         return (f"{self.settings.mode} bz{self.batch} {self.dtype} "
@@ -295,27 +301,32 @@ def make_plan(settings: Settings, stamp: str,
     config_file = choose_config(settings, devices.kind)
     yaml_tree = config_lib.read_yaml_file(config_file)
     user = overrides_lib.user_overrides(settings)
+    backend = backend_choice.decide(settings, config_file, yaml_tree, user)
+    if backend.layer and not backend.knob:
+        notes.append(f"backend {backend.name}: {backend_choice.KEY} in "
+                     f"{backend.layer}, which the trainer follows (BACKEND "
+                     "unset)")
     _check_devices(devices, config_file, notes)
     batch = _batch_size(settings, user, yaml_tree)
-    _check_launcher(settings)
+    _check_launcher(settings, backend)
     nodeset = _nodes(settings, config_file, yaml_tree, user, notes,
                      identity_fn, resolver)
     horovod = make_horovod(settings, nodeset, notes)
     devices = share_gpus(settings, devices, nodeset, horovod, notes)
-    merged = overrides_lib.shared_overrides(settings, devices, batch,
-                                            yaml_tree, user, nodeset,
+    merged = overrides_lib.shared_overrides(settings, backend, devices,
+                                            batch, yaml_tree, user, nodeset,
                                             horovod, notes)
     data_problem = _check_data_dir(settings, merged, yaml_tree, notes)
     cluster = _cluster(settings, nodeset, horovod, merged)
     barrier, bind = _barrier(settings, nodeset, horovod, resolver)
     interpreter = trainer_interpreter(settings, horovod)
-    runs = _runs(settings, devices, config_file, batch, stamp, nodeset,
-                 horovod, merged, cluster, interpreter)
+    runs = _runs(settings, backend.name, devices, config_file, batch, stamp,
+                 nodeset, horovod, merged, cluster, interpreter)
     return Plan(settings, devices, config_file, batch, settings.dtype,
                 nodeset, merged, runs, notes, barrier,
                 log_tree.batch_root(os.path.abspath(settings.log_dir), batch,
-                                    settings.backend),
-                horovod, interpreter, cluster, bind, data_problem)
+                                    backend.name),
+                horovod, interpreter, cluster, bind, data_problem, backend)
 
 
 def _check_data_dir(settings: Settings, merged: Dict[str, Any],
@@ -331,7 +342,8 @@ def _check_data_dir(settings: Settings, merged: Dict[str, Any],
     problem = data_dir_lib.problem(settings.data_dir,
                                    settings.describe("data_dir"), keys)
     if problem and settings.dry_run:
-        notes.append(f"{problem}; a real run stops here (exit 2)")
+        notes.append(f"{problem}; a real run stops here "
+                     f"(exit {es.CONFIG})")
         return None
     if not problem:
         notes.append(data_dir_lib.describe(settings.data_dir, keys))
@@ -358,13 +370,13 @@ def _batch_size(settings: Settings, user: Dict[str, Any],
         dotted_keys.get(yaml_tree, "train_dataset.batch_size") or 128
 
 
-def _check_launcher(settings: Settings) -> None:
+def _check_launcher(settings: Settings, backend: Backend) -> None:
     """Knob combinations that cannot work, before any node is resolved:
     each names both knobs and what to unset."""
     use_horovod = settings.launcher == "horovod"
     per_node = settings.workers_per_node
-    if settings.backend == "jax":
-        _check_jax(settings)
+    if backend.name == "jax":
+        _check_jax(settings, backend)
     if per_node > 1 and use_horovod:
         raise PlanError(f"WORKERS_PER_NODE={per_node} is for LAUNCHER=tf; "
                         "LAUNCHER=horovod already runs one process per GPU")
@@ -380,18 +392,20 @@ def _check_launcher(settings: Settings) -> None:
             "would; unset TF_CONFIG")
 
 
-def _check_jax(settings: Settings) -> None:
-    """BACKEND=jax runs one trainer process per node (config/backends.py)."""
+def _check_jax(settings: Settings, backend: Backend) -> None:
+    """The jax backend runs one trainer process per node
+    (config/backends.py), whether BACKEND or the config chose it."""
+    jax, tf = backend.named, backend.ask(backend_choice.DEFAULT)
     if settings.launcher == "horovod":
-        raise PlanError("LAUNCHER=horovod needs BACKEND=tensorflow; "
-                        "BACKEND=jax runs LAUNCHER=tf (one process per node)")
+        raise PlanError(f"LAUNCHER=horovod needs {tf}; {jax} runs "
+                        "LAUNCHER=tf (one process per node)")
     if settings.workers_per_node > 1:
         raise PlanError(f"WORKERS_PER_NODE={settings.workers_per_node} needs "
-                        "BACKEND=tensorflow; BACKEND=jax runs one process per "
-                        "node over all its devices")
+                        f"{tf}; {jax} runs one process per node over all "
+                        "its devices")
     if settings.bench != "train":
-        raise PlanError(f"BENCH={settings.bench} needs BACKEND=tensorflow; "
-                        "BACKEND=jax runs BENCH=train")
+        raise PlanError(f"BENCH={settings.bench} needs {tf}; {jax} runs "
+                        "BENCH=train")
 
 
 def _nodes(settings: Settings, config_file: str, yaml_tree: Dict[str, Any],
@@ -526,11 +540,13 @@ def _trainer_env(settings: Settings,
 
 
 def _check_config(config_file: str, overrides: Dict[str, Any],
-                  case: str, data_dir: Optional[str]) -> Optional[int]:
+                  case: str, data_dir: Optional[str],
+                  backend: str) -> Optional[int]:
     """The trainer would load this config (with --data_dir, which sets both
     datasets' data_dir): stop now, not after a barrier and a TensorFlow
-    start-up on every node. Returns the steps it will train when the
-    config names them (train.steps x train.epochs)."""
+    start-up on every node; and it runs the plan's backend. Returns the
+    steps it will train when the config names them (train.steps x
+    train.epochs)."""
     flags: Dict[str, Any] = {}
     for ds in ("train_dataset", "validation_dataset"):
         if data_dir:
@@ -542,13 +558,19 @@ def _check_config(config_file: str, overrides: Dict[str, Any],
         raise PlanError(f"the trainer would reject the config for {case} "
                         f"({config_file} + overrides "
                         f"{json.dumps(overrides)}): {e}")
+    if cfg.runtime.backend != backend:  # backend_choice.py's one answer
+        raise PlanError(f"the trainer would run runtime.backend "
+                        f"{cfg.runtime.backend} for {case}, not the planned "
+                        f"{backend} ({config_file} + overrides "
+                        f"{json.dumps(overrides)})")
     steps = getattr(getattr(cfg, "train", None), "steps", None)
     epochs = getattr(getattr(cfg, "train", None), "epochs", None) or 1
     return steps * epochs if isinstance(steps, int) and steps > 0 else None
 
 
-def _runs(settings: Settings, devices: Devices, config_file: str,
-          batch: int, stamp: str, nodeset: Optional[nodes_lib.NodeSet],
+def _runs(settings: Settings, backend: str, devices: Devices,
+          config_file: str, batch: int, stamp: str,
+          nodeset: Optional[nodes_lib.NodeSet],
           horovod: Optional[Horovod], merged: Dict[str, Any],
           cluster: Optional[List[str]],
           interpreter: preflight.Interpreter) -> List[Run]:
@@ -569,7 +591,7 @@ def _runs(settings: Settings, devices: Devices, config_file: str,
             merged, case, count, devices, num_nodes, index,
             horovod is not None or per_node > 1, per_node)
         total_steps = _check_config(config_file, overrides, case,
-                                    settings.data_dir)
+                                    settings.data_dir, backend)
         run_env = dict(env)
         if devices.share is not None:
             run_env["CUDA_VISIBLE_DEVICES"] = devices.share
@@ -580,15 +602,14 @@ def _runs(settings: Settings, devices: Devices, config_file: str,
             else []
         trainer = TrainerCommand(launcher, interpreter.python, bench.module,
                                  config_file, overrides, tail + bench.args)
-        log_dir = log_tree.case_dir(log_root, batch, case, index,
-                                    settings.backend)
+        log_dir = log_tree.case_dir(log_root, batch, case, index, backend)
         for i in range(1, settings.test_num + 1):
             stem = log_tree.run_stem(batch, settings.dtype, i, bench.name)
             log_path = os.path.join(log_dir, stem + log_tree.LOG_SUFFIX)
             model_dir = log_tree.ModelDir(
                 model_root, batch, case, stem, stamp,
                 node=index if nodeset and horovod is None else None,
-                backend=settings.backend)
+                backend=backend)
             head_worker = Worker(
                 0, -1, "", trainer, run_env, log_path,
                 log_tree.json_path(log_path), model_dir,

@@ -32,10 +32,11 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from official_bench.contracts import log_tree, run_status
 from official_bench.host.write_errors import writing
+from official_bench.launch.outcome import Status
 
 REPLACED_PREFIX = ".replaced-"
 STAGING_PREFIX = ".overwrite-"
-OK = "ok"
+OK = Status.OK.value  # a status record's word for a run that went ok
 UNFINISHED = "unfinished (no status record)"
 BEYOND = "beyond TEST_NUM"
 

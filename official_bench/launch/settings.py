@@ -212,7 +212,11 @@ KNOBS: List[Knob] = [
          "tensorflow, or jax (Keras 3 on JAX)",
          "the trainer's backend (runtime.backend): tensorflow (tf-keras + "
          "tf.distribute, as DLPerf) or jax (Keras 3 on JAX: one process per "
-         "node drives all its devices; docs/backends.md)",
+         "node drives all its devices; docs/backends.md). Unset: the "
+         "backend CONFIG_FILE or PARAMS_OVERRIDE names (runtime.backend, "
+         "as the trainer reads it), else tensorflow; set and different "
+         "from the one they name: refused before any run, exit "
+         f"{es.CONFIG}",
          choices=("tensorflow", "jax"),
          section="training"),
     Knob("bench", "choice", "train",

@@ -2,7 +2,7 @@
 
 Every launcher line goes through `say` ("[launch]" or "[launch node i/n]"
 first). `SweepReport` keeps the sweep's record on this node (each run's
-"end" payloads, one per node, and node 0's measured rates) and prints from
+verdict, an outcome per node, and node 0's measured rates) and prints from
 it: a line per run and node as each run ends, and at the end the summary
 with the extractor command for this log tree, its window flags fitted to
 the runs (progress.extractor_window).
@@ -13,11 +13,11 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from typing import Dict, List, TextIO
+from typing import Dict, List, TextIO, Tuple
 
 from official_bench.contracts import exit_status as es
 from official_bench.launch import preflight, progress
-from official_bench.launch.outcome import STOP_NOT_WRITABLE, ok_everywhere
+from official_bench.launch.outcome import RunVerdict
 from official_bench.launch.plan import Plan, Run
 
 
@@ -42,38 +42,38 @@ def node_name(plan: Plan, i: int) -> str:
 
 class SweepReport:
     """The sweep's record on this node and the lines printed from it: owns
-    each finished (or reused) run's payloads per node (`results`) and node
-    0's rate per run (`rates`: run name -> (its RunRate or None, its
+    each finished (or reused) run's verdict (`results`) and node 0's rate
+    per run (`rates`: run name -> (its RunRate or None, its
     intervals))."""
 
     def __init__(self, plan: Plan):
         self.plan = plan
-        self.results: List[tuple] = []  # (run, {node: payload})
+        self.results: List[Tuple[Run, RunVerdict]] = []
         self.rates: Dict[str, tuple] = {}
 
     def log(self, message: str) -> None:
         say(self.plan, message)
 
-    def add(self, run: Run, everyone: Dict[int, Dict]) -> None:
-        """Records a run's payloads and prints its line for every node."""
-        self.results.append((run, everyone))
-        for node, p in sorted(everyone.items()):
+    def add(self, run: Run, verdict: RunVerdict) -> None:
+        """Records a run's verdict and prints its line for every node."""
+        self.results.append((run, verdict))
+        everyone = verdict.outcomes
+        for node, o in sorted(everyone.items()):
             who = "" if len(everyone) == 1 else (
                 "this node" if node == self.plan.index
                 else node_name(self.plan, node)) + ": "
-            if p["status"] == "ok":
+            if o.ok:
                 kept = " (reused: kept from the log tree)" \
-                    if p.get("reused") else ""
+                    if o.reused else ""
                 self.log(f"{run.name}: {who}ok{kept}"
                          f"{self._rate_text(run, node)}")
             else:
-                how = "a file could not be written" if \
-                    p.get("stop") == STOP_NOT_WRITABLE else \
-                    es.describe(p['rc'])
-                self.log(f"{run.name}: {who}{p['status'].upper()} "
+                how = "a file could not be written" if o.cannot_write \
+                    else es.describe(o.rc)
+                self.log(f"{run.name}: {who}{o.status.value.upper()} "
                          f"({how})"
-                         f"{': ' + p['reason'] if p.get('reason') else ''}"
-                         f"; log {p['log']}")
+                         f"{': ' + o.reason if o.reason else ''}"
+                         f"; log {o.log}")
 
     def _rate_text(self, run: Run, node: int) -> str:
         """', 1075.3 img/s (median of 5 intervals, ...)' for node 0's run
@@ -85,16 +85,16 @@ class SweepReport:
 
     def summary(self, reused: set) -> None:
         """The closing lines; `reused`: the run names RESUME=1 kept."""
-        ok = sum(1 for _, e in self.results if ok_everywhere(e))
+        ok = sum(1 for _, v in self.results if v.ok)
         self.log(f"done: {ok} of {len(self.results)} run(s) ok on every node"
                  f" ({len(self.plan.runs)} planned); logs under "
                  f"{self.plan.log_root}")
-        for run, everyone in self.results:
+        for run, verdict in self.results:
+            everyone = verdict.outcomes
             status = ", ".join(
-                f"node {k} {v['status']}" if len(everyone) > 1 else v["status"]
-                for k, v in sorted(everyone.items()))
-            kept = " (reused)" if any(v.get("reused")
-                                      for v in everyone.values()) else ""
+                f"node {k} {o.status.value}" if len(everyone) > 1
+                else o.status.value for k, o in sorted(everyone.items()))
+            kept = " (reused)" if verdict.reused else ""
             self.log(f"  {run.name}: {status}{kept}"
                      f"{self._rate_text(run, 0)}")
         names = [run.name for run in self.plan.runs if run.name in reused]
@@ -106,8 +106,8 @@ class SweepReport:
     def extract_command(self) -> str:
         """The extractor command for this log tree, with the window flags
         the ok runs need when they are shorter than DLPerf's 100-600."""
-        runs = [self.rates[run.name][1] for run, everyone in self.results
-                if run.name in self.rates and ok_everywhere(everyone)]
+        runs = [self.rates[run.name][1] for run, verdict in self.results
+                if run.name in self.rates and verdict.ok]
         s = self.plan.settings
         argv = [s.launch_python or sys.executable, _relative(os.path.join(
                     preflight.REPO_ROOT, "extract_tensorflow_logs.py")),

@@ -1,9 +1,11 @@
 """BACKEND, the run scripts' backend switch (runtime.backend), in dry runs:
 what it puts in the trainer's command and where its logs go, what the
 interpreter check asks for, the knobs BACKEND=jax refuses, and that
-BACKEND=tensorflow plans exactly what no BACKEND plans. No trainer
-starts; addresses are 127.0.0.1 and 10.200.0.0/24 literals never
-contacted.
+BACKEND=tensorflow plans exactly what no BACKEND plans; and the one
+backend per sweep decided from BACKEND, CONFIG_FILE and PARAMS_OVERRIDE
+(issue 45 §1): the log tree, the check, the refusals and the trainer
+follow it, a contradiction is one line. No trainer starts; addresses are
+127.0.0.1 and 10.200.0.0/24 literals never contacted.
 """
 
 import json
@@ -19,6 +21,7 @@ from official_bench.launch import (
     preflight,
     settings as settings_lib,
 )
+from official_bench.launch.backend_choice import Backend
 from support.launch_cli import PY, SCRIPTS, clean_env, script
 
 OVERRIDE = re.compile(r"'--params_override=(\{.*\})'")
@@ -137,3 +140,137 @@ def test_jax_refuses_what_it_cannot_run(tmp_path, mode, knobs, words):
         ok = script(mode, tmp_path, "4", "fp32", "1", "--dry-run",
                     DEVICE="cpu", **knobs)
         assert ok.returncode == 0, ok.stderr
+
+
+# -- one backend per sweep, decided before the plan (issue 45 §1) ----------
+
+SMOKE = os.path.join(plan_lib.DEFAULT_CONFIG_DIR, "cpu_smoke.yaml")
+
+
+def _config_naming(tmp_path, backend):
+    """The CPU smoke config with runtime.backend set in the file."""
+    import yaml
+    with open(SMOKE, encoding="utf-8") as f:
+        tree = yaml.safe_load(f)
+    tree["runtime"]["backend"] = backend
+    path = tmp_path / f"smoke_{backend}.yaml"
+    path.write_text(yaml.safe_dump(tree))
+    return str(path)
+
+
+def _filed_under(text, tmp_path):
+    """The backend folder of every log and model_dir a dry run plans."""
+    logs = set(re.findall(rf"{tmp_path}/logs/(\w+)/resnet50/", text))
+    models = set(re.findall(rf"{tmp_path}/model_dir/(\w+)/resnet50/", text))
+    return logs, models
+
+
+@pytest.mark.parametrize("knobs, where", [
+    ({"PARAMS_OVERRIDE": "runtime.backend=jax"},
+     "runtime.backend in PARAMS_OVERRIDE"),
+    ({"CONFIG_FILE": "jax"}, "runtime.backend in {config}"),
+])
+def test_the_configs_backend_files_the_run_where_the_trainer_runs(
+        tmp_path, knobs, where):
+    """BACKEND unset, the config (file or PARAMS_OVERRIDE) names jax: the
+    log tree is jax's, and the trainer's overrides name it too."""
+    if knobs.get("CONFIG_FILE"):
+        knobs = dict(CONFIG_FILE=_config_naming(tmp_path, "jax"))
+    out = script("single", tmp_path, "4", "fp32", "1", "--dry-run",
+                 DEVICE="cpu", **knobs)
+    assert out.returncode == exit_status.OK, out.stderr
+    assert _filed_under(out.stdout, tmp_path) == ({"jax"}, {"jax"})
+    (override,) = overrides(out.stdout)
+    assert override["runtime"]["backend"] == "jax"
+    assert "note: backend jax: " + where.format(
+        config=knobs.get("CONFIG_FILE")) + ", which the trainer follows " \
+        "(BACKEND unset)" in out.stdout
+
+
+def test_params_override_over_the_config_file_decides(tmp_path):
+    """The trainer's order: PARAMS_OVERRIDE over the file; BACKEND that
+    agrees with the result is no contradiction."""
+    config = _config_naming(tmp_path, "jax")
+    for knobs in ({}, {"BACKEND": "tensorflow"}):
+        out = script("single", tmp_path, "4", "fp32", "1", "--dry-run",
+                     DEVICE="cpu", CONFIG_FILE=config,
+                     PARAMS_OVERRIDE="runtime.backend=tensorflow", **knobs)
+        assert out.returncode == exit_status.OK, out.stderr
+        assert _filed_under(out.stdout, tmp_path) == \
+            ({"tensorflow"}, {"tensorflow"})
+        (override,) = overrides(out.stdout)
+        assert override["runtime"]["backend"] == "tensorflow"
+
+
+@pytest.mark.parametrize("knobs, words", [
+    ({"BACKEND": "jax", "PARAMS_OVERRIDE": "runtime.backend=tensorflow"},
+     "BACKEND=jax (env BACKEND) contradicts runtime.backend tensorflow "
+     "(PARAMS_OVERRIDE): the trainer follows the config and would run "
+     "tensorflow; set one of them, or the same backend in both"),
+    ({"BACKEND": "tensorflow", "CONFIG_FILE": "jax"},
+     "BACKEND=tensorflow (env BACKEND) contradicts runtime.backend jax "
+     "({config}): the trainer follows the config and would run jax"),
+    ({"PARAMS_OVERRIDE": "runtime.backend=torch"},
+     "runtime.backend 'torch' (PARAMS_OVERRIDE) is not a backend; valid: "
+     "tensorflow, jax"),
+])
+def test_a_contradiction_is_one_line_before_anything_starts(tmp_path, knobs,
+                                                            words):
+    """A real run (not a dry run): exit 2 with one line, no trainer
+    started (no 'loading TensorFlow'), nothing written."""
+    if knobs.get("CONFIG_FILE"):
+        knobs = dict(knobs, CONFIG_FILE=_config_naming(tmp_path, "jax"))
+    out = script("single", tmp_path, "8", "fp32", TEST_NUM=1, DEVICE="cpu",
+                 **knobs)
+    assert out.returncode == exit_status.CONFIG, (out.stdout, out.stderr)
+    assert out.stdout == ""
+    assert out.stderr.startswith("error: run_single_node.sh: " + words.format(
+        config=knobs.get("CONFIG_FILE"))), out.stderr
+    assert out.stderr.count("\n") == 1
+    assert "loading TensorFlow" not in out.stdout + out.stderr
+    assert not (tmp_path / "logs").exists()
+    assert not (tmp_path / "model_dir").exists()
+
+
+def test_the_configs_backend_picks_the_interpreter_check_and_refusals(
+        tmp_path):
+    """PARAMS_OVERRIDE's jax: the trainer's Python is asked for JAX's
+    modules; a config file's jax refuses WORKERS_PER_NODE, naming it."""
+    bare = tmp_path / "bare" / "python3"
+    bare.parent.mkdir()
+    bare.write_text(f"#!/bin/sh\nexec {PY} -S \"$@\"\n")
+    bare.chmod(0o755)
+    out = subprocess.run(
+        ["bash", SCRIPTS["single"], "4", "--python", str(bare)],
+        cwd=tmp_path, env=clean_env(
+            tmp_path, PARAMS_OVERRIDE="runtime.backend=jax", DEVICE="cpu",
+            TEST_NUM=1, PYTHON_CHECK_TIMEOUT=60),
+        capture_output=True, text=True, timeout=60)
+    assert out.returncode == exit_status.CONFIG, (out.stdout, out.stderr)
+    assert "lacks jax, keras, absl (pip absl-py), yaml (pip pyyaml)" in \
+        out.stderr
+    assert "tensorflow" not in out.stderr.split("; fix:")[0]
+
+    config = _config_naming(tmp_path, "jax")
+    out = script("single", tmp_path, "4", "fp32", "1", "--dry-run",
+                 DEVICE="cpu", CONFIG_FILE=config, WORKERS_PER_NODE=2)
+    assert out.returncode == exit_status.CONFIG, (out.stdout, out.stderr)
+    assert out.stderr == (
+        "error: run_single_node.sh: WORKERS_PER_NODE=2 needs runtime.backend "
+        f"tensorflow; runtime.backend jax ({config}) runs one process per "
+        "node over all its devices\n")
+
+
+def test_the_plan_holds_the_one_backend(tmp_path):
+    """Plan.backend: what the log root, the interpreter check and the
+    nodes' digest use."""
+    plan = _plan(tmp_path, params_override="runtime.backend=jax")
+    assert plan.backend.name == "jax" and plan.backend.knob == ""
+    assert plan.backend.layer == "PARAMS_OVERRIDE"
+    assert plan.log_root.endswith("/logs/jax/resnet50/bz4")
+    assert plan.check_modules == list(preflight.BACKEND_MODULES["jax"])
+    both = _plan(tmp_path, backend="jax",
+                 params_override="runtime.backend=jax").backend
+    assert both == Backend("jax", knob="BACKEND=jax (env BACKEND)",
+                           layer="PARAMS_OVERRIDE")
+    assert _plan(tmp_path).backend.name == "tensorflow"

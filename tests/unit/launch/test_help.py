@@ -124,3 +124,12 @@ def test_exit_statuses_in_help_are_the_tables_and_the_launchers():
         block
     with pytest.raises(KeyError, match="99"):
         settings_lib.exit_help({99: "not a row"})
+
+
+def test_docs_exit_status_section_names_the_same_statuses():
+    with open(DOCS, encoding="utf-8") as f:
+        docs = f.read()
+    section = docs.split("## Exit status\n", 1)[1].split("\nThe one table")[0]
+    named = {int(n) for n in re.findall(r"(?<![\w=])(\d+)(?=[ /.,])",
+                                        section)}
+    assert named == set(settings_lib.EXIT_WORDS), section

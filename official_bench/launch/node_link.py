@@ -1,0 +1,85 @@
+"""This node's link to the other launchers of a two/multi-node sweep.
+
+`NodeLink.open` serves the barrier on node 0 (barrier.py's Coordinator)
+and connects this node's client to it, with the plan's digest (what every
+node must agree on) and the barrier's key (auth.py). `hello` is the first
+round, before any run, where the nodes learn each other's host, pid,
+session stamp and problems; `meet` the rounds around each run, giving up
+early on a launcher that stopped; `peek` who has arrived at a round so far
+(a node still running asks whether a peer already failed).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import uuid
+from typing import Any, Dict, Optional
+
+from official_bench.launch import auth, barrier as barrier_lib
+from official_bench.launch.plan import Plan
+from official_bench.launch.sweep_report import node_name, say
+
+LOST_AFTER = 30.0  # + KILL_AFTER: silence that means a launcher stopped
+
+
+class NodeLink:
+    """Owns the barrier's client of this node and, on node 0, the barrier
+    itself (its coordinator), until close()."""
+
+    def __init__(self, plan: Plan, client: barrier_lib.Client,
+                 coordinator: Optional[barrier_lib.Coordinator] = None):
+        self.plan = plan
+        self.client = client
+        self.coordinator = coordinator
+
+    @classmethod
+    def open(cls, plan: Plan) -> "NodeLink":
+        """Node 0 starts serving the barrier; every node makes its client
+        (nothing is sent before `hello`)."""
+        host, port = plan.barrier
+        digest = plan.digest()
+        key = auth.key_for(plan.settings)
+        coordinator = None
+        if plan.index == 0:
+            coordinator = barrier_lib.Coordinator(
+                port, plan.num_nodes, digest,
+                describe=lambda i: node_name(plan, i),
+                host=plan.barrier_bind, key=key,
+                log=lambda m: say(plan, m, stream=sys.stderr))
+            say(plan, f"barrier: serving on "
+                f"{', '.join(coordinator.addresses)} for {plan.num_nodes} "
+                "nodes")
+        client = barrier_lib.Client(
+            host, port, plan.index, uuid.uuid4().hex, digest,
+            coordinator_name=node_name(plan, 0), key=key)
+        return cls(plan, client, coordinator)
+
+    def hello(self, stamp: str,
+              extra: Optional[Dict[str, Any]] = None) -> Dict[int, Dict]:
+        """Meets every node at "hello"; each node's payload: its host, pid,
+        session stamp and `extra` (cannot_run, logs_problem, existing)."""
+        timeout = self.plan.settings.barrier_timeout
+        say(self.plan, f"barrier: waiting up to {timeout:g} s for all nodes "
+            f"at {self.client.address}")
+        payload = {"host": socket.gethostname(), "pid": os.getpid(),
+                   "stamp": stamp, **(extra or {})}
+        return self.client.meet("hello", payload, timeout)
+
+    def meet(self, round_name: str, payload: Any, timeout: float,
+             stale_after: Optional[float] = None) -> Dict[int, Any]:
+        """Meets the other nodes; gives up early on a launcher that
+        stopped (BarrierError)."""
+        return self.client.meet(
+            round_name, payload, timeout, stale_after=stale_after,
+            lost_after=LOST_AFTER + self.plan.settings.kill_after)
+
+    def peek(self, round_name: str) -> Optional[Dict[int, Any]]:
+        """Who has arrived at `round_name` so far; None when unreachable."""
+        return self.client.peek(round_name)
+
+    def close(self) -> None:
+        if self.coordinator is not None:
+            self.coordinator.close()
+            self.coordinator = None

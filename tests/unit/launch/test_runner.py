@@ -1,0 +1,115 @@
+"""launch/runner.py: the sweep on this node, made with all it needs (plan,
+link to the other nodes, the runs RESUME=1 keeps, what to do at the end)
+and run with stand-in trainers (real processes): ON_FAILURE, reused runs,
+the end callback, a node that cannot write, and two nodes meeting through
+a real barrier on 127.0.0.1 (each launcher a thread here; the run
+scripts' tests run them as processes)."""
+
+import os
+import threading
+
+from official_bench.contracts import exit_status as es
+from official_bench.launch.node_link import NodeLink
+from official_bench.launch.runner import Runner
+from support.helpers import free_ports
+from support.launch_stand_in import make_plan
+from support.small_disk import PAGE, leave_free, small_tmpfs
+
+
+def _logs(plan):
+    return [os.path.exists(r.log_path) for r in plan.runs]
+
+
+def test_every_run_ok_ends_ok_and_says_so(plan_of, capsys):
+    plan = plan_of("ok", test_num=2)
+    ended = []
+    runner = Runner(plan, on_end=ended.append)
+    assert runner.run_all() == es.OK
+    assert ended == [True]
+    assert _logs(plan) == [True, True]
+    assert [v.ok for _, v in runner.report.results] == [True, True]
+    out = capsys.readouterr().out
+    assert "[launch] 1n1g run 2: ok" in out
+    assert "done: 2 of 2 run(s) ok on every node (2 planned)" in out
+
+
+def test_on_failure_stop_ends_the_sweep_after_the_failed_run(plan_of,
+                                                              capsys):
+    plan = plan_of("fail", test_num=3, on_failure="stop")
+    ended = []
+    assert Runner(plan, on_end=ended.append).run_all() == es.FAILED
+    assert ended == [False]
+    assert _logs(plan) == [True, False, False]
+    out = capsys.readouterr().out
+    assert "1n1g run 1: FAILED (exit 1): error: stand-in trainer failed" \
+        in out
+    assert "ON_FAILURE=stop: stopping after 1n1g run 1 (on every node)" in out
+
+
+def test_on_failure_continue_runs_the_others(plan_of):
+    plan = plan_of("fail", test_num=3)
+    assert Runner(plan).run_all() == es.FAILED
+    assert _logs(plan) == [True, True, True]
+
+
+def test_reused_runs_are_kept_not_run(plan_of, capsys):
+    plan = plan_of("ok", test_num=2)
+    runner = Runner(plan, reused=frozenset({"1n1g run 1"}))
+    assert runner.run_all() == es.OK
+    assert _logs(plan) == [False, True]  # run 1 was not started
+    out = capsys.readouterr().out
+    assert "1n1g run 1: ok (reused: kept from the log tree)" in out
+    assert "reused (RESUME=1, status ok): 1n1g run 1" in out
+    assert "1n1g run 1: starting" not in out
+
+
+def test_a_node_that_cannot_write_stops_the_sweep_not_writable(
+        tmp_path, plan_of, capsys):
+    with small_tmpfs(tmp_path / "logs", 16 * PAGE):
+        leave_free(str(tmp_path / "logs"), 0)
+        plan = plan_of("ok", test_num=2)
+        ended = []
+        assert Runner(plan, on_end=ended.append).run_all() == \
+            es.NOT_WRITABLE
+    assert ended == [False]
+    out = capsys.readouterr()
+    assert "stopping the sweep after 1n1g run 1 (on every node): this node " \
+        "cannot write its files" in out.out
+    assert "1n1g run 2: starting" not in out.out
+    last = out.err.strip().splitlines()[-1]
+    assert last.startswith("[launch] error: cannot write") and \
+        "no space left on the device" in last
+
+
+def test_two_nodes_share_each_runs_verdict_through_the_barrier(tmp_path):
+    """Node 1's trainer fails; node 0's, still running, is stopped as
+    aborted (its runner peeks at the "end" round); both sweeps end FAILED
+    with the same verdict."""
+    w0, w1, b = free_ports(3)
+    plans = [make_plan(tmp_path / f"n{k}", kind, mode="two",
+                       nodes=f"127.0.0.1:{w0},127.0.0.1:{w1}",
+                       task_index=k, barrier_port=b, barrier_timeout=60)
+             for k, kind in enumerate(("sleep", "fail"))]
+    results, runners = {}, {}
+
+    def node(k):
+        link = NodeLink.open(plans[k])
+        try:
+            link.hello(plans[k].runs[0].workers[0].model_dir_spec.stamp)
+            runners[k] = Runner(plans[k], link)
+            results[k] = runners[k].run_all()
+        finally:
+            link.close()
+
+    threads = [threading.Thread(target=node, args=(k,)) for k in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert results == {0: es.FAILED, 1: es.FAILED}
+    verdicts = [runners[k].report.results[0][1] for k in (0, 1)]
+    assert verdicts[0] == verdicts[1]
+    mine, theirs = verdicts[0].outcomes[0], verdicts[0].outcomes[1]
+    assert mine.status.value == "aborted"
+    assert mine.reason.startswith("stopped because node 1 (127.0.0.1:")
+    assert theirs.status.value == "failed" and theirs.rc == es.FAILED
