@@ -84,7 +84,8 @@ def _tree_run(folder, i, status="ok", local=False):
     log = folder / f"rn50_b4_fp32_{i}.log"
     log.write_text(f"old log {i}\n")
     (folder / f"rn50_b4_fp32_{i}.json").write_text("{}")
-    run_status.write_status(str(log), status, 0, "", 0.0, 1.0, 0, "h")
+    run_status.write_status(str(log), status=status, rc=0, reason="",
+                            started=0.0, ended=1.0, node=0, host="h")
     if local:
         (folder / f"rn50_b4_fp32_{i}.log.local1").write_text("l")
 
