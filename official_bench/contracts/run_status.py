@@ -31,9 +31,9 @@ def signal_name(rc: Optional[int]) -> Optional[str]:
         return None
 
 
-def write_status(log_path: str, status: str, rc: Optional[int], reason: str,
-                 started: float, ended: float, node: int, host: str,
-                 worker: str = "") -> str:
+def write_status(log_path: str, *, status: str, rc: Optional[int],
+                 reason: str, started: float, ended: float, node: int,
+                 host: str, worker: str = "") -> str:
     record = {"schema": SCHEMA, "status": status, "exit": rc,
               "signal": signal_name(rc), "reason": reason,
               "started": started, "ended": ended, "node": node,

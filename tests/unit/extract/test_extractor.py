@@ -523,9 +523,10 @@ def test_run_the_launcher_saw_fail_is_never_counted(tmp_path):
     good = kit.write_run(logs, "1n1g", [50] + [300] * 6, index=1)
     killed = kit.write_run(logs, "1n1g", [50] + [900] * 6, index=2)
     kit.write_run(logs, "1n1g", [50] + [310] * 6, index=3)  # no record
-    run_status.write_status(good, "ok", 0, "", 1.0, 2.0, 0, "h")
-    run_status.write_status(killed, "failed", 137, "killed (SIGKILL)", 1.0,
-                            2.0, 0, "h")
+    times = dict(started=1.0, ended=2.0, node=0, host="h")
+    run_status.write_status(good, status="ok", rc=0, reason="", **times)
+    run_status.write_status(killed, status="failed", rc=137,
+                            reason="killed (SIGKILL)", **times)
     out = extract.extract(str(logs))
     case = out.result["rn50"]["1n1g"]
     assert case["median_speed"] == 305.0  # 300 and 310; 900 left out
