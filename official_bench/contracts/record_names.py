@@ -39,11 +39,15 @@ def looked_for(split: str, layout: str = "auto") -> str:
 
 @dataclasses.dataclass(frozen=True)
 class FileSystem:
-    """How `find` lists files: this machine's (the launcher) or
-    TensorFlow's tf.io.gfile (the trainer: gs:// and the like)."""
+    """How `find` lists files, and a dataset's files are checked: this
+    machine's (the launcher, the TensorFlow-free reader) or TensorFlow's
+    tf.io.gfile (the trainer: gs:// and the like)."""
     glob: Callable[[str], List[str]]
     isdir: Callable[[str], bool]
     escape: Callable[[str], str]  # a literal path part inside a pattern
+    exists: Callable[[str], bool] = os.path.exists
+    listdir: Callable[[str], List[str]] = os.listdir
+    size: Callable[[str], int] = os.path.getsize  # bytes
 
 
 LOCAL = FileSystem(glob.glob, os.path.isdir, glob.escape)

@@ -14,7 +14,6 @@ from typing import Dict, Optional, Sequence
 from official_bench.config import DatasetConfig
 from official_bench.data.build.manifest import MANIFEST
 from official_bench.data.build.shards import shard_name
-from official_bench.data.records.bad_records import parse_message
 from official_bench.data.records.record_files import (
     CLASSIC_LAYOUT,
     Layout,
@@ -22,6 +21,7 @@ from official_bench.data.records.record_files import (
     file_sizes,
 )
 from official_bench.data.records.record_guard import GUARD_BLOCK, Decoder
+from official_bench.data.records.record_problems import parse_message
 from official_bench.data.records.record_reader import (
     BLOCK_FAILED,
     END_OK,

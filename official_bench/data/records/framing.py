@@ -21,30 +21,11 @@ import threading
 import time
 from typing import Callable, List, Optional, Sequence
 
+from official_bench.data.records.checksum import masked_crc32c
+from official_bench.data.records.record_problems import TRUNCATED, message_line
+
 HEADER = 12  # uint64 length + uint32 masked CRC-32C of the length
 FRAME = 16  # header + uint32 masked CRC-32C of the data
-
-
-def _crc32c_table() -> List[int]:
-    table = []
-    for n in range(256):
-        c = n
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-_TABLE = _crc32c_table()
-
-
-def masked_crc32c(data: bytes) -> int:
-    """TFRecord's checksum: CRC-32C (Castagnoli), rotated and offset."""
-    crc = 0xFFFFFFFF
-    for byte in data:
-        crc = _TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
-    crc ^= 0xFFFFFFFF
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,16 +36,13 @@ class Problem:
     detail: str
 
     def line(self) -> str:
-        """The bad-record line the input pipeline prints for it
-        (data/records/bad_records.message)."""
-        return (f"official_bench: bad record {self.index} in "
-                f"{self.filename}: {self.detail}")
+        """The bad-record line the input pipelines print for it."""
+        return message_line(self.filename, self.index, self.detail)
 
 
 def _truncated(index: int, offset: int, size: int) -> str:
     # The reader's words for the same file (record_reader.read_file).
-    return ("corrupt or truncated TFRecord data: only the first "
-            f"{index} record(s) ({offset} of {size} bytes) could be read")
+    return TRUNCATED.format(index, offset, size)
 
 
 def walk(read_at: Callable[[int, int], bytes], size: int,

@@ -33,21 +33,22 @@ from typing import Optional, Sequence
 from absl import logging
 
 from official_bench.config import DatasetConfig
-from official_bench.data.records.bad_records import SkippedRecords, keep_or_log
-from official_bench.data.records.record_files import (
-    Layout,
-    config_key,
-    file_sizes,
-    find_files,
-)
+from official_bench.data.records.bad_records import keep_or_log
+from official_bench.data.records.record_files import file_sizes, find_files
 from official_bench.data.records.record_guard import (
     GUARD_BLOCK,
     DecodeFn,
     Decoder,
 )
+from official_bench.data.records.record_problems import SkippedRecords
 from official_bench.data.records.record_reader import (
     derive_seed,
     record_dataset,
+)
+from official_bench.data.records.record_sets import (
+    Layout,
+    config_key,
+    label_offset,
 )
 from official_bench.runtime.keras_setup import tf
 
@@ -69,8 +70,7 @@ def build_dataset(files: Sequence[str], layout: Layout, ds: DatasetConfig,
     count for this pipeline when not given).
     """
     sizes = file_sizes(files) if sizes is None else sizes
-    offset = ds.label_offset if ds.label_offset is not None else \
-        layout.label_offset
+    offset = label_offset(ds, layout)
     shuffle_seed = seed if ds.deterministic else None
     dataset = record_dataset(files, sizes, ds, ctx, is_training, shuffle_seed)
     # Blocks of records, each with a random seed pair: every record's

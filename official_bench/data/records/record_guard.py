@@ -15,16 +15,20 @@ from typing import Callable, Dict, Optional
 
 from official_bench.config import DatasetConfig
 from official_bench.data import preprocessing
-from official_bench.data.records.bad_records import SKIP_HINT, message
-from official_bench.data.records.record_files import Layout
-from official_bench.data.records.record_reader import (
+from official_bench.data.records.bad_records import message
+from official_bench.data.records.record_problems import (
     BAD_EXAMPLE,
     BAD_IMAGE,
     BAD_LABEL,
     BLOCK_FAILED,
     END_OK,
+    LABEL_OUTSIDE,
     OK,
+    SKIP_HINT,
+    not_an_example,
+    undecodable,
 )
+from official_bench.data.records.record_sets import Layout
 from official_bench.runtime.keras_setup import tf
 
 GUARD_BLOCK = 32  # records per error-catching inner dataset (<= 62)
@@ -106,10 +110,10 @@ class Decoder:
         def bad():
             reader_ok = tf.equal(status, OK)
             why = tf.cond(reader_ok, lambda: tf.strings.format(
-                "label {} is outside {}..{} (label_offset {}, num_classes {})",
-                (raw_label, self.label_offset,
-                 self.label_offset + self.ds.num_classes - 1,
-                 self.label_offset, self.ds.num_classes)), lambda: detail)
+                LABEL_OUTSIDE, (raw_label, self.label_offset,
+                                self.label_offset + self.ds.num_classes - 1,
+                                self.label_offset, self.ds.num_classes)),
+                lambda: detail)
             return self.placeholder(tf.where(reader_ok, BAD_LABEL, status),
                                     filename, index, why)
         return tf.cond(tf.equal(status, OK) & in_range, image, bad)
@@ -142,14 +146,12 @@ class Decoder:
                                             _feature_spec(self.layout))
         size = tf.strings.length(parsed[self.layout.image_key])
         return self.placeholder(BAD_IMAGE, filename, index, tf.strings.format(
-            self.layout.image_key + " ({} bytes) cannot be decoded as an "
-            "image", size))
+            undecodable(self.layout.image_key), size))
 
     def not_an_example(self, filename, index, record, status, detail, seed):
         return self.placeholder(
             BAD_EXAMPLE, filename, index, tf.strings.format(
-                "the record ({} bytes) is not a tf.train.Example with "
-                f"{self.layout.image_key} and {self.layout.label_key}",
+                not_an_example(self.layout.image_key, self.layout.label_key),
                 tf.strings.length(record)))
 
     def fallback(self, *element) -> tf.data.Dataset:

@@ -12,15 +12,25 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from official_bench.config import DatasetConfig
+from official_bench.data.records.record_problems import (  # noqa: F401
+    BAD_EXAMPLE,
+    BAD_IMAGE,
+    BAD_LABEL,
+    BLOCK_FAILED,
+    CORRUPT_FILE,
+    END_OK,
+    OK,
+    TRUNCATED,
+    UNREADABLE,
+)
 from official_bench.runtime.keras_setup import tf
 
 READ_BUFFER_BYTES = 8 * 1024 * 1024
 INTERLEAVE_CYCLE = 10  # files read at once per pipeline (r2.3: 10)
 READ_CHUNK = 64  # records per step of the reader's byte count
 
-# Record status codes carried through the pipeline.
-OK, END_OK, CORRUPT_FILE, BAD_EXAMPLE, BAD_IMAGE, BAD_LABEL, BLOCK_FAILED = \
-    range(7)
+# The record status codes (OK, CORRUPT_FILE, ...) are record_problems.py's,
+# imported above for the pipeline's modules and tests.
 
 
 def read_file(filename: tf.Tensor, size: tf.Tensor) -> tf.data.Dataset:
@@ -58,14 +68,8 @@ def read_file(filename: tf.Tensor, size: tf.Tensor) -> tf.data.Dataset:
             m = tf.cast(corrupt, tf.int64)
             detail = tf.cond(
                 tf.equal(offset, 0),
-                lambda: tf.strings.format(
-                    "the file cannot be read (missing, unreadable, or not "
-                    "TFRecord data from its first record; {} bytes "
-                    "expected)", size),
-                lambda: tf.strings.format(
-                    "corrupt or truncated TFRecord data: only the first {} "
-                    "record(s) ({} of {} bytes) could be read",
-                    (index, offset, size)))
+                lambda: tf.strings.format(UNREADABLE, size),
+                lambda: tf.strings.format(TRUNCATED, (index, offset, size)))
             return ((index, offset),
                     (tf.fill([m], filename), tf.fill([m], index),
                      tf.fill([m], ""), tf.fill([m], CORRUPT_FILE),

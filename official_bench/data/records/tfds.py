@@ -24,7 +24,7 @@ from absl import logging
 
 from official_bench.config import ConfigError, DatasetConfig
 from official_bench.data.records import pipeline
-from official_bench.data.records.record_files import TFDS, Layout
+from official_bench.data.records.record_sets import TFDS, Layout
 from official_bench.runtime.keras_setup import tf
 
 

@@ -1,0 +1,72 @@
+"""The framing check's answers in a run (framing.FileCheck), for any
+training loop: stop between steps when a file is bad, and before the
+results, wait for the check and stop or count.
+
+With `skip_bad_records: false` a truncated or corrupt file stops the run
+with the bad-record line (`stop_if_bad` between steps, as soon as the
+check finds it; else `finish` at the end), exit 1; with `true` each such
+file is logged as skipped and counted once. The TensorFlow backend calls
+these through file_check.py (its fit callback); a JAX loop calls them
+itself. `start_local` starts the check on this machine's files, without
+TensorFlow. TensorFlow-free.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from absl import logging
+
+from official_bench.config import DatasetConfig
+from official_bench.data.records.framing import FileCheck
+from official_bench.data.records.record_problems import SKIP_HINT
+
+CHECKED_BUILDERS = ("records", "tfds")
+
+
+class BadRecordFile(Exception):
+    """A record file failed the framing check; str() is the one line."""
+
+
+def start_local(ds: DatasetConfig, is_training: bool
+                ) -> Optional[FileCheck]:
+    """A running check of the files `ds` reads on this machine
+    (`builder: records`), or None for builders that read no record files
+    without TensorFlow."""
+    if ds.builder != "records":
+        return None
+    from official_bench.data.records import record_sets
+    files = record_sets.find_files(ds, is_training)[0]
+    return FileCheck(files, record_sets.file_sizes(files))
+
+
+def raise_first(check: FileCheck) -> None:
+    """Raises BadRecordFile with the first bad file's line."""
+    raise BadRecordFile(check.problems[0].line() + SKIP_HINT)
+
+
+def stop_if_bad(check: Optional[FileCheck], ds: DatasetConfig) -> None:
+    """Between steps: raises BadRecordFile once the check has found a bad
+    file, unless bad records are skipped. Costs a list lookup."""
+    if check is not None and check.problems and not ds.skip_bad_records:
+        raise_first(check)
+
+
+def finish(check: Optional[FileCheck], ds: DatasetConfig) -> None:
+    """Waits for the check (a line every 5 s while it runs), then raises
+    BadRecordFile (strict) or logs each bad file as skipped and the count."""
+    if check is None:
+        return
+    problems = check.wait(progress=logging.info)
+    if not problems:
+        logging.info("%s record file(s) checked: every one is whole",
+                     len(check.files))
+        return
+    if not ds.skip_bad_records:
+        raise_first(check)
+    for problem in problems:
+        logging.warning("%s; skipped (skip_bad_records: true)",
+                        problem.line())
+    logging.warning("official_bench: %d of %d record file(s) truncated or "
+                    "corrupt in %s; their records after the damage were not "
+                    "read", len(problems), len(check.files), ds.split)

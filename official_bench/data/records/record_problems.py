@@ -1,0 +1,108 @@
+"""A bad record in words, once for both readers: the status codes, the
+message line naming the file and the record, the words for each kind of
+problem, the skip hint, and the skip-and-count log of
+`skip_bad_records: true`.
+
+The TensorFlow pipeline (record_reader.py, record_guard.py, bad_records.py)
+fills the templates with tf.strings.format, the TensorFlow-free reader
+(host_examples.py) with str.format: both write `{}` placeholders, so a
+message reads the same from either. The verifier
+(data/build/record_verify.py) parses the lines back. TensorFlow-free.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import threading
+from typing import Dict, Iterable, Optional
+
+from absl import logging
+
+# Record status codes carried through the TensorFlow pipeline.
+OK, END_OK, CORRUPT_FILE, BAD_EXAMPLE, BAD_IMAGE, BAD_LABEL, BLOCK_FAILED = \
+    range(7)
+
+PREFIX = "official_bench: bad record "
+SKIP_HINT = ("; set skip_bad_records: true in the dataset config to skip "
+             "bad records")
+
+# A file the reader could not read whole: {size}; {index, offset, size}.
+UNREADABLE = ("the file cannot be read (missing, unreadable, or not TFRecord "
+              "data from its first record; {} bytes expected)")
+TRUNCATED = ("corrupt or truncated TFRecord data: only the first {} "
+             "record(s) ({} of {} bytes) could be read")
+# A record: {raw label, offset, last label, offset, num_classes}.
+LABEL_OUTSIDE = ("label {} is outside {}..{} (label_offset {}, num_classes "
+                 "{})")
+
+
+def not_an_example(image_key: str, label_key: str) -> str:
+    """The template (one `{}`: the record's size) for a record that does
+    not parse."""
+    return ("the record ({} bytes) is not a tf.train.Example with "
+            f"{image_key} and {label_key}")
+
+
+def undecodable(image_key: str) -> str:
+    """The template (one `{}`: the image's size) for an image that does not
+    decode."""
+    return image_key + " ({} bytes) cannot be decoded as an image"
+
+
+def label_outside(raw_label: int, offset: int, num_classes: int) -> str:
+    return LABEL_OUTSIDE.format(raw_label, offset, offset + num_classes - 1,
+                                offset, num_classes)
+
+
+def message_line(filename: str, index: int, detail: str) -> str:
+    """`official_bench: bad record N in FILE: why` (bad_records.message is
+    the same line as a TensorFlow string)."""
+    return f"{PREFIX}{index} in {filename}: {detail}"
+
+
+class SkippedRecords:
+    """Records one pipeline skipped so far, per split. Thread-safe: the
+    filter's numpy_function can run on several tf.data threads at once."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._counts: Dict[str, int] = collections.Counter()
+
+    def add(self, split: str, count: int) -> int:
+        """Counts `count` more for `split`; returns its running total."""
+        with self._lock:
+            self._counts[split] += count
+            return self._counts[split]
+
+    def count(self, split: Optional[str] = None) -> int:
+        """Skipped so far (all splits, or one)."""
+        with self._lock:
+            if split is None:
+                return sum(self._counts.values())
+            return self._counts.get(split, 0)
+
+
+def log_skipped(split: str, skipped: SkippedRecords, lines: Iterable[str],
+                count: int) -> int:
+    """Logs each message line as skipped, counts `count` more for `split`
+    and logs the running total; returns it."""
+    total = skipped.add(split, int(count))
+    for line in lines:
+        logging.warning("%s; skipped (skip_bad_records: true)", line)
+    logging.warning("official_bench: %d bad record(s) skipped in %s so far",
+                    total, split)
+    return total
+
+
+_LINE = re.compile(r"^official_bench: bad record (-?\d+) in (.*?): (.*)$")
+
+
+def parse_message(line: str):
+    """A message line back into (filename, index, status, why)."""
+    match = _LINE.match(line)
+    if not match:
+        return "", -1, BAD_EXAMPLE, line
+    index, filename, detail = match.groups()
+    status = BAD_IMAGE if "cannot be decoded" in detail else BAD_EXAMPLE
+    return filename, int(index), status, detail

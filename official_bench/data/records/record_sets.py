@@ -1,0 +1,145 @@
+"""Which TFRecord files a dataset config names, and their layout, on the
+file system the caller passes: TensorFlow's (record_files.py, for the
+tf.data pipeline: gs:// too) or this machine's (the TensorFlow-free reader,
+host_examples.py). One set of rules and error lines for both.
+
+Two layouts, chosen by `layout` (auto detects them): classic
+(`build_imagenet_data.py`, DLPerf: `{data_dir}/train-00000-of-01024`, keys
+`image/encoded`, 1-based `image/class/label`, optional boxes) and tfds (a
+prepared tensorflow-datasets directory read without TFDS, in `data_dir` or
+`data_dir/<name>/<version>/`, keys `image`, `label`). Errors name the key
+and the directory. TensorFlow-free.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import List, Sequence, Tuple
+
+from absl import logging
+
+from official_bench.config import ConfigError, DatasetConfig
+from official_bench.config.paths import missing_dir_message
+from official_bench.contracts import record_names
+
+CLASSIC = record_names.CLASSIC
+TFDS = record_names.TFDS
+FileSystem = record_names.FileSystem
+LOCAL = record_names.LOCAL
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """Where a layout keeps the image and label, and how labels count."""
+    name: str
+    image_key: str
+    label_key: str
+    label_offset: int  # subtracted from stored labels
+    has_boxes: bool
+
+
+CLASSIC_LAYOUT = Layout(CLASSIC, "image/encoded", "image/class/label", 1,
+                        True)
+TFDS_LAYOUT = Layout(TFDS, "image", "label", 0, False)
+LAYOUTS = {CLASSIC: CLASSIC_LAYOUT, TFDS: TFDS_LAYOUT}
+
+
+def config_key(is_training: bool) -> str:
+    return "train_dataset" if is_training else "validation_dataset"
+
+
+def label_offset(ds: DatasetConfig, layout: Layout) -> int:
+    """What is subtracted from stored labels: `label_offset`, else the
+    layout's (classic 1, TFDS 0)."""
+    return ds.label_offset if ds.label_offset is not None else \
+        layout.label_offset
+
+
+def _named_files(ds: DatasetConfig, key: str, fs: FileSystem) -> List[str]:
+    files = []
+    for name in ds.filenames:
+        path = name if (os.path.isabs(name) or not ds.data_dir or
+                        "://" in name) else os.path.join(ds.data_dir, name)
+        if not fs.exists(path):
+            raise ConfigError(f"{key}.filenames: {path!r} does not exist")
+        files.append(path)
+    return files
+
+
+def _check_data_dir(ds: DatasetConfig, key: str, fs: FileSystem) -> str:
+    if not ds.data_dir:
+        raise ConfigError(
+            f"{key}.data_dir is not set: builder: records needs the directory "
+            f"of the TFRecord files (--data_dir=...), or use builder: "
+            "synthetic")
+    if not fs.isdir(ds.data_dir):
+        raise ConfigError(missing_dir_message(key, ds.data_dir))
+    if not fs.listdir(ds.data_dir):
+        raise ConfigError(f"{key}.data_dir {ds.data_dir!r} is empty; write "
+                          "TFRecords there first (python -m "
+                          "official_bench.data.build.build_records)")
+    return ds.data_dir
+
+
+def find_files(ds: DatasetConfig, is_training: bool,
+               fs: FileSystem = LOCAL) -> Tuple[List[str], Layout]:
+    """The sorted record files for `ds.split` and their layout.
+
+    Raises ConfigError naming the key and the directory when data_dir is
+    unset, missing or empty, or holds no files for the split.
+    """
+    key = config_key(is_training)
+    if ds.filenames:
+        files = _named_files(ds, key, fs)
+        return files, _layout_for(ds, files, key)
+    data_dir = _check_data_dir(ds, key, fs)
+    classic = record_names.find(data_dir, ds.split, CLASSIC, fs=fs)
+    tfds = record_names.find(data_dir, ds.split, TFDS, ds.name, fs=fs)
+    if ds.layout == CLASSIC or (ds.layout == "auto" and classic):
+        if ds.layout == "auto" and tfds:
+            logging.warning("%s.data_dir %s holds both classic (%s-*) and "
+                            "TFDS (*-%s.tfrecord-*) files; reading the "
+                            "classic ones (set layout: tfds for the others)",
+                            key, data_dir, ds.split, ds.split)
+        files, layout = classic, CLASSIC_LAYOUT
+    elif ds.layout == TFDS or (ds.layout == "auto" and tfds):
+        files, layout = tfds, TFDS_LAYOUT
+    else:
+        files, layout = [], None
+    if not files:
+        raise ConfigError(
+            f"{key}: no files for split {ds.split!r} in data_dir "
+            f"{data_dir!r}; looked for "
+            f"{record_names.looked_for(ds.split, ds.layout)}")
+    return files, layout
+
+
+def _layout_for(ds: DatasetConfig, files: Sequence[str], key: str) -> Layout:
+    if ds.layout in LAYOUTS:
+        return LAYOUTS[ds.layout]
+    tfds_like = [".tfrecord-" in os.path.basename(f) for f in files]
+    if all(tfds_like):
+        return TFDS_LAYOUT
+    if not any(tfds_like):
+        return CLASSIC_LAYOUT
+    raise ConfigError(f"{key}.filenames mixes classic and TFDS file names; "
+                      "set layout: classic or tfds")
+
+
+def file_sizes(files: Sequence[str], fs: FileSystem = LOCAL) -> List[int]:
+    """Byte sizes, read once at build time (the readers check they read
+    all)."""
+    return [fs.size(f) for f in files]
+
+
+def shard_files(files: Sequence[str], count: int, index: int
+                ) -> Tuple[List[str], Tuple[int, int]]:
+    """Input pipeline `index` of `count`'s files, as the TensorFlow
+    pipeline shards them (record_reader.record_dataset): every count-th
+    file from `index` when each pipeline gets at least one file, else
+    every file, with its records to be shared out. Returns (files,
+    (record shard index, record shard count)); (0, 1) by file."""
+    if count <= 1 or len(files) >= count:
+        return list(files[index::max(count, 1)]), (0, 1)
+    return list(files), (index, count)
