@@ -92,7 +92,7 @@ def find_files(ds: DatasetConfig, is_training: bool,
     key = config_key(is_training)
     if ds.filenames:
         files = _named_files(ds, key, fs)
-        return files, _layout_for(ds, files, key)
+        return files, layout_for(ds, files, key)
     data_dir = _check_data_dir(ds, key, fs)
     classic = record_names.find(data_dir, ds.split, CLASSIC, fs=fs)
     tfds = record_names.find(data_dir, ds.split, TFDS, ds.name, fs=fs)
@@ -115,7 +115,10 @@ def find_files(ds: DatasetConfig, is_training: bool,
     return files, layout
 
 
-def _layout_for(ds: DatasetConfig, files: Sequence[str], key: str) -> Layout:
+def layout_for(ds: DatasetConfig, files: Sequence[str],
+               key: str = "train_dataset") -> Layout:
+    """The layout of named files: `layout` when set, else by their names
+    (TFDS files have `.tfrecord-` in theirs)."""
     if ds.layout in LAYOUTS:
         return LAYOUTS[ds.layout]
     tfds_like = [".tfrecord-" in os.path.basename(f) for f in files]

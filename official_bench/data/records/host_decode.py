@@ -1,0 +1,211 @@
+"""One encoded image -> the uint8 crop the TensorFlow path makes
+(data/preprocessing.py), without TensorFlow: decode, crop window
+(crop_sampling.py), flip, bilinear resize to `image_size`.
+
+The resize is tf.compat.v1.image.resize's bilinear (no corner alignment,
+no half-pixel centres, no antialias: output pixel i samples input i *
+in/out), done by OpenCV's warpAffine with that matrix; the flip is folded
+into the matrix, so the crop is flipped before it is resized, as on
+TensorFlow. Pixels are rounded as preprocessing.to_uint8 rounds them.
+
+JPEGs are decoded by DECODER, chosen by measurement (docs/data.md,
+"Records without TensorFlow"): simplejpeg (libjpeg-turbo with TensorFlow's
+integer-fast DCT and fancy upsampling: the same pixels as
+tf.io.decode_jpeg); OpenCV and Pillow are the alternatives measured. When
+the crop is at least twice `image_size` the decoder scales by 1/2, 1/4 or
+1/8 in the DCT (its output stays at least what the resize needs), where
+TensorFlow decodes at full size. Grayscale and CMYK JPEGs come out RGB with
+TensorFlow's arithmetic; anything else (PNG, GIF, BMP, WebP) is decoded
+whole by Pillow, as decode_image does. TensorFlow-free.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Callable, Tuple
+
+import numpy as np
+
+from official_bench.data.records.crop_sampling import Window
+
+DECODER = "simplejpeg"
+DECODERS = ("simplejpeg", "opencv", "pillow")
+_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+_STANDALONE = frozenset([0x01, 0xD8]) | frozenset(range(0xD0, 0xD8))
+
+WindowFn = Callable[[int, int], Window]  # (height, width) -> y, x, h, w
+
+
+class UndecodableImage(ValueError):
+    """The bytes could not be decoded as an image."""
+
+
+def is_jpeg(data: bytes) -> bool:
+    """tf.io.is_jpeg: the JPEG start-of-image bytes."""
+    return data[:3] == b"\xff\xd8\xff"
+
+
+def jpeg_header(data: bytes) -> Tuple[int, int, int, bool]:
+    """(height, width, components, Adobe APP14 marker seen) from the
+    markers before the first scan."""
+    pos, end, frame, adobe = 2, len(data), None, False
+    while pos + 4 <= end:
+        if data[pos] != 0xFF:
+            raise UndecodableImage(f"no JPEG marker at byte {pos}")
+        marker = data[pos + 1]
+        if marker == 0xFF or marker in _STANDALONE:
+            pos += 1 if marker == 0xFF else 2
+            continue
+        if marker in (0xDA, 0xD9):  # start of scan, end of image
+            break
+        length = data[pos + 2] << 8 | data[pos + 3]
+        segment = data[pos + 4:pos + 2 + length]
+        if marker == 0xEE and segment[:5] == b"Adobe":
+            adobe = True
+        elif marker in _SOF and frame is None and len(segment) >= 6:
+            frame = (segment[1] << 8 | segment[2],
+                     segment[3] << 8 | segment[4], segment[5])
+        pos += 2 + length
+    if frame is None or not frame[0] or not frame[1]:
+        raise UndecodableImage("no JPEG frame header with a size")
+    return frame[0], frame[1], frame[2], adobe
+
+
+def cmyk_to_rgb(cmyk: np.ndarray, adobe: bool) -> np.ndarray:
+    """TensorFlow's CMYK -> RGB (jpeg_mem.cc), on the decoder's raw CMYK:
+    Adobe's inverted CMYK k * c / 255, else (255 - k) * (255 - c) / 255,
+    truncated."""
+    values = cmyk.astype(np.uint16)
+    if not adobe:
+        values = 255 - values
+    rgb = values[..., :3] * values[..., 3:4] // 255
+    return rgb.astype(np.uint8)
+
+
+def _scale_for(height: int, width: int, need_h: int, need_w: int) -> int:
+    """The largest of 1, 2, 4, 8 that keeps the decoded image at least
+    need_h x need_w."""
+    for scale in (8, 4, 2):
+        if -(-height // scale) >= need_h and -(-width // scale) >= need_w:
+            return scale
+    return 1
+
+
+def _simplejpeg(data, header, need, channels):
+    import simplejpeg
+    height, width, components, adobe = header
+    scale = _scale_for(height, width, *need)
+    size = dict(min_height=-(-height // scale), min_width=-(-width // scale),
+                min_factor=scale, fastdct=True, strict=False)
+    if components == 4:
+        if channels == 1:
+            raise UndecodableImage("a CMYK JPEG cannot be read as grayscale")
+        return cmyk_to_rgb(simplejpeg.decode_jpeg(data, "CMYK", **size),
+                           adobe)
+    return simplejpeg.decode_jpeg(data, "RGB" if channels == 3 else "GRAY",
+                                  **size)
+
+
+def _cv2():
+    """OpenCV, on this thread only: a loader worker is one core's work."""
+    import cv2
+    if cv2.getNumThreads() != 1:
+        cv2.setNumThreads(1)
+    return cv2
+
+
+def _opencv(data, header, need, channels):
+    cv2 = _cv2()
+    scale = _scale_for(header[0], header[1], *need)
+    flags = {(1, 3): cv2.IMREAD_COLOR, (1, 1): cv2.IMREAD_GRAYSCALE,
+             (2, 3): cv2.IMREAD_REDUCED_COLOR_2,
+             (2, 1): cv2.IMREAD_REDUCED_GRAYSCALE_2,
+             (4, 3): cv2.IMREAD_REDUCED_COLOR_4,
+             (4, 1): cv2.IMREAD_REDUCED_GRAYSCALE_4,
+             (8, 3): cv2.IMREAD_REDUCED_COLOR_8,
+             (8, 1): cv2.IMREAD_REDUCED_GRAYSCALE_8}[scale, channels]
+    image = cv2.imdecode(np.frombuffer(data, np.uint8), flags)
+    if image is None:
+        raise UndecodableImage("OpenCV could not decode it")
+    return image  # BGR: reversed after the resize, on fewer pixels
+
+
+def _pillow_jpeg(data, header, need, channels):
+    from PIL import Image
+    image = Image.open(io.BytesIO(data))
+    height, width, components, _ = header
+    scale = _scale_for(height, width, *need)
+    mode = "L" if channels == 1 else ("CMYK" if components == 4 else "RGB")
+    image.draft(mode, (-(-width // scale), -(-height // scale)))
+    if image.mode == "CMYK":
+        # Pillow inverts Adobe CMYK, so TensorFlow's sum is the plain one.
+        return cmyk_to_rgb(np.asarray(image), adobe=False)
+    if image.mode != mode:
+        image = image.convert(mode)
+    return np.asarray(image)
+
+
+_JPEG = {"simplejpeg": _simplejpeg, "opencv": _opencv,
+         "pillow": _pillow_jpeg}
+
+
+def decode_other(data: bytes, channels: int) -> np.ndarray:
+    """A PNG, GIF, BMP or WebP, decoded whole by Pillow (its first frame),
+    as tf.io.decode_image: alpha dropped, 16-bit samples to their high
+    byte, grayscale and palettes expanded."""
+    from PIL import Image
+    image = Image.open(io.BytesIO(data))
+    if image.mode in ("I;16", "I;16B", "I;16L"):
+        image = Image.fromarray((np.asarray(image) >> 8).astype(np.uint8))
+    return np.asarray(image.convert("RGB" if channels == 3 else "L"))
+
+
+def resize(crop: np.ndarray, size: int, flip: bool = False) -> np.ndarray:
+    """tf.compat.v1.image.resize bilinear of the (flipped) crop to size x
+    size, rounded to uint8."""
+    cv2 = _cv2()
+    height, width = crop.shape[:2]
+    sx, sy = width / size, height / size
+    matrix = np.array([[-sx if flip else sx, 0.0, width - 1 if flip else 0],
+                       [0.0, sy, 0.0]])
+    out = cv2.warpAffine(crop, matrix, (size, size),
+                         flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+                         borderMode=cv2.BORDER_REPLICATE)
+    return out.reshape(size, size, -1)
+
+
+def decode_crop(data: bytes, window_fn: WindowFn, size: int, flip: bool,
+                channels: int = 3, decoder: str = DECODER,
+                dct_scaling: bool = True) -> np.ndarray:
+    """Encoded image -> [size, size, channels] uint8: the window that
+    `window_fn(height, width)` picks, flipped or not, resized. With
+    `dct_scaling` a JPEG may be decoded at 1/2, 1/4 or 1/8 of its size
+    when the crop stays at least `size` (else always whole). Raises
+    UndecodableImage."""
+    bgr = False
+    try:
+        if is_jpeg(data):
+            header = jpeg_header(data)
+            y, x, h, w = window_fn(header[0], header[1])
+            need = (-(-header[0] * size // h), -(-header[1] * size // w)) \
+                if dct_scaling else header[:2]
+            image = _JPEG[decoder](data, header, need, channels)
+            bgr = decoder == "opencv"
+            if image.shape[:2] != header[:2]:  # scaled in the DCT
+                fy, fx = (image.shape[0] / header[0],
+                          image.shape[1] / header[1])
+                y, x, h, w = (round(y * fy), round(x * fx),
+                              max(1, round(h * fy)), max(1, round(w * fx)))
+        else:
+            image = decode_other(data, channels)
+            y, x, h, w = window_fn(*image.shape[:2])
+    except UndecodableImage:
+        raise
+    except Exception as e:  # the decoders raise many kinds
+        raise UndecodableImage(f"{type(e).__name__}: {e}") from e
+    if image.ndim == 2:
+        image = image[..., None]
+    out = resize(image[y:y + h, x:x + w], size, flip)
+    if bgr and channels == 3:
+        out = out[..., ::-1].copy()
+    return out

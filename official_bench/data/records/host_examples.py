@@ -1,0 +1,247 @@
+"""`builder: records` without TensorFlow: this process's record files, and
+the examples one loader worker makes of its part of them.
+
+`process_files` finds the files as the TensorFlow path does
+(record_sets.py) and shards them over processes as it does: every
+count-th file when each process gets one, else all files with their
+records shared out (the list's `record_shard`). `worker_examples` reads a
+worker's part: file i of the process's goes to worker i % num_workers;
+with fewer files than workers, every worker reads every file and keeps
+every num_workers-th record of each. Training: an endless stream, the
+files in a seeded order reshuffled every epoch (file_shuffle_buffer_size),
+read 10 at a time, records through a seeded shuffle buffer (each worker
+holds shuffle_buffer_size / num_workers records, so the workers together
+hold what the TensorFlow pipeline's one buffer holds), then parse
+(example_wire.py), label offset and range, decode, train crop and flip
+(host_decode.py). Evaluation: one pass in file order, centre crop.
+
+Bad records raise BadRecord with the TensorFlow path's line (and its skip
+hint), or with `skip_bad_records: true` are logged and counted as it logs
+them (record_problems.py): the count is this worker's. TensorFlow-free.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import zlib
+from typing import Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+from absl import logging
+
+from official_bench.config import ConfigError, DatasetConfig
+from official_bench.data.records import (
+    crop_sampling,
+    example_wire as wire,
+    host_decode,
+    record_problems as words,
+    record_sets,
+)
+from official_bench.data.records.framing import Problem
+from official_bench.data.records.host_reader import Item, interleave
+
+DECODER = host_decode.DECODER  # the loader writes it into result.json
+BOX_SIDES = ("ymin", "xmin", "ymax", "xmax")
+
+
+class FileShard(list):
+    """This process's record files; `record_shard` = (index, count) of the
+    records it keeps of each, (0, 1) when the files were sharded."""
+
+    def __init__(self, files: Sequence[str],
+                 record_shard: Tuple[int, int] = (0, 1)):
+        super().__init__(files)
+        self.record_shard = tuple(record_shard)
+
+
+class BadRecord(Exception):
+    """A record the run cannot use; str() is the TensorFlow path's line
+    with the skip hint. `filename` names the file."""
+
+    def __init__(self, line: str, filename: str, index: int):
+        super().__init__(line)
+        self.filename = filename
+        self.index = index
+
+
+def process_files(ds: DatasetConfig, process_index: int, process_count: int,
+                  training: bool) -> List[str]:
+    """This process's record files (a FileShard), found and sharded as
+    the TensorFlow path finds and shards them."""
+    if ds.builder != "records":
+        raise ConfigError(
+            f"{record_sets.config_key(training)}.builder {ds.builder!r}: "
+            "the TensorFlow-free reader reads builder: records only")
+    files, layout = record_sets.find_files(ds, training)
+    logging.info("%s: %d %s record file(s) for split %s (%s ... %s)",
+                 record_sets.config_key(training), len(files), layout.name,
+                 ds.split, os.path.basename(files[0]),
+                 os.path.basename(files[-1]))
+    mine, record_shard = record_sets.shard_files(files, process_count,
+                                                 process_index)
+    return FileShard(mine, record_shard)
+
+
+def _worker_part(files: Sequence[str], worker_index: int, num_workers: int
+                 ) -> Tuple[List[str], Tuple[int, int]]:
+    """(this worker's files, (index, count) of the records it keeps)."""
+    p_index, p_count = getattr(files, "record_shard", (0, 1))
+    if len(files) >= num_workers:
+        return list(files[worker_index::num_workers]), (p_index, p_count)
+    return list(files), (p_index * num_workers + worker_index,
+                         p_count * num_workers)
+
+
+def _sizes(files: Sequence[str]) -> List[int]:
+    sizes = []
+    for path in files:
+        try:
+            sizes.append(os.path.getsize(path))
+        except OSError as e:
+            # framing.FileCheck's words for a file it cannot open
+            raise BadRecord(words.message_line(
+                path, 0, f"the file cannot be read ({e.strerror or e})"),
+                path, 0) from e
+    return sizes
+
+
+def shuffled(items: Iterator, size: int, rng: random.Random) -> Iterator:
+    """tf.data's shuffle: a buffer of `size`; each element out is a random
+    one of the buffer, replaced by the next in."""
+    buffer: list = []
+    for item in items:
+        if len(buffer) < size:
+            buffer.append(item)
+            continue
+        i = rng.randrange(size)
+        buffer[i], item = item, buffer[i]
+        yield item
+    rng.shuffle(buffer)
+    yield from buffer
+
+
+def _epochs(files: List[str], sizes: List[int], keep: Tuple[int, int],
+            ds: DatasetConfig, training: bool, name: str,
+            first_epoch: int) -> Iterator[Item]:
+    """This worker's records (and the Problems it reports), one pass, or
+    endless epochs in a reshuffled file order when training."""
+    k_index, k_count = keep
+    epoch = first_epoch
+    while True:
+        order = list(range(len(files)))
+        if training and ds.file_shuffle_buffer_size > 1 and len(files) > 1:
+            order = list(shuffled(iter(order), min(
+                ds.file_shuffle_buffer_size, len(files)),
+                random.Random(f"{name}/files/{epoch}")))
+        kept = 0
+        for item in interleave([files[i] for i in order],
+                               [sizes[i] for i in order]):
+            index = item.index if isinstance(item, Problem) else item[1]
+            if index % k_count == k_index:
+                kept += 1
+                yield item
+        if not training:
+            return
+        if not kept:
+            raise BadRecord(
+                f"official_bench: loader worker {name} has no record to "
+                f"read: its {len(files)} file(s) ({files[0]} ...) hold none "
+                f"of its share (every {k_count}-th from {k_index}); use "
+                "fewer workers", files[0], 0)
+        epoch += 1
+
+
+class _Bad(Exception):
+    """A record's problem: the detail of its message line."""
+
+
+def _parse(record: bytes, layout: record_sets.Layout):
+    """(image bytes, raw label, boxes) as the TensorFlow path's feature
+    spec reads them (record_guard._feature_spec)."""
+    keys = [layout.image_key, layout.label_key]
+    if layout.has_boxes:
+        keys += [f"image/object/bbox/{s}" for s in BOX_SIDES]
+    try:
+        features = wire.parse_example(record, keys)
+        image = wire.fixed(features, layout.image_key, wire.BYTES, b"")
+        label = wire.fixed(features, layout.label_key, wire.INT64, -1)
+        sides = [wire.var_len(features, k, wire.FLOAT) for k in keys[2:]]
+    except wire.ParseError as e:
+        raise _Bad(words.not_an_example(layout.image_key, layout.label_key)
+                   .format(len(record))) from e
+    return image, label, crop_sampling.clip_boxes(*sides) if sides else []
+
+
+def _example(record: bytes, layout, offset: int, ds: DatasetConfig,
+             training: bool, rng: random.Random,
+             decoder: str = DECODER) -> Tuple[np.ndarray, int]:
+    image, raw_label, boxes = _parse(record, layout)
+    label = raw_label - offset
+    if not 0 <= label < ds.num_classes:
+        raise _Bad(words.label_outside(raw_label, offset, ds.num_classes))
+    if training:
+        def window(height, width):
+            return crop_sampling.train_window(
+                height, width, boxes, rng, ds.crop_area_range,
+                ds.crop_aspect_ratio_range, ds.min_object_covered)
+        flip = bool(ds.random_flip) and rng.random() < 0.5
+    else:
+        def window(height, width):
+            return crop_sampling.center_window(height, width, ds.image_size,
+                                               ds.eval_crop_padding)
+        flip = False
+    try:
+        pixels = host_decode.decode_crop(image, window, ds.image_size, flip,
+                                         ds.num_channels, decoder,
+                                         dct_scaling=training)
+    except host_decode.UndecodableImage as e:
+        raise _Bad(words.undecodable(layout.image_key).format(len(image))
+                   ) from e
+    return pixels, label
+
+
+def worker_examples(ds: DatasetConfig, files: Sequence[str], *,
+                    training: bool, seed: int, worker_index: int,
+                    num_workers: int, epoch_offset: int = 0,
+                    skipped: Optional[words.SkippedRecords] = None,
+                    decoder: str = DECODER
+                    ) -> Iterator[Tuple[np.ndarray, int]]:
+    """(uint8 image [image_size, image_size, num_channels], label) of this
+    worker's part of `files` (see the module doc). Seeded by `seed`, the
+    worker and the files (so processes with the same seed differ);
+    `epoch_offset` starts at that epoch's file order. `skipped` counts
+    skipped records (a new count when not given); `decoder` is one of
+    host_decode.DECODERS."""
+    if not files:
+        raise ConfigError(f"{record_sets.config_key(training)}: no record "
+                          "files for this process")
+    skipped = words.SkippedRecords() if skipped is None else skipped
+    layout = record_sets.layout_for(ds, files,
+                                    record_sets.config_key(training))
+    offset = record_sets.label_offset(ds, layout)
+    mine, keep = _worker_part(files, worker_index, num_workers)
+    name = (f"{worker_index}/{num_workers}/{seed}/"
+            f"{zlib.crc32(chr(0).join(files).encode()):08x}")
+    items = _epochs(mine, _sizes(mine), keep, ds, training, name,
+                    epoch_offset)
+    rng = random.Random(f"{name}/records/{epoch_offset}")
+    buffer = math.ceil(ds.shuffle_buffer_size / num_workers)
+    if training and ds.shuffle_buffer_size > 1 and buffer > 1:
+        items = shuffled(items, buffer, rng)
+    for item in items:
+        if isinstance(item, Problem):
+            filename, index, detail = item.filename, item.index, item.detail
+        else:
+            filename, index, record = item
+            try:
+                yield _example(record, layout, offset, ds, training, rng,
+                               decoder)
+                continue
+            except _Bad as bad:
+                detail = str(bad)
+        line = words.message_line(filename, index, detail)
+        if not ds.skip_bad_records:
+            raise BadRecord(line + words.SKIP_HINT, filename, index)
+        words.log_skipped(ds.split, skipped, [line], 1)
