@@ -1,0 +1,210 @@
+"""The TensorFlow-free decode (data/records/host_decode.py) makes the
+TensorFlow path's images (data/preprocessing.py): the eval centre crop
+within EVAL_MAD of preprocess_for_eval (mean absolute difference, 0..255;
+support/natural_images.py says why each decoder's bound is what it is),
+a train window and flip the same, grayscale, CMYK and PNG/GIF/BMP
+images in RGB with TensorFlow's arithmetic, and undecodable bytes refused.
+"""
+
+import io
+import random
+
+import numpy as np
+import pytest
+
+from official_bench.data import preprocessing
+from official_bench.data.records import crop_sampling, host_decode
+from official_bench.runtime.keras_setup import tf
+from support.natural_images import EVAL_MAD, natural_jpeg, natural_pixels
+
+
+def tf_eval(data, size=224, channels=3, padding=32):
+    return preprocessing.preprocess_for_eval(
+        data, size, channels, crop_padding=padding,
+        transfer_uint8=True).numpy()
+
+
+def our_eval(data, size=224, channels=3, padding=32,
+             decoder=host_decode.DECODER):
+    return host_decode.decode_crop(
+        data, lambda h, w: crop_sampling.center_window(h, w, size, padding),
+        size, False, channels, decoder, dct_scaling=False)
+
+
+def mad(a, b):
+    assert a.shape == b.shape and a.dtype == b.dtype == np.uint8
+    return float(np.abs(a.astype(int) - b.astype(int)).mean())
+
+
+def test_the_resize_is_tensorflows_legacy_bilinear():
+    rng = np.random.default_rng(0)
+    for h, w in ((300, 400), (97, 130), (224, 224), (60, 250), (500, 90)):
+        image = rng.integers(0, 256, (h, w, 3)).astype(np.uint8)
+        for flip in (False, True):
+            source = image[:, ::-1] if flip else image
+            expected = preprocessing.to_uint8(preprocessing.resize(
+                source, 224)).numpy()
+            got = host_decode.resize(image, 224, flip)
+            diff = np.abs(got.astype(int) - expected.astype(int))
+            assert diff.max() <= 1 and diff.mean() < 0.01, (h, w, flip)
+
+
+@pytest.mark.parametrize("decoder", host_decode.DECODERS)
+def test_eval_images_are_tensorflows_within_the_bound(decoder):
+    for seed, (w, h) in enumerate([(500, 375), (375, 500), (640, 480),
+                                   (1200, 900), (200, 150)]):
+        data = natural_jpeg(seed, w, h)
+        assert mad(our_eval(data, decoder=decoder), tf_eval(data)) < \
+            EVAL_MAD[decoder], (w, h)
+
+
+def test_the_bound_is_tight_enough_to_see_a_wrong_crop():
+    data = natural_jpeg(1, 500, 375)
+    wrong = host_decode.decode_crop(
+        data, lambda h, w: crop_sampling.center_window(h, w, 224, 0), 224,
+        False)
+    assert mad(wrong, tf_eval(data)) > 5 * EVAL_MAD["opencv"]
+
+
+def test_a_train_window_and_flip_are_tensorflows():
+    rng = np.random.default_rng(3)
+    data = natural_jpeg(7, 500, 375)
+    for flip in (False, True):
+        for _ in range(4):
+            ch, cw = (int(v) for v in rng.integers(40, 375, 2))
+            y, x = int(rng.integers(0, 375 - ch)), int(rng.integers(0,
+                                                                    500 - cw))
+            image = tf.image.decode_and_crop_jpeg(data, [y, x, ch, cw],
+                                                  channels=3)
+            if flip:
+                image = tf.image.flip_left_right(image)
+            expected = preprocessing.to_uint8(preprocessing.resize(
+                image, 224)).numpy()
+            got = host_decode.decode_crop(data, lambda h, w: (y, x, ch, cw),
+                                          224, flip)
+            assert mad(got, expected) < EVAL_MAD["simplejpeg"], (flip, ch, cw)
+
+
+def strip_adobe(data):
+    """The JPEG without its APP14 "Adobe" segment."""
+    at = data.index(b"\xff\xee")
+    length = data[at + 2] << 8 | data[at + 3]
+    assert data[at + 4:at + 9] == b"Adobe"
+    return data[:at] + data[at + 2 + length:]
+
+
+def encoded(pixels, fmt, mode=None, **kw):
+    from PIL import Image
+    image = Image.fromarray(pixels)
+    if mode:
+        image = image.convert(mode)
+    buf = io.BytesIO()
+    image.save(buf, fmt, **kw)
+    return buf.getvalue()
+
+
+def other_images():
+    from PIL import Image
+    pixels = natural_pixels(5, 160, 120)
+    rgba = np.dstack([pixels, np.arange(160 * 120).reshape(120, 160) % 256
+                      ]).astype(np.uint8)
+    deep = (natural_pixels(6, 160, 120)[..., 0].astype(np.uint16) * 257 + 99)
+    buf = io.BytesIO()
+    Image.fromarray(deep).save(buf, "PNG")
+    return {
+        "grayscale jpeg": natural_jpeg(1, 300, 200, mode="L"),
+        "cmyk jpeg (adobe)": natural_jpeg(2, 300, 200, mode="CMYK"),
+        "cmyk jpeg (no adobe)": strip_adobe(natural_jpeg(2, 300, 200,
+                                                         mode="CMYK")),
+        "progressive jpeg": encoded(pixels, "JPEG", progressive=True),
+        "png rgb": encoded(pixels, "PNG"),
+        "png rgba": encoded(rgba, "PNG"),
+        "png gray": encoded(pixels, "PNG", "L"),
+        "png gray+alpha": encoded(rgba, "PNG", "LA"),
+        "png palette": encoded(pixels, "PNG", "P"),
+        "png 16-bit": buf.getvalue(),
+        "gif": encoded(pixels, "GIF"),
+        "bmp": encoded(pixels, "BMP"),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(other_images()))
+def test_grayscale_cmyk_and_non_jpegs_come_out_rgb_as_on_tensorflow(name):
+    data = other_images()[name]
+    ours = our_eval(data, size=64)
+    assert ours.shape == (64, 64, 3)
+    assert mad(ours, tf_eval(data, size=64)) < EVAL_MAD["simplejpeg"]
+    if "gray" in name:
+        assert (ours[..., 0] == ours[..., 2]).all()
+
+
+def test_one_channel_output_is_tensorflows():
+    data = natural_jpeg(4, 300, 200)
+    ours = our_eval(data, size=64, channels=1)
+    assert ours.shape == (64, 64, 1)
+    assert mad(ours, tf_eval(data, size=64, channels=1)) < 0.05
+    with pytest.raises(host_decode.UndecodableImage):  # TF fails too
+        our_eval(natural_jpeg(2, 300, 200, mode="CMYK"), channels=1)
+
+
+def test_jpeg_header_is_tensorflows_shape():
+    for data in (natural_jpeg(0, 321, 123), natural_jpeg(1, 50, 70, mode="L"),
+                 other_images()["progressive jpeg"],
+                 natural_jpeg(2, 300, 200, mode="CMYK")):
+        h, w, c, _ = host_decode.jpeg_header(data)
+        assert [h, w] == tf.image.extract_jpeg_shape(data).numpy()[:2].tolist()
+    assert host_decode.jpeg_header(natural_jpeg(2, 30, 20, mode="CMYK"))[2:] \
+        == (4, True)
+
+
+@pytest.mark.parametrize("data", [
+    b"", b"\xff\xd8\xff", b"\xff\xd8\xffgarbage" * 10, b"\x00" * 100,
+    natural_jpeg(0, 64, 48)[:300]])
+def test_undecodable_bytes_are_refused(data):
+    with pytest.raises(host_decode.UndecodableImage):
+        host_decode.decode_crop(data, lambda h, w: (0, 0, h, w), 16, False)
+
+
+def test_dct_scaling_only_where_the_crop_stays_large_enough(monkeypatch):
+    import simplejpeg
+    shapes = []
+    real = simplejpeg.decode_jpeg
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        shapes.append(out.shape[:2])
+        return out
+    monkeypatch.setattr(simplejpeg, "decode_jpeg", spy)
+    data = natural_jpeg(9, 1600, 1200)
+    host_decode.decode_crop(data, lambda h, w: (0, 0, h, w), 224, False)
+    host_decode.decode_crop(data, lambda h, w: (100, 100, 600, 700), 224,
+                            False)
+    host_decode.decode_crop(data, lambda h, w: (0, 0, 300, 300), 224, False)
+    host_decode.decode_crop(data, lambda h, w: (0, 0, h, w), 224, False,
+                            dct_scaling=False)
+    assert shapes == [(300, 400), (600, 800), (1200, 1600), (1200, 1600)]
+
+
+def test_a_scaled_decode_still_crops_the_same_region():
+    data = natural_jpeg(8, 1600, 1200)
+    window = (200, 300, 800, 1000)
+    scaled = host_decode.decode_crop(data, lambda h, w: window, 224, True)
+    whole = host_decode.decode_crop(data, lambda h, w: window, 224, True,
+                                    dct_scaling=False)
+    other = host_decode.decode_crop(data, lambda h, w: (0, 0, 800, 1000),
+                                    224, True, dct_scaling=False)
+    assert mad(scaled, whole) < mad(scaled, other) / 2
+
+
+def test_train_crops_are_random_and_seeded():
+    data = natural_jpeg(3, 500, 375)
+
+    def one(rng):
+        return host_decode.decode_crop(
+            data, lambda h, w: crop_sampling.train_window(h, w, [], rng),
+            64, rng.random() < 0.5)
+    a = [one(random.Random(5)) for _ in range(2)]
+    rng = random.Random(5)
+    b = [one(rng) for _ in range(2)]
+    assert (a[0] == a[1]).all() and (a[0] == b[0]).all()
+    assert not (b[0] == b[1]).all()

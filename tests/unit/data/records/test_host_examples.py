@@ -1,0 +1,309 @@
+"""`builder: records` without TensorFlow (data/records/host_examples.py),
+side by side with the TensorFlow pipeline on the same records: the same
+files found and sharded, the same labels and (within EVAL_MAD) the same
+eval images, workers and processes reading disjoint parts that cover
+every record, a seeded training order reshuffled each epoch, and bad
+records stopping or skipped with the TensorFlow path's lines."""
+
+import os
+import zlib
+
+import numpy as np
+import pytest
+
+from official_bench.config import ConfigError, DatasetConfig
+from official_bench.data.build.example_proto import (
+    classic_example,
+    example_bytes,
+)
+from official_bench.data.build.record_verify import check_records
+from official_bench.data.records import (
+    host_examples,
+    pipeline,
+    record_files,
+    record_problems,
+    record_sets,
+)
+from official_bench.runtime.keras_setup import tf
+from support.natural_images import EVAL_MAD, natural_jpeg, record_set
+
+CTX = tf.distribute.InputContext()
+
+
+def write(path, items):
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for item in items:
+            writer.write(item)
+    return str(path)
+
+
+def tiny_jpeg(value):
+    return tf.io.encode_jpeg(tf.fill([8, 8, 3], tf.constant(
+        value % 256, tf.uint8))).numpy()
+
+
+def numbered_tree(root, files=4, per_file=5, split="train"):
+    """Classic records whose 1-based labels number them 1..files*per_file."""
+    os.makedirs(root, exist_ok=True)
+    for f in range(files):
+        write(os.path.join(root, f"{split}-{f:05d}-of-{files:05d}"), [
+            classic_example(tiny_jpeg(i), 1 + f * per_file + i, 8, 8)
+            for i in range(per_file)])
+    return str(root)
+
+
+def numbered_cfg(root, files=4, per_file=5, **kw):
+    base = dict(builder="records", data_dir=str(root), split="train",
+                image_size=8, num_classes=files * per_file,
+                shuffle_buffer_size=1, file_shuffle_buffer_size=1)
+    base.update(kw)
+    return DatasetConfig(**base)
+
+
+def labels(ds, files, n=None, **kw):
+    args = dict(training=False, seed=0, worker_index=0, num_workers=1)
+    args.update(kw)
+    out = host_examples.worker_examples(ds, files, **args)
+    if n is None:
+        return [label for _, label in out]
+    return [next(out)[1] for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def natural(tmp_path_factory):
+    """Records of 160x120 natural JPEGs, built by the project's builder."""
+    return record_set(str(tmp_path_factory.mktemp("natural")), classes=3,
+                      train=6, validation=4, width=160, height=120)
+
+
+def test_eval_examples_are_the_tensorflow_pipelines(natural):
+    ds = DatasetConfig(builder="records", data_dir=natural,
+                       split="validation", image_size=64, num_classes=3)
+    files = host_examples.process_files(ds, 0, 1, training=False)
+    ours = list(host_examples.worker_examples(
+        ds, files, training=False, seed=0, worker_index=0, num_workers=1))
+    tf_ds = DatasetConfig(builder="records", data_dir=natural,
+                          split="validation", image_size=64, num_classes=3,
+                          transfer_uint8=True, one_hot=False,
+                          deterministic=True)
+    theirs = list(pipeline.records_dataset(tf_ds, CTX, 1, False)
+                  .unbatch().as_numpy_iterator())
+    assert len(ours) == len(theirs) == 12
+    assert [label for _, label in ours] == [int(y) for _, y in theirs]
+    assert sorted(set(label for _, label in ours)) == [0, 1, 2]
+    for (image, _), (expected, _) in zip(ours, theirs):
+        assert image.shape == (64, 64, 3) and image.dtype == np.uint8
+        assert np.abs(image.astype(int) - expected).mean() < \
+            EVAL_MAD["simplejpeg"]
+
+
+def test_train_examples_are_crops_of_the_right_size_and_labels(natural):
+    ds = DatasetConfig(builder="records", data_dir=natural, split="train",
+                       image_size=32, num_classes=3, shuffle_buffer_size=8)
+    files = host_examples.process_files(ds, 0, 1, training=True)
+    stream = host_examples.worker_examples(
+        ds, files, training=True, seed=3, worker_index=0, num_workers=1)
+    examples = [next(stream) for _ in range(40)]  # 18 records: 2+ epochs
+    assert all(i.shape == (32, 32, 3) and i.dtype == np.uint8
+               for i, _ in examples)
+    assert sorted(set(label for _, label in examples)) == [0, 1, 2]
+    # Random crops: the same record's two epochs look different.
+    assert len({zlib.crc32(i.tobytes()) for i, _ in examples}) == 40
+
+
+def test_files_are_found_as_the_tensorflow_path_finds_them(tmp_path):
+    numbered_tree(tmp_path / "classic", files=3)
+    flat = tmp_path / "tfds"
+    nested = tmp_path / "root" / "imagenet2012" / "5.1.0"
+    for directory in (flat, nested):
+        os.makedirs(directory)
+        for s in range(2):
+            write(directory / f"imagenet2012-train.tfrecord-{s:05d}-of-00002",
+                  [example_bytes({"image": tiny_jpeg(0), "label": 4})])
+    os.makedirs(tmp_path / "empty")
+    cases = [dict(data_dir=str(tmp_path / "classic")),
+             dict(data_dir=str(flat)),
+             dict(data_dir=str(tmp_path / "root"), name="imagenet2012"),
+             dict(data_dir=str(flat), layout="classic"),
+             dict(data_dir=str(tmp_path / "classic"),
+                  filenames=["train-00001-of-00003", "gone"]),
+             dict(data_dir=str(tmp_path / "empty")),
+             dict(data_dir=str(tmp_path / "missing")), dict()]
+    for case in cases:
+        ds = DatasetConfig(builder="records", split="train", **case)
+        try:
+            expected = record_files.find_files(ds, True)
+        except ConfigError as e:
+            with pytest.raises(ConfigError) as got:
+                record_sets.find_files(ds, True)
+            assert str(got.value) == str(e)
+        else:
+            assert record_sets.find_files(ds, True) == expected
+            assert record_sets.file_sizes(expected[0]) == \
+                record_files.file_sizes(expected[0])
+
+
+@pytest.mark.parametrize("files,processes", [(6, 4), (4, 4), (3, 4),
+                                             (1, 2)])
+def test_processes_get_the_files_tensorflow_gives_them(tmp_path, files,
+                                                       processes):
+    numbered_tree(tmp_path, files=files)
+    ds = numbered_cfg(tmp_path, files=files)
+    every = record_files.find_files(ds, True)[0]
+    for p in range(processes):
+        mine = host_examples.process_files(ds, p, processes, True)
+        if files >= processes:  # TF: dataset.shard(processes, p) on files
+            assert mine == every[p::processes]
+            assert mine.record_shard == (0, 1)
+        else:  # TF: every file, dataset.shard on the records
+            assert mine == every and mine.record_shard == (p, processes)
+
+
+@pytest.mark.parametrize("files,processes,workers", [
+    (4, 1, 3), (4, 2, 2), (4, 2, 3), (4, 1, 8), (2, 4, 2), (5, 3, 1)])
+def test_parts_are_disjoint_and_cover_every_record(tmp_path, files,
+                                                   processes, workers):
+    numbered_tree(tmp_path, files=files)
+    ds = numbered_cfg(tmp_path, files=files)
+    seen = []
+    for p in range(processes):
+        mine = host_examples.process_files(ds, p, processes, False)
+        for w in range(workers):
+            seen += labels(ds, mine, worker_index=w, num_workers=workers)
+    assert sorted(seen) == list(range(files * 5))
+
+
+def test_labels_follow_the_offset(tmp_path):
+    numbered_tree(tmp_path, files=1, per_file=3)
+    ds = numbered_cfg(tmp_path, files=1, per_file=3)
+    files = host_examples.process_files(ds, 0, 1, False)
+    assert labels(ds, files) == [0, 1, 2]
+    kept = numbered_cfg(tmp_path, files=1, per_file=4, label_offset=0)
+    assert labels(kept, files) == [1, 2, 3]
+    tfds = tmp_path / "tfds"
+    os.makedirs(tfds)
+    write(tfds / "x-train.tfrecord-00000-of-00001",
+          [example_bytes({"image": tiny_jpeg(0), "label": v})
+           for v in (0, 2)])
+    ds = numbered_cfg(tfds, files=1, per_file=3)
+    assert labels(ds, host_examples.process_files(ds, 0, 1, False)) == [0, 2]
+
+
+def test_training_is_seeded_endless_and_reshuffled_each_epoch(tmp_path):
+    numbered_tree(tmp_path, files=4, per_file=3)
+    ds = numbered_cfg(tmp_path, files=4, per_file=3,
+                      file_shuffle_buffer_size=4)
+    files = host_examples.process_files(ds, 0, 1, True)
+    run = labels(ds, files, 60, training=True, seed=5)
+    epochs = [run[i:i + 12] for i in range(0, 60, 12)]
+    assert all(sorted(e) == list(range(12)) for e in epochs)
+    assert len({tuple(e) for e in epochs}) > 1  # the file order changes
+    assert labels(ds, files, 60, training=True, seed=5) == run
+    assert labels(ds, files, 60, training=True, seed=6) != run
+    later = labels(ds, files, 12, training=True, seed=5, epoch_offset=1)
+    assert later == epochs[1]
+    # The record buffer (spanning epochs) mixes the order further.
+    mixed = labels(numbered_cfg(tmp_path, files=4, per_file=3,
+                                file_shuffle_buffer_size=4,
+                                shuffle_buffer_size=6), files, 12,
+                   training=True, seed=5)
+    assert mixed != epochs[0] and len(set(mixed)) >= 8
+
+
+def bad_tree(root):
+    """As tests/unit/data/records/test_bad_records.py's: an undecodable
+    image, a non-Example and a label out of range in the first file, a
+    truncated second, a third whose data checksum fails, a clean fourth."""
+    os.makedirs(root, exist_ok=True)
+    good = classic_example(tiny_jpeg(0), 1, 8, 8)
+    write(os.path.join(root, "train-00000-of-00004"), [
+        good, classic_example(b"definitely not a jpeg", 2, 8, 8),
+        b"not a tf.train.Example", classic_example(tiny_jpeg(0), 9, 8, 8),
+        classic_example(tiny_jpeg(0), 3, 8, 8)])
+    cut = write(os.path.join(root, "train-00001-of-00004"), [good] * 3)
+    with open(cut, "r+b") as f:
+        f.truncate(os.path.getsize(cut) - 10)
+    damaged = write(os.path.join(root, "train-00002-of-00004"), [good] * 3)
+    with open(damaged, "r+b") as f:
+        f.seek(len(good) + 16 + 20)
+        f.write(b"\x00")
+    write(os.path.join(root, "train-00003-of-00004"), [good] * 2)
+    return str(root)
+
+
+def tensorflow_lines(root):
+    """The TF path's message line for each bad record (record_verify)."""
+    return {record_problems.message_line(f, i, why)
+            for f, i, status, why in check_records(
+                record_files.classic_files(root, "train"), num_classes=3)
+            if status != record_problems.OK}
+
+
+def test_bad_records_stop_with_the_tensorflow_paths_line(tmp_path):
+    root = bad_tree(tmp_path)
+    expected = tensorflow_lines(root)
+    assert len(expected) == 5
+    ds = DatasetConfig(builder="records", data_dir=root, split="train",
+                       image_size=8, num_classes=3)
+    files = host_examples.process_files(ds, 0, 1, False)
+    seen = []
+    for w in range(4):  # a file each: each of the first three stops its own
+        try:
+            labels(ds, files, worker_index=w, num_workers=4)
+        except host_examples.BadRecord as bad:
+            line = str(bad)
+            assert line.endswith(record_problems.SKIP_HINT)
+            assert line[:-len(record_problems.SKIP_HINT)] in expected
+            assert bad.filename == files[w] and files[w] in line
+            seen.append(w)
+    assert seen == [0, 1, 2]
+
+
+def test_bad_records_skipped_are_logged_as_on_tensorflow(tmp_path,
+                                                         absl_messages):
+    root = bad_tree(tmp_path)
+    ds = DatasetConfig(builder="records", data_dir=root, split="train",
+                       image_size=8, num_classes=3, skip_bad_records=True)
+    files = host_examples.process_files(ds, 0, 1, False)
+    skipped = record_problems.SkippedRecords()
+    got = list(host_examples.worker_examples(
+        ds, files, training=False, seed=0, worker_index=0, num_workers=1,
+        skipped=skipped))
+    # good: 2 of file 0, 2 before the cut, 1 before the bad checksum, 2
+    assert sorted(label for _, label in got) == [0] * 6 + [2]
+    assert skipped.count("train") == 5
+    lines = {m[:-len("; skipped (skip_bad_records: true)")]
+             for m in absl_messages if m.endswith("(skip_bad_records: true)")}
+    assert lines == tensorflow_lines(root)
+    assert "official_bench: 5 bad record(s) skipped in train so far" in \
+        absl_messages
+
+
+def test_a_worker_with_nothing_to_read_says_so(tmp_path):
+    numbered_tree(tmp_path, files=1, per_file=2)
+    ds = numbered_cfg(tmp_path, files=1, per_file=2)
+    files = host_examples.process_files(ds, 0, 1, True)
+    with pytest.raises(host_examples.BadRecord, match="no record to read"):
+        labels(ds, files, 1, training=True, worker_index=2, num_workers=3)
+
+
+def test_a_file_gone_is_named(tmp_path):
+    numbered_tree(tmp_path, files=2)
+    ds = numbered_cfg(tmp_path, files=2)
+    files = host_examples.process_files(ds, 0, 1, False)
+    os.remove(files[1])
+    with pytest.raises(host_examples.BadRecord,
+                       match=f"bad record 0 in {files[1]}: the file cannot "
+                       "be read"):
+        labels(ds, files)
+
+
+def test_only_builder_records(tmp_path):
+    with pytest.raises(ConfigError, match="builder: records only"):
+        host_examples.process_files(DatasetConfig(builder="tfds"), 0, 1,
+                                    True)
+
+
+def test_decoder_is_named_for_result_json():
+    assert host_examples.DECODER == "simplejpeg"
+    assert natural_jpeg(0, 16, 12)[:3] == b"\xff\xd8\xff"
