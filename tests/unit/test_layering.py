@@ -212,9 +212,13 @@ def test_top_of_the_package_holds_only_the_entry_points():
 
 
 # The JAX backend's path runs where TensorFlow is not installed: the
-# entry points it comes through and everything they import.
+# entry points it comes through and everything they import, and the
+# TensorFlow-free records reader its loader workers run (data/records/
+# host_examples.py) with the framing check's answers (file_verdict.py).
 JAX_PATH = ("official_bench", "official_bench.classifier_trainer",
-            "official_bench.trainer", "official_bench.jax_backend.trainer")
+            "official_bench.trainer", "official_bench.jax_backend.trainer",
+            "official_bench.data.records.host_examples",
+            "official_bench.data.records.file_verdict")
 
 
 def tensorflow_reached_from(mods, starts):
