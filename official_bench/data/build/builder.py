@@ -136,9 +136,6 @@ def build(args: BuildOptions, log=print) -> int:
         log("Pillow is not installed: TensorFlow converts the images (JPEG, "
             "PNG, GIF, BMP, WebP); TIFF and PPM/PGM need "
             f"{INSTALL_HINT}")
-    # TensorFlow writes the shards: import it now, not when the first
-    # shard is done, or the workers would finish while this process imports.
-    from official_bench.runtime.keras_setup import tf  # noqa: F401
     workers = max(1, args.num_workers)
     slots = SPAWN.RawArray("q", max(shards for _, shards in plan.values()))
     with WorkerPool(workers, initializer=init_progress,

@@ -20,7 +20,9 @@ from official_bench.data.build.image_codec import to_rgb_jpeg
 from official_bench.data.build.progress import Progress
 from official_bench.data.build.sources import BuildError, Item
 from official_bench.data.build.worker_pool import WorkerPool
+from official_bench.data.records.framing import frame
 from official_bench.host.atomic import atomic_path
+from official_bench.host.write_errors import writing
 
 
 def shard_name(split: str, index: int, count: int) -> str:
@@ -86,13 +88,12 @@ def encode_shard(task: ShardTask) -> Tuple[int, List[bytes],
 
 
 def _write_shard(path: str, records: Sequence[bytes]) -> None:
-    """Writes under a hidden temporary name, renames when complete."""
-    from official_bench.runtime.keras_setup import tf
-    from official_bench.runtime.tf_write_errors import tf_writing
-    with tf_writing(path, "a TFRecord shard"), atomic_path(path) as tmp:
-        with tf.io.TFRecordWriter(tmp) as writer:
+    """Writes under a hidden temporary name, renames when complete. The
+    frames are TFRecord's (data/records/framing.frame): no TensorFlow."""
+    with writing(path, "a TFRecord shard"), atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
             for record in records:
-                writer.write(record)
+                f.write(frame(record))
 
 
 def _finish_shard(output_dir: str, name: str, images: int,

@@ -9,7 +9,8 @@ of CPU for ImageNet's 1.28 M records. The data CRCs are not read; a
 record whose bytes are damaged but whose frame is whole is still found
 only when it is decoded (or by `official-bench-build-records --verify`).
 TensorFlow-free: files that are not local are opened with the `opener`
-the caller passes (tf.io.gfile.GFile).
+the caller passes (tf.io.gfile.GFile). `frame` writes a frame (the
+builder's shards).
 """
 
 from __future__ import annotations
@@ -26,6 +27,13 @@ from official_bench.data.records.record_problems import TRUNCATED, message_line
 
 HEADER = 12  # uint64 length + uint32 masked CRC-32C of the length
 FRAME = 16  # header + uint32 masked CRC-32C of the data
+
+
+def frame(data: bytes) -> bytes:
+    """One TFRecord frame: what tf.io.TFRecordWriter writes for `data`."""
+    length = struct.pack("<Q", len(data))
+    return (length + struct.pack("<I", masked_crc32c(length)) + data +
+            struct.pack("<I", masked_crc32c(data)))
 
 
 @dataclasses.dataclass(frozen=True)
