@@ -37,3 +37,13 @@ def test_masked_crcs_match_the_frames_tensorflow_writes(tmp_path):
         assert checksum.mask(checksum.python_crc32c(p)) == data_crc
         offset += 16 + length
     assert offset == len(data)
+
+
+def test_frames_are_what_tensorflows_writer_writes(tmp_path):
+    from official_bench.data.records.framing import frame
+    path = str(tmp_path / "f")
+    payloads = [b"", b"abc", os.urandom(5000)]
+    with tf.io.TFRecordWriter(path) as writer:
+        for p in payloads:
+            writer.write(p)
+    assert b"".join(frame(p) for p in payloads) == open(path, "rb").read()
