@@ -84,10 +84,11 @@ def process_files(ds: DatasetConfig, process_index: int, process_count: int,
     return FileShard(mine, record_shard)
 
 
-def _worker_part(files: Sequence[str], worker_index: int, num_workers: int
+def _worker_part(files: Sequence[str], worker_index: int, num_workers: int,
+                 record_shard: Tuple[int, int]
                  ) -> Tuple[List[str], Tuple[int, int]]:
     """(this worker's files, (index, count) of the records it keeps)."""
-    p_index, p_count = getattr(files, "record_shard", (0, 1))
+    p_index, p_count = record_shard
     if len(files) >= num_workers:
         return list(files[worker_index::num_workers]), (p_index, p_count)
     return list(files), (p_index * num_workers + worker_index,
@@ -138,18 +139,18 @@ def _epochs(files: List[str], sizes: List[int], keep: Tuple[int, int],
         kept = 0
         for item in interleave([files[i] for i in order],
                                [sizes[i] for i in order]):
-            index = item.index if isinstance(item, Problem) else item[1]
-            if index % k_count == k_index:
-                kept += 1
+            record = not isinstance(item, Problem)
+            if (item[1] if record else item.index) % k_count == k_index:
+                kept += record
                 yield item
         if not training:
             return
         if not kept:
-            raise BadRecord(
-                f"official_bench: loader worker {name} has no record to "
-                f"read: its {len(files)} file(s) ({files[0]} ...) hold none "
-                f"of its share (every {k_count}-th from {k_index}); use "
-                "fewer workers", files[0], 0)
+            raise ConfigError(
+                f"{record_sets.config_key(training)}: a loader worker has no "
+                f"record to read: its {len(files)} file(s) ({files[0]} ...) "
+                f"hold none of its share (every {k_count}-th record from "
+                f"{k_index}); use fewer loader workers")
         epoch += 1
 
 
@@ -206,14 +207,16 @@ def worker_examples(ds: DatasetConfig, files: Sequence[str], *,
                     training: bool, seed: int, worker_index: int,
                     num_workers: int, epoch_offset: int = 0,
                     skipped: Optional[words.SkippedRecords] = None,
-                    decoder: str = DECODER
+                    decoder: str = DECODER,
+                    record_shard: Optional[Tuple[int, int]] = None
                     ) -> Iterator[Tuple[np.ndarray, int]]:
     """(uint8 image [image_size, image_size, num_channels], label) of this
     worker's part of `files` (see the module doc). Seeded by `seed`, the
     worker and the files (so processes with the same seed differ);
     `epoch_offset` starts at that epoch's file order. `skipped` counts
     skipped records (a new count when not given); `decoder` is one of
-    host_decode.DECODERS."""
+    host_decode.DECODERS; `record_shard` is the process's share of each
+    file's records, by default the `files` FileShard's."""
     if not files:
         raise ConfigError(f"{record_sets.config_key(training)}: no record "
                           "files for this process")
@@ -221,7 +224,10 @@ def worker_examples(ds: DatasetConfig, files: Sequence[str], *,
     layout = record_sets.layout_for(ds, files,
                                     record_sets.config_key(training))
     offset = record_sets.label_offset(ds, layout)
-    mine, keep = _worker_part(files, worker_index, num_workers)
+    if record_shard is None:
+        record_shard = getattr(files, "record_shard", (0, 1))
+    mine, keep = _worker_part(files, worker_index, num_workers,
+                              tuple(record_shard))
     name = (f"{worker_index}/{num_workers}/{seed}/"
             f"{zlib.crc32(chr(0).join(files).encode()):08x}")
     items = _epochs(mine, _sizes(mine), keep, ds, training, name,

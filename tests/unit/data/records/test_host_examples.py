@@ -171,6 +171,12 @@ def test_parts_are_disjoint_and_cover_every_record(tmp_path, files,
         for w in range(workers):
             seen += labels(ds, mine, worker_index=w, num_workers=workers)
     assert sorted(seen) == list(range(files * 5))
+    # The share survives a copy of the list when it is passed on its own.
+    if files < processes:
+        shares = [labels(ds, list(host_examples.process_files(
+            ds, p, processes, False)), record_shard=(p, processes))
+            for p in range(processes)]
+        assert sorted(sum(shares, [])) == list(range(files * 5))
 
 
 def test_labels_follow_the_offset(tmp_path):
@@ -283,7 +289,7 @@ def test_a_worker_with_nothing_to_read_says_so(tmp_path):
     numbered_tree(tmp_path, files=1, per_file=2)
     ds = numbered_cfg(tmp_path, files=1, per_file=2)
     files = host_examples.process_files(ds, 0, 1, True)
-    with pytest.raises(host_examples.BadRecord, match="no record to read"):
+    with pytest.raises(ConfigError, match="no record to read.*fewer"):
         labels(ds, files, 1, training=True, worker_index=2, num_workers=3)
 
 
