@@ -8,7 +8,10 @@ training. The config check refuses anything else before a process starts,
 in one line that names what works; keys that only tune TensorFlow
 (its GPU threads, cuDNN's BN kernel, all-reduce packing) have no effect on
 JAX and are named once at the start of a run (`ignored_keys`), never
-silently dropped. TensorFlow-free: it only describes.
+silently dropped. JAX reads `records` without TensorFlow (decoded in input
+worker processes: `num_workers`) and `python` sources' numpy batches;
+what that path lacks (tf.data's cache) is refused. TensorFlow-free: it
+only describes.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ TRAITS: Dict[str, BackendTraits] = {t.name: t for t in (
     BackendTraits(
         "jax", strategies=("off", "one_device", "mirrored",
                            "multi_worker_mirrored"),
-        builders=("synthetic",), modes=("train", "train_and_eval")),
+        builders=("synthetic", "records", "python"),
+        modes=("train", "train_and_eval")),
 )}
 
 # (key, its value in a config that does not use it): TensorFlow-only tuning
@@ -61,6 +65,12 @@ JAX_REFUSED = (
     ("train.steps_per_loop", 1, "several steps per call (each step is "
      "dispatched asynchronously already)"),
     ("train_dataset.transfer_uint8", False, "uint8 transfers"),
+)
+
+# (dataset key, its default, what needs TensorFlow): refused on JAX for the
+# datasets a run reads.
+JAX_DATASET_REFUSED = (
+    ("cache", False, "tf.data's in-memory record cache"),
 )
 
 
@@ -95,13 +105,18 @@ def refusals(cfg: Any) -> List[Tuple[str, str]]:
     if cfg.mode == "train_and_eval" and not cfg.evaluation.skip_eval:
         datasets.append("validation_dataset")
     for name in datasets:
-        builder = getattr(cfg, name).builder
-        if t.builders is not ALL and builder not in t.builders:
+        ds = getattr(cfg, name)
+        if t.builders is not ALL and ds.builder not in t.builders:
             out.append((f"{name}.builder",
-                        f"{builder!r} needs runtime.backend tensorflow; "
+                        f"{ds.builder!r} needs runtime.backend tensorflow; "
                         f"{what} on {', '.join(t.builders)} data"
                         + (" (or set evaluation.skip_eval: true)"
                            if name == "validation_dataset" else "")))
+        for key, default, why in JAX_DATASET_REFUSED:
+            if ds.builder != "synthetic" and getattr(ds, key) != default:
+                out.append((f"{name}.{key}", f"{getattr(ds, key)!r}: {why} "
+                            f"needs runtime.backend tensorflow; leave it at "
+                            f"{default!r} with {t.name}"))
     if t.modes is not ALL and cfg.mode not in t.modes:
         out.append(("mode", f"{cfg.mode!r} needs runtime.backend tensorflow "
                     f"(checkpoints); {what} {', '.join(t.modes)}"))

@@ -70,6 +70,7 @@ MAX_GPUS = 64  # runtime.num_gpus, GPUs per process
 MAX_CPU_DEVICES = 64  # runtime.cpu_devices, logical CPU devices
 MAX_GPU_THREADS = 64  # runtime.per_gpu_thread_count, threads per GPU
 MAX_PRIVATE_THREADS = 1024  # runtime.dataset_num_private_threads, per pipeline
+MAX_INPUT_WORKERS = 1024  # num_workers: the JAX feed's decoding processes
 MAX_NUM_PACKS = 64  # runtime.num_packs
 MAX_TASK_INDEX = 2 ** 16 - 1  # runtime.task_index
 MAX_SEED = 2 ** 32 - 1  # runtime.seed (NumPy's seed range, via Keras)
@@ -302,6 +303,14 @@ def feed(ds: DatasetConfig, name: str, b: LayerBuilder) -> None:
               maximum=MAX_SECONDS)
     _choice(b, f"{name}.synthetic_location", ds.synthetic_location,
             SYNTHETIC_LOCATIONS, "synthetic_location")
+    _positive(b, f"{name}.worker_timeout_seconds", ds.worker_timeout_seconds,
+              maximum=MAX_SECONDS)
+    workers = ds.num_workers
+    if workers != "auto" and not b.reported(f"{name}.num_workers") and (
+            isinstance(workers, str) or
+            not 1 <= workers <= MAX_INPUT_WORKERS):
+        b.error(f"{name}.num_workers", f"must be 'auto' or 1.."
+                f"{MAX_INPUT_WORKERS}, got {workers!r}")
 
 
 def service_address(ds: DatasetConfig, name: str, b: LayerBuilder) -> None:

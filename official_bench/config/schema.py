@@ -168,6 +168,11 @@ class DatasetConfig(ConfigNode):
     # records pipeline runs on its workers (data/feeds/service.py).
     data_service_address: Optional[str] = None
     data_service_timeout_seconds: float = 60.0
+    # runtime.backend jax, builder records: processes that decode (auto:
+    # the CPUs this process may use, less one), and the longest wait for
+    # one worker's batch (data/feeds/shm_workers.py).
+    num_workers: Union[int, str] = "auto"
+    worker_timeout_seconds: float = 300.0
 
 
 @dataclasses.dataclass

@@ -1,9 +1,12 @@
-"""Stopping a child that runs in its own process group.
+"""Stopping a child that runs in its own process group; a child that
+dies with its parent.
 
 The launcher's trainers and the doctor's checks each start in a session of
 their own (start_new_session), so a stop reaches what they started too
 (`timeout`'s trainer, horovodrun's ranks). TensorFlow may ignore SIGTERM
 while it runs ops, hence the one stop both use: SIGTERM, a grace, SIGKILL.
+Worker processes (the record builder's, the JAX input workers) call
+`die_with_parent` first, so a parent killed outright leaves no orphans.
 """
 
 from __future__ import annotations
@@ -11,8 +14,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from typing import Sequence
+
+PR_SET_PDEATHSIG = 1
 
 
 def signal_group(pid: int, sig: int) -> None:
@@ -42,3 +48,16 @@ def stop_groups(procs: Sequence, grace: float) -> None:
         except subprocess.TimeoutExpired:
             signal_group(p.pid, signal.SIGKILL)
             p.wait()
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """In a worker: SIGKILL when the parent dies; exit if it already has."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # no prctl: the getppid check below still helps
+    if os.getppid() != parent_pid:
+        os._exit(1)  # the parent died before prctl took effect

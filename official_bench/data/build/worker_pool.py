@@ -19,28 +19,15 @@ import concurrent.futures
 import multiprocessing
 import os
 import signal
-import sys
 import threading
 import time
 from typing import Callable, Optional, Sequence
 
-PR_SET_PDEATHSIG = 1
+from official_bench.host.processes import die_with_parent
+
 WORKER_ENV = "OFFICIAL_BENCH_BUILDER_WORKER"
 # Spawn, not fork: the main process has TensorFlow's threads running.
 SPAWN = multiprocessing.get_context("spawn")
-
-
-def die_with_parent(parent_pid: int) -> None:
-    """In a worker: SIGKILL when the parent dies; exit if it already has."""
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        except (OSError, AttributeError):
-            pass  # no prctl: the getppid check below still helps
-    if os.getppid() != parent_pid:
-        os._exit(1)  # the parent died before prctl took effect
 
 
 def _init_worker(parent_pid: int, initializer: Optional[Callable],

@@ -20,12 +20,14 @@ REFUSED = [
      "runtime.distribution_strategy",
      "runtime.backend jax runs off, one_device, mirrored, "
      "multi_worker_mirrored"),
-    ("train_dataset.builder=records", "train_dataset.builder",
-     "runtime.backend jax runs on synthetic data"),
+    ("train_dataset.builder=tfds", "train_dataset.builder",
+     "runtime.backend jax runs on synthetic, records, python data"),
     ("mode=train_and_eval,evaluation.skip_eval=false,"
-     "validation_dataset.builder=records", "validation_dataset.builder",
-     "runtime.backend jax runs on synthetic data (or set "
+     "validation_dataset.builder=tfds", "validation_dataset.builder",
+     "runtime.backend jax runs on synthetic, records, python data (or set "
      "evaluation.skip_eval: true)"),
+    ("train_dataset.builder=records,train_dataset.cache=true",
+     "train_dataset.cache", "leave it at False with jax"),
     ("mode=eval", "mode", "runtime.backend jax runs train, train_and_eval"),
     ("mode=export_only", "mode",
      "runtime.backend jax runs train, train_and_eval"),
@@ -61,6 +63,8 @@ def test_the_table_covers_every_refused_key():
     """A key added to JAX_REFUSED without a case here fails this test."""
     keys = {key for _, key, _ in REFUSED}
     assert {key for key, _, _ in backends.JAX_REFUSED} <= keys
+    assert {"train_dataset." + key
+            for key, _, _ in backends.JAX_DATASET_REFUSED} <= keys
     assert {"runtime.distribution_strategy", "train_dataset.builder",
             "validation_dataset.builder", "mode",
             "runtime.loss_scale"} <= keys
@@ -95,8 +99,29 @@ def test_tensorflow_refuses_none_of_it(override, key, runs):
 def test_skip_eval_lifts_the_validation_builder_refusal():
     cfg = C.load_config(params_override=(
         "runtime.backend=jax,runtime.num_gpus=0,mode=train_and_eval,"
-        "evaluation.skip_eval=true,validation_dataset.builder=records"))
+        "evaluation.skip_eval=true,validation_dataset.builder=tfds"))
     assert backends.refusals(cfg) == []
+
+
+@pytest.mark.parametrize("builder", ["records", "python"])
+def test_jax_runs_records_and_python_sources(builder):
+    source = ("official_bench.data.feeds.python_loader:synthetic_source"
+              if builder == "python" else None)
+    cfg = C.load_config(params_override={
+        "runtime": {"backend": "jax", "num_gpus": 0},
+        "mode": "train_and_eval",
+        "train_dataset": {"builder": builder, "python_source": source},
+        "validation_dataset": {"builder": builder, "python_source": source}})
+    assert backends.refusals(cfg) == []
+    # and the cache that only tf.data has is refused for either
+    with pytest.raises(C.ConfigError, match="validation_dataset.cache: "
+                       "True: tf.data's in-memory record cache needs "
+                       "runtime.backend tensorflow"):
+        C.load_config(params_override={
+            "runtime": {"backend": "jax", "num_gpus": 0},
+            "mode": "train_and_eval",
+            "validation_dataset": {"builder": builder, "cache": True,
+                                   "python_source": source}})
 
 
 def test_refusals_are_all_reported_at_once():
@@ -138,3 +163,22 @@ def test_ignored_keys_names_each_tensorflow_only_key_set():
     named = [entry.split(" ")[0] for entry in backends.ignored_keys(cfg)]
     assert named == [key for key, _ in backends.TF_ONLY_TUNING]
     assert backends.refusals(cfg) == []
+
+
+@pytest.mark.parametrize("value, expected", [("auto", "auto"), (3, 3)])
+def test_num_workers_is_auto_or_a_count(value, expected):
+    cfg = C.load_config(params_override={
+        "runtime": {"backend": "jax", "num_gpus": 0},
+        "train_dataset": {"builder": "records", "num_workers": value}})
+    assert cfg.train_dataset.num_workers == expected
+    assert C.load_config(params_override=(
+        "train_dataset.num_workers=4")).train_dataset.num_workers == 4
+
+
+@pytest.mark.parametrize("value", ["many", 0, -2, 4096])
+def test_a_bad_num_workers_is_refused_naming_the_choices(value):
+    with pytest.raises(C.ConfigError, match=(
+            r"train_dataset.num_workers: must be 'auto' or 1..1024, got "
+            + repr(value).replace("'", "'?") + ".*\\(from params_override")):
+        C.load_config(params_override={
+            "train_dataset": {"builder": "records", "num_workers": value}})

@@ -14,7 +14,12 @@ import numpy as np
 import pytest
 
 from official_bench.config import ConfigError, DatasetConfig
-from official_bench.data.feeds import batch_spec, python_loader, python_source
+from official_bench.data.feeds import (
+    batch_spec,
+    python_batches,
+    python_loader,
+    python_source,
+)
 from support import python_sources
 from support.helpers import REPO, TINY_OVERRIDE, cli, tiny
 
@@ -127,12 +132,12 @@ def test_bad_batches_name_the_source_and_field(source, message):
 
 
 def _spec_for(ds):
-    return python_source.batch_spec(ds, 2)
+    return python_batches.batch_spec(ds, 2)
 
 
 def _ctx(ds):
-    return python_source.SourceContext(2, 8, 3, 10, "float32", True, 0, 0,
-                                       1, ds)
+    return python_batches.SourceContext(2, 8, 3, 10, "float32", True, 0, 0,
+                                        1, ds)
 
 
 @pytest.mark.parametrize("source,message", [
@@ -144,13 +149,13 @@ def _ctx(ds):
 def test_a_source_that_stops_making_batches_times_out(source, message):
     ds = _ds(f"support.python_sources:{source}")
     before = _source_threads()
-    fn = python_source.load_source(ds.python_source)
-    batches = python_source._batches(fn, ds.python_source, _ctx(ds),
-                                     _spec_for(ds), 0.5,
-                                     "validation_dataset")
+    fn = python_batches.load_source(ds.python_source)
+    batches = python_batches.checked_batches(fn, ds.python_source, _ctx(ds),
+                                             _spec_for(ds), 0.5,
+                                             "validation_dataset")
     start = time.monotonic()
     try:
-        with pytest.raises(python_source.SourceError,
+        with pytest.raises(python_batches.SourceError,
                            match=rf"^official_bench: python_source "
                                  rf"support.python_sources:{source}: "
                                  rf"{message}"):
@@ -180,16 +185,16 @@ def _wait_for_source_threads(allowed, timeout=5):
 
 def test_calling_the_source_fails_named_and_closing_stops_its_thread():
     ds = _ds("support.python_sources:call_failing_source")
-    batches = python_source._batches(
-        python_source.load_source(ds.python_source), ds.python_source,
+    batches = python_batches.checked_batches(
+        python_batches.load_source(ds.python_source), ds.python_source,
         _ctx(ds), _spec_for(ds))
-    with pytest.raises(python_source.SourceError,
+    with pytest.raises(python_batches.SourceError,
                        match=r"call_failing_source: calling it failed: "
                              r"KeyError: 'no such split'"):
         next(batches)
     ds = _ds("official_bench.data.feeds.python_loader:synthetic_source")
-    batches = python_source._batches(
-        python_source.load_source(ds.python_source), ds.python_source,
+    batches = python_batches.checked_batches(
+        python_batches.load_source(ds.python_source), ds.python_source,
         _ctx(ds), _spec_for(ds))
     before = _source_threads()
     next(batches)

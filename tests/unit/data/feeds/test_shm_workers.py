@@ -1,0 +1,241 @@
+"""data/feeds/shm_workers.py: real spawned workers running a stand-in
+source (support/worker_examples.py), batches through shared memory, and
+every way a worker can fail ending in one line, with nothing left behind."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from official_bench.data.feeds import shm_workers
+from official_bench.data.feeds.shm_workers import (
+    BatchShape,
+    InputWorkerError,
+    Source,
+    WorkerPool,
+)
+from support.helpers import REPO
+
+EXAMPLES = "support.worker_examples:examples"
+
+
+def _pool(workers, batch=4, timeout=60.0, files=(), **kwargs):
+    source = Source(EXAMPLES, dict(kwargs, files=tuple(files)),
+                    tuple(files))
+    return WorkerPool(source, BatchShape(batch, 4, 4, 3), workers,
+                      timeout=timeout)
+
+
+def _take(pool, n):
+    """Labels and first pixels of the next n batches, each released."""
+    out = []
+    for _ in range(n):
+        batch = pool.next()
+        if batch is None:
+            break
+        assert batch.images.shape == (4, 4, 4, 3)
+        assert batch.images.dtype == np.uint8
+        out.append((batch.labels.tolist(),
+                    batch.images[:, 0, 0, 0].tolist()))
+        batch.release()
+    return out
+
+
+def _gone(pool):
+    """The pool's processes have exited and its shared memory is gone."""
+    alive = [p for p in pool.pids if os.path.exists(f"/proc/{p}")]
+    left = [n for n in pool.shm_names
+            if os.path.exists(os.path.join("/dev/shm", n))]
+    return alive == [] and left == []
+
+
+def _files(tmp_path, n):
+    out = []
+    for i in range(n):
+        path = tmp_path / f"train-{i:05d}-of-{n:05d}"
+        path.write_bytes(b"x")
+        out.append(str(path))
+    return out
+
+
+def test_batches_come_round_robin_and_a_rerun_repeats_them():
+    runs = []
+    for _ in range(2):
+        with _pool(3) as pool:
+            runs.append(_take(pool, 6))
+        assert _gone(pool)
+    # batch j is worker j % 3's (j // 3)-th; worker w makes w, w+3, ...
+    expected = []
+    for j in range(6):
+        w, m = j % 3, j // 3
+        labels = [w + 3 * (4 * m + r) for r in range(4)]
+        expected.append((labels, [k % 256 for k in labels]))
+    assert runs[0] == expected
+    assert runs[1] == runs[0]
+
+
+def test_a_finite_source_joins_the_last_partial_batches_in_order():
+    # 22 examples over 3 workers: worker 0 has 8 (2 batches of 4), workers
+    # 1 and 2 have 7 (one batch and 3 left each). The 3 + 3 left join
+    # into one more batch (worker 1's 3, then worker 2's first), and the 2
+    # left under a batch are dropped: 5 batches, 20 examples.
+    with _pool(3, count=22) as pool:
+        got = _take(pool, 10)
+        assert pool.next() is None
+    labels = [b[0] for b in got]
+    assert labels == [[0, 3, 6, 9], [1, 4, 7, 10], [2, 5, 8, 11],
+                      [12, 15, 18, 21], [13, 16, 19, 14]]
+    assert [b[1] for b in got] == labels  # pixels follow their labels
+
+
+def _progress(folder):
+    return {int(name): int((folder / name).read_text() or 0)
+            for name in os.listdir(folder)}
+
+
+def _wait_for(predicate, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def test_workers_stop_when_their_slots_are_full(tmp_path):
+    """2 slots of 4 examples per worker: each makes 8 and waits until the
+    consumer gives a slot back."""
+    progress = tmp_path / "progress"
+    progress.mkdir()
+    with _pool(2, progress_dir=str(progress)) as pool:
+        _wait_for(lambda: _progress(progress) == {0: 8, 1: 8})
+        time.sleep(1.0)
+        assert _progress(progress) == {0: 8, 1: 8}
+        batch = pool.next()  # worker 0's first slot
+        assert _progress(progress) == {0: 8, 1: 8}
+        batch.release()
+        _wait_for(lambda: _progress(progress)[0] == 12)
+        time.sleep(0.5)
+        assert _progress(progress) == {0: 12, 1: 8}
+    assert _gone(pool)
+
+
+def _error_of(pool, batches=20):
+    with pytest.raises(InputWorkerError) as e:
+        _take(pool, batches)
+    return str(e.value)
+
+
+def test_an_exception_in_a_worker_is_one_line_naming_worker_and_file(
+        tmp_path):
+    files = _files(tmp_path, 2)
+    pool = _pool(2, files=files, fail_at=9)
+    try:
+        message = _error_of(pool)
+    finally:
+        pool.close()
+    assert "\n" not in message
+    assert message.startswith(
+        f"official_bench: train_dataset: input worker 1 of 2 (pid "
+        f"{pool.pids[1]}) failed: ValueError: bad record 9 in {files[1]}: "
+        "truncated")
+    assert _gone(pool)
+
+
+def test_a_worker_that_dies_is_named_with_the_file_it_had_open(tmp_path):
+    files = _files(tmp_path, 2)
+    # worker 0 makes 0, 2, 4, 6 (its first batch), then dies at 8
+    pool = _pool(2, files=files, die_at=8)
+    try:
+        message = _error_of(pool)
+    finally:
+        pool.close()
+    assert message == (
+        f"official_bench: train_dataset: input worker 0 of 2 (pid "
+        f"{pool.pids[0]}) died (killed by SIGKILL) while reading "
+        f"{files[0]}")
+    assert _gone(pool)
+
+
+def test_a_stuck_worker_times_out_naming_the_file(tmp_path):
+    files = _files(tmp_path, 2)
+    pool = _pool(2, files=files, hang_at=1, timeout=3.0)
+    try:
+        start = time.monotonic()
+        message = _error_of(pool)
+        assert time.monotonic() - start < 30
+    finally:
+        pool.close()
+    assert message == (
+        f"official_bench: train_dataset: input worker 1 of 2 (pid "
+        f"{pool.pids[1]}) made no batch within 3 s (train_dataset."
+        f"worker_timeout_seconds) while reading {files[1]}; is it blocked "
+        "(a dead mount, a lock)?")
+    assert _gone(pool)
+
+
+def test_a_source_that_does_not_import_is_named():
+    pool = WorkerPool(Source("support.no_such_module:examples"),
+                      BatchShape(2, 4, 4, 3), 1)
+    try:
+        message = _error_of(pool)
+    finally:
+        pool.close()
+    assert message.startswith("official_bench: train_dataset: input worker "
+                              "0 of 1")
+    assert "ModuleNotFoundError: No module named 'support.no_such_module'" \
+        in message
+
+
+_KILLED_PARENT = """
+import json, sys, time
+sys.path.insert(0, {tests!r})
+from official_bench.data.feeds.shm_workers import BatchShape, Source, \\
+    WorkerPool
+pool = WorkerPool(Source({examples!r}), BatchShape(4, 4, 4, 3), 2)
+pool.next()
+print(json.dumps({{"pids": pool.pids, "shm": pool.shm_names}}), flush=True)
+time.sleep(3600)
+"""
+
+
+def test_a_killed_parent_leaves_no_worker_and_no_shared_memory():
+    code = _KILLED_PARENT.format(tests=os.path.join(REPO, "tests"),
+                                 examples=EXAMPLES)
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        started = json.loads(proc.stdout.readline())
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    assert len(started["pids"]) == 2
+
+    def cleaned():
+        return not any(os.path.exists(f"/proc/{p}")
+                       for p in started["pids"]) and \
+            not any(os.path.exists(os.path.join("/dev/shm", n))
+                    for n in started["shm"])
+    _wait_for(cleaned, timeout=30)
+
+
+def test_a_pool_that_shared_memory_cannot_hold_is_refused(monkeypatch):
+    class Small:
+        f_bavail, f_frsize = 16, 4096  # 64 KiB
+    monkeypatch.setattr(shm_workers.os, "statvfs", lambda path: Small)
+    with pytest.raises(InputWorkerError, match=(
+            r"^official_bench: train_dataset: 2 input worker\(s\) x 2 "
+            r"batches of 4 needs 1 MiB of shared memory \(/dev/shm\), 0 MiB "
+            r"is free: give the container more \(docker --shm-size")):
+        WorkerPool(Source(EXAMPLES), BatchShape(4, 128, 128, 3), 2)
+
+
+@pytest.mark.parametrize("cpus, expected", [({0}, 1), ({0, 1}, 1),
+                                            ({0, 1, 2, 3}, 3)])
+def test_auto_is_the_usable_cpus_less_one(monkeypatch, cpus, expected):
+    monkeypatch.setattr(shm_workers.os, "sched_getaffinity", lambda pid: cpus)
+    assert shm_workers.resolve_workers("auto") == expected
+    assert shm_workers.resolve_workers(5) == 5
