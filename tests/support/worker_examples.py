@@ -26,8 +26,8 @@ def examples(*, worker_index, num_workers, count=None, size=4, files=(),
     made = 0
     while count is None or k < count:
         if k == fail_at:
-            raise ValueError(f"bad record {k} in {files[worker_index]}: "
-                             "truncated")
+            where = files[worker_index] if files else "memory"
+            raise ValueError(f"bad record {k} in {where}: truncated")
         if k == die_at:
             os.kill(os.getpid(), signal.SIGKILL)
         if k == hang_at:

@@ -1,0 +1,312 @@
+"""Real data for the JAX backend: host batches copied to the devices one
+step ahead, with SyntheticFeed's interface (`next()`, `close()`).
+
+Two producers of this process's batches: `builder: records` decodes in
+input worker processes (data/feeds/shm_workers.py) running the records
+reader's `worker_examples` over this process's files; `builder: python`
+calls the user's source (data/feeds/python_batches.py), one per-replica
+batch per local device per step. A thread takes the next batch, makes it a
+global array (jax.make_array_from_process_local_data, sharded over the
+batch axis) and prepares it with one small jitted function: uint8 images
+cast and normalised (mean_subtract, standardize: contracts/imagenet.py)
+to the dataset's dtype, the model's input dtype, and labels one-hot when
+`one_hot`. That runs outside the train step, so the step is the same XLA
+program on synthetic and real data, and one step ahead, so its cost hides
+under the running step; the worker's slot is given back once the device
+holds its copy.
+
+An evaluation feed reads a fresh pass for each evaluation (as Keras'
+evaluate on TensorFlow) and says so in one line when a pass holds fewer
+batches than the evaluation takes. Failures are the producers' one-line
+errors (InputWorkerError, SourceError), raised in the training thread.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Any, Callable, Dict, Optional
+
+import numpy as np
+
+from official_bench.config import DatasetConfig
+from official_bench.contracts.imagenet import (
+    IMAGENET_MEAN_RGB,
+    IMAGENET_STD_RGB,
+)
+from official_bench.data.feeds import python_batches
+from official_bench.data.feeds.batch_spec import numpy_dtype
+from official_bench.data.feeds.shm_workers import (
+    Batch,
+    BatchShape,
+    InputWorkerError,
+    Source,
+    WorkerPool,
+    resolve_workers,
+)
+
+PREFETCH = 2
+RECORDS_EXAMPLES = \
+    "official_bench.data.records.host_examples:worker_examples"
+_ENDED, _FAILED = object(), object()  # the copy thread's last word
+
+
+def channel_constants(channels: int):
+    """The ImageNet mean and std (float32) for 3 channels, or their
+    averages for 1, as data/preprocessing.normalize takes them."""
+    mean = np.asarray(IMAGENET_MEAN_RGB, np.float32)
+    std = np.asarray(IMAGENET_STD_RGB, np.float32)
+    if channels == 1:
+        return mean.mean(keepdims=True), std.mean(keepdims=True)
+    return mean, std
+
+
+def normalize(xp, images, ds: DatasetConfig):
+    """uint8 images -> (x - mean) / std as configured, computed in float32
+    and cast to ds.dtype; `xp` is jax.numpy (or numpy, in tests)."""
+    mean, std = channel_constants(ds.num_channels)
+    x = images.astype(xp.float32)
+    if ds.mean_subtract:
+        x = x - mean
+    if ds.standardize:
+        x = x / std
+    return x.astype(numpy_dtype(ds.dtype))
+
+
+def prepare_fn(jax, ds: DatasetConfig, sharding, uint8: bool):
+    """The jitted (images, labels) -> (model input, labels) on the
+    devices, keeping the batch sharding."""
+    jnp = jax.numpy
+
+    def prepare(images, labels):
+        if uint8:
+            images = normalize(jnp, images, ds)
+        labels = labels.astype(jnp.int32)
+        if ds.one_hot:
+            labels = jax.nn.one_hot(labels, ds.num_classes,
+                                    dtype=jnp.float32)
+        return images, labels
+    return jax.jit(prepare, out_shardings=(sharding, sharding))
+
+
+class PythonBatches:
+    """`builder: python`: the source's checked per-replica batches, `per_step`
+    of them joined into this process's batch."""
+
+    def __init__(self, ds: DatasetConfig, key: str, per_replica: int,
+                 per_step: int, training: bool, seed: int,
+                 process_index: int, process_count: int):
+        fn = python_batches.load_source(ds.python_source,
+                                        f"{key}.python_source")
+        ctx = python_batches.source_context(
+            ds, per_replica, training, seed, process_index, process_count)
+        self._batches = python_batches.checked_batches(
+            fn, ds.python_source, ctx,
+            python_batches.batch_spec(ds, per_replica),
+            ds.python_timeout_seconds, key)
+        self._per_step = per_step
+
+    def next(self) -> Optional[Batch]:
+        parts = []
+        for _ in range(self._per_step):
+            try:
+                parts.append(next(self._batches))
+            except StopIteration:
+                return None
+        if len(parts) == 1:
+            return Batch(*parts[0])
+        return Batch(np.concatenate([p[0] for p in parts]),
+                     np.concatenate([p[1] for p in parts]))
+
+    def close(self) -> None:
+        try:
+            self._batches.close()
+        except ValueError:
+            pass  # still running in the copy thread: it sees the stop
+
+
+class HostFeed:
+    """Global (images, labels) arrays for each step, sharded over the
+    mesh's batch axis, from `make()`'s producer (next() -> Batch or None
+    at its end, close()). With `steps_per_pass` (evaluation) each pass is
+    a new producer and takes that many batches."""
+
+    def __init__(self, jax, make: Callable[[], Any], sharding,
+                 ds: DatasetConfig, key: str, uint8: bool,
+                 steps_per_pass: Optional[int] = None,
+                 info: Optional[Dict[str, Any]] = None):
+        self._jax, self._make, self._sharding = jax, make, sharding
+        self.key = key
+        self.info: Dict[str, Any] = dict(info or {})
+        self._prepare = prepare_fn(jax, ds, sharding, uint8)
+        self._steps_per_pass = steps_per_pass
+        self._producer: Any = None
+        self._thread: Optional[threading.Thread] = None
+        self._stop = threading.Event()
+        self._queue: "queue.Queue" = queue.Queue(maxsize=PREFETCH)
+        self._served = 0
+        self.error: Optional[BaseException] = None
+        if steps_per_pass is None:
+            self._start()  # training: decoding starts while XLA compiles
+
+    def _start(self) -> None:
+        # In the calling (main) thread: workers die with the thread that
+        # started them (host/processes.die_with_parent).
+        self._producer = self._make()
+        self._stop = threading.Event()
+        self._queue = queue.Queue(maxsize=PREFETCH)
+        self._served = 0
+        self._thread = threading.Thread(
+            target=self._copy_ahead,
+            args=(self._producer, self._queue, self._stop),
+            name=f"{self.key}-host-copy", daemon=True)
+        self._thread.start()
+
+    def _to_devices(self, host: Batch):
+        make = self._jax.make_array_from_process_local_data
+        images = make(self._sharding, host.images)
+        labels = make(self._sharding, host.labels)
+        out = self._prepare(images, labels)
+        # The devices hold their own copy before the slot is reused.
+        self._jax.block_until_ready(out)
+        return out
+
+    def _copy_ahead(self, producer, out: "queue.Queue",
+                    stop: threading.Event) -> None:
+        limit = self._steps_per_pass
+        made = 0
+        try:
+            while not stop.is_set() and (limit is None or made < limit):
+                host = producer.next()
+                if host is None:
+                    _put(out, _ENDED, stop)
+                    return
+                try:
+                    arrays = self._to_devices(host)
+                finally:
+                    host.release()
+                _put(out, arrays, stop)
+                made += 1
+        except BaseException as e:  # handed to the training thread
+            if not stop.is_set():
+                self.error = e
+                _put(out, _FAILED, stop)
+
+    def next(self):
+        """The next step's (images, labels) on the devices."""
+        if self._thread is None:
+            self._start()
+        item = self._queue.get()
+        if item is _FAILED:
+            self._end_pass()
+            raise self.error
+        if item is _ENDED:
+            served = self._served
+            self._end_pass()
+            raise InputWorkerError(self._ended_message(served))
+        self._served += 1
+        if self._steps_per_pass and self._served >= self._steps_per_pass:
+            self._end_pass()
+        return item
+
+    def _ended_message(self, served: int) -> str:
+        if self._steps_per_pass is None:
+            return (f"official_bench: {self.key}: the input ended after "
+                    f"{served} batches; a training source must be endless")
+        return (f"official_bench: {self.key}: one pass gave {served} "
+                f"batches, the evaluation takes {self._steps_per_pass} "
+                "(evaluation.steps, else this dataset's num_examples / the "
+                "global batch): is num_examples right for these files?")
+
+    def _end_pass(self) -> None:
+        """Stops the copy thread and the producer (its workers)."""
+        if self._thread is None:
+            return
+        self._stop.set()
+        self.info.update(self.stats())
+        self._producer.close()
+        self._thread.join(timeout=10)
+        self._thread = None
+
+    def stats(self) -> Dict[str, Any]:
+        """What the producer's workers did: images, CPU seconds."""
+        pool = self._producer
+        if not isinstance(pool, WorkerPool):
+            return {}
+        cpu = pool.cpu_seconds()
+        return {"images_decoded": pool.images_made,
+                "worker_cpu_seconds": round(cpu, 3),
+                "decode_images_per_cpu_second": round(
+                    pool.images_made / cpu, 1) if cpu else None}
+
+    def describe(self) -> Dict[str, Any]:
+        """result.json's words for this input: builder, decoder, workers
+        and what they did."""
+        return dict(self.info, **(self.stats() if self._thread else {}))
+
+    def close(self) -> None:
+        self._end_pass()
+
+
+def _put(out: "queue.Queue", item, stop: threading.Event) -> None:
+    while not stop.is_set():
+        try:
+            out.put(item, timeout=0.1)
+            return
+        except queue.Full:
+            continue
+
+
+def records_source(ds: DatasetConfig, files, training: bool,
+                   seed: int) -> Source:
+    """What each input worker runs: the records reader over `files`."""
+    return Source(RECORDS_EXAMPLES,
+                  dict(ds=ds, files=list(files), training=training,
+                       seed=seed), tuple(files))
+
+
+def pool_maker(source: Source, ds: DatasetConfig, batch: int, key: str,
+               workers: int) -> Callable[[], WorkerPool]:
+    """A function starting `workers` input workers for `source`."""
+    shape = BatchShape(batch, ds.image_size, ds.image_size, ds.num_channels)
+    return lambda: WorkerPool(source, shape, workers, key,
+                              ds.worker_timeout_seconds)
+
+
+def records_feed(jax, ds: DatasetConfig, local_batch: int, sharding, *,
+                 training: bool, seed: int, process_index: int,
+                 process_count: int, steps_per_pass: Optional[int] = None
+                 ) -> HostFeed:
+    """`builder: records` on JAX: this process's files, decoded by
+    `ds.num_workers` input workers."""
+    from official_bench.data.records import host_examples
+    key = "train_dataset" if training else "validation_dataset"
+    files = host_examples.process_files(ds, process_index, process_count,
+                                        training)
+    workers = resolve_workers(ds.num_workers)
+    make = pool_maker(records_source(ds, files, training, seed), ds,
+                      local_batch, key, workers)
+    return HostFeed(jax, make, sharding, ds, key, uint8=True,
+                    steps_per_pass=steps_per_pass,
+                    info={"builder": "records",
+                          "decoder": host_examples.DECODER,
+                          "num_workers": workers, "files": len(files)})
+
+
+def python_feed(jax, ds: DatasetConfig, per_replica: int, local_replicas: int,
+                sharding, *, training: bool, seed: int, process_index: int,
+                process_count: int, steps_per_pass: Optional[int] = None
+                ) -> HostFeed:
+    """`builder: python` on JAX: the source's numpy batches (in
+    `ds.dtype`), `local_replicas` per step."""
+    key = "train_dataset" if training else "validation_dataset"
+    # Load it now: a bad spec is a ConfigError before the first step.
+    python_batches.load_source(ds.python_source, f"{key}.python_source")
+
+    def make():
+        return PythonBatches(ds, key, per_replica, local_replicas, training,
+                             seed, process_index, process_count)
+    return HostFeed(jax, make, sharding, ds, key, uint8=False,
+                    steps_per_pass=steps_per_pass,
+                    info={"builder": "python",
+                          "python_source": ds.python_source})

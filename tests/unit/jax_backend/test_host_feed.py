@@ -1,0 +1,220 @@
+"""jax_backend/host_feed.py on two CPU devices (in one child Python, as
+JAX's device count is fixed per process): input workers running the
+stand-in source (support/worker_examples.py) through the feed, normalised
+on the devices, sharded over the batch axis; evaluation passes; a failing
+worker; a Python source's per-replica batches joined per step."""
+
+import json
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from official_bench.config import DatasetConfig
+from official_bench.contracts.imagenet import (
+    IMAGENET_MEAN_RGB,
+    IMAGENET_STD_RGB,
+)
+from official_bench.jax_backend import host_feed
+from support.helpers import keras3_child
+
+EXAMPLES = "support.worker_examples:examples"
+
+
+def _ds(**kw):
+    return DatasetConfig(**dict(dict(image_size=4, num_classes=40,
+                                     mean_subtract=True, standardize=True,
+                                     worker_timeout_seconds=60.0), **kw))
+
+
+@pytest.mark.parametrize("dtype, expected", [
+    ("float32", np.float32), ("bfloat16", ml_dtypes.bfloat16)])
+def test_normalize_is_the_imagenet_arithmetic_in_the_dataset_dtype(
+        dtype, expected):
+    images = np.arange(2 * 4 * 4 * 3, dtype=np.uint8).reshape(2, 4, 4, 3)
+    out = host_feed.normalize(np, images, _ds(dtype=dtype))
+    assert out.dtype == expected
+    want = (images.astype(np.float32) - np.float32(IMAGENET_MEAN_RGB)) / \
+        np.float32(IMAGENET_STD_RGB)
+    np.testing.assert_allclose(out.astype(np.float32), want,
+                               rtol=1e-2 if dtype == "bfloat16" else 1e-6)
+    only_mean = host_feed.normalize(np, images, _ds(standardize=False))
+    np.testing.assert_allclose(
+        only_mean, images - np.float32(IMAGENET_MEAN_RGB), rtol=1e-6)
+    gray = host_feed.normalize(np, images[..., :1], _ds(num_channels=1))
+    np.testing.assert_allclose(
+        gray, (images[..., :1] - np.mean(np.float32(IMAGENET_MEAN_RGB))) /
+        np.mean(np.float32(IMAGENET_STD_RGB)), rtol=1e-6)
+
+
+def _stand_in(**kwargs):
+    return host_feed.Source(EXAMPLES, dict(kwargs))
+
+
+def _expected_batch(labels, ds):
+    """What the stand-in's examples become on the devices."""
+    images = np.stack([np.full((4, 4, 3), k % 256, np.uint8)
+                       for k in labels])
+    return host_feed.normalize(np, images, ds).astype(np.float32)
+
+
+def _mesh():
+    import jax
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+    mesh = Mesh(np.array(jax.devices()), ("batch",))
+    return jax, NamedSharding(mesh, PartitionSpec("batch"))
+
+
+def feed_report():
+    """In the child: a training feed of two workers, an evaluation feed
+    read twice, one whose pass is too short, and one whose worker fails."""
+    jax, sharding = _mesh()
+    out = {"devices": len(jax.devices())}
+    ds = _ds(dtype="bfloat16")
+    feed = host_feed.HostFeed(
+        jax, host_feed.pool_maker(_stand_in(), ds, 8, "train_dataset", 2),
+        sharding, ds, "train_dataset", uint8=True,
+        info={"builder": "records", "num_workers": 2})
+    batches = [feed.next() for _ in range(3)]
+    pids = list(feed._producer.pids)
+    out["train"] = {
+        "dtype": str(batches[0][0].dtype),
+        "labels_dtype": str(batches[0][1].dtype),
+        "spec": [list(a.sharding.spec) for a in batches[0]],
+        "shards": sorted([s.device.id, s.index[0].start or 0,
+                          s.data.shape[0]]
+                         for s in batches[0][0].addressable_shards),
+        "labels": [np.asarray(b[1]).argmax(-1).tolist() for b in batches],
+        "one_hot_rows": [np.asarray(b[1]).sum(-1).tolist()
+                         for b in batches],
+        "images_match": [bool(np.allclose(
+            np.asarray(b[0]).astype(np.float32),
+            _expected_batch(np.asarray(b[1]).argmax(-1), ds)))
+            for b in batches]}
+    feed.close()
+    out["train"]["describe"] = feed.describe()
+    out["train"]["pids"] = pids
+    out["train"]["alive_after_close"] = _alive(pids)
+    # Evaluation: 10 examples over 2 workers, batches of 4, 2 steps a pass.
+    ev = _ds(one_hot=False)
+    feed = host_feed.HostFeed(
+        jax, host_feed.pool_maker(_stand_in(count=10), ev, 4,
+                                  "validation_dataset", 2),
+        sharding, ev, "validation_dataset", uint8=True, steps_per_pass=2)
+    passes = [[np.asarray(feed.next()[1]).tolist() for _ in range(2)]
+              for _ in range(2)]
+    out["eval"] = {"passes": passes, "running_after_pass":
+                   feed._thread is not None}
+    feed.close()
+    short = host_feed.HostFeed(
+        jax, host_feed.pool_maker(_stand_in(count=10), ev, 4,
+                                  "validation_dataset", 2),
+        sharding, ev, "validation_dataset", uint8=True, steps_per_pass=3)
+    out["short"] = _error_of(short, 3)
+    failing = host_feed.HostFeed(
+        jax, host_feed.pool_maker(_stand_in(fail_at=13), ev, 4,
+                                  "train_dataset", 2),
+        sharding, ev, "train_dataset", uint8=True)
+    out["failing"] = _error_of(failing, 10)
+    out["failing_alive"] = _alive(failing._producer.pids)
+    print(json.dumps(out))
+
+
+def _error_of(feed, steps):
+    try:
+        for _ in range(steps):
+            feed.next()
+    except Exception as e:  # noqa: BLE001 - reported to the test
+        return [type(e).__name__, str(e)]
+    finally:
+        feed.close()
+    return None
+
+
+def _alive(pids):
+    import os
+    return [p for p in pids if os.path.exists(f"/proc/{p}")]
+
+
+@pytest.fixture(scope="module")
+def report():
+    return keras3_child(__file__, "feed_report", cpu_devices=2)
+
+
+def test_records_batches_arrive_normalised_and_sharded(report):
+    assert report["devices"] == 2
+    r = report["train"]
+    assert r["dtype"] == "bfloat16" and r["labels_dtype"] == "float32"
+    assert r["spec"] == [["batch"], ["batch"]]
+    assert r["shards"] == [[0, 0, 4], [1, 4, 4]]
+    # round-robin over the 2 workers: worker w makes w, w + 2, ...
+    assert r["labels"] == [[0, 2, 4, 6, 8, 10, 12, 14],
+                           [1, 3, 5, 7, 9, 11, 13, 15],
+                           [16, 18, 20, 22, 24, 26, 28, 30]]
+    assert r["one_hot_rows"] == [[1.0] * 8] * 3
+    assert r["images_match"] == [True, True, True]
+
+
+def test_closing_the_feed_ends_its_workers_and_says_what_they_did(report):
+    r = report["train"]
+    assert len(r["pids"]) == 2 and r["alive_after_close"] == []
+    d = r["describe"]
+    assert d["builder"] == "records" and d["num_workers"] == 2
+    assert d["images_decoded"] >= 24  # 3 batches of 8, and those ahead
+
+
+def test_each_evaluation_reads_the_same_fresh_pass(report):
+    passes = report["eval"]["passes"]
+    assert passes[0] == [[0, 2, 4, 6], [1, 3, 5, 7]]
+    assert passes[1] == passes[0]
+    assert report["eval"]["running_after_pass"] is False
+
+
+def test_a_pass_shorter_than_the_evaluation_is_one_line(report):
+    # 10 examples: 2 whole batches of 4 and the last 2 dropped
+    kind, message = report["short"]
+    assert kind == "InputWorkerError"
+    assert message == (
+        "official_bench: validation_dataset: one pass gave 2 batches, the "
+        "evaluation takes 3 (evaluation.steps, else this dataset's "
+        "num_examples / the global batch): is num_examples right for these "
+        "files?")
+
+
+def test_a_failing_worker_ends_the_feed_in_one_line(report):
+    kind, message = report["failing"]
+    assert kind == "InputWorkerError"
+    assert message.startswith("official_bench: train_dataset: input worker "
+                              "1 of 2 (pid ")
+    # no files given: the source is named
+    assert message.endswith("failed reading its source: ValueError: bad "
+                            "record 13 in memory: truncated")
+    assert "\n" not in message
+    assert report["failing_alive"] == []
+
+
+def python_report():
+    """In the child: a python source's per-replica batches, 2 per step."""
+    jax, sharding = _mesh()
+    ds = _ds(python_source="official_bench.data.feeds.python_loader:"
+                           "synthetic_source", one_hot=False,
+             num_classes=10)
+    feed = host_feed.python_feed(jax, ds, 3, 2, sharding, training=True,
+                                 seed=4, process_index=0, process_count=1)
+    images, labels = feed.next()
+    from official_bench.data.feeds.python_loader import synthetic_batches
+    want = next(synthetic_batches(3, 4, 3, 10, "float32", seed=4))
+    out = {"shape": list(images.shape), "dtype": str(images.dtype),
+           "labels": np.asarray(labels).tolist(),
+           "want_labels": np.concatenate([want[1], want[1]]).tolist(),
+           "images_equal": bool(np.array_equal(
+               np.asarray(images), np.concatenate([want[0], want[0]])))}
+    feed.close()
+    print(json.dumps(out))
+
+
+def test_a_python_source_feeds_one_per_replica_batch_per_device():
+    r = keras3_child(__file__, "python_report", cpu_devices=2)
+    assert r["shape"] == [6, 4, 4, 3] and r["dtype"] == "float32"
+    assert r["labels"] == r["want_labels"]
+    assert r["images_equal"] is True
