@@ -69,14 +69,17 @@ def test_a_builder_that_would_ignore_data_dir_is_refused(tmp_path):
         "service, python"), line
 
 
-def test_a_backend_without_a_reader_is_refused(tmp_path):
+def test_the_jax_backend_reads_records_from_data_dir(tmp_path):
+    """JAX reads records without TensorFlow (jax_backend/host_feed.py):
+    DATA_DIR makes its runs read them, as on TensorFlow."""
     data = _records(tmp_path / "data")
-    line, _ = _refused(tmp_path, str(data), BACKEND="jax")
-    assert line == (
-        f"error: run_single_node.sh: DATA_DIR='{data}' (env DATA_DIR) is "
-        "set, but BACKEND=jax trains on synthetic data only "
-        "(docs/backends.md); unset DATA_DIR, or use BACKEND=tensorflow for "
-        "real data")
+    out = script("single", tmp_path, "16", "fp32", "1", "--dry-run",
+                 DEVICE="cpu", DATA_DIR=str(data), BACKEND="jax")
+    assert out.returncode == 0, out.stdout + out.stderr
+    command = [x for x in out.stdout.splitlines() if "command:" in x][0]
+    assert '"builder": "records"' in command and "synthetic" not in command
+    assert '"backend": "jax"' in command
+    assert f"--data_dir={data}" in command
 
 
 def _records(folder):

@@ -1,0 +1,141 @@
+"""The records-on-JAX check's numbers from its runs' result files: real and
+synthetic img/s side by side, real/synthetic, input wait, host CPU use,
+the decoder, its workers and their img/s per core, and what the host's
+cores could decode against what the GPU trains.
+
+    python3 scripts/records_summary.py OUT_DIR
+
+Reads OUT_DIR/logs_{real,synthetic}/**/rn50_b*_<dtype>_<i>.json (the run
+scripts' copies of each run's result.json) and OUT_DIR/cpu_<data>_<dtype>
+(/proc/stat's cpu line before and after each case); writes
+OUT_DIR/records_summary.json and .md and prints the table.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+RUN_JSON = re.compile(r"rn50_b(\d+)_(fp32|fp16|bf16)_(\d+)\.json$")
+
+
+def runs(root: str):
+    """{dtype: [result dict, ...]} of the runs under `root`."""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(root, "**", "*.json"),
+                                 recursive=True)):
+        m = RUN_JSON.search(os.path.basename(path))
+        if not m:
+            continue
+        with open(path) as f:
+            out.setdefault(m.group(2), []).append(json.load(f))
+    return out
+
+
+def rate(result) -> float:
+    stats = result.get("stats") or {}
+    return stats.get("images_per_second_over_window") or \
+        stats.get("average_examples_per_second") or 0.0
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def busy_cores(path: str):
+    """Mean busy cores of the host between the two /proc/stat lines."""
+    try:
+        with open(path) as f:
+            lines = [[int(x) for x in line.split()[1:]]
+                     for line in f if line.startswith("cpu ")]
+        with open(path + ".cores") as f:
+            cores = int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+    if len(lines) != 2:
+        return None
+    delta = [b - a for a, b in zip(*lines)]
+    idle = delta[3] + (delta[4] if len(delta) > 4 else 0)
+    total = sum(delta[:8])
+    return cores * (total - idle) / total if total else None
+
+
+def case(out: str, dtype: str, real, synthetic):
+    """One precision's row."""
+    r_rate = median([rate(x) for x in real])
+    s_rate = median([rate(x) for x in synthetic])
+    feed = next((x.get("input") for x in real if x.get("input")), {}) or {}
+    per_core = median([(x.get("input") or {}).get(
+        "decode_images_per_cpu_second") for x in real])
+    workers = feed.get("num_workers")
+    wait = median([(x.get("input_wait") or {}).get("fraction")
+                   for x in real])
+    row = {
+        "dtype": dtype, "runs": len(real),
+        "real_img_s": r_rate, "synthetic_img_s": s_rate,
+        "real_over_synthetic": (r_rate / s_rate) if r_rate and s_rate
+        else None,
+        "input_wait_fraction": wait,
+        "host_busy_cores_real": busy_cores(
+            os.path.join(out, f"cpu_real_{dtype}")),
+        "host_busy_cores_synthetic": busy_cores(
+            os.path.join(out, f"cpu_synthetic_{dtype}")),
+        "decoder": feed.get("decoder"), "workers": workers,
+        "decode_img_s_per_core": per_core,
+    }
+    if per_core and workers and s_rate:
+        # What the workers' cores could decode, against the GPU's rate.
+        row["cores_x_per_core_over_synthetic"] = \
+            workers * per_core / s_rate
+    return row
+
+
+def _fmt(v, spec="{:,.0f}"):
+    return "-" if v is None else spec.format(v)
+
+
+def table(rows) -> str:
+    head = ("| precision | real img/s | synthetic img/s | real/synthetic | "
+            "input wait | host CPU busy (cores), real | decoder | workers | "
+            "decode img/s per core | workers x per-core / synthetic |")
+    lines = [head, "|" + "---|" * 10]
+    for r in rows:
+        lines.append(
+            f"| {r['dtype']} | {_fmt(r['real_img_s'])} | "
+            f"{_fmt(r['synthetic_img_s'])} | "
+            f"{_fmt(r['real_over_synthetic'], '{:.3f}')} | "
+            f"{_fmt(r['input_wait_fraction'], '{:.1%}')} | "
+            f"{_fmt(r['host_busy_cores_real'], '{:.1f}')} | "
+            f"{r['decoder'] or '-'} | {_fmt(r['workers'], '{}')} | "
+            f"{_fmt(r['decode_img_s_per_core'], '{:.0f}')} | "
+            f"{_fmt(r.get('cores_x_per_core_over_synthetic'), '{:.2f}')} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    out = argv[0]
+    real = runs(os.path.join(out, "logs_real"))
+    synthetic = runs(os.path.join(out, "logs_synthetic"))
+    rows = [case(out, d, real.get(d, []), synthetic.get(d, []))
+            for d in ("bf16", "fp16", "fp32")
+            if d in real or d in synthetic]
+    text = table(rows)
+    with open(os.path.join(out, "records_summary.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    with open(os.path.join(out, "records_summary.md"), "w") as f:
+        f.write(text + "\n")
+    print(text)
+    return 0 if rows else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
