@@ -23,11 +23,13 @@ errors (InputWorkerError, SourceError), raised in the training thread.
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from typing import Any, Callable, Dict, Optional
 
 import numpy as np
+from absl import logging
 
 from official_bench.config import DatasetConfig
 from official_bench.contracts.imagenet import (
@@ -284,6 +286,12 @@ def records_feed(jax, ds: DatasetConfig, local_batch: int, sharding, *,
     files = host_examples.process_files(ds, process_index, process_count,
                                         training)
     workers = resolve_workers(ds.num_workers)
+    logging.info("official_bench: %s: %d record file(s) for process %d of "
+                 "%d (%s ... %s), %d input worker(s), decoder %s", key,
+                 len(files), process_index, process_count,
+                 os.path.basename(files[0]) if files else "-",
+                 os.path.basename(files[-1]) if files else "-", workers,
+                 host_examples.DECODER)
     make = pool_maker(records_source(ds, files, training, seed), ds,
                       local_batch, key, workers)
     return HostFeed(jax, make, sharding, ds, key, uint8=True,

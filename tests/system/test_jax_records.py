@@ -1,0 +1,200 @@
+"""runtime.backend jax on TFRecords, for real, with TensorFlow blocked in
+the trainers (as on a GPU image): a run decoded by two input worker
+processes trains and evaluates and names its decoder and workers in
+result.json; a truncated shard ends the run in one line naming the file,
+with no worker left behind; two processes on 127.0.0.1 read disjoint
+shards and train together (the same weights at the end)."""
+
+import importlib.util
+import io
+import json
+import os
+import re
+import time
+import uuid
+
+import numpy as np
+import pytest
+
+from official_bench.contracts import exit_status
+from official_bench.data.build.example_proto import classic_example
+from support.helpers import free_ports, trainer_cmd, without_module_env
+from support.launch_cli import run_together
+
+pytestmark = [
+    pytest.mark.multiworker,
+    pytest.mark.skipif(
+        any(importlib.util.find_spec(m) is None for m in ("jax", "keras")),
+        reason="the jax backend needs jax and keras (pip install -e .[jax])"),
+]
+
+FILES = re.compile(r"official_bench: train_dataset: (\d+) record file\(s\) "
+                   r"for process (\d) of (\d) \((\S+) \.\.\. (\S+)\), (\d+) "
+                   r"input worker\(s\)")
+
+
+def _jpeg(seed, size=12):
+    from PIL import Image
+    pixels = np.random.default_rng(seed).integers(
+        0, 256, (size, size, 3)).astype(np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(pixels).save(buf, "JPEG", quality=95)
+    return buf.getvalue()
+
+
+def _frame(data):
+    """One TFRecord frame (length, its CRC, data, its CRC)."""
+    import struct
+
+    from official_bench.data.records.framing import masked_crc32c
+    length = struct.pack("<Q", len(data))
+    return (length + struct.pack("<I", masked_crc32c(length)) + data +
+            struct.pack("<I", masked_crc32c(data)))
+
+
+def write_records(root, split, shards, per_shard):
+    """Classic shards of 12x12 noisy JPEGs, labels 1..3 (3 classes)."""
+    root.mkdir(exist_ok=True)
+    paths = []
+    for s in range(shards):
+        path = root / f"{split}-{s:05d}-of-{shards:05d}"
+        with open(path, "wb") as f:
+            for i in range(per_shard):
+                k = s * per_shard + i
+                f.write(_frame(classic_example(_jpeg(k), 1 + k % 3, 12, 12)))
+        paths.append(path)
+    return paths
+
+
+def _override(**extra):
+    tree = {
+        "runtime": {"backend": "jax", "num_gpus": 0,
+                    "distribution_strategy": "one_device"},
+        "model": {"name": "resnet_cifar", "model_params": {"depth": 8}},
+        "train_dataset": {"builder": "records", "image_size": 8,
+                          "num_classes": 3, "batch_size": 4,
+                          "num_examples": 32, "shuffle_buffer_size": 8,
+                          "num_workers": 2},
+        "validation_dataset": {"builder": "records", "image_size": 8,
+                               "num_classes": 3, "batch_size": 4,
+                               "num_examples": 8, "num_workers": 1},
+        "train": {"steps": 6, "epochs": 1,
+                  "time_history": {"log_steps": 2}},
+        "evaluation": {"skip_eval": True}}
+    for key, value in extra.items():
+        node = tree
+        *parents, leaf = key.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = value
+    return json.dumps(tree)
+
+
+def _env(tmp_path, mark, **more):
+    env = without_module_env(tmp_path, "tensorflow")
+    return dict(env, PYTHONUNBUFFERED="1", OFFICIAL_BENCH_TEST_MARK=mark,
+                **more)
+
+
+def _marked(mark):
+    """Pids of live processes that inherited `mark` (a trainer's
+    children do)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if f"OFFICIAL_BENCH_TEST_MARK={mark}".encode() in f.read():
+                    found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+def _none_left(mark, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while _marked(mark) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return _marked(mark) == []
+
+
+def _run(tmp_path, override, data_dir, name="run", timeout=240, **env):
+    mark = uuid.uuid4().hex
+    argv = trainer_cmd(str(tmp_path / name), override,
+                       f"--data_dir={data_dir}")
+    (rc,), (out,) = run_together([(argv, _env(tmp_path, mark, **env))],
+                                 str(tmp_path), timeout)
+    return rc, out, mark
+
+
+def test_records_train_and_evaluate_on_jax_with_input_workers(tmp_path):
+    data = tmp_path / "data"
+    write_records(data, "train", 4, 8)
+    write_records(data, "validation", 2, 4)
+    rc, out, mark = _run(tmp_path, _override(**{
+        "mode": "train_and_eval", "evaluation.skip_eval": False}), data)
+    assert rc == 0, out[-4000:]
+    assert _none_left(mark)
+    from official_bench.data.records import host_examples
+    m = FILES.search(out)
+    assert m and m.groups() == ("4", "0", "1", "train-00000-of-00004",
+                                "train-00003-of-00004", "2"), out[-3000:]
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    feed = result["input"]
+    assert (feed["builder"], feed["decoder"], feed["num_workers"]) == \
+        ("records", host_examples.DECODER, 2)
+    assert feed["images_decoded"] >= 6 * 4
+    assert feed["decode_images_per_cpu_second"] > 0
+    assert len(result["stats"]["intervals"]) == 3
+    assert "val_loss" in result["history"]
+    assert result["input_wait"] is not None
+
+
+def test_a_truncated_shard_is_one_line_and_leaves_no_worker(tmp_path):
+    data = tmp_path / "data"
+    paths = write_records(data, "train", 2, 16)
+    cut = paths[1]
+    cut.write_bytes(cut.read_bytes()[:-300])
+    rc, out, mark = _run(tmp_path, _override(**{"train.steps": 40}), data)
+    assert exit_status.lookup(rc).code == exit_status.FAILED, out[-4000:]
+    errors = [line for line in out.splitlines()
+              if line.startswith("error: ")]
+    assert len(errors) == 1, out[-4000:]
+    assert str(cut) in errors[0] and "official_bench:" in errors[0], errors
+    assert _none_left(mark)
+    assert not (tmp_path / "run" / "result.json").exists()
+
+
+@pytest.mark.slow
+def test_two_processes_read_disjoint_shards_and_train_together(tmp_path):
+    data = tmp_path / "data"
+    write_records(data, "train", 4, 8)
+    p0, p1 = free_ports(2)
+    override = _override(**{
+        "runtime.distribution_strategy": "multi_worker_mirrored",
+        "runtime.peer_timeout_seconds": 120, "runtime.seed": 3,
+        "train_dataset.num_workers": 1})
+    runs, mark = [], uuid.uuid4().hex
+    for index in (0, 1):
+        tf_config = json.dumps({
+            "cluster": {"worker": [f"127.0.0.1:{p0}", f"127.0.0.1:{p1}"]},
+            "task": {"type": "worker", "index": index}})
+        argv = trainer_cmd(str(tmp_path / f"w{index}"), override,
+                           f"--data_dir={data}")
+        runs.append((argv, _env(tmp_path, mark, TF_CONFIG=tf_config)))
+    rcs, outs = run_together(runs, str(tmp_path), 300)
+    assert rcs == [0, 0], "\n".join(o[-3000:] for o in outs)
+    assert _none_left(mark)
+    read = [FILES.search(out).groups() for out in outs]
+    # four files, sharded by file as on TensorFlow: 0 and 2, then 1 and 3
+    assert read == [("2", "0", "2", "train-00000-of-00004",
+                     "train-00002-of-00004", "1"),
+                    ("2", "1", "2", "train-00001-of-00004",
+                     "train-00003-of-00004", "1")]
+    mine = json.loads((tmp_path / "w0" / "result.json").read_text())
+    theirs = json.loads((tmp_path / "w1" /
+                         "result_worker1.json").read_text())
+    assert mine["model"]["trainable_weights_sha256"] == \
+        theirs["model"]["trainable_weights_sha256"]
+    assert mine["stats"]["global_batch_size"] == 8
