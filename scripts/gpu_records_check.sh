@@ -17,7 +17,8 @@
 #   IMAGES=64 VAL_IMAGES=8 TRAIN_SHARDS=4 BATCH=8 DTYPES=fp32 TEST_NUM=1 \
 #     STEPS=6 LOG_STEPS=2 DEVICE=cpu bash scripts/gpu_records_check.sh OUT
 # Wheels the machine lacks (keras, namex, optree, the records reader's)
-# arrive in .whl/ as for scripts/gpu_jax_check.sh. Stages run in order and
+# arrive in .whl/ as for scripts/gpu_jax_check.sh; PYTHON (python3) runs
+# everything. Stages run in order and
 # each is skipped, with a line saying so, when less than its estimate is
 # left of BUDGET_SECONDS. OUT_DIR gets summary.txt, records_summary.md and
 # .json, the extractor's tables and one tarball of the logs.
@@ -45,28 +46,28 @@ stage() {  # stage NAME SECONDS_NEEDED COMMAND...
 }
 
 export KERAS_BACKEND=jax PYTHONUNBUFFERED=1
+export PYTHON=${PYTHON:-python3}
 if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+  "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
     --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 fi
-export PYTHON=${PYTHON:-python3}
 export JAX_COMPILATION_CACHE_DIR=/tmp/jax_cache
 export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0
 images=${IMAGES:-20000}; val_images=${VAL_IMAGES:-500}
 batch=${BATCH:-256}; dtypes=${DTYPES:-bf16 fp16}; test_num=${TEST_NUM:-3}
 steps=${STEPS:-200}; log_steps=${LOG_STEPS:-50}; workers=${NUM_WORKERS:-auto}
 device=${DEVICE:-auto}; root=${DATA_ROOT:-/tmp/records_check}
-say "host: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')); $(python3 --version 2>&1); /dev/shm $(df -h /dev/shm | awk 'NR==2 {print $2}')"
+say "host: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')); $("$PYTHON" --version 2>&1); /dev/shm $(df -h /dev/shm | awk 'NR==2 {print $2}')"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total \
   --format=csv,noheader | sed 's/^/[gpu] /' | tee -a "$out/summary.txt"
-python3 -c "import tensorflow" 2>/dev/null && say "NOTE: TensorFlow IS importable here" \
+"$PYTHON" -c "import tensorflow" 2>/dev/null && say "NOTE: TensorFlow IS importable here" \
   || say "TensorFlow is not importable here (as intended)"
 
 rm -rf "$root"; mkdir -p "$root"
-stage make_jpegs 200 python3 scripts/make_jpeg_folder.py "$root/images" \
+stage make_jpegs 200 "$PYTHON" scripts/make_jpeg_folder.py "$root/images" \
   --train "$images" --validation "$val_images" --classes "${CLASSES:-100}" \
   --width "${IMAGE_W:-500}" --height "${IMAGE_H:-375}" || exit 1
-stage build_records 200 python3 -m official_bench.data.build.build_records \
+stage build_records 200 "$PYTHON" -m official_bench.data.build.build_records \
   --input_dir "$root/images" --output_dir "$root/records" \
   --train_shards "${TRAIN_SHARDS:-64}" --validation_shards 4 \
   --num_workers "$(nproc)" || exit 1
@@ -93,13 +94,13 @@ for dtype in $dtypes; do
   stage "synthetic_$dtype" 100 run_case synthetic "$dtype"
 done
 for data in real synthetic; do
-  stage "extract_$data" 20 python3 extract_tensorflow_logs.py \
+  stage "extract_$data" 20 "$PYTHON" extract_tensorflow_logs.py \
     --log_dir "$out/logs_$data/jax/resnet50/bz$batch" --window auto \
     --output_dir "$out/result_$data"
   [ -f "$out/result_$data/bz${batch}_result.md" ] && {
     echo "[$data]"; cat "$out/result_$data/bz${batch}_result.md"; } >> "$out/summary.txt"
 done
-python3 scripts/records_summary.py "$out" | tee -a "$out/summary.txt"
+"$PYTHON" scripts/records_summary.py "$out" | tee -a "$out/summary.txt"
 tar -C "$out" -czf "$out/all.tar.gz" --exclude='*.tar.gz' \
   logs_real logs_synthetic result_real result_synthetic \
   $(cd "$out" && ls *.log cpu_* 2>/dev/null) 2>/dev/null

@@ -261,10 +261,11 @@ def _put(out: "queue.Queue", item, stop: threading.Event) -> None:
 
 def records_source(ds: DatasetConfig, files, training: bool,
                    seed: int) -> Source:
-    """What each input worker runs: the records reader over `files`."""
+    """What each input worker runs: the records reader over `files` (as
+    process_files gave them: the list may carry how records are shared)."""
     return Source(RECORDS_EXAMPLES,
-                  dict(ds=ds, files=list(files), training=training,
-                       seed=seed), tuple(files))
+                  dict(ds=ds, files=files, training=training, seed=seed),
+                  tuple(files))
 
 
 def pool_maker(source: Source, ds: DatasetConfig, batch: int, key: str,

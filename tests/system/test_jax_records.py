@@ -10,6 +10,7 @@ import io
 import json
 import os
 import re
+import sys
 import time
 import uuid
 
@@ -17,6 +18,7 @@ import numpy as np
 import pytest
 
 from official_bench.contracts import exit_status
+from official_bench.contracts.trainer_command import trainer_argv
 from official_bench.data.build.example_proto import classic_example
 from support.helpers import free_ports, trainer_cmd, without_module_env
 from support.launch_cli import run_together
@@ -119,10 +121,13 @@ def _none_left(mark, timeout=15.0):
     return _marked(mark) == []
 
 
-def _run(tmp_path, override, data_dir, name="run", timeout=240, **env):
+def _run(tmp_path, override, data_dir, name="run", timeout=240,
+         mode="train", **env):
     mark = uuid.uuid4().hex
-    argv = trainer_cmd(str(tmp_path / name), override,
-                       f"--data_dir={data_dir}")
+    argv = trainer_argv(sys.executable, mode=mode,
+                        model_dir=str(tmp_path / name),
+                        params_override=override,
+                        extra=[f"--data_dir={data_dir}"])
     (rc,), (out,) = run_together([(argv, _env(tmp_path, mark, **env))],
                                  str(tmp_path), timeout)
     return rc, out, mark
@@ -133,7 +138,7 @@ def test_records_train_and_evaluate_on_jax_with_input_workers(tmp_path):
     write_records(data, "train", 4, 8)
     write_records(data, "validation", 2, 4)
     rc, out, mark = _run(tmp_path, _override(**{
-        "mode": "train_and_eval", "evaluation.skip_eval": False}), data)
+        "evaluation.skip_eval": False}), data, mode="train_and_eval")
     assert rc == 0, out[-4000:]
     assert _none_left(mark)
     from official_bench.data.records import host_examples
