@@ -48,6 +48,8 @@ from official_bench.data.feeds.shm_workers import (
 )
 
 PREFETCH = 2
+# A feed's own one-line failures (not a lost peer's).
+INPUT_ERRORS = (InputWorkerError, python_batches.SourceError)
 RECORDS_EXAMPLES = \
     "official_bench.data.records.host_examples:worker_examples"
 _ENDED, _FAILED = object(), object()  # the copy thread's last word

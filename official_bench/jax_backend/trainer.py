@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple, Union
 
 from absl import logging
 
@@ -28,6 +28,7 @@ from official_bench.jax_backend import (
     devices as devices_lib,
     environment,
     flop_check,
+    host_feed,
     keras3,
     peers,
     precision,
@@ -51,6 +52,8 @@ from official_bench.training.run_result import RunResult
 
 FEED_WAIT = ("host time the training loop waited in its feed's next() / "
              "host time (the steps' input wait; jax_backend/trainer.py)")
+
+Feed = Union[SyntheticFeed, host_feed.HostFeed]  # next(), close()
 
 
 def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:
@@ -105,7 +108,8 @@ def _train(cfg: ExperimentConfig, run: devices_lib.JaxRuntime, dtype: str,
     optimizer.build(model.trainable_variables)
     loss_fn = objectives.build_loss(cfg, keras)
 
-    # 4. Data: synthetic batches, sharded over the mesh's batch axis.
+    # 4. Data: synthetic, records or Python batches, sharded over the
+    #    mesh's batch axis (records: input workers start decoding now).
     feeds = _feeds(cfg, run, plan, seed)
 
     # 5. Steps, compiled before the clock starts.
@@ -143,7 +147,7 @@ class _Loop:
     run: devices_lib.JaxRuntime
     plan: BatchPlan
     steps: step_lib.Steps
-    feeds: Dict[str, SyntheticFeed]
+    feeds: Dict[str, Feed]
     clock: IntervalClock
     guard: NanCheck
     wait: wait_meter.InputWaitMeter
@@ -174,26 +178,44 @@ def _write_params(cfg: ExperimentConfig, run, plan: BatchPlan,
 
 
 def _feeds(cfg: ExperimentConfig, run, plan: BatchPlan, seed: int
-           ) -> Dict[str, SyntheticFeed]:
-    """The training feed, and the validation feed when the run evaluates."""
+           ) -> Dict[str, Feed]:
+    """The training feed, and the validation feed when the run evaluates
+    (a fresh pass of plan.eval_steps batches each time): synthetic
+    batches, or records and Python sources from the host
+    (jax_backend/host_feed.py), sharded over the mesh's batch axis."""
     from jax.sharding import NamedSharding, PartitionSpec
     sharding = NamedSharding(run.mesh, PartitionSpec(step_lib.AXIS))
-    feeds = {"train": SyntheticFeed(
-        run.jax, cfg.train_dataset, plan.global_batch // run.process_count,
-        sharding, seed, run.process_index)}
+    feeds = {"train": _feed(cfg.train_dataset, run, plan.global_batch,
+                            sharding, seed, None)}
     if _evaluates(cfg):
-        feeds["validation"] = SyntheticFeed(
-            run.jax, cfg.validation_dataset,
-            plan.eval_global_batch // run.process_count, sharding, seed + 1,
-            run.process_index)
+        feeds["validation"] = _feed(cfg.validation_dataset, run,
+                                    plan.eval_global_batch, sharding,
+                                    seed + 1, plan.eval_steps)
     return feeds
+
+
+def _feed(ds, run, global_batch: int, sharding, seed: int,
+          eval_steps: Optional[int]) -> Feed:
+    """One dataset's feed of this process's share of `global_batch`."""
+    local = global_batch // run.process_count
+    if ds.builder == "synthetic":
+        return SyntheticFeed(run.jax, ds, local, sharding, seed,
+                             run.process_index)
+    where = dict(training=eval_steps is None, seed=seed,
+                 process_index=run.process_index,
+                 process_count=run.process_count, steps_per_pass=eval_steps)
+    if ds.builder == "records":
+        return host_feed.records_feed(run.jax, ds, local, sharding, **where)
+    replicas = len(run.local_devices)  # python: one batch per replica
+    return host_feed.python_feed(run.jax, ds, local // replicas, replicas,
+                                 sharding, **where)
 
 
 def _evaluates(cfg: ExperimentConfig) -> bool:
     return cfg.mode == "train_and_eval" and not cfg.evaluation.skip_eval
 
 
-def _compile(steps: step_lib.Steps, feed: SyntheticFeed, run,
+def _compile(steps: step_lib.Steps, feed: Feed, run,
              plan: BatchPlan) -> None:
     """Compiles the train step ahead of the loop, so the wait is said
     (a stage line, with a heartbeat while XLA compiles)."""
@@ -238,7 +260,8 @@ def _run_loop(cfg: ExperimentConfig, loop: _Loop
             if stopper.requested:
                 raise stop_signals.RunStopped(
                     stopper.signum, stopper.step, plan.total_steps) from e
-            if run.process_count > 1 and not isinstance(e, NanCheckError):
+            if run.process_count > 1 and not isinstance(
+                    e, (NanCheckError,) + host_feed.INPUT_ERRORS):
                 raise peers.lost_peer(run, stopper.step, plan.total_steps,
                                       e) from e
             raise
@@ -334,7 +357,13 @@ def _run_end(cfg: ExperimentConfig, loop: _Loop, dtype: str, model, counted,
               "is_chief": run.is_chief},
         result_path=result_path, num_workers=run.process_count,
         counted=counted, tf32=_tf32(run), sampler=loop.sampler,
-        input_wait=wait)
+        input_wait=wait, extra=_input_record(loop.feeds["train"]))
+
+
+def _input_record(feed: Feed) -> Dict[str, Any]:
+    """result.json's `input`: the decoder and workers of a host feed."""
+    describe = getattr(feed, "describe", None)
+    return {"input": describe()} if describe else {}
 
 
 def _tf32(run) -> bool:

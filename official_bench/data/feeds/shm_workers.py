@@ -23,6 +23,7 @@ and unlinks the memory; workers die with their parent
 
 from __future__ import annotations
 
+import atexit
 import collections
 import dataclasses
 import importlib
@@ -265,6 +266,9 @@ class WorkerPool:
         check_shm_space(num_workers * slots * shape.slot_bytes,
                         f"{key}: {num_workers} input worker(s) x {slots} "
                         f"batches of {shape.batch_size}")
+        # A run that raises past its feed still ends the workers and
+        # unlinks the memory at exit (before multiprocessing's own hook).
+        atexit.register(self.close)
         try:
             self._start()
         except BaseException:
@@ -403,6 +407,7 @@ class WorkerPool:
         the shared memory. Idempotent."""
         if self._closed:
             return
+        atexit.unregister(self.close)
         self.cpu_seconds()
         self._closed = True
         for proc in self._procs:

@@ -239,3 +239,30 @@ def test_auto_is_the_usable_cpus_less_one(monkeypatch, cpus, expected):
     monkeypatch.setattr(shm_workers.os, "sched_getaffinity", lambda pid: cpus)
     assert shm_workers.resolve_workers("auto") == expected
     assert shm_workers.resolve_workers(5) == 5
+
+
+_LEFT_OPEN = """
+import json, sys
+sys.path.insert(0, {tests!r})
+from official_bench.data.feeds.shm_workers import BatchShape, Source, \\
+    WorkerPool
+pool = WorkerPool(Source({examples!r}), BatchShape(4, 4, 4, 3), 2)
+pool.next()
+print(json.dumps({{"pids": pool.pids, "shm": pool.shm_names}}), flush=True)
+raise SystemExit(3)  # a run that raised past its feed
+"""
+
+
+def test_a_pool_left_open_is_closed_at_exit_without_warnings():
+    code = _LEFT_OPEN.format(tests=os.path.join(REPO, "tests"),
+                             examples=EXAMPLES)
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 3, out.stderr
+    started = json.loads(out.stdout.strip().splitlines()[-1])
+    assert "leaked" not in out.stderr and "Traceback" not in out.stderr, \
+        out.stderr
+    assert not any(os.path.exists(os.path.join("/dev/shm", n))
+                   for n in started["shm"])
+    _wait_for(lambda: not any(os.path.exists(f"/proc/{p}")
+                              for p in started["pids"]), timeout=10)
