@@ -3,7 +3,8 @@ the trainers (as on a GPU image): a run decoded by two input worker
 processes trains and evaluates and names its decoder and workers in
 result.json; a truncated shard ends the run in one line naming the file,
 with no worker left behind; two processes on 127.0.0.1 read disjoint
-shards and train together (the same weights at the end)."""
+shards and train together (the same weights at the end); a Python
+source's batches train too."""
 
 import importlib.util
 import io
@@ -203,3 +204,17 @@ def test_two_processes_read_disjoint_shards_and_train_together(tmp_path):
     assert mine["model"]["trainable_weights_sha256"] == \
         theirs["model"]["trainable_weights_sha256"]
     assert mine["stats"]["global_batch_size"] == 8
+
+
+def test_a_python_source_trains_on_jax(tmp_path):
+    """builder: python on JAX: the reference synthetic source's numpy
+    batches, one per replica per step, without TensorFlow."""
+    source = "official_bench.data.feeds.python_loader:synthetic_source"
+    rc, out, mark = _run(tmp_path, _override(**{
+        "train_dataset.builder": "python",
+        "train_dataset.python_source": source}), tmp_path)
+    assert rc == 0, out[-4000:]
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert result["input"] == {"builder": "python", "python_source": source}
+    assert len(result["stats"]["intervals"]) == 3
+    assert _none_left(mark)
