@@ -74,6 +74,19 @@ stage build_records 200 "$PYTHON" -m official_bench.data.build.build_records \
 say "records: $(du -sh "$root/records" | cut -f1) in $(ls "$root/records" | grep -c '^train-') train shards"
 rm -rf "$root/images"
 
+# The input workers' slots live in /dev/shm (2 batches each): a container's
+# small default would refuse the pool, so fewer workers where it is small.
+fits=$("$PYTHON" -c "
+import os
+from official_bench.data.feeds.shm_workers import auto_workers
+st = os.statvfs('/dev/shm')
+slots = (st.f_bavail * st.f_frsize) // (2 * $batch * 224 * 224 * 3 + 1)
+print(auto_workers(), max(1, slots - 1))")
+if [ "$workers" = auto ] && [ "${fits#* }" -lt "${fits% *}" ]; then
+  workers=${fits#* }
+  say "NOTE: /dev/shm holds the slots of $workers input workers only (auto would be ${fits% *}): num_workers=$workers"
+fi
+
 cpu_line() { { head -n1 /proc/stat; } >> "$1"; nproc > "$1.cores"; }
 run_case() {  # run_case real|synthetic DTYPE: TEST_NUM runs of the run script
   local data=$1 dtype=$2 extra=()
