@@ -16,9 +16,9 @@
 # /tmp/records_check). The same script at a CPU's scale, in about a minute:
 #   IMAGES=64 VAL_IMAGES=8 TRAIN_SHARDS=4 BATCH=8 DTYPES=fp32 TEST_NUM=1 \
 #     STEPS=6 LOG_STEPS=2 DEVICE=cpu bash scripts/gpu_records_check.sh OUT
-# Wheels the machine lacks (keras, namex, optree, the records reader's)
-# arrive in .whl/ as for scripts/gpu_jax_check.sh; PYTHON (python3) runs
-# everything. Stages run in order and
+# Wheels the machine lacks arrive in .whl/ as for scripts/gpu_jax_check.sh
+# (keras, namex, optree; the records reader's google-crc32c and simplejpeg,
+# cp312 manylinux); PYTHON (python3) runs everything. Stages run in order and
 # each is skipped, with a line saying so, when less than its estimate is
 # left of BUDGET_SECONDS. OUT_DIR gets summary.txt, records_summary.md and
 # .json, the extractor's tables and one tarball of the logs.
@@ -62,6 +62,16 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,m
   --format=csv,noheader | sed 's/^/[gpu] /' | tee -a "$out/summary.txt"
 "$PYTHON" -c "import tensorflow" 2>/dev/null && say "NOTE: TensorFlow IS importable here" \
   || say "TensorFlow is not importable here (as intended)"
+
+# The records reader's wheels (setup.cfg's jax extra): without them every
+# run would fail, so stop here and say which.
+if ! missing=$("$PYTHON" -c "
+import importlib.util as u
+print(' '.join(m for m in ('simplejpeg', 'google_crc32c', 'cv2', 'PIL')
+               if u.find_spec(m) is None))") || [ -n "$missing" ]; then
+  say "STOP: the records reader needs $missing (put their wheels in .whl/)"
+  exit 1
+fi
 
 rm -rf "$root"; mkdir -p "$root"
 stage make_jpegs 200 "$PYTHON" scripts/make_jpeg_folder.py "$root/images" \

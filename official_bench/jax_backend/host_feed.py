@@ -264,9 +264,12 @@ def _put(out: "queue.Queue", item, stop: threading.Event) -> None:
 def records_source(ds: DatasetConfig, files, training: bool,
                    seed: int) -> Source:
     """What each input worker runs: the records reader over `files` (as
-    process_files gave them: the list may carry how records are shared)."""
+    process_files gave them, with this process's share of their records
+    where processes share files)."""
     return Source(RECORDS_EXAMPLES,
-                  dict(ds=ds, files=files, training=training, seed=seed),
+                  dict(ds=ds, files=list(files), training=training,
+                       seed=seed, record_shard=tuple(getattr(
+                           files, "record_shard", (0, 1)))),
                   tuple(files))
 
 

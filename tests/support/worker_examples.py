@@ -15,19 +15,21 @@ import numpy as np
 
 
 def examples(*, worker_index, num_workers, count=None, size=4, files=(),
-             fail_at=None, die_at=None, hang_at=None, progress_dir=None):
+             fail_at=None, die_at=None, hang_at=None, progress_dir=None,
+             prefix=""):
     """The stand-in: `fail_at`, `die_at`, `hang_at` are the example index
     at which the worker that reaches it raises (naming its file), kills
     itself (SIGKILL), or sleeps; it holds its file (files[worker_index])
-    open meanwhile. `progress_dir` gets a file per worker with how many
-    examples it has made."""
+    open meanwhile; `prefix` starts the raised message. `progress_dir`
+    gets a file per worker with how many examples it has made."""
     held = open(files[worker_index], "rb") if files else None
     k = worker_index
     made = 0
     while count is None or k < count:
         if k == fail_at:
             where = files[worker_index] if files else "memory"
-            raise ValueError(f"bad record {k} in {where}: truncated")
+            raise ValueError(f"{prefix}bad record {k} in {where}: "
+                             "truncated")
         if k == die_at:
             os.kill(os.getpid(), signal.SIGKILL)
         if k == hang_at:

@@ -21,6 +21,7 @@ import pytest
 from official_bench.contracts import exit_status
 from official_bench.contracts.trainer_command import trainer_argv
 from official_bench.data.build.example_proto import classic_example
+from official_bench.data.records.framing import frame
 from support.helpers import free_ports, trainer_cmd, without_module_env
 from support.launch_cli import run_together
 
@@ -45,16 +46,6 @@ def _jpeg(seed, size=12):
     return buf.getvalue()
 
 
-def _frame(data):
-    """One TFRecord frame (length, its CRC, data, its CRC)."""
-    import struct
-
-    from official_bench.data.records.framing import masked_crc32c
-    length = struct.pack("<Q", len(data))
-    return (length + struct.pack("<I", masked_crc32c(length)) + data +
-            struct.pack("<I", masked_crc32c(data)))
-
-
 def write_records(root, split, shards, per_shard):
     """Classic shards of 12x12 noisy JPEGs, labels 1..3 (3 classes)."""
     root.mkdir(exist_ok=True)
@@ -64,7 +55,7 @@ def write_records(root, split, shards, per_shard):
         with open(path, "wb") as f:
             for i in range(per_shard):
                 k = s * per_shard + i
-                f.write(_frame(classic_example(_jpeg(k), 1 + k % 3, 12, 12)))
+                f.write(frame(classic_example(_jpeg(k), 1 + k % 3, 12, 12)))
         paths.append(path)
     return paths
 

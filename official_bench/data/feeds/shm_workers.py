@@ -43,6 +43,7 @@ SPAWN = multiprocessing.get_context("spawn")
 SLOTS_PER_WORKER = 2
 DEFAULT_TIMEOUT = 300.0
 SHM_DIR = "/dev/shm"
+OURS = "official_bench: "  # how the project's own error lines begin
 # One thread per worker for the libraries a decoder may use.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                     "MKL_NUM_THREADS", "OPENCV_FOR_THREADS_NUM")
@@ -172,8 +173,9 @@ def _worker_main(index: int, count: int, source: Source, shape: BatchShape,
                 return
     except Exception as e:  # noqa: BLE001 - reported by the consumer
         text = (str(e).strip().splitlines() or [""])[0]
-        conn.send(("error", f"{type(e).__name__}: {text}",
-                   _reading(source)))
+        ours = text.startswith(OURS)  # the source's own line: as it is
+        conn.send(("error", text[len(OURS):] if ours else
+                   f"{type(e).__name__}: {text}", _reading(source)))
         raise SystemExit(1)
 
 
