@@ -19,8 +19,10 @@ from typing import Any, Dict, Optional, Tuple, Union
 from absl import logging
 
 from official_bench import config as config_lib
-from official_bench.config import ExperimentConfig, backends
+from official_bench.config import DatasetConfig, ExperimentConfig, backends
 from official_bench.contracts import stage_line
+from official_bench.data.records import file_verdict
+from official_bench.data.records.framing import FileCheck
 from official_bench.host import probes
 from official_bench.host.atomic import write_text_atomic
 from official_bench.host.write_errors import writing
@@ -109,8 +111,10 @@ def _train(cfg: ExperimentConfig, run: devices_lib.JaxRuntime, dtype: str,
     loss_fn = objectives.build_loss(cfg, keras)
 
     # 4. Data: synthetic, records or Python batches, sharded over the
-    #    mesh's batch axis (records: input workers start decoding now).
+    #    mesh's batch axis (records: input workers start decoding now, and
+    #    the record files' framing is checked beside training).
     feeds = _feeds(cfg, run, plan, seed)
+    file_check = file_verdict.start_local(cfg.train_dataset, True)
 
     # 5. Steps, compiled before the clock starts.
     steps = step_lib.build(jax, keras, model, optimizer, loss_fn, run.mesh,
@@ -127,13 +131,18 @@ def _train(cfg: ExperimentConfig, run: devices_lib.JaxRuntime, dtype: str,
                      cfg.train.stop_on_nan,
                      cfg.train.time_history.log_steps),
                  wait=wait_meter.InputWaitMeter(FEED_WAIT),
-                 sampler=_sampler(rt.sample_period_seconds, run))
+                 sampler=_sampler(rt.sample_period_seconds, run),
+                 file_check=file_check, train_data=cfg.train_dataset)
 
-    # 7. The loop.
-    history, evaluation = _run_loop(cfg, loop)
+    # 7. The loop; then every record file whole, however far it read
+    #    (data/records/file_verdict.py): the same answer in every run.
+    try:
+        history, evaluation = _run_loop(cfg, loop)
+        file_verdict.finish(file_check, cfg.train_dataset)
+    finally:
+        for feed in feeds.values():
+            feed.close()
     step_lib.write_back(model, optimizer, steps.state)
-    for feed in feeds.values():
-        feed.close()
 
     # 8. Results and 9. history (training/run_end.py).
     return run_end.finish(_run_end(cfg, loop, dtype, model, counted, history,
@@ -152,6 +161,8 @@ class _Loop:
     guard: NanCheck
     wait: wait_meter.InputWaitMeter
     sampler: Optional[sampling.Sampler]
+    file_check: Optional[FileCheck]  # the training records' framing
+    train_data: DatasetConfig
 
 
 def _clock(cfg: ExperimentConfig, plan: BatchPlan) -> IntervalClock:
@@ -261,7 +272,8 @@ def _run_loop(cfg: ExperimentConfig, loop: _Loop
                 raise stop_signals.RunStopped(
                     stopper.signum, stopper.step, plan.total_steps) from e
             if run.process_count > 1 and not isinstance(
-                    e, (NanCheckError,) + host_feed.INPUT_ERRORS):
+                    e, (NanCheckError, file_verdict.BadRecordFile) +
+                    host_feed.INPUT_ERRORS):
                 raise peers.lost_peer(run, stopper.step, plan.total_steps,
                                       e) from e
             raise
@@ -316,6 +328,7 @@ def _epoch(loop: _Loop, stopper, epoch: int) -> Dict[str, Any]:
         logs = {"loss": running_loss}
         clock.on_train_batch_end(batch, logs)
         guard.on_train_batch_end(batch, logs)
+        file_verdict.stop_if_bad(loop.file_check, loop.train_data)
         stopper.step = epoch * per_epoch + batch + 1
         if stopper.requested:
             break

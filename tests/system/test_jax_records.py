@@ -163,6 +163,26 @@ def test_a_truncated_shard_is_one_line_and_leaves_no_worker(tmp_path):
     assert not (tmp_path / "run" / "result.json").exists()
 
 
+def test_a_cut_shard_skipped_is_counted_as_on_tensorflow(tmp_path):
+    """skip_bad_records: true: the run trains on, and before its results
+    the framing check (data/records/file_verdict.py) logs the cut file as
+    skipped and the count, the TensorFlow path's lines."""
+    data = tmp_path / "data"
+    paths = write_records(data, "train", 2, 16)
+    cut = paths[1]
+    cut.write_bytes(cut.read_bytes()[:-300])
+    rc, out, mark = _run(tmp_path, _override(**{
+        "train_dataset.skip_bad_records": True}), data)
+    assert rc == 0, out[-4000:]
+    assert _none_left(mark)
+    skipped = [line for line in out.splitlines()
+               if "skipped (skip_bad_records: true)" in line
+               and str(cut) in line]
+    assert skipped, out[-4000:]
+    assert "official_bench: 1 of 2 record file(s) truncated or corrupt " \
+        "in train" in out, out[-4000:]
+
+
 @pytest.mark.slow
 def test_two_processes_read_disjoint_shards_and_train_together(tmp_path):
     data = tmp_path / "data"
