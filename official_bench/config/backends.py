@@ -74,6 +74,17 @@ JAX_DATASET_REFUSED = (
 )
 
 
+# (key, its default, why): JAX-only speed options, refused on tensorflow
+# rather than ignored, so that an A/B never compares two identical runs.
+TF_REFUSED = (
+    ("runtime.xla_flags", [], "the JAX backend sets XLA_FLAGS from it "
+     "before JAX starts; TensorFlow's XLA (runtime.enable_xla) reads the "
+     "XLA_FLAGS environment variable itself"),
+    ("model.model_params.pad_input_channels", None, "the padded stem is "
+     "built on Keras 3's ops (models/channel_pad.py)"),
+)
+
+
 def _get(cfg: Any, path: str) -> Any:
     for part in path.split("."):
         cfg = getattr(cfg, part)
@@ -91,8 +102,12 @@ def ignored_keys(cfg: Any) -> List[str]:
 def refusals(cfg: Any) -> List[Tuple[str, str]]:
     """(key, message) for each setting `cfg`'s backend cannot run."""
     t = TRAITS.get(cfg.runtime.backend)
-    if t is None or t.name == "tensorflow":
+    if t is None:
         return []
+    if t.name == "tensorflow":
+        return [(key, f"{_get(cfg, key)!r} needs runtime.backend jax: {why}")
+                for key, default, why in TF_REFUSED
+                if _get(cfg, key) != default]
     what = f"runtime.backend {t.name} runs"
     out = []
     rt = cfg.runtime

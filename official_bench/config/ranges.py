@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 from typing import Any, Sequence
 
 from official_bench.config.builder import LayerBuilder
@@ -79,6 +80,10 @@ MAX_FUSION_MB = 65536.0  # runtime.horovod.fusion_threshold_mb (64 GB)
 MAX_CYCLE_MS = 60000.0  # runtime.horovod.cycle_time_ms (one minute)
 MAX_RESNET_CIFAR_DEPTH = 1202  # the deepest CIFAR ResNet He et al. trained
 MAX_WIDTH = 64  # resnet_cifar filter multiplier
+MAX_XLA_FLAGS = 64  # runtime.xla_flags entries
+# runtime.xla_flags: one XLA option as XLA_FLAGS spells it; XLA_FLAGS is
+# split at white space, so a value cannot hold any.
+XLA_FLAG = re.compile(r"--(xla_[a-z0-9_]+)(=\S*)?")
 
 
 def _choice(b: LayerBuilder, path: str, value: Any, valid: Sequence[str],
@@ -429,3 +434,37 @@ def evaluation(ev: EvalConfig, b: LayerBuilder) -> None:
     _positive(b, "evaluation.epochs_between_evals", ev.epochs_between_evals,
               maximum=MAX_EPOCHS)
     _positive(b, "evaluation.steps", ev.steps, maximum=MAX_STEPS)
+
+
+def _xla_flags_problem(flags: Sequence[str]) -> str:
+    """The first thing wrong with runtime.xla_flags, or ''."""
+    if len(flags) > MAX_XLA_FLAGS:
+        return f"{len(flags)} entries; at most {MAX_XLA_FLAGS}"
+    seen = set()
+    for flag in flags:
+        match = XLA_FLAG.fullmatch(flag)
+        if not match:
+            return (f"entry {flag!r} is not --xla_<name>=<value> or "
+                    "--xla_<name> (lower case, no spaces)")
+        name = match.group(1)
+        if name == "xla_force_host_platform_device_count":
+            return f"entry {flag!r}: runtime.cpu_devices sets that one"
+        if name in seen:
+            return f"--{name} is given twice"
+        seen.add(name)
+    return ""
+
+
+def speed_options(cfg: ExperimentConfig, b: LayerBuilder) -> None:
+    """runtime.xla_flags' spelling and model_params.pad_input_channels'
+    range (which backend takes them: config/backends.py)."""
+    problem = _xla_flags_problem(cfg.runtime.xla_flags)
+    if problem and not b.reported("runtime.xla_flags"):
+        b.error("runtime.xla_flags", problem)
+    pad = cfg.model.model_params.pad_input_channels
+    channels = cfg.train_dataset.num_channels
+    if pad is not None and not channels < pad <= MAX_SYNTHETIC_CHANNELS:
+        b.error("model.model_params.pad_input_channels",
+                f"must be more than train_dataset.num_channels ({channels}) "
+                f"and <= {MAX_SYNTHETIC_CHANNELS}, got {pad} (null: no "
+                "padding)")

@@ -112,6 +112,10 @@ class RuntimeConfig(ConfigNode):
     # denominator; null: the peaks table (host/peaks.py), else unknown.
     peak_tflops: Optional[float] = None
     seed: Optional[int] = None
+    # XLA's own options for runtime.backend jax, each `--xla_<name>=<value>`
+    # or `--xla_<name>`, added to XLA_FLAGS before JAX starts
+    # (jax_backend/xla_options.py); refused on tensorflow.
+    xla_flags: List[str] = dataclasses.field(default_factory=list)
     horovod: HorovodConfig = dataclasses.field(default_factory=HorovodConfig)
 
 
@@ -187,6 +191,11 @@ class ModelParams(ConfigNode):
     rescale_inputs: bool = False
     data_format: str = "auto"
     zero_init_last_bn: bool = False
+    # null: the stem convolves the image's channels as they come; N (jax
+    # only): it sees them padded with zero channels to N, its kernel padded
+    # with zero slices at call time (models/channel_pad.py): the same
+    # weights and result, another cuDNN kernel (MLPerf pads to 4).
+    pad_input_channels: Optional[int] = None
 
 
 @dataclasses.dataclass

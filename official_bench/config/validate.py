@@ -48,6 +48,7 @@ def validate(cfg: ExperimentConfig, b: LayerBuilder) -> None:
     rules.steps_per_loop(cfg.train, b)
     ranges.evaluation(cfg.evaluation, b)
     ranges.history(cfg.history, b)
+    ranges.speed_options(cfg, b)
     rules.backend_runs_it(cfg, b)
     ranges.check_numbers(cfg, b)  # last: keys with their own range report that
 

@@ -87,7 +87,7 @@ def start(rt: RuntimeConfig) -> JaxRuntime:
             f"{', '.join(sorted(cluster.extra_jobs))} (TF_CONFIG or "
             "runtime.chief_host/ps_hosts)")
     count = local_device_count(rt)
-    loaded = keras3.load(rt.num_gpus, count)
+    loaded = keras3.load(rt.num_gpus, count, xla_flags=rt.xla_flags)
     jax = loaded.jax
     if cluster.num_workers > 1:
         _join(jax, cluster, rt.peer_timeout_seconds, loaded.platform)

@@ -2,7 +2,8 @@
 
 The same keys as the TensorFlow backend's record (measure/environment.py)
 where they mean the same (devices, gpu_names, workers, replicas, host),
-plus the backend, Keras 3's and JAX's versions and every device JAX used.
+plus the backend, Keras 3's and JAX's versions, every device JAX used
+and the XLA_FLAGS it started with (runtime.xla_flags among them).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def collect(run: JaxRuntime, loaded_versions: Dict[str, Optional[str]],
         "strategy": strategy,
         "dtype": dtype,
         "horovod": None,
+        "xla_flags": keras3.xla_flags_in_effect(),
     }
 
 

@@ -15,9 +15,10 @@ import dataclasses
 import importlib.util
 import os
 import sys
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 from official_bench.config.errors import ConfigError
+from official_bench.jax_backend import xla_options
 
 CPU_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 
@@ -44,10 +45,12 @@ def missing_modules() -> Dict[str, str]:
 
 
 def load(num_gpus: int, local_devices: int = 1,
-         environ: Optional[Dict[str, str]] = None) -> Loaded:
+         environ: Optional[Dict[str, str]] = None,
+         xla_flags: Sequence[str] = ()) -> Loaded:
     """Imports JAX and Keras 3 set up to use `local_devices` devices of
     this process: GPUs when `num_gpus` > 0 (the first ones, as numbered
-    under CUDA_VISIBLE_DEVICES), else host devices."""
+    under CUDA_VISIBLE_DEVICES), else host devices; `xla_flags`
+    (runtime.xla_flags) in XLA_FLAGS, checked (xla_options.py)."""
     environ = os.environ if environ is None else environ
     missing = missing_modules()
     if missing:
@@ -62,6 +65,7 @@ def load(num_gpus: int, local_devices: int = 1,
         _set_cpu_device_count(environ, local_devices)
     import jax
     platform = "gpu" if num_gpus > 0 else "cpu"
+    xla_options.apply(environ, xla_flags, _backend_started(jax))
     if not _backend_started(jax):
         jax.config.update("jax_platforms", "cuda" if num_gpus > 0 else "cpu")
         if num_gpus > 0:
@@ -143,6 +147,13 @@ def set_seed(keras, seed: int) -> None:
         keras.utils.set_random_seed(seed)
     finally:
         sys.meta_path.remove(blocker)
+
+
+def xla_flags_in_effect(environ: Optional[Dict[str, str]] = None
+                        ) -> List[str]:
+    """The XLA_FLAGS JAX started with in this process (result.json)."""
+    environ = os.environ if environ is None else environ
+    return xla_options.split(environ.get(xla_options.VARIABLE))
 
 
 def versions(loaded: Loaded) -> Dict[str, Optional[str]]:

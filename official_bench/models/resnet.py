@@ -24,6 +24,7 @@ from official_bench.contracts.imagenet import (
     IMAGENET_MEAN_RGB,
     IMAGENET_STD_RGB,
 )
+from official_bench.models.channel_pad import padded_conv2d
 
 BN_MOMENTUM = 0.9
 BN_EPSILON = 1e-5
@@ -61,8 +62,9 @@ class BlockOptions:
 
 
 def conv(x, filters: int, kernel: int, stride: int, opts: BlockOptions,
-         name: str):
-    """A bias-free conv with v1.5's padding: explicit pad when strided."""
+         name: str, pad_channels: Optional[int] = None):
+    """A bias-free conv with v1.5's padding: explicit pad when strided;
+    `pad_channels`: its input padded with zero channels (channel_pad.py)."""
     if stride > 1 and kernel > 1:
         pad = (kernel - 1) // 2
         x = opts.layers.ZeroPadding2D(pad, data_format=opts.data_format,
@@ -70,11 +72,14 @@ def conv(x, filters: int, kernel: int, stride: int, opts: BlockOptions,
         padding = "valid"
     else:
         padding = "same"
-    return opts.layers.Conv2D(
-        filters, kernel, strides=stride, padding=padding, use_bias=False,
-        kernel_initializer="he_normal",
-        kernel_regularizer=opts.regularizer(),
-        data_format=opts.data_format, name=name)(x)
+    args = dict(filters=filters, kernel_size=kernel, strides=stride,
+                padding=padding, use_bias=False,
+                kernel_initializer="he_normal",
+                kernel_regularizer=opts.regularizer(),
+                data_format=opts.data_format, name=name)
+    if pad_channels:
+        return padded_conv2d(opts.keras, pad_channels, **args)(x)
+    return opts.layers.Conv2D(**args)(x)
 
 
 def batch_norm(x, opts: BlockOptions, name: str, zero_gamma: bool = False):
@@ -84,8 +89,8 @@ def batch_norm(x, opts: BlockOptions, name: str, zero_gamma: bool = False):
 
 
 def conv_bn(x, filters, kernel, stride, opts, name, relu=True,
-            zero_gamma=False):
-    x = conv(x, filters, kernel, stride, opts, name + "_conv")
+            zero_gamma=False, pad_channels=None):
+    x = conv(x, filters, kernel, stride, opts, name + "_conv", pad_channels)
     x = batch_norm(x, opts, name + "_bn", zero_gamma=zero_gamma)
     if relu:
         x = opts.layers.Activation("relu", name=name + "_relu")(x)
@@ -188,9 +193,11 @@ def resnet_v15(depth: int = 50, num_classes: int = 1000,
                rescale_inputs: bool = False, input_dtype: str = "float32",
                batch_size: Optional[int] = None,
                stage_filters: Sequence[int] = (64, 128, 256, 512),
-               input_layer=None, *, keras):
+               input_layer=None, *, keras,
+               pad_input_channels: Optional[int] = None):
     """Builds ResNet v1.5 of the given depth as a functional model of
-    `keras` (tf_keras or Keras 3)."""
+    `keras` (tf_keras or Keras 3); `pad_input_channels` (Keras 3): the
+    stem sees the image padded to that many channels."""
     if depth not in RESNET_SPECS:
         raise ValueError(f"unknown ResNet depth {depth}; valid: "
                          f"{', '.join(map(str, RESNET_SPECS))}")
@@ -200,7 +207,7 @@ def resnet_v15(depth: int = 50, num_classes: int = 1000,
     inputs, x = image_input(keras, image_size, channels, input_dtype,
                             batch_size, data_format, rescale_inputs,
                             input_layer)
-    x = conv_bn(x, 64, 7, 2, opts, "stem")
+    x = conv_bn(x, 64, 7, 2, opts, "stem", pad_channels=pad_input_channels)
     x = opts.layers.MaxPooling2D(3, strides=2, padding="same",
                             data_format=data_format, name="stem_pool")(x)
     for stage, (filters, count) in enumerate(zip(stage_filters, blocks)):

@@ -25,7 +25,7 @@ def resnet_cifar(depth: int = 20, num_classes: int = 10, image_size: int = 32,
                  weight_decay: float = 1e-4, zero_init_last_bn: bool = False,
                  rescale_inputs: bool = False, input_dtype: str = "float32",
                  batch_size: Optional[int] = None, input_layer=None, *,
-                 keras):
+                 keras, pad_input_channels: Optional[int] = None):
     """A depth-`depth` CIFAR ResNet as a functional model of `keras`."""
     if depth < 8 or (depth - 2) % 6:
         raise ValueError(f"resnet_cifar depth must be 6n+2, got {depth}")
@@ -34,7 +34,8 @@ def resnet_cifar(depth: int = 20, num_classes: int = 10, image_size: int = 32,
     inputs, x = image_input(keras, image_size, channels, input_dtype,
                             batch_size, data_format, rescale_inputs,
                             input_layer)
-    x = conv_bn(x, 16 * width, 3, 1, opts, "stem")
+    x = conv_bn(x, 16 * width, 3, 1, opts, "stem",
+                pad_channels=pad_input_channels)
     for stage, filters in enumerate((16, 32, 64)):
         for i in range(n):
             stride = 2 if (i == 0 and stage > 0) else 1

@@ -1,0 +1,128 @@
+"""models/channel_pad.py: model_params.pad_input_channels. On Keras 3 (JAX,
+in a child Python) ResNet v1.5's stem keeps its 7x7x3x64 kernel, computes
+what the unpadded stem computes (output and kernel gradient, the same
+weights, float32) while the convolution it compiles sees 4 channels, and
+the model keeps the trainable parameters and layer-shape FLOPs of the same
+model built unpadded with tf-keras (the TensorFlow backend's build)."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from official_bench import config as C
+from official_bench.models import factory
+from support.helpers import keras3_child
+
+# ResNet v1.5 on small stages: the 7x7x3x64 stem, and a model that builds
+# in seconds (each new weight shape costs Keras 3 on JAX one XLA compile).
+RESNET18 = dict(depth=18, num_classes=10, image_size=32,
+                stage_filters=(8, 8, 8, 8))
+
+
+def _stem(keras, pad):
+    """ResNet v1.5's stem (7x7/2 conv, BN, ReLU) as resnet_v15 builds it,
+    on a 16x16 image."""
+    from official_bench.models import resnet
+    opts = resnet.BlockOptions(keras)
+    inputs = keras.Input((16, 16, 3))
+    x = resnet.conv_bn(inputs, 64, 7, 2, opts, "stem", pad_channels=pad)
+    return keras.Model(inputs, x)
+
+
+def _outputs_and_stem_grad(jax, model, x):
+    """One jitted call: the training-mode output and d(sum y^2)/d(kernel)."""
+    tv = [v.value for v in model.trainable_variables]
+    ntv = [v.value for v in model.non_trainable_variables]
+
+    def loss(tv):
+        y, _ = model.stateless_call(tv, ntv, x, training=True)
+        return (y * y).sum(), y
+    (_, y), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))(tv)
+    return np.asarray(y), np.asarray(grads[0])
+
+
+def _first_conv_operand(jax, model, x):
+    """The input type of the first convolution JAX lowers the model to."""
+    hlo = jax.jit(lambda v: model(v, training=False)).lower(x).as_text()
+    line = next(l for l in hlo.splitlines() if "convolution" in l)
+    return re.search(r"\(tensor<([0-9x]+?)xf32>", line).group(1)
+
+
+def _counts(model, keras):
+    """Trainable parameters, layer-shape MACs, the stem's kernel and class."""
+    from official_bench.measure.layer_flops import count_forward
+    stem = model.get_layer("stem_conv")
+    return {"trainable": int(sum(np.prod(w.shape)
+                                 for w in model.trainable_weights)),
+            "macs": count_forward(model, keras).macs,
+            "stem_kernel": [int(d) for d in stem.kernel.shape],
+            "stem_class": type(stem).__name__}
+
+
+def compare_in_keras3():
+    """In the child: the stem with and without the padding (numbers), and
+    the padded ResNet (counts)."""
+    import jax
+    import keras
+
+    from official_bench.models.resnet import resnet_v15
+    x = np.random.default_rng(0).standard_normal((2, 16, 16, 3)).astype(
+        "float32")
+    stems = _stem(keras, None), _stem(keras, 4)
+    stems[1].set_weights(stems[0].get_weights())
+    (y0, g0), (y1, g1) = (_outputs_and_stem_grad(jax, m, x) for m in stems)
+    print(json.dumps({
+        "resnet": _counts(resnet_v15(**RESNET18, keras=keras,
+                                     pad_input_channels=4), keras),
+        "stem_max_diff": float(np.abs(y0 - y1).max()),
+        "stem_max": float(np.abs(y0).max()),
+        "grad": [g0.tolist(), g1.tolist()],
+        "first_conv": [_first_conv_operand(jax, m, x) for m in stems],
+    }))
+
+
+@pytest.fixture(scope="module")
+def compared():
+    return keras3_child(__file__, "compare_in_keras3")
+
+
+def test_padded_stem_computes_the_unpadded_result(compared):
+    assert compared["stem_max_diff"] <= 1e-5 * compared["stem_max"]
+    plain, padded = (np.asarray(g) for g in compared["grad"])
+    assert plain.shape == padded.shape == (7, 7, 3, 64)
+    np.testing.assert_allclose(padded, plain, rtol=1e-4, atol=1e-6)
+    assert np.abs(plain).max() > 0
+
+
+def test_the_compiled_stem_convolves_four_channels(compared):
+    # 16x16 padded by 3 on each side for the 7x7/2 convolution.
+    assert compared["first_conv"] == ["2x22x22x3", "2x22x22x4"]
+
+
+def test_the_padded_model_keeps_the_unpadded_weights_and_flops(compared):
+    from official_bench.models.resnet import resnet_v15
+    from official_bench.runtime.keras_setup import keras
+    padded = compared["resnet"]
+    assert padded["stem_kernel"] == [7, 7, 3, 64]
+    assert padded["stem_class"] == "ChannelPaddedConv2D"
+    plain = _counts(resnet_v15(**RESNET18, keras=keras), keras)
+    assert plain["stem_class"] == "Conv2D"
+    for key in ("trainable", "macs", "stem_kernel"):
+        assert padded[key] == plain[key], key
+
+
+def test_the_factory_hands_the_key_to_the_stem():
+    """tf-keras cannot build the padded stem (no keras.ops): the factory's
+    ValueError shows the key reached it; without the key it builds."""
+    from official_bench.runtime.keras_setup import keras
+    base = ("runtime.backend=jax,runtime.num_gpus=0,model.name=resnet_cifar,"
+            "model.model_params.depth=8,train_dataset.image_size=8,"
+            "train_dataset.num_classes=10")
+    plain = C.load_config(params_override=base)
+    assert factory.build_model(plain, 0, keras=keras, backend="jax")
+    padded = C.load_config(
+        params_override=base + ",model.model_params.pad_input_channels=4")
+    with pytest.raises(ValueError, match="pad_input_channels needs Keras 3"):
+        factory.build_model(padded, 0, keras=keras, backend="jax")
