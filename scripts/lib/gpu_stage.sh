@@ -1,0 +1,49 @@
+# Shared by scripts/gpu_jax_profile.sh and scripts/gpu_jax_speed_ab.sh (the
+# pattern of scripts/gpu_jax_check.sh): a budget in seconds, stages skipped
+# with a line when less than their estimate is left, Keras 3 from .whl/
+# when the machine lacks it, JAX's compilation cache across processes.
+#   source scripts/lib/gpu_stage.sh; gpu_begin TAG OUT_DIR BUDGET_SECONDS
+# then `stage NAME SECONDS COMMAND...` writes OUT_DIR/NAME.log and a START /
+# END (or SKIP) line in OUT_DIR/summary.txt. PYTHON picks the interpreter
+# (default python3).
+gpu_begin() {
+  gpu_tag=$1 gpu_out=$2 gpu_budget=$3
+  mkdir -p "$gpu_out"
+  gpu_start=$(date +%s)
+  export KERAS_BACKEND=jax PYTHONUNBUFFERED=1
+  export PYTHON=${PYTHON:-python3}
+  if [ -d .whl ] && ! "$PYTHON" -c "import keras" 2>/dev/null; then
+    "$PYTHON" -m pip install -q --no-index --no-deps --no-compile \
+      --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+      && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+  fi
+  export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+  # Runs after a side's first reuse its compiled step (3-5 s, not 17-21).
+  export JAX_COMPILATION_CACHE_DIR=${JAX_COMPILATION_CACHE_DIR:-/tmp/jax_cache}
+  export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0
+  say "host: $(nproc) CPUs; $("$PYTHON" --version 2>&1); budget ${gpu_budget} s"
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm \
+      --format=csv,noheader | sed 's/^/[gpu] /' | tee -a "$gpu_out/summary.txt"
+  else
+    say "no nvidia-smi here"
+  fi
+  "$PYTHON" -c "import jax, keras; print('[versions] jax', jax.__version__, 'keras', keras.__version__, jax.devices())" 2>&1 \
+    | tail -1 | tee -a "$gpu_out/summary.txt"
+}
+left() { echo $(( gpu_budget - ($(date +%s) - gpu_start) )); }
+say() {
+  echo "[$gpu_tag +$(( $(date +%s) - gpu_start ))s] $*" | tee -a "$gpu_out/summary.txt"
+}
+stage() {  # stage NAME SECONDS_NEEDED COMMAND...
+  local name=$1 need=$2; shift 2
+  if [ "$(left)" -lt "$need" ]; then
+    say "SKIP $name: $(left) s left of the budget, it needs about $need"
+    return 0
+  fi
+  say "START $name"
+  "$@" > "$gpu_out/$name.log" 2>&1
+  local rc=$?
+  say "END $name: exit $rc"
+  tail -n 25 "$gpu_out/$name.log" | grep -v '^[IWE][0-9]\{4\} ' >> "$gpu_out/summary.txt"
+}
