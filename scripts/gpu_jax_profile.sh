@@ -15,12 +15,14 @@
 # estimate is left. BATCH changes the batch; PROFILE_ARGS adds arguments to
 # benchmarks/jax_profile.py (--cpu: a tiny model, a check of the flow).
 set -u
-out=${1:?usage: gpu_jax_profile.sh OUT_DIR [BUDGET_SECONDS]}
-budget=${2:-240}
-cd "$(dirname "$0")/.."
+root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=lib/gpu_stage.sh
-source scripts/lib/gpu_stage.sh
-gpu_begin gpu-profile "$out" "$budget"
+source "$root/scripts/lib/gpu_stage.sh"
+gpu_usage "$0" "${1:-}" && exit 0
+[ $# -ge 1 ] || { echo "usage: gpu_jax_profile.sh OUT_DIR [BUDGET_SECONDS]" >&2; exit 2; }
+cd "$root"
+gpu_begin gpu-profile "$1" "${2:-240}"
+out=$gpu_out
 batch=${BATCH:-256}
 
 profile() {  # profile NAME DTYPE BATCH: capture, read, keep what is read

@@ -14,12 +14,14 @@
 # AB_ARGS adds arguments to the driver (--only b512,pad4; --pairs 3;
 # --dry-run; --cpu with a tiny model, a check of the flow).
 set -u
-out=${1:?usage: gpu_jax_speed_ab.sh OUT_DIR [BUDGET_SECONDS]}
-budget=${2:-420}
-cd "$(dirname "$0")/.."
+root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=lib/gpu_stage.sh
-source scripts/lib/gpu_stage.sh
-gpu_begin gpu-ab "$out" "$budget"
+source "$root/scripts/lib/gpu_stage.sh"
+gpu_usage "$0" "${1:-}" && exit 0
+[ $# -ge 1 ] || { echo "usage: gpu_jax_speed_ab.sh OUT_DIR [BUDGET_SECONDS]" >&2; exit 2; }
+cd "$root"
+gpu_begin gpu-ab "$1" "${2:-420}"
+out=$gpu_out
 
 # The driver keeps to what is left, less a margin for packing up.
 stage ab 60 "$PYTHON" benchmarks/jax_speed_ab.py --out "$out" \

@@ -244,7 +244,10 @@ def summarise(trace: Dict[str, Any], ops: Dict[str, HloOp], steps: int,
     """The trace's device work per step (ValueError when it has none)."""
     events = device_events(trace, module)
     if not events or steps < 1:
-        raise ValueError(f"no device events in the trace ({steps} steps)")
+        raise ValueError(
+            f"no device events in the trace ({steps} steps): on a GPU, "
+            "JAX's profiler traces kernels through CUPTI (the "
+            "nvidia-cuda-cupti wheel JAX's CUDA extra installs)")
     by_kernel = _kernel_name_map(ops)
     categories = {c: 0.0 for c in CATEGORIES}
     rows: Dict[str, KernelRow] = {}

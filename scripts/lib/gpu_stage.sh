@@ -2,13 +2,23 @@
 # pattern of scripts/gpu_jax_check.sh): a budget in seconds, stages skipped
 # with a line when less than their estimate is left, Keras 3 from .whl/
 # when the machine lacks it, JAX's compilation cache across processes.
-#   source scripts/lib/gpu_stage.sh; gpu_begin TAG OUT_DIR BUDGET_SECONDS
+#   source scripts/lib/gpu_stage.sh; gpu_usage "$0" "${1:-}" && exit 0
+#   gpu_begin TAG OUT_DIR BUDGET_SECONDS
 # then `stage NAME SECONDS COMMAND...` writes OUT_DIR/NAME.log and a START /
 # END (or SKIP) line in OUT_DIR/summary.txt. PYTHON picks the interpreter
-# (default python3).
+# (default python3). Run from the repository's root.
+gpu_usage() {  # gpu_usage SCRIPT FIRST_ARG: its header comment for --help
+  case "$2" in
+    -h|--help)
+      sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$1"
+      echo "  -h, --help  this text"
+      return 0 ;;
+  esac
+  return 1
+}
 gpu_begin() {
-  gpu_tag=$1 gpu_out=$2 gpu_budget=$3
-  mkdir -p "$gpu_out"
+  gpu_tag=$1 gpu_budget=$3
+  gpu_out=$(mkdir -p "$2" && cd "$2" && pwd) || exit 5
   gpu_start=$(date +%s)
   export KERAS_BACKEND=jax PYTHONUNBUFFERED=1
   export PYTHON=${PYTHON:-python3}

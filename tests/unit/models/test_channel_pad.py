@@ -1,9 +1,12 @@
 """models/channel_pad.py: model_params.pad_input_channels. On Keras 3 (JAX,
-in a child Python) ResNet v1.5's stem keeps its 7x7x3x64 kernel, computes
-what the unpadded stem computes (output and kernel gradient, the same
-weights, float32) while the convolution it compiles sees 4 channels, and
-the model keeps the trainable parameters and layer-shape FLOPs of the same
-model built unpadded with tf-keras (the TensorFlow backend's build)."""
+in a child Python) ResNet v1.5's stem, built by the code resnet_v15 builds
+it with, keeps its 7x7x3x64 kernel, computes what the unpadded stem
+computes (output and kernel gradient, the same weights, float32) while the
+convolution it compiles sees 4 channels, and keeps the trainable
+parameters and layer-shape FLOPs of the unpadded stem on either Keras (the
+rest of the model is built by the same code either way). resnet_v15,
+resnet_cifar and the factory hand the key to the stem (tf-keras, which
+cannot build the padded layer, says so)."""
 
 import json
 import re
@@ -14,11 +17,6 @@ import pytest
 from official_bench import config as C
 from official_bench.models import factory
 from support.helpers import keras3_child
-
-# ResNet v1.5 on small stages: the 7x7x3x64 stem, and a model that builds
-# in seconds (each new weight shape costs Keras 3 on JAX one XLA compile).
-RESNET18 = dict(depth=18, num_classes=10, image_size=32,
-                stage_filters=(8, 8, 8, 8))
 
 
 def _stem(keras, pad):
@@ -51,7 +49,8 @@ def _first_conv_operand(jax, model, x):
 
 
 def _counts(model, keras):
-    """Trainable parameters, layer-shape MACs, the stem's kernel and class."""
+    """Trainable parameters, layer-shape MACs, the stem's kernel and class.
+    """
     from official_bench.measure.layer_flops import count_forward
     stem = model.get_layer("stem_conv")
     return {"trainable": int(sum(np.prod(w.shape)
@@ -62,20 +61,17 @@ def _counts(model, keras):
 
 
 def compare_in_keras3():
-    """In the child: the stem with and without the padding (numbers), and
-    the padded ResNet (counts)."""
+    """In the child: the stem with and without the padding."""
     import jax
     import keras
 
-    from official_bench.models.resnet import resnet_v15
     x = np.random.default_rng(0).standard_normal((2, 16, 16, 3)).astype(
         "float32")
     stems = _stem(keras, None), _stem(keras, 4)
     stems[1].set_weights(stems[0].get_weights())
     (y0, g0), (y1, g1) = (_outputs_and_stem_grad(jax, m, x) for m in stems)
     print(json.dumps({
-        "resnet": _counts(resnet_v15(**RESNET18, keras=keras,
-                                     pad_input_channels=4), keras),
+        "counts": [_counts(m, keras) for m in stems],
         "stem_max_diff": float(np.abs(y0 - y1).max()),
         "stem_max": float(np.abs(y0).max()),
         "grad": [g0.tolist(), g1.tolist()],
@@ -101,22 +97,27 @@ def test_the_compiled_stem_convolves_four_channels(compared):
     assert compared["first_conv"] == ["2x22x22x3", "2x22x22x4"]
 
 
-def test_the_padded_model_keeps_the_unpadded_weights_and_flops(compared):
+def test_the_padded_stem_keeps_the_weights_and_flops(compared):
+    from official_bench.runtime.keras_setup import keras
+    plain, padded = compared["counts"]
+    assert padded["stem_kernel"] == plain["stem_kernel"] == [7, 7, 3, 64]
+    assert (plain["stem_class"], padded["stem_class"]) == (
+        "Conv2D", "ChannelPaddedConv2D")
+    tf_keras = _counts(_stem(keras, None), keras)  # the TensorFlow build
+    for key in ("trainable", "macs"):
+        assert padded[key] == plain[key] == tf_keras[key] > 0, key
+
+
+def test_the_models_and_the_factory_hand_the_key_to_the_stem():
+    """tf-keras cannot build the padded stem (no keras.ops): its
+    ValueError shows the key reached it; without the key both build."""
     from official_bench.models.resnet import resnet_v15
     from official_bench.runtime.keras_setup import keras
-    padded = compared["resnet"]
-    assert padded["stem_kernel"] == [7, 7, 3, 64]
-    assert padded["stem_class"] == "ChannelPaddedConv2D"
-    plain = _counts(resnet_v15(**RESNET18, keras=keras), keras)
-    assert plain["stem_class"] == "Conv2D"
-    for key in ("trainable", "macs", "stem_kernel"):
-        assert padded[key] == plain[key], key
-
-
-def test_the_factory_hands_the_key_to_the_stem():
-    """tf-keras cannot build the padded stem (no keras.ops): the factory's
-    ValueError shows the key reached it; without the key it builds."""
-    from official_bench.runtime.keras_setup import keras
+    small = dict(depth=18, num_classes=10, image_size=32,
+                 stage_filters=(8, 8, 8, 8), keras=keras)
+    assert resnet_v15(**small)
+    with pytest.raises(ValueError, match="pad_input_channels needs Keras 3"):
+        resnet_v15(**small, pad_input_channels=4)
     base = ("runtime.backend=jax,runtime.num_gpus=0,model.name=resnet_cifar,"
             "model.model_params.depth=8,train_dataset.image_size=8,"
             "train_dataset.num_classes=10")
