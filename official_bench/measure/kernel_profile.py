@@ -4,16 +4,18 @@ and XLA's optimised HLO text of the step's module.
 
 Device work is the kernels and copies on a GPU's streams (threads named
 "Stream #..." of a "/device:..." process: the derived lines beside them
-repeat the same time), or, on a CPU, the thunks carrying an `hlo_op`.
+repeat the same time), or, on a CPU, the thunks carrying an `hlo_op` (not
+control flow: a conditional's thunk wraps the traced work it runs).
 Each is mapped to its HLO instruction (the `hlo_op` XLA annotates it with,
 else the kernel name XLA gave the fusion) and put in one category, first
 match wins: collectives; copies (memcpy/memset, copy and pure layout
 fusions); convolutions and matrix products (cuDNN/cuBLAS/CUTLASS/Triton
-kernel names, convolution/dot instructions and cuDNN/cuBLAS custom
-calls); the optimizer (an instruction whose op_name, or one fused into it,
-carries OPTIMIZER_SCOPE: the profiling script names the optimizer's
-stateless_apply so); BN/elementwise (every other fusion or element-wise
-op); other. Times are per traced step. Standard library only.
+kernel names, convolution/dot instructions, the fusions holding them,
+cuDNN/cuBLAS custom calls); the optimizer (an instruction whose op_name,
+or one fused into it, carries OPTIMIZER_SCOPE: the profiling script names
+the optimizer's stateless_apply so); BN/elementwise (every other fusion
+or element-wise op); other. Times are per traced step. Standard library
+only.
 """
 
 from __future__ import annotations
