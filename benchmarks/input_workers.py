@@ -88,11 +88,19 @@ def measure_workers(files, size: int, batch: int, workers: int,
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--images", type=int, default=300)
-    p.add_argument("--seconds", type=float, default=6.0)
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--image_size", type=int, default=224)
-    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--images", type=int, default=300,
+                   help="distinct JPEGs made and written as records "
+                        "(default 300)")
+    p.add_argument("--seconds", type=float, default=6.0,
+                   help="seconds each pipeline is timed per round "
+                        "(default 6)")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="interleaved rounds; the median is reported "
+                        "(default 3)")
+    p.add_argument("--image_size", type=int, default=224,
+                   help="the train crop's output size (default 224)")
+    p.add_argument("--batch", type=int, default=32,
+                   help="images per batch (default 32)")
     p.add_argument("--workers", default="1,2",
                    help="comma-separated worker counts (default 1,2)")
     args = p.parse_args(argv)
