@@ -79,9 +79,13 @@ def measure(records, ds, rounds: int, label: str) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--images", type=int, default=240)
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--image_size", type=int, default=224)
+    p.add_argument("--images", type=int, default=240,
+                   help="records built and timed (default 240)")
+    p.add_argument("--rounds", type=int, default=5,
+                   help="rounds of every decoder in turn; the median is "
+                        "reported (default 5)")
+    p.add_argument("--image_size", type=int, default=224,
+                   help="the crop's output size (default 224)")
     p.add_argument("--big", action="store_true",
                    help="also time 1200x900 images")
     args = p.parse_args(argv)
