@@ -359,7 +359,7 @@ def _run_end(cfg: ExperimentConfig, loop: _Loop, dtype: str, model, counted,
     the feed's input wait and XLA's TF32 rule."""
     run, plan = loop.run, loop.plan
     wait = loop.wait.summary(max(1, cfg.train.time_history.warmup_steps))
-    wait_meter.warn_if_input_bound(wait)
+    wait_meter.warn_if_input_bound(wait, _input_hint(cfg.train_dataset))
     return run_end.RunEnd(
         cfg=cfg, plan=plan, dtype=dtype, clock=loop.clock, guard=loop.guard,
         history=history, evaluation=evaluation, model=model,
@@ -371,6 +371,18 @@ def _run_end(cfg: ExperimentConfig, loop: _Loop, dtype: str, model, counted,
         result_path=result_path, num_workers=run.process_count,
         counted=counted, tf32=_tf32(run), sampler=loop.sampler,
         input_wait=wait, extra=_input_record(loop.feeds["train"]))
+
+
+def _input_hint(ds: DatasetConfig) -> str:
+    """What an input-bound JAX run can try next."""
+    if ds.builder == "records":
+        return (f"raise train_dataset.num_workers (now {ds.num_workers!r}) "
+                "where cores are free, or measure the input workers alone "
+                "with: python benchmarks/input_workers.py")
+    if ds.builder == "synthetic":
+        return ("synthetic data from the host: synthetic_location: device "
+                "keeps the batch on the devices")
+    return "the Python source is slower than the steps"
 
 
 def _input_record(feed: Feed) -> Dict[str, Any]:

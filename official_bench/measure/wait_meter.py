@@ -81,13 +81,18 @@ def is_input_bound(summary: Optional[Dict]) -> bool:
     return bool(summary) and summary["fraction"] > INPUT_BOUND_FRACTION
 
 
-def warn_if_input_bound(summary: Optional[Dict]) -> None:
-    """A warning with the input_bench command when the steps waited for
-    input more than INPUT_BOUND_FRACTION of the time."""
+TF_DATA_HINT = ("measure the input pipeline alone with: python -m "
+                "official_bench.data.input_bench <the same --config_file/"
+                "--params_override> --seconds=30")
+
+
+def warn_if_input_bound(summary: Optional[Dict],
+                        hint: str = TF_DATA_HINT) -> None:
+    """A warning with what to do next (`hint`: by default the tf.data
+    input_bench command) when the steps waited for input more than
+    INPUT_BOUND_FRACTION of the time."""
     if is_input_bound(summary):
         logging.warning(
             "official_bench: input-bound: steps waited for input %.0f%% of "
-            "the time (%.1f ms per element); measure the input pipeline "
-            "alone with: python -m official_bench.data.input_bench "
-            "<the same --config_file/--params_override> --seconds=30",
-            100 * summary["fraction"], summary["mean_wait_ms"])
+            "the time (%.1f ms per element); %s",
+            100 * summary["fraction"], summary["mean_wait_ms"], hint)

@@ -1,0 +1,38 @@
+"""measure/wait_meter.py: the input wait's arithmetic and the input-bound
+warning, shared by both backends."""
+
+import pytest
+
+from official_bench.measure import wait_meter
+
+
+def _meter(waits, period=1.0):
+    """Element k asked for at k*period and handed out waits[k] later."""
+    meter = wait_meter.InputWaitMeter("test measure")
+    for k, wait in enumerate(waits):
+        meter.record(k * period, k * period + wait)
+    return meter
+
+
+def test_fraction_leaves_out_the_skipped_and_the_first_counted_wait():
+    summary = _meter([5.0, 0.5, 0.2, 0.2, 0.2]).summary(skip=1)
+    # counted elements 1-4; waits inside the span: elements 2-4
+    assert summary["elements"] == 4 and summary["skipped_elements"] == 1
+    assert summary["wait_seconds"] == pytest.approx(0.6)
+    assert summary["span_seconds"] == pytest.approx(2.7)
+    assert summary["fraction"] == pytest.approx(0.6 / 2.7)
+    assert summary["measure"] == "test measure"
+    assert _meter([0.1]).summary(skip=0) is None  # nothing to measure
+
+
+def test_the_warning_names_the_hint_only_when_input_bound(absl_messages):
+    wait_meter.warn_if_input_bound(
+        _meter([0.0, 0.05, 0.05]).summary(0), "HINT-A")
+    assert not [m for m in absl_messages if "input-bound" in m]
+    wait_meter.warn_if_input_bound(
+        _meter([0.0, 0.5, 0.5]).summary(0), "HINT-B")
+    bound = [m for m in absl_messages if "input-bound" in m]
+    assert len(bound) == 1 and bound[0].endswith("; HINT-B"), bound
+    wait_meter.warn_if_input_bound(_meter([0.0, 0.5, 0.5]).summary(0))
+    assert "official_bench.data.input_bench" in [
+        m for m in absl_messages if "input-bound" in m][-1]
