@@ -1,7 +1,8 @@
 """runtime.backend jax on TFRecords, for real, with TensorFlow blocked in
 the trainers (as on a GPU image): a run decoded by two input worker
 processes trains and evaluates and names its decoder and workers in
-result.json; a truncated shard ends the run in one line naming the file,
+result.json, a cut shard skipped and counted as on TensorFlow; a
+truncated shard (strict) ends the run in one line naming the file,
 with no worker left behind; two processes on 127.0.0.1 read disjoint
 shards and train together (the same weights at the end); a Python
 source's batches train too."""
@@ -126,11 +127,19 @@ def _run(tmp_path, override, data_dir, name="run", timeout=240,
 
 
 def test_records_train_and_evaluate_on_jax_with_input_workers(tmp_path):
+    """One run: train and evaluate from two input workers, with one train
+    shard cut and skip_bad_records: true, so the run trains on and, before
+    its results, the framing check (data/records/file_verdict.py) logs the
+    cut file as skipped and the count, the TensorFlow path's lines."""
     data = tmp_path / "data"
-    write_records(data, "train", 4, 8)
+    paths = write_records(data, "train", 4, 8)
+    cut = paths[2]
+    cut.write_bytes(cut.read_bytes()[:-300])
     write_records(data, "validation", 2, 4)
     rc, out, mark = _run(tmp_path, _override(**{
-        "evaluation.skip_eval": False}), data, mode="train_and_eval")
+        "evaluation.skip_eval": False,
+        "train_dataset.skip_bad_records": True}), data,
+        mode="train_and_eval")
     assert rc == 0, out[-4000:]
     assert _none_left(mark)
     from official_bench.data.records import host_examples
@@ -146,6 +155,12 @@ def test_records_train_and_evaluate_on_jax_with_input_workers(tmp_path):
     assert len(result["stats"]["intervals"]) == 3
     assert "val_loss" in result["history"]
     assert result["input_wait"] is not None
+    skipped = [line for line in out.splitlines()
+               if "skipped (skip_bad_records: true)" in line
+               and str(cut) in line]
+    assert skipped, out[-4000:]
+    assert "official_bench: 1 of 4 record file(s) truncated or corrupt " \
+        "in train" in out, out[-4000:]
 
 
 def test_a_truncated_shard_is_one_line_and_leaves_no_worker(tmp_path):
@@ -161,26 +176,6 @@ def test_a_truncated_shard_is_one_line_and_leaves_no_worker(tmp_path):
     assert str(cut) in errors[0] and "official_bench:" in errors[0], errors
     assert _none_left(mark)
     assert not (tmp_path / "run" / "result.json").exists()
-
-
-def test_a_cut_shard_skipped_is_counted_as_on_tensorflow(tmp_path):
-    """skip_bad_records: true: the run trains on, and before its results
-    the framing check (data/records/file_verdict.py) logs the cut file as
-    skipped and the count, the TensorFlow path's lines."""
-    data = tmp_path / "data"
-    paths = write_records(data, "train", 2, 16)
-    cut = paths[1]
-    cut.write_bytes(cut.read_bytes()[:-300])
-    rc, out, mark = _run(tmp_path, _override(**{
-        "train_dataset.skip_bad_records": True}), data)
-    assert rc == 0, out[-4000:]
-    assert _none_left(mark)
-    skipped = [line for line in out.splitlines()
-               if "skipped (skip_bad_records: true)" in line
-               and str(cut) in line]
-    assert skipped, out[-4000:]
-    assert "official_bench: 1 of 2 record file(s) truncated or corrupt " \
-        "in train" in out, out[-4000:]
 
 
 @pytest.mark.slow
