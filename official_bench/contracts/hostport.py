@@ -11,6 +11,7 @@ form as is, so addresses are passed on in the text they were written in.
 from __future__ import annotations
 
 import ipaddress
+import random
 import re
 import socket
 from typing import List, Optional, Tuple
@@ -86,20 +87,81 @@ def format_hostport(host: str, port: int) -> str:
     return f"{shown}:{port}"
 
 
-def free_ports(n: int, host: str = "127.0.0.1") -> List[int]:
-    """n distinct TCP ports on `host` that were free a moment ago (all held
-    open together, so no two are the same); for local multi-process runs."""
+# The kernel hands out ports from this range (port-0 binds, outgoing
+# connections); a port picked below it cannot be taken by one of those
+# between the pick and its worker's bind (a race that loaded machines lose).
+EPHEMERAL_RANGE_FILE = "/proc/sys/net/ipv4/ip_local_port_range"
+_PICK_FLOOR = 20000
+
+
+def _below_ephemeral() -> Optional[range]:
+    """Ports from _PICK_FLOOR up to the ephemeral range, None when the range
+    is unknown or leaves fewer than 1000 there."""
+    try:
+        with open(EPHEMERAL_RANGE_FILE) as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return range(_PICK_FLOOR, low) if low - _PICK_FLOOR >= 1000 else None
+
+
+def _bind_all(host: str, ports: List[int]) -> bool:
+    """Whether every port binds on `host` now (all held together)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    socks = []
+    try:
+        for port in ports:
+            s = socket.socket(family)
+            socks.append(s)
+            s.bind((host, port))
+        return True
+    except OSError:
+        return False
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _kernel_ports(n: int, host: str) -> List[int]:
+    """n distinct ports the kernel picks (port-0 binds held together)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     socks = []
     try:
         for _ in range(n):
-            s = socket.socket(socket.AF_INET6 if ":" in host
-                              else socket.AF_INET)
+            s = socket.socket(family)
             s.bind((host, 0))
             socks.append(s)
         return [s.getsockname()[1] for s in socks]
     finally:
         for s in socks:
             s.close()
+
+
+def free_ports(n: int, host: str = "127.0.0.1",
+               consecutive: bool = False) -> List[int]:
+    """n distinct TCP ports on `host` that were free a moment ago, for local
+    multi-process runs; consecutive=True gives p, p+1, ... (worker i binds
+    p + i). Picked at random below the kernel's ephemeral range where it
+    has room, else from the kernel's own picks."""
+    span = _below_ephemeral()
+    rng = random.SystemRandom()
+    for _ in range(200 if span is not None else 0):
+        if consecutive:
+            base = rng.randrange(span.start, span.stop - n)
+            ports = list(range(base, base + n))
+        else:
+            ports = rng.sample(span, n)
+        if _bind_all(host, ports):
+            return ports
+    for _ in range(200):
+        ports = _kernel_ports(n if not consecutive else 1, host)
+        if consecutive:
+            ports = list(range(ports[0], ports[0] + n))
+            if ports[-1] > 65535 or not _bind_all(host, ports):
+                continue
+        return ports
+    raise OSError(f"no {n} {'consecutive ' if consecutive else ''}free "
+                  f"TCP ports on {host}")
 
 
 def split_list(text: str) -> List[str]:

@@ -4,7 +4,6 @@ import copy
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -92,23 +91,25 @@ TINY_OVERRIDE = ",".join([
 
 def consecutive_free_port(n):
     """A port p with p..p+n-1 all free on 127.0.0.1 (worker i binds p + i)."""
-    for _ in range(100):
-        base = free_ports(1)[0]
-        if base + n > 65535:
-            continue
-        socks = []
-        try:
-            for port in range(base, base + n):
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError(f"no {n} consecutive free ports")
+    return free_ports(n, consecutive=True)[0]
+
+
+_ERROR_LINE = re.compile(r"(^|[^a-z])(error|exception)\b|Traceback|exit "
+                         r"with status|exited with", re.I)
+
+
+def failure_text(out, tail=3000):
+    """A failed multi-process run's output for an assertion message: its
+    first error lines (the rank that failed first is often not the last to
+    print) and then its tail."""
+    first, seen = [], set()
+    for line in out.splitlines():
+        shape = re.sub(r"[\d.:]+", "", line)  # repeats differ by time only
+        if _ERROR_LINE.search(line) and shape not in seen:
+            seen.add(shape)
+            first.append(line)
+    return ("first error lines:\n" + "\n".join(first[:25])
+            + "\n... output tail:\n" + out[-tail:])
 
 
 def extract_tables(tmp_path, log_dir, python=sys.executable):

@@ -53,6 +53,7 @@ from support.helpers import (
     cli,
     cli_env,
     consecutive_free_port,
+    failure_text,
     free_ports,
     horovod_env,
     horovod_venv,
@@ -221,8 +222,8 @@ def test_service_feeds_two_mirrored_replicas_in_bfloat16(tmp_path):
                  "runtime.mixed_precision_dtype=bfloat16"], timeout=600)
     finally:
         kill_all(procs)
-    assert r.returncode == 0, r.stdout[-4000:]
-    assert "2 replicas x 4 images" in r.stdout, r.stdout[-4000:]
+    assert r.returncode == 0, failure_text(r.stdout)
+    assert "2 replicas x 4 images" in r.stdout, failure_text(r.stdout)
     assert f"runs on the tf.data service at {address} (input pipeline 0)" \
         in r.stdout
     result = json.load(open(tmp_path / "m" / "result.json"))
@@ -258,9 +259,9 @@ def test_service_feeds_two_multi_worker_mirrored_workers(tmp_path):
     finally:
         kill_all(trainers + procs)
     for i, (t, out) in enumerate(zip(trainers, outs)):
-        assert t.returncode == 0, out[-4000:]
+        assert t.returncode == 0, failure_text(out)
         assert f"runs on the tf.data service at {address} (input pipeline " \
-               f"{i})" in out, out[-4000:]
+               f"{i})" in out, failure_text(out)
     assert "global batch 8" in outs[0]  # 4 per replica x 2 workers
 
 
@@ -297,7 +298,7 @@ def test_horovod_ranks_each_call_the_python_source_for_their_rank(
         hvd_venv, tmp_path, "train_dataset.builder=python,"
         "train_dataset.python_source=support.python_sources:recording_source,"
         f"train_dataset.data_dir={tmp_path}")
-    assert rc == 0, out[-4000:]
+    assert rc == 0, failure_text(out)
     seen = sorted(open(tmp_path / f).read() for f in os.listdir(tmp_path)
                   if f.startswith("pipeline-"))
     assert seen == ["0 of 2", "1 of 2"]
@@ -331,7 +332,7 @@ def test_horovod_ranks_each_bind_their_zmq_port(hvd_venv, tmp_path):
             "train_dataset.zmq_timeout_seconds=120")
     finally:
         kill_all(producers)
-    assert rc == 0, out[-4000:]
+    assert rc == 0, failure_text(out)
     assert "global batch 8" in out
 
 
@@ -352,11 +353,11 @@ def test_horovod_ranks_each_register_their_service_pipeline(
             f"train_dataset.data_service_address={address}")
     finally:
         kill_all(procs)
-    assert rc == 0, out[-4000:]
+    assert rc == 0, failure_text(out)
     for rank in range(2):
         assert re.search(rf"^\[{rank}\].*runs on the tf.data service at "
                          rf"{re.escape(address)} \(input pipeline {rank}\)",
-                         out, re.M), out[-4000:]
+                         out, re.M), failure_text(out)
 
 
 @pytest.mark.slow
@@ -368,8 +369,9 @@ def test_horovod_ranks_train_from_records(hvd_venv, tmp_path):
     rc, out = _horovodrun(
         hvd_venv, tmp_path, SERVICE_DATA.lstrip(",") +
         f",train_dataset.builder=records,train_dataset.data_dir={data_dir}")
-    assert rc == 0, out[-4000:]
+    assert rc == 0, failure_text(out)
     assert "global batch 8" in out
     for rank in range(2):
         assert re.search(rf"^\[{rank}\].*train_dataset: 2 classic record "
-                         r"file\(s\) for split train", out, re.M), out[-4000:]
+                         r"file\(s\) for split train", out, re.M), \
+            failure_text(out)

@@ -24,6 +24,7 @@ from support.callback_logs import forces_numpy_batch_logs
 from support.helpers import (
     REPO,
     TINY_OVERRIDE,
+    failure_text,
     horovod_env,
     horovod_venv,
     horovodrun,
@@ -322,7 +323,7 @@ def test_horovodrun_two_ranks_train_through_cli(venv, tmp_path):
         "runtime.distribution_strategy=horovod,"
         "runtime.horovod.fp16_allreduce=true,"
         f"runtime.horovod.fusion_threshold_mb=32,runtime.enable_xla={xla}"])
-    assert p.returncode == 0, p.stdout[-4000:]
+    assert p.returncode == 0, failure_text(p.stdout)
     th = [l for l in p.stdout.splitlines() if "TimeHistory: " in l]
     # Only rank 0 logs: one line per interval, not one per rank.
     assert len(th) == 3, th
@@ -330,7 +331,7 @@ def test_horovodrun_two_ranks_train_through_cli(venv, tmp_path):
     # Ranks start from different random weights (no seed) and from rank 0's
     # after the broadcast, before the first step.
     digests = _broadcast_digests(p.stdout)
-    assert sorted(digests) == [0, 1], p.stdout[-4000:]
+    assert sorted(digests) == [0, 1], failure_text(p.stdout)
     assert digests[0][0] != digests[1][0]
     assert digests[0][1] == digests[1][1] == digests[0][0]
     assert ("forward and backward pass are compiled with XLA" in p.stdout) \
@@ -358,9 +359,9 @@ def test_broadcast_and_xla_step_for_every_optimizer_kind(venv):
     p = _run(venv, horovodrun(
         venv, os.path.join(TESTS, "support/horovod_ranks_check.py"), *kinds),
         timeout=300)
-    assert p.returncode == 0, p.stdout[-4000:]
+    assert p.returncode == 0, failure_text(p.stdout)
     for kind in kinds:
-        assert f"RANKS OK {kind}" in p.stdout, p.stdout[-4000:]
+        assert f"RANKS OK {kind}" in p.stdout, failure_text(p.stdout)
 
 
 def test_horovod_fit_keeps_batch_logs_as_tensors(venv, tmp_path):
@@ -371,9 +372,9 @@ def test_horovod_fit_keeps_batch_logs_as_tensors(venv, tmp_path):
                     os.path.join(TESTS,
                                  "support/horovod_fit_callbacks_check.py"),
                     str(tmp_path)], timeout=300)
-    assert p.returncode == 0, p.stdout[-4000:]
+    assert p.returncode == 0, failure_text(p.stdout)
     line = [l for l in p.stdout.splitlines() if l.startswith("CALLBACKS ")]
-    assert line, p.stdout[-4000:]
+    assert line, failure_text(p.stdout)
     got = json.loads(line[0][len("CALLBACKS "):])
     assert "BroadcastGlobalVariablesCallback" not in got["names"]
     assert {"AverageMetrics", "TimeHistory"} <= set(got["names"])
@@ -402,8 +403,8 @@ def test_allreduce_inside_xla_fails_on_this_build(venv):
     HOROVOD_ENABLE_XLA_OPS=1 (its XLA op is built for CUDA/ROCm only)."""
     p = _run(venv, [os.path.join(venv, "bin", "python"), "-c", XLA_PROBE],
              timeout=300, env={"HOROVOD_ENABLE_XLA_OPS": "1"})
-    assert p.returncode == 0, p.stdout[-4000:]
-    assert "XLA ALLREDUCE FAILED" in p.stdout, p.stdout[-4000:]
+    assert p.returncode == 0, failure_text(p.stdout)
+    assert "XLA ALLREDUCE FAILED" in p.stdout, failure_text(p.stdout)
     assert "HorovodAllreduce" in p.stdout
 
 
@@ -416,7 +417,7 @@ def test_trainer_runs_on_tensorflow_218(venv, tmp_path):
         f"--params_override={TINY_OVERRIDE},train.steps=4,"
         "evaluation.skip_eval=false,evaluation.steps=1,"
         "train.callbacks.enable_checkpoint_and_export=true"], timeout=300)
-    assert p.returncode == 0, p.stdout[-4000:]
+    assert p.returncode == 0, failure_text(p.stdout)
     result = json.load(open(tmp_path / "result.json"))
     assert result["environment"]["tensorflow"].startswith("2.18")
     assert result["evaluation"]["accuracy"] >= 0.0

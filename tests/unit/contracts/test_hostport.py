@@ -1,10 +1,13 @@
 """The one host:port parser, and the package staying TensorFlow-free."""
 
+import os
+import socket
 import subprocess
 import sys
 
 import pytest
 
+from official_bench.contracts import hostport
 from official_bench.contracts.hostport import (
     HostPortError,
     format_hostport,
@@ -69,3 +72,63 @@ def test_contracts_package_does_not_import_tensorflow():
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, text=True,
                          capture_output=True, check=True).stdout
     assert out.strip() == "False"
+
+
+# -- free_ports: picked where the kernel's own picks cannot take them -------
+
+def _low_of_ephemeral():
+    with open(hostport.EPHEMERAL_RANGE_FILE) as f:
+        return int(f.read().split()[0])
+
+
+@pytest.mark.parametrize("consecutive", [False, True])
+def test_free_ports_are_distinct_bindable_and_below_the_ephemeral_range(
+        consecutive):
+    ports = hostport.free_ports(3, consecutive=consecutive)
+    assert len(set(ports)) == 3
+    if consecutive:
+        assert ports == list(range(ports[0], ports[0] + 3))
+    if os.path.exists(hostport.EPHEMERAL_RANGE_FILE) \
+            and _low_of_ephemeral() >= 21000:
+        assert all(20000 <= p < _low_of_ephemeral() for p in ports)
+    socks = [socket.socket() for _ in ports]
+    try:
+        for s, p in zip(socks, ports):
+            s.bind(("127.0.0.1", p))
+    finally:
+        for s in socks:
+            s.close()
+
+
+def test_free_ports_skip_a_port_that_is_taken(monkeypatch):
+    """Every candidate but one is held: the picker must return that one."""
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    taken = held.getsockname()[1]
+    try:
+        monkeypatch.setattr(hostport, "_below_ephemeral",
+                            lambda: range(taken, taken + 2))
+        assert hostport.free_ports(1) == [taken + 1] or \
+            not _bindable(taken + 1)
+    finally:
+        held.close()
+
+
+def _bindable(port):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def test_free_ports_fall_back_to_the_kernel_without_the_range_file(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(hostport, "EPHEMERAL_RANGE_FILE",
+                        str(tmp_path / "absent"))
+    assert hostport._below_ephemeral() is None
+    ports = hostport.free_ports(2, consecutive=True)
+    assert ports[1] == ports[0] + 1 and _bindable(ports[0])
