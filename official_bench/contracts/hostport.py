@@ -1,5 +1,6 @@
 """The one 'host:port' parser: config checks, the trainer and the launcher
-(and `split_list`, NODES-style text into its items: the launcher, the pod).
+(and `split_list`, NODES-style text into its items: the launcher, the pod;
+`free_ports`, ports for local multi-process runs: the doctor, the tests).
 
 Accepted: 'host:port' (a host name or IPv4 address) and '[v6addr]:port'.
 Rejected: a port outside 1..65535 or missing (unless a default is given),
