@@ -106,13 +106,16 @@ def _below_ephemeral() -> Optional[range]:
     return range(_PICK_FLOOR, low) if low - _PICK_FLOOR >= 1000 else None
 
 
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
 def _bind_all(host: str, ports: List[int]) -> bool:
     """Whether every port binds on `host` now (all held together)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     socks = []
     try:
         for port in ports:
-            s = socket.socket(family)
+            s = socket.socket(_family(host))
             socks.append(s)
             s.bind((host, port))
         return True
@@ -125,11 +128,10 @@ def _bind_all(host: str, ports: List[int]) -> bool:
 
 def _kernel_ports(n: int, host: str) -> List[int]:
     """n distinct ports the kernel picks (port-0 binds held together)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     socks = []
     try:
         for _ in range(n):
-            s = socket.socket(family)
+            s = socket.socket(_family(host))
             s.bind((host, 0))
             socks.append(s)
         return [s.getsockname()[1] for s in socks]
@@ -138,29 +140,29 @@ def _kernel_ports(n: int, host: str) -> List[int]:
             s.close()
 
 
+def _candidates(n: int, host: str, span: Optional[range],
+                consecutive: bool) -> List[int]:
+    """n ports to try: at random from `span`, else from the kernel."""
+    rng = random.SystemRandom()
+    if not consecutive:
+        return _kernel_ports(n, host) if span is None else rng.sample(span, n)
+    base = _kernel_ports(1, host)[0] if span is None \
+        else rng.randrange(span.start, span.stop - n)
+    return list(range(base, base + n))
+
+
 def free_ports(n: int, host: str = "127.0.0.1",
                consecutive: bool = False) -> List[int]:
     """n distinct TCP ports on `host` that were free a moment ago, for local
     multi-process runs; consecutive=True gives p, p+1, ... (worker i binds
     p + i). Picked at random below the kernel's ephemeral range where it
     has room, else from the kernel's own picks."""
-    span = _below_ephemeral()
-    rng = random.SystemRandom()
-    for _ in range(200 if span is not None else 0):
-        if consecutive:
-            base = rng.randrange(span.start, span.stop - n)
-            ports = list(range(base, base + n))
-        else:
-            ports = rng.sample(span, n)
-        if _bind_all(host, ports):
-            return ports
-    for _ in range(200):
-        ports = _kernel_ports(n if not consecutive else 1, host)
-        if consecutive:
-            ports = list(range(ports[0], ports[0] + n))
-            if ports[-1] > 65535 or not _bind_all(host, ports):
-                continue
-        return ports
+    below = _below_ephemeral()
+    for span in ([below] if below else []) + [None]:
+        for _ in range(200):
+            ports = _candidates(n, host, span, consecutive)
+            if ports[-1] <= 65535 and _bind_all(host, ports):
+                return ports
     raise OSError(f"no {n} {'consecutive ' if consecutive else ''}free "
                   f"TCP ports on {host}")
 
