@@ -3,17 +3,24 @@
 
 TensorFlow fixes its device list at the first op, so the session splits the
 CPU into two logical devices before anything else runs: mirrored tests then
-have two replicas, and every other test uses the first device.
+have two replicas, and every other test uses the first device. XLA's CPU
+compiler skips LLVM's optimisations in every process (support.helpers.
+FAST_COMPILE).
 """
 
 import logging
+import os
 
 import pytest
+
+from support import helpers
 
 
 def pytest_configure(config):
     from official_bench.runtime import devices
     devices.ensure_cpu_devices(2)
+    # Every process the tests start compiles XLA programs quickly.
+    os.environ["XLA_FLAGS"] = helpers.xla_flags()
 
 
 class _Records(logging.Handler):

@@ -154,14 +154,30 @@ def importable_name(test_file):
     return rel.replace(os.sep, ".")
 
 
+# XLA's CPU back end without LLVM's optimisations, for every process the
+# tests start (tests/conftest.py puts it in XLA_FLAGS): the suite's JAX
+# programs are tiny and run a few steps, so compiling them is most of their
+# time (one tiny CLI run: 27 -> 14 CPU-s). The product never sets it.
+FAST_COMPILE = "--xla_backend_optimization_level=0"
+
+
+def xla_flags(*more):
+    """XLA_FLAGS as the tests run it (with FAST_COMPILE) plus `more`."""
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    if FAST_COMPILE not in flags:
+        flags.insert(0, FAST_COMPILE)
+    return " ".join(flags + list(more))
+
+
 def keras3_child(test_file, function, cpu_devices=1, timeout=300):
     """Calls `function` (no arguments) of a test module in a fresh Python
     whose Keras is Keras 3 on JAX with `cpu_devices` CPU devices (JAX fixes
     both at its first use, so a pytest worker cannot); returns the JSON it
     printed as its last line of stdout."""
     env = child_env({"KERAS_BACKEND": "jax", "JAX_PLATFORMS": "cpu",
-                     "XLA_FLAGS": "--xla_force_host_platform_device_count="
-                                  f"{cpu_devices}"})
+                     "XLA_FLAGS": xla_flags(
+                         "--xla_force_host_platform_device_count="
+                         f"{cpu_devices}")})
     code = f"import {importable_name(test_file)} as t; t.{function}()"
     p = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env,
                        capture_output=True, text=True, timeout=timeout)

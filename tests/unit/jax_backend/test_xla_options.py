@@ -15,7 +15,13 @@ import pytest
 from official_bench.contracts import exit_status
 from official_bench.contracts.trainer_command import trainer_argv
 from official_bench.jax_backend import xla_options
-from support.helpers import REPO, cli_env, keras3_child
+from support.helpers import (
+    FAST_COMPILE,
+    REPO,
+    cli_env,
+    keras3_child,
+    xla_flags,
+)
 
 # The four options issue 47 names, and one the CPU backend uses.
 ISSUE_FLAGS = ["--xla_gpu_autotune_level=0",
@@ -52,10 +58,12 @@ def test_the_trainer_names_an_unknown_flag_in_one_line(tmp_path):
         cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=120)
     assert p.returncode == exit_status.CONFIG, p.stderr[-2000:]
     last = p.stderr.strip().splitlines()[-1]
+    # (XLA_FLAGS: the tests' own first, tests/conftest.py)
+    flags = xla_flags("--xla_cpu_enable_fast_math=false",
+                      "--xla_no_such_option=1")
     assert last == (
         "error: runtime.xla_flags: XLA does not know --xla_no_such_option=1 "
-        "(XLA_FLAGS '--xla_cpu_enable_fast_math=false "
-        "--xla_no_such_option=1'); fix or remove it"), last
+        f"(XLA_FLAGS '{flags}'); fix or remove it"), last
     assert "Unknown flag" not in p.stderr and "usage:" not in p.stderr
     assert not (tmp_path / "m" / "result.json").exists()
 
@@ -94,9 +102,10 @@ def test_the_flags_reach_the_runs_jax_and_result_json(tmp_path,
     # lambda compiled too (JAX names its module file) but has none.
     assert after and all("probe_me" in f for f in after), r["dumped"]
     assert any("lambda" in f for f in r["dumped"])
-    # keras3_child's device count first, the config's flags after it.
+    # The tests' flag and keras3_child's device count first, the config's
+    # flags after them.
     assert r["in_effect"] == [
-        "--xla_force_host_platform_device_count=1",
+        FAST_COMPILE, "--xla_force_host_platform_device_count=1",
         f"--xla_dump_to={tmp_path / 'hlo'}", "--xla_dump_hlo_as_text",
         "--xla_dump_hlo_module_re=.*probe_me.*"]
     assert r["recorded"] == r["in_effect"]
