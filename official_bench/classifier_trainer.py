@@ -22,7 +22,7 @@ from official_bench.config.flags import (
     parse_flags,
     start_main,
 )
-from official_bench.config.paths import check_local_dirs
+from official_bench.config.paths import check_checkpoint, check_local_dirs
 from official_bench.contracts import exit_status
 
 # --help's exit statuses (contracts/exit_status.help_text).
@@ -95,6 +95,7 @@ def main(argv) -> int:
     try:
         cfg = config_from_flags(model_dir=_default_model_dir())
         check_local_dirs(cfg)
+        check_checkpoint(cfg)
         resolve_cluster(cfg.runtime, quiet=True)
     except config_lib.ConfigError as e:
         return _fail(str(e), exit_status.CONFIG, e)

@@ -1,6 +1,7 @@
-"""Directories the config names that must exist on this machine, checked
-before TensorFlow starts (the trainer CLI; the pipeline checks them again
-with TensorFlow's file system, which also reads gs:// and hdfs://)."""
+"""Directories the config names that must exist on this machine, and the
+checkpoint eval and export read, checked before TensorFlow starts (the
+trainer CLI; the pipeline and training/checkpoints.py check them again with
+TensorFlow's file system, which also reads gs:// and hdfs://)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ FILE_BUILDERS = ("records", "tfds")
 # the dataset config; synthetic and zmq never look at it (config/rules.py
 # refuses a data_dir they would ignore).
 DATA_DIR_READERS = ("records", "tfds", "service", "python")
+# The state file in model_dir that tf.train.latest_checkpoint reads: without
+# it there is no latest checkpoint.
+CHECKPOINT_STATE = "checkpoint"
 
 
 def missing_dir_message(key: str, data_dir: str) -> str:
@@ -24,6 +28,14 @@ def missing_dir_message(key: str, data_dir: str) -> str:
     pipeline's own check in data/records/record_files.py)."""
     return (f"{key}.data_dir {data_dir!r} does not exist or is not a "
             "directory")
+
+
+def no_checkpoint_message(model_dir) -> str:
+    """The words for eval or export without a checkpoint to read (shared
+    with training/checkpoints.py)."""
+    return (f"no checkpoint (model.ckpt-*) in model_dir {model_dir!r}; "
+            "train first with train.callbacks.enable_checkpoint_and_export: "
+            "true")
 
 
 def datasets_read(cfg: ExperimentConfig) -> List[Tuple[str, DatasetConfig]]:
@@ -49,3 +61,18 @@ def check_local_dirs(cfg: ExperimentConfig) -> None:
             continue
         if not os.path.isdir(ds.data_dir):
             raise ConfigError(missing_dir_message(key, ds.data_dir))
+
+
+def check_checkpoint(cfg: ExperimentConfig) -> None:
+    """ConfigError when eval (or export without export.checkpoint) would
+    find no checkpoint: a local model_dir without TensorFlow's checkpoint
+    state file. A URL is left to TensorFlow."""
+    if cfg.mode != "eval" and not (cfg.mode == "export_only" and
+                                   not cfg.export.checkpoint):
+        return
+    model_dir = cfg.model_dir
+    if model_dir and "://" in model_dir:
+        return
+    if not model_dir or not os.path.isfile(
+            os.path.join(model_dir, CHECKPOINT_STATE)):
+        raise ConfigError(no_checkpoint_message(model_dir))

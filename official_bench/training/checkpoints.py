@@ -18,6 +18,7 @@ from typing import List, Optional
 from absl import logging
 
 from official_bench.config import ConfigError, ExperimentConfig
+from official_bench.config.paths import no_checkpoint_message
 from official_bench.runtime.keras_setup import keras, tf
 from official_bench.runtime.tf_write_errors import tf_writing
 
@@ -37,10 +38,7 @@ def require_checkpoint(cfg: ExperimentConfig, explicit: Optional[str] = None
     if explicit and not tf.io.gfile.glob(explicit + "*"):
         raise ConfigError(f"export.checkpoint {explicit!r} does not exist")
     if not path:
-        raise ConfigError(
-            f"no checkpoint (model.ckpt-*) in model_dir {cfg.model_dir!r}; "
-            "train first with train.callbacks.enable_checkpoint_and_export: "
-            "true")
+        raise ConfigError(no_checkpoint_message(cfg.model_dir))
     return path
 
 

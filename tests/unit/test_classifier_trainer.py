@@ -107,6 +107,8 @@ def test_eval_without_checkpoint_is_a_clear_error(tmp_path):
     assert p.returncode == 2
     assert (f"no checkpoint (model.ckpt-*) in model_dir '{tmp_path}'"
             in p.stdout)
+    # said before TensorFlow starts (config/paths.check_checkpoint)
+    assert "stage: loading TensorFlow" not in p.stdout, p.stdout[-2000:]
 
 
 def test_dlperf_gpu_yaml_runs_on_cpu_through_cli(tmp_path):
