@@ -22,7 +22,11 @@ from official_bench.config.flags import (
     parse_flags,
     start_main,
 )
-from official_bench.config.paths import check_checkpoint, check_local_dirs
+from official_bench.config.paths import (
+    check_checkpoint,
+    check_local_dirs,
+    check_python_sources,
+)
 from official_bench.contracts import exit_status
 
 # --help's exit statuses (contracts/exit_status.help_text).
@@ -96,6 +100,7 @@ def main(argv) -> int:
         cfg = config_from_flags(model_dir=_default_model_dir())
         check_local_dirs(cfg)
         check_checkpoint(cfg)
+        check_python_sources(cfg)
         resolve_cluster(cfg.runtime, quiet=True)
     except config_lib.ConfigError as e:
         return _fail(str(e), exit_status.CONFIG, e)

@@ -1,10 +1,12 @@
-"""Directories the config names that must exist on this machine, and the
-checkpoint eval and export read, checked before TensorFlow starts (the
+"""Directories the config names that must exist on this machine, the
+checkpoint eval and export read, and a python_source's module, checked
+before TensorFlow starts (the
 trainer CLI; the pipeline and training/checkpoints.py check them again with
 TensorFlow's file system, which also reads gs:// and hdfs://)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from typing import List, Tuple
 
@@ -36,6 +38,13 @@ def no_checkpoint_message(model_dir) -> str:
     return (f"no checkpoint (model.ckpt-*) in model_dir {model_dir!r}; "
             "train first with train.callbacks.enable_checkpoint_and_export: "
             "true")
+
+
+def source_import_message(key: str, spec: str, module: str,
+                          error: str) -> str:
+    """The words for a python_source whose module cannot be imported
+    (shared with data/feeds/python_batches.py)."""
+    return f"{key} {spec!r}: cannot import module {module!r}: {error}"
 
 
 def datasets_read(cfg: ExperimentConfig) -> List[Tuple[str, DatasetConfig]]:
@@ -76,3 +85,19 @@ def check_checkpoint(cfg: ExperimentConfig) -> None:
     if not model_dir or not os.path.isfile(
             os.path.join(model_dir, CHECKPOINT_STATE)):
         raise ConfigError(no_checkpoint_message(model_dir))
+
+
+def check_python_sources(cfg: ExperimentConfig) -> None:
+    """ConfigError when a python_source's top-level package is not on
+    sys.path. Nothing is imported here (the module may import TensorFlow,
+    which must load after runtime/cpu_kernels): a package that is found
+    but fails to import is named when the data pipeline imports it."""
+    for key, ds in datasets_read(cfg):
+        if ds.builder != "python" or not ds.python_source:
+            continue
+        module = ds.python_source.partition(":")[0]
+        top = module.split(".")[0]
+        if top and importlib.util.find_spec(top) is None:
+            raise ConfigError(source_import_message(
+                f"{key}.python_source", ds.python_source, module,
+                f"ModuleNotFoundError: No module named {top!r}"))

@@ -23,6 +23,7 @@ from typing import Callable, Iterator, Tuple
 import numpy as np
 
 from official_bench.config import ConfigError, DatasetConfig
+from official_bench.config.paths import source_import_message
 from official_bench.contracts import dtypes
 from official_bench.data.feeds.batch_spec import (
     BadBatch,
@@ -67,8 +68,8 @@ def load_source(spec: str, key: str = "train_dataset.python_source"
     try:
         module = importlib.import_module(module_name)
     except Exception as e:  # noqa: BLE001 - any import failure is the user's
-        raise ConfigError(f"{key} {spec!r}: cannot import module "
-                          f"{module_name!r}: {type(e).__name__}: {e}") from e
+        raise ConfigError(source_import_message(
+            key, spec, module_name, f"{type(e).__name__}: {e}")) from e
     fn = getattr(module, attr, None)
     if fn is None or not callable(fn):
         raise ConfigError(f"{key} {spec!r}: module {module_name!r} has no "

@@ -8,6 +8,7 @@ from official_bench import config as C
 from official_bench.config.paths import (
     CHECKPOINT_STATE,
     check_checkpoint,
+    check_python_sources,
     no_checkpoint_message,
 )
 
@@ -48,3 +49,28 @@ def test_what_does_not_read_model_dirs_checkpoint_passes(tmp_path):
                           checkpoint=str(tmp_path / "model.ckpt-0003")))
     # a URL: TensorFlow's file system reads it, not this check
     check_checkpoint(_cfg("eval", "gs://bucket/run1"))
+
+
+def _python_cfg(spec):
+    return C.load_config(params_override=[{"train_dataset": {
+        "builder": "python", "python_source": spec}}])
+
+
+@pytest.mark.parametrize("spec", ["nope_mod:f", "nope_pkg.sub:f"])
+def test_a_source_module_not_on_the_path_is_refused_as_the_feed_would(spec):
+    from official_bench.data.feeds.python_batches import load_source
+    with pytest.raises(C.ConfigError) as early:
+        check_python_sources(_python_cfg(spec))
+    with pytest.raises(C.ConfigError) as late:
+        load_source(spec)
+    assert str(early.value) == str(late.value)
+    assert "cannot import module" in str(early.value)
+
+
+def test_a_found_module_is_not_imported(tmp_path, monkeypatch):
+    """Found on sys.path is enough: importing it (it may import
+    TensorFlow) is the data pipeline's job, which names its failure."""
+    (tmp_path / "breaks_on_import.py").write_text("raise RuntimeError('x')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    check_python_sources(_python_cfg("breaks_on_import:f"))
+    check_python_sources(_python_cfg("support.python_sources:float64_source"))

@@ -339,6 +339,8 @@ def test_cli_bad_source_exits_nonzero_naming_it(tmp_path):
              f"--model_dir={tmp_path}", "--mode=train"], env=CLI_ENV)
     assert p.returncode == 2
     assert "cannot import module 'nope_mod'" in p.stdout
+    # said before TensorFlow starts (config/paths.check_python_sources)
+    assert "stage: loading TensorFlow" not in p.stdout, p.stdout[-2000:]
 
 
 @pytest.mark.slow
