@@ -300,13 +300,15 @@ def thread_count(pid):
     raise AssertionError(f"no Threads line for pid {pid}")
 
 
-def start_service(*args, python=sys.executable, env=None, timeout=120):
+def start_service(*args, python=sys.executable, env=None, timeout=120,
+                  module="official_bench.data.feeds.service"):
     """A tf.data service dispatcher or worker
-    (official_bench.data.feeds.service) once it prints its ready line:
+    (official_bench.data.feeds.service), or `module` (such as
+    support.service_cluster), once it prints its (first) ready line:
     (process, its lines so far)."""
     proc = subprocess.Popen(
-        [python, "-m", "official_bench.data.feeds.service", *args], cwd=REPO,
-        env=cli_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        [python, "-m", module, *args], cwd=REPO,
+        env=child_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True)
     lines, deadline = [], time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -82,27 +82,15 @@ def _two_file_records(root, per_file=8):
     return str(root)
 
 
-def _service(python, *args, timeout=180):
-    """A dispatcher or worker process, once it prints its ready line."""
-    return start_service(*args, python=python, timeout=timeout,
-                         env={"CUDA_VISIBLE_DEVICES": ""})[0]
-
-
 def _service_cluster(python, workers=1):
-    """(dispatcher address, processes): a dispatcher and `workers` workers
-    on 127.0.0.1."""
-    dport, *wports = free_ports(1 + workers)
-    procs = [_service(python, "--dispatcher", "--port", str(dport))]
-    try:
-        for port in wports:
-            procs.append(_service(
-                python, "--worker", "--dispatcher_address",
-                f"127.0.0.1:{dport}", "--port", str(port),
-                "--worker_address", "127.0.0.1"))
-    except BaseException:
-        kill_all(procs)
-        raise
-    return f"127.0.0.1:{dport}", procs
+    """(dispatcher address, [process]): a dispatcher and `workers` workers
+    on 127.0.0.1, built as the service CLI builds them, in one process
+    (support/service_cluster.py)."""
+    ports = [str(p) for p in free_ports(1 + workers)]
+    proc = start_service(*ports, python=python, timeout=180,
+                         env={"CUDA_VISIBLE_DEVICES": ""},
+                         module="support.service_cluster")[0]
+    return f"127.0.0.1:{ports[0]}", [proc]
 
 
 SERVICE_DATA = (",train_dataset.image_size=8,train_dataset.num_classes=2,"
