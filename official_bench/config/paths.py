@@ -1,8 +1,8 @@
-"""Directories the config names that must exist on this machine, the
-checkpoint eval and export read, and a python_source's module, checked
-before TensorFlow starts (the
-trainer CLI; the pipeline and training/checkpoints.py check them again with
-TensorFlow's file system, which also reads gs:// and hdfs://)."""
+"""What the config names that must exist on this machine, checked before
+TensorFlow starts by the trainer CLI: data directories, the checkpoint eval
+and export read, a python_source's package. The pipeline, the feed and
+training/checkpoints.py check them again once they run (with TensorFlow's
+file system, which also reads gs:// and hdfs://)."""
 
 from __future__ import annotations
 

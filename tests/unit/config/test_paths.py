@@ -1,6 +1,8 @@
-"""config/paths.check_checkpoint: eval, and export without
-export.checkpoint, are refused before TensorFlow starts when model_dir has
-no checkpoint state file (the file tf.train.latest_checkpoint reads)."""
+"""config/paths' checks before TensorFlow starts: eval, and export without
+export.checkpoint, are refused when model_dir has no checkpoint state file
+(the file tf.train.latest_checkpoint reads); a python_source whose package
+is not on sys.path is refused with the feed's own words, and one that is
+found is not imported."""
 
 import pytest
 
