@@ -7,6 +7,7 @@ come."""
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import os
 import random
@@ -108,7 +109,8 @@ def _finish_shard(output_dir: str, name: str, images: int,
 def _remove_stale_temporaries(output_dir: str, split: str) -> None:
     for name in os.listdir(output_dir):
         if name.startswith(f".{split}-") and name.endswith(".tmp"):
-            os.remove(os.path.join(output_dir, name))
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(output_dir, name))
     shard_skips.remove_stale_temporaries(output_dir)
 
 
@@ -183,19 +185,27 @@ def build_split(split: str, items: Sequence[Item], num_shards: int,
     # with the executor marking the same futures broken (CPython 3.11).
     pending = {pool.submit(encode_shard, task) for task in tasks}
     written = 0
-    while pending:
-        done, pending = concurrent.futures.wait(
-            pending, timeout=0.5,
-            return_when=concurrent.futures.FIRST_COMPLETED)
-        for future in done:
-            index, records, skipped = _shard_result(future, pool)
-            _finish_shard(output_dir, shard_name(split, index, num_shards),
-                          len(shards[index]), records, skipped)
-            bad.extend(skipped)
-            written += 1
-        if pending:
-            _check_workers(pool)
-            progress.update(done_images + sum(slots[:num_shards]))
+    try:
+        while pending:
+            done, pending = concurrent.futures.wait(
+                pending, timeout=0.5,
+                return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in done:
+                index, records, skipped = _shard_result(future, pool)
+                _finish_shard(output_dir,
+                              shard_name(split, index, num_shards),
+                              len(shards[index]), records, skipped)
+                bad.extend(skipped)
+                written += 1
+            if pending:
+                _check_workers(pool)
+                progress.update(done_images + sum(slots[:num_shards]))
+    except BaseException:
+        # A signal can land between a temporary's creation and the code
+        # that would remove it (atomic_path's try, a context manager's
+        # __enter__): whatever stopped the build, none is left behind.
+        _remove_stale_temporaries(output_dir, split)
+        raise
     progress.update(done_images + sum(slots[:num_shards]), force=True)
     return written, num_shards - len(tasks), bad
 

@@ -221,6 +221,26 @@ def test_restart_skips_finished_shards_and_never_exposes_partial_ones(
     assert code == 2
 
 
+def test_a_stop_between_a_temporarys_creation_and_its_cleanup_leaves_none(
+        tmp_path, monkeypatch):
+    """A signal that lands after a shard's temporary exists but before the
+    writer could remove it (the SIGTERM test below saw one on 2026-11-29):
+    the build removes it on the way out."""
+    src = make_tree(str(tmp_path / "src"), per_class=2)
+    out = str(tmp_path / "out")
+
+    def stopped(path, records):
+        open(os.path.join(os.path.dirname(path),
+                          f".{os.path.basename(path)}.abc123.tmp"), "wb")
+        raise br.Interrupted(signal.SIGTERM)
+    monkeypatch.setattr(shards, "_write_shard", stopped)
+    with pytest.raises(br.Interrupted):
+        builder.build(builder.BuildOptions(
+            output_dir=out, input_dir=src, splits="train", train_shards=2,
+            num_workers=1), log=lambda line: None)
+    assert [n for n in os.listdir(out) if n.endswith(".tmp")] == []
+
+
 def test_shards_without_skip_records_are_reported_not_miscounted(tmp_path):
     """Shards from an older builder (no .shards/ records): the re-run says
     their skipped images are unknown and --verify does not guess counts."""
