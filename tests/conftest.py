@@ -5,7 +5,7 @@ TensorFlow fixes its device list at the first op, so the session splits the
 CPU into two logical devices before anything else runs: mirrored tests then
 have two replicas, and every other test uses the first device. XLA's CPU
 compiler skips LLVM's optimisations in every process (support.helpers.
-FAST_COMPILE).
+FAST_COMPILE). Test files run longest first (support/file_order.py).
 """
 
 import logging
@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from support import helpers
+from support import file_order, helpers
 
 
 def pytest_configure(config):
@@ -21,6 +21,14 @@ def pytest_configure(config):
     devices.ensure_cpu_devices(2)
     # Every process the tests start compiles XLA programs quickly.
     os.environ["XLA_FLAGS"] = helpers.xla_flags()
+    # xdist hands out files in collection order, which the hook below sets
+    # (its own reordering, by test count, would undo it).
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config, items):
+    file_order.longest_first(items, file_order.load())
 
 
 class _Records(logging.Handler):
