@@ -1,5 +1,6 @@
 """multi_worker_mirrored for real: two CLI processes on 127.0.0.1 ports."""
 
+import json
 import math
 import re
 import socket
@@ -21,50 +22,9 @@ from support.multiworker import (
     TWO_NODE,
     finish,
     start_worker,
-    train_two_workers,
 )
 
 pytestmark = pytest.mark.multiworker
-
-
-
-
-
-
-
-
-
-@pytest.mark.slow
-def test_two_workers_train_together_with_identical_losses(tmp_path):
-    p0, p1 = free_ports(2)
-    hosts = f"127.0.0.1:{p0},127.0.0.1:{p1}"
-    common = (f"{TINY_OVERRIDE},runtime.all_reduce_alg=ring,"
-              "runtime.peer_timeout_seconds=120,runtime.seed=7,"
-              "train.steps=4")
-    chief, other, outs = train_two_workers(str(tmp_path), hosts, common)
-    assert "Using TF_CONFIG from the environment" in outs[1]
-    assert chief["stats"]["num_replicas"] == 2
-    assert chief["stats"]["global_batch_size"] == 8  # 4 per replica x 2
-    assert chief["model"]["trainable_weights_sha256"] == \
-        other["model"]["trainable_weights_sha256"]
-    assert chief["task"]["is_chief"] and not other["task"]["is_chief"]
-    # The strategy's own devices are recorded: one CPU replica per worker.
-    assert chief["environment"]["devices"] == [
-        "/job:worker/replica:0/task:0/device:CPU:0"]
-    assert other["environment"]["devices"] == [
-        "/job:worker/replica:0/task:1/device:CPU:0"]
-    assert chief["environment"]["replicas_per_worker"] == 1
-    # The step logs are the global values, not their sum over the 2
-    # workers (tf_keras' "auto" reduction doubled them): with 10 classes
-    # the loss after 4 steps is near ln 10 = 2.3, a doubled one near 4.6.
-    for out in outs:
-        losses = [float(v) for v in re.findall(
-            r"official_bench: step \d+/\d+ .*, loss ([0-9.]+)", out)]
-        assert losses and all(0 < v < 1.5 * math.log(10) for v in losses), \
-            losses
-    for out in outs:
-        assert ("TimeHistory: " in out
-                and "examples/second between steps" in out)
 
 
 def test_missing_worker_is_a_clear_timeout(tmp_path):
@@ -110,13 +70,15 @@ def test_task_index_out_of_range(tmp_path):
     assert "runtime.task_index 2 is not a valid index" in out
 
 
-def _sampling_workers(tmp_path, override, steps, which=(0, 1)):
+def _sampling_workers(tmp_path, override, steps, which=(0, 1),
+                      tf_config=False):
     """Two loopback workers; for those in `which`, their thread count at
-    the TimeHistory lines of `steps`."""
+    the TimeHistory lines of `steps`. With `tf_config`, worker 1 is
+    configured by TF_CONFIG (which must win over the YAML's worker_hosts
+    and task_index), worker 0 by worker_hosts + task_index."""
     ports, hosts = loopback_hosts(2)
     common = (f"{TINY_OVERRIDE},runtime.all_reduce_alg=ring,"
-              f"runtime.peer_timeout_seconds=120,{override},"
-              f"runtime.worker_hosts='{hosts}'")
+              f"runtime.peer_timeout_seconds=120,{override}")
     workers, threads = [], []
     for i in (0, 1):
         seen = {}
@@ -128,28 +90,65 @@ def _sampling_workers(tmp_path, override, steps, which=(0, 1)):
                     seen[step] = thread_count(workers[i].proc.pid)
                 except (OSError, AssertionError):
                     pass
+        own, env = (f"runtime.worker_hosts='{hosts}',"
+                    f"runtime.task_index={i}"), None
+        if tf_config and i == 1:
+            own, env = "", {"TF_CONFIG": json.dumps({
+                "cluster": {"worker": hosts.split(",")},
+                "task": {"type": "worker", "index": 1}})}
         workers.append(LiveProcess(trainer_cmd(
-            tmp_path, f"{common},runtime.task_index={i}",
-            f"--config_file={TWO_NODE}", "--num_gpus=0"), on_step=sample))
+            tmp_path, f"{common},{own}".rstrip(","),
+            f"--config_file={TWO_NODE}", "--num_gpus=0"), on_step=sample,
+            env=env))
     return ports, workers, threads
 
 
 @pytest.mark.slow
-def test_long_run_does_not_leak_threads(tmp_path):
-    """Default config: no per-collective timeout threads pile up (with the
-    old 300 s default two workers grew ~20 threads per step and aborted:
-    ~3,000 threads between the two samples, against < 30 allowed)."""
+def test_two_workers_train_together_identically_without_leaking_threads(
+        tmp_path):
+    """Two workers, one configured by TF_CONFIG, train 250 steps together
+    with the same weights and the global step losses; with the default
+    config no per-collective timeout threads pile up (with the old 300 s
+    default two workers grew ~20 threads per step and aborted: ~3,000
+    threads between the two samples, against < 30 allowed)."""
     _, workers, threads = _sampling_workers(
-        tmp_path, "train.steps=250,train.time_history.log_steps=50",
-        (100, 250))
+        tmp_path, "runtime.seed=7,train.steps=250,"
+        "train.time_history.log_steps=50", (100, 250), tf_config=True)
     try:
         codes = [w.finish(600) for w in workers]
     finally:
         kill_all(workers)
+    outs = [w.output for w in workers]
     for w, code, seen in zip(workers, codes, threads):
         assert code == 0, w.output[-3000:]
         assert set(seen) == {100, 250}, w.output[-2000:]
         assert seen[250] - seen[100] < 30, (seen, w.output[-2000:])
+    chief = json.loads((tmp_path / "result.json").read_text())
+    other = json.loads((tmp_path / "result_worker1.json").read_text())
+    assert chief["environment"]["num_workers"] == 2
+    assert chief["history"]["loss"] == pytest.approx(other["history"]["loss"])
+    assert "Using TF_CONFIG from the environment" in outs[1]
+    assert chief["stats"]["num_replicas"] == 2
+    assert chief["stats"]["global_batch_size"] == 8  # 4 per replica x 2
+    assert chief["model"]["trainable_weights_sha256"] == \
+        other["model"]["trainable_weights_sha256"]
+    assert chief["task"]["is_chief"] and not other["task"]["is_chief"]
+    # The strategy's own devices are recorded: one CPU replica per worker.
+    assert chief["environment"]["devices"] == [
+        "/job:worker/replica:0/task:0/device:CPU:0"]
+    assert other["environment"]["devices"] == [
+        "/job:worker/replica:0/task:1/device:CPU:0"]
+    assert chief["environment"]["replicas_per_worker"] == 1
+    # The step logs are the global values, not their sum over the 2
+    # workers (tf_keras' "auto" reduction doubled them): with 10 classes
+    # the loss is near ln 10 = 2.3 or below, a doubled one near 4.6.
+    for out in outs:
+        losses = [float(v) for v in re.findall(
+            r"official_bench: step \d+/\d+ .*, loss ([0-9.]+)", out)]
+        assert losses and all(
+            0 < v < 1.5 * math.log(10) for v in losses), losses
+        assert ("TimeHistory: " in out
+                and "examples/second between steps" in out)
 
 
 def test_collective_timeout_warns_about_its_threads():
