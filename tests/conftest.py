@@ -17,14 +17,22 @@ from support import file_order, helpers
 
 
 def pytest_configure(config):
-    from official_bench.runtime import devices
-    devices.ensure_cpu_devices(2)
+    if _runs_tests(config):
+        from official_bench.runtime import devices
+        devices.ensure_cpu_devices(2)
     # Every process the tests start compiles XLA programs quickly.
     os.environ["XLA_FLAGS"] = helpers.xla_flags()
     # xdist hands out files in collection order, which the hook below sets
     # (its own reordering, by test count, would undo it).
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
+
+
+def _runs_tests(config):
+    """False in xdist's controller, which only hands tests out (and need
+    not spend seconds importing TensorFlow)."""
+    return hasattr(config, "workerinput") or \
+        not getattr(config.option, "numprocesses", None)
 
 
 def pytest_collection_modifyitems(config, items):
