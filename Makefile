@@ -55,10 +55,10 @@ test: lint
 	$(PY) -m pytest -m serial $(ARGS) || [ $$? -eq 5 ]
 
 # The unit tier (tests/unit: one process each, no cluster): a contributor's
-# loop before each commit.
+# loop before each commit. Files whole and longest first, as in `test`.
 test-fast: lint
 	$(BYTECODE)
-	$(PY) -m pytest -n $(TEST_JOBS) tests/unit $(ARGS)
+	$(PY) -m pytest -n $(TEST_JOBS) --dist loadfile tests/unit $(ARGS)
 
 horovod:
 	bash scripts/install_horovod.sh
