@@ -5,9 +5,6 @@ import socket
 
 import pytest
 
-from support.helpers import TINY_OVERRIDE
-from support.multiworker import train_two_workers
-
 pytestmark = pytest.mark.multiworker
 
 
@@ -30,24 +27,13 @@ def _free_ipv6_ports(n):
 
 
 @pytest.mark.slow
-def test_two_workers_train_on_ipv6_loopback(tmp_path):
-    ports = _free_ipv6_ports(2)
-    if ports is None:
-        pytest.skip("no IPv6 loopback here (socket.has_ipv6 is false or "
-                    "binding ::1 fails)")
-    hosts = ",".join(f"[::1]:{p}" for p in ports)
-    common = (f"{TINY_OVERRIDE},runtime.peer_timeout_seconds=120,"
-              "runtime.seed=7,train.steps=3")
-    # Both the worker_hosts config check and TF_CONFIG take '[::1]:port'.
-    train_two_workers(str(tmp_path), hosts, common)
-
-
-@pytest.mark.slow
 def test_launcher_to_trainer_on_ipv6_loopback(tmp_path):
-    """run_two_node.sh twice with NODES=[::1]:p0,[::1]:p1 (issue 11 §6): the
-    launcher's node list, its barrier (bound to ::1, with the same
-    BARRIER_SECRET on both nodes) and the trainer's config check all take
-    the bracketed form; both nodes finish with result files."""
+    """run_two_node.sh twice (issue 11 §6), node 0 given
+    NODES=[::1]:p0,[::1]:p1 and node 1 the same cluster as TF_CONFIG: the
+    launcher's node list from either, its barrier (bound to ::1, with the
+    same BARRIER_SECRET on both nodes), the trainer's worker_hosts check
+    (node 0's, from NODES) and its TF_CONFIG (node 1's, passed on) all
+    take the bracketed form; both nodes finish with result files."""
     import os
     import sys
 
@@ -73,12 +59,16 @@ def test_launcher_to_trainer_on_ipv6_loopback(tmp_path):
             "validation_dataset.num_classes=10", "evaluation.skip_eval=true"]),
         RUN_TIMEOUT="240", KILL_AFTER="10", BARRIER_TIMEOUT="60",
         PEER_TIMEOUT="120", BARRIER_SECRET="v6-secret",
-        NODES=f"[::1]:{ports[0]},[::1]:{ports[1]}", BARRIER_PORT=str(ports[2]))
+        BARRIER_PORT=str(ports[2]))
+    hosts = [f"[::1]:{ports[0]}", f"[::1]:{ports[1]}"]
+    node_env = [dict(base, NODES=",".join(hosts), TASK_INDEX="0"),
+                dict(base, TF_CONFIG=json.dumps({
+                    "cluster": {"worker": hosts},
+                    "task": {"type": "worker", "index": 1}}))]
     returncodes, outs = run_together(
         [(["timeout", "-k", "10", "400", "bash",
-           os.path.join(repo, "run_two_node.sh"), "4", "fp32", "1"],
-          dict(base, TASK_INDEX=str(index))) for index in (0, 1)],
-        tmp_path, timeout=420)
+           os.path.join(repo, "run_two_node.sh"), "4", "fp32", "1"], env)
+         for env in node_env], tmp_path, timeout=420)
     assert returncodes == [0, 0], "\n".join(outs)
     assert f"barrier: serving on [::1]:{ports[2]} for 2 nodes" in outs[0]
     for out in outs:
@@ -90,3 +80,9 @@ def test_launcher_to_trainer_on_ipv6_loopback(tmp_path):
     assert chief["environment"]["num_workers"] == 2
     assert chief["task"]["index"] == 0 and worker["task"]["index"] == 1
     assert chief["history"]["loss"] == worker["history"]["loss"]
+    assert f"nodes: {','.join(hosts)} (from TF_CONFIG)" in outs[1], outs[1]
+    assert "TF_CONFIG is set and wins (passed to the trainer unchanged)" \
+        in outs[1]
+    assert "Using TF_CONFIG from the environment" in \
+        (root / "node1" / "rn50_b4_fp32_1.log").read_text()
+    assert "Using TF_CONFIG" not in (root / "rn50_b4_fp32_1.log").read_text()
