@@ -230,13 +230,14 @@ def test_producer_binds_and_sends_max_batches():
     assert len(got) == 3
 
 
-def _trainer(endpoint, *extra):
+def _trainer(endpoint, model_dir, *extra):
     override = ",".join([TINY_OVERRIDE, "train_dataset.builder=zmq",
                          f"train_dataset.zmq_endpoints=[{endpoint}]",
                          *extra])
     return subprocess.Popen(
         [sys.executable, "-m", "official_bench.classifier_trainer",
-         "--mode=train", f"--params_override={override}"],
+         "--mode=train", f"--model_dir={model_dir}",
+         f"--params_override={override}"],
         cwd=REPO, env=cli_env(), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True)
 
@@ -246,10 +247,9 @@ def test_trains_from_two_producer_processes_mirrored(tmp_path):
     ep = f"tcp://127.0.0.1:{free_ports(1)[0]}"
     # 8 steps x 2 replicas take 16 batches; each producer sends 12, so
     # the run finishes only if both feed it.
-    trainer = _trainer(ep, "runtime.distribution_strategy=mirrored",
+    trainer = _trainer(ep, tmp_path, "runtime.distribution_strategy=mirrored",
                        "runtime.cpu_devices=2", "train.steps=8",
-                       "train_dataset.zmq_timeout_seconds=20",
-                       f"model_dir={tmp_path}")
+                       "train_dataset.zmq_timeout_seconds=20")
     with _producers(["--connect", ep, "--synthetic", "--name", "pa",
                      "--max_batches", "12"],
                     ["--connect", ep, "--synthetic", "--name", "pb",
@@ -263,9 +263,9 @@ def test_trains_from_two_producer_processes_mirrored(tmp_path):
 
 
 @pytest.mark.slow
-def test_killed_producer_ends_the_run_within_the_timeout():
+def test_killed_producer_ends_the_run_within_the_timeout(tmp_path):
     ep = f"tcp://127.0.0.1:{free_ports(1)[0]}"
-    trainer = _trainer(ep, "train.steps=100000",
+    trainer = _trainer(ep, tmp_path, "train.steps=100000",
                        "train.time_history.log_steps=5",
                        "train_dataset.zmq_timeout_seconds=4")
     with _producers(["--connect", ep, "--synthetic", "--name",
@@ -297,13 +297,12 @@ def test_two_workers_each_bind_their_port_and_train(tmp_path):
     workers = free_ports(2)
     hosts = ",".join(f"127.0.0.1:{p}" for p in workers)
     trainers = [
-        _trainer(f"tcp://127.0.0.1:{base}",
+        _trainer(f"tcp://127.0.0.1:{base}", tmp_path / str(i),
                  "runtime.distribution_strategy=multi_worker_mirrored",
                  f"runtime.worker_hosts='{hosts}'", f"runtime.task_index={i}",
                  "runtime.all_reduce_alg=ring",
                  "runtime.peer_timeout_seconds=120", "train.steps=4",
-                 "train_dataset.zmq_timeout_seconds=60",
-                 f"model_dir={tmp_path}")
+                 "train_dataset.zmq_timeout_seconds=60")
         for i in range(2)]
     # Worker i's producer connects to base + i only.
     outs = []

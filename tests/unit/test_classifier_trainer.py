@@ -32,6 +32,38 @@ print(status, "tensorflow" in sys.modules)
 """
 
 
+# config_from_flags in a fresh process: the model_dir of each line's flags.
+MODEL_DIRS = """
+import sys
+from absl import flags
+from official_bench.config.flags import config_from_flags
+for line in sys.stdin.read().splitlines():
+    flags.FLAGS.unparse_flags()
+    flags.FLAGS(["classifier_trainer"] + line.split())
+    print(config_from_flags(model_dir="the-default").model_dir)
+"""
+
+
+def test_default_model_dir_is_below_every_layer(tmp_path):
+    """The CLI's model_dir/run-<stamp> is used only where no layer names a
+    model_dir: --config_file and --params_override win over it (it used to
+    win over both), --model_dir over all."""
+    f = tmp_path / "a.yaml"
+    f.write_text(f"model_dir: {tmp_path / 'file'}\n")
+    override = f"--params_override=model_dir={tmp_path / 'override'}"
+    cases = [([], "the-default"),
+             ([f"--config_file={f}"], tmp_path / "file"),
+             ([f"--config_file={f}", override], tmp_path / "override"),
+             ([f"--config_file={f}", override,
+               f"--model_dir={tmp_path / 'flag'}"], tmp_path / "flag")]
+    p = subprocess.run(
+        [sys.executable, "-c", MODEL_DIRS], cwd=REPO, env=cli_env(),
+        input="".join(" ".join(argv) + "\n" for argv, _ in cases),
+        capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == [str(want) for _, want in cases]
+
+
 @pytest.mark.parametrize("flags, words", [
     (["--params_override=train.stpes=1"],
      "train.stpes: unknown key; valid keys here: "),

@@ -62,7 +62,8 @@ def test_missing_dispatcher_fails_within_the_timeout(tmp_path):
         f"train_dataset.data_service_address=127.0.0.1:{port},"
         "train_dataset.data_service_timeout_seconds=2")
     start = time.monotonic()
-    r = cli(["--mode=train", f"--params_override={override}"], timeout=300)
+    r = cli(["--mode=train", f"--model_dir={tmp_path / 'm'}",
+             f"--params_override={override}"], timeout=300)
     assert r.returncode != 0
     assert f"no tf.data service dispatcher at 127.0.0.1:{port} after 2 s" \
         in r.stdout, r.stdout[-3000:]
