@@ -144,7 +144,8 @@ def _numbers(d: Dict[str, Any], keys) -> bool:
 def compute_waits(log_dir: str) -> Tuple[Dict[str, Dict[str, Any]],
                                          List[str]]:
     """``(waits, warnings)``: case -> penalty (median over the case's runs
-    of after-wait / back-to-back), gap_seconds (their median), runs,
+    of after-wait / back-to-back), gap_seconds and back_to_back_seconds
+    (the chief's step back to back; their medians), runs,
     in_step: the communication in training's pattern (per key the median
     over the runs; None unless every run measured it), and per_run: each
     run's penalty and in_step (the scaling model's run-to-run spread), for
@@ -166,6 +167,8 @@ def compute_waits(log_dir: str) -> Tuple[Dict[str, Dict[str, Any]],
     waits = {case: {
         "penalty": statistics.median(w["penalty"] for w in ws),
         "gap_seconds": statistics.median(w["gap_seconds"] for w in ws),
+        "back_to_back_seconds": statistics.median(
+            w["back_to_back_seconds"] for w in ws),
         "runs": len(ws),
         "in_step": {k: statistics.median(w["in_step"][k] for w in ws)
                     for k in IN_STEP_KEYS}

@@ -11,6 +11,9 @@ its reasons and its validation: docs/scaling_model.md.
 from official_bench.extract import allreduce_logs, cases
 
 TOLERANCE = 0.03  # relative: within this of a bound counts as at the bound
+# Relative: a device's step back to back beside the all-reduce this far
+# from the 1n1g step is named where a case misses its bounds.
+SPEED_DIFFERENCE = 0.2
 
 
 def gradient_allreduce(rows):
@@ -123,6 +126,29 @@ def _wait_text(wait, penalty, t1):
     return text + ", so no overlap charges the 1n1g step's compute"
 
 
+def _speed_text(wait, t1, verdict):
+    """Where a case misses its bounds and the device's own step beside the
+    all-reduce (the chief's, back to back) is more than SPEED_DIFFERENCE
+    from the 1n1g step the bounds use, the two in words ('' otherwise)."""
+    back = (wait or {}).get("back_to_back_seconds")
+    if not back or verdict not in ("below", "above"):
+        return ""
+    ratio = back / t1
+    if verdict == "below" and ratio > 1 + SPEED_DIFFERENCE:
+        why = ("the devices computed slower here than in the 1n1g run "
+               "(other load, clocks, or processes sharing a machine), "
+               "which the bounds do not charge")
+    elif verdict == "above" and ratio < 1 - SPEED_DIFFERENCE:
+        why = ("the 1n1g step is longer than the device's compute (input "
+               "or host overhead the 1n1g run paid, or a slower machine "
+               "then)")
+    else:
+        return ""
+    return ("; beside the all-reduce a device computed the step back to "
+            "back in %.1f ms, %.2fx the 1n1g step (%.1f ms): %s"
+            % (back * 1e3, ratio, t1 * 1e3, why))
+
+
 def explain(case, measured, t1, row, devices, latency=None, wait=None,
             run_spread=0.0):
     """The model's numbers and a sentence for one case; latency: the
@@ -176,6 +202,7 @@ def explain(case, measured, t1, row, devices, latency=None, wait=None,
                 text += ("; measured %.2f is inside: about %.0f%% of the "
                          "all-reduce is hidden behind compute" % (
                              measured, 100 * min(1.0, hidden)))
+    text += _speed_text(wait, t1, verdict)
     return {"compute_ms": t1 * 1e3, "allreduce_ms": row["seconds"] * 1e3,
             "allreduce_in_step_ms": a * 1e3 if in_step else None,
             "small_in_step_ms": tail * 1e3 if in_step else None,
@@ -184,11 +211,17 @@ def explain(case, measured, t1, row, devices, latency=None, wait=None,
             "latency_ms": lat * 1e3, "compute_penalty": penalty,
             "compute_wait": {"gap_ms": wait["gap_seconds"] * 1e3,
                              "measured_penalty": wait["penalty"],
+                             "back_to_back_ms": _ms(
+                                 wait.get("back_to_back_seconds")),
                              "runs": wait.get("runs")} if wait else None,
             "lower": lower, "upper": upper,
             "measured": measured, "verdict": verdict,
             "run_spread": run_spread, "tolerance": tolerance,
             "explanation": "%s %s" % (case, text)}
+
+
+def _ms(seconds):
+    return None if seconds is None else seconds * 1e3
 
 
 def apply(result, table, waits=None):

@@ -279,9 +279,51 @@ def test_compute_after_a_wait_widens_the_no_overlap_bound(tree):
     assert other["compute_penalty"] == 1.0
     assert other["compute_wait"] is None
     assert m["compute_wait"] == {"gap_ms": 500.0, "measured_penalty":
-                                 pytest.approx(1.6), "runs": 2}
+                                 pytest.approx(1.6), "back_to_back_ms": 100.0,
+                                 "runs": 2}
     assert other["lower"] == pytest.approx(2 * 1.28 / 1.88)
     assert "after a" not in other["explanation"]
+
+
+def test_a_device_slower_beside_the_all_reduce_is_named_in_a_miss(tree):
+    # 2n1g: T1 1.28 s, measured 1.0 is below (test_bounds_and_words).
+    # Beside the all-reduce the chief's step back to back took 1.9 and
+    # 2.1 s (median 2.0, 1.56x T1): the machine ran slower than during the
+    # 1n1g run, and the explanation says so with the numbers.
+    write_compute_wait(tree, "2n1g", 1.9, 1.9)
+    write_compute_wait(tree, "2n1g", 2.1, 2.1, index=5)
+    m = extract.extract(str(tree)).result["rn50"]["2n1g"]["scaling_model"]
+    assert m["verdict"] == "below"
+    assert m["compute_wait"]["back_to_back_ms"] == pytest.approx(2000.0)
+    assert m["explanation"].endswith(
+        "; beside the all-reduce a device computed the step back to back "
+        "in 2000.0 ms, 1.56x the 1n1g step (1280.0 ms): the devices "
+        "computed slower here than in the 1n1g run (other load, clocks, or "
+        "processes sharing a machine), which the bounds do not charge")
+    # within SPEED_DIFFERENCE of T1 (1.1x): a miss is not put on the speed
+    write_compute_wait(tree, "2n1g", 1.4, 1.4)
+    write_compute_wait(tree, "2n1g", 1.4, 1.4, index=5)
+    m = extract.extract(str(tree)).result["rn50"]["2n1g"]["scaling_model"]
+    assert m["verdict"] == "below"
+    assert "beside the all-reduce a device" not in m["explanation"]
+
+
+def test_a_1n1g_step_longer_than_the_compute_is_named_above_the_bounds():
+    # bounds 0.5 to 0.667 with T1 0.1 s, A 0.3 s; measured 0.8 is above.
+    row = {"seconds": 0.3, "nbytes": 10, "busbw_gbps": 1.0,
+           "dtype": "float32"}
+    wait = {"penalty": 1.0, "gap_seconds": 0.3, "back_to_back_seconds": 0.07}
+    m = scaling.explain("2n1g", 0.8, 0.1, row, 2, wait=wait)
+    assert m["verdict"] == "above"
+    assert m["explanation"].endswith(
+        "a device computed the step back to back in 70.0 ms, 0.70x the "
+        "1n1g step (100.0 ms): the 1n1g step is longer than the device's "
+        "compute (input or host overhead the 1n1g run paid, or a slower "
+        "machine then)")
+    # inside the bounds the speeds are not compared
+    m = scaling.explain("2n1g", 0.6, 0.1, row, 2, wait=wait)
+    assert m["verdict"] == "inside"
+    assert "back to back in" not in m["explanation"]
 
 
 def test_compute_faster_after_a_wait_does_not_tighten_the_bound(tree):
