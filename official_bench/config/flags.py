@@ -84,18 +84,17 @@ def flag_overrides() -> dict:
 
 def config_from_flags(model_dir=None):
     """The config the flags describe (layers as in the module docstring),
-    through the layering trainer.run and the launcher use too; shared by
-    every entry point that takes the trainer's flags. `model_dir` is the
-    entry point's default, below every layer: a model_dir from
-    --config_file or --params_override wins over it, --model_dir over all."""
-    from official_bench.config import layering
-    layers = layering.layers_of(FLAGS.config_file, FLAGS.params_override,
-                                flag_overrides())
-    if model_dir is not None:
-        layers.insert(0, ("the default model_dir", {"model_dir": model_dir}))
-    return layering.build_config(layers,
-                                 model_type=FLAGS.model_type or "resnet",
-                                 dataset=FLAGS.dataset or "imagenet")
+    through config.load_config, the layering trainer.run and the launcher
+    use too; shared by every entry point that takes the trainer's flags.
+    `model_dir` is the entry point's default, below every layer: a
+    model_dir from --config_file or --params_override wins over it,
+    --model_dir over all."""
+    from official_bench import config as config_lib
+    return config_lib.load_config(
+        config_file=FLAGS.config_file, params_override=FLAGS.params_override,
+        overrides=flag_overrides(), model_type=FLAGS.model_type or "resnet",
+        dataset=FLAGS.dataset or "imagenet",
+        defaults=None if model_dir is None else {"model_dir": model_dir})
 
 
 def _steps_pair(text):

@@ -32,14 +32,19 @@ OverrideLike = Union[None, str, Mapping[str, Any],
 def layers_of(config: ConfigLike = None,
               params_override: OverrideLike = None,
               overrides: Optional[Mapping[str, Any]] = None,
-              overrides_from: str = "flags") -> List[Layer]:
+              overrides_from: str = "flags",
+              defaults: Optional[Mapping[str, Any]] = None) -> List[Layer]:
     """The (source, mapping) layers, in order, that `build_config` merges
     over the defaults; each source is how an error will name that layer.
 
     `overrides_from` names the last layer: "flags" for the CLI, the API's
-    keyword arguments for trainer.run.
+    keyword arguments for trainer.run. `defaults`: an entry point's own
+    defaults (the CLI's model_dir/run-<stamp>), the first layer, so the
+    config file and every later layer win over them.
     """
     layers: List[Layer] = []
+    if defaults:
+        layers.append(("the entry point's defaults", defaults))
     if isinstance(config, (str, os.PathLike)):
         path = os.fspath(config)
         if path:  # an empty --config_file= names no file
@@ -94,8 +99,11 @@ def load_config(config_file: ConfigLike = None,
                 overrides: Optional[Mapping[str, Any]] = None,
                 model_type: str = "resnet",
                 dataset: str = "imagenet",
-                overrides_from: str = "flags") -> ExperimentConfig:
-    """defaults -> config file -> params_override(s) -> overrides (flags).
+                overrides_from: str = "flags",
+                defaults: Optional[Mapping[str, Any]] = None
+                ) -> ExperimentConfig:
+    """defaults (built in, then `defaults`) -> config file ->
+    params_override(s) -> overrides (flags).
 
     `config_file` is a YAML path (r2.3's --config_file), or, from the API, a
     mapping or an ExperimentConfig. `params_override` takes what
@@ -103,5 +111,6 @@ def load_config(config_file: ConfigLike = None,
     path) or a dict, or a list of those.
     """
     return build_config(
-        layers_of(config_file, params_override, overrides, overrides_from),
+        layers_of(config_file, params_override, overrides, overrides_from,
+                  defaults),
         model_type=model_type, dataset=dataset)
