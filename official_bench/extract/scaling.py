@@ -131,7 +131,7 @@ def _speed_text(wait, t1, verdict):
     all-reduce (the chief's, back to back) is more than SPEED_DIFFERENCE
     from the 1n1g step the bounds use, the two in words ('' otherwise)."""
     back = (wait or {}).get("back_to_back_seconds")
-    if not back or verdict not in ("below", "above"):
+    if not back:
         return ""
     ratio = back / t1
     if verdict == "below" and ratio > 1 + SPEED_DIFFERENCE:

@@ -194,12 +194,12 @@ def test_measured_speedup_inside_predicted_bounds(tmp_path, two_hosts):
         right before the last rate's runs, the one whose bounds depend on
         the 1-device step (at 20 Mbit/s T1 nearly cancels)."""
         base = tmp_path / ("baseline-again" if again else "baseline")
-        tag = " again" if again else ""
+        label = " again" if again else ""
         if not base.exists():
-            timed(f"1n1g baseline{tag}", baseline, tmp_path, base,
+            timed(f"1n1g baseline{label}", baseline, tmp_path, base,
                   STEPS=max(STEPS.values()))
-        timed(f"{rate or 'unlimited'} 2n1g{tag}", both, tmp_path, two_hosts,
-              logs, STEPS=STEPS[rate])
+        timed(f"{rate or 'unlimited'} 2n1g{label}", both, tmp_path,
+              two_hosts, logs, STEPS=STEPS[rate])
         return base
 
     trees = {}
