@@ -147,6 +147,9 @@ class HostFeed:
         self._producer: Any = None
         self._thread: Optional[threading.Thread] = None
         self._stop = threading.Event()
+        # Held while a batch is copied from its shared-memory slot:
+        # _end_pass takes it before the producer unmaps the slots.
+        self._copying = threading.Lock()
         self._queue: "queue.Queue" = queue.Queue(maxsize=PREFETCH)
         self._served = 0
         self.error: Optional[BaseException] = None
@@ -185,10 +188,13 @@ class HostFeed:
                 if host is None:
                     _put(out, _ENDED, stop)
                     return
-                try:
-                    arrays = self._to_devices(host)
-                finally:
-                    host.release()
+                with self._copying:
+                    if stop.is_set():  # the producer may be closed already
+                        return
+                    try:
+                        arrays = self._to_devices(host)
+                    finally:
+                        host.release()
                 _put(out, arrays, stop)
                 made += 1
         except BaseException as e:  # handed to the training thread
@@ -228,7 +234,8 @@ class HostFeed:
             return
         self._stop.set()
         self.info.update(self.stats())
-        self._producer.close()
+        with self._copying:  # no copy reads a slot once they are unmapped
+            self._producer.close()
         self._thread.join(timeout=10)
         self._thread = None
 
