@@ -261,33 +261,101 @@ def _hvd_env(venv):
         [REPO, TESTS] + [p for p in [os.environ.get("PYTHONPATH")] if p])})
 
 
-def _horovodrun(venv, tmp_path, override, timeout=600):
-    """horovodrun -np 2 --gloo the trainer CLI; (returncode, output)."""
-    cmd = horovodrun(venv, "-m", "official_bench.classifier_trainer",
-                     "--mode=train", f"--model_dir={tmp_path / 'm'}",
-                     f"--params_override={TINY_OVERRIDE},train.steps=4,"
-                     f"runtime.distribution_strategy=horovod,{override}")
-    p = subprocess.run(cmd, cwd=REPO, env=_hvd_env(venv), text=True,
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       timeout=timeout)
-    return p.returncode, p.stdout
+def _has_zmq(venv):
+    return subprocess.run([os.path.join(venv, "bin", "python"), "-c",
+                           "import zmq"], env=_hvd_env(venv),
+                          capture_output=True).returncode == 0
+
+
+def _run_sections(out, names):
+    """{name: {rank: that run's lines on that rank}} from the output of
+    support/horovod_runs.py under horovodrun ("[rank]..." lines)."""
+    sections = {name: {0: "", 1: ""} for name in names}
+    current = {0: None, 1: None}
+    for line in out.splitlines():
+        m = re.match(r"^\[(\d)\]", line)
+        if not m or int(m.group(1)) not in current:
+            continue
+        rank = int(m.group(1))
+        begin = re.search(r"RUN (\w+) BEGIN$", line)
+        if begin:
+            current[rank] = begin.group(1)
+        elif current[rank] in sections:
+            sections[current[rank]][rank] += line + "\n"
+    return sections
 
 
 @pytest.fixture(scope="module")
-def hvd_venv():
-    return horovod_venv()
+def hvd_runs(tmp_path_factory):
+    """One horovodrun -np 2 --gloo whose ranks train once per source
+    (support/horovod_runs.py): python, records, service, and zmq where the
+    Horovod venv has pyzmq. Starting the ranks once instead of four times
+    saves about 90 CPU-s; each test below asserts its own run's part.
+    (returncode, output, {source: {rank: lines}}, folders)."""
+    venv = horovod_venv()
+    tmp = tmp_path_factory.mktemp("hvd")
+    data_dir = _two_file_records(tmp / "data")
+    base = TINY_OVERRIDE + ",train.steps=4,runtime.distribution_strategy=" \
+        "horovod,"
+    # The servers run the venv's TensorFlow too: a pipeline serialised by
+    # TensorFlow 2.18 is not sent to a 2.21 worker here.
+    address, procs = _service_cluster(os.path.join(venv, "bin", "python"))
+    runs = {
+        "python": "train_dataset.builder=python,train_dataset.python_source="
+                  f"support.python_sources:recording_source,"
+                  f"train_dataset.data_dir={tmp / 'python'}",
+        "records": SERVICE_DATA.lstrip(",") + ",train_dataset.builder="
+                   f"records,train_dataset.data_dir={data_dir}",
+        "service": SERVICE_DATA.lstrip(",") + ",train_dataset.builder="
+                   f"service,train_dataset.data_dir={data_dir},"
+                   f"train_dataset.data_service_address={address}",
+    }
+    os.makedirs(tmp / "python")
+    if _has_zmq(venv):
+        # Rank r binds port + r; producer r connects to that port only.
+        port = consecutive_free_port(2)
+        runs["zmq"] = ("train_dataset.builder=zmq,train_dataset."
+                       f"zmq_endpoints=[tcp://127.0.0.1:{port}],"
+                       "train_dataset.zmq_timeout_seconds=120")
+        procs += [subprocess.Popen(
+            [sys.executable, "-m", "official_bench.data.feeds.zmq_producer",
+             "--connect", f"tcp://127.0.0.1:{port + r}", "--synthetic",
+             "--batch_size", "4", "--image_size", "16", "--num_classes",
+             "10", "--name", f"for-rank{r}", "--send_timeout_seconds",
+             "600"], cwd=REPO, env=cli_env(), stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True) for r in range(2)]
+    try:
+        p = subprocess.run(
+            horovodrun(venv, os.path.join(TESTS, "support/horovod_runs.py"),
+                       str(tmp / "m"),
+                       *(f"{name}={base}{o}" for name, o in runs.items())),
+            cwd=REPO, env=_hvd_env(venv), text=True, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, timeout=900)
+    finally:
+        kill_all(procs)
+    return (p.returncode, p.stdout, _run_sections(p.stdout, runs),
+            {"python": tmp / "python", "address": address})
+
+
+def _run_of(hvd_runs, name):
+    """That source's run on both ranks, asserted to have ended."""
+    rc, out, sections, _ = hvd_runs
+    if name not in sections:
+        pytest.skip(f"{name} did not run (see the fixture)")
+    ended = [r for r in (0, 1) if f"RUN {name} END" in sections[name][r]]
+    assert ended == [0, 1], failure_text(out)
+    if all(f"RUN {n} END" in lines[r] for n, lines in sections.items()
+           for r in (0, 1)):
+        assert rc == 0, failure_text(out)  # every run ended: the exit too
+    return sections[name][0] + sections[name][1]
 
 
 @pytest.mark.slow
 @pytest.mark.multiworker
-def test_horovod_ranks_each_call_the_python_source_for_their_rank(
-        hvd_venv, tmp_path):
-    rc, out = _horovodrun(
-        hvd_venv, tmp_path, "train_dataset.builder=python,"
-        "train_dataset.python_source=support.python_sources:recording_source,"
-        f"train_dataset.data_dir={tmp_path}")
-    assert rc == 0, failure_text(out)
-    seen = sorted(open(tmp_path / f).read() for f in os.listdir(tmp_path)
+def test_horovod_ranks_each_call_the_python_source_for_their_rank(hvd_runs):
+    out = _run_of(hvd_runs, "python")
+    folder = hvd_runs[3]["python"]
+    seen = sorted(open(folder / f).read() for f in os.listdir(folder)
                   if f.startswith("pipeline-"))
     assert seen == ["0 of 2", "1 of 2"]
     assert "global batch 8" in out  # 4 per rank x 2 ranks
@@ -295,71 +363,35 @@ def test_horovod_ranks_each_call_the_python_source_for_their_rank(
 
 @pytest.mark.slow
 @pytest.mark.multiworker
-def test_horovod_ranks_each_bind_their_zmq_port(hvd_venv, tmp_path):
+def test_horovod_ranks_each_bind_their_zmq_port(hvd_runs):
     """Rank r binds port + r; producer r connects to that port only, so
     both ranks finish only if each got its own producer's batches."""
-    probe = subprocess.run([os.path.join(hvd_venv, "bin", "python"), "-c",
-                            "import zmq"], env=_hvd_env(hvd_venv),
-                           capture_output=True)
-    if probe.returncode != 0:
-        pytest.skip(f"pyzmq is not installed in the Horovod venv {hvd_venv} "
-                    "(re-run scripts/install_horovod.sh: it installs the "
-                    "[test] extra, which lists pyzmq)")
-    base = consecutive_free_port(2)
-    producers = [subprocess.Popen(
-        [sys.executable, "-m", "official_bench.data.feeds.zmq_producer",
-         "--connect", f"tcp://127.0.0.1:{base + r}", "--synthetic",
-         "--batch_size", "4", "--image_size", "16", "--num_classes", "10",
-         "--name", f"for-rank{r}", "--send_timeout_seconds", "300"],
-        cwd=REPO, env=cli_env(), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True) for r in range(2)]
-    try:
-        rc, out = _horovodrun(
-            hvd_venv, tmp_path, "train_dataset.builder=zmq,"
-            f"train_dataset.zmq_endpoints=[tcp://127.0.0.1:{base}],"
-            "train_dataset.zmq_timeout_seconds=120")
-    finally:
-        kill_all(producers)
-    assert rc == 0, failure_text(out)
+    if "zmq" not in hvd_runs[2]:
+        pytest.skip("pyzmq is not installed in the Horovod venv (re-run "
+                    "scripts/install_horovod.sh: it installs the [test] "
+                    "extra, which lists pyzmq)")
+    out = _run_of(hvd_runs, "zmq")
     assert "global batch 8" in out
 
 
 @pytest.mark.slow
 @pytest.mark.multiworker
-def test_horovod_ranks_each_register_their_service_pipeline(
-        hvd_venv, tmp_path):
-    # The servers run the venv's TensorFlow too: a pipeline serialised by
-    # TensorFlow 2.18 is not sent to a 2.21 worker here.
-    data_dir = _two_file_records(tmp_path / "data")
-    address, procs = _service_cluster(
-        os.path.join(hvd_venv, "bin", "python"))
-    try:
-        rc, out = _horovodrun(
-            hvd_venv, tmp_path, SERVICE_DATA.lstrip(",") +
-            ",train_dataset.builder=service,"
-            f"train_dataset.data_dir={data_dir},"
-            f"train_dataset.data_service_address={address}")
-    finally:
-        kill_all(procs)
-    assert rc == 0, failure_text(out)
+def test_horovod_ranks_each_register_their_service_pipeline(hvd_runs):
+    out, address = _run_of(hvd_runs, "service"), hvd_runs[3]["address"]
     for rank in range(2):
         assert re.search(rf"^\[{rank}\].*runs on the tf.data service at "
                          rf"{re.escape(address)} \(input pipeline {rank}\)",
-                         out, re.M), failure_text(out)
+                         out, re.M), failure_text(hvd_runs[1])
 
 
 @pytest.mark.slow
 @pytest.mark.multiworker
-def test_horovod_ranks_train_from_records(hvd_venv, tmp_path):
+def test_horovod_ranks_train_from_records(hvd_runs):
     """The records builder itself under horovodrun (the service test above
     sends the same pipeline to the service instead)."""
-    data_dir = _two_file_records(tmp_path / "data")
-    rc, out = _horovodrun(
-        hvd_venv, tmp_path, SERVICE_DATA.lstrip(",") +
-        f",train_dataset.builder=records,train_dataset.data_dir={data_dir}")
-    assert rc == 0, failure_text(out)
+    out = _run_of(hvd_runs, "records")
     assert "global batch 8" in out
     for rank in range(2):
         assert re.search(rf"^\[{rank}\].*train_dataset: 2 classic record "
                          r"file\(s\) for split train", out, re.M), \
-            failure_text(out)
+            failure_text(hvd_runs[1])
