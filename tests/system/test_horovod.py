@@ -1,6 +1,8 @@
 """Horovod: the decisions on CPU in this venv, and Horovod for real
-(horovodrun -np 2 --gloo through the CLI) in the TF 2.18 venv that
-scripts/install_horovod.sh builds (`make horovod`).
+(horovodrun -np 2 --gloo) in the TF 2.18 venv that
+scripts/install_horovod.sh builds (`make horovod`). The trainer's CLI under
+horovodrun, with XLA, is tested through the run scripts
+(system/test_run_scripts.py::test_single_node_horovod_end_to_end).
 
 The same venv checks that official_bench itself runs on TensorFlow 2.18.
 Without that venv those tests skip with the reason; the install hint for a
@@ -9,7 +11,6 @@ missing Horovod is covered in unit/training/test_training.py on every machine.
 
 import json
 import os
-import re
 import subprocess
 
 import numpy as np
@@ -299,55 +300,6 @@ def _run(venv, cmd, timeout=600, env=None):
     return subprocess.run(cmd, cwd=REPO, env=horovod_env(venv, env), text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           timeout=timeout)
-
-
-def _broadcast_digests(output):
-    """{rank: (before, after)} from broadcast_initial_state's log lines."""
-    found = re.findall(r"^\[(\d)\].*Horovod rank \d: broadcast .* sha256 "
-                       r"(\w+) before, (\w+) after", output, re.M)
-    return {int(r): (b, a) for r, b, a in found}
-
-
-@pytest.mark.multiworker
-@pytest.mark.slow
-def test_horovodrun_two_ranks_train_through_cli(venv, tmp_path):
-    """With enable_xla, which adds one thing to the plain Horovod run (its
-    forward and backward pass compiled): the plain run's assertions hold
-    here too, and every other horovodrun of the trainer runs without XLA
-    (system/test_data_sources_strategies.py, test_run_scripts.py)."""
-    xla = True
-    p = _run(venv, horovodrun(venv) + [
-        "-m", "official_bench.classifier_trainer", "--mode=train",
-        f"--model_dir={tmp_path}",
-        f"--params_override={TINY_OVERRIDE},train.steps=6,"
-        "runtime.distribution_strategy=horovod,"
-        "runtime.horovod.fp16_allreduce=true,"
-        f"runtime.horovod.fusion_threshold_mb=32,runtime.enable_xla={xla}"])
-    assert p.returncode == 0, failure_text(p.stdout)
-    th = [l for l in p.stdout.splitlines() if "TimeHistory: " in l]
-    # Only rank 0 logs: one line per interval, not one per rank.
-    assert len(th) == 3, th
-    assert all(l.startswith("[0]") for l in th)
-    # Ranks start from different random weights (no seed) and from rank 0's
-    # after the broadcast, before the first step.
-    digests = _broadcast_digests(p.stdout)
-    assert sorted(digests) == [0, 1], failure_text(p.stdout)
-    assert digests[0][0] != digests[1][0]
-    assert digests[0][1] == digests[1][1] == digests[0][0]
-    assert ("forward and backward pass are compiled with XLA" in p.stdout) \
-        == xla
-    chief = json.load(open(tmp_path / "result.json"))
-    other = json.load(open(tmp_path / "result_rank1.json"))
-    assert chief["environment"]["horovod"]["size"] == 2
-    assert chief["environment"]["tensorflow"].startswith("2.18")
-    assert chief["stats"]["global_batch_size"] == 8  # 4 per rank x 2
-    assert chief["config"]["runtime"]["horovod"]["fp16_allreduce"] is True
-    assert chief["config"]["runtime"]["enable_xla"] is xla
-    # Both ranks end with the same weights and the same averaged metrics.
-    assert chief["model"]["trainable_weights_sha256"] == \
-        other["model"]["trainable_weights_sha256"]
-    assert chief["history"]["loss"] == pytest.approx(other["history"]["loss"])
-    assert other["stats"] is None  # rank 1 does not time
 
 
 @pytest.mark.multiworker

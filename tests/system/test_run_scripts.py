@@ -19,7 +19,7 @@ from support.helpers import (
     free_ports,
     horovod_venv,
 )
-from support.run_scripts import PY, clean_env, failures
+from support.run_scripts import PY, TINY, clean_env, failures
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DLPERF_REGEX = re.compile(r", (\d+.\d+) examples/second ")
@@ -42,6 +42,13 @@ def check_run(log):
     record = json.loads(log.with_suffix(".json").read_text())
     assert len(record["stats"]["intervals"]) == 3
     return record
+
+
+def _broadcast_digests(output):
+    """{rank: (before, after)} from broadcast_initial_state's log lines."""
+    found = re.findall(r"^\[(\d)\].*Horovod rank \d: broadcast .* sha256 "
+                       r"(\w+) before, (\w+) after", output, re.M)
+    return {int(r): (b, a) for r, b, a in found}
 
 
 def extract(tmp_path, log_dir):
@@ -131,15 +138,24 @@ def test_two_node_on_one_machine(tmp_path):
 @pytest.mark.slow
 @pytest.mark.multiworker
 def test_single_node_horovod_end_to_end(tmp_path):
-    """LAUNCHER=horovod: one horovodrun -np 2 --gloo on CPU (CPU_DEVICES=2
-    processes); rank 0 alone logs throughput; rank 0's result.json next to
-    the log; the extractor reads the tree."""
+    """LAUNCHER=horovod: one horovodrun -np 2 --gloo of the trainer's CLI on
+    CPU (CPU_DEVICES=2 processes), with enable_xla, an fp16 all-reduce and a
+    fusion threshold through PARAMS_OVERRIDE. This is the suite's one
+    horovodrun of the trainer with XLA (its forward and backward pass
+    compiled; test_data_sources_strategies.py's run without): the plain
+    run's assertions hold here too. Rank 0 alone logs throughput; the ranks
+    start from different weights, from rank 0's after the broadcast, and
+    end equal; rank 0's result.json lies next to the log; the extractor
+    reads the tree."""
     venv = horovod_venv()
     start = time.monotonic()
     out = subprocess.run(
         ["bash", os.path.join(REPO, "run_single_node.sh"), "4", "fp32", "1"],
-        cwd=tmp_path, env=clean_env(tmp_path, LAUNCHER="horovod",
-                                    HOROVOD_VENV=venv, CPU_DEVICES="2"),
+        cwd=tmp_path, env=clean_env(
+            tmp_path, LAUNCHER="horovod", HOROVOD_VENV=venv, CPU_DEVICES="2",
+            PARAMS_OVERRIDE=TINY + ",runtime.enable_xla=true,"
+            "runtime.horovod.fp16_allreduce=true,"
+            "runtime.horovod.fusion_threshold_mb=32"),
         capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, failures(tmp_path, out.stdout + out.stderr)
     assert "done: 1 of 1 run(s) ok" in out.stdout
@@ -156,12 +172,28 @@ def test_single_node_horovod_end_to_end(tmp_path):
     record = check_run(log)
     assert all(l.startswith("[0]") for l in text.splitlines()
                if "TimeHistory" in l)
+    assert "forward and backward pass are compiled with XLA" in text
     assert record["environment"]["strategy"] == "horovod"
     assert record["environment"]["horovod"]["size"] == 2
+    assert record["environment"]["tensorflow"].startswith("2.18")
     assert record["stats"]["global_batch_size"] == 8
     assert record["task"]["tag"] == "rank0"
+    assert record["config"]["runtime"]["horovod"]["fp16_allreduce"] is True
+    assert record["config"]["runtime"]["enable_xla"] is True
+    # Ranks start from different random weights (no seed) and from rank 0's
+    # after the broadcast, before the first step.
+    digests = _broadcast_digests(text)
+    assert sorted(digests) == [0, 1], text[-3000:]
+    assert digests[0][0] != digests[1][0]
+    assert digests[0][1] == digests[1][1] == digests[0][0]
+    # Both ranks end with the same weights and the same averaged metrics.
     model_dir = record["config"]["model_dir"]
-    assert os.path.isfile(os.path.join(model_dir, "result_rank1.json"))
+    other = json.load(open(os.path.join(model_dir, "result_rank1.json")))
+    assert record["model"]["trainable_weights_sha256"] == \
+        other["model"]["trainable_weights_sha256"]
+    assert record["history"]["loss"] == \
+        pytest.approx(other["history"]["loss"])
+    assert other["stats"] is None  # rank 1 does not time
 
     rn50 = extract(tmp_path, root)
     assert list(rn50) == ["1n2g"]
