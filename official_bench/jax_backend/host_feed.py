@@ -174,7 +174,10 @@ class HostFeed:
         images = make(self._sharding, host.images)
         labels = make(self._sharding, host.labels)
         out = self._prepare(images, labels)
-        # The devices hold their own copy before the slot is reused.
+        # On the CPU, JAX adopts a page-aligned host buffer (a shared-
+        # memory slot, a source's recycled array) without copying it;
+        # prepare's outputs are new buffers: once they are ready, the
+        # slot may be reused (tests/unit/jax_backend/test_host_feed.py).
         self._jax.block_until_ready(out)
         return out
 

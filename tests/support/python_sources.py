@@ -89,3 +89,23 @@ def pipeline_source(ctx):
     labels = np.full((ctx.batch_size,), ctx.input_pipeline_id, np.int32)
     while True:
         yield images, labels
+
+
+def reused_buffer_source(ctx):
+    """Yields one page-aligned buffer over and over, refilled in place with
+    the batch's number (as a loader recycling pinned buffers does): on the
+    CPU, JAX adopts such a buffer without copying it, so a feed that kept
+    it would see every queued batch change."""
+    import mmap
+    shape = (ctx.batch_size, ctx.image_size, ctx.image_size,
+             ctx.num_channels)
+    nbytes = int(np.prod(shape)) * np.dtype(ctx.image_dtype).itemsize
+    images = np.frombuffer(mmap.mmap(-1, nbytes), ctx.image_dtype)
+    images = images.reshape(shape)
+    labels = np.zeros((ctx.batch_size,), np.int32)
+    k = 0
+    while True:
+        images[...] = k
+        labels[...] = k
+        yield images, labels
+        k += 1

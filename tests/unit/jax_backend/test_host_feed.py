@@ -210,6 +210,17 @@ def python_report():
            "images_equal": bool(np.array_equal(
                np.asarray(images), np.concatenate([want[0], want[0]])))}
     feed.close()
+    # A source that refills one buffer in place, one batch per step: each
+    # batch served keeps its own values after the next ones were read.
+    reused = _ds(python_source="support.python_sources:"
+                               "reused_buffer_source", one_hot=False,
+                 num_classes=10)
+    feed = host_feed.python_feed(jax, reused, 6, 1, sharding, training=True,
+                                 seed=4, process_index=0, process_count=1)
+    served = [feed.next() for _ in range(4)]
+    out["reused"] = [[float(np.asarray(i).min()), float(np.asarray(i).max()),
+                      np.asarray(l).tolist()] for i, l in served]
+    feed.close()
     print(json.dumps(out))
 
 
@@ -218,3 +229,6 @@ def test_a_python_source_feeds_one_per_replica_batch_per_device():
     assert r["shape"] == [6, 4, 4, 3] and r["dtype"] == "float32"
     assert r["labels"] == r["want_labels"]
     assert r["images_equal"] is True
+    # The feed copies a batch on the devices before the source may reuse
+    # its buffer (HostFeed._to_devices).
+    assert r["reused"] == [[k, k, [k] * 6] for k in range(4)]
