@@ -40,6 +40,7 @@ import re
 import subprocess
 import sys
 import time
+import types
 
 import numpy as np
 import pytest
@@ -291,15 +292,26 @@ def hvd_runs(tmp_path_factory):
     (support/horovod_runs.py): python, records, service, and zmq where the
     Horovod venv has pyzmq. Starting the ranks once instead of four times
     saves about 90 CPU-s; each test below asserts its own run's part.
-    (returncode, output, {source: {rank: lines}}, folders)."""
+    Its returncode and output, `sections` ({source: {rank: lines}}), the
+    python source's folder and the service's address."""
     venv = horovod_venv()
     tmp = tmp_path_factory.mktemp("hvd")
     data_dir = _two_file_records(tmp / "data")
     base = TINY_OVERRIDE + ",train.steps=4,runtime.distribution_strategy=" \
         "horovod,"
+    procs = []
+    try:
+        return _horovod_runs(venv, tmp, base, data_dir, procs)
+    finally:
+        kill_all(procs)
+
+
+def _horovod_runs(venv, tmp, base, data_dir, procs):
+    """The fixture's servers (appended to `procs`) and its horovodrun."""
     # The servers run the venv's TensorFlow too: a pipeline serialised by
     # TensorFlow 2.18 is not sent to a 2.21 worker here.
-    address, procs = _service_cluster(os.path.join(venv, "bin", "python"))
+    address, servers = _service_cluster(os.path.join(venv, "bin", "python"))
+    procs += servers
     runs = {
         "python": "train_dataset.builder=python,train_dataset.python_source="
                   f"support.python_sources:recording_source,"
@@ -324,29 +336,27 @@ def hvd_runs(tmp_path_factory):
              "10", "--name", f"for-rank{r}", "--send_timeout_seconds",
              "600"], cwd=REPO, env=cli_env(), stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True) for r in range(2)]
-    try:
-        p = subprocess.run(
-            horovodrun(venv, os.path.join(TESTS, "support/horovod_runs.py"),
-                       str(tmp / "m"),
-                       *(f"{name}={base}{o}" for name, o in runs.items())),
-            cwd=REPO, env=_hvd_env(venv), text=True, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, timeout=900)
-    finally:
-        kill_all(procs)
-    return (p.returncode, p.stdout, _run_sections(p.stdout, runs),
-            {"python": tmp / "python", "address": address})
+    p = subprocess.run(
+        horovodrun(venv, os.path.join(TESTS, "support/horovod_runs.py"),
+                   str(tmp / "m"),
+                   *(f"{name}={base}{o}" for name, o in runs.items())),
+        cwd=REPO, env=_hvd_env(venv), text=True, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, timeout=900)
+    return types.SimpleNamespace(
+        returncode=p.returncode, output=p.stdout,
+        sections=_run_sections(p.stdout, runs), python_dir=tmp / "python",
+        address=address)
 
 
 def _run_of(hvd_runs, name):
     """That source's run on both ranks, asserted to have ended."""
-    rc, out, sections, _ = hvd_runs
-    if name not in sections:
-        pytest.skip(f"{name} did not run (see the fixture)")
+    out, sections = hvd_runs.output, hvd_runs.sections
     ended = [r for r in (0, 1) if f"RUN {name} END" in sections[name][r]]
     assert ended == [0, 1], failure_text(out)
     if all(f"RUN {n} END" in lines[r] for n, lines in sections.items()
            for r in (0, 1)):
-        assert rc == 0, failure_text(out)  # every run ended: the exit too
+        # every run ended: the exit status too
+        assert hvd_runs.returncode == 0, failure_text(out)
     return sections[name][0] + sections[name][1]
 
 
@@ -354,7 +364,7 @@ def _run_of(hvd_runs, name):
 @pytest.mark.multiworker
 def test_horovod_ranks_each_call_the_python_source_for_their_rank(hvd_runs):
     out = _run_of(hvd_runs, "python")
-    folder = hvd_runs[3]["python"]
+    folder = hvd_runs.python_dir
     seen = sorted(open(folder / f).read() for f in os.listdir(folder)
                   if f.startswith("pipeline-"))
     assert seen == ["0 of 2", "1 of 2"]
@@ -366,7 +376,7 @@ def test_horovod_ranks_each_call_the_python_source_for_their_rank(hvd_runs):
 def test_horovod_ranks_each_bind_their_zmq_port(hvd_runs):
     """Rank r binds port + r; producer r connects to that port only, so
     both ranks finish only if each got its own producer's batches."""
-    if "zmq" not in hvd_runs[2]:
+    if "zmq" not in hvd_runs.sections:
         pytest.skip("pyzmq is not installed in the Horovod venv (re-run "
                     "scripts/install_horovod.sh: it installs the [test] "
                     "extra, which lists pyzmq)")
@@ -377,11 +387,11 @@ def test_horovod_ranks_each_bind_their_zmq_port(hvd_runs):
 @pytest.mark.slow
 @pytest.mark.multiworker
 def test_horovod_ranks_each_register_their_service_pipeline(hvd_runs):
-    out, address = _run_of(hvd_runs, "service"), hvd_runs[3]["address"]
+    out, address = _run_of(hvd_runs, "service"), hvd_runs.address
     for rank in range(2):
         assert re.search(rf"^\[{rank}\].*runs on the tf.data service at "
                          rf"{re.escape(address)} \(input pipeline {rank}\)",
-                         out, re.M), failure_text(hvd_runs[1])
+                         out, re.M), failure_text(hvd_runs.output)
 
 
 @pytest.mark.slow
@@ -394,4 +404,4 @@ def test_horovod_ranks_train_from_records(hvd_runs):
     for rank in range(2):
         assert re.search(rf"^\[{rank}\].*train_dataset: 2 classic record "
                          r"file\(s\) for split train", out, re.M), \
-            failure_text(hvd_runs[1])
+            failure_text(hvd_runs.output)
