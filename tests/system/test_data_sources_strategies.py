@@ -294,20 +294,19 @@ def hvd_runs(tmp_path_factory):
     saves about 90 CPU-s; each test below asserts its own run's part.
     Its returncode and output, `sections` ({source: {rank: lines}}), the
     python source's folder and the service's address."""
-    venv = horovod_venv()
-    tmp = tmp_path_factory.mktemp("hvd")
-    data_dir = _two_file_records(tmp / "data")
-    base = TINY_OVERRIDE + ",train.steps=4,runtime.distribution_strategy=" \
-        "horovod,"
+    venv, tmp = horovod_venv(), tmp_path_factory.mktemp("hvd")
     procs = []
     try:
-        return _horovod_runs(venv, tmp, base, data_dir, procs)
+        return _horovod_runs(venv, tmp, procs)
     finally:
         kill_all(procs)
 
 
-def _horovod_runs(venv, tmp, base, data_dir, procs):
-    """The fixture's servers (appended to `procs`) and its horovodrun."""
+def _horovod_runs(venv, tmp, procs):
+    """The fixture's data, servers (appended to `procs`) and horovodrun."""
+    data_dir = _two_file_records(tmp / "data")
+    base = TINY_OVERRIDE + ",train.steps=4,runtime.distribution_strategy=" \
+        "horovod,"
     # The servers run the venv's TensorFlow too: a pipeline serialised by
     # TensorFlow 2.18 is not sent to a 2.21 worker here.
     address, servers = _service_cluster(os.path.join(venv, "bin", "python"))
