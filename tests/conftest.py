@@ -6,10 +6,13 @@ CPU into two logical devices before anything else runs: mirrored tests then
 have two replicas, and every other test uses the first device. XLA's CPU
 compiler skips LLVM's optimisations in every process (support.helpers.
 FAST_COMPILE). Test files run longest first (support/file_order.py).
+Temporary files of the tests' processes go under pytest's own temporary
+folder, which pytest prunes, instead of the system's /tmp.
 """
 
 import logging
 import os
+import tempfile
 
 import pytest
 
@@ -37,6 +40,27 @@ def _runs_tests(config):
 
 def pytest_collection_modifyitems(config, items):
     file_order.longest_first(items, file_order.load())
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_tmpdir(tmp_path_factory):
+    """TMPDIR for this process and every process the tests start.
+
+    TensorFlow's autograph writes a source file per converted function
+    (removed at a normal exit only) and TFDS an empty folder per builder;
+    the tests kill many processes, so /tmp kept ~35 of them per run. Here
+    they land under pytest's numbered base folder (the last 3 are kept).
+    """
+    folder = str(tmp_path_factory.mktemp("tmp", numbered=False))
+    saved = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = folder
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+    yield folder
+    if saved is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = saved
+    tempfile.tempdir = None
 
 
 class _Records(logging.Handler):
