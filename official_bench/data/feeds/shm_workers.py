@@ -17,8 +17,11 @@ and the file: a source's exception (its message), a worker that died (its
 signal), a worker with no batch for `timeout` seconds (a dead mount, a
 lock). The file is the one the exception names, else the record file the
 worker had open when last seen (/proc/PID/fd). close() ends the workers
-and unlinks the memory; workers die with their parent
-(host/processes.die_with_parent). TensorFlow-free.
+and unmaps and unlinks the memory, also while another thread is in next()
+(a lock keeps the unmapping and next()'s reads of a slot apart; a batch
+handed out must be copied before close(), which the consumer orders);
+workers die with their parent (host/processes.die_with_parent).
+TensorFlow-free.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import mmap
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from multiprocessing import shared_memory
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
@@ -86,7 +90,8 @@ class BatchShape:
 @dataclasses.dataclass
 class Batch:
     """A batch handed out: `images` may be a view of a worker's slot, valid
-    until release(); `labels` is a copy."""
+    until release() and never after the pool's close(); `labels` is a
+    copy."""
     images: np.ndarray
     labels: np.ndarray
     _release: Optional[Callable[[], None]] = None
@@ -265,6 +270,9 @@ class WorkerPool:
         self._procs: List[Any] = []
         self._conns: List[Any] = []
         self._closed = False
+        # Held while next() reads a slot and while close() unmaps them:
+        # views over a slot do not keep its mapping alive.
+        self._lock = threading.Lock()
         check_shm_space(num_workers * slots * shape.slot_bytes,
                         f"{key}: {num_workers} input worker(s) x {slots} "
                         f"batches of {shape.batch_size}")
@@ -338,6 +346,8 @@ class WorkerPool:
                 if conn.poll(min(left, 0.5)):
                     return conn.recv()
             except (EOFError, OSError):
+                if self._closed:  # by another thread meanwhile
+                    raise self._closed_error() from None
                 proc.join(2.0)
                 raise InputWorkerError(
                     f"{self._who(i)} died ({_death(proc.exitcode)}) while "
@@ -346,8 +356,7 @@ class WorkerPool:
     def next(self) -> Optional[Batch]:
         """The next whole batch, or None once every worker has ended."""
         if self._closed:
-            raise InputWorkerError(f"official_bench: {self.key}: the input "
-                                   "workers were closed")
+            raise self._closed_error()
         while not self._ready:
             if all(self._ended):
                 return None
@@ -356,21 +365,32 @@ class WorkerPool:
             if self._ended[i]:
                 continue
             message = self._receive(i)
-            self._last_file[i] = message[-1] or self._last_file[i]
-            if message[0] == "error":
-                raise self._failed(i, message[1])
-            _, slot, n, last, _ = message
-            self._ended[i] = last
-            self.images_made += n
-            images, labels = self._views[i]
-            if n == self.shape.batch_size:
-                self._ready.append(Batch(
-                    images[slot], labels[slot].copy(),
-                    lambda i=i, slot=slot: self._free(i, slot)))
-            else:
-                self._join(images[slot][:n], labels[slot][:n])
-                self._free(i, slot)
+            with self._lock:  # close() may have unmapped the slots
+                if self._closed:
+                    raise self._closed_error()
+                self._take(i, message)
         return self._ready.popleft()
+
+    def _closed_error(self) -> InputWorkerError:
+        return InputWorkerError(f"official_bench: {self.key}: the input "
+                                "workers were closed")
+
+    def _take(self, i: int, message) -> None:
+        """Worker i's message: its error raised, its batch made ready."""
+        self._last_file[i] = message[-1] or self._last_file[i]
+        if message[0] == "error":
+            raise self._failed(i, message[1])
+        _, slot, n, last, _ = message
+        self._ended[i] = last
+        self.images_made += n
+        images, labels = self._views[i]
+        if n == self.shape.batch_size:
+            self._ready.append(Batch(
+                images[slot], labels[slot].copy(),
+                lambda i=i, slot=slot: self._free(i, slot)))
+        else:
+            self._join(images[slot][:n], labels[slot][:n])
+            self._free(i, slot)
 
     def _free(self, i: int, slot: int) -> None:
         if not self._closed and not self._ended[i]:
@@ -423,14 +443,15 @@ class WorkerPool:
                 proc.join(5.0)
         for conn in self._conns:
             conn.close()
-        self._views.clear()
-        self._ready.clear()
-        for shm in self._shms:
-            try:
-                shm.close()
-            except BufferError:
-                pass  # a batch still viewed: unlinking frees it later
-            shm.unlink()
+        with self._lock:  # not while next() reads a slot
+            self._views.clear()
+            self._ready.clear()
+            for shm in self._shms:
+                try:
+                    shm.close()  # unmaps, even under live numpy views
+                except BufferError:
+                    pass  # a buffer export still open: unmapped later
+                shm.unlink()
 
     def __enter__(self) -> "WorkerPool":
         return self

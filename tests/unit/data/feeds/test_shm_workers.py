@@ -278,3 +278,56 @@ def test_a_pool_left_open_is_closed_at_exit_without_warnings():
                    for n in started["shm"])
     _wait_for(lambda: not any(os.path.exists(f"/proc/{p}")
                               for p in started["pids"]), timeout=10)
+
+
+_CLOSED_MID_NEXT = """
+import json, sys, threading
+sys.path.insert(0, {tests!r})
+from official_bench.data.feeds.shm_workers import BatchShape, \\
+    InputWorkerError, Source, WorkerPool
+pool = WorkerPool(Source({examples!r}), BatchShape(4, 4, 4, 3), 2)
+pool.next().release()
+received, closed, out = threading.Event(), threading.Event(), {{}}
+receive = pool._receive
+
+
+def receive_then_wait(i):  # worker i's batch is in; the pool closes now
+    message = receive(i)
+    received.set()
+    closed.wait(30)
+    return message
+
+
+def reader():
+    try:
+        pool.next()
+        out["got"] = "a batch"
+    except InputWorkerError as e:
+        out["got"] = str(e)
+
+
+pool._receive = receive_then_wait
+thread = threading.Thread(target=reader)
+thread.start()
+received.wait(30)
+pool.close()  # unmaps the slots the message points into
+closed.set()
+thread.join(30)
+print(json.dumps(out), flush=True)
+"""
+
+
+def test_close_from_another_thread_mid_next_reads_no_unmapped_slot():
+    """The feed's copy thread may be in next() when the training thread
+    closes the pool: next() then says the pool was closed, and never reads
+    the slot (unmapped by close(): a segfault, or another mapping's
+    bytes). In a child process, so a segfault fails only this test."""
+    code = _CLOSED_MID_NEXT.format(tests=os.path.join(REPO, "tests"),
+                                   examples=EXAMPLES)
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {
+        "got": "official_bench: train_dataset: the input workers were "
+               "closed"}, out.stderr
+    assert "Traceback" not in out.stderr, out.stderr
