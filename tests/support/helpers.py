@@ -181,7 +181,9 @@ def keras3_child(test_file, function, cpu_devices=1, timeout=300):
     code = f"import {importable_name(test_file)} as t; t.{function}()"
     p = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env,
                        capture_output=True, text=True, timeout=timeout)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert p.returncode == 0, (f"{function}: exit {p.returncode} "
+                               "(negative: killed by that signal)\n" +
+                               p.stdout[-3000:] + p.stderr[-3000:])
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 

@@ -117,7 +117,29 @@ def feed_report():
         sharding, ev, "train_dataset", uint8=True)
     out["failing"] = _error_of(failing, 10)
     out["failing_alive"] = _alive(failing._producer.pids)
+    out["closed_mid_copy"] = _closed_mid_copy(jax, sharding, ds)
     print(json.dumps(out))
+
+
+def _closed_mid_copy(jax, sharding, ds):
+    """The training thread closes the feed while the copy thread is
+    copying the first batch out of its slot: what that copy read."""
+    import threading
+    import time
+    copying, seen = threading.Event(), []
+
+    class SlowCopy(host_feed.HostFeed):
+        def _to_devices(self, host):
+            copying.set()
+            time.sleep(0.5)  # close() is called meanwhile
+            seen.append(host.images[:, 0, 0, 0].tolist())  # reads the slot
+            return super()._to_devices(host)
+    feed = SlowCopy(
+        jax, host_feed.pool_maker(_stand_in(), ds, 8, "train_dataset", 2),
+        sharding, ds, "train_dataset", uint8=True)
+    copying.wait(60)
+    feed.close()
+    return seen
 
 
 def _error_of(feed, steps):
@@ -161,6 +183,9 @@ def test_closing_the_feed_ends_its_workers_and_says_what_they_did(report):
     d = r["describe"]
     assert d["builder"] == "records" and d["num_workers"] == 2
     assert d["images_decoded"] >= 24  # 3 batches of 8, and those ahead
+    # close() waited for the copy under way before unmapping the slots:
+    # the copy read its batch (not a segfault, not another mapping's bytes).
+    assert report["closed_mid_copy"] == [[0, 2, 4, 6, 8, 10, 12, 14]]
 
 
 def test_each_evaluation_reads_the_same_fresh_pass(report):
