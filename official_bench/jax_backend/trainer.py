@@ -12,6 +12,7 @@ jax`, on machines with or without TensorFlow.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from typing import Any, Dict, Optional, Tuple, Union
@@ -112,36 +113,36 @@ def _train(cfg: ExperimentConfig, run: devices_lib.JaxRuntime, dtype: str,
 
     # 4. Data: synthetic, records or Python batches, sharded over the
     #    mesh's batch axis (records: input workers start decoding now, and
-    #    the record files' framing is checked beside training).
-    feeds = _feeds(cfg, run, plan, seed)
-    file_check = file_verdict.start_local(cfg.train_dataset, True)
+    #    the record files' framing is checked beside training). From here
+    #    on, whatever raises closes the feeds: their workers and shared
+    #    memory must not outlive a failed run in a notebook.
+    with contextlib.ExitStack() as open_feeds:
+        feeds = _feeds(cfg, run, plan, seed, open_feeds)
+        file_check = file_verdict.start_local(cfg.train_dataset, True)
 
-    # 5. Steps, compiled before the clock starts.
-    steps = step_lib.build(jax, keras, model, optimizer, loss_fn, run.mesh,
-                           cfg.train_dataset.one_hot)
-    _compile(steps, feeds["train"], run, plan)
+        # 5. Steps, compiled before the clock starts.
+        steps = step_lib.build(jax, keras, model, optimizer, loss_fn,
+                               run.mesh, cfg.train_dataset.one_hot)
+        _compile(steps, feeds["train"], run, plan)
 
-    # 6. Measurement: FLOPs (once, before the first step), the interval
-    #    clock, the NaN check, the input wait, the utilisation sampler.
-    with Stage("counting FLOPs"):
-        counted = mfu.ModelFlops.of(
-            model, keras, lambda m: flop_check.forward_gflop(jax, m), "xla")
-    loop = _Loop(run=run, plan=plan, steps=steps, feeds=feeds,
-                 clock=_clock(cfg, plan), guard=NanCheck(
-                     cfg.train.stop_on_nan,
-                     cfg.train.time_history.log_steps),
-                 wait=wait_meter.InputWaitMeter(FEED_WAIT),
-                 sampler=_sampler(rt.sample_period_seconds, run),
-                 file_check=file_check, train_data=cfg.train_dataset)
+        # 6. Measurement: FLOPs (once, before the first step), the interval
+        #    clock, the NaN check, the input wait, the utilisation sampler.
+        with Stage("counting FLOPs"):
+            counted = mfu.ModelFlops.of(
+                model, keras, lambda m: flop_check.forward_gflop(jax, m),
+                "xla")
+        loop = _Loop(run=run, plan=plan, steps=steps, feeds=feeds,
+                     clock=_clock(cfg, plan), guard=NanCheck(
+                         cfg.train.stop_on_nan,
+                         cfg.train.time_history.log_steps),
+                     wait=wait_meter.InputWaitMeter(FEED_WAIT),
+                     sampler=_sampler(rt.sample_period_seconds, run),
+                     file_check=file_check, train_data=cfg.train_dataset)
 
-    # 7. The loop; then every record file whole, however far it read
-    #    (data/records/file_verdict.py): the same answer in every run.
-    try:
+        # 7. The loop; then every record file whole, however far it read
+        #    (data/records/file_verdict.py): the same answer in every run.
         history, evaluation = _run_loop(cfg, loop)
         file_verdict.finish(file_check, cfg.train_dataset)
-    finally:
-        for feed in feeds.values():
-            feed.close()
     step_lib.write_back(model, optimizer, steps.state)
 
     # 8. Results and 9. history (training/run_end.py).
@@ -188,20 +189,23 @@ def _write_params(cfg: ExperimentConfig, run, plan: BatchPlan,
     return result_path
 
 
-def _feeds(cfg: ExperimentConfig, run, plan: BatchPlan, seed: int
-           ) -> Dict[str, Feed]:
+def _feeds(cfg: ExperimentConfig, run, plan: BatchPlan, seed: int,
+           closing: contextlib.ExitStack) -> Dict[str, Feed]:
     """The training feed, and the validation feed when the run evaluates
     (a fresh pass of plan.eval_steps batches each time): synthetic
     batches, or records and Python sources from the host
-    (jax_backend/host_feed.py), sharded over the mesh's batch axis."""
+    (jax_backend/host_feed.py), sharded over the mesh's batch axis. Each
+    feed's close() goes on `closing` as soon as the feed exists."""
     from jax.sharding import NamedSharding, PartitionSpec
     sharding = NamedSharding(run.mesh, PartitionSpec(step_lib.AXIS))
     feeds = {"train": _feed(cfg.train_dataset, run, plan.global_batch,
                             sharding, seed, None)}
+    closing.callback(feeds["train"].close)
     if _evaluates(cfg):
         feeds["validation"] = _feed(cfg.validation_dataset, run,
                                     plan.eval_global_batch, sharding,
                                     seed + 1, plan.eval_steps)
+        closing.callback(feeds["validation"].close)
     return feeds
 
 

@@ -1,0 +1,78 @@
+"""jax_backend/trainer.py called as a library (a notebook's
+`official_bench.run`), in one child Python with Keras 3 on JAX: a run
+that fails after its input workers started leaves no worker process and
+no shared memory behind (the CLI's exit cleans up; a notebook's kernel
+lives on)."""
+
+import io
+import json
+import multiprocessing
+import os
+import tempfile
+
+import numpy as np
+
+from support.helpers import keras3_child
+
+
+def _records(folder, split, shards=2, per_shard=4):
+    """Classic shards of 12x12 JPEGs, labels 1..3."""
+    from PIL import Image
+
+    from official_bench.data.build.example_proto import classic_example
+    from official_bench.data.records.framing import frame
+    for s in range(shards):
+        with open(os.path.join(folder, f"{split}-{s:05d}-of-{shards:05d}"),
+                  "wb") as f:
+            for i in range(per_shard):
+                buf = io.BytesIO()
+                Image.fromarray(np.full((12, 12, 3), 9 * i, np.uint8)).save(
+                    buf, "JPEG")
+                f.write(frame(classic_example(buf.getvalue(), 1 + i % 3,
+                                              12, 12)))
+
+
+def _shared_memory():
+    return {n for n in os.listdir("/dev/shm") if n.startswith("psm_")}
+
+
+def failed_run_report():
+    """train_and_eval on records with train files and no validation files:
+    the validation feed's error comes after the train feed's input workers
+    started. Prints what was left once run() raised."""
+    import official_bench
+    data = tempfile.mkdtemp()
+    _records(data, "train")
+    before = _shared_memory()
+    cfg = official_bench.load_config(None, json.dumps({
+        "mode": "train_and_eval", "model_dir": os.path.join(data, "run"),
+        "runtime": {"backend": "jax", "num_gpus": 0,
+                    "distribution_strategy": "one_device"},
+        "model": {"name": "resnet_cifar", "model_params": {"depth": 8}},
+        "train_dataset": {"builder": "records", "data_dir": data,
+                          "image_size": 8, "num_classes": 3,
+                          "batch_size": 4, "num_examples": 8,
+                          "num_workers": 2},
+        "validation_dataset": {"builder": "records", "data_dir": data,
+                               "image_size": 8, "num_classes": 3,
+                               "batch_size": 4, "num_examples": 4,
+                               "num_workers": 1},
+        "train": {"steps": 2, "epochs": 1},
+        "evaluation": {"skip_eval": False}}))
+    try:
+        official_bench.run(cfg)
+        error = None
+    except Exception as e:  # what a notebook cell would show
+        error = f"{type(e).__name__}: {e}"
+    print(json.dumps({
+        "error": error,
+        "workers_alive": [p.pid for p in multiprocessing.active_children()],
+        "shared_memory_left": sorted(_shared_memory() - before)}))
+
+
+def test_a_run_failing_after_its_workers_started_leaves_none_behind():
+    r = keras3_child(__file__, "failed_run_report")
+    assert r["error"] and r["error"].startswith("ConfigError") and \
+        "validation" in r["error"], r
+    assert r["workers_alive"] == [], r
+    assert r["shared_memory_left"] == [], r
