@@ -212,7 +212,8 @@ def worker_examples(ds: DatasetConfig, files: Sequence[str], *,
                     ) -> Iterator[Tuple[np.ndarray, int]]:
     """(uint8 image [image_size, image_size, num_channels], label) of this
     worker's part of `files` (see the module doc). Seeded by `seed`, the
-    worker and the files (so processes with the same seed differ);
+    worker, the files and the record share (so processes with the same
+    seed draw different crops, flips and orders);
     `epoch_offset` starts at that epoch's file order. `skipped` counts
     skipped records (a new count when not given); `decoder` is one of
     host_decode.DECODERS; `record_shard` is the process's share of each
@@ -228,8 +229,12 @@ def worker_examples(ds: DatasetConfig, files: Sequence[str], *,
         record_shard = getattr(files, "record_shard", (0, 1))
     mine, keep = _worker_part(files, worker_index, num_workers,
                               tuple(record_shard))
+    # Processes that share every file (fewer files than processes) differ
+    # only by their share of the records: it must name their streams too.
+    share = "" if record_shard[1] == 1 else \
+        f"/records {record_shard[0]} of {record_shard[1]}"
     name = (f"{worker_index}/{num_workers}/{seed}/"
-            f"{zlib.crc32(chr(0).join(files).encode()):08x}")
+            f"{zlib.crc32(chr(0).join(files).encode()):08x}{share}")
     items = _epochs(mine, _sizes(mine), keep, ds, training, name,
                     epoch_offset)
     rng = random.Random(f"{name}/records/{epoch_offset}")

@@ -216,6 +216,27 @@ def test_training_is_seeded_endless_and_reshuffled_each_epoch(tmp_path):
     assert mixed != epochs[0] and len(set(mixed)) >= 8
 
 
+def test_processes_sharing_every_file_draw_their_own_crops(tmp_path):
+    """Fewer files than processes: each process reads every file and a
+    share of its records. With one seed they must still draw their own
+    crops and flips (every record holds the same image here, so equal
+    pixels would mean equal draws)."""
+    pattern = tf.reshape(tf.range(32 * 32 * 3) % 251, [32, 32, 3])
+    image = tf.io.encode_jpeg(tf.cast(pattern, tf.uint8)).numpy()
+    write(tmp_path / "train-00000-of-00001",
+          [classic_example(image, 1 + i, 32, 32) for i in range(8)])
+    ds = numbered_cfg(tmp_path, files=1, per_file=8)
+    drawn = []
+    for p in range(2):
+        files = host_examples.process_files(ds, p, 2, True)
+        assert files.record_shard == (p, 2)
+        out = host_examples.worker_examples(ds, files, training=True,
+                                            seed=3, worker_index=0,
+                                            num_workers=1)
+        drawn.append([next(out)[0] for _ in range(4)])
+    assert not all(np.array_equal(a, b) for a, b in zip(*drawn))
+
+
 def bad_tree(root):
     """As tests/unit/data/records/test_bad_records.py's: an undecodable
     image, a non-Example and a label out of range in the first file, a
