@@ -25,6 +25,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -108,7 +109,26 @@ def load_result(path: str) -> Result:
             if not isinstance(entry, dict) or "median_speed" not in entry:
                 raise ExtractError(f"result file {path}: {model}/{case} has "
                                    "no median_speed")
+            _check_speeds(path, f"{model}/{case}", entry)
     return data
+
+
+# DLPerf's numbers in a case entry: a finite number or null each.
+_SPEED_KEYS = ("median_speed", "average_speed", "speedup")
+
+
+def _check_speeds(path: str, where: str, entry: Entry) -> None:
+    """ExtractError naming the file and key of a speed that is neither a
+    finite number nor null (a string would fail deep in the tables)."""
+    for key in _SPEED_KEYS:
+        value = entry.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value):
+            raise ExtractError(f"result file {path}: {where} {key} is "
+                               f"{json.dumps(value)}, expected a finite "
+                               "number or null")
 
 
 def section_title(model_key: str, model_result: ModelResult) -> str:

@@ -488,6 +488,14 @@ def test_compare_mixed_dtype_files_pair_sections_by_key(tmp_path):
     ("[]", "expected {\"rn50\""),
     ('{"rn50": {"8gpus": {"median_speed": 1}}}', "case key '8gpus'"),
     ('{"rn50": {"1n1g": {"speed": 1}}}', "rn50/1n1g has no median_speed"),
+    # a speed that is not a number (it failed in the table with TypeError)
+    ('{"rn50": {"1n1g": {"median_speed": "x", "average_speed": 1, '
+     '"speedup": 1}}}', 'rn50/1n1g median_speed is "x", expected a finite '
+     'number or null'),
+    ('{"rn50": {"1n1g": {"median_speed": 1, "speedup": NaN}}}',
+     "rn50/1n1g speedup is NaN"),
+    ('{"rn50": {"1n1g": {"median_speed": 1, "average_speed": true}}}',
+     "rn50/1n1g average_speed is true"),
 ])
 def test_compare_bad_files(tmp_path, capsys, content, message):
     good = tmp_path / "good.json"
@@ -498,6 +506,17 @@ def test_compare_bad_files(tmp_path, capsys, content, message):
     status, _, err = run_cli(capsys, "--compare", good, bad)
     assert status == 1
     assert str(bad) in err and message in err
+    assert "Traceback" not in err
+
+
+def test_compare_null_speeds_read_as_n_a(tmp_path, capsys):
+    b = {"rn50": {"1n1g": {"median_speed": None, "average_speed": None,
+                           "speedup": None}}}
+    pa, pb = _write_results(tmp_path, DLPERF_FP32, b)
+    status, out, err = run_cli(capsys, "--compare", pa, pb, "--no_csv",
+                               "--no_markdown")
+    assert status == 0, err
+    assert "| 1 | 1 | 321.80 | 1.00 | n/a | n/a | n/a |" in out
 
 
 def test_compare_without_common_sections(tmp_path, capsys):
