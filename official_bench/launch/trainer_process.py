@@ -37,6 +37,8 @@ class TrainerProcess:
         self.run_timeout = s.run_timeout
         timeout = shutil.which("timeout")
         self.command = list(run.command)
+        # `timeout` passes a SIGTERM on to the trainer and its group.
+        self.relays_sigterm = bool(timeout)
         if timeout:
             self.command = [timeout, "-k", f"{s.kill_after:g}s",
                             f"{s.run_timeout:g}s"] + self.command
@@ -85,12 +87,16 @@ class TrainerProcess:
 
 
 def stop_all(procs: List[TrainerProcess], why: str, grace: float) -> None:
-    """SIGTERM every running group at once, SIGKILL those still running
-    after `grace` seconds (TensorFlow may ignore SIGTERM)."""
+    """SIGTERM every running group at once (through its `timeout`, which
+    passes it on once: the trainer then ends after its current step),
+    SIGKILL those still running after `grace` seconds (TensorFlow may
+    ignore SIGTERM)."""
     running = [p for p in procs if p.poll() is None]
     for p in running:
         p.stopped_because = p.stopped_because or why
-    processes.stop_groups(running, grace)
+    # One machine: every trainer has its `timeout`, or none has.
+    processes.stop_groups(running, grace, relayed=all(
+        p.relays_sigterm for p in running))
 
 
 def wait_all(procs: List[TrainerProcess], labels: List[str], kill_after: float,

@@ -72,3 +72,39 @@ def test_ended_processes_and_gone_groups_are_left_alone():
     processes.stop_groups([p], grace=5)  # nothing to stop, no error
     assert p.returncode == 0
     processes.signal_group(p.pid, signal.SIGKILL)  # gone: no error
+
+
+# Counts the SIGTERMs it gets (each delivery writes one byte to the
+# wake-up fd), prints the count 1 s after the first, then exits.
+COUNTS_TERM = (
+    "import os, signal, threading, time\n"
+    "r, w = os.pipe(); os.set_blocking(w, False)\n"
+    "signal.signal(signal.SIGTERM, lambda *a: None)\n"
+    "signal.set_wakeup_fd(w)\n"
+    "threading.Thread(target=lambda: [time.sleep(0.001) for _ in "
+    "iter(int, 1)], daemon=True).start()\n"
+    "print('up', flush=True)\n"
+    "got = os.read(r, 64); time.sleep(1.0)\n"
+    "os.set_blocking(r, False)\n"
+    "try:\n    got += os.read(r, 64)\nexcept BlockingIOError:\n    pass\n"
+    "print(len(got), flush=True)\n")
+
+
+def test_a_relay_gets_the_sigterm_and_passes_it_on_once():
+    """GNU timeout passes a SIGTERM on to its command (and group); the
+    group's copy as well would reach the command twice."""
+    p = subprocess.Popen(["timeout", "-k", "30s", "600s", sys.executable,
+                          "-c", COUNTS_TERM], stdout=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    assert p.stdout.readline().strip() == "up"
+    time.sleep(0.2)
+    processes.stop_groups([p], grace=20, relayed=True)
+    assert p.stdout.read().split() == ["1"]
+
+
+def test_a_relay_that_ignores_sigterm_gets_its_group_killed():
+    p, child = start("import signal; signal.signal(signal.SIGTERM, "
+                     "signal.SIG_IGN); " + WITH_CHILD)
+    processes.stop_groups([p], grace=0.5, relayed=True)
+    assert p.returncode == -signal.SIGKILL
+    assert gone(int(child))  # SIGKILL went to the whole group
