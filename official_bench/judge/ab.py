@@ -24,6 +24,7 @@ import dataclasses
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -99,6 +100,28 @@ def counted_intervals(output: str, warmup_intervals: int
     (read by the extractor's parser)."""
     parsed = logparse.parse_log_lines(output.splitlines())
     return counting.after_first(parsed.intervals, warmup_intervals)
+
+
+def prepare_logs(logs: Optional[str]) -> None:
+    """Make the folder the runs' logs are kept in, and write a file there,
+    before any run: a run trains for minutes, and its log failing to be
+    kept after it would waste it. ExtractError naming ``logs`` when a file
+    is in the way, NotWritable when it cannot be written (no space, a
+    read-only file system, no permission)."""
+    if not logs:
+        return
+    if os.path.lexists(logs) and not os.path.isdir(logs):
+        raise ExtractError(f"logs folder {logs} is a file, not a folder")
+    try:
+        with write_errors.writing(logs, "the A/B runs' logs"):
+            os.makedirs(logs, exist_ok=True)
+            with tempfile.TemporaryFile(dir=logs):
+                pass
+    except write_errors.NotWritable:
+        raise
+    except OSError as e:
+        raise ExtractError(f"logs folder {logs}: cannot make it: "
+                           f"{e.strerror or e}") from None
 
 
 def _keep_log(path: Optional[str], text: str) -> None:
@@ -204,6 +227,7 @@ def alternate(sides: Sequence[Side], pairs: int, work_root: str,
         raise ExtractError(f"side names must differ: {', '.join(names)}")
     if pairs < 1:
         raise ExtractError(f"pairs is {pairs}, expected >= 1")
+    prepare_logs(logs)
     records: Dict[str, List[RunRecord]] = {s.name: [] for s in sides}
     for round_no in range(pairs):
         for side in round_order(sides, round_no):

@@ -507,6 +507,21 @@ def _usage_problem(args: argparse.Namespace) -> Optional[str]:
     return None
 
 
+def _compare(args: argparse.Namespace
+             ) -> Tuple[SideRuns, SideRuns, List[CaseComparison], List[str]]:
+    """Both sides read (or run) and compared; raises what main maps."""
+    if args.a is not None:
+        window = (auto_window([args.a, args.b]) if args.window
+                  else (args.warmup_batches, args.train_batches))
+        a = read_side(args.a, *window)
+        b = read_side(args.b, *window)
+    else:
+        a, b = run_ab(args)
+    a.label, b.label = side_labels(args)
+    rows, notes = compare_sides(a, b, args.seed, args.resamples)
+    return a, b, rows, notes
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
@@ -519,20 +534,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"{parser.prog}: error: {problem}; see --help", file=sys.stderr)
         return exit_status.CONFIG
     try:
-        if args.a is not None:
-            window = (auto_window([args.a, args.b]) if args.window
-                      else (args.warmup_batches, args.train_batches))
-            a = read_side(args.a, *window)
-            b = read_side(args.b, *window)
-        else:
-            a, b = run_ab(args)
-        a.label, b.label = side_labels(args)
-        rows, notes = compare_sides(a, b, args.seed, args.resamples)
+        a, b, rows, notes = _compare(args)
     except NotWritable as e:
         print(f"error: {e}", file=sys.stderr)
         return exit_status.NOT_WRITABLE
-    except (ExtractError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
+    except (ExtractError, ValueError, OSError) as e:  # OSError: a file
+        print(f"error: {e}", file=sys.stderr)         # where a folder goes
         return exit_status.FAILED
     for note in a.notes + b.notes + notes:
         print(f"note: {note}", file=sys.stderr)

@@ -227,6 +227,39 @@ def test_usage_errors_and_help_width():
     assert max(len(line) for line in out.stdout.splitlines()) <= 80
 
 
+def _stand_in(tmp_path, started):
+    """A 'python' for the runner's trainer that writes its pid to
+    ``started``, then sleeps (a run that trains for a long time)."""
+    path = tmp_path / "python.sh"
+    path.write_text(f"#!/bin/bash\necho $$ > {started}\nexec sleep 60\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def _runner_args(tmp_path, started, *more):
+    config = tmp_path / "c.yaml"
+    config.write_text("{}\n")
+    return ["--config", str(config), "--b-override", "train.steps=4",
+            "--python", _stand_in(tmp_path, started), *more]
+
+
+def test_logs_that_cannot_be_a_folder_are_refused_before_any_run(
+        tmp_path, capsys):
+    """--logs a file (or under one): one line naming it, before side A's
+    first run (it trained, then failed with FileExistsError)."""
+    started = tmp_path / "started"
+    afile = tmp_path / "afile"
+    afile.write_text("keep")
+    for logs, why in ((afile, " is a file, not a folder"),
+                      (afile / "x", ": cannot make it: Not a directory")):
+        status = compare.main(_runner_args(tmp_path, started,
+                                           "--logs", str(logs)))
+        assert status == exit_status.FAILED
+        assert capsys.readouterr().err == f"error: logs folder {logs}{why}\n"
+    assert not started.exists()
+    assert afile.read_text() == "keep"
+
+
 @pytest.mark.slow
 def test_runner_says_slower_when_b_trains_larger_images(tmp_path):
     """Real trainer processes, alternated: B's 64x64 images cost about 16x
