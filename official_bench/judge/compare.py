@@ -426,6 +426,7 @@ EXIT_STATUSES = {
     exit_status.FAILED: "bad input (no runs, no common case, a run failed)",
     exit_status.CONFIG: "bad usage",
     exit_status.NOT_WRITABLE: "--logs DIR cannot be written",
+    exit_status.INTERRUPTED: "interrupted (Ctrl-C; its trainer stopped)",
 }
 
 
@@ -535,6 +536,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return exit_status.CONFIG
     try:
         a, b, rows, notes = _compare(args)
+    except KeyboardInterrupt:  # the runner has stopped its trainer
+        kept = f"; the runs' logs so far are in {args.logs}" \
+            if args.logs and args.a is None else ""
+        print(f"error: interrupted (SIGINT); nothing compared{kept}",
+              file=sys.stderr)
+        return exit_status.INTERRUPTED
     except NotWritable as e:
         print(f"error: {e}", file=sys.stderr)
         return exit_status.NOT_WRITABLE

@@ -6,8 +6,10 @@ import json
 import os
 import random
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -258,6 +260,34 @@ def test_logs_that_cannot_be_a_folder_are_refused_before_any_run(
         assert capsys.readouterr().err == f"error: logs folder {logs}{why}\n"
     assert not started.exists()
     assert afile.read_text() == "keep"
+
+
+def test_ctrl_c_during_a_run_is_one_line_and_interrupted(tmp_path):
+    """SIGINT to the process group while a run trains: the trainer and the
+    runner's work folder are gone, one error line, exit INTERRUPTED (a
+    KeyboardInterrupt traceback before)."""
+    started, tmp = tmp_path / "started", tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "official_bench.judge.compare",
+         *_runner_args(tmp_path, started, "--logs", str(tmp_path / "logs"))],
+        cwd=REPO, env=cli_env({"TMPDIR": str(tmp)}), start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not started.exists() or not started.read_text().strip():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == exit_status.INTERRUPTED, err
+    assert "Traceback" not in err
+    assert err.splitlines()[-1] == (
+        "error: interrupted (SIGINT); nothing compared; the runs' logs so "
+        f"far are in {tmp_path / 'logs'}")
+    assert out == ""
+    assert os.listdir(tmp) == []  # the runner's temporary folder
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(started.read_text()), 0)
 
 
 @pytest.mark.slow
