@@ -45,6 +45,9 @@ from official_bench.launch.trainer_process import (
     wait_all,
 )
 
+# The log header's line with the trainer's command (resume.py reads it).
+COMMAND_LINE = "# command: "
+
 
 class OneRun:
     """One run of the plan on this node: owns its processes' log files,
@@ -206,7 +209,7 @@ class OneRun:
                  + (f", {worker.label} of {len(run.workers)} on this node"
                     if many else "")
                  + f" on {hostname()}, {time.strftime('%Y-%m-%d %H:%M:%S')}",
-                 f"# command: {shlex.join(worker.command)}"]
+                 COMMAND_LINE + shlex.join(worker.command)]
         if worker.env:
             lines.append("# environment: " + " ".join(
                 f"{k}={shlex.quote(v)}"

@@ -10,7 +10,11 @@ same rule on every node (`decide`):
   (exit LOGS_IN_USE), naming the runs and both ways on;
 - RESUME=1: a planned run whose status is ok on every node is reused; the
   files of every other run (failed, unfinished, beyond TEST_NUM) are moved
-  aside first, and the missing or failed ones run;
+  aside first, and the missing or failed ones run. An ok run whose logged
+  command differs from the planned one (`setup_difference`: another
+  override, config, Python, ...; not its model_dir, its ports or how long
+  it waited for its peers) stops the sweep (exit LOGS_IN_USE): keeping it
+  would mix two setups in one case;
 - OVERWRITE=1: every run runs, into `.overwrite-{stamp}/` of its case
   folder (`stage`); only when the sweep ended ok are the old files moved
   aside and the new ones moved in (`swap_in`), so the tree holds exactly
@@ -27,11 +31,15 @@ held them: nothing is deleted, and the extractor, which reads
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import json
 import os
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+import shlex
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from official_bench.contracts import log_tree, run_status
+from official_bench.contracts import hostport, log_tree, run_status
 from official_bench.host.write_errors import writing
+from official_bench.launch.one_run import COMMAND_LINE
 from official_bench.launch.outcome import Status
 
 REPLACED_PREFIX = ".replaced-"
@@ -39,6 +47,11 @@ STAGING_PREFIX = ".overwrite-"
 OK = Status.OK.value  # a status record's word for a run that went ok
 UNFINISHED = "unfinished (no status record)"
 BEYOND = "beyond TEST_NUM"
+OTHER_SETUP = "run with another setup"  # survey: "ok, {OTHER_SETUP}: ..."
+# Overrides that say how to wait, not what runs: never a difference.
+NOT_SETUP = ("runtime.peer_timeout_seconds",)
+HOSTS_KEY = "runtime.worker_hosts"  # compared without its ports
+HEADER_LINES = 20  # the log's header is its first few lines
 
 
 @dataclasses.dataclass
@@ -67,6 +80,103 @@ def run_state(run) -> str:
         if record.get("status") != OK:
             return str(record.get("status"))
     return OK
+
+
+def logged_command(log_path: str) -> Optional[List[str]]:
+    """The trainer's command from the log's header (one_run.py), or None
+    when it has none."""
+    try:
+        with open(log_path, encoding="utf-8", errors="replace") as f:
+            for _, line in zip(range(HEADER_LINES), f):
+                if line.startswith(COMMAND_LINE):
+                    return shlex.split(line[len(COMMAND_LINE):])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def setup_difference(run) -> Optional[str]:
+    """How this node's files of `run` were run otherwise than the plan
+    runs it ("train.steps 30 -> 60", kept -> planned), or None."""
+    for w in run.workers:
+        kept = logged_command(w.log_path)
+        if kept is None:
+            return (f"its log {w.log_path} has no '{COMMAND_LINE.strip()}' "
+                    "line to compare with")
+        difference = command_difference(kept, list(w.command))
+        if difference:
+            return difference
+    return None
+
+
+def command_difference(kept: Sequence[str],
+                       planned: Sequence[str]) -> Optional[str]:
+    """What differs between two trainer command lines, as "what -> what"
+    (kept -> planned), or None; the model_dir (a fresh one per run),
+    worker ports and NOT_SETUP are left out."""
+    (kept_args, kept_over), (args, over) = _setup(kept), _setup(planned)
+    parts = [f"{key} {_shown(kept_over, key)} -> {_shown(over, key)}"
+             for key in sorted(set(kept_over) | set(over))
+             if kept_over.get(key, _UNSET) != over.get(key, _UNSET)]
+    matcher = difflib.SequenceMatcher(a=kept_args, b=args, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op != "equal":
+            parts.append(f"command {shlex.join(kept_args[i1:i2]) or '()'}"
+                         f" -> {shlex.join(args[j1:j2]) or '()'}")
+    return ", ".join(parts) or None
+
+
+_UNSET = object()
+
+
+def _shown(overrides: Mapping[str, Any], key: str) -> str:
+    value = overrides.get(key, _UNSET)
+    return "(unset)" if value is _UNSET else json.dumps(value)
+
+
+def _setup(argv: Sequence[str]) -> Tuple[List[str], Dict[str, Any]]:
+    """(the arguments but --model_dir and --params_override, the
+    overrides as {dotted key: value} without what is not the setup)."""
+    args: List[str] = []
+    overrides: Dict[str, Any] = {}
+    for arg in argv:
+        if arg.startswith("--model_dir="):
+            continue
+        if arg.startswith("--params_override="):
+            try:
+                tree = json.loads(arg.split("=", 1)[1])
+            except ValueError:
+                tree = None
+            if isinstance(tree, dict):
+                overrides.update(_flat(tree))
+                continue
+        args.append(arg)
+    for key in NOT_SETUP:
+        overrides.pop(key, None)
+    if HOSTS_KEY in overrides:
+        overrides[HOSTS_KEY] = _hosts(overrides[HOSTS_KEY])
+    return args, overrides
+
+
+def _flat(tree: Mapping[str, Any], prefix: str = "") -> Dict[str, Any]:
+    flat: Dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, dict) and value:
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _hosts(value: Any) -> Any:
+    """runtime.worker_hosts without its ports ("a,b"): a port is where a
+    run listened, not what it ran; as it is when it cannot be read."""
+    items = value if isinstance(value, list) else \
+        hostport.split_list(str(value))
+    try:
+        return ",".join(hostport.parse_hostport(str(i), 0)[0] for i in items)
+    except ValueError:
+        return value
 
 
 def _sweep_of(stem: str) -> Optional[Tuple[Tuple, int]]:
@@ -119,12 +229,36 @@ def survey(runs: Sequence) -> Dict[str, str]:
     found = {}
     for name, files in sweep_files(runs).items():
         if name in by_name:
-            found[name] = run_state(by_name[name])
+            found[name] = _planned_state(by_name[name])
             continue
         logs = [f for f in files if f.endswith(log_tree.LOG_SUFFIX)]
         record = run_status.load_status(logs[0])[0] if logs else None
         state = record.get("status", UNFINISHED) if record else UNFINISHED
         found[name] = f"{state}, {BEYOND}"
+    return found
+
+
+def _planned_state(run) -> str:
+    """run_state, and for an ok run how it was set up otherwise (if so)."""
+    state = run_state(run)
+    if state != OK:
+        return state
+    difference = setup_difference(run)
+    return f"{OK}, {OTHER_SETUP}: {difference}" if difference else OK
+
+
+def _other_setups(run_names: Sequence[str],
+                  surveys: Mapping[int, Mapping[str, str]]) -> List[str]:
+    """'1n1g run 1: train.steps 30 -> 60' ('node k: ...' on several
+    nodes) for each planned ok run set up otherwise."""
+    marker = f"{OK}, {OTHER_SETUP}: "
+    found = []
+    for node, survey in sorted(surveys.items()):
+        for name in run_names:
+            state = survey.get(name, "")
+            if state.startswith(marker):
+                where = f"node {node}: " if len(surveys) > 1 else ""
+                found.append(f"{where}{name}: {state[len(marker):]}")
     return found
 
 
@@ -148,6 +282,16 @@ def decide(resume: bool, overwrite: bool, run_names: Sequence[str],
     if not any(surveys.values()):
         return Decision([], [])
     if resume:
+        other = _other_setups(run_names, surveys)
+        if other:
+            return Decision([], [], (
+                f"RESUME=1: {where} holds runs of this sweep made with "
+                f"another setup (kept run -> this sweep): {'; '.join(other)}"
+                "; keeping them would mix two setups in one case, so "
+                "nothing was touched. Re-run with the settings of those "
+                "runs, with OVERWRITE=1 (run all, then move the old files "
+                f"aside into {REPLACED_PREFIX}<date>/ once every run is "
+                "ok), or use another LOG_DIR"))
         reuse = [n for n in run_names
                  if all(s.get(n) == OK for s in surveys.values())]
         return Decision(reuse, [n for n in mine if n not in reuse])

@@ -295,7 +295,10 @@ KNOBS: List[Knob] = [
          "failed ones (their old files, and those of runs beyond TEST_NUM, "
          "are moved aside into the case's .replaced-{stamp}/ folder); on "
          "every node of a two/multi-node sweep, which agree through the "
-         "barrier", section="flow"),
+         "barrier. An ok run whose logged command differs from this "
+         "sweep's (overrides, config, Python; not its model_dir, ports or "
+         "PEER_TIMEOUT) stops the sweep before any run, exit 6",
+         section="flow"),
     Knob("overwrite", "bool", False,
          "move this case's old runs aside, run all",
          "re-run a sweep whose log tree holds some of its runs: every run "

@@ -3,8 +3,10 @@ barrier carries them); move_aside, which never deletes; runs beyond
 TEST_NUM; OVERWRITE's staging, swapped in only after a sweep that ended ok
 (the last tests drive the run script with a stand-in trainer)."""
 
+import json
 import os
 import pathlib
+import shlex
 import types
 
 from official_bench.contracts import exit_status, run_status
@@ -48,10 +50,16 @@ def test_overwrite_replaces_all_of_this_nodes_runs():
     assert (d.reuse, d.replace) == ([], ["1n1g run 1", "1n1g run 3"])
 
 
+# The command a _tree_run's log header names, and its run's plan.
+COMMAND = ("python -m official_bench.classifier_trainer --model_dir=/m/{i} "
+           "'--params_override={{\"train\": {{\"steps\": 30}}}}'")
+
+
 def _run(folder, i):
     log = folder / f"rn50_b4_fp32_{i}.log"
-    worker = types.SimpleNamespace(log_path=str(log),
-                                   json_path=str(log.with_suffix(".json")))
+    worker = types.SimpleNamespace(
+        log_path=str(log), json_path=str(log.with_suffix(".json")),
+        command=shlex.split(COMMAND.format(i=f"new{i}")))
     return types.SimpleNamespace(name=f"1n1g run {i}", case="1n1g",
                                  log_path=str(log), workers=[worker])
 
@@ -82,7 +90,7 @@ def _tree_run(folder, i, status="ok", local=False):
     """Run i's files as a finished launcher leaves them."""
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / f"rn50_b4_fp32_{i}.log"
-    log.write_text(f"old log {i}\n")
+    log.write_text(f"# command: {COMMAND.format(i=i)}\nold log {i}\n")
     (folder / f"rn50_b4_fp32_{i}.json").write_text("{}")
     run_status.write_status(str(log), status=status, rc=0, reason="",
                             started=0.0, ended=1.0, node=0, host="h")
@@ -180,7 +188,10 @@ def _visible(case):
 def test_sweep_over_more_runs_than_test_num(tmp_path):
     """Runs 1-2 in the tree, TEST_NUM=1: refused (exit 6) with both named
     and nothing touched; RESUME=1 keeps run 1 and moves run 2 aside."""
-    case, before = _old_tree(tmp_path)
+    assert _sweep(tmp_path, test_num="2").returncode == 0
+    case = tmp_path / "logs" / "tensorflow" / "resnet50" / "bz4" / "1n1g"
+    before = snapshot(case)
+    kept_log = (case / "rn50_b4_fp32_1.log").read_text()
     out = _sweep(tmp_path)
     assert out.returncode == exit_status.LOGS_IN_USE, out.stdout + out.stderr
     assert "1n1g run 1 (ok), 1n1g run 2 (ok, beyond TEST_NUM); nothing was " \
@@ -191,7 +202,46 @@ def test_sweep_over_more_runs_than_test_num(tmp_path):
     assert "RESUME=1: moved the files of 1n1g run 2 aside into" in out.stdout
     assert _visible(case) == ["rn50_b4_fp32_1.json", "rn50_b4_fp32_1.log",
                               "rn50_b4_fp32_1.log.status.json"]
-    assert (case / "rn50_b4_fp32_1.log").read_text() == "old log 1\n"
+    assert (case / "rn50_b4_fp32_1.log").read_text() == kept_log
+
+
+def test_resume_refuses_runs_made_with_another_setup(tmp_path):
+    """Runs 1-2 of STEPS=6 on 16 px images, then RESUME=1 TEST_NUM=3 with
+    STEPS=12 and 32 px images: refused (exit 6) naming each kept run and
+    what differs, nothing touched; a changed PEER_TIMEOUT is not another
+    setup (nor the model_dir: a fresh one per run)."""
+    assert _sweep(tmp_path, test_num="2").returncode == 0
+    case = tmp_path / "logs" / "tensorflow" / "resnet50" / "bz4" / "1n1g"
+    before = snapshot(case)
+    other = RUN_DEFAULTS["PARAMS_OVERRIDE"].replace(
+        "train_dataset.image_size=16", "train_dataset.image_size=32")
+    out = _sweep(tmp_path, test_num="3", RESUME="1", STEPS="12",
+                 PARAMS_OVERRIDE=other)
+    assert out.returncode == exit_status.LOGS_IN_USE, out.stdout + out.stderr
+    assert "holds runs of this sweep made with another setup (kept run -> " \
+        "this sweep): 1n1g run 1: train.steps 6 -> 12, train_dataset." \
+        "image_size 16 -> 32; 1n1g run 2: train.steps 6 -> 12" in out.stderr
+    assert snapshot(case) == before
+    out = _sweep(tmp_path, test_num="3", RESUME="1", PEER_TIMEOUT="77")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "RESUME=1: keeping 1n1g run 1, 1n1g run 2" in out.stdout
+
+
+def test_command_difference_leaves_out_what_each_run_has_its_own():
+    def argv(model_dir, hosts, steps, timeout=30, config="a.yaml"):
+        over = {"train": {"steps": steps}, "runtime": {
+            "worker_hosts": hosts, "task_index": 0,
+            "peer_timeout_seconds": timeout}}
+        return ["py", "-m", "t", f"--config_file={config}",
+                f"--model_dir={model_dir}",
+                "--params_override=" + json.dumps(over)]
+    kept = argv("/m/1.20261125-1", "h1:5000,h2:5000", 30)
+    same = argv("/m/1.20261129-2-2", "h1:6000,h2:6000", 30, timeout=99)
+    assert resume.command_difference(kept, same) is None
+    assert resume.command_difference(
+        kept, argv("/m/1", "h1:5000,h3:5000", 60, config="b.yaml")) == (
+        'runtime.worker_hosts "h1,h2" -> "h1,h3", train.steps 30 -> 60, '
+        "command --config_file=a.yaml -> --config_file=b.yaml")
 
 
 def test_failed_overwrite_leaves_the_old_runs_in_place(tmp_path):
@@ -286,3 +336,22 @@ def test_overwrite_into_a_full_disk_leaves_the_old_runs(tmp_path):
         assert {k: v for k, v in snapshot(case).items()
                 if not k.startswith(".overwrite-")} == before
         assert "Traceback" not in out.stdout + out.stderr
+
+
+def test_a_run_set_up_otherwise_on_one_node_refuses_resume_on_every_node():
+    other = f"ok, {resume.OTHER_SETUP}: train.steps 30 -> 60"
+    surveys = {0: {"2n1g run 1": "ok"}, 1: {"2n1g run 1": other}}
+    for me in (0, 1):
+        d = resume.decide(True, False, ["2n1g run 1"], surveys, me, "T")
+        assert (d.reuse, d.replace) == ([], [])
+        assert d.problem.startswith(
+            "RESUME=1: T holds runs of this sweep made with another setup "
+            "(kept run -> this sweep): node 1: 2n1g run 1: train.steps 30 "
+            "-> 60; keeping them would mix")
+
+
+def test_an_ok_run_whose_log_names_no_command_is_not_kept(tmp_path):
+    _tree_run(tmp_path, 1)
+    (tmp_path / "rn50_b4_fp32_1.log").write_text("a log without header\n")
+    assert resume.survey([_run(tmp_path, 1)])["1n1g run 1"].startswith(
+        f"ok, {resume.OTHER_SETUP}: its log ")
