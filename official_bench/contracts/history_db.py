@@ -207,6 +207,29 @@ def default_path(model_dir: Optional[str]) -> Optional[str]:
     return os.path.join(home_of(os.path.abspath(model_dir)), FILE_NAME)
 
 
+def blocking_file(path: str) -> Optional[str]:
+    """The nearest existing path above ``path`` when it is not a folder (a
+    file where a folder must be made), else None."""
+    here = os.path.dirname(os.path.abspath(path))
+    while not os.path.lexists(here):
+        here = os.path.dirname(here)
+    return None if os.path.isdir(here) else here
+
+
+def check_path(path: str) -> None:
+    """HistoryError for a path no history can be at: empty, a directory,
+    or below a file; checked before anything is read, made or written."""
+    if not path:
+        raise HistoryError("run history path is empty: give the file's name "
+                           "(--db, history.path)")
+    if os.path.isdir(path):
+        raise HistoryError(f"run history {path} is a directory, expected "
+                           f"an SQLite file; {_LEFT}")
+    above = blocking_file(path)
+    if above:
+        raise HistoryError(f"run history {path}: {above} is not a folder")
+
+
 def _check_header(path: str) -> None:
     """HistoryError unless ``path`` is absent, zero-length (a new history:
     module doc), or an SQLite file (read before SQLite opens it, so a
@@ -369,6 +392,7 @@ def _connect(path: str, read_only: bool) -> Iterator[sqlite3.Connection]:
     """A checked connection (header, whole pages, quick_check) with the
     busy timeout; SQLite errors on a damaged file become HistoryError
     naming it; sidecar files the open made are removed after it."""
+    check_path(path)
     _check_header(path)
     if read_only and not os.path.exists(path):
         raise HistoryError(f"no run history at {path} (runs are recorded "
@@ -477,6 +501,7 @@ def append(path: str, rows: Sequence[Row]) -> int:
     writer holds the lock; HistoryError for a file that is not a sound
     history (nothing written); OSError (no space, read-only, permission)
     passes through for the caller's host/write_errors.writing."""
+    check_path(path)
     parent = os.path.dirname(os.path.abspath(path))
     os.makedirs(parent, exist_ok=True)
     pause = 0.05

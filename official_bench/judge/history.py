@@ -273,6 +273,22 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def check_paths(args: argparse.Namespace) -> None:
+    """--db and --plot checked before anything is read or imported:
+    HistoryError or ExtractError naming the one that cannot be used."""
+    history_db.check_path(args.db)
+    if args.plot is None:
+        return
+    if not args.plot:
+        raise ExtractError("--plot is empty: give the PNG's file name")
+    if os.path.isdir(args.plot):
+        raise ExtractError(f"--plot {args.plot} is a directory: give the "
+                           "PNG's file name")
+    above = history_db.blocking_file(args.plot)
+    if above:
+        raise ExtractError(f"--plot {args.plot}: {above} is not a folder")
+
+
 def _run(args: argparse.Namespace) -> int:
     """The command once arguments are fine; raises the errors main maps."""
     if args.import_dir:
@@ -323,12 +339,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               file=sys.stderr)
         return exit_status.CONFIG
     try:
+        check_paths(args)
         return _run(args)
     except NotWritable as e:
         print(f"error: {e}", file=sys.stderr)
         return exit_status.NOT_WRITABLE
-    except (HistoryError, ExtractError) as e:
-        print(f"error: {e}", file=sys.stderr)
+    except (HistoryError, ExtractError, OSError) as e:  # OSError: a file
+        print(f"error: {e}", file=sys.stderr)           # where a folder goes
         return exit_status.FAILED
 
 

@@ -297,3 +297,45 @@ def test_verbose_puts_the_traceback_above_the_line(capsys):
     assert err[0] == "Traceback (most recent call last):"
     assert err[-2:] == ["RuntimeError: official_bench: boom",
                         "error: official_bench: boom"]
+
+
+
+# --db and --plot paths no file can be written at, and the one error line
+# ({afile}: the absolute path). Each failed with an OSError traceback, the
+# plot ones after the listing.
+BAD_PATHS = [
+    (["--db", "h.sqlite", "--plot", "afile/x.png"],
+     "--plot afile/x.png: {afile} is not a folder"),
+    (["--db", "h.sqlite", "--plot", "logs"],
+     "--plot logs is a directory: give the PNG's file name"),
+    (["--db", "afile/x.sqlite", "--import", "logs", "--window", "auto"],
+     "run history afile/x.sqlite: {afile} is not a folder"),
+    (["--db", "", "--import", "logs"],
+     "run history path is empty: give the file's name (--db, "
+     "history.path)"),
+]
+
+
+@pytest.mark.parametrize("argv,line", BAD_PATHS)
+def test_db_and_plot_paths_are_checked_first(tmp_path, capsys, monkeypatch,
+                                             argv, line):
+    monkeypatch.chdir(tmp_path)
+    _history_file(tmp_path / "h.sqlite", runs=3)
+    _log_tree(tmp_path / "logs")
+    (tmp_path / "afile").write_text("keep")
+    before = _snapshot(tmp_path)
+    status, out, err = _cli(argv, capsys)
+    line = line.format(afile=tmp_path / "afile")
+    assert (status, out, err) == (exit_status.FAILED, "", f"error: {line}\n")
+    assert _snapshot(tmp_path) == before
+
+
+def test_the_trainers_write_below_a_file_is_one_line(tmp_path):
+    """history.path below a file: HistoryError (FileExistsError before)."""
+    (tmp_path / "afile").write_text("keep")
+    with pytest.raises(history_db.HistoryError,
+                       match=f"^run history {tmp_path}/afile/x.sqlite: "
+                             f"{tmp_path}/afile is not a folder$"):
+        history_db.append(str(tmp_path / "afile" / "x.sqlite"),
+                          [row_from_result(_result(0), "trainer", "/runs/a",
+                                           1e9)])
