@@ -28,15 +28,61 @@ MAX_LAYER_VALUES = 100_000
 
 
 def _safe_load(stream: Any, what: str) -> Any:
-    """yaml.safe_load; nesting too deep for PyYAML's recursive reader is a
-    ConfigError naming `what` (other YAML errors are left to the caller,
-    whose message says which input it was)."""
+    """yaml.safe_load, refusing a key given twice in one mapping (YAML would
+    keep the last silently: _check_unique_keys); nesting too deep for
+    PyYAML's recursive reader is a ConfigError naming `what` (other YAML
+    errors are left to the caller, whose message says which input it
+    was)."""
+    loader = yaml.SafeLoader(stream)
     try:
-        return yaml.safe_load(stream)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_unique_keys(loader, node, what)
+        return loader.construct_document(node)
     except RecursionError:
         raise ConfigError(f"{what} nests mappings or lists too deeply to "
                           f"read (no key takes more than {MAX_NESTING} "
                           "levels)") from None
+    finally:
+        loader.dispose()
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _check_unique_keys(loader: yaml.SafeLoader, root: yaml.Node,
+                       what: str) -> None:
+    """ConfigError naming `what`, the key and both lines when a mapping
+    gives one key twice (as YAML reads it: `yes` and `true` are one key).
+    Keys a `<<` merge brings in may be overridden: that is what it is for.
+    Iterative, each node once (aliases share nodes, may form cycles)."""
+    stack: List[Any] = [(root, "")]
+    seen = set()
+    while stack:
+        node, path = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node.value))
+        if not isinstance(node, yaml.MappingNode):
+            continue
+        lines: Dict[Any, int] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                stack.append((value_node, path))
+                continue
+            key = loader.construct_object(key_node) \
+                if isinstance(key_node, yaml.ScalarNode) else id(key_node)
+            name = f"{path}.{key}" if path else str(key)
+            line = key_node.start_mark.line + 1
+            if key in lines:
+                raise ConfigError(f"{what}: key {name!r} is given twice, on "
+                                  f"lines {lines[key]} and {line} (YAML "
+                                  "would keep the last); remove one")
+            lines[key] = line
+            stack.append((value_node, name))
 
 
 def check_layer_shape(layer: Mapping[str, Any], source: str) -> None:
@@ -73,6 +119,9 @@ def check_layer_shape(layer: Mapping[str, Any], source: str) -> None:
 
 def read_yaml_file(path: str) -> Dict[str, Any]:
     """Reads a YAML mapping; a missing file or bad YAML names the file."""
+    if os.path.isdir(path):
+        raise ConfigError(f"config file {path!r} is a directory, not a YAML "
+                          "file")
     if not os.path.isfile(path):
         raise ConfigError(f"config file {path!r} does not exist")
     try:

@@ -190,6 +190,38 @@ def test_bad_yaml_named(tmp_path):
     assert "broken.yaml" in _error(config_file=str(f))
 
 
+def test_a_directory_as_config_file_is_named_a_directory(tmp_path):
+    assert _error(config_file=str(tmp_path)) == (
+        f"config file {str(tmp_path)!r} is a directory, not a YAML file")
+
+
+def test_a_key_given_twice_is_refused_with_both_lines(tmp_path):
+    """YAML keeps the last of two equal keys silently (train.steps 5 here:
+    the first `train:` block vanished)."""
+    f = tmp_path / "twice.yaml"
+    f.write_text("train:\n  epochs: 2\nruntime:\n  num_gpus: 1\n"
+                 "train:\n  steps: 5\n")
+    assert _error(config_file=str(f)) == (
+        f"config file {str(f)!r}: key 'train' is given twice, on lines 1 "
+        "and 5 (YAML would keep the last); remove one")
+    f.write_text("train:\n  steps: 4\n  epochs: 1\n  steps: 5\n")
+    assert "key 'train.steps' is given twice, on lines 2 and 4" in \
+        _error(config_file=str(f))
+    # --params_override's YAML/JSON text and a dotted value, the same rule
+    assert _error(params_override='{"train": {"steps": 4, "steps": 5}}') \
+        .startswith("--params_override: key 'train.steps' is given twice, "
+                    "on lines 1 and 1")
+    assert "key 'a' is given twice" in _error(
+        params_override="train.steps={a: 1, a: 2}")
+
+
+def test_keys_a_merge_brings_in_may_be_overridden(tmp_path):
+    f = tmp_path / "merge.yaml"
+    f.write_text("base: &b {steps: 4, epochs: 1}\ntrain:\n  <<: *b\n"
+                 "  steps: 7\n")
+    assert C.read_yaml_file(str(f))["train"] == {"steps": 7, "epochs": 1}
+
+
 def test_resolved_config_round_trips_through_yaml(tmp_path):
     cfg = C.load_config(os.path.join(DLPERF_CONFIGS, "gpu_fp16.yaml"))
     f = tmp_path / "params.yaml"
