@@ -29,6 +29,7 @@ from __future__ import annotations
 import atexit
 import collections
 import dataclasses
+import functools
 import importlib
 import mmap
 import multiprocessing
@@ -191,8 +192,10 @@ def _reading(source: Source) -> Optional[str]:
 
 
 def open_file_of(pid: int, files: Sequence[str]) -> Optional[str]:
-    """The first of `files` that process `pid` has open, or None."""
-    wanted = set(files)
+    """The first of `files` that process `pid` has open, named as in
+    `files` (which may be relative or pass through symlinks: /proc names
+    the real path), or None."""
+    wanted = _by_real_path(tuple(files))
     try:
         fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:
@@ -203,8 +206,14 @@ def open_file_of(pid: int, files: Sequence[str]) -> Optional[str]:
         except OSError:
             continue
         if target in wanted:
-            return target
+            return wanted[target]
     return None
+
+
+@functools.lru_cache(maxsize=4)
+def _by_real_path(files: Tuple[str, ...]) -> Dict[str, str]:
+    """Each file's real path (as /proc/PID/fd shows it) -> its name."""
+    return {os.path.realpath(f): f for f in files}
 
 
 def cpu_seconds_of(pid: int) -> float:

@@ -172,10 +172,34 @@ def test_a_worker_that_dies_is_named_with_the_file_it_had_open(tmp_path):
     assert _gone(pool)
 
 
+def test_the_open_file_is_named_as_given_relative_or_through_a_symlink(
+        tmp_path, monkeypatch):
+    """/proc names the real path; the death and timeout lines above name
+    the file as data_dir gave it (a relative folder, a symlinked mount)."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    (tmp_path / "real" / "train-00000-of-00001").write_bytes(b"x")
+    monkeypatch.chdir(tmp_path)
+    for name in ("link/train-00000-of-00001", "real/train-00000-of-00001",
+                 str(tmp_path / "link" / "train-00000-of-00001")):
+        with open(name, "rb"):
+            assert shm_workers.open_file_of(
+                os.getpid(), ["real/other", name]) == name
+        assert shm_workers.open_file_of(os.getpid(), [name]) is None
+
+
 def test_a_stuck_worker_times_out_naming_the_file(tmp_path):
     files = _files(tmp_path, 2)
-    pool = _pool(2, files=files, hang_at=1, timeout=3.0)
+    pool = _pool(2, files=files, hang_at=1)
     try:
+        # The 3 s start once both workers hold their files: spawning them
+        # can take longer than that on a loaded machine, and then worker
+        # 0 timed out first (seen once under a load average of 6).
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not all(
+                shm_workers.open_file_of(pid, files) for pid in pool.pids):
+            time.sleep(0.05)
+        pool.timeout = 3.0
         start = time.monotonic()
         message = _error_of(pool)
         assert time.monotonic() - start < 30
