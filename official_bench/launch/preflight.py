@@ -1,4 +1,5 @@
 """Can the trainer's Python import the trainer? Asked once, before any run.
+(And can the output folders be made: `not_a_directory`.)
 
 A fresh clone's `python3` usually has none of the trainer's packages; without
 this check every run would fail the same way after the log tree was made
@@ -175,3 +176,19 @@ def cannot_run_text(described: str, problem: str, fix: str,
     """The one error line (after its 'who:' prefix): which interpreter, what
     is wrong, and the fix."""
     return f"the {role}'s Python {described} {problem}; fix: {fix}"
+
+
+def not_a_directory(folder: str) -> Optional[str]:
+    """Why `folder` cannot be or become a directory ("/x/logs is a file,
+    not a directory": the nearest existing path on the way is not one), or
+    None. Permissions are left to the writes themselves."""
+    probe = os.path.abspath(folder)
+    while not os.path.lexists(probe):
+        probe = os.path.dirname(probe)
+    if os.path.isdir(probe):
+        return None
+    if os.path.isfile(probe):
+        return f"{probe} is a file, not a directory"
+    if not os.path.exists(probe):
+        return f"{probe} is a broken symbolic link"
+    return f"{probe} is not a directory"

@@ -60,6 +60,13 @@ def start(settings: Settings) -> int:
         if cannot_run and not plan.uses_barrier:
             print(f"error: {settings.script}: {cannot_run}", file=sys.stderr)
             return es.CONFIG
+    cannot_write = None
+    if not (plan.horovod and plan.horovod.idle):
+        cannot_write = output_problem(plan)
+        if cannot_write and (settings.dry_run or not plan.uses_barrier):
+            print(f"error: {settings.script}: {cannot_write}",
+                  file=sys.stderr)
+            return es.NOT_WRITABLE
     plan_report.describe(plan)
     if plan.horovod is not None and plan.horovod.idle:
         say(plan, f"LAUNCHER=horovod: nothing to run on node {plan.index}: "
@@ -70,7 +77,26 @@ def start(settings: Settings) -> int:
     if settings.dry_run:
         plan_report.print_dry_run(plan)
         return es.OK
-    return _sweep(plan, stamp, cannot_run)
+    return _sweep(plan, stamp, cannot_run, cannot_write)
+
+
+def output_problem(plan: Plan) -> Optional[str]:
+    """The one-line problem with LOG_DIR or MODEL_DIR (a file where a
+    folder must be made), naming the setting and where it came from; or
+    None."""
+    s = plan.settings
+    folders = {}
+    for run in plan.runs:
+        for w in run.workers:
+            folders.setdefault(os.path.dirname(w.log_path),
+                               ("log_dir", "the log folder"))
+            folders.setdefault(os.path.dirname(w.model_dir),
+                               ("model_dir", "the model_dir folder"))
+    for folder, (name, what) in folders.items():
+        why = preflight.not_a_directory(folder)
+        if why:
+            return f"{s.describe(name)}: cannot make {what} {folder}: {why}"
+    return None
 
 
 def check_trainer_python(plan: Plan) -> Optional[str]:
@@ -102,13 +128,14 @@ def _stop_on_signals() -> None:
         signal.signal(sig, on_signal)
 
 
-def _sweep(plan: Plan, stamp: str, cannot_run: Optional[str]) -> int:
+def _sweep(plan: Plan, stamp: str, cannot_run: Optional[str],
+           cannot_write: Optional[str] = None) -> int:
     """Holds this node's claims on the log tree for the whole sweep."""
     _stop_on_signals()
     claims = Claims(plan.settings.script,
                     f"{os.getpid()}-{uuid.uuid4().hex}")
     try:
-        return run_with_claims(plan, stamp, cannot_run, claims)
+        return run_with_claims(plan, stamp, cannot_run, claims, cannot_write)
     except NotWritable as e:
         say(plan, f"error: {e}", stream=sys.stderr)
         return es.NOT_WRITABLE
@@ -135,10 +162,13 @@ def claim_logs(plan: Plan, claims: Claims) -> Tuple[Optional[str], Dict]:
 
 
 def run_with_claims(plan: Plan, stamp: str, cannot_run: Optional[str],
-                    claims: Claims) -> int:
+                    claims: Claims, cannot_write: Optional[str] = None
+                    ) -> int:
     """Claims the log tree, meets the other nodes, settles old runs,
-    runs the sweep."""
-    logs_problem, survey = claim_logs(plan, claims)
+    runs the sweep. `cannot_write` (output_problem; several nodes only)
+    claims nothing and stops every node at "hello"."""
+    logs_problem, survey = (None, {}) if cannot_write else \
+        claim_logs(plan, claims)
     if logs_problem and not plan.uses_barrier:
         say(plan, f"error: {logs_problem}", stream=sys.stderr)
         return es.LOGS_IN_USE
@@ -147,14 +177,14 @@ def run_with_claims(plan: Plan, stamp: str, cannot_run: Optional[str],
     try:
         surveys = {plan.index: survey}
         if plan.uses_barrier:
-            for text in (cannot_run, logs_problem):
+            for text in (cannot_run, cannot_write, logs_problem):
                 if text:
                     say(plan, f"error: this node: {text}; telling the "
                         "other nodes", stream=sys.stderr)
             link = NodeLink.open(plan)
             status, surveys = _hello(plan, link, stamp, {
-                "cannot_run": cannot_run, "logs_problem": logs_problem,
-                "existing": survey})
+                "cannot_run": cannot_run, "cannot_write": cannot_write,
+                "logs_problem": logs_problem, "existing": survey})
             if status is not None:
                 return status
         refused, reuse, replaced = settle_logs(plan, surveys, stamp)
@@ -202,6 +232,17 @@ def _hello(plan: Plan, link: NodeLink, stamp: str,
             f"{len(broken)} node(s) cannot start the trainer",
             stream=sys.stderr)
         return es.CONFIG, {}
+    unwritable = {k: v["cannot_write"] for k, v in sorted(hello.items())
+                  if v.get("cannot_write")}
+    for k, text in unwritable.items():
+        if k != plan.index:  # this node's was said before hello
+            say(plan, f"error: {node_name(plan, k)}: {text}",
+                stream=sys.stderr)
+    if unwritable:
+        say(plan, "no run started (on any node): "
+            f"{len(unwritable)} node(s) cannot make their output folders",
+            stream=sys.stderr)
+        return es.NOT_WRITABLE, {}
     in_use = {k: v["logs_problem"] for k, v in sorted(hello.items())
               if v.get("logs_problem")}
     for k, text in in_use.items():
