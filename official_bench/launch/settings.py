@@ -44,6 +44,9 @@ SLURM_VARS = (
 # The barrier's shared secret as text: an environment variable only, so it
 # never shows on a command line (see auth.py).
 SECRET_ENV = "BARRIER_SECRET"
+# The longest wait a float knob (seconds) may ask for: ~31 years, finite,
+# and their sums still fit a socket's timeout (OverflowError from ~9.2e9).
+MAX_SECONDS = 1e9
 
 
 class SettingsError(ValueError):
@@ -412,7 +415,7 @@ def _convert(knob: Knob, raw: Any, source: str) -> Any:
             return value
         if knob.kind == "float":
             value = float(text)
-            if not value >= 0:
+            if not 0 <= value <= MAX_SECONDS:  # nan and inf fail too
                 raise ValueError
             return value
         if knob.kind == "intlist":
@@ -422,7 +425,8 @@ def _convert(knob: Knob, raw: Any, source: str) -> Any:
                 raise ValueError
             return values
     except ValueError:
-        what = {"int": "a positive integer", "float": "a number >= 0",
+        what = {"int": "a positive integer",
+                "float": f"a number of seconds from 0 to {MAX_SECONDS:.0f}",
                 "intlist": "a comma-separated list of positive integers"}
         if knob.name == "task_index":
             what["int"] = "an integer >= 0"

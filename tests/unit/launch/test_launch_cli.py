@@ -55,6 +55,13 @@ def test_dtype_aliases_and_lists():
     ({"TASK_INDEX": "-1"}, "an integer >= 0"),
     ({"ON_FAILURE": "retry"}, "continue, stop"),
     ({"DRY_RUN": "maybe"}, "not a boolean"),
+    ({"BARRIER_TIMEOUT": "inf"}, "BARRIER_TIMEOUT='inf' (env "
+     "BARRIER_TIMEOUT) is not a number of seconds from 0 to 1000000000"),
+    ({"SLEEP_SECONDS": "Infinity"}, "SLEEP_SECONDS='Infinity'"),
+    ({"RUN_TIMEOUT": "nan"}, "RUN_TIMEOUT='nan'"),
+    ({"KILL_AFTER": "1e10"}, "KILL_AFTER='1e10' (env KILL_AFTER) is not a "
+     "number of seconds"),
+    ({"PEER_TIMEOUT": "-1"}, "PEER_TIMEOUT='-1'"),
 ])
 def test_bad_knob_values(env, words):
     with pytest.raises(settings_lib.SettingsError, match=re.escape(words)):
