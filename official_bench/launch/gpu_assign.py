@@ -10,6 +10,7 @@ knob first.
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 from typing import List, Optional, Tuple
 
@@ -40,25 +41,67 @@ class Devices:
 
 
 def count_gpus(settings: Settings) -> Tuple[int, str]:
-    """How many GPUs the trainer would see, without importing TensorFlow."""
+    """How many GPUs the trainer would see, without importing TensorFlow.
+    GPU_IDS is checked against nvidia-smi -L where it answers, and said to
+    be unchecked where it does not."""
+    listing, how = _smi_listing()
     if settings.gpu_ids:
-        return (host_gpus.visible_count(settings.gpu_ids),
-                f"GPU_IDS={settings.gpu_ids}")
-    smi = shutil.which(host_gpus.NVIDIA_SMI)
-    found, how = 0, "no nvidia-smi on PATH"
-    if smi:
-        out = host_gpus.run_nvidia_smi(["-L"], 30, program=smi)
-        if out.error is not None:
-            how = f"nvidia-smi failed: {out.error}"
-        else:
-            found = sum(1 for line in out.stdout.splitlines()
-                        if line.startswith("GPU "))
-            how = f"nvidia-smi -L lists {found}"
+        return _checked_gpu_ids(settings, listing, how)
+    found = len(_gpu_lines(listing))
     cvd = settings.cuda_visible_devices
     if cvd is not None and found:
         n = host_gpus.visible_count(cvd)
         return min(n, found), f"{how}; CUDA_VISIBLE_DEVICES={cvd!r}"
     return found, how
+
+
+def _smi_listing() -> Tuple[Optional[str], str]:
+    """(nvidia-smi -L's output, or None when it could not answer; how)."""
+    smi = shutil.which(host_gpus.NVIDIA_SMI)
+    if not smi:
+        return None, "no nvidia-smi on PATH"
+    out = host_gpus.run_nvidia_smi(["-L"], 30, program=smi)
+    if out.error is not None:
+        return None, f"nvidia-smi failed: {out.error}"
+    if out.returncode != 0:
+        tail = (out.stdout + out.stderr).strip().splitlines()
+        return None, f"nvidia-smi -L failed (exit {out.returncode}" + \
+            (f": {tail[-1][:200]})" if tail else ")")
+    return out.stdout, f"nvidia-smi -L lists {len(_gpu_lines(out.stdout))}"
+
+
+def _gpu_lines(listing: Optional[str]) -> List[str]:
+    return [line for line in (listing or "").splitlines()
+            if line.startswith("GPU ")]
+
+
+def _checked_gpu_ids(settings: Settings, listing: Optional[str],
+                     how: str) -> Tuple[int, str]:
+    """GPU_IDS's count and how it was found; PlanError naming the ids that
+    nvidia-smi -L does not list (an index past its GPUs, an unknown UUID)."""
+    ids = settings.gpu_ids
+    count = host_gpus.visible_count(ids)
+    gpus = _gpu_lines(listing)
+    if not gpus or not count:
+        return count, f"GPU_IDS={ids}; not checked: {how}"
+    uuids = re.findall(r"UUID: ([^)\s]+)", listing or "")
+    unknown = [i for i in host_gpus.parse_visible(ids)
+               if not _lists(i, len(gpus), uuids)]
+    if unknown:
+        raise PlanError(
+            f"GPU_IDS={ids!r} ({settings.source('gpu_ids')}) names "
+            f"{', '.join(unknown)}, which nvidia-smi -L does not list: it "
+            f"lists {len(gpus)} GPU(s), indices 0-{len(gpus) - 1} (or "
+            "their UUIDs, GPU-...)")
+    return count, f"GPU_IDS={ids}, checked: {how}"
+
+
+def _lists(gpu_id: str, gpus: int, uuids: List[str]) -> bool:
+    """Whether nvidia-smi -L lists `gpu_id`: an index below `gpus`, or a
+    UUID (or its prefix, as CUDA takes it)."""
+    if gpu_id.isdigit():
+        return int(gpu_id) < gpus
+    return any(u.startswith(gpu_id) for u in uuids)
 
 
 def gpu_id_list(settings: Settings, available: int) -> List[str]:
@@ -70,13 +113,30 @@ def gpu_id_list(settings: Settings, available: int) -> List[str]:
     return host_gpus.gpu_ids(None, available)
 
 
-def choose_devices(settings: Settings) -> Devices:
+def choose_devices(settings: Settings,
+                   notes: Optional[List[str]] = None) -> Devices:
+    """The devices of the plan; PlanError when GPUs are asked for (DEVICE=
+    gpu, GPUS) and none is visible. DEVICE=cpu ignores GPUS and GPU_IDS,
+    with a note."""
+    gpu_knobs = [f"{k.upper()}={v} ({settings.source(k)})" for k, v in (
+        ("gpus", ",".join(map(str, settings.gpus or []))),
+        ("gpu_ids", settings.gpu_ids)) if settings.source(k) != "default"]
     if settings.device == "cpu":
         available, how = 0, "DEVICE=cpu"
+        if gpu_knobs and notes is not None:
+            notes.append(f"DEVICE=cpu: {' and '.join(gpu_knobs)} not used "
+                         "(CPU_DEVICES sets the CPU cases)")
     else:
         available, how = count_gpus(settings)
     if settings.device == "gpu" and available == 0:
         raise PlanError(f"DEVICE=gpu but no GPU is visible ({how})")
+    if settings.gpus is not None and available == 0 and \
+            settings.device != "cpu":
+        raise PlanError(
+            f"GPUS={','.join(map(str, settings.gpus))} "
+            f"({settings.source('gpus')}) asks for GPUs, but no GPU is "
+            f"visible ({how}); unset GPUS for a CPU run (CPU_DEVICES sets "
+            "its cases), or set DEVICE=cpu")
     if settings.workers_per_node > 1:
         return _one_device_per_worker(settings, available, how)
     if available == 0:

@@ -297,7 +297,7 @@ def make_plan(settings: Settings, stamp: str,
     order, so that the first problem a user meets is the most basic one."""
     resolver = memoized(resolver)  # nodes and barrier share it
     notes: List[str] = []
-    devices = choose_devices(settings)
+    devices = choose_devices(settings, notes)
     config_file = choose_config(settings, devices.kind)
     yaml_tree = config_lib.read_yaml_file(config_file)
     user = overrides_lib.user_overrides(settings)

@@ -151,12 +151,17 @@ KNOBS: List[Knob] = [
     Knob("gpus", "intlist", None,
          "GPU counts per node to run, e.g. 1,2,4,8",
          "GPU counts per node to run, e.g. 1,2,4,8; default: single: 1,2,4,8 "
-         "(those the machine has), two/multi: all visible GPUs",
+         "(those the machine has), two/multi: all visible GPUs. Set where "
+         "no GPU is visible: an error, exit 2 (DEVICE=cpu: not used, with a "
+         "note)",
          section="devices"),
     Knob("gpu_ids", "str", None,
          "GPUs to use, e.g. 0,1,2,3",
          "GPUs to use, e.g. 0,1,2,3 (CUDA_VISIBLE_DEVICES of the trainer; a "
-         "run with G GPUs uses the first G); default: all visible",
+         "run with G GPUs uses the first G); default: all visible. Checked "
+         "against nvidia-smi -L (indices, UUIDs) where it answers, else "
+         "trusted as the GPUs there (the plan's devices line says 'not "
+         "checked')",
          section="devices"),
     Knob("cpu_devices", "intlist", [1],
          "without GPUs: CPU devices per node, e.g. 1,2",

@@ -20,10 +20,20 @@ from support.launch_cli import PY, SCRIPTS, clean_env, script
 
 REPO = os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+# What nvidia-smi -L says on a machine whose driver finds no GPU.
+NO_GPU_SMI = "#!/bin/sh\necho 'No devices were found'\nexit 6\n"
 
 
-
-
+@pytest.fixture(autouse=True)
+def no_gpu_here(tmp_path_factory, monkeypatch):
+    """The run scripts here see a machine without GPUs, whatever this one
+    has: an nvidia-smi first on PATH that finds none (a test that wants
+    GPUs puts its own first)."""
+    folder = tmp_path_factory.mktemp("no_gpu")
+    smi = folder / "nvidia-smi"
+    smi.write_text(NO_GPU_SMI)
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
 
 
 # -- settings -----------------------------------------------------------------
@@ -690,7 +700,8 @@ def test_workers_per_node_on_cpu_is_one_device_each(tmp_path):
      "node 0 (127.0.0.1:5001) on the same host; space the nodes' ports at "
      "least 2 apart"),
     ("single", {"GPU_IDS": "0"}, "runs one worker per GPU, but 1 GPU(s) are "
-     "visible (GPU_IDS=0)"),
+     "visible (GPU_IDS=0; not checked: nvidia-smi -L failed (exit 6: "
+     "No devices were found))"),
     ("single", {"GPU_IDS": "1,1"}, "the GPU ids 1,1 (GPU_IDS or "
      "CUDA_VISIBLE_DEVICES) repeat"),
     ("single", {"GPU_IDS": "0,1,2,3", "GPUS": "1,2"}, "GPUS=1,2 asks for "
@@ -828,3 +839,51 @@ def test_failed_run_footer_is_not_a_measurement(tmp_path):
     assert (status["status"], status["exit"], status["signal"]) == \
         ("failed", 137, "SIGKILL")
     assert status["ended"] >= status["started"] > 0
+
+
+def _fake_smi(tmp_path, gpus):
+    """PATH with an nvidia-smi that lists `gpus` GPUs (UUIDs GPU-fake{i})."""
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.parent.mkdir(exist_ok=True)
+    smi.write_text("#!/bin/sh\n" + "".join(
+        f"echo 'GPU {i}: Fake (UUID: GPU-fake{i})'\n" for i in range(gpus)))
+    smi.chmod(0o755)
+    return f"{smi.parent}{os.pathsep}{os.environ['PATH']}"
+
+
+def test_gpus_without_a_visible_gpu_is_refused_unless_device_cpu(tmp_path):
+    """GPUS asks for GPUs: on a machine without one that is an error, as
+    DEVICE=gpu is; DEVICE=cpu runs the CPU plan and says that GPUS is not
+    used."""
+    out = script("single", tmp_path, "4", "fp32", "1", "--gpus", "8",
+                 "--dry-run", PATH=_fake_smi(tmp_path, 0))
+    assert out.returncode == exit_status.CONFIG, out.stdout + out.stderr
+    assert out.stderr.strip().splitlines()[-1] == (
+        "error: run_single_node.sh: GPUS=8 (command line) asks for GPUs, "
+        "but no GPU is visible (nvidia-smi -L lists 0); unset GPUS for a "
+        "CPU run (CPU_DEVICES sets its cases), or set DEVICE=cpu")
+    out = script("single", tmp_path, "4", "fp32", "1", "--dry-run",
+                 DEVICE="cpu", GPUS="8")
+    assert out.returncode == 0, out.stderr
+    assert "1 run(s) of each of 1n1g" in out.stdout
+    assert "note: DEVICE=cpu: GPUS=8 (env GPUS) not used" in out.stdout
+
+
+def test_gpu_ids_are_checked_against_nvidia_smi_where_it_answers(tmp_path):
+    out = script("single", tmp_path, "4", "fp32", "1", "--dry-run",
+                 GPU_IDS="0,1", GPUS="2")
+    assert out.returncode == 0, out.stderr
+    assert "2 GPU(s) visible (GPU_IDS=0,1; not checked: nvidia-smi -L " \
+        "failed (exit 6: No devices were found))" in out.stdout
+    path = _fake_smi(tmp_path, 2)
+    out = script("single", tmp_path, "4", "fp32", "1", "--dry-run",
+                 GPU_IDS="1,GPU-fake0", GPUS="2", PATH=path)
+    assert out.returncode == 0, out.stderr
+    assert "2 GPU(s) visible (GPU_IDS=1,GPU-fake0, checked: nvidia-smi -L " \
+        "lists 2)" in out.stdout
+    out = script("single", tmp_path, "4", "fp32", "1", "--dry-run",
+                 GPU_IDS="0,5,GPU-nope", PATH=path)
+    assert out.returncode == exit_status.CONFIG, out.stdout + out.stderr
+    assert "GPU_IDS='0,5,GPU-nope' (env GPU_IDS) names 5, GPU-nope, which " \
+        "nvidia-smi -L does not list: it lists 2 GPU(s), indices 0-1" \
+        in out.stderr
