@@ -47,8 +47,9 @@ class Runner:
     """The sweep on this node: owns the plan, the link to the other nodes
     (None on one node), the runs RESUME=1 keeps (`reused`), the callback
     for the sweep's end (`on_end(ok)`, after the last run and before the
-    summary; OVERWRITE=1 swaps its staged runs in there) and the sweep's
-    report (`report`: each run's verdict and node 0's rates)."""
+    summary; OVERWRITE=1 swaps its staged runs in there), the sweep's
+    report (`report`: each run's verdict and node 0's rates) and whether
+    a signal stopped a running trainer (`stopped_a_trainer`)."""
 
     def __init__(self, plan: Plan, link: Optional[NodeLink] = None,
                  reused: FrozenSet[str] = frozenset(),
@@ -59,6 +60,8 @@ class Runner:
         self.reused = frozenset(reused)
         self.on_end = on_end
         self.report = SweepReport(plan)
+        # Whether a signal stopped a running trainer (for the last line).
+        self.stopped_a_trainer = False
 
     def log(self, message: str) -> None:
         say(self.plan, message)
@@ -72,6 +75,9 @@ class Runner:
             f"end {run.name}") if self.link else None)
         try:
             return this.execute()
+        except Interrupted:
+            self.stopped_a_trainer = this.trainer_started
+            raise
         finally:
             if this.rate is not None:
                 self.report.rates[run.name] = this.rate

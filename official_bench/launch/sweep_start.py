@@ -205,11 +205,22 @@ def run_with_claims(plan: Plan, stamp: str, cannot_run: Optional[str],
             runner.summary()
         return es.BARRIER_TIMEOUT if e.missing else es.CLUSTER
     except Interrupted as e:
-        say(plan, f"interrupted by {e}; trainer stopped", stream=sys.stderr)
+        say(plan, f"interrupted by {e}; {_what_stopped(runner)}",
+            stream=sys.stderr)
         return es.by_signal(e.signum)
     finally:
         if link is not None:
             link.close()
+
+
+def _what_stopped(runner: Optional[Runner]) -> str:
+    """What a signal ended: a trainer, or none (at the barrier's hello,
+    between runs)."""
+    if runner is None or (not runner.report.results and
+                          not runner.stopped_a_trainer):
+        return "no run started"
+    return "trainer stopped" if runner.stopped_a_trainer else \
+        "no trainer was running"
 
 
 def _hello(plan: Plan, link: NodeLink, stamp: str,

@@ -8,6 +8,7 @@ Addresses: 127.0.0.1 and 10.200.0.0/24 literals that are never contacted.
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 
@@ -599,6 +600,31 @@ def test_interrupted_launcher_stops_its_trainer(tmp_path):
     assert proc.returncode == exit_status.TERMINATED, (out, err)
     assert "interrupted by SIGTERM; trainer stopped" in err
     assert _gone(int(pid_file.read_text()))
+
+
+def test_ctrl_c_at_the_barrier_says_no_run_started(tmp_path):
+    """Node 0 waits at the barrier's hello for a node that never comes;
+    Ctrl-C (SIGINT to its process group) ends it with 130, and its line
+    says no run started (no trainer was stopped)."""
+    w0, w1, b = free_ports(3)
+    proc = subprocess.Popen(
+        ["bash", SCRIPTS["two"], "4", "fp32", "1"], cwd=tmp_path,
+        env=clean_env(tmp_path, DEVICE="cpu", TASK_INDEX=0, BARRIER_PORT=b,
+                      NODES=f"127.0.0.1:{w0},127.0.0.1:{w1}"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+    try:
+        for line in proc.stdout:
+            if "barrier: waiting up to" in line:
+                break
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == exit_status.INTERRUPTED, (out, err)
+    assert err.strip().splitlines()[-1] == \
+        "[launch node 0/2] interrupted by SIGINT; no run started"
 
 
 # -- WORKERS_PER_NODE ---------------------------------------------------------
