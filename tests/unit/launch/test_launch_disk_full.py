@@ -93,10 +93,12 @@ def test_launcher_json_copy_error_injected(tmp_path, monkeypatch, capsys):
     """The same path without a mount: the launcher in this process, a real
     tiny trainer, and ENOSPC injected into the result JSON's copy."""
     calls = []
+    real = atomic.write_text_atomic
 
     def full(path, text, exclusive=False):
-        assert exclusive  # the copy never replaces a file
-        calls.append(path)
+        if not exclusive:  # the status record (replaced atomically)
+            return real(path, text)
+        calls.append(path)  # the copy, which never replaces a file
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
 
     monkeypatch.setattr(atomic, "write_text_atomic", full)
