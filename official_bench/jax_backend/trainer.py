@@ -17,10 +17,16 @@ import dataclasses
 import time
 from typing import Any, Dict, Optional, Tuple, Union
 
+import numpy as np
 from absl import logging
 
 from official_bench import config as config_lib
-from official_bench.config import DatasetConfig, ExperimentConfig, backends
+from official_bench.config import (
+    ConfigError,
+    DatasetConfig,
+    ExperimentConfig,
+    backends,
+)
 from official_bench.contracts import stage_line
 from official_bench.data.records import file_verdict
 from official_bench.data.records.framing import FileCheck
@@ -90,7 +96,8 @@ def _train(cfg: ExperimentConfig, run: devices_lib.JaxRuntime, dtype: str,
     rt, keras, jax = cfg.runtime, run.keras, run.jax
 
     # 2. Plan: replicas, global batch, steps; the files this process owns.
-    plan = batch_plan(cfg, len(run.devices))
+    plan = _eval_steps_every_process_gives(cfg, run, batch_plan(
+        cfg, len(run.devices)))
     cfg = config_lib.replace_keys(cfg, {
         f"{name}.num_devices": plan.num_replicas
         for name in ("train_dataset", "validation_dataset")})
@@ -187,6 +194,45 @@ def _write_params(cfg: ExperimentConfig, run, plan: BatchPlan,
                  plan.num_replicas, plan.global_batch, plan.total_steps,
                  params_path or "\n" + cfg.to_yaml())
     return result_path
+
+
+def _eval_steps_every_process_gives(cfg: ExperimentConfig, run,
+                                    plan: BatchPlan) -> BatchPlan:
+    """With several processes evaluating on records, a pass is as many
+    batches as the process with the fewest records gives: files that
+    split unevenly (64 validation files over 3 processes) would end one
+    process's pass early while the others wait in the next eval step's
+    collective. Every process counts its share's records (16 bytes read
+    per record) and all take the smallest count of batches."""
+    ds = cfg.validation_dataset
+    if not _evaluates(cfg) or ds.builder != "records" or \
+            run.process_count == 1:
+        return plan
+    from jax.experimental import multihost_utils
+
+    from official_bench.data.records import host_examples
+    local_batch = plan.eval_global_batch // run.process_count
+    files = host_examples.process_files(ds, run.process_index,
+                                        run.process_count, False)
+    mine = host_examples.records_of(files) // local_batch
+    every = [int(n) for n in multihost_utils.process_allgather(
+        np.int64(mine))]
+    fewest = min(every)
+    if fewest >= plan.eval_steps:
+        return plan
+    if fewest == 0:
+        raise ConfigError(
+            f"validation_dataset: process {every.index(0)} of "
+            f"{run.process_count} has fewer records than one batch of "
+            f"{local_batch} in its share of the files; use fewer processes "
+            "or more validation files")
+    logging.warning(
+        "official_bench: validation_dataset: an evaluation takes %d batches "
+        "of %d, not %d: the processes' shares of the files give %s "
+        "batches, and every process must run the same eval steps",
+        fewest, plan.eval_global_batch, plan.eval_steps,
+        ", ".join(map(str, every)))
+    return dataclasses.replace(plan, eval_steps=fewest)
 
 
 def _feeds(cfg: ExperimentConfig, run, plan: BatchPlan, seed: int,

@@ -23,7 +23,7 @@ from official_bench.contracts import exit_status
 from official_bench.contracts.trainer_command import trainer_argv
 from official_bench.data.build.example_proto import classic_example
 from official_bench.data.records.framing import frame
-from support.helpers import free_ports, trainer_cmd, without_module_env
+from support.helpers import free_ports, without_module_env
 from support.launch_cli import run_together
 
 pytestmark = [
@@ -48,15 +48,18 @@ def _jpeg(seed, size=12):
 
 
 def write_records(root, split, shards, per_shard):
-    """Classic shards of 12x12 noisy JPEGs, labels 1..3 (3 classes)."""
+    """Classic shards of 12x12 noisy JPEGs, labels 1..3 (3 classes);
+    `per_shard` a count, or one per shard."""
     root.mkdir(exist_ok=True)
-    paths = []
+    counts = per_shard if isinstance(per_shard, list) else \
+        [per_shard] * shards
+    paths, k = [], 0
     for s in range(shards):
         path = root / f"{split}-{s:05d}-of-{shards:05d}"
         with open(path, "wb") as f:
-            for i in range(per_shard):
-                k = s * per_shard + i
+            for _ in range(counts[s]):
                 f.write(frame(classic_example(_jpeg(k), 1 + k % 3, 12, 12)))
+                k += 1
         paths.append(path)
     return paths
 
@@ -180,20 +183,29 @@ def test_a_truncated_shard_is_one_line_and_leaves_no_worker(tmp_path):
 
 @pytest.mark.slow
 def test_two_processes_read_disjoint_shards_and_train_together(tmp_path):
+    """...and evaluate on validation files that split unevenly: process 0
+    gets files 0 and 2 (12 records, 3 batches of 4), process 1 file 1 (4
+    records, 1 batch); num_examples 16 plans 2 global batches of 8, so
+    both take the 1 that process 1 can give (one warning line each)
+    instead of process 1 failing while process 0 waits."""
     data = tmp_path / "data"
     write_records(data, "train", 4, 8)
+    write_records(data, "validation", 3, [6, 4, 6])
     p0, p1 = free_ports(2)
     override = _override(**{
         "runtime.distribution_strategy": "multi_worker_mirrored",
         "runtime.peer_timeout_seconds": 120, "runtime.seed": 3,
-        "train_dataset.num_workers": 1})
+        "train_dataset.num_workers": 1, "evaluation.skip_eval": False,
+        "validation_dataset.num_examples": 16})
     runs, mark = [], uuid.uuid4().hex
     for index in (0, 1):
         tf_config = json.dumps({
             "cluster": {"worker": [f"127.0.0.1:{p0}", f"127.0.0.1:{p1}"]},
             "task": {"type": "worker", "index": index}})
-        argv = trainer_cmd(str(tmp_path / f"w{index}"), override,
-                           f"--data_dir={data}")
+        argv = trainer_argv(sys.executable, mode="train_and_eval",
+                            model_dir=str(tmp_path / f"w{index}"),
+                            params_override=override,
+                            extra=[f"--data_dir={data}"])
         runs.append((argv, _env(tmp_path, mark, TF_CONFIG=tf_config)))
     rcs, outs = run_together(runs, str(tmp_path), 300)
     assert rcs == [0, 0], "\n".join(o[-3000:] for o in outs)
@@ -210,6 +222,11 @@ def test_two_processes_read_disjoint_shards_and_train_together(tmp_path):
     assert mine["model"]["trainable_weights_sha256"] == \
         theirs["model"]["trainable_weights_sha256"]
     assert mine["stats"]["global_batch_size"] == 8
+    taken = ("official_bench: validation_dataset: an evaluation takes 1 "
+             "batches of 8, not 2: the processes' shares of the files give "
+             "3, 1 batches")
+    assert all(taken in out for out in outs), outs[0][-3000:]
+    assert "val_loss" in mine["history"]
 
 
 def test_a_python_source_trains_on_jax(tmp_path):

@@ -20,7 +20,7 @@ import os
 import struct
 import threading
 import time
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from official_bench.data.records.checksum import masked_crc32c
 from official_bench.data.records.record_problems import TRUNCATED, message_line
@@ -57,21 +57,40 @@ def walk(read_at: Callable[[int, int], bytes], size: int,
          filename: str) -> Optional[Problem]:
     """The file's first framing problem, or None when its frames end
     exactly at `size`. `read_at(offset, n)` returns up to n bytes."""
+    return _frames(read_at, size, filename)[1]
+
+
+def count_records(path: str) -> int:
+    """The whole records at the start of a local file (all of them when
+    its framing is sound): 16 bytes read per record."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return _frames(lambda off, n: os.pread(fd, n, off),
+                       os.fstat(fd).st_size, path)[0]
+    finally:
+        os.close(fd)
+
+
+def _frames(read_at: Callable[[int, int], bytes], size: int,
+            filename: str) -> Tuple[int, Optional[Problem]]:
+    """(whole records before the first problem, that problem or None)."""
     index = offset = 0
     while offset < size:
         header = read_at(offset, HEADER) if size - offset >= HEADER else b""
         if len(header) < HEADER:
-            return Problem(filename, index, _truncated(index, offset, size))
+            return index, Problem(filename, index,
+                                  _truncated(index, offset, size))
         length, crc = struct.unpack("<QI", header)
         if masked_crc32c(header[:8]) != crc:
-            return Problem(filename, index, _truncated(index, offset, size) +
-                           f"; the length of record {index} fails its "
-                           "checksum")
+            return index, Problem(
+                filename, index, _truncated(index, offset, size) +
+                f"; the length of record {index} fails its checksum")
         if offset + FRAME + length > size:
-            return Problem(filename, index, _truncated(index, offset, size))
+            return index, Problem(filename, index,
+                                  _truncated(index, offset, size))
         offset += FRAME + length
         index += 1
-    return None
+    return index, None
 
 
 def check_file(path: str, size: int,

@@ -39,7 +39,7 @@ from official_bench.data.records import (
     record_problems as words,
     record_sets,
 )
-from official_bench.data.records.framing import Problem
+from official_bench.data.records.framing import Problem, count_records
 from official_bench.data.records.host_reader import Item, interleave
 
 DECODER = host_decode.DECODER  # the loader writes it into result.json
@@ -82,6 +82,18 @@ def process_files(ds: DatasetConfig, process_index: int, process_count: int,
     mine, record_shard = record_sets.shard_files(files, process_count,
                                                  process_index)
     return FileShard(mine, record_shard)
+
+
+def records_of(files: FileShard) -> int:
+    """How many records of `files` this process reads in one pass: every
+    record of its files, or its share of each when the files were not
+    sharded (every p-th record of each file, from p)."""
+    index, count = files.record_shard
+    total = 0
+    for path in files:
+        n = count_records(path)
+        total += (n - index + count - 1) // count if n > index else 0
+    return total
 
 
 def _worker_part(files: Sequence[str], worker_index: int, num_workers: int,

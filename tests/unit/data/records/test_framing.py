@@ -30,6 +30,7 @@ def test_masked_crc_matches_tensorflow_frames(tmp_path):
     assert framing.masked_crc32c(length) == int.from_bytes(data[8:12],
                                                            "little")
     assert check(path) is None
+    assert framing.count_records(path) == 4
 
 
 def test_an_empty_file_is_whole(tmp_path):
@@ -50,6 +51,7 @@ def test_a_cut_names_the_first_incomplete_record(tmp_path, cut, index):
     with open(path, "wb") as f:
         f.write(data[:len(data) - cut])
     problem = check(path)
+    assert framing.count_records(path) == index  # the whole ones
     whole = 26 * index
     assert problem == framing.Problem(
         path, index, "corrupt or truncated TFRecord data: only the first "

@@ -216,6 +216,17 @@ def test_training_is_seeded_endless_and_reshuffled_each_epoch(tmp_path):
     assert mixed != epochs[0] and len(set(mixed)) >= 8
 
 
+@pytest.mark.parametrize("files,processes", [(4, 2), (3, 2), (1, 2), (2, 3)])
+def test_records_of_counts_what_each_process_reads(tmp_path, files,
+                                                   processes):
+    """The JAX trainer sizes a multi-process evaluation pass by it."""
+    numbered_tree(tmp_path, files=files)
+    ds = numbered_cfg(tmp_path, files=files)
+    for p in range(processes):
+        mine = host_examples.process_files(ds, p, processes, False)
+        assert host_examples.records_of(mine) == len(labels(ds, mine))
+
+
 def test_processes_sharing_every_file_draw_their_own_crops(tmp_path):
     """Fewer files than processes: each process reads every file and a
     share of its records. With one seed they must still draw their own
