@@ -5,10 +5,11 @@ The launcher's trainers and the doctor's checks each start in a session of
 their own (start_new_session), so a stop reaches what they started too
 (`timeout`'s trainer, horovodrun's ranks). TensorFlow may ignore SIGTERM
 while it runs ops, hence the one stop both use: SIGTERM, a grace, SIGKILL.
-A group led by GNU `timeout` gets its SIGTERM through `timeout` alone,
-which passes it on to its command and group: a second copy from us would
-reach the trainer twice, and the trainer reads a second SIGTERM as "exit
-now" instead of "stop after this step" (docs/exit_status.md).
+The SIGTERM may go to one process of the group instead (`term`): a
+trainer reads a second SIGTERM as "exit now" instead of "stop after this
+step" (docs/exit_status.md), and GNU `timeout`, which leads the
+launcher's groups, passes a SIGTERM on to its command twice (to it, then
+to the group) as well as the copy killpg gives it.
 Worker processes (the record builder's, the JAX input workers) call
 `die_with_parent` first, so a parent killed outright leaves no orphans.
 """
@@ -20,7 +21,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 PR_SET_PDEATHSIG = 1
 
@@ -43,20 +44,47 @@ def signal_leader(pid: int, sig: int) -> None:
         pass
 
 
-def stop_groups(procs: Sequence, grace: float, relayed: bool = False) -> None:
-    """SIGTERMs the group of every process still running, all at once, and
-    SIGKILLs the group of each one still running `grace` seconds later;
-    returns when they have ended.
+def child_of(pid: int) -> Optional[int]:
+    """The first child of process `pid` (the command GNU `timeout` runs),
+    from /proc; None when it has none or /proc cannot tell."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            found = [int(c) for c in f.read().split()]
+    except (OSError, ValueError):
+        found = _children_by_scan(pid)
+    return found[0] if found else None
+
+
+def _children_by_scan(pid: int) -> List[int]:
+    """Kernels without /proc/PID/task/TID/children: every /proc/N/stat."""
+    found = []
+    names = os.listdir("/proc") if os.path.isdir("/proc") else []
+    for name in filter(str.isdigit, names):
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError, ValueError):
+            continue
+        if fields[1] == str(pid):
+            found.append(int(name))
+    return sorted(found)
+
+
+def stop_groups(procs: Sequence, grace: float,
+                term: Optional[Callable[[Any], None]] = None) -> None:
+    """SIGTERMs every process still running, all at once (its group, or
+    what `term(proc)` signals), and SIGKILLs the group of each one still
+    running `grace` seconds later; returns when they have ended.
 
     procs: subprocess.Popen, or anything with its pid, poll() and
     wait(timeout) (the launcher's TrainerProcess).
-    relayed: each process is a relay that passes SIGTERM on to its group
-    (GNU `timeout`), so SIGTERM goes to it alone; SIGKILL to the group.
     """
     running = [p for p in procs if p.poll() is None]
-    term = signal_leader if relayed else signal_group
     for p in running:
-        term(p.pid, signal.SIGTERM)
+        if term is None:
+            signal_group(p.pid, signal.SIGTERM)
+        else:
+            term(p)
     deadline = time.monotonic() + grace
     for p in running:
         try:

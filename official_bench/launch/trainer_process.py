@@ -37,8 +37,8 @@ class TrainerProcess:
         self.run_timeout = s.run_timeout
         timeout = shutil.which("timeout")
         self.command = list(run.command)
-        # `timeout` passes a SIGTERM on to the trainer and its group.
-        self.relays_sigterm = bool(timeout)
+        self.under_timeout = bool(timeout)
+        self.horovodrun = plan.horovod is not None
         if timeout:
             self.command = [timeout, "-k", f"{s.kill_after:g}s",
                             f"{s.run_timeout:g}s"] + self.command
@@ -66,8 +66,20 @@ class TrainerProcess:
         return self.poll()
 
     def stop(self, why: str, grace: Optional[float] = None) -> None:
-        """SIGTERM the group, SIGKILL it after `grace` seconds."""
+        """SIGTERM it (terminate), SIGKILL its group after `grace` s."""
         stop_all([self], why, self.kill_after if grace is None else grace)
+
+    def terminate(self) -> None:
+        """One SIGTERM to what must see it: under `timeout`, the trainer
+        itself (`timeout`, signalled, passes it on twice: to the trainer,
+        then to its group; a trainer's second SIGTERM means "exit now"),
+        or for horovodrun `timeout`, whose copy to the group reaches the
+        ranks; without `timeout`, the whole group."""
+        if not self.under_timeout:
+            processes.signal_group(self.pid, signal.SIGTERM)
+            return
+        command = None if self.horovodrun else processes.child_of(self.pid)
+        processes.signal_leader(command or self.pid, signal.SIGTERM)
 
     def poll(self) -> Optional[int]:
         """Its exit status once it ended (death by a signal as the shell
@@ -87,16 +99,13 @@ class TrainerProcess:
 
 
 def stop_all(procs: List[TrainerProcess], why: str, grace: float) -> None:
-    """SIGTERM every running group at once (through its `timeout`, which
-    passes it on once: the trainer then ends after its current step),
-    SIGKILL those still running after `grace` seconds (TensorFlow may
-    ignore SIGTERM)."""
+    """SIGTERM every running trainer at once, once (`terminate`: it then
+    ends after its current step), SIGKILL the group of those still running
+    after `grace` seconds (TensorFlow may ignore SIGTERM)."""
     running = [p for p in procs if p.poll() is None]
     for p in running:
         p.stopped_because = p.stopped_because or why
-    # One machine: every trainer has its `timeout`, or none has.
-    processes.stop_groups(running, grace, relayed=all(
-        p.relays_sigterm for p in running))
+    processes.stop_groups(running, grace, term=TrainerProcess.terminate)
 
 
 def wait_all(procs: List[TrainerProcess], labels: List[str], kill_after: float,

@@ -74,6 +74,7 @@ def test_ended_processes_and_gone_groups_are_left_alone():
     processes.signal_group(p.pid, signal.SIGKILL)  # gone: no error
 
 
+
 # Counts the SIGTERMs it gets (each delivery writes one byte to the
 # wake-up fd), prints the count 1 s after the first, then exits.
 COUNTS_TERM = (
@@ -90,21 +91,44 @@ COUNTS_TERM = (
     "print(len(got), flush=True)\n")
 
 
-def test_a_relay_gets_the_sigterm_and_passes_it_on_once():
-    """GNU timeout passes a SIGTERM on to its command (and group); the
-    group's copy as well would reach the command twice."""
+def _under_timeout(code):
     p = subprocess.Popen(["timeout", "-k", "30s", "600s", sys.executable,
-                          "-c", COUNTS_TERM], stdout=subprocess.PIPE,
-                         text=True, start_new_session=True)
+                          "-c", code], stdout=subprocess.PIPE, text=True,
+                         start_new_session=True)
     assert p.stdout.readline().strip() == "up"
+    return p
+
+
+def test_child_of_finds_the_command_timeout_runs():
+    p = _under_timeout(IGNORES_TERM)
+    try:
+        command = processes.child_of(p.pid)
+        with open(f"/proc/{command}/cmdline") as f:
+            assert f.read().split("\0")[:2] == [sys.executable, "-c"]
+        assert processes._children_by_scan(p.pid) == [command]
+        assert processes.child_of(command) is None  # no child of its own
+    finally:
+        processes.signal_group(p.pid, signal.SIGKILL)
+        p.wait()
+
+
+def test_a_term_to_the_command_alone_reaches_it_once():
+    """What the launcher does under GNU timeout: signalled itself, timeout
+    passes a SIGTERM on twice (to its command, then to the group), and
+    now and then (2 in 30 here) both copies arrive."""
+    p = _under_timeout(COUNTS_TERM)
     time.sleep(0.2)
-    processes.stop_groups([p], grace=20, relayed=True)
+    processes.stop_groups([p], grace=20, term=lambda q: processes
+                          .signal_leader(processes.child_of(q.pid),
+                                         signal.SIGTERM))
     assert p.stdout.read().split() == ["1"]
+    assert p.returncode == 0  # the command's own exit, through timeout
 
 
-def test_a_relay_that_ignores_sigterm_gets_its_group_killed():
+def test_a_term_that_does_not_stop_it_gets_its_group_killed():
     p, child = start("import signal; signal.signal(signal.SIGTERM, "
                      "signal.SIG_IGN); " + WITH_CHILD)
-    processes.stop_groups([p], grace=0.5, relayed=True)
+    processes.stop_groups([p], grace=0.5, term=lambda q: processes
+                          .signal_leader(q.pid, signal.SIGTERM))
     assert p.returncode == -signal.SIGKILL
     assert gone(int(child))  # SIGKILL went to the whole group

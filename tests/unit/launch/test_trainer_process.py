@@ -1,8 +1,9 @@
 """launch/trainer_process.py: a stop the launcher starts (a peer node's
-failure, a sibling worker's, Ctrl-C) reaches the trainer once, through its
-`timeout`, so the trainer's own stop (runtime/stop_signals.py) ends it
-after the current step. The stand-in trainer is a real process with that
-stop; no TensorFlow."""
+failure, a sibling worker's, Ctrl-C) reaches the trainer once (sent to the
+trainer, not to its `timeout`'s group), so the trainer's own stop
+(runtime/stop_signals.py) ends it after the current step. The stand-in
+trainer is a real process with that stop under the launcher's real
+`timeout -k`; no TensorFlow."""
 
 import os
 import sys
@@ -51,7 +52,7 @@ def test_a_peer_failure_stops_the_trainer_after_its_step(plan_of, tmp_path,
     o = one_run.OneRun(plan, run, peer_failure).execute()
     log = open(run.log_path, encoding="utf-8").read()
     assert "SIGTERM received at step" in log
-    assert "second SIGTERM" not in log  # the launcher's copy and timeout's
+    assert "second SIGTERM" not in log  # killpg's copy, then timeout's
     assert "stand-in trainer stopped after step" in log
     assert (o.status, o.rc) == (Status.ABORTED, es.TERMINATED)
     assert time.monotonic() - began < 15  # not the SIGKILL after the grace
