@@ -117,10 +117,14 @@ def test_a_term_to_the_command_alone_reaches_it_once():
     passes a SIGTERM on twice (to its command, then to the group), and
     now and then (2 in 30 here) both copies arrive."""
     p = _under_timeout(COUNTS_TERM)
-    time.sleep(0.2)
-    processes.stop_groups([p], grace=20, term=lambda q: processes
-                          .signal_leader(processes.child_of(q.pid),
-                                         signal.SIGTERM))
+    try:
+        time.sleep(0.2)
+        processes.stop_groups([p], grace=20, term=lambda q: processes
+                              .signal_leader(processes.child_of(q.pid),
+                                             signal.SIGTERM))
+    finally:  # nothing left behind, even when the stop failed
+        processes.signal_group(p.pid, signal.SIGKILL)
+        p.wait()
     assert p.stdout.read().split() == ["1"]
     assert p.returncode == 0  # the command's own exit, through timeout
 
