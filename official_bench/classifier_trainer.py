@@ -110,7 +110,25 @@ def main(argv) -> int:
     cpu_kernels.apply(cfg.runtime.cpu_kernels, cfg.runtime.num_gpus)
 
     # 2. The run (TensorFlow is imported from here on).
-    from official_bench import trainer
+    try:
+        status = _train(cfg)
+    except BaseException:
+        if _joined_jax_processes():  # a bug's traceback, then out at once
+            traceback.print_exc()
+            sys.stderr.flush()
+            os._exit(exit_status.FAILED)
+        raise
+    if status != exit_status.OK and _joined_jax_processes():
+        # A normal exit would wait at jax.distributed's shutdown barrier
+        # for every process, and one still inside a collective with this
+        # one would never come: both would hang.
+        os._exit(status)
+    return status
+
+
+def _train(cfg) -> int:
+    """The run; a failure the trainer knows is one line and its status."""
+    from official_bench import config as config_lib, trainer
     from official_bench.host.write_errors import NotWritable
     from official_bench.runtime.cluster import ClusterError, PeerLost
     from official_bench.runtime.stop_signals import RunStopped
@@ -138,6 +156,16 @@ def main(argv) -> int:
             raise
         return _fail(ours.group(0).strip(), exit_status.FAILED, e)
     return exit_status.OK
+
+
+def _joined_jax_processes() -> bool:
+    """Whether this process trained with other JAX processes (its exit
+    then meets theirs at jax.distributed's shutdown)."""
+    jax = sys.modules.get("jax")
+    try:
+        return jax is not None and jax.process_count() > 1
+    except Exception:  # noqa: BLE001 - no backend: nothing joined
+        return False
 
 
 def run_main() -> None:

@@ -32,6 +32,14 @@ def failing_source(ctx):
     raise OSError("disk on fire")
 
 
+def second_pipeline_failing_source(ctx):
+    """Input pipeline 1 raises at its 8th batch; the others never do."""
+    for n, batch in enumerate(python_loader.synthetic_source(ctx), 1):
+        if ctx.input_pipeline_id == 1 and n == 8:
+            raise OSError("official_bench: test: pipeline 1 failed")
+        yield batch
+
+
 def float64_source(ctx):
     while True:
         yield (np.zeros((ctx.batch_size, ctx.image_size, ctx.image_size,

@@ -23,7 +23,7 @@ from official_bench.contracts import exit_status
 from official_bench.contracts.trainer_command import trainer_argv
 from official_bench.data.build.example_proto import classic_example
 from official_bench.data.records.framing import frame
-from support.helpers import free_ports, without_module_env
+from support.helpers import REPO, free_ports, without_module_env
 from support.launch_cli import run_together
 
 pytestmark = [
@@ -227,6 +227,42 @@ def test_two_processes_read_disjoint_shards_and_train_together(tmp_path):
              "3, 1 batches")
     assert all(taken in out for out in outs), outs[0][-3000:]
     assert "val_loss" in mine["history"]
+
+
+@pytest.mark.slow
+def test_one_process_failing_ends_both_in_one_line_each(tmp_path):
+    """Process 1's source fails at its 8th batch while process 0 waits in
+    the step's all-reduce. Process 1 says why and leaves at once (a
+    normal exit waited at jax.distributed's shutdown for process 0, which
+    waited in the collective: both hung for the shutdown's 300 s and
+    more); process 0 sees the connection go and names the lost worker."""
+    p0, p1 = free_ports(2)
+    override = _override(**{
+        "runtime.distribution_strategy": "multi_worker_mirrored",
+        "runtime.peer_timeout_seconds": 120, "train.steps": 40,
+        "train_dataset.builder": "python", "train_dataset.python_source":
+            "support.python_sources:second_pipeline_failing_source"})
+    runs, mark = [], uuid.uuid4().hex
+    for index in (0, 1):
+        tf_config = json.dumps({
+            "cluster": {"worker": [f"127.0.0.1:{p0}", f"127.0.0.1:{p1}"]},
+            "task": {"type": "worker", "index": index}})
+        argv = trainer_argv(sys.executable, mode="train",
+                            model_dir=str(tmp_path / f"w{index}"),
+                            params_override=override)
+        env = _env(tmp_path, mark, TF_CONFIG=tf_config)
+        env["PYTHONPATH"] += os.pathsep + os.path.join(REPO, "tests")
+        runs.append((argv, env))
+    rcs, outs = run_together(runs, str(tmp_path), 240)
+    errors = [[line for line in out.splitlines()
+               if line.startswith("error: ")] for out in outs]
+    assert rcs == [exit_status.PEER_LOST, exit_status.FAILED], \
+        "\n".join(o[-3000:] for o in outs)
+    assert len(errors[1]) == 1 and "pipeline 1 failed" in errors[1][0], \
+        outs[1][-3000:]
+    assert len(errors[0]) == 1 and "lost worker 1 at 127.0.0.1:" in \
+        errors[0][0], outs[0][-3000:]
+    assert _none_left(mark)
 
 
 def test_a_python_source_trains_on_jax(tmp_path):
