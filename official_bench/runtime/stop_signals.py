@@ -13,7 +13,9 @@ install ours after the strategy exists (taking the signal back), and:
   between steps itself (this module is TensorFlow-free);
 - if the process has not ended `grace_seconds` later (a collective that
   waits for a peer, a teardown that blocks) the watcher ends it with
-  128+signal after saying so.
+  128+signal after saying so;
+- a second signal ends it at once, except a repeat of the first within
+  SAME_STOP_SECONDS (one sender's copies, as `timeout`'s).
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ from typing import Callable, Optional
 from official_bench.contracts import exit_status
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# A repeat of the first signal this soon is the same stop: GNU `timeout`
+# sends its SIGTERM to the command and then to the process group, and the
+# command gets both when the first was handled before the second came.
+SAME_STOP_SECONDS = 1.0
 
 
 class RunStopped(RuntimeError):
@@ -112,7 +118,7 @@ class StopOnSignal:
     def _watch(self) -> None:
         """Sees the signal through the wake-up fd; enforces the grace."""
         read_fd = self._fds[0]
-        deadline = None
+        deadline, first = None, 0.0
         while True:
             timeout = None if deadline is None else \
                 max(0.0, deadline - time.monotonic())
@@ -133,6 +139,9 @@ class StopOnSignal:
                 return  # __exit__ closed the pipe
             for signum in data:
                 if signum in SIGNALS and deadline is not None:
+                    if signum == self.signum and time.monotonic() < \
+                            first + SAME_STOP_SECONDS:
+                        continue  # one sender's copies, not a second stop
                     self._log(f"official_bench: second "
                               f"{signal.Signals(signum).name}; exiting now "
                               f"at step {self.step}")
@@ -144,4 +153,5 @@ class StopOnSignal:
                     self._log(f"official_bench: {name} received at step "
                               f"{self.step}; stopping after the current "
                               f"step (at most {self.grace_seconds:g} s)")
-                    deadline = time.monotonic() + self.grace_seconds
+                    first = time.monotonic()
+                    deadline = first + self.grace_seconds

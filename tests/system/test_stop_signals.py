@@ -34,6 +34,31 @@ def test_signal_is_seen_and_grace_is_enforced():
     assert signal.getsignal(signal.SIGTERM) is not stop._on_signal
 
 
+def test_a_repeat_within_a_second_is_the_same_stop_a_later_one_not():
+    """GNU timeout sends SIGTERM to the command, then to its group: two
+    copies of one stop. A second signal later (or another one) is a
+    user's 'exit now'."""
+    exits, lines = [], []
+    with stop_signals.StopOnSignal(grace_seconds=30, log=lines.append,
+                                   hard_exit=exits.append):
+        os.kill(os.getpid(), signal.SIGTERM)
+        _until(lambda: lines)
+        os.kill(os.getpid(), signal.SIGTERM)  # the group's copy
+        time.sleep(0.3)
+        assert exits == [] and len(lines) == 1, lines
+        time.sleep(stop_signals.SAME_STOP_SECONDS)
+        os.kill(os.getpid(), signal.SIGTERM)
+        _until(lambda: exits)
+    assert exits == [143], lines
+    assert "second SIGTERM; exiting now" in lines[-1]
+
+
+def _until(condition, seconds=5):
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def test_stopped_error_names_signal_and_step():
     e = stop_signals.RunStopped(signal.SIGINT, 40, 300)
     assert str(e) == ("official_bench: stopped by SIGINT at step 40 of 300; "
