@@ -17,6 +17,20 @@ SCRIPTS = {m: os.path.join(REPO, f"run_{n}_node.sh")
                         ("multi", "multi"))}
 
 
+# What nvidia-smi -L says on a machine whose driver finds no GPU.
+NO_GPU_SMI = "#!/bin/sh\necho 'No devices were found'\nexit 6\n"
+
+
+def hide_gpus(folder, monkeypatch):
+    """The run scripts see a machine without GPUs, whatever this one has:
+    an nvidia-smi first on PATH that finds none (GPU_IDS is then taken
+    unchecked; a test that wants GPUs puts its own nvidia-smi first)."""
+    smi = folder / "nvidia-smi"
+    smi.write_text(NO_GPU_SMI)
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+
+
 def clean_env(tmp_path, **knobs):
     """The test process's environment without any launcher knob, TF_CONFIG
     or Slurm variable, plus `knobs` (upper-cased)."""

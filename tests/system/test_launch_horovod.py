@@ -38,6 +38,13 @@ echo '{"fake": "rank 1"}' > "$md/result_rank1.json"
 """)
 
 
+@pytest.fixture(autouse=True)
+def no_gpu_here(tmp_path_factory, monkeypatch):
+    """GPU_IDS stands in for nvidia-smi here, on any machine (a real one
+    listing fewer GPUs would refuse 0,1,2,3)."""
+    launch_cli.hide_gpus(tmp_path_factory.mktemp("no_gpu"), monkeypatch)
+
+
 def fake_venv(tmp_path, horovodrun=FAKE_HOROVODRUN):
     """A directory shaped like the Horovod venv: bin/horovodrun, bin/python."""
     venv = tmp_path / "hvd-venv"

@@ -17,24 +17,13 @@ import pytest
 from official_bench.contracts import exit_status
 from official_bench.launch import settings as settings_lib
 from support.helpers import free_ports
-from support.launch_cli import PY, SCRIPTS, clean_env, script
+from support.launch_cli import PY, SCRIPTS, clean_env, hide_gpus, script
 
 REPO = os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-# What nvidia-smi -L says on a machine whose driver finds no GPU.
-NO_GPU_SMI = "#!/bin/sh\necho 'No devices were found'\nexit 6\n"
-
-
 @pytest.fixture(autouse=True)
 def no_gpu_here(tmp_path_factory, monkeypatch):
-    """The run scripts here see a machine without GPUs, whatever this one
-    has: an nvidia-smi first on PATH that finds none (a test that wants
-    GPUs puts its own first)."""
-    folder = tmp_path_factory.mktemp("no_gpu")
-    smi = folder / "nvidia-smi"
-    smi.write_text(NO_GPU_SMI)
-    smi.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    hide_gpus(tmp_path_factory.mktemp("no_gpu"), monkeypatch)
 
 
 # -- settings -----------------------------------------------------------------
