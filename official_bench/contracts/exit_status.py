@@ -115,7 +115,9 @@ TABLE: Tuple[ExitStatus, ...] = (
                "the trainer ends after the current step (or loop) with "
                "`error: official_bench: stopped by SIGTERM at step S of T; "
                "no result written`, or `runtime.stop_grace_seconds` (60) "
-               "after the signal; a second signal exits at once",
+               "after the signal; a second signal exits at once (the "
+               "same one within 1 s is the same stop: GNU `timeout` sends "
+               "it to the command, then to its group)",
                short="terminated (SIGTERM)"),
 )
 # Any other 128+N: stopped by signal N, as the shell reports it.

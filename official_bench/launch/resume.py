@@ -8,20 +8,16 @@ same rule on every node (`decide`):
 
 - neither knob: any such run stops the sweep before anything is touched
   (exit LOGS_IN_USE), naming the runs and both ways on;
-- RESUME=1: a planned run whose status is ok on every node is reused; the
-  files of every other run (failed, unfinished, beyond TEST_NUM) are moved
-  aside first, and the missing or failed ones run. An ok run whose logged
-  command differs from the planned one (`setup_difference`: another
-  override, config, Python, ...; not its model_dir, its ports or how long
-  it waited for its peers) stops the sweep (exit LOGS_IN_USE): keeping it
-  would mix two setups in one case;
+- RESUME=1: a planned run whose status is ok on every node is reused
+  (unless its logged command differs from the plan's: `setup_difference`
+  stops the sweep, exit LOGS_IN_USE, rather than mix two setups); the
+  files of every other run are moved aside first, and the rest run;
 - OVERWRITE=1: every run runs, into `.overwrite-{stamp}/` of its case
   folder (`stage`); only when the sweep ended ok are the old files moved
-  aside and the new ones moved in (`swap_in`), so the tree holds exactly
-  the new sweep; otherwise (a failed run, a full disk, a signal) the old
-  runs stay where the extractor reads them, the new files in the staging
-  folder. Every node decides from the sweep's status, which the barrier's
-  rounds give every node alike.
+  aside and the new ones moved in (`swap_in`); otherwise (a failed run, a
+  full disk, a signal) the old runs stay where the extractor reads them.
+  Every node decides from the sweep's status, which the barrier's rounds
+  give every node alike.
 
 "Moved aside" means renamed into `.replaced-{stamp}/` of the folder that
 held them: nothing is deleted, and the extractor, which reads
