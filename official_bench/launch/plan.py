@@ -278,7 +278,9 @@ def choose_config(settings: Settings, device: str) -> str:
             name = f"{CONFIG_STEM[settings.mode]}{suffix}.yaml"
         path = os.path.join(folder, name)
     if not os.path.isfile(path):
-        raise PlanError(f"config file {path} does not exist (CONFIG_FILE / "
+        what = "is a directory, not a YAML file" if os.path.isdir(path) \
+            else "does not exist"
+        raise PlanError(f"config file {path} {what} (CONFIG_FILE / "
                         "CONFIG_DIR)")
     return path
 

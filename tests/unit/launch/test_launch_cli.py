@@ -301,6 +301,9 @@ def test_tf_config_wins_and_is_logged(tmp_path):
      "train.no_such_key: unknown key"),
     ({"NODES": "127.0.0.1:5001,127.0.0.1:5002", "TASK_INDEX": 0,
       "CONFIG_FILE": "/nonexistent.yaml"}, 2, "does not exist"),
+    ({"NODES": "127.0.0.1:5001,127.0.0.1:5002", "TASK_INDEX": 0,
+      "CONFIG_FILE": "/"}, 2, "config file / is a directory, not a YAML "
+     "file (CONFIG_FILE / CONFIG_DIR)"),
 ])
 def test_bad_input_is_a_clear_error(tmp_path, knobs, status, words):
     start = time.monotonic()
