@@ -159,13 +159,12 @@ def _train(cfg) -> int:
 
 
 def _joined_jax_processes() -> bool:
-    """Whether this process trained with other JAX processes (its exit
-    then meets theirs at jax.distributed's shutdown)."""
-    jax = sys.modules.get("jax")
-    try:
-        return jax is not None and jax.process_count() > 1
-    except Exception:  # noqa: BLE001 - no backend: nothing joined
-        return False
+    """Whether this process joined other JAX processes (its exit then
+    meets theirs at jax.distributed's shutdown). Asks without starting
+    JAX's backends (a refused XLA flag must not reach them)."""
+    distributed = getattr(sys.modules.get("jax"), "distributed", None)
+    joined = getattr(distributed, "is_initialized", None)
+    return bool(joined and joined())
 
 
 def run_main() -> None:
