@@ -129,6 +129,25 @@ def _run(tmp_path, override, data_dir, name="run", timeout=240,
     return rc, out, mark
 
 
+def _two_processes(tmp_path, override, mode, timeout, *extra):
+    """Workers 0 and 1 of a JAX run on 127.0.0.1 (tests/ importable, for
+    support's sources): ([returncode], [output], their mark)."""
+    p0, p1 = free_ports(2)
+    runs, mark = [], uuid.uuid4().hex
+    for index in (0, 1):
+        tf_config = json.dumps({
+            "cluster": {"worker": [f"127.0.0.1:{p0}", f"127.0.0.1:{p1}"]},
+            "task": {"type": "worker", "index": index}})
+        argv = trainer_argv(sys.executable, mode=mode,
+                            model_dir=str(tmp_path / f"w{index}"),
+                            params_override=override, extra=list(extra))
+        env = _env(tmp_path, mark, TF_CONFIG=tf_config)
+        env["PYTHONPATH"] += os.pathsep + os.path.join(REPO, "tests")
+        runs.append((argv, env))
+    rcs, outs = run_together(runs, str(tmp_path), timeout)
+    return rcs, outs, mark
+
+
 def test_records_train_and_evaluate_on_jax_with_input_workers(tmp_path):
     """One run: train and evaluate from two input workers, with one train
     shard cut and skip_bad_records: true, so the run trains on and, before
@@ -191,23 +210,13 @@ def test_two_processes_read_disjoint_shards_and_train_together(tmp_path):
     data = tmp_path / "data"
     write_records(data, "train", 4, 8)
     write_records(data, "validation", 3, [6, 4, 6])
-    p0, p1 = free_ports(2)
     override = _override(**{
         "runtime.distribution_strategy": "multi_worker_mirrored",
         "runtime.peer_timeout_seconds": 120, "runtime.seed": 3,
         "train_dataset.num_workers": 1, "evaluation.skip_eval": False,
         "validation_dataset.num_examples": 16})
-    runs, mark = [], uuid.uuid4().hex
-    for index in (0, 1):
-        tf_config = json.dumps({
-            "cluster": {"worker": [f"127.0.0.1:{p0}", f"127.0.0.1:{p1}"]},
-            "task": {"type": "worker", "index": index}})
-        argv = trainer_argv(sys.executable, mode="train_and_eval",
-                            model_dir=str(tmp_path / f"w{index}"),
-                            params_override=override,
-                            extra=[f"--data_dir={data}"])
-        runs.append((argv, _env(tmp_path, mark, TF_CONFIG=tf_config)))
-    rcs, outs = run_together(runs, str(tmp_path), 300)
+    rcs, outs, mark = _two_processes(tmp_path, override, "train_and_eval",
+                                     300, f"--data_dir={data}")
     assert rcs == [0, 0], "\n".join(o[-3000:] for o in outs)
     assert _none_left(mark)
     read = [FILES.search(out).groups() for out in outs]
@@ -236,24 +245,12 @@ def test_one_process_failing_ends_both_in_one_line_each(tmp_path):
     normal exit waited at jax.distributed's shutdown for process 0, which
     waited in the collective: both hung for the shutdown's 300 s and
     more); process 0 sees the connection go and names the lost worker."""
-    p0, p1 = free_ports(2)
     override = _override(**{
         "runtime.distribution_strategy": "multi_worker_mirrored",
         "runtime.peer_timeout_seconds": 120, "train.steps": 40,
         "train_dataset.builder": "python", "train_dataset.python_source":
             "support.python_sources:second_pipeline_failing_source"})
-    runs, mark = [], uuid.uuid4().hex
-    for index in (0, 1):
-        tf_config = json.dumps({
-            "cluster": {"worker": [f"127.0.0.1:{p0}", f"127.0.0.1:{p1}"]},
-            "task": {"type": "worker", "index": index}})
-        argv = trainer_argv(sys.executable, mode="train",
-                            model_dir=str(tmp_path / f"w{index}"),
-                            params_override=override)
-        env = _env(tmp_path, mark, TF_CONFIG=tf_config)
-        env["PYTHONPATH"] += os.pathsep + os.path.join(REPO, "tests")
-        runs.append((argv, env))
-    rcs, outs = run_together(runs, str(tmp_path), 240)
+    rcs, outs, mark = _two_processes(tmp_path, override, "train", 240)
     errors = [[line for line in out.splitlines()
                if line.startswith("error: ")] for out in outs]
     assert rcs == [exit_status.PEER_LOST, exit_status.FAILED], \
