@@ -232,38 +232,25 @@ def _hello(plan: Plan, link: NodeLink, stamp: str,
     say(plan, "barrier: all nodes arrived: " + ", ".join(
         f"node {k} on {v.get('host')} (pid {v.get('pid')})"
         for k, v in sorted(hello.items())))
-    broken = {k: v["cannot_run"] for k, v in sorted(hello.items())
-              if v.get("cannot_run")}
-    for k, text in broken.items():
-        who = "this node" if k == plan.index else node_name(plan, k)
-        say(plan, f"error: {who} cannot start the trainer: {text}",
-            stream=sys.stderr)
-    if broken:
-        say(plan, "no run started (on any node): "
-            f"{len(broken)} node(s) cannot start the trainer",
-            stream=sys.stderr)
-        return es.CONFIG, {}
-    unwritable = {k: v["cannot_write"] for k, v in sorted(hello.items())
-                  if v.get("cannot_write")}
-    for k, text in unwritable.items():
-        if k != plan.index:  # this node's was said before hello
-            say(plan, f"error: {node_name(plan, k)}: {text}",
-                stream=sys.stderr)
-    if unwritable:
-        say(plan, "no run started (on any node): "
-            f"{len(unwritable)} node(s) cannot make their output folders",
-            stream=sys.stderr)
-        return es.NOT_WRITABLE, {}
-    in_use = {k: v["logs_problem"] for k, v in sorted(hello.items())
-              if v.get("logs_problem")}
-    for k, text in in_use.items():
-        if k != plan.index:  # this node's was said before hello
-            say(plan, f"error: {node_name(plan, k)}: {text}",
-                stream=sys.stderr)
-    if in_use:
-        say(plan, "no run started (on any node): the log tree of "
-            f"{len(in_use)} node(s) is in use", stream=sys.stderr)
-        return es.LOGS_IN_USE, {}
+    # (hello key, what the node's line says, summary, exit status); this
+    # node's own cannot_write and logs_problem were said before hello.
+    for key, what, summary, status in (
+            ("cannot_run", " cannot start the trainer",
+             "{n} node(s) cannot start the trainer", es.CONFIG),
+            ("cannot_write", "", "{n} node(s) cannot make their output "
+             "folders", es.NOT_WRITABLE),
+            ("logs_problem", "", "the log tree of {n} node(s) is in use",
+             es.LOGS_IN_USE)):
+        found = {k: v[key] for k, v in sorted(hello.items()) if v.get(key)}
+        for k, text in found.items():
+            if k == plan.index and key != "cannot_run":
+                continue
+            who = "this node" if k == plan.index else node_name(plan, k)
+            say(plan, f"error: {who}{what}: {text}", stream=sys.stderr)
+        if found:
+            say(plan, "no run started (on any node): " +
+                summary.format(n=len(found)), stream=sys.stderr)
+            return status, {}
     head_stamp = (hello.get(0) or {}).get("stamp")
     if head_stamp and head_stamp != stamp:
         plan.restamp(head_stamp)
