@@ -11,7 +11,9 @@
 # Knobs (environment): IMAGES (train JPEGs, 20000), VAL_IMAGES (500),
 # IMAGE_W x IMAGE_H (500x375), CLASSES (100), TRAIN_SHARDS (64), BATCH
 # (256), DTYPES ("bf16 fp16"), TEST_NUM (3), STEPS (200), LOG_STEPS (50),
-# NUM_WORKERS (train_dataset.num_workers, auto), DEVICE (auto; cpu runs
+# NUM_WORKERS (train_dataset.num_workers, auto), DECODE (the real runs'
+# train_dataset.decode: cpu, or gpu with nvImageCodec's wheels in .whl/:
+# nvidia-nvimgcodec-cu13 and nvidia-nvjpeg), DEVICE (auto; cpu runs
 # the CPU smoke config), DATA_ROOT (where images and records go,
 # /tmp/records_check). The same script at a CPU's scale, in about a minute:
 #   IMAGES=64 VAL_IMAGES=8 TRAIN_SHARDS=4 BATCH=8 DTYPES=fp32 TEST_NUM=1 \
@@ -57,6 +59,7 @@ images=${IMAGES:-20000}; val_images=${VAL_IMAGES:-500}
 batch=${BATCH:-256}; dtypes=${DTYPES:-bf16 fp16}; test_num=${TEST_NUM:-3}
 steps=${STEPS:-200}; log_steps=${LOG_STEPS:-50}; workers=${NUM_WORKERS:-auto}
 device=${DEVICE:-auto}; root=${DATA_ROOT:-/tmp/records_check}
+decode=${DECODE:-cpu}
 say "host: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')); $("$PYTHON" --version 2>&1); /dev/shm $(df -h /dev/shm | awk 'NR==2 {print $2}')"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total \
   --format=csv,noheader | sed 's/^/[gpu] /' | tee -a "$out/summary.txt"
@@ -67,8 +70,15 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,m
 # run would fail, so stop here and say which.
 if ! missing=$("$PYTHON" -c "
 import importlib.util as u
-print(' '.join(m for m in ('simplejpeg', 'google_crc32c', 'cv2', 'PIL')
-               if u.find_spec(m) is None))") || [ -n "$missing" ]; then
+need = ['simplejpeg', 'google_crc32c', 'cv2', 'PIL']
+if '$decode' == 'gpu':
+    need.append('nvidia.nvimgcodec')
+def found(m):
+    try:
+        return u.find_spec(m) is not None
+    except ImportError:  # its parent package is missing
+        return False
+print(' '.join(m for m in need if not found(m)))") || [ -n "$missing" ]; then
   say "STOP: the records reader needs $missing (put their wheels in .whl/)"
   exit 1
 fi
@@ -101,7 +111,7 @@ cpu_line() { { head -n1 /proc/stat; } >> "$1"; nproc > "$1.cores"; }
 run_case() {  # run_case real|synthetic DTYPE: TEST_NUM runs of the run script
   local data=$1 dtype=$2 extra=()
   [ "$data" = real ] && extra=(DATA_DIR="$root/records"
-                               PARAMS_OVERRIDE="train_dataset.num_workers=$workers")
+                               PARAMS_OVERRIDE="train_dataset.num_workers=$workers,train_dataset.decode=$decode")
   rm -f "$out/cpu_${data}_${dtype}"
   cpu_line "$out/cpu_${data}_${dtype}"
   env BACKEND=jax DEVICE="$device" TEST_NUM="$test_num" STEPS="$steps" \

@@ -107,7 +107,7 @@ def refusals(cfg: Any) -> List[Tuple[str, str]]:
     if t.name == "tensorflow":
         return [(key, f"{_get(cfg, key)!r} needs runtime.backend jax: {why}")
                 for key, default, why in TF_REFUSED
-                if _get(cfg, key) != default]
+                if _get(cfg, key) != default] + _tf_decode(cfg)
     what = f"runtime.backend {t.name} runs"
     out = []
     rt = cfg.runtime
@@ -140,8 +140,36 @@ def refusals(cfg: Any) -> List[Tuple[str, str]]:
             out.append((key, f"{_get(cfg, key)!r}: {why} need runtime."
                         f"backend tensorflow; leave it at {default!r} with "
                         f"{t.name}"))
+    out += _gpu_decode(cfg, datasets)
     scale = rt.loss_scale
     if scale is not None and scale != "dynamic":
         out.append(("runtime.loss_scale", f"{scale!r}: {what} float16 with "
                     "dynamic loss scaling only; leave it unset or 'dynamic'"))
+    return out
+
+
+def _tf_decode(cfg: Any) -> List[Tuple[str, str]]:
+    """decode: gpu on tensorflow, whose tf.data decodes on the CPU."""
+    return [(f"{name}.decode", f"{getattr(cfg, name).decode!r} needs "
+             "runtime.backend jax (its input workers decode through "
+             "nvImageCodec); tf.data decodes on the CPU: leave it at 'cpu'")
+            for name in ("train_dataset", "validation_dataset")
+            if getattr(cfg, name).decode != "cpu"]
+
+
+def _gpu_decode(cfg: Any, datasets: List[str]) -> List[Tuple[str, str]]:
+    """decode: gpu where there are records to decode and GPUs to do it."""
+    out = []
+    for name in datasets:
+        ds = getattr(cfg, name)
+        if ds.decode != "gpu":
+            continue
+        if ds.builder != "records":
+            out.append((f"{name}.decode", f"'gpu' decodes record files' "
+                        f"JPEGs; builder {ds.builder!r} has none: leave it "
+                        "at 'cpu'"))
+        elif not cfg.runtime.num_gpus:
+            out.append((f"{name}.decode", "'gpu' needs a GPU, and "
+                        "runtime.num_gpus is 0: set num_gpus or decode: "
+                        "cpu"))
     return out

@@ -177,6 +177,10 @@ class DatasetConfig(ConfigNode):
     # one worker's batch (data/feeds/shm_workers.py).
     num_workers: Union[int, str] = "auto"
     worker_timeout_seconds: float = 300.0
+    # ... and where those workers decode JPEGs: cpu (simplejpeg) or gpu
+    # (nvImageCodec on the run's GPUs: the card's JPEG engines; only the
+    # crop window is decoded).
+    decode: str = "cpu"
 
 
 @dataclasses.dataclass

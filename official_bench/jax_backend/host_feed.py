@@ -26,12 +26,12 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 from absl import logging
 
-from official_bench.config import DatasetConfig
+from official_bench.config import ConfigError, DatasetConfig
 from official_bench.contracts.imagenet import (
     IMAGENET_MEAN_RGB,
     IMAGENET_STD_RGB,
@@ -271,16 +271,40 @@ def _put(out: "queue.Queue", item, stop: threading.Event) -> None:
             continue
 
 
-def records_source(ds: DatasetConfig, files, training: bool,
-                   seed: int) -> Source:
+def records_source(ds: DatasetConfig, files, training: bool, seed: int,
+                   decoder: Optional[str] = None,
+                   decode_devices: Sequence[int] = (0,)) -> Source:
     """What each input worker runs: the records reader over `files` (as
     process_files gave them, with this process's share of their records
-    where processes share files)."""
+    where processes share files), decoding with `decoder` (default: the
+    reader's) on the GPUs `decode_devices` where it is a GPU's."""
+    from official_bench.data.records import host_examples
     return Source(RECORDS_EXAMPLES,
                   dict(ds=ds, files=list(files), training=training,
                        seed=seed, record_shard=tuple(getattr(
-                           files, "record_shard", (0, 1)))),
+                           files, "record_shard", (0, 1))),
+                       decoder=decoder or host_examples.DECODER,
+                       decode_devices=tuple(decode_devices)),
                   tuple(files))
+
+
+def workers_decoder(jax, ds: DatasetConfig, key: str) -> Tuple[str, tuple]:
+    """(decoder, GPU ordinals) the input workers decode `ds` with:
+    `decode: gpu` is nvImageCodec on this process's GPUs, workers shared
+    out over them. Raises ConfigError without a GPU or nvImageCodec."""
+    from official_bench.data.records import host_decode, host_examples
+    if ds.decode != "gpu":
+        return host_examples.DECODER, (0,)
+    gpus = [d for d in jax.local_devices() if d.platform == "gpu"]
+    if not gpus:
+        raise ConfigError(
+            f"{key}.decode: 'gpu' needs a GPU; this process's JAX devices "
+            f"are {', '.join(str(d) for d in jax.local_devices())}")
+    try:
+        host_decode.import_nvimgcodec()
+    except host_decode.DecoderUnavailable as e:
+        raise ConfigError(f"{key}.decode: 'gpu': {e}") from e
+    return "nvimgcodec", tuple(d.local_hardware_id for d in gpus)
 
 
 def pool_maker(source: Source, ds: DatasetConfig, batch: int, key: str,
@@ -302,19 +326,21 @@ def records_feed(jax, ds: DatasetConfig, local_batch: int, sharding, *,
     files = host_examples.process_files(ds, process_index, process_count,
                                         training)
     workers = resolve_workers(ds.num_workers)
+    decoder, gpus = workers_decoder(jax, ds, key)
     logging.info("official_bench: %s: %d record file(s) for process %d of "
-                 "%d (%s ... %s), %d input worker(s), decoder %s", key,
+                 "%d (%s ... %s), %d input worker(s), decoder %s%s", key,
                  len(files), process_index, process_count,
                  os.path.basename(files[0]) if files else "-",
                  os.path.basename(files[-1]) if files else "-", workers,
-                 host_examples.DECODER)
-    make = pool_maker(records_source(ds, files, training, seed), ds,
-                      local_batch, key, workers)
+                 decoder, f" on GPU {', '.join(map(str, gpus))}"
+                 if ds.decode == "gpu" else "")
+    make = pool_maker(records_source(ds, files, training, seed, decoder,
+                                     gpus), ds, local_batch, key, workers)
     return HostFeed(jax, make, sharding, ds, key, uint8=True,
                     steps_per_pass=steps_per_pass,
-                    info={"builder": "records",
-                          "decoder": host_examples.DECODER,
-                          "num_workers": workers, "files": len(files)})
+                    info={"builder": "records", "decoder": decoder,
+                          "decode": ds.decode, "num_workers": workers,
+                          "files": len(files)})
 
 
 def python_feed(jax, ds: DatasetConfig, per_replica: int, local_replicas: int,

@@ -16,20 +16,35 @@ the crop is at least twice `image_size` the decoder scales by 1/2, 1/4 or
 1/8 in the DCT (its output stays at least what the resize needs), where
 TensorFlow decodes at full size. Grayscale and CMYK JPEGs come out RGB with
 TensorFlow's arithmetic; anything else (PNG, GIF, BMP, WebP) is decoded
-whole by Pillow, as decode_image does. TensorFlow-free.
+whole by Pillow, as decode_image does.
+
+`nvimgcodec` (`decode: gpu`) decodes a colour JPEG's crop window alone on
+a GPU through nvImageCodec (the card's JPEG engines where they take it,
+else CUDA), then resizes as above; grayscale, CMYK and what it cannot
+decode take the CPU path. `nvimgcodec_cpu` is the same code on
+nvImageCodec's CPU decoder (no GPU needed: what the tests run).
+TensorFlow-free.
 """
 
 from __future__ import annotations
 
 import io
-from typing import Callable, Tuple
+import os
+import sys
+import tempfile
+from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
 
 from official_bench.data.records.crop_sampling import Window
 
 DECODER = "simplejpeg"
-DECODERS = ("simplejpeg", "opencv", "pillow")
+# nvImageCodec's: the window alone, on the GPU or on its CPU decoder.
+WINDOW_DECODERS = {"nvimgcodec": "gpu", "nvimgcodec_cpu": "cpu"}
+DECODERS = ("simplejpeg", "opencv", "pillow") + tuple(WINDOW_DECODERS)
+NVIMGCODEC_WHEELS = "nvidia-nvimgcodec-cu13 and nvidia-nvjpeg"
+# nvImageCodec's lines on import about codecs this suite never asks for.
+_UNUSED_CODECS = ("nvjpeg2k", "nvJPEG2000", "nvtiff", "nvTIFF")
 _SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 _STANDALONE = frozenset([0x01, 0xD8]) | frozenset(range(0xD0, 0xD8))
 
@@ -38,6 +53,10 @@ WindowFn = Callable[[int, int], Window]  # (height, width) -> y, x, h, w
 
 class UndecodableImage(ValueError):
     """The bytes could not be decoded as an image."""
+
+
+class DecoderUnavailable(RuntimeError):
+    """A decoder could not be loaded or started (not one image's fault)."""
 
 
 def is_jpeg(data: bytes) -> bool:
@@ -149,6 +168,88 @@ _JPEG = {"simplejpeg": _simplejpeg, "opencv": _opencv,
          "pillow": _pillow_jpeg}
 
 
+_NV: Dict[Tuple[str, int], tuple] = {}  # (kind, device): one per process
+
+
+def import_nvimgcodec(kind: str = "gpu"):
+    """nvImageCodec, with its import-time lines about codecs this suite
+    does not use dropped (and about nvJPEG too on the CPU decoder, which
+    does not use it). Raises DecoderUnavailable naming the wheels."""
+    dropped = _UNUSED_CODECS + (("nvjpeg", "nvJPEG") if kind == "cpu"
+                                else ())
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with tempfile.TemporaryFile() as said:
+        os.dup2(said.fileno(), 1)
+        os.dup2(said.fileno(), 2)
+        try:
+            from nvidia import nvimgcodec
+        except ImportError as e:
+            raise DecoderUnavailable(
+                f"nvImageCodec is not importable ({e}); install "
+                f"{NVIMGCODEC_WHEELS}") from e
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+            said.seek(0)
+            lines = said.read().decode(errors="replace").splitlines()
+            for line in lines:
+                if not any(word in line for word in dropped) and \
+                        not line.startswith("Note: If using nvImageCodec"):
+                    print(line, file=sys.stderr)
+    return nvimgcodec
+
+
+def _nv_decoder(kind: str, device: int):
+    """(module, decoder, params) for `kind` on `device`, made once."""
+    if (kind, device) not in _NV:
+        nv = import_nvimgcodec(kind)
+        try:
+            _NV[kind, device] = _start_decoder(nv, kind, device)
+        except Exception as e:  # no GPU, no nvJPEG, a CUDA error
+            where = "its CPU decoder" if kind == "cpu" else f"GPU {device}"
+            raise DecoderUnavailable(
+                f"nvImageCodec could not start on {where}: "
+                f"{type(e).__name__}: {e}") from e
+    return _NV[kind, device]
+
+
+def _start_decoder(nv, kind: str, device: int):
+    if kind == "cpu":  # one thread: a worker is one core's work
+        decoder = nv.Decoder(device_id=nv.NVIMGCODEC_DEVICE_CPU_ONLY,
+                             max_num_cpu_threads=1,
+                             backends=[nv.Backend(nv.BackendKind.CPU_ONLY)],
+                             options=":fancy_upsampling=1")
+    else:
+        decoder = nv.Decoder(device_id=device, max_num_cpu_threads=1,
+                             backends=[
+            nv.Backend(nv.BackendKind.HW_GPU_ONLY),
+            nv.Backend(nv.BackendKind.GPU_ONLY)],
+            options=":fancy_upsampling=1")
+    params = nv.DecodeParams(apply_exif_orientation=False,
+                             sample_format=nv.SampleFormat.I_RGB)
+    return nv, decoder, params
+
+
+def _nv_window(data: bytes, window, kind: str,
+               device: int) -> Optional[np.ndarray]:
+    """The window of a colour JPEG, RGB, decoded alone by nvImageCodec;
+    None where it could not (the CPU path then decides)."""
+    nv, decoder, params = _nv_decoder(kind, device)
+    y, x, h, w = window
+    try:
+        stream = nv.CodeStream(data).get_sub_code_stream(
+            region=nv.Region(y, x, y + h, x + w))
+        image = decoder.decode(stream, params=params)
+        crop = None if image is None else np.asarray(image.cpu())
+    except Exception:  # noqa: BLE001 - this image's bytes, not the decoder
+        return None
+    return crop if crop is not None and crop.shape == (h, w, 3) else None
+
+
 def decode_other(data: bytes, channels: int) -> np.ndarray:
     """A PNG, GIF, BMP or WebP, decoded whole by Pillow (its first frame),
     as tf.io.decode_image: alpha dropped, 16-bit samples to their high
@@ -176,17 +277,25 @@ def resize(crop: np.ndarray, size: int, flip: bool = False) -> np.ndarray:
 
 def decode_crop(data: bytes, window_fn: WindowFn, size: int, flip: bool,
                 channels: int = 3, decoder: str = DECODER,
-                dct_scaling: bool = True) -> np.ndarray:
+                dct_scaling: bool = True, device: int = 0) -> np.ndarray:
     """Encoded image -> [size, size, channels] uint8: the window that
     `window_fn(height, width)` picks, flipped or not, resized. With
     `dct_scaling` a JPEG may be decoded at 1/2, 1/4 or 1/8 of its size
-    when the crop stays at least `size` (else always whole). Raises
+    when the crop stays at least `size` (else always whole); a window
+    decoder decodes the window alone, on GPU `device`. Raises
     UndecodableImage."""
     bgr = False
     try:
         if is_jpeg(data):
             header = jpeg_header(data)
             y, x, h, w = window_fn(header[0], header[1])
+            if decoder in WINDOW_DECODERS:
+                if header[2] == 3 and channels == 3:
+                    crop = _nv_window(data, (y, x, h, w),
+                                      WINDOW_DECODERS[decoder], device)
+                    if crop is not None:
+                        return resize(crop, size, flip)
+                decoder = DECODER  # grayscale, CMYK, or not decoded there
             need = (-(-header[0] * size // h), -(-header[1] * size // w)) \
                 if dct_scaling else header[:2]
             image = _JPEG[decoder](data, header, need, channels)
@@ -199,7 +308,7 @@ def decode_crop(data: bytes, window_fn: WindowFn, size: int, flip: bool,
         else:
             image = decode_other(data, channels)
             y, x, h, w = window_fn(*image.shape[:2])
-    except UndecodableImage:
+    except (UndecodableImage, DecoderUnavailable):
         raise
     except Exception as e:  # the decoders raise many kinds
         raise UndecodableImage(f"{type(e).__name__}: {e}") from e

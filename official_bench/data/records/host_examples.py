@@ -188,8 +188,8 @@ def _parse(record: bytes, layout: record_sets.Layout):
 
 
 def _example(record: bytes, layout, offset: int, ds: DatasetConfig,
-             training: bool, rng: random.Random,
-             decoder: str = DECODER) -> Tuple[np.ndarray, int]:
+             training: bool, rng: random.Random, decoder: str = DECODER,
+             device: int = 0) -> Tuple[np.ndarray, int]:
     image, raw_label, boxes = _parse(record, layout)
     label = raw_label - offset
     if not 0 <= label < ds.num_classes:
@@ -208,7 +208,7 @@ def _example(record: bytes, layout, offset: int, ds: DatasetConfig,
     try:
         pixels = host_decode.decode_crop(image, window, ds.image_size, flip,
                                          ds.num_channels, decoder,
-                                         dct_scaling=training)
+                                         dct_scaling=training, device=device)
     except host_decode.UndecodableImage as e:
         raise _Bad(words.undecodable(layout.image_key).format(len(image))
                    ) from e
@@ -220,7 +220,8 @@ def worker_examples(ds: DatasetConfig, files: Sequence[str], *,
                     num_workers: int, epoch_offset: int = 0,
                     skipped: Optional[words.SkippedRecords] = None,
                     decoder: str = DECODER,
-                    record_shard: Optional[Tuple[int, int]] = None
+                    record_shard: Optional[Tuple[int, int]] = None,
+                    decode_devices: Sequence[int] = (0,)
                     ) -> Iterator[Tuple[np.ndarray, int]]:
     """(uint8 image [image_size, image_size, num_channels], label) of this
     worker's part of `files` (see the module doc). Seeded by `seed`, the
@@ -229,7 +230,8 @@ def worker_examples(ds: DatasetConfig, files: Sequence[str], *,
     `epoch_offset` starts at that epoch's file order. `skipped` counts
     skipped records (a new count when not given); `decoder` is one of
     host_decode.DECODERS; `record_shard` is the process's share of each
-    file's records, by default the `files` FileShard's."""
+    file's records, by default the `files` FileShard's; a GPU decoder
+    decodes on decode_devices[worker_index % len(decode_devices)]."""
     if not files:
         raise ConfigError(f"{record_sets.config_key(training)}: no record "
                           "files for this process")
@@ -253,6 +255,7 @@ def worker_examples(ds: DatasetConfig, files: Sequence[str], *,
     buffer = math.ceil(ds.shuffle_buffer_size / num_workers)
     if training and ds.shuffle_buffer_size > 1 and buffer > 1:
         items = shuffled(items, buffer, rng)
+    device = decode_devices[worker_index % len(decode_devices)]
     for item in items:
         if isinstance(item, Problem):
             filename, index, detail = item.filename, item.index, item.detail
@@ -260,7 +263,7 @@ def worker_examples(ds: DatasetConfig, files: Sequence[str], *,
             filename, index, record = item
             try:
                 yield _example(record, layout, offset, ds, training, rng,
-                               decoder)
+                               decoder, device)
                 continue
             except _Bad as bad:
                 detail = str(bad)

@@ -118,7 +118,50 @@ def feed_report():
     out["failing"] = _error_of(failing, 10)
     out["failing_alive"] = _alive(failing._producer.pids)
     out["closed_mid_copy"] = _closed_mid_copy(jax, sharding, ds)
+    out["gpu_decode_here"] = _error_of_call(
+        lambda: host_feed.workers_decoder(jax, _ds(decode="gpu"),
+                                          "train_dataset"))
+    out["window_decoder"] = _window_decoder_batches()
     print(json.dumps(out))
+
+
+def _window_decoder_batches():
+    """decode: gpu's worker path on nvImageCodec's CPU decoder: a batch
+    from 2 spawned workers, and the same batch from simplejpeg's."""
+    import tempfile
+
+    from official_bench.data.records import host_examples
+    from support.natural_images import record_set
+    with tempfile.TemporaryDirectory() as tmp:
+        ds = DatasetConfig(builder="records", split="train", image_size=96,
+                           num_classes=2, shuffle_buffer_size=1,
+                           worker_timeout_seconds=60.0,
+                           data_dir=record_set(tmp, 2, 1, classes=2, train=4,
+                                               validation=1, width=96,
+                                               height=72))
+        files = host_examples.process_files(ds, 0, 1, training=True)
+        batches = {}
+        for decoder in ("nvimgcodec_cpu", "simplejpeg"):
+            pool = host_feed.pool_maker(host_feed.records_source(
+                ds, files, True, 0, decoder), ds, 4, "train_dataset", 2)()
+            try:
+                b = pool.next()
+                batches[decoder] = (b.images.copy(), b.labels.tolist())
+                b.release()
+            finally:
+                pool.close()
+    (ours, y1), (theirs, y2) = batches["nvimgcodec_cpu"], \
+        batches["simplejpeg"]
+    return {"shape": list(ours.shape), "labels_equal": y1 == y2,
+            "mad": float(np.abs(ours.astype(int) - theirs).mean())}
+
+
+def _error_of_call(call):
+    try:
+        call()
+    except Exception as e:  # noqa: BLE001 - reported to the test
+        return [type(e).__name__, str(e)]
+    return None
 
 
 def _closed_mid_copy(jax, sharding, ds):
@@ -204,6 +247,19 @@ def test_a_pass_shorter_than_the_evaluation_is_one_line(report):
         "evaluation takes 3 (evaluation.steps, else this dataset's "
         "num_examples / the global batch): is num_examples right for these "
         "files?")
+
+
+def test_decode_gpu_without_a_gpu_names_the_devices(report):
+    assert report["gpu_decode_here"] == [
+        "ConfigError", "train_dataset.decode: 'gpu' needs a GPU; this "
+        "process's JAX devices are cpu:0, cpu:1"]
+
+
+def test_input_workers_decode_with_the_window_decoder(report):
+    r = report["window_decoder"]
+    assert r["shape"] == [4, 96, 96, 3] and r["labels_equal"]
+    # accurate against fast DCT: about one unit, not the same pixels
+    assert 0.3 < r["mad"] < 2.4, r
 
 
 def test_a_failing_worker_ends_the_feed_in_one_line(report):

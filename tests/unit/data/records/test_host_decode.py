@@ -7,7 +7,10 @@ images in RGB with TensorFlow's arithmetic, and undecodable bytes refused.
 """
 
 import io
+import os
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -49,7 +52,12 @@ def test_the_resize_is_tensorflows_legacy_bilinear():
             assert diff.max() <= 1 and diff.mean() < 0.01, (h, w, flip)
 
 
-@pytest.mark.parametrize("decoder", host_decode.DECODERS)
+CPU_DECODERS = [d for d in host_decode.DECODERS
+                if host_decode.WINDOW_DECODERS.get(d) != "gpu"]
+HAS_GPU = os.path.exists("/dev/nvidia0")
+
+
+@pytest.mark.parametrize("decoder", CPU_DECODERS)
 def test_eval_images_are_tensorflows_within_the_bound(decoder):
     for seed, (w, h) in enumerate([(500, 375), (375, 500), (640, 480),
                                    (1200, 900), (200, 150)]):
@@ -161,8 +169,10 @@ def test_jpeg_header_is_tensorflows_shape():
     b"", b"\xff\xd8\xff", b"\xff\xd8\xffgarbage" * 10, b"\x00" * 100,
     natural_jpeg(0, 64, 48)[:300]])
 def test_undecodable_bytes_are_refused(data):
-    with pytest.raises(host_decode.UndecodableImage):
-        host_decode.decode_crop(data, lambda h, w: (0, 0, h, w), 16, False)
+    for decoder in ("simplejpeg", "nvimgcodec_cpu"):
+        with pytest.raises(host_decode.UndecodableImage):
+            host_decode.decode_crop(data, lambda h, w: (0, 0, h, w), 16,
+                                    False, decoder=decoder)
 
 
 def test_dct_scaling_only_where_the_crop_stays_large_enough(monkeypatch):
@@ -208,3 +218,76 @@ def test_train_crops_are_random_and_seeded():
     b = [one(rng) for _ in range(2)]
     assert (a[0] == a[1]).all() and (a[0] == b[0]).all()
     assert not (b[0] == b[1]).all()
+
+
+# decode: gpu's path. nvImageCodec's CPU decoder runs the same code as its
+# GPU one (host_decode.WINDOW_DECODERS) with no GPU: libjpeg-turbo's
+# accurate DCT, so a window it decodes is exactly simplejpeg's accurate
+# decode of the whole image, cut to the window.
+
+def accurate_window(data, window):
+    import simplejpeg
+    y, x, h, w = window
+    return simplejpeg.decode_jpeg(data, "RGB")[y:y + h, x:x + w]
+
+
+@pytest.mark.parametrize("flip", [False, True])
+def test_a_window_decoder_decodes_that_window(flip):
+    data = natural_jpeg(7, 500, 375)
+    for window in ((0, 0, 375, 500), (40, 90, 200, 333), (101, 7, 57, 61)):
+        got = host_decode.decode_crop(data, lambda h, w: window, 224, flip,
+                                      decoder="nvimgcodec_cpu")
+        want = host_decode.resize(accurate_window(data, window), 224, flip)
+        assert (got == want).all(), window
+
+
+def test_grayscale_cmyk_and_non_jpegs_take_the_cpu_path():
+    for name, data in other_images().items():
+        ours = our_eval(data, size=64, decoder="nvimgcodec_cpu")
+        cpu = our_eval(data, size=64)
+        if "progressive" in name:  # colour: nvImageCodec decodes it
+            assert mad(ours, tf_eval(data, size=64)) < \
+                EVAL_MAD["nvimgcodec_cpu"]
+        else:
+            assert (ours == cpu).all(), name
+
+
+def test_an_image_it_cannot_decode_takes_the_cpu_path(monkeypatch):
+    data = natural_jpeg(3, 300, 200)
+    monkeypatch.setattr(host_decode, "_nv_window", lambda *a: None)
+    assert (our_eval(data, decoder="nvimgcodec_cpu") == our_eval(data)).all()
+
+
+def test_no_nvimgcodec_is_one_error_naming_the_wheels(monkeypatch):
+    monkeypatch.setattr(host_decode, "_NV", {})
+    monkeypatch.setitem(sys.modules, "nvidia", None)
+    with pytest.raises(host_decode.DecoderUnavailable,
+                       match="install nvidia-nvimgcodec-cu13 and "
+                             "nvidia-nvjpeg"):
+        our_eval(natural_jpeg(0, 64, 48), decoder="nvimgcodec_cpu")
+
+
+@pytest.mark.skipif(HAS_GPU, reason="a GPU is here: the GPU test runs")
+def test_the_gpu_decoder_without_a_gpu_is_not_a_bad_image():
+    with pytest.raises(host_decode.DecoderUnavailable,
+                       match="nvImageCodec could not start on GPU 0"):
+        our_eval(natural_jpeg(0, 64, 48), decoder="nvimgcodec")
+
+
+@pytest.mark.skipif(not HAS_GPU, reason="no GPU here; the CPU decoder's "
+                    "tests run the same code")
+def test_the_gpu_decoder_makes_tensorflows_images_within_the_bound():
+    for seed, (w, h) in enumerate([(500, 375), (375, 500), (640, 480)]):
+        data = natural_jpeg(seed, w, h)
+        assert mad(our_eval(data, decoder="nvimgcodec"), tf_eval(data)) < \
+            EVAL_MAD["nvimgcodec"], (w, h)
+
+
+def test_its_import_lines_about_unused_codecs_are_dropped():
+    code = ("from official_bench.data.records import host_decode as h; "
+            "h.import_nvimgcodec('cpu'); print('imported')")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "imported", p.stderr
+    assert "Failed to load" not in p.stderr and "[ERROR]" not in \
+        p.stderr, p.stderr

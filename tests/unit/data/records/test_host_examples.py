@@ -76,12 +76,14 @@ def natural(tmp_path_factory):
                       train=6, validation=4, width=160, height=120)
 
 
-def test_eval_examples_are_the_tensorflow_pipelines(natural):
+@pytest.mark.parametrize("decoder", ["simplejpeg", "nvimgcodec_cpu"])
+def test_eval_examples_are_the_tensorflow_pipelines(natural, decoder):
     ds = DatasetConfig(builder="records", data_dir=natural,
                        split="validation", image_size=64, num_classes=3)
     files = host_examples.process_files(ds, 0, 1, training=False)
     ours = list(host_examples.worker_examples(
-        ds, files, training=False, seed=0, worker_index=0, num_workers=1))
+        ds, files, training=False, seed=0, worker_index=0, num_workers=1,
+        decoder=decoder))
     tf_ds = DatasetConfig(builder="records", data_dir=natural,
                           split="validation", image_size=64, num_classes=3,
                           transfer_uint8=True, one_hot=False,
@@ -94,7 +96,30 @@ def test_eval_examples_are_the_tensorflow_pipelines(natural):
     for (image, _), (expected, _) in zip(ours, theirs):
         assert image.shape == (64, 64, 3) and image.dtype == np.uint8
         assert np.abs(image.astype(int) - expected).mean() < \
-            EVAL_MAD["simplejpeg"]
+            EVAL_MAD[decoder]
+
+
+def test_a_gpu_decoders_workers_draw_the_same_crops_and_labels(natural):
+    """decode: gpu's path (here on nvImageCodec's CPU decoder) takes the
+    same records, windows and flips as simplejpeg's: the same labels in
+    the same order, images within the decoders' difference (at a size
+    where simplejpeg never scales in the DCT, which nvImageCodec does not
+    do: crops of 160x120 images to 128)."""
+    ds = DatasetConfig(builder="records", data_dir=natural, split="train",
+                       image_size=128, num_classes=3, shuffle_buffer_size=8)
+    files = host_examples.process_files(ds, 0, 1, training=True)
+
+    def first(decoder, n=24):
+        stream = host_examples.worker_examples(
+            ds, files, training=True, seed=3, worker_index=1, num_workers=2,
+            decoder=decoder, decode_devices=(5, 7))
+        return [next(stream) for _ in range(n)]
+    ours, theirs = first("nvimgcodec_cpu"), first("simplejpeg")
+    assert [y for _, y in ours] == [y for _, y in theirs]
+    mads = [np.abs(a.astype(int) - b).mean()
+            for (a, _), (b, _) in zip(ours, theirs)]
+    assert max(mads) < 2 * EVAL_MAD["nvimgcodec_cpu"], mads
+    assert min(mads) > 0.5, mads  # another decoder did decode them
 
 
 def test_train_examples_are_crops_of_the_right_size_and_labels(natural):

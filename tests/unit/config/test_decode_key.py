@@ -1,0 +1,46 @@
+"""train_dataset.decode (config/schema.py): cpu or gpu, refused in one line
+where it cannot run (config/backends.py): on tensorflow, on a builder
+without record files, and on jax without GPUs."""
+
+import pytest
+
+from official_bench import config as C
+from official_bench.config import backends
+
+JAX_GPU = "runtime.backend=jax,runtime.num_gpus=1,"
+
+
+def _errors(override):
+    with pytest.raises(C.ConfigError) as e:
+        C.load_config(params_override=override)
+    return [line.strip() for line in str(e.value).splitlines()[1:]]
+
+
+def test_cpu_is_the_default_and_gpu_is_taken_on_jax_with_records():
+    assert C.load_config().train_dataset.decode == "cpu"
+    cfg = C.load_config(params_override=JAX_GPU + (
+        "train_dataset.builder=records,train_dataset.decode=gpu,"
+        "validation_dataset.decode=gpu,evaluation.skip_eval=true"))
+    assert cfg.train_dataset.decode == "gpu"
+    assert backends.refusals(cfg) == []
+
+
+def test_an_unknown_value_names_the_valid_ones():
+    lines = _errors("train_dataset.decode=nvjpeg")
+    assert lines[0].startswith("train_dataset.decode: unknown decode "
+                               "'nvjpeg'; valid: cpu, gpu"), lines
+
+
+@pytest.mark.parametrize("override, words", [
+    ("train_dataset.decode=gpu",
+     "train_dataset.decode: 'gpu' needs runtime.backend jax"),
+    (JAX_GPU + "train_dataset.decode=gpu",
+     "train_dataset.decode: 'gpu' decodes record files' JPEGs; builder "
+     "'synthetic' has none"),
+    ("runtime.backend=jax,runtime.num_gpus=0,train_dataset.builder=records,"
+     "train_dataset.decode=gpu,evaluation.skip_eval=true",
+     "train_dataset.decode: 'gpu' needs a GPU, and runtime.num_gpus is 0"),
+])
+def test_refused_in_one_line_where_it_cannot_run(override, words):
+    lines = _errors(override)
+    assert len(lines) == 1 and lines[0].startswith(words), lines
