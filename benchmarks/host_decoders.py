@@ -9,8 +9,9 @@ reads them once, then times, per image and in CPU seconds of this process
 pinned to one core, what a loader worker does to each record: parse, train
 crop window (sample_distorted_bounding_box's arithmetic), decode, flip,
 resize (data/records/host_decode.py), for each decoder in
-host_decode.DECODERS but the GPU's, and the eval path. Decoders take turns (a b c a b c
-...), so a busy neighbour slows them alike; the median round is reported.
+host_decode.DECODERS but the GPU's, and the eval path. Decoders take
+turns (a b c a b c ...), so a busy neighbour slows them alike; the median
+round is reported.
 `--big` also times 1200x900 images, where the train crop often allows DCT
 scaling. Prints img per CPU-second per decoder and its ratio to the chosen
 one (host_decode.DECODER), then a JSON line.
