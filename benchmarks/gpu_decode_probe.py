@@ -1,17 +1,17 @@
 """Can the GPU's JPEG decoder feed an H200? (issue 46: the GPU decode option
 CPU decoding needs; BENCHMARKS.md, "Real records against synthetic data on
-an H200"). nvImageCodec's decoders (the hardware JPEG engines, CUDA,
-hybrid) decode ImageNet-sized JPEGs in batches with the train crop's window
-as the region of interest, against simplejpeg on one core doing what an
-input worker does (the whole image, then the window): images per second,
-the process's CPU seconds per image (every thread, nvImageCodec's too),
-images it could not decode, and the mean absolute difference from
-simplejpeg's pixels of the same window (0-255 units). Then an input
-worker's whole per-image work (decode_crop: window, resize, flip; one
-image per call) with simplejpeg and with `decode: gpu`'s decoder.
+an H200"). nvImageCodec's decoders (the hardware JPEG engines, nvJPEG's CUDA
+decoder) decode ImageNet-sized JPEGs in batches with the train crop's window as
+the region of interest, against simplejpeg on one core doing what an input
+worker does (the whole image, then the window): images per second, the
+process's CPU seconds per image (every thread, nvImageCodec's too), images it
+could not decode, and the mean absolute difference from simplejpeg's pixels of
+the same window (0-255 units). Then an input worker's whole per-image work
+(decode_crop: window, resize, flip; one image per call) with simplejpeg and
+with `decode: gpu`'s decoder.
 
     python benchmarks/gpu_decode_probe.py --image_dir DIR [--batch 256]
-        [--seconds 8] [--decoders hw,cuda,hybrid] [--json OUT.json]
+        [--seconds 8] [--decoders hw,cuda] [--json OUT.json]
 
 DIR is searched for *.JPEG / *.jpg (scripts/make_jpeg_folder.py makes
 ImageNet-like ones). `--decoders cpu` runs nvImageCodec's CPU decoder with
@@ -37,8 +37,8 @@ sys.path.insert(0, REPO)
 
 from official_bench.data.records import crop_sampling, host_decode  # noqa: E402
 
-KINDS = {"hw": "HW_GPU_ONLY", "cuda": "GPU_ONLY", "hybrid": "HYBRID_CPU_GPU",
-         "cpu": "CPU_ONLY"}
+# nvImageCodec 0.9 registers nvJPEG's CUDA decoder as HYBRID_CPU_GPU.
+KINDS = {"hw": "HW_GPU_ONLY", "cuda": "HYBRID_CPU_GPU", "cpu": "CPU_ONLY"}
 CHECKED = 16  # images per decoder compared with simplejpeg
 
 
@@ -98,7 +98,8 @@ def nv_rate(nv, name: str, images, batch: int, seconds: float) -> dict:
     kind = getattr(nv.BackendKind, KINDS[name])
     device = nv.NVIMGCODEC_DEVICE_CPU_ONLY if name == "cpu" else -1
     decoder = nv.Decoder(device_id=device, backends=[nv.Backend(kind)],
-                         options=":fancy_upsampling=1")
+                         options=":fancy_upsampling=1 nvjpeg_cuda_decoder:"
+                                 "hybrid_huffman_threshold=0")
     params = nv.DecodeParams(apply_exif_orientation=False)
 
     def streams(start: int):
@@ -177,9 +178,9 @@ def main(argv=None) -> int:
                    help="images per decode call (default 256)")
     p.add_argument("--seconds", type=float, default=8.0,
                    help="seconds each decoder is timed (default 8)")
-    p.add_argument("--decoders", default="hw,cuda,hybrid",
+    p.add_argument("--decoders", default="hw,cuda",
                    help="comma-separated, of " + ", ".join(KINDS) +
-                        " (default hw,cuda,hybrid)")
+                        " (default hw,cuda)")
     p.add_argument("--worker_decoders", default="simplejpeg,nvimgcodec",
                    help="host_decode decoders timed on the input worker's "
                         "whole per-image work, one image per call "

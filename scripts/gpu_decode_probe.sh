@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Can the GPU's JPEG decoder feed the step (issue 46's GPU decode option)?
 # ImageNet-like JPEGs made here (scripts/make_jpeg_folder.py), then
-# benchmarks/gpu_decode_probe.py: nvImageCodec's hardware, CUDA and hybrid
+# benchmarks/gpu_decode_probe.py: nvImageCodec's hardware and CUDA
 # decoders on batches of train-crop windows against simplejpeg on one core
 # (img/s, CPU ms per image, failures, pixel difference). About 2 minutes.
 #
@@ -9,7 +9,7 @@
 #
 # The wheels arrive in .whl/ (nvidia-nvimgcodec-cu13 and nvidia-nvjpeg for
 # CUDA 13, simplejpeg; cp312 manylinux, as for scripts/gpu_jax_check.sh).
-# IMAGES (2000), BATCH (256), PROBE_SECONDS (8), DECODERS (hw,cuda,hybrid; cpu
+# IMAGES (2000), BATCH (256), PROBE_SECONDS (8), DECODERS (hw,cuda; cpu
 # runs without a GPU and checks the flow), WORKER_DECODERS (simplejpeg,
 # nvimgcodec: an input worker's per-image work with each, one image per
 # call; nvimgcodec_cpu without a GPU). OUT_DIR gets summary.txt and
@@ -35,7 +35,7 @@ stage make_jpegs 60 "$PYTHON" scripts/make_jpeg_folder.py "$images" \
   --train "${IMAGES:-2000}" --validation 1 --classes 10
 stage probe 40 "$PYTHON" benchmarks/gpu_decode_probe.py --image_dir "$images" \
   --images "${IMAGES:-2000}" --batch "${BATCH:-256}" \
-  --seconds "${PROBE_SECONDS:-8}" --decoders "${DECODERS:-hw,cuda,hybrid}" \
+  --seconds "${PROBE_SECONDS:-8}" --decoders "${DECODERS:-hw,cuda}" \
   --worker_decoders "${WORKER_DECODERS:-simplejpeg,nvimgcodec}" \
   --json "$out/probe.json"
 rm -rf "$images"

@@ -291,7 +291,8 @@ def records_source(ds: DatasetConfig, files, training: bool, seed: int,
 def workers_decoder(jax, ds: DatasetConfig, key: str) -> Tuple[str, tuple]:
     """(decoder, GPU ordinals) the input workers decode `ds` with:
     `decode: gpu` is nvImageCodec on this process's GPUs, workers shared
-    out over them. Raises ConfigError without a GPU or nvImageCodec."""
+    out over them. Raises ConfigError without a GPU, without nvImageCodec
+    and nvJPEG, or where its decoder does not start on one of them."""
     from official_bench.data.records import host_decode, host_examples
     if ds.decode != "gpu":
         return host_examples.DECODER, (0,)
@@ -300,11 +301,13 @@ def workers_decoder(jax, ds: DatasetConfig, key: str) -> Tuple[str, tuple]:
         raise ConfigError(
             f"{key}.decode: 'gpu' needs a GPU; this process's JAX devices "
             f"are {', '.join(str(d) for d in jax.local_devices())}")
+    ids = tuple(d.local_hardware_id for d in gpus)
     try:
-        host_decode.import_nvimgcodec()
+        for device in ids:  # the workers' decoders will start too
+            host_decode.start_gpu_decoder(device)
     except host_decode.DecoderUnavailable as e:
         raise ConfigError(f"{key}.decode: 'gpu': {e}") from e
-    return "nvimgcodec", tuple(d.local_hardware_id for d in gpus)
+    return "nvimgcodec", ids
 
 
 def pool_maker(source: Source, ds: DatasetConfig, batch: int, key: str,

@@ -43,8 +43,9 @@ DECODER = "simplejpeg"
 WINDOW_DECODERS = {"nvimgcodec": "gpu", "nvimgcodec_cpu": "cpu"}
 DECODERS = ("simplejpeg", "opencv", "pillow") + tuple(WINDOW_DECODERS)
 NVIMGCODEC_WHEELS = "nvidia-nvimgcodec-cu13 and nvidia-nvjpeg"
-# nvImageCodec's lines on import about codecs this suite never asks for.
-_UNUSED_CODECS = ("nvjpeg2k", "nvJPEG2000", "nvtiff", "nvTIFF")
+# nvImageCodec's lines on import about codecs this suite never asks for,
+# and about nvJPEG (import_nvimgcodec says that in its own words).
+_LOAD_COMPLAINTS = ("nvjpeg", "nvJPEG", "nvtiff", "nvTIFF")
 _SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 _STANDALONE = frozenset([0x01, 0xD8]) | frozenset(range(0xD0, 0xD8))
 
@@ -169,37 +170,57 @@ _JPEG = {"simplejpeg": _simplejpeg, "opencv": _opencv,
 
 
 _NV: Dict[Tuple[str, int], tuple] = {}  # (kind, device): one per process
+_IMPORTED: list = []  # [module, its import's lines, whether said]
+_FELL_BACK = [0]  # colour JPEGs nvImageCodec gave back to the CPU path
+
+
+def _import_quietly():
+    """(nvImageCodec, what its import printed), imported once per process
+    with file descriptors 1 and 2 caught (it prints from C++)."""
+    if _IMPORTED:
+        return _IMPORTED
+    with tempfile.TemporaryFile() as said:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+        saved = []
+        try:
+            saved.append(os.dup(1))
+            saved.append(os.dup(2))
+            os.dup2(said.fileno(), 1)
+            os.dup2(said.fileno(), 2)
+            from nvidia import nvimgcodec
+        finally:
+            for fd, old in zip((1, 2), saved):
+                os.dup2(old, fd)
+                os.close(old)
+        said.seek(0)
+        lines = said.read().decode(errors="replace").splitlines()
+    _IMPORTED[:] = [nvimgcodec, lines, False]
+    return _IMPORTED
 
 
 def import_nvimgcodec(kind: str = "gpu"):
-    """nvImageCodec, with its import-time lines about codecs this suite
-    does not use dropped (and about nvJPEG too on the CPU decoder, which
-    does not use it). Raises DecoderUnavailable naming the wheels."""
-    dropped = _UNUSED_CODECS + (("nvjpeg", "nvJPEG") if kind == "cpu"
-                                else ())
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    with tempfile.TemporaryFile() as said:
-        os.dup2(said.fileno(), 1)
-        os.dup2(said.fileno(), 2)
-        try:
-            from nvidia import nvimgcodec
-        except ImportError as e:
-            raise DecoderUnavailable(
-                f"nvImageCodec is not importable ({e}); install "
-                f"{NVIMGCODEC_WHEELS}") from e
-        finally:
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            os.close(saved[0])
-            os.close(saved[1])
-            said.seek(0)
-            lines = said.read().decode(errors="replace").splitlines()
-            for line in lines:
-                if not any(word in line for word in dropped) and \
-                        not line.startswith("Note: If using nvImageCodec"):
-                    print(line, file=sys.stderr)
+    """nvImageCodec; its import's lines about libraries it could not load
+    are dropped (this suite uses only nvJPEG, and only on a GPU). Raises
+    DecoderUnavailable naming the wheels: not importable, or for the GPU
+    (`kind` gpu), no nvJPEG found."""
+    try:
+        nvimgcodec, lines, said = _import_quietly()
+    except Exception as e:  # ImportError, a broken library, no temp file
+        raise DecoderUnavailable(
+            f"nvImageCodec is not importable ({type(e).__name__}: {e}); "
+            f"install {NVIMGCODEC_WHEELS}") from e
+    for line in [] if said else lines:
+        if not any(word in line for word in _LOAD_COMPLAINTS) and \
+                not line.startswith("Note: If using nvImageCodec"):
+            print(line, file=sys.stderr)
+    _IMPORTED[2] = True
+    if kind == "gpu" and any("Failed to load nvjpeg library" in line
+                             for line in lines):
+        raise DecoderUnavailable("nvImageCodec found no nvJPEG library to "
+                                 "decode on a GPU; install nvidia-nvjpeg "
+                                 "(CUDA 13)")
     return nvimgcodec
 
 
@@ -209,7 +230,7 @@ def _nv_decoder(kind: str, device: int):
         nv = import_nvimgcodec(kind)
         try:
             _NV[kind, device] = _start_decoder(nv, kind, device)
-        except Exception as e:  # no GPU, no nvJPEG, a CUDA error
+        except Exception as e:  # no GPU, a CUDA error
             where = "its CPU decoder" if kind == "cpu" else f"GPU {device}"
             raise DecoderUnavailable(
                 f"nvImageCodec could not start on {where}: "
@@ -217,18 +238,29 @@ def _nv_decoder(kind: str, device: int):
     return _NV[kind, device]
 
 
+def start_gpu_decoder(device: int) -> None:
+    """Start (and drop) nvImageCodec's GPU decoder on `device`: a check,
+    in the process that starts the workers, that theirs will start.
+    Raises DecoderUnavailable."""
+    _nv_decoder("gpu", device)
+    del _NV["gpu", device]
+
+
 def _start_decoder(nv, kind: str, device: int):
+    kinds = nv.BackendKind
     if kind == "cpu":  # one thread: a worker is one core's work
         decoder = nv.Decoder(device_id=nv.NVIMGCODEC_DEVICE_CPU_ONLY,
                              max_num_cpu_threads=1,
-                             backends=[nv.Backend(nv.BackendKind.CPU_ONLY)],
+                             backends=[nv.Backend(kinds.CPU_ONLY)],
                              options=":fancy_upsampling=1")
-    else:
-        decoder = nv.Decoder(device_id=device, max_num_cpu_threads=1,
-                             backends=[
-            nv.Backend(nv.BackendKind.HW_GPU_ONLY),
-            nv.Backend(nv.BackendKind.GPU_ONLY)],
-            options=":fancy_upsampling=1")
+    else:  # the JPEG engines, else nvJPEG's CUDA decoder (a hybrid kind)
+        decoder = nv.Decoder(
+            device_id=device, max_num_cpu_threads=1,
+            backends=[nv.Backend(kinds.HW_GPU_ONLY),
+                      nv.Backend(kinds.GPU_ONLY),
+                      nv.Backend(kinds.HYBRID_CPU_GPU)],
+            options=":fancy_upsampling=1 "
+                    "nvjpeg_cuda_decoder:hybrid_huffman_threshold=0")
     params = nv.DecodeParams(apply_exif_orientation=False,
                              sample_format=nv.SampleFormat.I_RGB)
     return nv, decoder, params
@@ -237,17 +269,36 @@ def _start_decoder(nv, kind: str, device: int):
 def _nv_window(data: bytes, window, kind: str,
                device: int) -> Optional[np.ndarray]:
     """The window of a colour JPEG, RGB, decoded alone by nvImageCodec;
-    None where it could not (the CPU path then decides)."""
+    None where it gave nothing back (the CPU path then decides, and the
+    first time a worker says so). Raises DecoderUnavailable when the
+    decoder itself fails (a CUDA error, memory), not the image."""
     nv, decoder, params = _nv_decoder(kind, device)
     y, x, h, w = window
     try:
         stream = nv.CodeStream(data).get_sub_code_stream(
             region=nv.Region(y, x, y + h, x + w))
+    except Exception:  # noqa: BLE001 - bytes it cannot parse
+        return _fell_back(len(data), "could not parse it")
+    try:
         image = decoder.decode(stream, params=params)
         crop = None if image is None else np.asarray(image.cpu())
-    except Exception:  # noqa: BLE001 - this image's bytes, not the decoder
-        return None
-    return crop if crop is not None and crop.shape == (h, w, 3) else None
+    except Exception as e:
+        where = "its CPU decoder" if kind == "cpu" else f"GPU {device}"
+        raise DecoderUnavailable(f"nvImageCodec failed on {where}: "
+                                 f"{type(e).__name__}: {e}") from e
+    if crop is None or crop.shape != (h, w, 3):
+        return _fell_back(len(data), "gave no image of the window back")
+    return crop
+
+
+def _fell_back(size: int, why: str) -> None:
+    _FELL_BACK[0] += 1
+    if _FELL_BACK[0] == 1:
+        from absl import logging
+        logging.warning("official_bench: nvImageCodec %s for a JPEG of %d "
+                        "bytes; the CPU decodes it, and any other it does "
+                        "not take (said once per worker)", why, size)
+    return None
 
 
 def decode_other(data: bytes, channels: int) -> np.ndarray:

@@ -241,46 +241,122 @@ def test_a_window_decoder_decodes_that_window(flip):
         assert (got == want).all(), window
 
 
-def test_grayscale_cmyk_and_non_jpegs_take_the_cpu_path():
+@pytest.fixture
+def decoded_windows(monkeypatch):
+    """How many windows nvImageCodec gave back (not left to the CPU)."""
+    count, real = [0], host_decode._nv_window
+
+    def spy(*args):
+        out = real(*args)
+        count[0] += out is not None
+        return out
+    monkeypatch.setattr(host_decode, "_nv_window", spy)
+    return count
+
+
+def test_grayscale_cmyk_and_non_jpegs_take_the_cpu_path(decoded_windows):
     for name, data in other_images().items():
+        before = decoded_windows[0]
         ours = our_eval(data, size=64, decoder="nvimgcodec_cpu")
         cpu = our_eval(data, size=64)
         if "progressive" in name:  # colour: nvImageCodec decodes it
+            assert decoded_windows[0] == before + 1
             assert mad(ours, tf_eval(data, size=64)) < \
                 EVAL_MAD["nvimgcodec_cpu"]
         else:
+            assert decoded_windows[0] == before, name
             assert (ours == cpu).all(), name
 
 
-def test_an_image_it_cannot_decode_takes_the_cpu_path(monkeypatch):
+def test_an_image_it_gives_nothing_back_for_takes_the_cpu_path(
+        monkeypatch, caplog):
     data = natural_jpeg(3, 300, 200)
-    monkeypatch.setattr(host_decode, "_nv_window", lambda *a: None)
-    assert (our_eval(data, decoder="nvimgcodec_cpu") == our_eval(data)).all()
+    nv, decoder, params = host_decode._nv_decoder("cpu", 0)
+
+    class Nothing:
+        def decode(self, *args, **kwargs):
+            return None
+    monkeypatch.setitem(host_decode._NV, ("cpu", 0), (nv, Nothing(), params))
+    monkeypatch.setattr(host_decode, "_FELL_BACK", [0])
+    for _ in range(2):
+        ours = our_eval(data, decoder="nvimgcodec_cpu")
+        assert (ours == our_eval(data)).all()
+    said = [r.getMessage() for r in caplog.records
+            if "nvImageCodec" in r.getMessage()]
+    assert said == [f"official_bench: nvImageCodec gave no image of the "
+                    f"window back for a JPEG of {len(data)} bytes; the CPU "
+                    f"decodes it, and any other it does not take (said once "
+                    f"per worker)"]
 
 
-def test_no_nvimgcodec_is_one_error_naming_the_wheels(monkeypatch):
+def test_a_failing_decoder_is_not_a_bad_image_nor_a_fallback(monkeypatch):
+    nv, decoder, params = host_decode._nv_decoder("cpu", 0)
+
+    class Failing:
+        def decode(self, *args, **kwargs):
+            raise RuntimeError("CUDA error: out of memory")
+    monkeypatch.setitem(host_decode._NV, ("cpu", 0), (nv, Failing(), params))
+    with pytest.raises(host_decode.DecoderUnavailable,
+                       match="nvImageCodec failed on its CPU decoder: "
+                             "RuntimeError: CUDA error: out of memory"):
+        our_eval(natural_jpeg(0, 64, 48), decoder="nvimgcodec_cpu")
+
+
+@pytest.mark.parametrize("failure", [None, OSError("libnvimgcodec.so.0: "
+                                                   "cannot open")])
+def test_no_nvimgcodec_is_one_error_naming_the_wheels(monkeypatch, failure):
     monkeypatch.setattr(host_decode, "_NV", {})
-    monkeypatch.setitem(sys.modules, "nvidia", None)
+    monkeypatch.setattr(host_decode, "_IMPORTED", [])
+    if failure is None:
+        monkeypatch.setitem(sys.modules, "nvidia", None)
+    else:
+        def broken():
+            raise failure
+        monkeypatch.setattr(host_decode, "_import_quietly", broken)
     with pytest.raises(host_decode.DecoderUnavailable,
                        match="install nvidia-nvimgcodec-cu13 and "
                              "nvidia-nvjpeg"):
         our_eval(natural_jpeg(0, 64, 48), decoder="nvimgcodec_cpu")
 
 
+def test_no_nvjpeg_is_refused_for_the_gpu_only(monkeypatch):
+    nv = host_decode.import_nvimgcodec("cpu")
+    monkeypatch.setattr(host_decode, "_IMPORTED", [nv, [
+        "Failed to load nvjpeg library! Please install CUDA toolkit"], True])
+    assert host_decode.import_nvimgcodec("cpu") is nv
+    with pytest.raises(host_decode.DecoderUnavailable,
+                       match="found no nvJPEG library to decode on a GPU; "
+                             "install nvidia-nvjpeg"):
+        host_decode.import_nvimgcodec("gpu")
+
+
+def test_importing_it_leaves_no_descriptor_open(monkeypatch):
+    monkeypatch.setattr(host_decode, "_IMPORTED", [])
+    before = sorted(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        host_decode.import_nvimgcodec("cpu")
+        monkeypatch.setattr(host_decode, "_IMPORTED", [])
+    assert sorted(os.listdir("/proc/self/fd")) == before
+
+
 @pytest.mark.skipif(HAS_GPU, reason="a GPU is here: the GPU test runs")
 def test_the_gpu_decoder_without_a_gpu_is_not_a_bad_image():
+    # here: nvJPEG is not installed (CPU machine) or no CUDA device
     with pytest.raises(host_decode.DecoderUnavailable,
-                       match="nvImageCodec could not start on GPU 0"):
+                       match="nvImageCodec (found no nvJPEG|could not start "
+                             "on GPU 0)"):
         our_eval(natural_jpeg(0, 64, 48), decoder="nvimgcodec")
 
 
 @pytest.mark.skipif(not HAS_GPU, reason="no GPU here; the CPU decoder's "
                     "tests run the same code")
-def test_the_gpu_decoder_makes_tensorflows_images_within_the_bound():
+def test_the_gpu_decoder_makes_tensorflows_images_within_the_bound(
+        decoded_windows):
     for seed, (w, h) in enumerate([(500, 375), (375, 500), (640, 480)]):
         data = natural_jpeg(seed, w, h)
         assert mad(our_eval(data, decoder="nvimgcodec"), tf_eval(data)) < \
             EVAL_MAD["nvimgcodec"], (w, h)
+    assert decoded_windows[0] == 3  # the GPU decoded them, not the CPU
 
 
 def test_its_import_lines_about_unused_codecs_are_dropped():
