@@ -19,11 +19,10 @@ TensorFlow's arithmetic; anything else (PNG, GIF, BMP, WebP) is decoded
 whole by Pillow, as decode_image does.
 
 `nvimgcodec` (`decode: gpu`) decodes a colour JPEG's crop window alone on
-a GPU through nvImageCodec (the card's JPEG engines where they take it,
-else CUDA), then resizes as above; grayscale, CMYK and what it cannot
-decode take the CPU path. `nvimgcodec_cpu` is the same code on
-nvImageCodec's CPU decoder (no GPU needed: what the tests run).
-TensorFlow-free.
+a GPU through nvImageCodec (its JPEG engines, else CUDA), then resizes
+as above; grayscale, CMYK and what it gives nothing back for take the CPU
+path. `nvimgcodec_cpu`: the same code on nvImageCodec's CPU decoder (what
+the tests run). TensorFlow-free.
 """
 
 from __future__ import annotations

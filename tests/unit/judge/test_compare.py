@@ -272,7 +272,11 @@ def test_ctrl_c_during_a_run_is_one_line_and_interrupted(tmp_path):
         [sys.executable, "-m", "official_bench.judge.compare",
          *_runner_args(tmp_path, started, "--logs", str(tmp_path / "logs"))],
         cwd=REPO, env=cli_env({"TMPDIR": str(tmp)}), start_new_session=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # Ctrl-C as at a terminal, also where this suite was started in the
+        # background (`make test &`: the shell ignores SIGINT for it, and
+        # Python keeps an ignored SIGINT ignored).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while not started.exists() or not started.read_text().strip():
         assert proc.poll() is None and time.monotonic() < deadline
