@@ -101,8 +101,9 @@ def _fmt(v, spec="{:,.0f}"):
 
 def table(rows) -> str:
     head = ("| precision | real img/s | synthetic img/s | real/synthetic | "
-            "input wait | host CPU busy (cores), real | decoder | workers | "
-            "decode img/s per core | workers x per-core / synthetic |")
+            "input wait | host busy cores, real (whole case, start-up "
+            "too) | decoder | workers | decode img per worker CPU-s | "
+            "workers x per-worker rate / synthetic |")
     lines = [head, "|" + "---|" * 10]
     for r in rows:
         lines.append(
