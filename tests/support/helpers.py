@@ -129,6 +129,15 @@ def extract_tables(tmp_path, log_dir, python=sys.executable):
     return table, markdown
 
 
+def config_error_lines(override):
+    """The lines under load_config's ConfigError for --params_override
+    `override` (its first line is the heading), stripped."""
+    from official_bench import config
+    with pytest.raises(config.ConfigError) as e:
+        config.load_config(params_override=override)
+    return [line.strip() for line in str(e.value).splitlines()[1:]]
+
+
 def cli_env(extra=None):
     env = dict(os.environ)
     env.pop("TF_CONFIG", None)

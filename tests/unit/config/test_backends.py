@@ -8,7 +8,7 @@ import pytest
 
 from official_bench import config as C
 from official_bench.config import backends
-from support.helpers import DLPERF_CONFIGS
+from support.helpers import DLPERF_CONFIGS, config_error_lines
 
 # (override, the key refused, words of its line that say what jax runs).
 REFUSED = [
@@ -53,12 +53,6 @@ REFUSED = [
 ]
 
 
-def _error_lines(override):
-    with pytest.raises(C.ConfigError) as e:
-        C.load_config(params_override=override)
-    return [l.strip() for l in str(e.value).splitlines()[1:]]
-
-
 def test_the_table_covers_every_refused_key():
     """A key added to JAX_REFUSED without a case here fails this test."""
     keys = {key for _, key, _ in REFUSED}
@@ -73,7 +67,8 @@ def test_the_table_covers_every_refused_key():
 @pytest.mark.parametrize("override, key, runs", REFUSED,
                          ids=[o.split("=")[0] for o, _, _ in REFUSED])
 def test_jax_refuses_with_the_key_and_what_it_runs(override, key, runs):
-    lines = _error_lines("runtime.backend=jax,runtime.num_gpus=0," + override)
+    lines = config_error_lines(
+        "runtime.backend=jax,runtime.num_gpus=0," + override)
     ours = [l for l in lines if l.startswith(key + ":")]
     assert len(ours) == 1, lines
     line = ours[0]
@@ -125,7 +120,7 @@ def test_jax_runs_records_and_python_sources(builder):
 
 
 def test_refusals_are_all_reported_at_once():
-    lines = _error_lines("runtime.backend=jax,runtime.num_gpus=0,"
+    lines = config_error_lines("runtime.backend=jax,runtime.num_gpus=0,"
                          "runtime.distribution_strategy=horovod,mode=eval,"
                          "runtime.run_eagerly=true")
     assert {l.split(":")[0] for l in lines} >= {

@@ -6,14 +6,9 @@ import pytest
 
 from official_bench import config as C
 from official_bench.config import backends
+from support.helpers import config_error_lines
 
 JAX_GPU = "runtime.backend=jax,runtime.num_gpus=1,"
-
-
-def _errors(override):
-    with pytest.raises(C.ConfigError) as e:
-        C.load_config(params_override=override)
-    return [line.strip() for line in str(e.value).splitlines()[1:]]
 
 
 def test_cpu_is_the_default_and_gpu_is_taken_on_jax_with_records():
@@ -26,7 +21,7 @@ def test_cpu_is_the_default_and_gpu_is_taken_on_jax_with_records():
 
 
 def test_an_unknown_value_names_the_valid_ones():
-    lines = _errors("train_dataset.decode=nvjpeg")
+    lines = config_error_lines("train_dataset.decode=nvjpeg")
     assert lines[0].startswith("train_dataset.decode: unknown decode "
                                "'nvjpeg'; valid: cpu, gpu"), lines
 
@@ -42,5 +37,5 @@ def test_an_unknown_value_names_the_valid_ones():
      "train_dataset.decode: 'gpu' needs a GPU, and runtime.num_gpus is 0"),
 ])
 def test_refused_in_one_line_where_it_cannot_run(override, words):
-    lines = _errors(override)
+    lines = config_error_lines(override)
     assert len(lines) == 1 and lines[0].startswith(words), lines

@@ -7,14 +7,9 @@ import pytest
 
 from official_bench import config as C
 from official_bench.config import backends
+from support.helpers import config_error_lines
 
 JAX = "runtime.backend=jax,runtime.num_gpus=0,"
-
-
-def _errors(override):
-    with pytest.raises(C.ConfigError) as e:
-        C.load_config(params_override=override)
-    return [line.strip() for line in str(e.value).splitlines()[1:]]
 
 
 def test_jax_takes_both():
@@ -41,7 +36,7 @@ def test_the_defaults_change_nothing():
      "model.model_params.pad_input_channels"),
 ])
 def test_tensorflow_refuses_each_in_one_line(override, key):
-    lines = _errors(override)
+    lines = config_error_lines(override)
     assert len(lines) == 1 and lines[0].startswith(key + ":"), lines
     assert "needs runtime.backend jax" in lines[0]
 
@@ -65,14 +60,15 @@ def test_every_tensorflow_refusal_is_one_of_these():
      "65 entries; at most 64"),
 ])
 def test_a_misspelt_flag_is_refused_naming_it(flags, words):
-    lines = _errors(JAX + f"runtime.xla_flags={flags}")
+    lines = config_error_lines(JAX + f"runtime.xla_flags={flags}")
     assert len(lines) == 1, lines
     assert lines[0].startswith("runtime.xla_flags: ") and words in lines[0]
 
 
 @pytest.mark.parametrize("value", [1, 3, 17])
 def test_pad_input_channels_must_add_channels(value):
-    lines = _errors(JAX + f"model.model_params.pad_input_channels={value}")
+    lines = config_error_lines(
+        JAX + f"model.model_params.pad_input_channels={value}")
     assert len(lines) == 1 and lines[0].startswith(
         f"model.model_params.pad_input_channels: must be more than "
         f"train_dataset.num_channels (3) and <= 16, got {value} (null: no "
