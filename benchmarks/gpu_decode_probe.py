@@ -82,15 +82,21 @@ def cpu_rate(images, seconds: float) -> dict:
             "mad": None, "images": count}
 
 
-def _syncer(nvimgcodec_images):
-    """A function waiting for the GPU: cupy's device synchronise where it
-    is there, else copying the batch's last image to the host."""
+def _syncer():
+    """wait(decoded): waits for the GPU's work on a decoded batch, with
+    cupy's device synchronise where it is there, else by copying the
+    batch's last decoded image to the host. Chosen once, outside the
+    timed loop."""
     try:
         import cupy
-        return cupy.cuda.runtime.deviceSynchronize
+        sync = cupy.cuda.runtime.deviceSynchronize
+        return lambda decoded: sync()
     except Exception:  # no cupy, or no GPU for it
-        return lambda: nvimgcodec_images[-1].cpu() if nvimgcodec_images \
-            else None
+        def copy_last(decoded):
+            done = [image for image in decoded if image is not None]
+            if done:
+                done[-1].cpu()
+        return copy_last
 
 
 def nv_rate(nv, name: str, images, batch: int, seconds: float) -> dict:
@@ -123,11 +129,12 @@ def nv_rate(nv, name: str, images, batch: int, seconds: float) -> dict:
         mads.append(float(np.abs(got.astype(np.int16) - want).mean()))
     count = failed = 0
     start = batch
+    wait = _syncer()
     cpu0, wall0 = time.process_time(), time.perf_counter()
     while time.perf_counter() - wall0 < seconds:
         decoded = decoder.decode(streams(start), params=params)
         failed += sum(image is None for image in decoded)
-        _syncer(decoded)()
+        wait(decoded)
         count += batch
         start += batch
     wall = time.perf_counter() - wall0

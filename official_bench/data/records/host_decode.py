@@ -230,11 +230,14 @@ def _nv_decoder(kind: str, device: int):
         try:
             _NV[kind, device] = _start_decoder(nv, kind, device)
         except Exception as e:  # no GPU, a CUDA error
-            where = "its CPU decoder" if kind == "cpu" else f"GPU {device}"
             raise DecoderUnavailable(
-                f"nvImageCodec could not start on {where}: "
+                f"nvImageCodec could not start on {_where(kind, device)}: "
                 f"{type(e).__name__}: {e}") from e
     return _NV[kind, device]
+
+
+def _where(kind: str, device: int) -> str:
+    return "its CPU decoder" if kind == "cpu" else f"GPU {device}"
 
 
 def start_gpu_decoder(device: int) -> None:
@@ -282,9 +285,9 @@ def _nv_window(data: bytes, window, kind: str,
         image = decoder.decode(stream, params=params)
         crop = None if image is None else np.asarray(image.cpu())
     except Exception as e:
-        where = "its CPU decoder" if kind == "cpu" else f"GPU {device}"
-        raise DecoderUnavailable(f"nvImageCodec failed on {where}: "
-                                 f"{type(e).__name__}: {e}") from e
+        raise DecoderUnavailable(
+            f"nvImageCodec failed on {_where(kind, device)}: "
+            f"{type(e).__name__}: {e}") from e
     if crop is None or crop.shape != (h, w, 3):
         return _fell_back(len(data), "gave no image of the window back")
     return crop
