@@ -13,7 +13,7 @@
 # OUT_DIR gets summary.txt (every stage's lines), records_summary.md and
 # .json, ab_verdicts.md, probe.json and all.tar.gz (the logs and results).
 # The stages' own knobs pass through (DECODE, DTYPES, DECODERS, AB_ARGS...);
-# a CPU check of the flow, about 3 minutes on 2 cores:
+# a CPU check of the flow, about 4 minutes on 2 cores:
 #   DECODE=cpu DTYPES=fp32 IMAGES=64 VAL_IMAGES=8 TRAIN_SHARDS=4 BATCH=8 \
 #   TEST_NUM=1 STEPS=6 LOG_STEPS=2 DEVICE=cpu DECODERS=cpu PROBE_SECONDS=2 \
 #   WORKER_DECODERS=simplejpeg,nvimgcodec_cpu AB_ARGS="--cpu --only pad4" \
