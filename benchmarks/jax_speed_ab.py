@@ -72,6 +72,10 @@ CANDIDATES = (
               why="bf16's stem runs a generic kernel (fp16 a first-layer "
                   "one on 3 channels as 4): 2 ms of 38.5 in the H200 "
                   "profile"),
+    Candidate("bn_one_pass", "model.model_params.bn_statistics=one_pass",
+              why="BN/elementwise fusions are 55-57% of the H200 profile; "
+                  "one read of each activation for its batch statistics "
+                  "instead of two"),
     Candidate("pad8", "model.model_params.pad_input_channels=8",
               dtypes=("bf16",),
               why="cuDNN pads bf16's stem to 8 channels in its own kernel"),

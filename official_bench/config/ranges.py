@@ -19,6 +19,7 @@ from typing import Any, Sequence
 from official_bench.config.builder import LayerBuilder
 from official_bench.config.schema import (
     BACKENDS,
+    BN_STATISTICS,
     BUILDERS,
     CPU_KERNELS,
     DATA_FORMATS,
@@ -345,6 +346,8 @@ def model(m: ModelConfig, b: LayerBuilder) -> None:
     _choice(b, "model.loss.name", m.loss.name, LOSSES, "loss")
     _choice(b, "model.model_params.data_format", m.model_params.data_format,
             DATA_FORMATS, "data_format")
+    _choice(b, "model.model_params.bn_statistics",
+            m.model_params.bn_statistics, BN_STATISTICS, "bn_statistics")
     depth = m.model_params.depth
     if m.name == "resnet" and depth is not None and depth not in RESNET_DEPTHS:
         b.error("model.model_params.depth", f"unknown ResNet depth {depth}; "

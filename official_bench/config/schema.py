@@ -46,6 +46,7 @@ LOSSES = ("categorical_crossentropy", "sparse_categorical_crossentropy")
 MIRRORED_ALGS = ("nccl", "hierarchical_copy")
 MULTI_WORKER_ALGS = ("ring", "nccl", "auto")
 DATA_FORMATS = ("channels_last", "channels_first", "auto")
+BN_STATISTICS = ("two_pass", "one_pass")  # models/bn_statistics.py
 GPU_THREAD_MODES = ("gpu_private", "gpu_shared", "global")
 # runtime.cpu_kernels: TensorFlow's CPU ops from oneDNN or Eigen; auto picks
 # by the CPU's flags (runtime/cpu_kernels.py, docs/cpu_kernels.md).
@@ -200,6 +201,10 @@ class ModelParams(ConfigNode):
     # with zero slices at call time (models/channel_pad.py): the same
     # weights and result, another cuDNN kernel (MLPerf pads to 4).
     pad_input_channels: Optional[int] = None
+    # two_pass: Keras' batch statistics (mean, then the variance about it);
+    # one_pass (jax only): both from one read of the activation
+    # (models/bn_statistics.py): the same model, another set of kernels.
+    bn_statistics: str = "two_pass"
 
 
 @dataclasses.dataclass

@@ -63,7 +63,8 @@ def build_model(cfg: ExperimentConfig, num_gpus: int = 0, *, keras,
         rescale_inputs=mp.rescale_inputs,
         input_dtype=input_dtype or ds.dtype, batch_size=mp.batch_size,
         input_layer=input_layer, keras=keras,
-        pad_input_channels=mp.pad_input_channels)
+        pad_input_channels=mp.pad_input_channels,
+        bn_statistics=mp.bn_statistics)
     if cfg.model.name == "resnet":
         return resnet_v15(**common)
     if cfg.model.name == "resnet_cifar":

@@ -24,6 +24,7 @@ from official_bench.contracts.imagenet import (
     IMAGENET_MEAN_RGB,
     IMAGENET_STD_RGB,
 )
+from official_bench.models.bn_statistics import batch_norm_layer
 from official_bench.models.channel_pad import padded_conv2d
 
 BN_MOMENTUM = 0.9
@@ -47,6 +48,7 @@ class BlockOptions:
     data_format: str = "channels_last"
     weight_decay: float = 1e-4
     zero_init_last_bn: bool = False
+    bn_statistics: str = "two_pass"  # models/bn_statistics.py
 
     @property
     def layers(self):
@@ -83,7 +85,8 @@ def conv(x, filters: int, kernel: int, stride: int, opts: BlockOptions,
 
 
 def batch_norm(x, opts: BlockOptions, name: str, zero_gamma: bool = False):
-    return opts.layers.BatchNormalization(
+    return batch_norm_layer(
+        opts.keras, opts.bn_statistics,
         axis=opts.bn_axis, momentum=BN_MOMENTUM, epsilon=BN_EPSILON,
         gamma_initializer="zeros" if zero_gamma else "ones", name=name)(x)
 
@@ -194,16 +197,19 @@ def resnet_v15(depth: int = 50, num_classes: int = 1000,
                batch_size: Optional[int] = None,
                stage_filters: Sequence[int] = (64, 128, 256, 512),
                input_layer=None, *, keras,
-               pad_input_channels: Optional[int] = None):
+               pad_input_channels: Optional[int] = None,
+               bn_statistics: str = "two_pass"):
     """Builds ResNet v1.5 of the given depth as a functional model of
     `keras` (tf_keras or Keras 3); `pad_input_channels` (Keras 3): the
-    stem sees the image padded to that many channels."""
+    stem sees the image padded to that many channels; `bn_statistics`:
+    models/bn_statistics.py."""
     if depth not in RESNET_SPECS:
         raise ValueError(f"unknown ResNet depth {depth}; valid: "
                          f"{', '.join(map(str, RESNET_SPECS))}")
     kind, blocks = RESNET_SPECS[depth]
     block = bottleneck_block if kind == "bottleneck" else basic_block
-    opts = BlockOptions(keras, data_format, weight_decay, zero_init_last_bn)
+    opts = BlockOptions(keras, data_format, weight_decay, zero_init_last_bn,
+                        bn_statistics)
     inputs, x = image_input(keras, image_size, channels, input_dtype,
                             batch_size, data_format, rescale_inputs,
                             input_layer)

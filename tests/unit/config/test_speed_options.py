@@ -1,7 +1,7 @@
 """The JAX backend's speed options in the config: runtime.xla_flags'
-spelling and model_params.pad_input_channels' range (config/ranges.py),
-each refused on the tensorflow backend with one line (config/backends.py),
-accepted on jax."""
+spelling, model_params.pad_input_channels' range and bn_statistics'
+choices (config/ranges.py), each refused on the tensorflow backend with
+one line (config/backends.py), accepted on jax."""
 
 import pytest
 
@@ -12,15 +12,17 @@ from support.helpers import config_error_lines
 JAX = "runtime.backend=jax,runtime.num_gpus=0,"
 
 
-def test_jax_takes_both():
+def test_jax_takes_them():
     cfg = C.load_config(params_override=JAX + (
         "runtime.xla_flags=['--xla_gpu_enable_command_buffer=FUSION,CUBLAS',"
         "--xla_gpu_enable_command_buffer_x=,--xla_dump_hlo_as_text],"
-        "model.model_params.pad_input_channels=4"))
+        "model.model_params.pad_input_channels=4,"
+        "model.model_params.bn_statistics=one_pass"))
     assert cfg.runtime.xla_flags == [
         "--xla_gpu_enable_command_buffer=FUSION,CUBLAS",
         "--xla_gpu_enable_command_buffer_x=", "--xla_dump_hlo_as_text"]
     assert cfg.model.model_params.pad_input_channels == 4
+    assert cfg.model.model_params.bn_statistics == "one_pass"
     assert backends.refusals(cfg) == []
 
 
@@ -28,12 +30,15 @@ def test_the_defaults_change_nothing():
     cfg = C.load_config()
     assert cfg.runtime.xla_flags == []
     assert cfg.model.model_params.pad_input_channels is None
+    assert cfg.model.model_params.bn_statistics == "two_pass"
 
 
 @pytest.mark.parametrize("override, key", [
     ("runtime.xla_flags=[--xla_gpu_autotune_level=0]", "runtime.xla_flags"),
     ("model.model_params.pad_input_channels=4",
      "model.model_params.pad_input_channels"),
+    ("model.model_params.bn_statistics=one_pass",
+     "model.model_params.bn_statistics"),
 ])
 def test_tensorflow_refuses_each_in_one_line(override, key):
     lines = config_error_lines(override)
@@ -43,7 +48,15 @@ def test_tensorflow_refuses_each_in_one_line(override, key):
 
 def test_every_tensorflow_refusal_is_one_of_these():
     assert {key for key, _, _ in backends.TF_REFUSED} == {
-        "runtime.xla_flags", "model.model_params.pad_input_channels"}
+        "runtime.xla_flags", "model.model_params.pad_input_channels",
+        "model.model_params.bn_statistics"}
+
+
+def test_bn_statistics_names_its_choices():
+    lines = config_error_lines(JAX + "model.model_params.bn_statistics=fast")
+    assert len(lines) == 1 and lines[0].startswith(
+        "model.model_params.bn_statistics: unknown bn_statistics 'fast'; "
+        "valid: two_pass, one_pass ("), lines
 
 
 @pytest.mark.parametrize("flags, words", [
