@@ -176,6 +176,9 @@ def parse_params_override(text: str) -> Dict[str, Any]:
         return {}
     if os.path.isfile(text):
         return read_yaml_file(text)
+    if os.path.isdir(text):
+        raise ConfigError(f"--params_override {text!r} is a folder; give "
+                          "a YAML file, a mapping or a.b=value pairs")
     if (text.endswith((".yaml", ".yml")) and "\n" not in text
             and ":" not in text):
         raise ConfigError(f"--params_override file {text!r} does not exist")

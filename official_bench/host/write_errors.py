@@ -1,14 +1,15 @@
 """One line for a file a command could not write.
 
-A full disk, a quota, a read-only mount or a missing permission would end
-in a Python traceback from wherever the write happened. Every writer (the
-trainer's params.yaml, result.json, checkpoints and SavedModel; the
-launcher's logs and status files; the extractor; the TFRecord builder; the
-doctor; the run history) wraps its write in :func:`writing`, which turns
-those four causes into :class:`NotWritable`: a message that names the path,
-what was being written and the free space there. Entry points print it as
-their one ``error:`` line and exit with ``exit_status.NOT_WRITABLE``; other
-OSErrors pass through unchanged.
+A full disk, a quota, a read-only mount, a missing permission or a file
+where a folder should be (or the reverse) would end in a Python traceback
+from wherever the write happened. Every writer (the trainer's params.yaml,
+result.json, checkpoints and SavedModel; the launcher's logs and status
+files; the extractor; the TFRecord builder; the doctor; the run history)
+wraps its write in :func:`writing`, which turns those causes into
+:class:`NotWritable`: a message that names the path, what was being
+written and, for the disk's causes, the free space there. Entry points
+print it as their one ``error:`` line and exit with
+``exit_status.NOT_WRITABLE``; other OSErrors pass through unchanged.
 """
 
 from __future__ import annotations
@@ -20,17 +21,23 @@ import shutil
 from typing import Iterator, Optional
 
 # The causes a user fixes outside the program (free space, a quota, a mount,
-# permissions), as opposed to a bug. EDQUOT is missing on some platforms.
+# permissions, a file in a folder's place), as opposed to a bug. EDQUOT is
+# missing on some platforms.
 NOT_WRITABLE_ERRNOS = frozenset(
     code for code in (errno.ENOSPC, getattr(errno, "EDQUOT", None),
-                      errno.EROFS, errno.EACCES, errno.EPERM)
+                      errno.EROFS, errno.EACCES, errno.EPERM,
+                      errno.ENOTDIR, errno.EISDIR)
     if code is not None)
+# Causes in the path itself, where the free space says nothing.
+_PATH_ERRNOS = (errno.ENOTDIR, errno.EISDIR)
 
 _CAUSE = {
     errno.ENOSPC: "no space left on the device",
     errno.EROFS: "the file system is read-only",
     errno.EACCES: "permission denied",
     errno.EPERM: "operation not permitted",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.EISDIR: "a folder is in the file's place",
 }
 if hasattr(errno, "EDQUOT"):
     _CAUSE[errno.EDQUOT] = "disk quota exceeded"
@@ -83,6 +90,8 @@ def human_bytes(count: int) -> str:
 def _message(err: int, path: str, what: str,
              free: Optional[int]) -> str:
     cause = _CAUSE.get(err, os.strerror(err))
+    if err in _PATH_ERRNOS:
+        return f"cannot write {what} to {path}: {cause}"
     room = "free space unknown" if free is None else \
         f"{human_bytes(free)} free there"
     return f"cannot write {what} to {path}: {cause} ({room})"

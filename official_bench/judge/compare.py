@@ -430,6 +430,11 @@ EXIT_STATUSES = {
 }
 
 
+# The A/B runner's options that have defaults (_usage_problem reads them).
+_DEFAULTS = {"pairs": 3, "warmup_intervals": ab.DEFAULT_WARMUP_INTERVALS,
+             "logs": None, "python": sys.executable}
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line (--help fits 80 columns)."""
     p = OneLineParser(
@@ -460,14 +465,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="A's --params_override")
     run.add_argument("--b-override", metavar="K=V,...",
                      help="B's --params_override")
-    run.add_argument("--pairs", type=int, default=3,
+    run.add_argument("--pairs", type=int, default=_DEFAULTS["pairs"],
                      help="rounds of A and B (default: %(default)s)")
     run.add_argument("--warmup_intervals", type=int,
-                     default=ab.DEFAULT_WARMUP_INTERVALS,
+                     default=_DEFAULTS["warmup_intervals"],
                      help="intervals left out at the start of each run "
                           "(default: %(default)s)")
     run.add_argument("--logs", metavar="DIR", help="keep each run's log here")
-    run.add_argument("--python", default=sys.executable,
+    run.add_argument("--python", default=_DEFAULTS["python"],
                      help="Python that runs the trainer (default: this one)")
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true",
@@ -481,6 +486,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _RUNNER_KEYS = ("config", "a_config", "b_config", "a_override", "b_override")
+# The runner's other options: ignored by --a/--b, so refused there.
+_RUNNER_ONLY = ("pairs", "warmup_intervals", "logs", "python")
 
 
 def _usage_problem(args: argparse.Namespace) -> Optional[str]:
@@ -492,6 +499,11 @@ def _usage_problem(args: argparse.Namespace) -> Optional[str]:
                "each other"
     if trees and (args.a is None or args.b is None):
         return "give both --a DIR and --b DIR"
+    given = [k for k in _RUNNER_ONLY if getattr(args, k) != _DEFAULTS[k]]
+    if trees and given:
+        return (", ".join("--" + k for k in given) + " go" +
+                ("es" if len(given) == 1 else "") + " with the A/B runner; "
+                "--a/--b read finished runs where they are")
     conflict = windows.flag_conflict(args.window, args.warmup_batches,
                                      args.train_batches)
     if conflict:

@@ -135,7 +135,9 @@ def _setup(argv: Sequence[str]) -> Tuple[List[str], Dict[str, Any]]:
     overrides as {dotted key: value} without what is not the setup)."""
     args: List[str] = []
     overrides: Dict[str, Any] = {}
-    for arg in argv:
+    for i, arg in enumerate(argv):
+        if i == 0 and os.sep in arg:
+            arg = _interpreter(arg)
         if arg.startswith("--model_dir="):
             continue
         if arg.startswith("--params_override="):
@@ -152,6 +154,15 @@ def _setup(argv: Sequence[str]) -> Tuple[List[str], Dict[str, Any]]:
     if HOSTS_KEY in overrides:
         overrides[HOSTS_KEY] = _hosts(overrides[HOSTS_KEY])
     return args, overrides
+
+
+def _interpreter(path: str) -> str:
+    """The interpreter's path with its folder resolved (the same venv
+    reached through a symlink or `..` is the same); the file itself is
+    not followed, as a venv's python links to the base interpreter that
+    every venv of it shares."""
+    folder, name = os.path.split(os.path.abspath(path))
+    return os.path.join(os.path.realpath(folder), name)
 
 
 def _flat(tree: Mapping[str, Any], prefix: str = "") -> Dict[str, Any]:

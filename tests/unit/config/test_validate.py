@@ -183,3 +183,11 @@ def test_config_path_may_be_a_pathlike_and_empty_names_no_file(tmp_path):
     with pytest.raises(C.ConfigError) as e:
         C.load_config(tmp_path / "missing.yaml")
     assert "missing.yaml' does not exist" in str(e.value)
+
+
+def test_a_params_override_naming_a_folder_says_so(tmp_path):
+    """It was parsed as YAML text: 'must be a mapping ... got <path>'."""
+    with pytest.raises(C.ConfigError) as e:
+        C.load_config(params_override=str(tmp_path))
+    assert f"--params_override {str(tmp_path)!r} is a folder; give a YAML " \
+           "file, a mapping or a.b=value pairs" in str(e.value)

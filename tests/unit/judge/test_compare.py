@@ -221,6 +221,14 @@ def test_usage_errors_and_help_width():
     assert "give both --a DIR and --b DIR" in out.stderr
     out = _cli("--a", "x", "--b", "y", "--b-override", "train.steps=4")
     assert out.returncode == exit_status.CONFIG
+    for extra, flags in ((["--logs", "kept"], "--logs goes"),
+                         (["--pairs", "5", "--python", "py"],
+                          "--pairs, --python go")):
+        out = _cli("--a", "x", "--b", "y", *extra)
+        assert out.returncode == exit_status.CONFIG
+        assert out.stderr.endswith(
+            f"{flags} with the A/B runner; --a/--b read finished runs where "
+            "they are; see --help\n"), out.stderr
     out = _cli("--a-config", "nope_a.yaml", "--b-config", "nope_b.yaml")
     assert out.returncode == exit_status.FAILED
     assert out.stderr == "error: --a-config nope_a.yaml: no such file\n"
@@ -252,12 +260,16 @@ def test_logs_that_cannot_be_a_folder_are_refused_before_any_run(
     started = tmp_path / "started"
     afile = tmp_path / "afile"
     afile.write_text("keep")
-    for logs, why in ((afile, " is a file, not a folder"),
-                      (afile / "x", ": cannot make it: Not a directory")):
-        status = compare.main(_runner_args(tmp_path, started,
-                                           "--logs", str(logs)))
-        assert status == exit_status.FAILED
-        assert capsys.readouterr().err == f"error: logs folder {logs}{why}\n"
+    under = afile / "x"
+    for logs, status, line in (
+            (afile, exit_status.FAILED,
+             f"logs folder {afile} is a file, not a folder"),
+            (under, exit_status.NOT_WRITABLE,
+             f"cannot write the A/B runs' logs to {under}: a part of the "
+             "path is a file, not a folder")):
+        assert compare.main(_runner_args(tmp_path, started, "--logs",
+                                         str(logs))) == status
+        assert capsys.readouterr().err == f"error: {line}\n"
     assert not started.exists()
     assert afile.read_text() == "keep"
 

@@ -7,6 +7,7 @@ import json
 import os
 import pathlib
 import shlex
+import sys
 import types
 
 from official_bench.contracts import exit_status, run_status
@@ -242,6 +243,26 @@ def test_command_difference_leaves_out_what_each_run_has_its_own():
         kept, argv("/m/1", "h1:5000,h3:5000", 60, config="b.yaml")) == (
         'runtime.worker_hosts "h1,h2" -> "h1,h3", train.steps 30 -> 60, '
         "command --config_file=a.yaml -> --config_file=b.yaml")
+
+
+def test_the_same_venv_through_another_path_is_the_same_python(tmp_path):
+    """The kept run's interpreter is compared by its folder's real path:
+    a symlinked or `..` spelling of the same venv is no difference; the
+    python of another venv of the same base interpreter is one."""
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to(sys.executable)
+    (tmp_path / "link").symlink_to(tmp_path / "venv")
+    other = tmp_path / "other" / "bin"
+    other.mkdir(parents=True)
+    (other / "python").symlink_to(sys.executable)
+    run = ["-m", "official_bench.classifier_trainer", "--config_file=a.yaml"]
+    kept = [str(venv / "python")] + run
+    for same in (tmp_path / "link" / "bin" / "python",
+                 venv / ".." / "bin" / "python"):
+        assert resume.command_difference(kept, [str(same)] + run) is None
+    assert resume.command_difference(kept, [str(other / "python")] + run) \
+        == f"command {venv / 'python'} -> {other / 'python'}"
 
 
 def test_failed_overwrite_leaves_the_old_runs_in_place(tmp_path):
