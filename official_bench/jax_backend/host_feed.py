@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from absl import logging
@@ -320,14 +320,16 @@ def pool_maker(source: Source, ds: DatasetConfig, batch: int, key: str,
 
 def records_feed(jax, ds: DatasetConfig, local_batch: int, sharding, *,
                  training: bool, seed: int, process_index: int,
-                 process_count: int, steps_per_pass: Optional[int] = None
-                 ) -> HostFeed:
-    """`builder: records` on JAX: this process's files, decoded by
-    `ds.num_workers` input workers."""
+                 process_count: int, steps_per_pass: Optional[int] = None,
+                 files: Optional[List[str]] = None) -> HostFeed:
+    """`builder: records` on JAX: this process's files (`files` where the
+    caller found them already), decoded by `ds.num_workers` input
+    workers."""
     from official_bench.data.records import host_examples
     key = "train_dataset" if training else "validation_dataset"
-    files = host_examples.process_files(ds, process_index, process_count,
-                                        training)
+    if files is None:
+        files = host_examples.process_files(ds, process_index,
+                                            process_count, training)
     workers = resolve_workers(ds.num_workers)
     decoder, gpus = workers_decoder(jax, ds, key)
     logging.info("official_bench: %s: %d record file(s) for process %d of "

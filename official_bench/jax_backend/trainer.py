@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 from absl import logging
@@ -96,8 +96,9 @@ def _train(cfg: ExperimentConfig, run: devices_lib.JaxRuntime, dtype: str,
     rt, keras, jax = cfg.runtime, run.keras, run.jax
 
     # 2. Plan: replicas, global batch, steps; the files this process owns.
+    eval_files = _eval_files(cfg, run)
     plan = _eval_steps_every_process_gives(cfg, run, batch_plan(
-        cfg, len(run.devices)))
+        cfg, len(run.devices)), eval_files)
     cfg = config_lib.replace_keys(cfg, {
         f"{name}.num_devices": plan.num_replicas
         for name in ("train_dataset", "validation_dataset")})
@@ -124,7 +125,7 @@ def _train(cfg: ExperimentConfig, run: devices_lib.JaxRuntime, dtype: str,
     #    on, whatever raises closes the feeds: their workers and shared
     #    memory must not outlive a failed run in a notebook.
     with contextlib.ExitStack() as open_feeds:
-        feeds = _feeds(cfg, run, plan, seed, open_feeds)
+        feeds = _feeds(cfg, run, plan, seed, open_feeds, eval_files)
         file_check = file_verdict.start_local(cfg.train_dataset, True)
 
         # 5. Steps, compiled before the clock starts.
@@ -196,24 +197,34 @@ def _write_params(cfg: ExperimentConfig, run, plan: BatchPlan,
     return result_path
 
 
+def _eval_files(cfg: ExperimentConfig, run) -> Optional[List[str]]:
+    """This process's validation record files, found once for the plan
+    and the feed; None when the run does not evaluate on records."""
+    ds = cfg.validation_dataset
+    if not _evaluates(cfg) or ds.builder != "records":
+        return None
+    from official_bench.data.records import host_examples
+    return host_examples.process_files(ds, run.process_index,
+                                       run.process_count, False)
+
+
 def _eval_steps_every_process_gives(cfg: ExperimentConfig, run,
-                                    plan: BatchPlan) -> BatchPlan:
+                                    plan: BatchPlan,
+                                    files: Optional[List[str]]
+                                    ) -> BatchPlan:
     """With several processes evaluating on records, a pass is as many
     batches as the process with the fewest records gives: files that
     split unevenly (64 validation files over 3 processes) would end one
     process's pass early while the others wait in the next eval step's
     collective. Every process counts its share's records (16 bytes read
-    per record) and all take the smallest count of batches."""
-    ds = cfg.validation_dataset
-    if not _evaluates(cfg) or ds.builder != "records" or \
-            run.process_count == 1:
+    per record) and all take the smallest count of batches. `files`:
+    _eval_files'."""
+    if files is None or run.process_count == 1:
         return plan
     from jax.experimental import multihost_utils
 
     from official_bench.data.records import host_examples
     local_batch = plan.eval_global_batch // run.process_count
-    files = host_examples.process_files(ds, run.process_index,
-                                        run.process_count, False)
     mine = host_examples.records_of(files) // local_batch
     every = [int(n) for n in multihost_utils.process_allgather(
         np.int64(mine))]
@@ -236,12 +247,14 @@ def _eval_steps_every_process_gives(cfg: ExperimentConfig, run,
 
 
 def _feeds(cfg: ExperimentConfig, run, plan: BatchPlan, seed: int,
-           closing: contextlib.ExitStack) -> Dict[str, Feed]:
+           closing: contextlib.ExitStack,
+           eval_files: Optional[List[str]]) -> Dict[str, Feed]:
     """The training feed, and the validation feed when the run evaluates
     (a fresh pass of plan.eval_steps batches each time): synthetic
     batches, or records and Python sources from the host
     (jax_backend/host_feed.py), sharded over the mesh's batch axis. Each
-    feed's close() goes on `closing` as soon as the feed exists."""
+    feed's close() goes on `closing` as soon as the feed exists;
+    records' validation feed reads `eval_files` (_eval_files')."""
     from jax.sharding import NamedSharding, PartitionSpec
     sharding = NamedSharding(run.mesh, PartitionSpec(step_lib.AXIS))
     feeds = {"train": _feed(cfg.train_dataset, run, plan.global_batch,
@@ -250,13 +263,14 @@ def _feeds(cfg: ExperimentConfig, run, plan: BatchPlan, seed: int,
     if _evaluates(cfg):
         feeds["validation"] = _feed(cfg.validation_dataset, run,
                                     plan.eval_global_batch, sharding,
-                                    seed + 1, plan.eval_steps)
+                                    seed + 1, plan.eval_steps, eval_files)
         closing.callback(feeds["validation"].close)
     return feeds
 
 
 def _feed(ds, run, global_batch: int, sharding, seed: int,
-          eval_steps: Optional[int]) -> Feed:
+          eval_steps: Optional[int], files: Optional[List[str]] = None
+          ) -> Feed:
     """One dataset's feed of this process's share of `global_batch`."""
     local = global_batch // run.process_count
     if ds.builder == "synthetic":
@@ -266,7 +280,8 @@ def _feed(ds, run, global_batch: int, sharding, seed: int,
                  process_index=run.process_index,
                  process_count=run.process_count, steps_per_pass=eval_steps)
     if ds.builder == "records":
-        return host_feed.records_feed(run.jax, ds, local, sharding, **where)
+        return host_feed.records_feed(run.jax, ds, local, sharding,
+                                      files=files, **where)
     replicas = len(run.local_devices)  # python: one batch per replica
     return host_feed.python_feed(run.jax, ds, local // replicas, replicas,
                                  sharding, **where)

@@ -206,7 +206,8 @@ def test_two_processes_read_disjoint_shards_and_train_together(tmp_path):
     gets files 0 and 2 (12 records, 3 batches of 4), process 1 file 1 (4
     records, 1 batch); num_examples 16 plans 2 global batches of 8, so
     both take the 1 that process 1 can give (one warning line each)
-    instead of process 1 failing while process 0 waits."""
+    instead of process 1 failing while process 0 waits; each process
+    finds its validation files once."""
     data = tmp_path / "data"
     write_records(data, "train", 4, 8)
     write_records(data, "validation", 3, [6, 4, 6])
@@ -235,6 +236,9 @@ def test_two_processes_read_disjoint_shards_and_train_together(tmp_path):
              "batches of 8, not 2: the processes' shares of the files give "
              "3, 1 batches")
     assert all(taken in out for out in outs), outs[0][-3000:]
+    # the plan's count and the feed read the files found once
+    assert [out.count("record file(s) for split validation")
+            for out in outs] == [1, 1]
     assert "val_loss" in mine["history"]
 
 
