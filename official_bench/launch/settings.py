@@ -304,8 +304,9 @@ KNOBS: List[Knob] = [
          "are moved aside into the case's .replaced-{stamp}/ folder); on "
          "every node of a two/multi-node sweep, which agree through the "
          "barrier. An ok run whose logged command differs from this "
-         "sweep's (overrides, config, Python; not its model_dir, ports or "
-         "PEER_TIMEOUT) stops the sweep before any run, exit 6",
+         "sweep's (overrides, config, Python: the same venv reached "
+         "through a symlinked folder is the same; not its model_dir, ports "
+         "or PEER_TIMEOUT) stops the sweep before any run, exit 6",
          section="flow"),
     Knob("overwrite", "bool", False,
          "move this case's old runs aside, run all",
