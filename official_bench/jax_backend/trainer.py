@@ -217,8 +217,8 @@ def _eval_steps_every_process_gives(cfg: ExperimentConfig, run,
     split unevenly (64 validation files over 3 processes) would end one
     process's pass early while the others wait in the next eval step's
     collective. Every process counts its share's records (16 bytes read
-    per record) and all take the smallest count of batches. `files`:
-    _eval_files'."""
+    per record) and all take the smallest count of batches. `files`: this
+    process's validation files (_eval_files)."""
     if files is None or run.process_count == 1:
         return plan
     from jax.experimental import multihost_utils
@@ -254,7 +254,7 @@ def _feeds(cfg: ExperimentConfig, run, plan: BatchPlan, seed: int,
     batches, or records and Python sources from the host
     (jax_backend/host_feed.py), sharded over the mesh's batch axis. Each
     feed's close() goes on `closing` as soon as the feed exists;
-    records' validation feed reads `eval_files` (_eval_files')."""
+    records' validation feed reads `eval_files` (_eval_files)."""
     from jax.sharding import NamedSharding, PartitionSpec
     sharding = NamedSharding(run.mesh, PartitionSpec(step_lib.AXIS))
     feeds = {"train": _feed(cfg.train_dataset, run, plan.global_batch,
