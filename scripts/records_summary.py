@@ -6,9 +6,13 @@ cores could decode against what the GPU trains.
     python3 scripts/records_summary.py OUT_DIR
 
 Reads OUT_DIR/logs_{real,synthetic}/**/rn50_b*_<dtype>_<i>.json (the run
-scripts' copies of each run's result.json) and OUT_DIR/cpu_<data>_<dtype>
-(/proc/stat's cpu line before and after each case); writes
-OUT_DIR/records_summary.json and .md and prints the table.
+scripts' copies of each run's result.json), OUT_DIR/result_{real,synthetic}/
+*_result.json (the extractor's tables of the same runs) and
+OUT_DIR/cpu_<data>_<dtype> (/proc/stat's cpu line before and after each
+case); writes OUT_DIR/records_summary.json and .md and prints the table.
+The img/s columns are the extractor's 1n1g medians (DLPerf's number, the
+one BENCHMARKS.md quotes) where it wrote them, else the median of the
+runs' own images/time over their window; `*_img_s_from` says which.
 """
 
 from __future__ import annotations
@@ -42,6 +46,23 @@ def rate(result) -> float:
         stats.get("average_examples_per_second") or 0.0
 
 
+def extractor_medians(root: str):
+    """{dtype: median img/s} of the 1n1g cases in the extractor's
+    *_result.json files under `root`."""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(root, "*_result.json"))):
+        try:
+            with open(path) as f:
+                tables = json.load(f)
+        except (OSError, ValueError):
+            continue
+        for cases in tables.values():
+            entry = cases.get("1n1g") if isinstance(cases, dict) else None
+            if entry and entry.get("median_speed_unrounded"):
+                out[entry["dtype"]] = entry["median_speed_unrounded"]
+    return out
+
+
 def median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
@@ -65,10 +86,20 @@ def busy_cores(path: str):
     return cores * (total - idle) / total if total else None
 
 
-def case(out: str, dtype: str, real, synthetic):
-    """One precision's row."""
-    r_rate = median([rate(x) for x in real])
-    s_rate = median([rate(x) for x in synthetic])
+def _rate(results, extracted, dtype):
+    """(img/s, where it came from) for one side of a precision."""
+    if dtype in extracted:
+        return extracted[dtype], "extractor"
+    value = median([rate(x) for x in results])
+    return value, "result.json" if value is not None else None
+
+
+def case(out: str, dtype: str, real, synthetic, extracted=None):
+    """One precision's row; `extracted`: {"real"/"synthetic": the
+    extractor's medians}."""
+    extracted = extracted or {}
+    r_rate, r_from = _rate(real, extracted.get("real", {}), dtype)
+    s_rate, s_from = _rate(synthetic, extracted.get("synthetic", {}), dtype)
     feed = next((x.get("input") for x in real if x.get("input")), {}) or {}
     per_core = median([(x.get("input") or {}).get(
         "decode_images_per_cpu_second") for x in real])
@@ -78,6 +109,7 @@ def case(out: str, dtype: str, real, synthetic):
     row = {
         "dtype": dtype, "runs": len(real),
         "real_img_s": r_rate, "synthetic_img_s": s_rate,
+        "real_img_s_from": r_from, "synthetic_img_s_from": s_from,
         "real_over_synthetic": (r_rate / s_rate) if r_rate and s_rate
         else None,
         "input_wait_fraction": wait,
@@ -126,7 +158,9 @@ def main(argv=None) -> int:
     out = argv[0]
     real = runs(os.path.join(out, "logs_real"))
     synthetic = runs(os.path.join(out, "logs_synthetic"))
-    rows = [case(out, d, real.get(d, []), synthetic.get(d, []))
+    extracted = {data: extractor_medians(os.path.join(out, f"result_{data}"))
+                 for data in ("real", "synthetic")}
+    rows = [case(out, d, real.get(d, []), synthetic.get(d, []), extracted)
             for d in ("bf16", "fp16", "fp32")
             if d in real or d in synthetic]
     text = table(rows)

@@ -1,0 +1,93 @@
+"""scripts/records_summary.py, the table gpu_records_check.sh writes into
+BENCHMARKS.md: img/s from the extractor's 1n1g medians where it wrote them
+(else the runs' own images/time over their window, and the row says
+which), real/synthetic from those, the median input wait, the workers'
+decode rate and what the workers' cores could decode against the GPU,
+host busy cores from /proc/stat lines; a usage line and exit 2 without
+OUT_DIR, exit 1 when no run is found."""
+
+import importlib.util
+import json
+import os
+
+import pytest
+
+from support.helpers import REPO
+
+
+@pytest.fixture(scope="module")
+def summary():
+    spec = importlib.util.spec_from_file_location(
+        "records_summary", os.path.join(REPO, "scripts", "records_summary.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(root, data, dtype, index, over_window, wait=None, per_core=None):
+    path = (root / f"logs_{data}" / "jax" / "resnet50" / "bz256" / "1n1g" /
+            f"rn50_b256_{dtype}_{index}.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    result = {"stats": {"images_per_second_over_window": over_window}}
+    if data == "real":
+        result["input"] = {"decoder": "simplejpeg", "num_workers": 15,
+                           "decode_images_per_cpu_second": per_core}
+        result["input_wait"] = {"fraction": wait}
+    path.write_text(json.dumps(result))
+
+
+def _extracted(root, data, medians):
+    folder = root / f"result_{data}"
+    folder.mkdir(parents=True)
+    tables = {f"rn50_{dtype}": {"1n1g": {
+        "dtype": dtype, "median_speed": round(value),
+        "median_speed_unrounded": value}}
+        for dtype, value in medians.items()}
+    (folder / "bz256_result.json").write_text(json.dumps(tables))
+
+
+def test_the_extractors_medians_come_first(tmp_path, summary, capsys):
+    for i, (rate, wait, per_core) in enumerate(
+            [(5400.0, 0.52, 320.0), (5600.0, 0.48, 330.0),
+             (5500.0, 0.50, 325.0)], 1):
+        _run(tmp_path, "real", "fp16", i, rate, wait, per_core)
+        _run(tmp_path, "synthetic", "fp16", i, 6800.0 + i)
+        _run(tmp_path, "real", "bf16", i, 5900.0 + i, 0.5, 300.0)
+        _run(tmp_path, "synthetic", "bf16", i, 6400.0 + i)
+    _extracted(tmp_path, "real", {"fp16": 5492.58})
+    _extracted(tmp_path, "synthetic", {"fp16": 6808.09})
+    cores = tmp_path / "cpu_real_fp16"
+    cores.write_text("cpu  100 0 100 800 0 0 0 0 0 0\n"
+                     "cpu  1100 0 1100 1800 0 0 0 0 0 0\n")
+    (tmp_path / "cpu_real_fp16.cores").write_text("16\n")
+
+    assert summary.main([str(tmp_path)]) == 0
+    rows = {r["dtype"]: r for r in json.loads(
+        (tmp_path / "records_summary.json").read_text())}
+    fp16, bf16 = rows["fp16"], rows["bf16"]
+    assert (fp16["real_img_s"], fp16["synthetic_img_s"]) == (5492.58,
+                                                             6808.09)
+    assert fp16["real_img_s_from"] == fp16["synthetic_img_s_from"] == \
+        "extractor"
+    assert fp16["real_over_synthetic"] == pytest.approx(5492.58 / 6808.09)
+    assert fp16["input_wait_fraction"] == 0.50
+    assert fp16["decode_img_s_per_core"] == 325.0
+    assert fp16["cores_x_per_core_over_synthetic"] == pytest.approx(
+        15 * 325.0 / 6808.09)
+    # 2,000 of 3,000 jiffies busy on 16 cores
+    assert fp16["host_busy_cores_real"] == pytest.approx(16 * 2 / 3)
+    # no extractor table for bf16: the runs' medians, said so
+    assert (bf16["real_img_s"], bf16["synthetic_img_s"]) == (5902.0,
+                                                             6402.0)
+    assert bf16["real_img_s_from"] == "result.json"
+    assert bf16["host_busy_cores_real"] is None
+    table = (tmp_path / "records_summary.md").read_text()
+    assert "| fp16 | 5,493 | 6,808 | 0.807 | 50.0% | 10.7 | simplejpeg " \
+        "| 15 | 325 | 0.72 |" in table
+    assert table in capsys.readouterr().out
+
+
+def test_usage_and_nothing_found(tmp_path, summary, capsys):
+    assert summary.main([]) == 2
+    assert "records_summary.py OUT_DIR" in capsys.readouterr().err
+    assert summary.main([str(tmp_path)]) == 1
