@@ -72,6 +72,12 @@ CANDIDATES = (
               why="bf16's stem runs a generic kernel (fp16 a first-layer "
                   "one on 3 channels as 4): 2 ms of 38.5 in the H200 "
                   "profile"),
+    Candidate("s2d", "model.model_params.stem_space_to_depth=true",
+              why="the 7x7/2 stem as a 4x4/1 convolution of 12-channel 2x2 "
+                  "blocks (MLPerf's TPU stem), aimed at bf16's slow stem"),
+    Candidate("s2d_pad4", "model.model_params.stem_space_to_depth=true,"
+              "model.model_params.pad_input_channels=4", dtypes=("bf16",),
+              why="the same on 16 channels, a multiple of 8 for bf16"),
     Candidate("bn_one_pass", "model.model_params.bn_statistics=one_pass",
               why="BN/elementwise fusions are 55-57% of the H200 profile; "
                   "one read of each activation for its batch statistics "

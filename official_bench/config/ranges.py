@@ -460,8 +460,9 @@ def _xla_flags_problem(flags: Sequence[str]) -> str:
 
 
 def speed_options(cfg: ExperimentConfig, b: LayerBuilder) -> None:
-    """runtime.xla_flags' spelling and model_params.pad_input_channels'
-    range (which backend takes them: config/backends.py)."""
+    """runtime.xla_flags' spelling, model_params.pad_input_channels'
+    range and stem_space_to_depth's model (which backend takes them:
+    config/backends.py)."""
     problem = _xla_flags_problem(cfg.runtime.xla_flags)
     if problem and not b.reported("runtime.xla_flags"):
         b.error("runtime.xla_flags", problem)
@@ -472,3 +473,11 @@ def speed_options(cfg: ExperimentConfig, b: LayerBuilder) -> None:
                 f"must be more than train_dataset.num_channels ({channels}) "
                 f"and <= {MAX_SYNTHETIC_CHANNELS}, got {pad} (null: no "
                 "padding)")
+    mp = cfg.model.model_params
+    if mp.stem_space_to_depth and cfg.model.name != "resnet":
+        b.error("model.model_params.stem_space_to_depth",
+                "rearranges the ImageNet ResNet's 7x7/2 stem; model.name is "
+                f"{cfg.model.name!r} (valid: resnet)")
+    elif mp.stem_space_to_depth and mp.data_format == "channels_first":
+        b.error("model.model_params.stem_space_to_depth",
+                "needs data_format channels_last (or auto on jax)")

@@ -205,6 +205,10 @@ class ModelParams(ConfigNode):
     # one_pass (jax only): both from one read of the activation
     # (models/bn_statistics.py): the same model, another set of kernels.
     bn_statistics: str = "two_pass"
+    # true (jax, model resnet): the 7x7/2 stem computed as a 4x4/1
+    # convolution of the image's 2x2 blocks stacked as channels
+    # (models/stem_s2d.py): the same weights and result, other kernels.
+    stem_space_to_depth: bool = False
 
 
 @dataclasses.dataclass

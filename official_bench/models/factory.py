@@ -66,7 +66,8 @@ def build_model(cfg: ExperimentConfig, num_gpus: int = 0, *, keras,
         pad_input_channels=mp.pad_input_channels,
         bn_statistics=mp.bn_statistics)
     if cfg.model.name == "resnet":
-        return resnet_v15(**common)
+        return resnet_v15(stem_space_to_depth=mp.stem_space_to_depth,
+                          **common)
     if cfg.model.name == "resnet_cifar":
         return resnet_cifar(width=mp.width, **common)
     raise ValueError(f"unknown model {cfg.model.name!r}")

@@ -26,6 +26,7 @@ from official_bench.contracts.imagenet import (
 )
 from official_bench.models.bn_statistics import batch_norm_layer
 from official_bench.models.channel_pad import padded_conv2d
+from official_bench.models.stem_s2d import s2d_conv2d
 
 BN_MOMENTUM = 0.9
 BN_EPSILON = 1e-5
@@ -64,9 +65,11 @@ class BlockOptions:
 
 
 def conv(x, filters: int, kernel: int, stride: int, opts: BlockOptions,
-         name: str, pad_channels: Optional[int] = None):
+         name: str, pad_channels: Optional[int] = None,
+         space_to_depth: bool = False):
     """A bias-free conv with v1.5's padding: explicit pad when strided;
-    `pad_channels`: its input padded with zero channels (channel_pad.py)."""
+    `pad_channels`: its input padded with zero channels (channel_pad.py);
+    `space_to_depth`: computed on the input's 2x2 blocks (stem_s2d.py)."""
     if stride > 1 and kernel > 1:
         pad = (kernel - 1) // 2
         x = opts.layers.ZeroPadding2D(pad, data_format=opts.data_format,
@@ -79,6 +82,8 @@ def conv(x, filters: int, kernel: int, stride: int, opts: BlockOptions,
                 kernel_initializer="he_normal",
                 kernel_regularizer=opts.regularizer(),
                 data_format=opts.data_format, name=name)
+    if space_to_depth:
+        return s2d_conv2d(opts.keras, pad_channels, **args)(x)
     if pad_channels:
         return padded_conv2d(opts.keras, pad_channels, **args)(x)
     return opts.layers.Conv2D(**args)(x)
@@ -92,8 +97,9 @@ def batch_norm(x, opts: BlockOptions, name: str, zero_gamma: bool = False):
 
 
 def conv_bn(x, filters, kernel, stride, opts, name, relu=True,
-            zero_gamma=False, pad_channels=None):
-    x = conv(x, filters, kernel, stride, opts, name + "_conv", pad_channels)
+            zero_gamma=False, pad_channels=None, space_to_depth=False):
+    x = conv(x, filters, kernel, stride, opts, name + "_conv", pad_channels,
+             space_to_depth)
     x = batch_norm(x, opts, name + "_bn", zero_gamma=zero_gamma)
     if relu:
         x = opts.layers.Activation("relu", name=name + "_relu")(x)
@@ -198,11 +204,13 @@ def resnet_v15(depth: int = 50, num_classes: int = 1000,
                stage_filters: Sequence[int] = (64, 128, 256, 512),
                input_layer=None, *, keras,
                pad_input_channels: Optional[int] = None,
-               bn_statistics: str = "two_pass"):
+               bn_statistics: str = "two_pass",
+               stem_space_to_depth: bool = False):
     """Builds ResNet v1.5 of the given depth as a functional model of
     `keras` (tf_keras or Keras 3); `pad_input_channels` (Keras 3): the
     stem sees the image padded to that many channels; `bn_statistics`:
-    models/bn_statistics.py."""
+    models/bn_statistics.py; `stem_space_to_depth` (Keras 3): the stem
+    computed on the image's 2x2 blocks (models/stem_s2d.py)."""
     if depth not in RESNET_SPECS:
         raise ValueError(f"unknown ResNet depth {depth}; valid: "
                          f"{', '.join(map(str, RESNET_SPECS))}")
@@ -213,7 +221,8 @@ def resnet_v15(depth: int = 50, num_classes: int = 1000,
     inputs, x = image_input(keras, image_size, channels, input_dtype,
                             batch_size, data_format, rescale_inputs,
                             input_layer)
-    x = conv_bn(x, 64, 7, 2, opts, "stem", pad_channels=pad_input_channels)
+    x = conv_bn(x, 64, 7, 2, opts, "stem", pad_channels=pad_input_channels,
+                space_to_depth=stem_space_to_depth)
     x = opts.layers.MaxPooling2D(3, strides=2, padding="same",
                             data_format=data_format, name="stem_pool")(x)
     for stage, (filters, count) in enumerate(zip(stage_filters, blocks)):
