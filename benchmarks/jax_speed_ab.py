@@ -346,7 +346,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtypes", type=lambda s: s.split(","),
                    default=["bf16", "fp16"], help="bf16,fp16 (in order)")
     p.add_argument("--only", type=lambda s: s.split(","),
-                   help="candidates by name, comma-separated: "
+                   help="candidates by name, comma-separated, '+' for "
+                        "several together (b512+pad4): "
                         + ", ".join(c.name for c in CANDIDATES))
     p.add_argument("--pairs", type=int, default=2, help="rounds per side")
     p.add_argument("--batch", type=int, default=256)
@@ -368,15 +369,39 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def combined(parts: Sequence[Candidate]) -> Candidate:
+    """Candidates applied together ("b512+pad4"): their overrides in order,
+    the batch the one that sets it asks for, the precisions all take.
+    ValueError when two set the batch or no precision is left."""
+    batches = [c.batch for c in parts if c.batch]
+    if len(batches) > 1:
+        raise ValueError(f"{'+'.join(c.name for c in parts)}: more than one "
+                         "sets the batch")
+    dtypes = tuple(d for d in parts[0].dtypes
+                   if all(d in c.dtypes for c in parts))
+    if not dtypes:
+        raise ValueError(f"{'+'.join(c.name for c in parts)}: no precision "
+                         "that all of them run in")
+    return Candidate("+".join(c.name for c in parts),
+                     ",".join(c.override for c in parts),
+                     batches[0] if batches else None, dtypes,
+                     why="together: " + ", ".join(c.name for c in parts))
+
+
 def _candidates(args) -> List[Candidate]:
     if not args.only:
         return list(CANDIDATES)
     known = {c.name: c for c in CANDIDATES}
-    unknown = [n for n in args.only if n not in known]
+    unknown = [n for name in args.only for n in name.split("+")
+               if n not in known]
     if unknown:
         raise SystemExit(f"unknown candidate(s) {', '.join(unknown)}; "
                          f"valid: {', '.join(known)}")
-    return [known[n] for n in args.only]
+    try:
+        return [combined([known[n] for n in name.split("+")])
+                if "+" in name else known[name] for name in args.only]
+    except ValueError as e:
+        raise SystemExit(f"--only {e}") from None
 
 
 def main(argv=None) -> int:

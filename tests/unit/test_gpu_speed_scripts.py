@@ -1,13 +1,15 @@
 """The GPU speed scripts, here without a GPU: scripts/gpu_jax_speed_ab.sh
 end to end with a stand-in trainer (a Python that prints TimeHistory
 lines at a speed its candidate sets, or fails as an unknown XLA flag
-does), the A/B plan's budget arithmetic, and benchmarks/jax_profile.py
-reading a finished capture folder back into its side-by-side tables."""
+does), the A/B plan's budget arithmetic and combined candidates, and
+benchmarks/jax_profile.py reading a finished capture folder back into its
+side-by-side tables."""
 
 import gzip
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -133,6 +135,29 @@ def test_the_plan_keeps_to_the_budget():
     assert [(d, n) for d, n, _ in plan.skipped] == [("fp16", "x"),
                                                     ("fp16", "only16")]
     assert plan.skipped[0][2] == "needs ~91 s, 0 s of the budget left"
+
+
+def test_candidates_combine_with_a_plus(capsys):
+    """--only b512+pad4: one candidate with both overrides, the batch the
+    one that sets it asks for, the precisions both run in; two batches,
+    or no common precision, or an unknown part are one line each."""
+    m = _load("jax_speed_ab")
+    args = m.build_parser().parse_args(
+        ["--out", "x", "--only", "b512+pad4,pad8+s2d,bn_one_pass"])
+    both, bf16_only, single = m._candidates(args)
+    assert (both.name, both.batch, both.dtypes) == ("b512+pad4", 512,
+                                                    ("bf16", "fp16"))
+    assert both.override == ("train_dataset.batch_size=512,"
+                             "model.model_params.pad_input_channels=4")
+    assert (bf16_only.batch, bf16_only.dtypes) == (None, ("bf16",))
+    assert single.name == "bn_one_pass" and "+" not in single.override
+    for only, says in (("b512+b384", "more than one sets the batch"),
+                       ("pad8+cmdbuf_cond", "no precision that all of "
+                                            "them run in"),
+                       ("b512+nope", "unknown candidate(s) nope")):
+        args = m.build_parser().parse_args(["--out", "x", "--only", only])
+        with pytest.raises(SystemExit, match=re.escape(says)):
+            m._candidates(args)
 
 
 def test_the_profile_tables_are_read_back_from_a_capture(tmp_path, capsys):
