@@ -14,11 +14,8 @@ BatchNormalization's variables, config and inference path.
 
 from __future__ import annotations
 
-from typing import Any, Dict
-
 from official_bench.config.schema import BN_STATISTICS as CHOICES
-
-_CLASSES: Dict[Any, type] = {}
+from official_bench.models.layer_classes import layer_class, require_keras3
 
 
 def batch_norm_layer(keras, statistics: str = "two_pass", **bn_kwargs):
@@ -29,13 +26,8 @@ def batch_norm_layer(keras, statistics: str = "two_pass", **bn_kwargs):
                          f"{', '.join(CHOICES)}")
     if statistics == "two_pass":
         return keras.layers.BatchNormalization(**bn_kwargs)
-    if not hasattr(keras, "ops"):
-        raise ValueError("model_params.bn_statistics one_pass needs Keras 3 "
-                         "(runtime.backend jax)")
-    cls = _CLASSES.get(keras)
-    if cls is None:
-        cls = _CLASSES[keras] = _define(keras)
-    return cls(**bn_kwargs)
+    require_keras3(keras, "model_params.bn_statistics one_pass")
+    return layer_class(keras, _define)(**bn_kwargs)
 
 
 def _define(keras) -> type:

@@ -12,21 +12,14 @@ config refuses the key on the TensorFlow backend.
 
 from __future__ import annotations
 
-from typing import Any, Dict
-
-_CLASSES: Dict[Any, type] = {}
+from official_bench.models.layer_classes import layer_class, require_keras3
 
 
 def padded_conv2d(keras, channels: int, **conv_kwargs):
     """A Conv2D of `keras` (Keras 3) that convolves its input padded with
     zero channels to `channels`; the other arguments are Conv2D's."""
-    if not hasattr(keras, "ops"):
-        raise ValueError("model_params.pad_input_channels needs Keras 3 "
-                         "(runtime.backend jax)")
-    cls = _CLASSES.get(keras)
-    if cls is None:
-        cls = _CLASSES[keras] = _define(keras)
-    return cls(channels, **conv_kwargs)
+    require_keras3(keras, "model_params.pad_input_channels")
+    return layer_class(keras, _define)(channels, **conv_kwargs)
 
 
 def _define(keras) -> type:

@@ -16,7 +16,7 @@ JAX one) and uses only layers both have, so this module imports neither.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from official_bench.contracts.imagenet import (
 )
 from official_bench.models.bn_statistics import batch_norm_layer
 from official_bench.models.channel_pad import padded_conv2d
+from official_bench.models.layer_classes import layer_class
 from official_bench.models.stem_s2d import s2d_conv2d
 
 BN_MOMENTUM = 0.9
@@ -136,25 +137,23 @@ def bottleneck_block(x, filters: int, stride: int, opts: BlockOptions,
     return opts.layers.Activation("relu", name=name + "_out")(y)
 
 
-_STANDARDIZE: Dict[Any, type] = {}
-
-
 def standardize_layer(keras, name: str = "standardize"):
     """(x * 255 - mean) / std: for inputs in [0, 1] (rescale_inputs), in
     the layer's compute dtype; one class per Keras module."""
-    cls = _STANDARDIZE.get(keras)
-    if cls is None:
-        class Standardize(keras.layers.Layer):
-            """Subtracts the ImageNet mean and divides by its std."""
+    return layer_class(keras, _define_standardize)(name=name)
 
-            def call(self, x):
-                dtype = _numpy_dtype(self.compute_dtype)
-                mean = np.asarray(IMAGENET_MEAN_RGB, dtype)
-                std = np.asarray(IMAGENET_STD_RGB, dtype)
-                return (x * np.asarray(255.0, dtype) - mean) / std
 
-        cls = _STANDARDIZE[keras] = Standardize
-    return cls(name=name)
+def _define_standardize(keras) -> type:
+    class Standardize(keras.layers.Layer):
+        """Subtracts the ImageNet mean and divides by its std."""
+
+        def call(self, x):
+            dtype = _numpy_dtype(self.compute_dtype)
+            mean = np.asarray(IMAGENET_MEAN_RGB, dtype)
+            std = np.asarray(IMAGENET_STD_RGB, dtype)
+            return (x * np.asarray(255.0, dtype) - mean) / std
+
+    return Standardize
 
 
 def _numpy_dtype(name: str):

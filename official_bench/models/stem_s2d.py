@@ -17,28 +17,23 @@ config refuses the key on the TensorFlow backend.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Optional
 
-_CLASSES: Dict[Any, type] = {}
+from official_bench.models.layer_classes import layer_class, require_keras3
 
 
 def s2d_conv2d(keras, pad_to: Optional[int] = None, **conv_kwargs):
     """A stride-2 Conv2D of `keras` (Keras 3) computed space-to-depth, its
     input padded with zero channels to `pad_to` first; the other
     arguments are Conv2D's."""
-    if not hasattr(keras, "ops"):
-        raise ValueError("model_params.stem_space_to_depth needs Keras 3 "
-                         "(runtime.backend jax)")
+    require_keras3(keras, "model_params.stem_space_to_depth")
     if conv_kwargs.get("data_format") == "channels_first" or \
             conv_kwargs.get("strides") != 2 or \
             conv_kwargs.get("padding") != "valid":
         raise ValueError("model_params.stem_space_to_depth rearranges a "
                          "channels_last convolution of stride 2 with "
                          "padding 'valid' (ResNet's ImageNet stem)")
-    cls = _CLASSES.get(keras)
-    if cls is None:
-        cls = _CLASSES[keras] = _define(keras)
-    return cls(pad_to, **conv_kwargs)
+    return layer_class(keras, _define)(pad_to, **conv_kwargs)
 
 
 def _define(keras) -> type:
