@@ -9,7 +9,6 @@ resnet_cifar and the factory hand the key to the stem (tf-keras, which
 cannot build the padded layer, says so)."""
 
 import json
-import re
 
 import numpy as np
 import pytest
@@ -17,47 +16,12 @@ import pytest
 from official_bench import config as C
 from official_bench.models import factory
 from support.helpers import keras3_child
-
-
-def _stem(keras, pad):
-    """ResNet v1.5's stem (7x7/2 conv, BN, ReLU) as resnet_v15 builds it,
-    on a 16x16 image."""
-    from official_bench.models import resnet
-    opts = resnet.BlockOptions(keras)
-    inputs = keras.Input((16, 16, 3))
-    x = resnet.conv_bn(inputs, 64, 7, 2, opts, "stem", pad_channels=pad)
-    return keras.Model(inputs, x)
-
-
-def _outputs_and_stem_grad(jax, model, x):
-    """One jitted call: the training-mode output and d(sum y^2)/d(kernel)."""
-    tv = [v.value for v in model.trainable_variables]
-    ntv = [v.value for v in model.non_trainable_variables]
-
-    def loss(tv):
-        y, _ = model.stateless_call(tv, ntv, x, training=True)
-        return (y * y).sum(), y
-    (_, y), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))(tv)
-    return np.asarray(y), np.asarray(grads[0])
-
-
-def _first_conv_operand(jax, model, x):
-    """The input type of the first convolution JAX lowers the model to."""
-    hlo = jax.jit(lambda v: model(v, training=False)).lower(x).as_text()
-    line = next(l for l in hlo.splitlines() if "convolution" in l)
-    return re.search(r"\(tensor<([0-9x]+?)xf32>", line).group(1)
-
-
-def _counts(model, keras):
-    """Trainable parameters, layer-shape MACs, the stem's kernel and class.
-    """
-    from official_bench.measure.layer_flops import count_forward
-    stem = model.get_layer("stem_conv")
-    return {"trainable": int(sum(np.prod(w.shape)
-                                 for w in model.trainable_weights)),
-            "macs": count_forward(model, keras).macs,
-            "stem_kernel": [int(d) for d in stem.kernel.shape],
-            "stem_class": type(stem).__name__}
+from support.stem_models import (
+    convolution_types,
+    counts,
+    output_and_kernel_grad,
+    stem,
+)
 
 
 def compare_in_keras3():
@@ -67,15 +31,15 @@ def compare_in_keras3():
 
     x = np.random.default_rng(0).standard_normal((2, 16, 16, 3)).astype(
         "float32")
-    stems = _stem(keras, None), _stem(keras, 4)
+    stems = stem(keras), stem(keras, pad=4)
     stems[1].set_weights(stems[0].get_weights())
-    (y0, g0), (y1, g1) = (_outputs_and_stem_grad(jax, m, x) for m in stems)
+    (y0, g0), (y1, g1) = (output_and_kernel_grad(jax, m, x) for m in stems)
     print(json.dumps({
-        "counts": [_counts(m, keras) for m in stems],
+        "counts": [counts(m, keras) for m in stems],
         "stem_max_diff": float(np.abs(y0 - y1).max()),
         "stem_max": float(np.abs(y0).max()),
         "grad": [g0.tolist(), g1.tolist()],
-        "first_conv": [_first_conv_operand(jax, m, x) for m in stems],
+        "first_conv": [convolution_types(jax, m, x)[0] for m in stems],
     }))
 
 
@@ -103,7 +67,7 @@ def test_the_padded_stem_keeps_the_weights_and_flops(compared):
     assert padded["stem_kernel"] == plain["stem_kernel"] == [7, 7, 3, 64]
     assert (plain["stem_class"], padded["stem_class"]) == (
         "Conv2D", "ChannelPaddedConv2D")
-    tf_keras = _counts(_stem(keras, None), keras)  # the TensorFlow build
+    tf_keras = counts(stem(keras), keras)  # the TensorFlow build
     for key in ("trainable", "macs"):
         assert padded[key] == plain[key] == tf_keras[key] > 0, key
 

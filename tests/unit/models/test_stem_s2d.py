@@ -10,7 +10,6 @@ channels_first or non-stride-2 layer are refused in one line; the config
 takes the key on jax for model resnet only."""
 
 import json
-import re
 
 import numpy as np
 import pytest
@@ -18,45 +17,12 @@ import pytest
 from official_bench import config as C
 from official_bench.models.stem_s2d import s2d_conv2d
 from support.helpers import config_error_lines, keras3_child
-
-
-def _stem(keras, size, s2d, pad=None):
-    """ResNet v1.5's stem (pad 3, 7x7/2 conv, BN, ReLU) as resnet_v15
-    builds it, on a size x size image."""
-    from official_bench.models import resnet
-    opts = resnet.BlockOptions(keras)
-    inputs = keras.Input((size, size, 3))
-    x = resnet.conv_bn(inputs, 64, 7, 2, opts, "stem", pad_channels=pad,
-                       space_to_depth=s2d)
-    return keras.Model(inputs, x)
-
-
-def _output_and_grad(jax, model, x):
-    tv = [v.value for v in model.trainable_variables]
-    ntv = [v.value for v in model.non_trainable_variables]
-
-    def loss(tv):
-        y, _ = model.stateless_call(tv, ntv, x, training=True)
-        return (y * y).sum(), y
-    (_, y), grads = jax.jit(jax.value_and_grad(loss, has_aux=True))(tv)
-    return np.asarray(y), np.asarray(grads[0])
-
-
-def _convolution(jax, model, x):
-    """The input and kernel types of the convolution JAX lowers to."""
-    hlo = jax.jit(lambda v: model(v, training=False)).lower(x).as_text()
-    line = next(l for l in hlo.splitlines() if "convolution" in l)
-    return re.findall(r"tensor<([0-9x]+?)xf32>", line)[:2]
-
-
-def _counts(model, keras):
-    from official_bench.measure.layer_flops import count_forward
-    stem = model.get_layer("stem_conv")
-    return {"trainable": int(sum(np.prod(w.shape)
-                                 for w in model.trainable_weights)),
-            "macs": count_forward(model, keras).macs,
-            "stem_kernel": [int(d) for d in stem.kernel.shape],
-            "stem_class": type(stem).__name__}
+from support.stem_models import (
+    convolution_types,
+    counts,
+    output_and_kernel_grad,
+    stem,
+)
 
 
 def compare_in_keras3():
@@ -68,17 +34,19 @@ def compare_in_keras3():
     for size, pad in ((16, None), (15, None), (16, 4)):
         x = np.random.default_rng(size).standard_normal(
             (2, size, size, 3)).astype("float32")
-        plain, s2d = _stem(keras, size, False), _stem(keras, size, True, pad)
+        plain = stem(keras, size)
+        s2d = stem(keras, size, pad, space_to_depth=True)
         s2d.set_weights(plain.get_weights())
-        (y0, g0), (y1, g1) = (_output_and_grad(jax, m, x)
+        (y0, g0), (y1, g1) = (output_and_kernel_grad(jax, m, x)
                               for m in (plain, s2d))
         out[f"{size}/{pad}"] = {
             "y_diff": float(np.abs(y0 - y1).max() / np.abs(y0).max()),
             "shapes": [list(y0.shape), list(y1.shape)],
             "grad_diff": float(np.abs(g0 - g1).max() / np.abs(g0).max()),
             "grad_shapes": [list(g0.shape), list(g1.shape)],
-            "convolution": [_convolution(jax, m, x) for m in (plain, s2d)],
-            "counts": [_counts(m, keras) for m in (plain, s2d)]}
+            "convolution": [convolution_types(jax, m, x)
+                            for m in (plain, s2d)],
+            "counts": [counts(m, keras) for m in (plain, s2d)]}
     print(json.dumps(out))
 
 
@@ -113,7 +81,7 @@ def test_the_stem_keeps_its_weights_and_flops(compared):
     assert s2d["stem_kernel"] == plain["stem_kernel"] == [7, 7, 3, 64]
     assert (plain["stem_class"], s2d["stem_class"]) == (
         "Conv2D", "SpaceToDepthConv2D")
-    tf_keras = _counts(_stem(keras, 16, False), keras)
+    tf_keras = counts(stem(keras), keras)
     for key in ("trainable", "macs"):
         assert s2d[key] == plain[key] == tf_keras[key] > 0, key
 
@@ -122,7 +90,7 @@ def test_refusals_and_the_factory():
     from official_bench.models import factory
     from official_bench.runtime.keras_setup import keras
     with pytest.raises(ValueError, match="stem_space_to_depth needs Keras 3"):
-        _stem(keras, 16, True)
+        stem(keras, space_to_depth=True)
     base = ("runtime.backend=jax,runtime.num_gpus=0,model.name=resnet,"
             "model.model_params.depth=18,train_dataset.image_size=32,"
             "train_dataset.num_classes=10")
