@@ -155,6 +155,20 @@ def child_env(extra=None):
     return cli_env(dict(extra or {}, PYTHONPATH=path))
 
 
+def load_script(*parts):
+    """The module of a script outside the package (benchmarks/, scripts/)
+    at REPO/<parts>, loaded and registered under its file's stem (a
+    dataclass of it looks itself up in sys.modules)."""
+    import importlib.util
+    path = os.path.join(REPO, *parts)
+    name = os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def importable_name(test_file):
     """The dotted name a child_env Python imports a test file by
     (tests/unit/data/build/test_x.py -> unit.data.build.test_x)."""

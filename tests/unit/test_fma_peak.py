@@ -2,22 +2,17 @@
 follows the time it ran, not a constant) and the report derives the clock
 from the measured rate and host/peaks.py's FLOP per cycle."""
 
-import importlib.util
 import os
 import shutil
 
 import pytest
 
 from official_bench.host import peaks
-from support.helpers import REPO
+from support.helpers import load_script
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location(
-        "fma_peak", os.path.join(REPO, "benchmarks", "fma_peak.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks", "fma_peak.py")
 
 
 FACTS = peaks.CpuFacts("Test CPU", "AuthenticAMD", 0x19, 0x11,

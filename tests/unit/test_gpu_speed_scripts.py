@@ -6,7 +6,6 @@ benchmarks/jax_profile.py reading a finished capture folder back into its
 side-by-side tables."""
 
 import gzip
-import importlib.util
 import json
 import os
 import re
@@ -17,17 +16,12 @@ import tarfile
 
 import pytest
 
-from support.helpers import REPO, cli_env
+from support.helpers import REPO, cli_env, load_script
 from support.kernel_traces import HLO, gpu_trace
 
 
 def _load(name):
-    spec = importlib.util.spec_from_file_location(
-        name, os.path.join(REPO, "benchmarks", f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # its dataclasses look themselves up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks", f"{name}.py")
 
 
 # The stand-in trainer: img/s by candidate (b512 faster, pad4 slower,

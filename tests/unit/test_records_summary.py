@@ -6,22 +6,16 @@ decode rate and what the workers' cores could decode against the GPU,
 host busy cores from /proc/stat lines; a usage line and exit 2 without
 OUT_DIR, exit 1 when no run is found."""
 
-import importlib.util
 import json
-import os
 
 import pytest
 
-from support.helpers import REPO
+from support.helpers import load_script
 
 
 @pytest.fixture(scope="module")
 def summary():
-    spec = importlib.util.spec_from_file_location(
-        "records_summary", os.path.join(REPO, "scripts", "records_summary.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts", "records_summary.py")
 
 
 def _run(root, data, dtype, index, over_window, wait=None, per_core=None):

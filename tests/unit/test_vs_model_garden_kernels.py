@@ -2,12 +2,11 @@
 bfloat16 is "not measurable" on a CPU without bf16 units (flags injected:
 this machine has AVX512_BF16). Nothing is run or installed."""
 
-import importlib.util
 import os
 
 import pytest
 
-from support.helpers import REPO
+from support.helpers import load_script
 
 AVX2 = frozenset("avx fma avx2".split())
 BF16 = AVX2 | frozenset({"avx512_bf16"})
@@ -15,11 +14,7 @@ BF16 = AVX2 | frozenset({"avx512_bf16"})
 
 @pytest.fixture
 def bench(monkeypatch):
-    spec = importlib.util.spec_from_file_location(
-        "vs_model_garden", os.path.join(REPO, "benchmarks",
-                                        "vs_model_garden.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script("benchmarks", "vs_model_garden.py")
 
     def no_install(venv):
         raise AssertionError("Model Garden must not be set up")
