@@ -82,6 +82,9 @@ CANDIDATES = (
               why="BN/elementwise fusions are 55-57% of the H200 profile; "
                   "one read of each activation for its batch statistics "
                   "instead of two"),
+    Candidate("bn_pallas", "model.model_params.bn_statistics=pallas",
+              why="one_pass' two sums from one Pallas (Triton) kernel that "
+                  "reads each activation once, in its own dtype"),
     Candidate("pad8", "model.model_params.pad_input_channels=8",
               dtypes=("bf16",),
               why="cuDNN pads bf16's stem to 8 channels in its own kernel"),

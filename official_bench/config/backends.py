@@ -82,8 +82,8 @@ TF_REFUSED = (
      "XLA_FLAGS environment variable itself"),
     ("model.model_params.pad_input_channels", None, "the padded stem is "
      "built on Keras 3's ops (models/channel_pad.py)"),
-    ("model.model_params.bn_statistics", "two_pass", "one-pass batch "
-     "statistics are a Keras 3 layer (models/bn_statistics.py)"),
+    ("model.model_params.bn_statistics", "two_pass", "one-pass and Pallas "
+     "batch statistics are Keras 3 layers (models/bn_statistics.py)"),
     ("model.model_params.stem_space_to_depth", False, "the space-to-depth "
      "stem is built on Keras 3's ops (models/stem_s2d.py)"),
 )

@@ -46,7 +46,7 @@ LOSSES = ("categorical_crossentropy", "sparse_categorical_crossentropy")
 MIRRORED_ALGS = ("nccl", "hierarchical_copy")
 MULTI_WORKER_ALGS = ("ring", "nccl", "auto")
 DATA_FORMATS = ("channels_last", "channels_first", "auto")
-BN_STATISTICS = ("two_pass", "one_pass")  # models/bn_statistics.py
+BN_STATISTICS = ("two_pass", "one_pass", "pallas")  # models/bn_statistics.py
 GPU_THREAD_MODES = ("gpu_private", "gpu_shared", "global")
 # runtime.cpu_kernels: TensorFlow's CPU ops from oneDNN or Eigen; auto picks
 # by the CPU's flags (runtime/cpu_kernels.py, docs/cpu_kernels.md).
@@ -203,7 +203,8 @@ class ModelParams(ConfigNode):
     pad_input_channels: Optional[int] = None
     # two_pass: Keras' batch statistics (mean, then the variance about it);
     # one_pass (jax only): both from one read of the activation
-    # (models/bn_statistics.py): the same model, another set of kernels.
+    # (models/bn_statistics.py): the same model, another set of kernels;
+    # pallas (jax only): one_pass from one Pallas kernel.
     bn_statistics: str = "two_pass"
     # true (jax, model resnet): the 7x7/2 stem computed as a 4x4/1
     # convolution of the image's 2x2 blocks stacked as channels

@@ -8,8 +8,11 @@ the activation less a per-channel shift (the moving mean, held constant),
 two sibling reductions over one input that XLA can fuse into one kernel;
 variance = E[(x-s)^2] - E[x-s]^2, clamped at 0. The shift keeps the
 subtraction well conditioned once the moving mean has learnt the channel's
-offset; the gradient is the same for any constant shift. The layer keeps
-BatchNormalization's variables, config and inference path.
+offset; the gradient is the same for any constant shift. `pallas`
+(Keras 3 on JAX) is one_pass with both sums from one Pallas kernel
+(models/pallas_moments.py) that reads the activation in its own dtype.
+Each layer keeps BatchNormalization's variables, config and inference
+path.
 """
 
 from __future__ import annotations
@@ -26,11 +29,16 @@ def batch_norm_layer(keras, statistics: str = "two_pass", **bn_kwargs):
                          f"{', '.join(CHOICES)}")
     if statistics == "two_pass":
         return keras.layers.BatchNormalization(**bn_kwargs)
-    require_keras3(keras, "model_params.bn_statistics one_pass")
-    return layer_class(keras, _define)(**bn_kwargs)
+    require_keras3(keras, f"model_params.bn_statistics {statistics}")
+    if statistics == "one_pass":
+        return layer_class(keras, _define_one_pass)(**bn_kwargs)
+    if keras.backend.backend() != "jax":
+        raise ValueError("model_params.bn_statistics pallas needs Keras 3 "
+                         f"on JAX, not {keras.backend.backend()}")
+    return layer_class(keras, _define_pallas)(**bn_kwargs)
 
 
-def _define(keras) -> type:
+def _define_one_pass(keras) -> type:
     ops = keras.ops
 
     class OnePassBatchNormalization(keras.layers.BatchNormalization):
@@ -39,14 +47,50 @@ def _define(keras) -> type:
         def _moments(self, inputs, mask):
             if mask is not None or self.synchronized:
                 return super()._moments(inputs, mask)
-            shape = [1] * len(inputs.shape)
-            shape[self.axis] = inputs.shape[self.axis]
             shift = ops.stop_gradient(
                 ops.cast(self.moving_mean, inputs.dtype))
-            centred = inputs - ops.reshape(shift, shape)
-            mean = ops.mean(centred, axis=self._reduction_axes)
-            square = ops.mean(ops.square(centred), axis=self._reduction_axes)
+            mean, square = self._centred_moments(inputs, shift)
             variance = ops.maximum(square - ops.square(mean), 0.0)
             return mean + shift, variance
 
+        def _centred_moments(self, inputs, shift):
+            """The means of inputs - shift and of its square."""
+            shape = [1] * len(inputs.shape)
+            shape[self.axis] = inputs.shape[self.axis]
+            centred = inputs - ops.reshape(shift, shape)
+            return (ops.mean(centred, axis=self._reduction_axes),
+                    ops.mean(ops.square(centred), axis=self._reduction_axes))
+
     return OnePassBatchNormalization
+
+
+def _define_pallas(keras) -> type:
+    from official_bench.models.pallas_moments import centred_sums
+    ops = keras.ops
+    base = layer_class(keras, _define_one_pass)
+
+    class PallasBatchNormalization(base):
+        """One-pass statistics from models/pallas_moments.py's kernel."""
+
+        def call(self, inputs, training=None, mask=None):
+            # Keras' call casts the input to float32 before _moments; the
+            # kernel reads it in the dtype it came in (the cast back is
+            # exact, and XLA removes the pair).
+            self._input_dtype = keras.backend.standardize_dtype(
+                inputs.dtype)
+            return super().call(inputs, training=training, mask=mask)
+
+        def _centred_moments(self, inputs, shift):
+            axis = self.axis % len(inputs.shape)
+            if axis != len(inputs.shape) - 1:  # channels_first
+                return super()._centred_moments(inputs, shift)
+            channels = inputs.shape[-1]
+            rows = ops.reshape(inputs, (-1, channels))
+            dtype = getattr(self, "_input_dtype", rows.dtype)
+            total, square = centred_sums(ops.cast(rows, dtype),
+                                         ops.cast(shift, "float32"))
+            count = rows.shape[0]
+            return (ops.cast(total / count, inputs.dtype),
+                    ops.cast(square / count, inputs.dtype))
+
+    return PallasBatchNormalization

@@ -39,6 +39,8 @@ def test_the_defaults_change_nothing():
      "model.model_params.pad_input_channels"),
     ("model.model_params.bn_statistics=one_pass",
      "model.model_params.bn_statistics"),
+    ("model.model_params.bn_statistics=pallas",
+     "model.model_params.bn_statistics"),
 ])
 def test_tensorflow_refuses_each_in_one_line(override, key):
     lines = config_error_lines(override)
@@ -57,7 +59,7 @@ def test_bn_statistics_names_its_choices():
     lines = config_error_lines(JAX + "model.model_params.bn_statistics=fast")
     assert len(lines) == 1 and lines[0].startswith(
         "model.model_params.bn_statistics: unknown bn_statistics 'fast'; "
-        "valid: two_pass, one_pass ("), lines
+        "valid: two_pass, one_pass, pallas ("), lines
 
 
 @pytest.mark.parametrize("flags, words", [

@@ -1,12 +1,15 @@
 """models/bn_statistics.py: model_params.bn_statistics. On Keras 3 (JAX,
-in one child Python): a one_pass batch norm gives two_pass' training
-output, gradients and moving statistics (float32, and from float16
-activations); its statistics are one pass (no reduction reads another's
-result, where two_pass' variance reads its mean's); the moving-mean shift
-is what keeps an offset channel's variance exact; a ResNet built with it
-through the factory has the one_pass layer everywhere and the same
-parameters and layer-shape FLOPs. tf-keras cannot build one_pass (the
-config's side: config/test_speed_options.py)."""
+in one child Python): one_pass and pallas batch norms give two_pass'
+training output, gradients and moving statistics (float32, float16
+activations, and the mixed_float16 policy the trainer uses); one_pass'
+statistics are one pass (no reduction reads another's result, where
+two_pass' variance reads its mean's), pallas' are one kernel per batch
+norm that reads the activation in its own dtype; the moving-mean shift is
+what keeps an offset channel's variance exact; a ResNet built with either
+through the factory has that layer everywhere and the same parameters and
+layer-shape FLOPs. tf-keras cannot build them (the config's side:
+config/test_speed_options.py); the kernel itself:
+test_pallas_moments.py."""
 
 import numpy as np
 import pytest
@@ -16,10 +19,13 @@ from official_bench.models.bn_statistics import batch_norm_layer
 from support.helpers import keras3_child
 
 BN = dict(momentum=0.9, epsilon=1e-5, name="bn")
+STATISTICS = ("one_pass", "pallas")  # each against Keras' two_pass
 
 
 def _bn_model(keras, statistics, shape, dtype="float32"):
-    inputs = keras.Input(shape, dtype=dtype)
+    """`dtype`: the layer's dtype or policy (mixed_float16: float16 in,
+    float32 variables)."""
+    inputs = keras.Input(shape, dtype=dtype.replace("mixed_", ""))
     layer = batch_norm_layer(keras, statistics, dtype=dtype, **BN)
     return keras.Model(inputs, layer(inputs))
 
@@ -31,10 +37,10 @@ def _train_call(jax, model, x):
     ntv = [v.value for v in model.non_trainable_variables]
     weights = np.arange(1, x.shape[-1] + 1, dtype="float32")
 
-    def loss(tv):
+    def loss(tv):  # the linear term keeps d/dbeta away from 0
         y, new = model.stateless_call(tv, ntv, x, training=True)
         y32 = y.astype("float32")
-        return (y32 * y32 * weights).sum(), (y32, new)
+        return ((y32 * y32 + y32) * weights).sum(), (y32, new)
     (_, (y, new)), grads = jax.jit(
         jax.value_and_grad(loss, has_aux=True))(tv)
     return [np.asarray(a, "float64") for a in [y, *grads, *new]]
@@ -66,6 +72,33 @@ def _statistics_chained(jax, model, x):
     closed = jax.make_jaxpr(
         lambda v: model.stateless_call(tv, ntv, v, training=True))(x)
     return _chained(closed.jaxpr, [False] * len(closed.jaxpr.invars))[1]
+
+
+def _kernel_inputs(jax, model, x):
+    """The dtypes of the activation each compiled (GPU) Pallas kernel of a
+    training call reads (one entry per kernel; the CPU's interpreted twin
+    not counted)."""
+    tv = [v.value for v in model.trainable_variables]
+    ntv = [v.value for v in model.non_trainable_variables]
+    closed = jax.make_jaxpr(
+        lambda v: model.stateless_call(tv, ntv, v, training=True))(x)
+    return [str(eqn.invars[0].aval.dtype) for eqn in _eqns(closed.jaxpr)
+            if eqn.primitive.name == "pallas_call"
+            and not eqn.params["interpret"]]
+
+
+def _eqns(jaxpr):
+    """Every equation of `jaxpr` and of the jaxprs nested in it (a
+    pallas_call's kernel body not included)."""
+    for eqn in jaxpr.eqns:
+        yield eqn
+        if eqn.primitive.name == "pallas_call":
+            continue
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, (list, tuple)) else [param]:
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    yield from _eqns(inner)
 
 
 def _variance_error(jax, keras, offset, shift):
@@ -110,22 +143,28 @@ def compare_in_keras3():
     import keras
 
     rng = np.random.default_rng(0)
-    x = (rng.standard_normal((16, 6, 6, 8)) * 2 + 1).astype("float32")
-    out = {"diff": {}, "chained": {}}
-    for dtype in ("float32", "float16"):
-        xs = x.astype(dtype)
-        models = [_bn_model(keras, s, x.shape[1:], dtype)
-                  for s in ("two_pass", "one_pass")]
-        ref, got = (_train_call(jax, m, xs) for m in models)
-        out["diff"][dtype] = [float(np.abs(a - b).max() / np.abs(a).max())
-                              for a, b in zip(ref, got)]
-        out["chained"][dtype] = [_statistics_chained(jax, m, xs)
-                                 for m in models]
+    # 16 channels: the narrowest the Pallas kernel tiles (pallas_moments)
+    x = (rng.standard_normal((16, 6, 6, 16)) * 2 + 1).astype("float32")
+    out = {"diff": {}, "chained": {}, "kernel_inputs": {}}
+    for dtype in ("float32", "float16", "mixed_float16"):
+        xs = x.astype(dtype.replace("mixed_", ""))
+        models = {s: _bn_model(keras, s, x.shape[1:], dtype)
+                  for s in ("two_pass", *STATISTICS)}
+        ref = _train_call(jax, models["two_pass"], xs)
+        for name in STATISTICS:
+            got = _train_call(jax, models[name], xs)
+            out["diff"][f"{name}-{dtype}"] = [
+                float(np.abs(a - b).max() / np.abs(a).max())
+                for a, b in zip(ref, got)]
+        out["chained"][dtype] = [_statistics_chained(jax, models[s], xs)
+                                 for s in ("two_pass", "one_pass")]
+        out["kernel_inputs"][dtype] = _kernel_inputs(
+            jax, models["pallas"], xs)
     out["variance_error"] = {
         "offset_unshifted": _variance_error(jax, keras, 300.0, 0.0),
         "offset_shifted": _variance_error(jax, keras, 300.0, 299.0)}
-    out["resnet"] = [_resnet_counts(keras, s)
-                     for s in ("two_pass", "one_pass")]
+    out["resnet"] = {s: _resnet_counts(keras, s)
+                     for s in ("two_pass", *STATISTICS)}
     print(json.dumps(out))
 
 
@@ -134,20 +173,32 @@ def compared():
     return keras3_child(__file__, "compare_in_keras3")
 
 
+@pytest.mark.parametrize("statistics", STATISTICS)
 @pytest.mark.parametrize("dtype,tolerance", [("float32", 2e-5),
-                                             ("float16", 2e-3)])
-def test_one_pass_trains_as_two_pass(compared, dtype, tolerance):
+                                             ("float16", 2e-3),
+                                             ("mixed_float16", 2e-3)])
+def test_it_trains_as_two_pass(compared, statistics, dtype, tolerance):
     # output, d/dgamma, d/dbeta, moving mean, moving variance
-    diffs = compared["diff"][dtype]
+    diffs = compared["diff"][f"{statistics}-{dtype}"]
     assert len(diffs) == 5
     assert max(diffs) <= tolerance, diffs
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "mixed_float16"])
 def test_one_pass_reads_the_activation_once(compared, dtype):
     two_pass, one_pass = compared["chained"][dtype]
     assert two_pass is True  # the variance reduces x - mean
     assert one_pass is False
+
+
+@pytest.mark.parametrize("dtype,read", [("float32", "float32"),
+                                        ("float16", "float16"),
+                                        ("mixed_float16", "float16")])
+def test_pallas_is_one_kernel_reading_the_activation_as_it_came(
+        compared, dtype, read):
+    # mixed_float16: Keras casts the input to float32 before _moments;
+    # the kernel must still read float16 (half the bytes).
+    assert compared["kernel_inputs"][dtype] == [read]
 
 
 def test_the_moving_mean_shift_keeps_an_offset_channel_exact(compared):
@@ -158,22 +209,28 @@ def test_the_moving_mean_shift_keeps_an_offset_channel_exact(compared):
     assert error["offset_shifted"] < 1e-4
 
 
-def test_a_one_pass_resnet_keeps_its_weights_and_flops(compared):
+@pytest.mark.parametrize("statistics,layer", [
+    ("one_pass", "OnePassBatchNormalization"),
+    ("pallas", "PallasBatchNormalization")])
+def test_the_resnet_keeps_its_weights_and_flops(compared, statistics, layer):
     from official_bench.runtime.keras_setup import keras
-    plain, one_pass = compared["resnet"]
+    plain = compared["resnet"]["two_pass"]
+    built = compared["resnet"][statistics]
     assert plain["bn_classes"] == ["BatchNormalization"]
-    assert one_pass["bn_classes"] == ["OnePassBatchNormalization"]
+    assert built["bn_classes"] == [layer]
     tf_keras = _resnet_counts(keras, "two_pass")  # the TensorFlow build
     for key in ("trainable", "macs"):
-        assert one_pass[key] == plain[key] == tf_keras[key] > 0, key
+        assert built[key] == plain[key] == tf_keras[key] > 0, key
 
 
-def test_tf_keras_cannot_build_one_pass_and_names_the_choices():
+def test_tf_keras_cannot_build_them_and_names_the_choices():
     from official_bench.runtime.keras_setup import keras
-    with pytest.raises(ValueError, match="one_pass needs Keras 3"):
-        batch_norm_layer(keras, "one_pass", **BN)
+    for statistics in STATISTICS:
+        with pytest.raises(ValueError, match=f"{statistics} needs Keras 3"):
+            batch_norm_layer(keras, statistics, **BN)
     with pytest.raises(ValueError, match="unknown bn_statistics 'fast'; "
-                                         "valid: two_pass, one_pass"):
+                                         "valid: two_pass, one_pass, "
+                                         "pallas$"):
         batch_norm_layer(keras, "fast", **BN)
     assert type(batch_norm_layer(keras, "two_pass", **BN)).__name__ == \
         "BatchNormalization"

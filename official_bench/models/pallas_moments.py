@@ -1,0 +1,149 @@
+"""Per-channel sums of (x - shift) and (x - shift)^2 over the rows of a
+(rows, channels) activation, in one Pallas kernel (bn_statistics: pallas).
+
+Each program reads a (rows_per_program, channel_block) tile of x once, in
+x's own dtype, accumulates both sums in float32 and writes one row of
+partial sums; XLA adds the partial rows. On GPUs the kernel is lowered
+through Triton; on CPUs, and for shapes the tiles cannot cover (channels
+or rows without a power-of-two factor of 16 / 8), jax.numpy does the same
+arithmetic (the tests run the kernel in Pallas' interpreter). The
+gradient is written out (a custom VJP): elementwise, so XLA fuses it.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple, Optional, Tuple
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+TILE_ELEMENTS = 2048  # one loop step's tile: rows x channel block
+MAX_CHANNEL_BLOCK = 128
+MAX_STEPS = 32  # loop steps per program
+NUM_WARPS = 4
+NUM_STAGES = 2
+
+
+class Tiles(NamedTuple):
+    """How the kernel walks an (m, c) activation: a grid of programs, each
+    `steps` tiles of `rows` x `channels` down one channel block."""
+    rows: int  # rows of one loop step
+    steps: int  # loop steps per program
+    channels: int  # channel block
+
+    def grid(self, m: int, c: int) -> Tuple[int, int]:
+        return m // (self.rows * self.steps), c // self.channels
+
+
+def _power_of_two_factor(n: int) -> int:
+    return n & -n
+
+
+def tiles(m: int, c: int) -> Optional[Tiles]:
+    """The kernel's tiles for an (m, c) activation; None where a tile
+    would be too thin to pay (jax.numpy then does the sums)."""
+    channels = min(_power_of_two_factor(c), MAX_CHANNEL_BLOCK)
+    if channels < 16:
+        return None
+    rows = min(TILE_ELEMENTS // channels, _power_of_two_factor(m))
+    if rows < 8:
+        return None
+    steps = min(MAX_STEPS, _power_of_two_factor(m) // rows)
+    return Tiles(rows, steps, channels)
+
+
+def _kernel(x_ref, shift_ref, sum_ref, square_ref, *, tile: Tiles):
+    shift = shift_ref[...].astype(jnp.float32)
+
+    def step(i, acc):
+        total, square = acc
+        x = x_ref[pl.ds(i * tile.rows, tile.rows), :]
+        x = x.astype(jnp.float32) - shift
+        return total + x, square + x * x
+
+    zero = jnp.zeros((tile.rows, tile.channels), jnp.float32)
+    total, square = jax.lax.fori_loop(0, tile.steps, step, (zero, zero))
+    sum_ref[...] = jnp.sum(total, axis=0, keepdims=True)
+    square_ref[...] = jnp.sum(square, axis=0, keepdims=True)
+
+
+def _pallas_sums(x, shift, tile: Tiles, interpret: bool = False):
+    m, c = x.shape
+    grid = tile.grid(m, c)
+    # Under shard_map (the trainer's step) the partial sums vary over the
+    # same mesh axes as x; JAX checks that the kernel's outputs say so.
+    partial = jax.ShapeDtypeStruct(
+        (grid[0], c), jnp.float32,
+        manual_axis_type=jax.typeof(x).manual_axis_type)
+    one_row = pl.BlockSpec((1, tile.channels), lambda i, j: (i, j))
+    extra = {}
+    if not interpret:
+        from jax.experimental.pallas import triton as pl_triton
+        extra["compiler_params"] = pl_triton.CompilerParams(
+            num_warps=NUM_WARPS, num_stages=NUM_STAGES)
+    total, square = pl.pallas_call(
+        functools.partial(_kernel, tile=tile),
+        out_shape=(partial, partial),
+        grid=grid,
+        in_specs=[pl.BlockSpec((tile.rows * tile.steps, tile.channels),
+                               lambda i, j: (i, j)),
+                  pl.BlockSpec((1, tile.channels), lambda i, j: (0, j))],
+        out_specs=(one_row, one_row),
+        interpret=interpret,
+        name="bn_channel_sums",
+        **extra)(x, shift.reshape(1, c))
+    return total.sum(axis=0), square.sum(axis=0)
+
+
+def _numpy_sums(x, shift):
+    centred = x.astype(jnp.float32) - shift.astype(jnp.float32)
+    return centred.sum(axis=0), (centred * centred).sum(axis=0)
+
+
+def _sums(x, shift):
+    tile = tiles(*x.shape)
+    if tile is None:
+        return _numpy_sums(x, shift)
+    # Chosen where the computation is lowered: the kernel through Triton
+    # on a GPU; on a CPU, jax.numpy (Pallas' interpreter cannot run under
+    # the trainer's shard_map, and would be slow).
+    return jax.lax.platform_dependent(
+        x, shift, cpu=_numpy_sums,
+        default=functools.partial(_pallas_sums, tile=tile))
+
+
+def centred_sums(x, shift):
+    """(sum over rows of x - shift, sum of (x - shift)^2), float32, for a
+    (rows, channels) x and a (channels,) shift."""
+    # Under shard_map a replicated shift (the moving mean) is made to vary
+    # as x does, so that its gradient, which varies, is summed back.
+    axes = (jax.typeof(x).manual_axis_type.varying
+            - jax.typeof(shift).manual_axis_type.varying)
+    if axes:
+        shift = jax.lax.pcast(shift, tuple(sorted(axes)), to="varying")
+    return _centred_sums(x, shift)
+
+
+@jax.custom_vjp
+def _centred_sums(x, shift):
+    return _sums(x, shift)
+
+
+def _forward(x, shift):
+    total, square = _sums(x, shift)
+    return (total, square), (x, shift, total)
+
+
+def _backward(saved, grads):
+    x, shift, total = saved
+    g_total, g_square = grads
+    m = x.shape[0]
+    centred = x.astype(jnp.float32) - shift.astype(jnp.float32)
+    dx = g_total + 2.0 * g_square * centred
+    dshift = -(g_total * m + 2.0 * g_square * total)
+    return dx.astype(x.dtype), dshift.astype(shift.dtype)
+
+
+_centred_sums.defvjp(_forward, _backward)

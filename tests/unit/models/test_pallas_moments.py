@@ -1,0 +1,204 @@
+"""models/pallas_moments.py: the batch-norm sums kernel (bn_statistics:
+pallas). The tile choice for every batch norm of ResNet-50 (here); in one
+child Python on 2 CPU devices: the kernel's sums (in Pallas' interpreter)
+against float64 NumPy, with an offset and in float16, and a shape the
+tiles cannot cover; the custom gradient against jax.numpy's; under
+shard_map (the trainer's step), per-device sums, the replicated shift's
+gradient summed over devices, and JAX accepting the GPU kernel's outputs;
+the Triton lowering for a GPU (done on the CPU: the kernel is built for
+every ResNet-50 batch-norm shape, none left to jax.numpy); and XLA
+removing the float32 round trip a mixed_float16 activation makes before
+the kernel."""
+
+import re
+
+import numpy as np
+import pytest
+
+from support.helpers import keras3_child
+
+# (rows, channels) of every ResNet-50 v1.5 batch norm at 256 images a
+# GPU: the stem's 112x112x64, then each stage's widths at its resolutions
+# (a stage's first 1x1 convolution runs before the strided 3x3).
+RESNET50_B256 = [(256 * 112 * 112, 64), (256 * 56 * 56, 64),
+                 (256 * 56 * 56, 256), (256 * 56 * 56, 128),
+                 (256 * 28 * 28, 128), (256 * 28 * 28, 512),
+                 (256 * 28 * 28, 256), (256 * 14 * 14, 256),
+                 (256 * 14 * 14, 1024), (256 * 14 * 14, 512),
+                 (256 * 7 * 7, 512), (256 * 7 * 7, 2048)]
+H200_SMS = 132
+
+
+def _sums_reference(x, shift):
+    centred = x.astype("float64") - shift.astype("float64")
+    return centred.sum(axis=0), (centred * centred).sum(axis=0)
+
+
+def _relative(got, want):
+    return float(np.abs(np.asarray(got, "float64") - want).max()
+                 / np.abs(want).max())
+
+
+def _triton_calls(jax, pm, shape, dtype):
+    """The kernels a GPU lowering of centred_sums on `shape` calls."""
+    x = jax.ShapeDtypeStruct(shape, dtype)
+    shift = jax.ShapeDtypeStruct(shape[1:], "float32")
+    text = jax.jit(pm.centred_sums).trace(x, shift).lower(
+        lowering_platforms=("cuda",)).as_text()
+    return re.findall(r"custom_call @([\w$.]+)", text)
+
+
+def _loop_state_dtypes(jax, pm, rows, channels):
+    """The dtypes of the (rows, channels) arrays the compiled interpreter
+    loop carries when the kernel is given float16 cast to float32 and
+    back (what the mixed_float16 batch norm hands it)."""
+    tile = pm.tiles(rows, channels)
+
+    def call(x):
+        back = x.astype("float32").astype("float16")
+        return pm._pallas_sums(back, np.zeros(channels, "float32"), tile,
+                               interpret=True)
+    hlo = jax.jit(call).lower(np.ones((rows, channels), "float16")
+                              ).compile().as_text()
+    loops = [line for line in hlo.splitlines() if " while(" in line]
+    return sorted(set(re.findall(rf"(\w+)\[{rows},{channels}\]",
+                                 " ".join(loops))))
+
+
+def _weighted(sums):
+    """A scalar of both sums, each channel weighted differently."""
+    def loss(x, shift):
+        weights = np.arange(1, x.shape[1] + 1, dtype="float32")
+        total, square = sums(x, shift)
+        return (total * weights + square * weights ** 2).sum()
+    return loss
+
+
+def _on_two_devices(jax, pm, x, shift):
+    """Per-device sums and the gradients of a psum of the weighted sums,
+    x split over 2 devices' batch axis, the shift replicated."""
+    from jax.sharding import Mesh, PartitionSpec as P
+    mesh = Mesh(np.array(jax.devices()[:2]), ("batch",))
+
+    def replica(v, s):
+        sums = [t[None] for t in pm.centred_sums(v, s)]
+        grads = jax.grad(lambda a, b: jax.lax.psum(
+            _weighted(pm.centred_sums)(a, b), "batch"), argnums=(0, 1))(v, s)
+        return sums, grads
+    run = jax.jit(jax.shard_map(replica, mesh=mesh,
+                                in_specs=(P("batch"), P()),
+                                out_specs=(P("batch"), (P("batch"), P()))))
+    gpu = run.trace(jax.ShapeDtypeStruct(x.shape, x.dtype),
+                    jax.ShapeDtypeStruct(shift.shape, shift.dtype)).lower(
+                        lowering_platforms=("cuda",)).as_text()
+    return run(x, shift), re.findall(r"custom_call @([\w$.]+)", gpu)
+
+
+def kernel_in_child():
+    """In the child: every measurement the tests below read."""
+    import json
+
+    import jax
+
+    from official_bench.models import pallas_moments as pm
+
+    rng = np.random.default_rng(0)
+    out = {}
+    x = (rng.standard_normal((2048, 64)) * 2 + 40).astype("float16")
+    shift = np.full(64, 39.5, "float32")
+    want = _sums_reference(x, shift)
+    got = jax.jit(lambda a, b: pm._pallas_sums(
+        a, b, pm.tiles(*a.shape), interpret=True))(x, shift)
+    out["kernel_float16"] = [_relative(g, w) for g, w in zip(got, want)]
+    odd = rng.standard_normal((50, 24)).astype("float32")
+    got = jax.jit(pm.centred_sums)(odd, np.zeros(24, "float32"))
+    out["sums_untiled"] = [_relative(g, w) for g, w in zip(
+        got, _sums_reference(odd, np.zeros(24)))]
+
+    x32 = x.astype("float32")
+    grads = jax.grad(_weighted(pm.centred_sums), argnums=(0, 1))(x32, shift)
+    want = jax.grad(_weighted(pm._numpy_sums), argnums=(0, 1))(x32, shift)
+    out["grads"] = [_relative(g, np.asarray(w, "float64"))
+                    for g, w in zip(grads, want)]
+
+    (sums, grads), out["shard_map_gpu"] = _on_two_devices(jax, pm, x32,
+                                                          shift)
+    halves = [_sums_reference(h, shift) for h in np.split(x32, 2)]
+    out["shard_map_sums"] = [_relative(sums[k][d], halves[d][k])
+                             for d in range(2) for k in range(2)]
+    out["shard_map_grads"] = [_relative(g, np.asarray(w, "float64"))
+                              for g, w in zip(grads, want)]
+
+    out["triton"] = {f"{m}x{c}-{dtype}": _triton_calls(jax, pm, (m, c), dtype)
+                     for m, c in RESNET50_B256 for dtype in ("float16",
+                                                             "bfloat16")}
+    out["triton_untiled"] = _triton_calls(jax, pm, (50, 24), "float32")
+    out["loop_state"] = _loop_state_dtypes(jax, pm, 96, 32)
+    print(json.dumps(out))
+
+
+@pytest.fixture(scope="module")
+def measured():
+    return keras3_child(__file__, "kernel_in_child", cpu_devices=2)
+
+
+@pytest.mark.parametrize("rows,channels", RESNET50_B256)
+def test_every_resnet50_batch_norm_is_tiled_and_fills_an_h200(rows,
+                                                               channels):
+    from official_bench.models.pallas_moments import TILE_ELEMENTS, tiles
+    tile = tiles(rows, channels)
+    assert tile is not None
+    for n in tile:
+        assert n & (n - 1) == 0, tile  # Triton's blocks: powers of two
+    assert tile.rows * tile.channels <= TILE_ELEMENTS
+    assert rows % (tile.rows * tile.steps) == 0
+    assert channels % tile.channels == 0
+    programs = tile.grid(rows, channels)
+    assert programs[0] * programs[1] >= H200_SMS, programs
+
+
+@pytest.mark.parametrize("rows,channels", [(50, 64), (4096, 24), (7, 48)])
+def test_shapes_the_tiles_cannot_cover_are_left_to_jax_numpy(rows, channels):
+    from official_bench.models.pallas_moments import tiles
+    assert tiles(rows, channels) is None
+
+
+def test_the_kernel_sums_match_float64(measured):
+    # mean 40, shift 39.5: the shifted float32 sums of float16 input, the
+    # kernel in Pallas' interpreter
+    assert max(measured["kernel_float16"]) < 1e-6, measured["kernel_float16"]
+    assert max(measured["sums_untiled"]) < 1e-6, measured["sums_untiled"]
+
+
+def test_the_custom_gradient_is_jax_numpys(measured):
+    # d/dx and d/dshift of a weighted sum of both outputs
+    assert len(measured["grads"]) == 2
+    assert max(measured["grads"]) < 1e-6, measured["grads"]
+
+
+def test_under_shard_map_each_device_sums_its_rows_and_the_shift_grads_add(
+        measured):
+    assert len(measured["shard_map_sums"]) == 4
+    assert max(measured["shard_map_sums"]) < 1e-6, measured["shard_map_sums"]
+    # the replicated shift's gradient: both devices' parts, summed
+    assert len(measured["shard_map_grads"]) == 2
+    assert max(measured["shard_map_grads"]) < 1e-6, \
+        measured["shard_map_grads"]
+    # and the trainer's shard_map accepts the GPU kernel's outputs
+    # (the sums and the gradient's forward: one kernel each)
+    assert measured["shard_map_gpu"] == ["__gpu$xla.gpu.triton"] * 2
+
+
+def test_a_gpu_lowering_builds_one_triton_kernel_for_every_resnet50_shape(
+        measured):
+    assert len(measured["triton"]) == 2 * len(RESNET50_B256)
+    for shape, calls in measured["triton"].items():
+        assert calls == ["__gpu$xla.gpu.triton"], shape
+    assert measured["triton_untiled"] == []  # jax.numpy's reductions
+
+
+def test_xla_removes_the_float32_round_trip_before_the_kernel(measured):
+    # Keras casts a float16 input to float32 and the layer casts it back
+    # (test_bn_statistics); XLA removes the pair, so the kernel's loop
+    # reads the float16 activation, no float32 copy of it.
+    assert measured["loop_state"] == ["f16"], measured["loop_state"]
