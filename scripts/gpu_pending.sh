@@ -4,7 +4,7 @@
 # real records decoded on the GPU (`decode: gpu`) against synthetic data,
 # fp16 (gpu_records_check.sh), then the speed A/B with what is left
 # (gpu_jax_speed_ab.sh: the padded and the space-to-depth stem, one-pass
-# BN statistics, batch 512). Everything is packed into six files, as the
+# BN statistics, the Pallas BN kernel, batch 512). Everything is packed into six files, as the
 # device tool brings back at most eight.
 #
 #   bash scripts/gpu_pending.sh OUT_DIR [BUDGET_SECONDS]
@@ -37,7 +37,7 @@ DECODE=${DECODE:-gpu} DTYPES=${DTYPES:-fp16} bash scripts/gpu_records_check.sh "
   "$(( $(left) < 260 ? $(left) : 260 ))"
 ab=$(( $(left) - 20 ))
 if [ "$ab" -ge 90 ]; then
-  AB_ARGS=${AB_ARGS:---only pad4,s2d,bn_one_pass,b512,pad8} bash scripts/gpu_jax_speed_ab.sh \
+  AB_ARGS=${AB_ARGS:---only pad4,s2d,bn_one_pass,bn_pallas,b512,pad8} bash scripts/gpu_jax_speed_ab.sh \
     "$work/ab" "$ab"
 else
   echo "[gpu-pending] SKIP the A/B: $(left) s left" | tee "$work/ab_skipped.txt"
