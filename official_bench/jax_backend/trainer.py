@@ -110,6 +110,7 @@ def _train(cfg: ExperimentConfig, run: devices_lib.JaxRuntime, dtype: str,
         model = build_model(cfg, rt.num_gpus, keras=keras, backend="jax")
     logging.info("official_bench: built %s (%d parameters) in %.1f s",
                  model.name, model.count_params(), time.perf_counter() - start)
+    _check_kernels(cfg, run)
     lr = cfg.model.learning_rate
     logging.info("%s", lr_math.describe_schedule(lr, plan.global_batch))
     schedule = schedules.build_schedule(keras, lr_math.schedule_of(
@@ -172,6 +173,22 @@ class _Loop:
     sampler: Optional[sampling.Sampler]
     file_check: Optional[FileCheck]  # the training records' framing
     train_data: DatasetConfig
+
+
+def _check_kernels(cfg: ExperimentConfig, run) -> None:
+    """bn_statistics pallas on GPUs: the kernel compiles on this JAX and
+    card, or one line before the step is compiled (on CPUs jax.numpy does
+    its sums: nothing to check)."""
+    if cfg.model.model_params.bn_statistics != "pallas" or \
+            run.platform == "cpu":
+        return
+    from official_bench.models.pallas_moments import compile_error
+    why = compile_error(run.local_devices[0])
+    if why:
+        raise ConfigError(
+            "model.model_params.bn_statistics: pallas: the Pallas kernel "
+            f"does not compile on {run.local_devices[0]} with JAX "
+            f"{run.jax.__version__} ({why}); use one_pass or two_pass")
 
 
 def _clock(cfg: ExperimentConfig, plan: BatchPlan) -> IntervalClock:

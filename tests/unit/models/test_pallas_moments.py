@@ -94,6 +94,31 @@ def _on_two_devices(jax, pm, x, shift):
     return run(x, shift), re.findall(r"custom_call @([\w$.]+)", gpu)
 
 
+def _preflight(jax, pm):
+    """The trainer's check that the kernel compiles, on a device where it
+    cannot (a CPU: Pallas compiles nothing for it) posing as a GPU; and
+    where the trainer does not check."""
+    import types
+
+    from official_bench import config as C
+    from official_bench.jax_backend.trainer import _check_kernels
+    device = jax.devices()[0]
+    out = {"compile_error": pm.compile_error(device)}
+    for statistics, platform in (("pallas", "gpu"), ("pallas", "cpu"),
+                                 ("one_pass", "gpu")):
+        cfg = C.load_config(params_override=(
+            "runtime.backend=jax,"
+            f"model.model_params.bn_statistics={statistics}"))
+        run = types.SimpleNamespace(platform=platform, local_devices=[device],
+                                    jax=jax)
+        try:
+            _check_kernels(cfg, run)
+            out[f"{statistics}-{platform}"] = None
+        except C.ConfigError as e:
+            out[f"{statistics}-{platform}"] = str(e)
+    return out
+
+
 def kernel_in_child():
     """In the child: every measurement the tests below read."""
     import json
@@ -134,6 +159,7 @@ def kernel_in_child():
                                                              "bfloat16")}
     out["triton_untiled"] = _triton_calls(jax, pm, (50, 24), "float32")
     out["loop_state"] = _loop_state_dtypes(jax, pm, 96, 32)
+    out["preflight"] = _preflight(jax, pm)
     print(json.dumps(out))
 
 
@@ -202,3 +228,15 @@ def test_xla_removes_the_float32_round_trip_before_the_kernel(measured):
     # (test_bn_statistics); XLA removes the pair, so the kernel's loop
     # reads the float16 activation, no float32 copy of it.
     assert measured["loop_state"] == ["f16"], measured["loop_state"]
+
+
+def test_a_kernel_that_does_not_compile_is_one_line_naming_the_key(measured):
+    pre = measured["preflight"]
+    assert "interpret" in pre["compile_error"]  # Pallas' CPU refusal
+    line = pre["pallas-gpu"]
+    assert line.startswith("model.model_params.bn_statistics: pallas: the "
+                           "Pallas kernel does not compile on "), line
+    assert pre["compile_error"] in line and "use one_pass or two_pass" in line
+    assert "\n" not in line
+    # CPUs run jax.numpy's sums; one_pass has no kernel to check
+    assert pre["pallas-cpu"] is None and pre["one_pass-gpu"] is None
