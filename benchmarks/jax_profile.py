@@ -72,9 +72,11 @@ def config(args, out: str):
     return C.load_config(yaml, override)
 
 
-def build_step(cfg):
+def build_step(cfg, compilation_cache: bool = False):
     """The trainer's steps 1-5 (jax_backend/trainer.py) for `cfg`: the
-    compiled train step, its state and one batch on the device."""
+    compiled train step, its state and one batch on the device. Also the
+    in-process A/B's (jax_step_ab.py), which keeps JAX's compilation
+    cache on."""
     from jax.sharding import NamedSharding, PartitionSpec
 
     from official_bench import config as C
@@ -95,7 +97,7 @@ def build_step(cfg):
     # JAX's persistent cache leaves the dump flags out of its key: a step
     # compiled before (the A/B, the run scripts) would come from the cache,
     # and XLA, not compiling, would dump nothing.
-    jax.config.update("jax_enable_compilation_cache", False)
+    jax.config.update("jax_enable_compilation_cache", compilation_cache)
     keras3.set_seed(keras, 0)
     dtype = C.compute_dtype(cfg)
     precision.set_policy(keras, dtype)

@@ -3,8 +3,8 @@
 # minutes on an H100/H200: the card's JPEG decoders (gpu_decode_probe.sh),
 # real records decoded on the GPU (`decode: gpu`) against synthetic data,
 # fp16 (gpu_records_check.sh), then the speed A/B with what is left
-# (gpu_jax_speed_ab.sh: the padded and the space-to-depth stem, one-pass
-# BN statistics, the Pallas BN kernel, batch 512). Everything is packed into six files, as the
+# (gpu_jax_step_ab.sh, in one process: the padded and the space-to-depth
+# stem, one-pass and Pallas BN statistics, batch 512, ...). Everything is packed into six files, as the
 # device tool brings back at most eight.
 #
 #   bash scripts/gpu_pending.sh OUT_DIR [BUDGET_SECONDS]
@@ -13,11 +13,12 @@
 # optree, google-crc32c, simplejpeg, nvidia-nvimgcodec-cu13, nvidia-nvjpeg.
 # OUT_DIR gets summary.txt (every stage's lines), records_summary.md and
 # .json, ab_verdicts.md, probe.json and all.tar.gz (the logs and results).
-# The stages' own knobs pass through (DECODE, DTYPES, DECODERS, AB_ARGS...);
-# a CPU check of the flow, about 4 minutes on 2 cores:
+# The stages' own knobs pass through (DECODE, DTYPES, DECODERS,
+# STEP_AB_ARGS...);
+# a CPU check of the flow, about 70 s on 2 cores:
 #   DECODE=cpu DTYPES=fp32 IMAGES=64 VAL_IMAGES=8 TRAIN_SHARDS=4 BATCH=8 \
 #   TEST_NUM=1 STEPS=6 LOG_STEPS=2 DEVICE=cpu DECODERS=cpu PROBE_SECONDS=2 \
-#   WORKER_DECODERS=simplejpeg,nvimgcodec_cpu AB_ARGS="--cpu --only pad4" \
+#   WORKER_DECODERS=simplejpeg,nvimgcodec_cpu STEP_AB_ARGS="--cpu --only pad4" \
 #   PYTHON=.venv/bin/python bash scripts/gpu_pending.sh OUT 560
 set -u
 case "${1:-}" in
@@ -37,8 +38,7 @@ DECODE=${DECODE:-gpu} DTYPES=${DTYPES:-fp16} bash scripts/gpu_records_check.sh "
   "$(( $(left) < 260 ? $(left) : 260 ))"
 ab=$(( $(left) - 20 ))
 if [ "$ab" -ge 90 ]; then
-  AB_ARGS=${AB_ARGS:---only pad4,s2d,bn_one_pass,bn_pallas,b512,pad8} bash scripts/gpu_jax_speed_ab.sh \
-    "$work/ab" "$ab"
+  bash scripts/gpu_jax_step_ab.sh "$work/ab" "$ab"
 else
   echo "[gpu-pending] SKIP the A/B: $(left) s left" | tee "$work/ab_skipped.txt"
 fi

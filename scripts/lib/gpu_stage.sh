@@ -1,5 +1,6 @@
-# Shared by scripts/gpu_jax_profile.sh and scripts/gpu_jax_speed_ab.sh (the
-# pattern of scripts/gpu_jax_check.sh): a budget in seconds, stages skipped
+# Shared by the GPU stage scripts (gpu_decode_probe.sh, gpu_jax_profile.sh,
+# gpu_jax_speed_ab.sh, gpu_jax_step_ab.sh; the pattern of
+# scripts/gpu_jax_check.sh): a budget in seconds, stages skipped
 # with a line when less than their estimate is left, Keras 3 from .whl/
 # when the machine lacks it, JAX's compilation cache across processes.
 #   source scripts/lib/gpu_stage.sh; gpu_usage "$0" "${1:-}" && exit 0

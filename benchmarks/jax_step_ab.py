@@ -1,0 +1,346 @@
+"""In-process A/B of the JAX backend's model-side speed candidates (issue
+47, item 3): the trainer's own compiled step for the baseline and for each
+candidate, held in one process and timed in alternating blocks.
+
+jax_speed_ab.py starts one trainer process per run (14 s of start-up and
+a compile each, 2 runs a side in its budget); here the baseline is built
+once per precision (jax_profile.build_step: the trainer's config, model,
+precision, optimizer, loss and shard_map step, the batch made once on the
+device) at its first candidate and held, each candidate is built beside
+it (in each precision it runs in, before the next candidate), and
+`--rounds` rounds alternate them (A B, then B A), each side `--steps`
+steps a block, timed from the host with the loss read at the block's end
+(so the device has finished).
+Each block is one run of judge/verdict.py: the ratio of medians with its
+bootstrap interval and verdict (official-bench-compare's rule), and B/A
+round by round (paired: a drift of the card's clock cancels in a round).
+Candidates that change only the model or the batch qualify; one that sets
+runtime.xla_flags does not (XLA reads its flags once per process: that is
+jax_speed_ab.py's). A candidate that fails to build or compile is
+reported, not fatal; one that does not fit the budget is skipped.
+
+    python benchmarks/jax_step_ab.py --out OUT --budget 300           # GPU
+    python benchmarks/jax_step_ab.py --out OUT --cpu --only pad4      # check
+
+OUT gets ab_verdicts.md (the table for BENCHMARKS.md) and ab.json (every
+block's rate).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import gc
+import json
+import os
+import sys
+import time
+from typing import Dict, List, Optional, Sequence
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+
+import jax_profile  # noqa: E402
+import jax_speed_ab  # noqa: E402
+from jax_speed_ab import Candidate  # noqa: E402
+
+from official_bench.judge import verdict  # noqa: E402
+
+# The process-wide flags key: a candidate that sets it needs its own
+# process (jax_speed_ab.py).
+PROCESS_KEYS = ("runtime.xla_flags",)
+# In order of expected value (docs/gpu_speed.md): bf16's stem, then the
+# profile's 55-57% in BN/elementwise, then the batch.
+DEFAULT_CANDIDATES = ("pad4", "bn_one_pass", "bn_pallas", "s2d", "b512",
+                      "s2d_pad4", "pad8", "b384", "b400")
+CPU_BATCH = 8
+
+
+@dataclasses.dataclass
+class Side:
+    """One compiled step and what it trains on."""
+    name: str
+    train: object
+    state: object
+    batch: tuple
+    images: int  # per step, all devices
+    build_seconds: float
+
+    def block(self, steps: int) -> float:
+        """img/s over `steps` steps, the loss read at the end."""
+        begin = time.perf_counter()
+        loss = None
+        for _ in range(steps):
+            self.state, loss = self.train(self.state, *self.batch)
+        float(loss)
+        return steps * self.images / (time.perf_counter() - begin)
+
+
+@dataclasses.dataclass
+class Row:
+    """One candidate's blocks and verdict against its baseline."""
+    dtype: str
+    candidate: Candidate
+    baseline: List[float] = dataclasses.field(default_factory=list)
+    blocks: List[float] = dataclasses.field(default_factory=list)
+    verdict: Optional[verdict.Verdict] = None
+    paired: Optional[verdict.RoundRatios] = None
+    failure: str = ""
+    skipped: str = ""
+
+
+def refusal(cand: Candidate) -> str:
+    """Why `cand` cannot run in this process ('' when it can)."""
+    keys = [k for k in PROCESS_KEYS if k + "=" in cand.override]
+    if keys:
+        return (f"{cand.name} sets {', '.join(keys)}, which XLA reads once "
+                "per process: benchmarks/jax_speed_ab.py runs it")
+    return ""
+
+
+def step_config(args, dtype: str, override: str):
+    """The trainer's config for one side: the run scripts' GPU YAML for the
+    precision (a tiny model on --cpu), synthetic data on the device."""
+    from official_bench import config as C
+    from official_bench.contracts import dtypes
+    parts = ["runtime.backend=jax", "runtime.distribution_strategy="
+             "one_device", "train_dataset.builder=synthetic",
+             "evaluation.skip_eval=true", "mode=train",
+             "train_dataset.synthetic_location=device",
+             f"train_dataset.batch_size={args.batch}",
+             f"train_dataset.dtype={dtypes.tf_name(dtype)}"]
+    parts.append(jax_profile.CPU_MODEL if args.cpu else "runtime.num_gpus=1")
+    if override:
+        parts.append(override)
+    yaml = None if args.cpu else os.path.join(
+        jax_profile.CONFIG_DIR, jax_profile.GPU_CONFIGS[dtype])
+    return C.load_config(yaml, ",".join(parts))
+
+
+def build_side(args, dtype: str, name: str, override: str) -> Side:
+    """The compiled step, warmed up by `args.warmup` steps."""
+    begin = time.perf_counter()
+    jax, train, state, batch, images = jax_profile.build_step(
+        step_config(args, dtype, override), compilation_cache=True)
+    side = Side(name, train, state, batch, images, 0.0)
+    side.block(args.warmup)
+    side.build_seconds = time.perf_counter() - begin
+    del jax
+    return side
+
+
+def first_line(e: BaseException) -> str:
+    """What went wrong, in one line: the error's first line, and its
+    second where the first only introduces it ("invalid configuration:")."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    text = " ".join(lines[:2]) if lines and lines[0].endswith(":") \
+        else (lines[0] if lines else "")
+    return f"{type(e).__name__}: {text}".rstrip(": ")
+
+
+def alternate(args, base: Side, cand: Side, row: Row, say) -> None:
+    """`args.rounds` rounds, A B then B A; each block a run."""
+    for round_no in range(args.rounds):
+        order = [base, cand] if round_no % 2 == 0 else [cand, base]
+        rates = {side.name: side.block(args.steps) for side in order}
+        row.baseline.append(rates[base.name])
+        row.blocks.append(rates[cand.name])
+        say(f"[{row.dtype} {row.candidate.name}] round {round_no + 1}/"
+            f"{args.rounds}: baseline {rates[base.name]:,.1f}, candidate "
+            f"{rates[cand.name]:,.1f} img/s")
+    a, b = [[r] for r in row.baseline], [[r] for r in row.blocks]
+    row.verdict = verdict.compare_runs(a, b)
+    row.paired = verdict.round_ratios(a, b)
+
+
+def estimate(args, base: Optional[Side], cand: Candidate) -> float:
+    """Seconds a candidate takes: a build like the baseline's (or
+    `args.build` before one was built) and both sides' blocks; plus the
+    baseline's build when it is still to be made."""
+    build = base.build_seconds if base else 2 * args.build
+    blocks = 2 * args.rounds * args.steps * (cand.batch or args.batch) / \
+        args.rate
+    return build + blocks
+
+
+def run_all(args, cands: Sequence[Candidate], say) -> List[Row]:
+    """Each candidate in turn, in each of its precisions, against that
+    precision's baseline (built at its first candidate, then held), while
+    the budget lasts."""
+    start = time.monotonic()
+    bases: Dict[str, Side] = {}
+    failed: Dict[str, str] = {}
+    rows = []
+    for cand in cands:
+        for dtype in (d for d in args.dtypes if d in cand.dtypes):
+            row = Row(dtype, cand)
+            rows.append(row)
+            left = args.budget - (time.monotonic() - start)
+            need = estimate(args, bases.get(dtype), cand)
+            if dtype in failed:
+                row.failure = failed[dtype]
+            elif need > left:
+                row.skipped = f"needs ~{need:.0f} s, {left:.0f} s left"
+                say(f"[{dtype} {cand.name}] skipped: {row.skipped}")
+            else:
+                if dtype not in bases:
+                    try:
+                        bases[dtype] = _baseline(args, dtype, say)
+                    except Exception as e:  # noqa: BLE001 - said, then on
+                        failed[dtype] = row.failure = \
+                            f"baseline failed: {first_line(e)}"
+                        say(f"[{dtype}] {row.failure}")
+                        continue
+                judge(args, bases[dtype], row, say)
+    return rows
+
+
+def _baseline(args, dtype: str, say) -> Side:
+    say(f"[{dtype}] building the baseline ...")
+    base = build_side(args, dtype, "baseline", "")
+    say(f"[{dtype}] baseline ready in {base.build_seconds:.1f} s")
+    return base
+
+
+def judge(args, base: Side, row: Row, say) -> None:
+    """Builds the candidate beside the baseline, alternates them, judges;
+    a candidate that fails to build is the row's failure."""
+    name = row.candidate.name
+    say(f"[{row.dtype} {name}] building ...")
+    try:
+        side = build_side(args, row.dtype, name, row.candidate.override)
+    except Exception as e:  # noqa: BLE001 - one candidate's failure
+        row.failure = first_line(e)
+        say(f"[{row.dtype} {name}] FAILED: {row.failure}")
+        return
+    say(f"[{row.dtype} {name}] ready in {side.build_seconds:.1f} s")
+    alternate(args, base, side, row, say)
+    say(f"[{row.dtype} {name}] {row.verdict.describe('baseline', name)}")
+    del side
+    gc.collect()
+
+
+def environment() -> Dict[str, str]:
+    import jax
+    import keras
+    device = jax.devices()[0]
+    return {"card": getattr(device, "device_kind", str(device)),
+            "jax": jax.__version__, "keras": keras.__version__}
+
+
+def markdown(args, rows: Sequence[Row], env, used: float) -> str:
+    when = datetime.datetime.now(datetime.timezone.utc).strftime(
+        "%Y-%m-%d %H:%M UTC")
+    out = [f"In-process JAX step A/B on {env['card']}, {when}, JAX "
+           f"{env['jax']}, Keras {env['keras']}: {args.rounds} rounds of "
+           f"{args.steps}-step blocks per side (A B, then B A; "
+           f"{args.warmup} warm-up steps after each build), batch "
+           f"{args.batch} unless the candidate sets it; budget "
+           f"{args.budget:.0f} s, used {used:.0f} s.", "",
+           "| precision | candidate | change | baseline img/s | candidate "
+           "img/s | B/A | 95% interval | B/A paired by round | blocks | "
+           "verdict |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        change = r.candidate.override.replace("|", "/")
+        head = f"| {r.dtype} | {r.candidate.name} | `{change}` |"
+        if r.verdict is None:
+            why = (f"failed: {r.failure}" if r.failure
+                   else f"skipped: {r.skipped}")
+            out.append(f"{head} - | - | - | - | - | - | {why} |")
+            continue
+        v, p = r.verdict, r.paired
+        out.append(f"{head} {v.median_a:,.1f} | {v.median_b:,.1f} | "
+                   f"{v.ratio:.3f} | [{v.low:.3f}, {v.high:.3f}] | "
+                   f"{p.median:.3f} [{p.low:.3f}, {p.high:.3f}] | "
+                   f"{v.runs_a}/{v.runs_b} | {v.verdict} |")
+    return "\n".join(out) + "\n"
+
+
+def as_json(args, rows: Sequence[Row], env) -> dict:
+    return {"args": vars(args), "environment": env, "rows": [
+        {"dtype": r.dtype, "candidate": r.candidate.name,
+         "override": r.candidate.override, "baseline": r.baseline,
+         "blocks": r.blocks, "failure": r.failure, "skipped": r.skipped,
+         "verdict": r.verdict.as_dict() if r.verdict else None,
+         "paired": dataclasses.asdict(r.paired) if r.paired else None}
+        for r in rows]}
+
+
+def candidates(names: Sequence[str]) -> List[Candidate]:
+    """The named candidates ('+' joins, as in jax_speed_ab.py); ValueError
+    naming an unknown one or one this process cannot run."""
+    known = {c.name: c for c in jax_speed_ab.CANDIDATES}
+    unknown = [n for name in names for n in name.split("+")
+               if n not in known]
+    if unknown:
+        raise ValueError(f"unknown candidate(s) {', '.join(unknown)}; "
+                         f"valid: {', '.join(known)}")
+    out = [jax_speed_ab.combined([known[n] for n in name.split("+")])
+           if "+" in name else known[name] for name in names]
+    refused = [refusal(c) for c in out if refusal(c)]
+    if refused:
+        raise ValueError("; ".join(refused))
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--out", required=True, help="folder for the results")
+    p.add_argument("--budget", type=float, default=300,
+                   help="seconds for everything (default: %(default)s)")
+    p.add_argument("--dtypes", type=lambda s: s.split(","),
+                   default=["bf16", "fp16"], help="bf16,fp16 (in order)")
+    p.add_argument("--only", type=lambda s: s.split(","),
+                   default=list(DEFAULT_CANDIDATES),
+                   help="candidates by name, comma-separated, '+' for "
+                        "several together (default: %(default)s)")
+    p.add_argument("--rounds", type=int, default=8,
+                   help="blocks per side (default: %(default)s)")
+    p.add_argument("--steps", type=int, default=20,
+                   help="steps per block (default: %(default)s)")
+    p.add_argument("--warmup", type=int, default=10,
+                   help="steps after each build, untimed")
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--build", type=float, default=40.0,
+                   help="estimated seconds to build and compile a side, "
+                        "until the baseline's is measured")
+    p.add_argument("--rate", type=float, default=6500.0,
+                   help="estimated img/s, for the budget")
+    p.add_argument("--cpu", action="store_true",
+                   help=f"a tiny model on the CPU, batch {CPU_BATCH} (a "
+                        "check of the flow)")
+    return p
+
+
+def main(argv=None) -> int:
+    p = build_parser()
+    args = p.parse_args(argv)
+    bad = [d for d in args.dtypes if d not in jax_speed_ab.GPU_CONFIGS]
+    if bad:
+        p.error(f"unknown dtype(s) {', '.join(bad)}; valid: "
+                f"{', '.join(jax_speed_ab.GPU_CONFIGS)}")
+    try:
+        cands = candidates(args.only)
+    except ValueError as e:
+        p.error(f"--only: {e}")
+    if args.cpu:
+        args.batch = min(args.batch, CPU_BATCH)
+    os.makedirs(args.out, exist_ok=True)
+    start = time.monotonic()
+    rows = run_all(args, cands, lambda line: print(line, flush=True))
+    env = environment()
+    used = time.monotonic() - start
+    with open(os.path.join(args.out, "ab_verdicts.md"), "w") as f:
+        f.write(markdown(args, rows, env, used))
+    with open(os.path.join(args.out, "ab.json"), "w") as f:
+        json.dump(as_json(args, rows, env), f, indent=1)
+    judged = sum(r.verdict is not None for r in rows)
+    print(f"{judged} of {len(rows)} candidate(s) judged: "
+          f"{os.path.join(args.out, 'ab_verdicts.md')}", flush=True)
+    return 0 if rows and not any(r.failure for r in rows) and judged else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""benchmarks/jax_step_ab.py, the in-process A/B of model-side candidates,
+without a GPU: scripts/gpu_jax_step_ab.sh end to end on the CPU's tiny
+model (a candidate judged from its blocks, one that fails to build
+reported beside it, the outputs); with stand-in steps, the rounds'
+alternation and the verdicts it feeds; the budget's skips before anything
+is built; the candidates it refuses (an XLA flag needs a process of its
+own) or does not know."""
+
+import json
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+
+from support.helpers import REPO, cli_env, load_script
+
+VERDICTS = ("faster", "slower", "no difference measurable at this spread")
+
+
+def _load():
+    return load_script("benchmarks", "jax_step_ab.py")
+
+
+@pytest.fixture(scope="module")
+def cpu_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("step_ab") / "out"
+    env = cli_env({"PYTHON": sys.executable, "PYTHONPATH": REPO,
+                   "JAX_PLATFORMS": "cpu",
+                   "STEP_AB_ARGS": "--cpu --only pad4,s2d --dtypes fp16 "
+                                   "--rounds 2 --steps 2 --warmup 1"})
+    p = subprocess.run(["bash", os.path.join(REPO, "scripts",
+                                             "gpu_jax_step_ab.sh"),
+                        str(out), "300"], env=env, capture_output=True,
+                       text=True, timeout=300)
+    return p, out
+
+
+def test_the_script_judges_a_candidate_and_reports_a_failed_one(cpu_run):
+    p, out = cpu_run
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    table = (out / "ab_verdicts.md").read_text()
+    assert table.startswith("In-process JAX step A/B on cpu, ")
+    rows = {line.split("|")[2].strip(): line for line in table.splitlines()
+            if line.startswith("| fp16 |")}
+    assert set(rows) == {"pad4", "s2d"}
+    assert rows["pad4"].endswith(tuple(f"| 2/2 | {v} |" for v in VERDICTS))
+    # resnet_cifar has no 7x7 stem: the trainer's config check, one line
+    assert ("failed: ConfigError: invalid configuration: "
+            "model.model_params.stem_space_to_depth: ") in rows["s2d"]
+    data = json.loads((out / "ab.json").read_text())
+    pad4 = next(r for r in data["rows"] if r["candidate"] == "pad4")
+    assert len(pad4["baseline"]) == len(pad4["blocks"]) == 2
+    assert all(rate > 0 for rate in pad4["baseline"] + pad4["blocks"])
+    assert pad4["verdict"]["verdict"] in VERDICTS
+    assert table in (out / "summary.txt").read_text()
+    assert "END step_ab: exit 1" in (out / "summary.txt").read_text()
+
+
+class _Stand:
+    """A stand-in side: a fixed rate, its blocks written to `order`."""
+
+    def __init__(self, name, rate, order):
+        self.name, self.rate, self.order = name, rate, order
+
+    def block(self, steps):
+        self.order.append(self.name)
+        return self.rate * (1 + 0.001 * len(self.order))
+
+
+def test_rounds_alternate_and_feed_the_verdict():
+    m = _load()
+    order = []
+    base, cand = _Stand("baseline", 1000.0, order), _Stand("b", 1100.0, order)
+    row = m.Row("bf16", m.Candidate("b", "k=v"))
+    m.alternate(types.SimpleNamespace(rounds=4, steps=3), base, cand, row,
+                lambda line: None)
+    assert order == ["baseline", "b", "b", "baseline"] * 2
+    assert len(row.baseline) == len(row.blocks) == 4
+    assert row.verdict.verdict == "faster"
+    assert row.verdict.ratio == pytest.approx(1.1, rel=0.01)
+    assert row.paired.median == pytest.approx(1.1, rel=0.01)
+
+
+def test_the_budget_skips_before_building_anything():
+    m = _load()
+    args = types.SimpleNamespace(budget=30, build=40.0, rounds=8, steps=20,
+                                 batch=256, rate=6500.0,
+                                 dtypes=["bf16", "fp16"])
+    said = []
+    rows = m.run_all(args, m.candidates(["pad4", "pad8"]), said.append)
+    assert [(r.dtype, r.candidate.name) for r in rows] == [
+        ("bf16", "pad4"), ("fp16", "pad4"), ("bf16", "pad8")]
+    # two builds (the baseline's and the candidate's: 2 x 40 s) and
+    # 2 x 8 blocks of 20 steps of 256 images at 6,500 img/s (12.6 s)
+    assert all(r.skipped.startswith("needs ~93 s, ") for r in rows)
+    assert all(r.verdict is None and not r.failure for r in rows)
+    assert len(said) == 3
+
+
+@pytest.mark.parametrize("only, says", [
+    ("conv_fusion", "conv_fusion sets runtime.xla_flags, which XLA reads "
+                    "once per process: benchmarks/jax_speed_ab.py runs it"),
+    ("pad4,nope", "unknown candidate(s) nope; valid: b512, pad4"),
+    ("b512+b384", "more than one sets the batch")])
+def test_candidates_it_cannot_run_are_one_line(only, says):
+    p = subprocess.run([sys.executable, os.path.join(
+        REPO, "benchmarks", "jax_step_ab.py"), "--out", "x", "--only", only],
+        env=cli_env({"PYTHONPATH": REPO}), capture_output=True, text=True,
+        timeout=60)
+    assert p.returncode == 2
+    assert says in p.stderr.splitlines()[-1], p.stderr
