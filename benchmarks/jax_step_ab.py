@@ -156,10 +156,11 @@ def alternate(args, base: Side, cand: Side, row: Row, say) -> None:
 
 
 def estimate(args, base: Optional[Side], cand: Candidate) -> float:
-    """Seconds a candidate takes: a build like the baseline's (or
-    `args.build` before one was built) and both sides' blocks; plus the
-    baseline's build when it is still to be made."""
-    build = base.build_seconds if base else 2 * args.build
+    """Seconds a candidate takes: a build as long as the baseline's, at
+    least `args.build` (the baseline's may have come from JAX's cache),
+    and both sides' blocks; plus the baseline's build when it is still to
+    be made."""
+    build = max(base.build_seconds, args.build) if base else 2 * args.build
     blocks = 2 * args.rounds * args.steps * (cand.batch or args.batch) / \
         args.rate
     return build + blocks
@@ -216,8 +217,13 @@ def judge(args, base: Side, row: Row, say) -> None:
         say(f"[{row.dtype} {name}] FAILED: {row.failure}")
         return
     say(f"[{row.dtype} {name}] ready in {side.build_seconds:.1f} s")
-    alternate(args, base, side, row, say)
-    say(f"[{row.dtype} {name}] {row.verdict.describe('baseline', name)}")
+    try:
+        alternate(args, base, side, row, say)
+        say(f"[{row.dtype} {name}] {row.verdict.describe('baseline', name)}")
+    except Exception as e:  # noqa: BLE001 - the rows judged so far stay
+        row.verdict = row.paired = None
+        row.failure = f"while timing: {first_line(e)}"
+        say(f"[{row.dtype} {name}] FAILED {row.failure}")
     del side
     gc.collect()
 
@@ -285,6 +291,15 @@ def candidates(names: Sequence[str]) -> List[Candidate]:
     return out
 
 
+def _at_least(low: int):
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value} is below {low}")
+        return value
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", required=True, help="folder for the results")
@@ -296,13 +311,14 @@ def build_parser() -> argparse.ArgumentParser:
                    default=list(DEFAULT_CANDIDATES),
                    help="candidates by name, comma-separated, '+' for "
                         "several together (default: %(default)s)")
-    p.add_argument("--rounds", type=int, default=8,
-                   help="blocks per side (default: %(default)s)")
-    p.add_argument("--steps", type=int, default=20,
+    p.add_argument("--rounds", type=_at_least(2), default=8,
+                   help="blocks per side, >= 2 (default: %(default)s)")
+    p.add_argument("--steps", type=_at_least(1), default=20,
                    help="steps per block (default: %(default)s)")
-    p.add_argument("--warmup", type=int, default=10,
-                   help="steps after each build, untimed")
-    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--warmup", type=_at_least(1), default=10,
+                   help="steps after each build, untimed, >= 1 (default: "
+                        "%(default)s)")
+    p.add_argument("--batch", type=_at_least(1), default=256)
     p.add_argument("--build", type=float, default=40.0,
                    help="estimated seconds to build and compile a side, "
                         "until the baseline's is measured")

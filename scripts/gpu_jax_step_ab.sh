@@ -23,8 +23,9 @@ cd "$root"
 gpu_begin gpu-step-ab "$1" "${2:-300}"
 out=$gpu_out
 
-# The driver keeps to what is left, less a margin for packing up.
-stage step_ab 60 "$PYTHON" benchmarks/jax_step_ab.py --out "$out" \
+# The driver keeps to what is left, less a margin for packing up; under
+# 100 s its first candidate (two builds and the blocks) cannot fit.
+stage step_ab 100 "$PYTHON" benchmarks/jax_step_ab.py --out "$out" \
   --budget "$(( $(left) - 10 ))" ${STEP_AB_ARGS:-}
 [ -f "$out/ab_verdicts.md" ] && tee -a "$out/summary.txt" < "$out/ab_verdicts.md"
 say "done"

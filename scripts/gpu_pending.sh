@@ -37,7 +37,7 @@ bash scripts/gpu_decode_probe.sh "$work/probe" 110
 DECODE=${DECODE:-gpu} DTYPES=${DTYPES:-fp16} bash scripts/gpu_records_check.sh "$work/rec" \
   "$(( $(left) < 260 ? $(left) : 260 ))"
 ab=$(( $(left) - 20 ))
-if [ "$ab" -ge 90 ]; then
+if [ "$ab" -ge 120 ]; then  # gpu_jax_step_ab.sh's start-up and 100 s
   bash scripts/gpu_jax_step_ab.sh "$work/ab" "$ab"
 else
   echo "[gpu-pending] SKIP the A/B: $(left) s left" | tee "$work/ab_skipped.txt"

@@ -481,3 +481,7 @@ def speed_options(cfg: ExperimentConfig, b: LayerBuilder) -> None:
     elif mp.stem_space_to_depth and mp.data_format == "channels_first":
         b.error("model.model_params.stem_space_to_depth",
                 "needs data_format channels_last (or auto on jax)")
+    if mp.bn_statistics == "pallas" and mp.data_format == "channels_first":
+        b.error("model.model_params.bn_statistics",
+                "pallas reads channels_last activations; needs data_format "
+                "channels_last (or auto on jax)")

@@ -183,7 +183,7 @@ def _check_kernels(cfg: ExperimentConfig, run) -> None:
             run.platform == "cpu":
         return
     from official_bench.models.pallas_moments import compile_error
-    why = compile_error(run.local_devices[0])
+    why = compile_error(run.local_devices[0], config_lib.compute_dtype(cfg))
     if why:
         raise ConfigError(
             "model.model_params.bn_statistics: pallas: the Pallas kernel "

@@ -86,9 +86,9 @@ def _define_pallas(keras) -> type:
                 return super()._centred_moments(inputs, shift)
             channels = inputs.shape[-1]
             rows = ops.reshape(inputs, (-1, channels))
-            dtype = getattr(self, "_input_dtype", rows.dtype)
-            total, square = centred_sums(ops.cast(rows, dtype),
-                                         ops.cast(shift, "float32"))
+            total, square = centred_sums(
+                rows, ops.cast(shift, "float32"),
+                read_dtype=getattr(self, "_input_dtype", None))
             count = rows.shape[0]
             return (ops.cast(total / count, inputs.dtype),
                     ops.cast(square / count, inputs.dtype))

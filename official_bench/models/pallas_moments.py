@@ -97,12 +97,12 @@ def _pallas_sums(x, shift, tile: Tiles, interpret: bool = False):
     return total.sum(axis=0), square.sum(axis=0)
 
 
-def compile_error(device) -> Optional[str]:
+def compile_error(device, dtype: str = "float16") -> Optional[str]:
     """Why the kernel (not its jax.numpy twin) cannot be compiled for
-    `device`, in one line; None when it can. A small (128, 64) float16
-    activation; about a second on a GPU."""
+    `device` reading `dtype`, in one line; None when it can. A small
+    (128, 64) activation; about a second on a GPU."""
     tile = tiles(128, 64)
-    x = jax.device_put(jnp.zeros((128, 64), jnp.float16), device)
+    x = jax.device_put(jnp.zeros((128, 64), dtype), device)
     shift = jax.device_put(jnp.zeros((64,), jnp.float32), device)
     try:
         jax.jit(functools.partial(_pallas_sums, tile=tile)).lower(
@@ -130,29 +130,34 @@ def _sums(x, shift):
         default=functools.partial(_pallas_sums, tile=tile))
 
 
-def centred_sums(x, shift):
+def centred_sums(x, shift, read_dtype=None):
     """(sum over rows of x - shift, sum of (x - shift)^2), float32, for a
-    (rows, channels) x and a (channels,) shift."""
+    (rows, channels) x and a (channels,) shift. `read_dtype`: the dtype the
+    kernel reads x in, where x is a widened copy (Keras' batch norm casts
+    a float16 activation to float32): the cast back is exact, XLA removes
+    the pair, and x's gradient stays in x's dtype (rounded once, where the
+    layer's other terms are)."""
     # Under shard_map a replicated shift (the moving mean) is made to vary
     # as x does, so that its gradient, which varies, is summed back.
     axes = (jax.typeof(x).manual_axis_type.varying
             - jax.typeof(shift).manual_axis_type.varying)
     if axes:
         shift = jax.lax.pcast(shift, tuple(sorted(axes)), to="varying")
-    return _centred_sums(x, shift)
+    return _centred_sums(x, shift, jnp.dtype(read_dtype or x.dtype).name)
 
 
-@jax.custom_vjp
-def _centred_sums(x, shift):
-    return _sums(x, shift)
+@functools.partial(jax.custom_vjp, nondiff_argnums=(2,))
+def _centred_sums(x, shift, read_dtype):
+    return _sums(x.astype(read_dtype), shift)
 
 
-def _forward(x, shift):
-    total, square = _sums(x, shift)
+def _forward(x, shift, read_dtype):
+    total, square = _sums(x.astype(read_dtype), shift)
     return (total, square), (x, shift, total)
 
 
-def _backward(saved, grads):
+def _backward(read_dtype, saved, grads):
+    del read_dtype  # the gradient is x's own dtype
     x, shift, total = saved
     g_total, g_square = grads
     m = x.shape[0]

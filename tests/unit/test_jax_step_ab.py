@@ -61,6 +61,8 @@ def test_the_script_judges_a_candidate_and_reports_a_failed_one(cpu_run):
 class _Stand:
     """A stand-in side: a fixed rate, its blocks written to `order`."""
 
+    build_seconds = 0.0
+
     def __init__(self, name, rate, order):
         self.name, self.rate, self.order = name, rate, order
 
@@ -103,11 +105,37 @@ def test_the_budget_skips_before_building_anything():
     ("conv_fusion", "conv_fusion sets runtime.xla_flags, which XLA reads "
                     "once per process: benchmarks/jax_speed_ab.py runs it"),
     ("pad4,nope", "unknown candidate(s) nope; valid: b512, pad4"),
-    ("b512+b384", "more than one sets the batch")])
+    ("b512+b384", "more than one sets the batch"),
+    ("pad4 --rounds 1", "argument --rounds: 1 is below 2"),
+    ("pad4 --warmup 0", "argument --warmup: 0 is below 1")])
 def test_candidates_it_cannot_run_are_one_line(only, says):
     p = subprocess.run([sys.executable, os.path.join(
-        REPO, "benchmarks", "jax_step_ab.py"), "--out", "x", "--only", only],
+        REPO, "benchmarks", "jax_step_ab.py"), "--out", "x", "--only",
+        *only.split()],
         env=cli_env({"PYTHONPATH": REPO}), capture_output=True, text=True,
         timeout=60)
     assert p.returncode == 2
     assert says in p.stderr.splitlines()[-1], p.stderr
+
+
+class _Failing(_Stand):
+    def block(self, steps):
+        raise RuntimeError("RESOURCE_EXHAUSTED: out of memory\nmore")
+
+
+def test_a_failure_while_timing_is_that_rows_and_the_others_go_on(
+        monkeypatch):
+    m = _load()
+    order = []
+    sides = {"baseline": _Stand("baseline", 1000.0, order),
+             "pad4": _Failing("pad4", 0.0, order),
+             "pad8": _Stand("pad8", 900.0, order)}
+    monkeypatch.setattr(m, "build_side", lambda args, dtype, name, _: sides[
+        name])
+    args = types.SimpleNamespace(budget=1e9, build=1.0, rounds=2, steps=1,
+                                 batch=8, rate=1e6, dtypes=["bf16"])
+    rows = m.run_all(args, m.candidates(["pad4", "pad8"]), lambda line: None)
+    assert rows[0].failure == ("while timing: RuntimeError: "
+                               "RESOURCE_EXHAUSTED: out of memory")
+    assert rows[0].verdict is None
+    assert rows[1].verdict.verdict == "slower" and not rows[1].failure

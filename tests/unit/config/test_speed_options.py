@@ -89,3 +89,17 @@ def test_pad_input_channels_must_add_channels(value):
         f"model.model_params.pad_input_channels: must be more than "
         f"train_dataset.num_channels (3) and <= 16, got {value} (null: no "
         f"padding) (from --params_override"), lines
+
+
+@pytest.mark.parametrize("override, key, says", [
+    ("model.model_params.stem_space_to_depth=true",
+     "model.model_params.stem_space_to_depth", "needs data_format "
+     "channels_last (or auto on jax)"),
+    ("model.model_params.bn_statistics=pallas",
+     "model.model_params.bn_statistics", "pallas reads channels_last "
+     "activations; needs data_format channels_last (or auto on jax)")])
+def test_the_channels_last_options_refuse_channels_first(override, key,
+                                                         says):
+    lines = config_error_lines(
+        JAX + override + ",model.model_params.data_format=channels_first")
+    assert len(lines) == 1 and lines[0].startswith(f"{key}: {says}"), lines

@@ -31,19 +31,23 @@ def _bn_model(keras, statistics, shape, dtype="float32"):
 
 
 def _train_call(jax, model, x):
-    """Output, gradients of a weighted sum of squares and the new moving
-    statistics of one training-mode call."""
+    """Output, gradients (gamma, beta, the input) of a weighted sum and the
+    new moving statistics of one training-mode call."""
     tv = [v.value for v in model.trainable_variables]
     ntv = [v.value for v in model.non_trainable_variables]
     weights = np.arange(1, x.shape[-1] + 1, dtype="float32")
+    # A fixed random upstream gradient: d/dx is then far from 0 (for one
+    # that is a function of y alone, a batch norm's d/dx nearly cancels).
+    noise = np.random.default_rng(2).standard_normal(x.shape).astype(
+        "float32")
 
-    def loss(tv):  # the linear term keeps d/dbeta away from 0
+    def loss(tv, x):  # the linear terms keep d/dbeta and d/dx away from 0
         y, new = model.stateless_call(tv, ntv, x, training=True)
         y32 = y.astype("float32")
-        return ((y32 * y32 + y32) * weights).sum(), (y32, new)
-    (_, (y, new)), grads = jax.jit(
-        jax.value_and_grad(loss, has_aux=True))(tv)
-    return [np.asarray(a, "float64") for a in [y, *grads, *new]]
+        return ((y32 * y32 + y32) * weights + y32 * noise).sum(), (y32, new)
+    (_, (y, new)), (grads, dx) = jax.jit(
+        jax.value_and_grad(loss, argnums=(0, 1), has_aux=True))(tv, x)
+    return [np.asarray(a, "float64") for a in [y, *grads, dx, *new]]
 
 
 def _chained(jaxpr, taints):
@@ -178,9 +182,9 @@ def compared():
                                              ("float16", 2e-3),
                                              ("mixed_float16", 2e-3)])
 def test_it_trains_as_two_pass(compared, statistics, dtype, tolerance):
-    # output, d/dgamma, d/dbeta, moving mean, moving variance
+    # output, d/dgamma, d/dbeta, d/dx, moving mean, moving variance
     diffs = compared["diff"][f"{statistics}-{dtype}"]
-    assert len(diffs) == 5
+    assert len(diffs) == 6
     assert max(diffs) <= tolerance, diffs
 
 

@@ -145,6 +145,13 @@ def kernel_in_child():
     want = jax.grad(_weighted(pm._numpy_sums), argnums=(0, 1))(x32, shift)
     out["grads"] = [_relative(g, np.asarray(w, "float64"))
                     for g, w in zip(grads, want)]
+    # read as float16 (x32 holds float16 values): the same gradient, in
+    # x's float32
+    read16 = jax.grad(_weighted(lambda a, b: pm.centred_sums(
+        a, b, read_dtype="float16")), argnums=(0, 1))(x32, shift)
+    out["grads_read16"] = [_relative(g, np.asarray(w, "float64"))
+                           for g, w in zip(read16, want)]
+    out["grads_read16_dtype"] = str(read16[0].dtype)
 
     (sums, grads), out["shard_map_gpu"] = _on_two_devices(jax, pm, x32,
                                                           shift)
@@ -200,6 +207,9 @@ def test_the_custom_gradient_is_jax_numpys(measured):
     # d/dx and d/dshift of a weighted sum of both outputs
     assert len(measured["grads"]) == 2
     assert max(measured["grads"]) < 1e-6, measured["grads"]
+    # x read as float16 by the kernel, its gradient still x's float32
+    assert max(measured["grads_read16"]) < 1e-6, measured["grads_read16"]
+    assert measured["grads_read16_dtype"] == "float32"
 
 
 def test_under_shard_map_each_device_sums_its_rows_and_the_shift_grads_add(
