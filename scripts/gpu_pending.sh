@@ -38,7 +38,10 @@ DECODE=${DECODE:-gpu} DTYPES=${DTYPES:-fp16} bash scripts/gpu_records_check.sh "
   "$(( $(left) < 260 ? $(left) : 260 ))"
 ab=$(( $(left) - 20 ))
 if [ "$ab" -ge 120 ]; then  # gpu_jax_step_ab.sh's start-up and 100 s
-  bash scripts/gpu_jax_step_ab.sh "$work/ab" "$ab"
+  # fp16 only (the faster precision, the goal's): a baseline and about
+  # three candidates fit; bf16's go to the follow-up (docs/gpu_speed.md).
+  STEP_AB_ARGS=${STEP_AB_ARGS:---dtypes fp16 --only bn_pallas,bn_one_pass,b512,s2d,pad4} \
+    bash scripts/gpu_jax_step_ab.sh "$work/ab" "$ab"
 else
   echo "[gpu-pending] SKIP the A/B: $(left) s left" | tee "$work/ab_skipped.txt"
 fi
