@@ -9,8 +9,8 @@ precision, optimizer, loss and shard_map step, the batch made once on the
 device) at its first candidate and held, each candidate is built beside
 it (in each precision it runs in, before the next candidate), and
 `--rounds` rounds alternate them (A B, then B A), each side `--steps`
-steps a block, timed from the host with the loss read at the block's end
-(so the device has finished).
+steps a block from the same initial state, timed from the host with the
+loss read at the block's end (so the device has finished).
 Each block is one run of judge/verdict.py: the ratio of medians with its
 bootstrap interval and verdict (official-bench-compare's rule), and B/A
 round by round (paired: a drift of the card's clock cancels in a round).
@@ -60,20 +60,26 @@ CPU_BATCH = 8
 
 @dataclasses.dataclass
 class Side:
-    """One compiled step and what it trains on."""
+    """One compiled step, the state it starts from and what it trains on."""
     name: str
     train: object
-    state: object
+    initial: object  # weights, optimizer and loss-scale state
     batch: tuple
     images: int  # per step, all devices
     build_seconds: float
 
     def block(self, steps: int) -> float:
-        """img/s over `steps` steps, the loss read at the end."""
+        """img/s over `steps` steps from the initial state (every block
+        trains the same steps: a side that trained on and on would drift,
+        and a float16 one that overflows skips its updates, another
+        program path), the loss read at the end."""
+        import jax
+        state = jax.block_until_ready(
+            jax.tree_util.tree_map(lambda a: a.copy(), self.initial))
         begin = time.perf_counter()
         loss = None
         for _ in range(steps):
-            self.state, loss = self.train(self.state, *self.batch)
+            state, loss = self.train(state, *self.batch)
         float(loss)
         return steps * self.images / (time.perf_counter() - begin)
 

@@ -139,3 +139,17 @@ def test_a_failure_while_timing_is_that_rows_and_the_others_go_on(
                                "RESOURCE_EXHAUSTED: out of memory")
     assert rows[0].verdict is None
     assert rows[1].verdict.verdict == "slower" and not rows[1].failure
+
+
+def test_every_block_trains_from_the_initial_state():
+    import jax.numpy as jnp
+    m = _load()
+    seen = []
+
+    def train(state, images):
+        seen.append(float(state))
+        return state + images, state
+    side = m.Side("s", train, jnp.zeros(()), (jnp.ones(()),), 8, 0.0)
+    assert side.block(3) > 0 and side.block(2) > 0
+    assert seen == [0.0, 1.0, 2.0, 0.0, 1.0]
+    assert float(side.initial) == 0.0
