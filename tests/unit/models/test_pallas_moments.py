@@ -101,9 +101,10 @@ def _preflight(jax, pm):
     import types
 
     from official_bench import config as C
-    from official_bench.jax_backend.trainer import _check_kernels
+    from official_bench.jax_backend import trainer
     device = jax.devices()[0]
-    out = {"compile_error": pm.compile_error(device)}
+    out = {"compile_error": pm.compile_error(device), "said": []}
+    trainer.logging.info = lambda fmt, *a: out["said"].append(fmt % a)
     for statistics, platform in (("pallas", "gpu"), ("pallas", "cpu"),
                                  ("one_pass", "gpu")):
         cfg = C.load_config(params_override=(
@@ -112,7 +113,7 @@ def _preflight(jax, pm):
         run = types.SimpleNamespace(platform=platform, local_devices=[device],
                                     jax=jax)
         try:
-            _check_kernels(cfg, run)
+            trainer._check_kernels(cfg, run)
             out[f"{statistics}-{platform}"] = None
         except C.ConfigError as e:
             out[f"{statistics}-{platform}"] = str(e)
@@ -248,5 +249,9 @@ def test_a_kernel_that_does_not_compile_is_one_line_naming_the_key(measured):
                            "Pallas kernel does not compile on "), line
     assert pre["compile_error"] in line and "use one_pass or two_pass" in line
     assert "\n" not in line
-    # CPUs run jax.numpy's sums; one_pass has no kernel to check
+    # CPUs run jax.numpy's sums, and say so once; one_pass has no kernel
     assert pre["pallas-cpu"] is None and pre["one_pass-gpu"] is None
+    assert pre["said"] == [
+        "official_bench: bn_statistics pallas on cpu: the batch-norm sums "
+        "come from jax.numpy (one_pass' arithmetic); the Pallas kernel is "
+        "for GPUs"]
