@@ -54,9 +54,10 @@ def test_every_stage_runs_in_order_with_its_budget_and_defaults(tmp_path):
     assert probe.startswith("gpu_decode_probe.sh budget=110 ")
     assert records.startswith("gpu_records_check.sh budget=260 DECODE=gpu "
                               "DTYPES=fp16 ")
-    # what is left, less 20 s for packing up (the stand-ins take ~0 s)
+    # what is left, less 20 s for packing up (the stand-ins take ~0 s; a
+    # busy machine's few seconds)
     budget = int(ab.split("budget=")[1].split()[0])
-    assert 535 <= budget <= 540, ab
+    assert 525 <= budget <= 540, ab
     assert ab.endswith("STEP_AB_ARGS=--dtypes fp16 --only bn_pallas,"
                        "bn_one_pass,b512,s2d,pad4")
     assert sorted(os.listdir(out)) == PACKED
@@ -79,7 +80,10 @@ def test_too_little_left_skips_the_ab_with_a_line(tmp_path, budget):
     out, calls = _pending(tmp_path, budget)
     assert [c.split()[0] for c in calls] == ["gpu_decode_probe.sh",
                                              "gpu_records_check.sh"]
-    assert f"budget={budget} " in calls[1]  # all there is, under 260
+    # all there is, under 260: the budget less the seconds the stand-in
+    # probe took (a busy machine's second or two)
+    given = int(calls[1].split("budget=")[1].split()[0])
+    assert budget - 10 <= given <= budget, calls[1]
     summary = (out / "summary.txt").read_text()
     assert "[gpu-pending] SKIP the A/B: " in summary
     assert "ab_verdicts.md" not in os.listdir(out)
