@@ -127,7 +127,8 @@ class Bare:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        description=" ".join(__doc__.split("\n\n")[0].split()))
     p.add_argument("--dtype", default="bf16", choices=("fp32", "fp16", "bf16"))
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--image_size", type=int, default=224)

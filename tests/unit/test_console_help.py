@@ -1,6 +1,7 @@
 """Every console script in setup.cfg answers --help (issue 28 §5): exit 0,
 its flags listed, no line wider than 80 columns even on a wide terminal,
-and TensorFlow not imported to say so (help is instant)."""
+and TensorFlow not imported to say so (help is instant); the GPU speed
+benchmarks' help opens with their docstring's whole first paragraph."""
 
 import configparser
 import os
@@ -190,3 +191,18 @@ def test_flag_error_is_one_line_exit_2(command, words):
     if "importtime" in command:
         tf = [m for m in imported_modules(p.stderr) if m == "tensorflow"]
         assert not tf, f"{command} imported TensorFlow to refuse a flag"
+
+
+@pytest.mark.parametrize("script", ["bn_traffic", "jax_profile",
+                                    "jax_speed_ab", "jax_step_ab",
+                                    "jax_vs_bare"])
+def test_the_speed_benchmarks_help_opens_with_their_whole_first_sentence(
+        script):
+    # argparse's description is the docstring's first paragraph, not its
+    # first line cut mid-sentence
+    p = subprocess.run([sys.executable, os.path.join(
+        REPO, "benchmarks", f"{script}.py"), "--help"], env=cli_env(),
+        capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    paragraphs = p.stdout.split("\n\n")
+    assert paragraphs[1].strip().endswith("."), paragraphs[1]
