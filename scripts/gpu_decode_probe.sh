@@ -19,7 +19,6 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=lib/gpu_stage.sh
 source "$root/scripts/lib/gpu_stage.sh"
 gpu_usage "$0" "${1:-}" && exit 0
-[ $# -ge 1 ] || { echo "usage: gpu_decode_probe.sh OUT_DIR [BUDGET_SECONDS]" >&2; exit 2; }
 cd "$root"
 gpu_begin gpu-decode "$1" "${2:-150}"
 out=$gpu_out

@@ -18,7 +18,6 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=lib/gpu_stage.sh
 source "$root/scripts/lib/gpu_stage.sh"
 gpu_usage "$0" "${1:-}" && exit 0
-[ $# -ge 1 ] || { echo "usage: gpu_jax_speed_ab.sh OUT_DIR [BUDGET_SECONDS]" >&2; exit 2; }
 cd "$root"
 gpu_begin gpu-ab "$1" "${2:-420}"
 out=$gpu_out

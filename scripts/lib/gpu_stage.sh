@@ -8,12 +8,16 @@
 # then `stage NAME SECONDS COMMAND...` writes OUT_DIR/NAME.log and a START /
 # END (or SKIP) line in OUT_DIR/summary.txt. PYTHON picks the interpreter
 # (default python3). Run from the repository's root.
-gpu_usage() {  # gpu_usage SCRIPT FIRST_ARG: its header comment for --help
+gpu_usage() {  # gpu_usage SCRIPT FIRST_ARG: its header comment for --help,
+  # the one-line usage and exit 2 without OUT_DIR
   case "$2" in
     -h|--help)
       sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$1"
       echo "  -h, --help  this text"
       return 0 ;;
+    "")
+      echo "usage: $(basename "$1") OUT_DIR [BUDGET_SECONDS]" >&2
+      exit 2 ;;
   esac
   return 1
 }

@@ -1,4 +1,5 @@
-"""The GPU speed scripts, here without a GPU: scripts/gpu_jax_speed_ab.sh
+"""The GPU speed scripts, here without a GPU: the stage scripts' usage and
+help lines (scripts/lib/gpu_stage.sh), scripts/gpu_jax_speed_ab.sh
 end to end with a stand-in trainer (a Python that prints TimeHistory
 lines at a speed its candidate sets, or fails as an unknown XLA flag
 does), the A/B plan's budget arithmetic and combined candidates, and
@@ -176,3 +177,17 @@ def test_the_profile_tables_are_read_back_from_a_capture(tmp_path, capsys):
     assert "Largest differences by JAX op (bf16 b256 - fp16 b256):" in text
     assert (tmp_path / "bf16" / "profile.md").read_text().startswith(
         "- bf16 b256: 2 traced step(s)")
+
+
+@pytest.mark.parametrize("script", ["gpu_decode_probe", "gpu_jax_profile",
+                                    "gpu_jax_speed_ab", "gpu_jax_step_ab"])
+def test_the_gpu_stage_scripts_say_their_usage(script):
+    path = os.path.join(REPO, "scripts", f"{script}.sh")
+    p = subprocess.run(["bash", path], capture_output=True, text=True,
+                       timeout=30)
+    assert p.returncode == 2
+    assert p.stderr == f"usage: {script}.sh OUT_DIR [BUDGET_SECONDS]\n"
+    p = subprocess.run(["bash", path, "--help"], capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 0 and f"bash scripts/{script}.sh OUT_DIR" in \
+        p.stdout and p.stdout.endswith("  -h, --help  this text\n")
