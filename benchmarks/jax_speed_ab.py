@@ -392,18 +392,31 @@ def combined(parts: Sequence[Candidate]) -> Candidate:
                      why="together: " + ", ".join(c.name for c in parts))
 
 
+class UnknownCandidate(ValueError):
+    """A name that is not among CANDIDATES."""
+
+
+def resolve(names: Sequence[str]) -> List[Candidate]:
+    """The named candidates, '+' joining several (combined). Raises
+    UnknownCandidate naming the unknown ones and the valid names, or
+    combined's ValueError."""
+    known = {c.name: c for c in CANDIDATES}
+    unknown = [n for name in names for n in name.split("+")
+               if n not in known]
+    if unknown:
+        raise UnknownCandidate(f"unknown candidate(s) {', '.join(unknown)}; "
+                               f"valid: {', '.join(known)}")
+    return [combined([known[n] for n in name.split("+")])
+            if "+" in name else known[name] for name in names]
+
+
 def _candidates(args) -> List[Candidate]:
     if not args.only:
         return list(CANDIDATES)
-    known = {c.name: c for c in CANDIDATES}
-    unknown = [n for name in args.only for n in name.split("+")
-               if n not in known]
-    if unknown:
-        raise SystemExit(f"unknown candidate(s) {', '.join(unknown)}; "
-                         f"valid: {', '.join(known)}")
     try:
-        return [combined([known[n] for n in name.split("+")])
-                if "+" in name else known[name] for name in args.only]
+        return resolve(args.only)
+    except UnknownCandidate as e:
+        raise SystemExit(str(e)) from None
     except ValueError as e:
         raise SystemExit(f"--only {e}") from None
 

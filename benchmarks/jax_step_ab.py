@@ -281,17 +281,10 @@ def as_json(args, rows: Sequence[Row], env) -> dict:
 
 
 def candidates(names: Sequence[str]) -> List[Candidate]:
-    """The named candidates ('+' joins, as in jax_speed_ab.py); ValueError
+    """The named candidates (jax_speed_ab.resolve: '+' joins); ValueError
     naming an unknown one or one this process cannot run."""
-    known = {c.name: c for c in jax_speed_ab.CANDIDATES}
-    unknown = [n for name in names for n in name.split("+")
-               if n not in known]
-    if unknown:
-        raise ValueError(f"unknown candidate(s) {', '.join(unknown)}; "
-                         f"valid: {', '.join(known)}")
-    out = [jax_speed_ab.combined([known[n] for n in name.split("+")])
-           if "+" in name else known[name] for name in names]
-    refused = [refusal(c) for c in out if refusal(c)]
+    out = jax_speed_ab.resolve(names)
+    refused = [why for why in map(refusal, out) if why]
     if refused:
         raise ValueError("; ".join(refused))
     return out
