@@ -51,25 +51,32 @@ CPU_MODEL = ("model.name=resnet_cifar,model.model_params.depth=8,"
 
 
 def config(args, out: str):
-    """The run's config: the run scripts' GPU YAML for the precision (or a
-    tiny CPU model), synthetic data on the device, the HLO dump asked."""
-    from official_bench import config as C
-    from official_bench.contracts import dtypes
+    """The run's config: step_config's, the HLO dump asked."""
     flags = [f"--xla_dump_to={os.path.join(out, 'hlo')}",
              "--xla_dump_hlo_as_text",
              f"--xla_dump_hlo_module_re=.*{STEP_MODULE}.*"]
-    override = ",".join([
-        "runtime.backend=jax", "runtime.distribution_strategy=one_device",
-        "train_dataset.builder=synthetic", "evaluation.skip_eval=true",
-        "train_dataset.synthetic_location=device", "mode=train",
-        f"train_dataset.batch_size={args.batch}",
-        f"train_dataset.dtype={dtypes.tf_name(args.dtype)}",
-        "runtime.xla_flags=[" + ",".join(f"'{f}'" for f in flags) + "]"]
-        + ([CPU_MODEL] if args.cpu else ["runtime.num_gpus=1"])
-        + ([args.override] if args.override else []))
-    yaml = None if args.cpu else os.path.join(CONFIG_DIR,
-                                              GPU_CONFIGS[args.dtype])
-    return C.load_config(yaml, override)
+    dump = "runtime.xla_flags=[" + ",".join(f"'{f}'" for f in flags) + "]"
+    return step_config(args.dtype, args.batch, args.cpu,
+                       ",".join([dump] + ([args.override] if args.override
+                                          else [])))
+
+
+def step_config(dtype: str, batch: int, cpu: bool, override: str = ""):
+    """The trainer's config for a step built outside it (here and in
+    jax_step_ab.py): the run scripts' GPU YAML for the precision (a tiny
+    model on `cpu`), synthetic data on the device, `override` last."""
+    from official_bench import config as C
+    from official_bench.contracts import dtypes
+    parts = ["runtime.backend=jax", "runtime.distribution_strategy=one_device",
+             "train_dataset.builder=synthetic", "evaluation.skip_eval=true",
+             "train_dataset.synthetic_location=device", "mode=train",
+             f"train_dataset.batch_size={batch}",
+             f"train_dataset.dtype={dtypes.tf_name(dtype)}",
+             CPU_MODEL if cpu else "runtime.num_gpus=1"]
+    if override:
+        parts.append(override)
+    yaml = None if cpu else os.path.join(CONFIG_DIR, GPU_CONFIGS[dtype])
+    return C.load_config(yaml, ",".join(parts))
 
 
 def build_step(cfg, compilation_cache: bool = False):

@@ -106,30 +106,12 @@ def refusal(cand: Candidate) -> str:
     return ""
 
 
-def step_config(args, dtype: str, override: str):
-    """The trainer's config for one side: the run scripts' GPU YAML for the
-    precision (a tiny model on --cpu), synthetic data on the device."""
-    from official_bench import config as C
-    from official_bench.contracts import dtypes
-    parts = ["runtime.backend=jax", "runtime.distribution_strategy="
-             "one_device", "train_dataset.builder=synthetic",
-             "evaluation.skip_eval=true", "mode=train",
-             "train_dataset.synthetic_location=device",
-             f"train_dataset.batch_size={args.batch}",
-             f"train_dataset.dtype={dtypes.tf_name(dtype)}"]
-    parts.append(jax_profile.CPU_MODEL if args.cpu else "runtime.num_gpus=1")
-    if override:
-        parts.append(override)
-    yaml = None if args.cpu else os.path.join(
-        jax_profile.CONFIG_DIR, jax_profile.GPU_CONFIGS[dtype])
-    return C.load_config(yaml, ",".join(parts))
-
-
 def build_side(args, dtype: str, name: str, override: str) -> Side:
     """The compiled step, warmed up by `args.warmup` steps."""
     begin = time.perf_counter()
     jax, train, state, batch, images = jax_profile.build_step(
-        step_config(args, dtype, override), compilation_cache=True)
+        jax_profile.step_config(dtype, args.batch, args.cpu, override),
+        compilation_cache=True)
     side = Side(name, train, state, batch, images, 0.0)
     side.block(args.warmup)
     side.build_seconds = time.perf_counter() - begin
