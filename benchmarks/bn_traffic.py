@@ -83,8 +83,7 @@ def report(per_image: int, layers: int, args) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(
-        description=" ".join(__doc__.split("\n\n")[0].split()))
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--image_size", type=int, default=224)
     p.add_argument("--bytes", type=int, default=2,

@@ -205,8 +205,7 @@ def analyse(out: str) -> kernel_profile.Profile:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(
-        description=" ".join(__doc__.split("\n\n")[0].split()))
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dtype", default="bf16", choices=sorted(GPU_CONFIGS))
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--steps", type=int, default=5, help="traced steps")

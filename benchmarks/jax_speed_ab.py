@@ -342,8 +342,7 @@ def run_all(args, candidates: Sequence[Candidate], costs: Costs):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        description=" ".join(__doc__.split("\n\n")[0].split()))
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True, help="folder for the results")
     p.add_argument("--budget", type=float, default=400,
                    help="seconds for all runs (default: %(default)s)")

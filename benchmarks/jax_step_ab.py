@@ -282,8 +282,7 @@ def _at_least(low: int):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        description=" ".join(__doc__.split("\n\n")[0].split()))
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True, help="folder for the results")
     p.add_argument("--budget", type=float, default=300,
                    help="seconds for everything (default: %(default)s)")

@@ -127,8 +127,7 @@ class Bare:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(
-        description=" ".join(__doc__.split("\n\n")[0].split()))
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dtype", default="bf16", choices=("fp32", "fp16", "bf16"))
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--image_size", type=int, default=224)
