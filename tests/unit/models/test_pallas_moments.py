@@ -1,14 +1,16 @@
 """models/pallas_moments.py: the batch-norm sums kernel (bn_statistics:
-pallas). The tile choice for every batch norm of ResNet-50 (here); in one
-child Python on 2 CPU devices: the kernel's sums (in Pallas' interpreter)
-against float64 NumPy, with an offset and in float16, and a shape the
-tiles cannot cover; the custom gradient against jax.numpy's; under
-shard_map (the trainer's step), per-device sums, the replicated shift's
-gradient summed over devices, and JAX accepting the GPU kernel's outputs;
-the Triton lowering for a GPU (done on the CPU: the kernel is built for
-every ResNet-50 batch-norm shape, none left to jax.numpy); and XLA
+pallas). The tile choice for every batch norm of ResNet-50 at batch 256
+and 400 (here); in one child Python on 2 CPU devices: the kernel's sums
+(in Pallas' interpreter) against float64 NumPy, with an offset and in
+float16, with rows left to a tail, and a shape the tiles cannot cover;
+the custom gradient against jax.numpy's; under shard_map (the trainer's
+step), per-device sums, the replicated shift's gradient summed over
+devices, and JAX accepting the GPU kernel's outputs; the Triton lowering
+for a GPU (done on the CPU: the kernel is built for every ResNet-50
+batch-norm shape at both batches, none left to jax.numpy); and XLA
 removing the float32 round trip a mixed_float16 activation makes before
-the kernel."""
+the kernel.
+"""
 
 import re
 
@@ -17,15 +19,22 @@ import pytest
 
 from support.helpers import keras3_child
 
-# (rows, channels) of every ResNet-50 v1.5 batch norm at 256 images a
-# GPU: the stem's 112x112x64, then each stage's widths at its resolutions
-# (a stage's first 1x1 convolution runs before the strided 3x3).
-RESNET50_B256 = [(256 * 112 * 112, 64), (256 * 56 * 56, 64),
-                 (256 * 56 * 56, 256), (256 * 56 * 56, 128),
-                 (256 * 28 * 28, 128), (256 * 28 * 28, 512),
-                 (256 * 28 * 28, 256), (256 * 14 * 14, 256),
-                 (256 * 14 * 14, 1024), (256 * 14 * 14, 512),
-                 (256 * 7 * 7, 512), (256 * 7 * 7, 2048)]
+# (channels, height) of every ResNet-50 v1.5 batch norm: the stem's
+# 112x112x64, then each stage's widths at its resolutions (a stage's
+# first 1x1 convolution runs before the strided 3x3).
+RESNET50_BN = [(64, 112), (64, 56), (256, 56), (128, 56), (128, 28),
+               (512, 28), (256, 28), (256, 14), (1024, 14), (512, 14),
+               (512, 7), (2048, 7)]
+
+
+def resnet50_shapes(batch):
+    """(rows, channels) of every ResNet-50 batch norm at `batch` images."""
+    return [(batch * h * h, c) for c, h in RESNET50_BN]
+
+
+RESNET50_B256 = resnet50_shapes(256)
+# MLPerf's H200 batch: rows with a power-of-two factor of 16 at 7x7
+RESNET50_B400 = resnet50_shapes(400)
 H200_SMS = 132
 
 
@@ -136,6 +145,12 @@ def kernel_in_child():
     got = jax.jit(lambda a, b: pm._pallas_sums(
         a, b, pm.tiles(*a.shape), interpret=True))(x, shift)
     out["kernel_float16"] = [_relative(g, w) for g, w in zip(got, want)]
+    # rows no whole number of programs covers: 576 in the kernel, 24 left
+    tail = x[:600]
+    got = jax.jit(lambda a, b: pm._pallas_sums(
+        a, b, pm.tiles(*a.shape), interpret=True))(tail, shift)
+    out["kernel_tail"] = [_relative(g, w) for g, w in zip(
+        got, _sums_reference(tail, shift))]
     odd = rng.standard_normal((50, 24)).astype("float32")
     got = jax.jit(pm.centred_sums)(odd, np.zeros(24, "float32"))
     out["sums_untiled"] = [_relative(g, w) for g, w in zip(
@@ -165,8 +180,11 @@ def kernel_in_child():
     out["triton"] = {f"{m}x{c}-{dtype}": _triton_calls(jax, pm, (m, c), dtype)
                      for m, c in RESNET50_B256 for dtype in ("float16",
                                                              "bfloat16")}
+    out["triton_b400"] = {f"{m}x{c}": _triton_calls(jax, pm, (m, c),
+                                                    "float16")
+                          for m, c in RESNET50_B400}
     out["triton_untiled"] = _triton_calls(jax, pm, (50, 24), "float32")
-    out["loop_state"] = _loop_state_dtypes(jax, pm, 96, 32)
+    out["loop_state"] = _loop_state_dtypes(jax, pm, 4096, 32)
     out["preflight"] = _preflight(jax, pm)
     print(json.dumps(out))
 
@@ -182,16 +200,48 @@ def test_every_resnet50_batch_norm_is_tiled_and_fills_an_h200(rows,
     from official_bench.models.pallas_moments import TILE_ELEMENTS, tiles
     tile = tiles(rows, channels)
     assert tile is not None
-    for n in tile:
+    for n in (tile.rows, tile.channels):
         assert n & (n - 1) == 0, tile  # Triton's blocks: powers of two
-    assert tile.rows * tile.channels <= TILE_ELEMENTS
-    assert rows % (tile.rows * tile.steps) == 0
+    assert tile.rows * tile.channels == TILE_ELEMENTS
+    assert rows % (tile.rows * tile.steps) == 0  # no tail at batch 256
+    assert tile.covered(rows) == rows
     assert channels % tile.channels == 0
     programs = tile.grid(rows, channels)
     assert programs[0] * programs[1] >= H200_SMS, programs
 
 
-@pytest.mark.parametrize("rows,channels", [(50, 64), (4096, 24), (7, 48)])
+@pytest.mark.parametrize("rows,channels", RESNET50_B400)
+def test_batch_400_gets_whole_tiles_and_a_short_tail(rows, channels):
+    # 400 = 16 x 25: at 7x7 tiles that divide the rows would be 16 rows a
+    # program; the kernel takes whole programs and XLA the rest.
+    from official_bench.models.pallas_moments import (
+        MAX_STEPS,
+        MIN_EXACT_STEPS,
+        TILE_ELEMENTS,
+        tiles,
+    )
+    tile = tiles(rows, channels)
+    assert tile.rows * tile.channels == TILE_ELEMENTS
+    assert MIN_EXACT_STEPS <= tile.steps <= MAX_STEPS, tile
+    left = rows - tile.covered(rows)
+    assert 0 <= left < tile.rows * tile.steps
+    assert left <= rows // 100, (tile, left)  # the tail: under 1%
+    programs = tile.grid(rows, channels)
+    assert programs[0] * programs[1] >= H200_SMS, programs
+    if rows == 400 * 7 * 7:
+        assert (tile.steps, left) == (32, 144)
+
+
+@pytest.mark.parametrize("rows,channels", [(600, 64), (50, 64)])
+def test_rows_no_program_covers_are_a_tail(rows, channels):
+    from official_bench.models.pallas_moments import tiles
+    tile = tiles(rows, channels)
+    assert tile.rows == 32 and tile.steps == rows // 32
+    assert tile.grid(rows, channels) == (1, 1)
+    assert rows - tile.covered(rows) == rows % 32
+
+
+@pytest.mark.parametrize("rows,channels", [(31, 64), (4096, 24), (7, 48)])
 def test_shapes_the_tiles_cannot_cover_are_left_to_jax_numpy(rows, channels):
     from official_bench.models.pallas_moments import tiles
     assert tiles(rows, channels) is None
@@ -201,6 +251,7 @@ def test_the_kernel_sums_match_float64(measured):
     # mean 40, shift 39.5: the shifted float32 sums of float16 input, the
     # kernel in Pallas' interpreter
     assert max(measured["kernel_float16"]) < 1e-6, measured["kernel_float16"]
+    assert max(measured["kernel_tail"]) < 1e-6, measured["kernel_tail"]
     assert max(measured["sums_untiled"]) < 1e-6, measured["sums_untiled"]
 
 
@@ -230,6 +281,10 @@ def test_a_gpu_lowering_builds_one_triton_kernel_for_every_resnet50_shape(
         measured):
     assert len(measured["triton"]) == 2 * len(RESNET50_B256)
     for shape, calls in measured["triton"].items():
+        assert calls == ["__gpu$xla.gpu.triton"], shape
+    # batch 400: the kernel, its tail in XLA's reductions
+    assert len(measured["triton_b400"]) == len(RESNET50_B400)
+    for shape, calls in measured["triton_b400"].items():
         assert calls == ["__gpu$xla.gpu.triton"], shape
     assert measured["triton_untiled"] == []  # jax.numpy's reductions
 
