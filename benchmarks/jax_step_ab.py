@@ -18,9 +18,15 @@ Candidates that change only the model or the batch qualify; one that sets
 runtime.xla_flags does not (XLA reads its flags once per process: that is
 jax_speed_ab.py's). A candidate that fails to build or compile is
 reported, not fatal; one that does not fit the budget is skipped.
+A Pallas candidate may carry kernel settings after its name
+(`bn_pallas:num_warps=8:tile_elements=4096`, models/pallas_moments.py's
+Tuning), set while its step is traced: the kernel's tiles and Triton
+parameters A/B'd without a code change.
 
     python benchmarks/jax_step_ab.py --out OUT --budget 300           # GPU
     python benchmarks/jax_step_ab.py --out OUT --cpu --only pad4      # check
+    python benchmarks/jax_step_ab.py --out OUT --dtypes fp16 \
+        --only bn_pallas,bn_pallas:num_warps=8,bn_pallas:max_steps=16
 
 OUT gets ab_verdicts.md (the table for BENCHMARKS.md) and ab.json (every
 block's rate).
@@ -36,7 +42,7 @@ import json
 import os
 import sys
 import time
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
@@ -56,6 +62,13 @@ PROCESS_KEYS = ("runtime.xla_flags",)
 DEFAULT_CANDIDATES = ("pad4", "bn_one_pass", "bn_pallas", "s2d", "b512",
                       "s2d_pad4", "pad8", "b384", "b400")
 CPU_BATCH = 8
+PALLAS = "model.model_params.bn_statistics=pallas"
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelCandidate(Candidate):
+    """A Pallas candidate with kernel settings (pallas_moments.tuned)."""
+    kernel: Tuple[Tuple[str, int], ...] = ()
 
 
 @dataclasses.dataclass
@@ -106,14 +119,18 @@ def refusal(cand: Candidate) -> str:
     return ""
 
 
-def build_side(args, dtype: str, name: str, override: str) -> Side:
-    """The compiled step, warmed up by `args.warmup` steps."""
+def build_side(args, dtype: str, name: str, override: str,
+               kernel: Tuple[Tuple[str, int], ...] = ()) -> Side:
+    """The compiled step, warmed up by `args.warmup` steps; traced with
+    the Pallas kernel settings `kernel`."""
+    from official_bench.models import pallas_moments
     begin = time.perf_counter()
-    jax, train, state, batch, images = jax_profile.build_step(
-        jax_profile.step_config(dtype, args.batch, args.cpu, override),
-        compilation_cache=True)
-    side = Side(name, train, state, batch, images, 0.0)
-    side.block(args.warmup)
+    with pallas_moments.tuned(**dict(kernel)):
+        jax, train, state, batch, images = jax_profile.build_step(
+            jax_profile.step_config(dtype, args.batch, args.cpu, override),
+            compilation_cache=True)
+        side = Side(name, train, state, batch, images, 0.0)
+        side.block(args.warmup)  # compiled here, if not before
     side.build_seconds = time.perf_counter() - begin
     del jax
     return side
@@ -199,7 +216,8 @@ def judge(args, base: Side, row: Row, say) -> None:
     name = row.candidate.name
     say(f"[{row.dtype} {name}] building ...")
     try:
-        side = build_side(args, row.dtype, name, row.candidate.override)
+        side = build_side(args, row.dtype, name, row.candidate.override,
+                          getattr(row.candidate, "kernel", ()))
     except Exception as e:  # noqa: BLE001 - one candidate's failure
         row.failure = first_line(e)
         say(f"[{row.dtype} {name}] FAILED: {row.failure}")
@@ -237,7 +255,8 @@ def markdown(args, rows: Sequence[Row], env, used: float) -> str:
            "img/s | B/A | 95% interval | B/A paired by round | blocks | "
            "verdict |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        change = r.candidate.override.replace("|", "/")
+        change = (r.candidate.override + "".join(
+            f", {k}={v}" for k, v in kernel_of(r.candidate))).replace("|", "/")
         head = f"| {r.dtype} | {r.candidate.name} | `{change}` |"
         if r.verdict is None:
             why = (f"failed: {r.failure}" if r.failure
@@ -255,17 +274,52 @@ def markdown(args, rows: Sequence[Row], env, used: float) -> str:
 def as_json(args, rows: Sequence[Row], env) -> dict:
     return {"args": vars(args), "environment": env, "rows": [
         {"dtype": r.dtype, "candidate": r.candidate.name,
-         "override": r.candidate.override, "baseline": r.baseline,
+         "override": r.candidate.override,
+         "kernel": dict(kernel_of(r.candidate)), "baseline": r.baseline,
          "blocks": r.blocks, "failure": r.failure, "skipped": r.skipped,
          "verdict": r.verdict.as_dict() if r.verdict else None,
          "paired": dataclasses.asdict(r.paired) if r.paired else None}
         for r in rows]}
 
 
+def kernel_of(cand: Candidate) -> Tuple[Tuple[str, int], ...]:
+    return getattr(cand, "kernel", ())
+
+
+def with_kernel(cand: Candidate, settings: Sequence[str]) -> Candidate:
+    """`cand` traced with the Pallas kernel settings ("key=integer");
+    ValueError where one is malformed, unknown or out of range, or `cand`
+    has no Pallas kernel."""
+    from official_bench.models import pallas_moments
+    name = ":".join([cand.name, *settings])
+    if PALLAS not in cand.override:
+        raise ValueError(f"{name}: kernel settings need a candidate with "
+                         "bn_statistics pallas (bn_pallas)")
+    kernel = {}
+    for setting in settings:
+        key, _, value = setting.partition("=")
+        try:
+            kernel[key] = int(value)
+        except ValueError:
+            raise ValueError(f"{name}: {setting!r} is not key=integer"
+                             ) from None
+    try:
+        with pallas_moments.tuned(**kernel):
+            pass
+    except ValueError as e:
+        raise ValueError(f"{name}: {e}") from None
+    return KernelCandidate(name, cand.override, cand.batch, cand.dtypes,
+                           cand.why, tuple(sorted(kernel.items())))
+
+
 def candidates(names: Sequence[str]) -> List[Candidate]:
-    """The named candidates (jax_speed_ab.resolve: '+' joins); ValueError
-    naming an unknown one or one this process cannot run."""
-    out = jax_speed_ab.resolve(names)
+    """The named candidates (jax_speed_ab.resolve: '+' joins; ':' adds
+    Pallas kernel settings); ValueError naming an unknown one, a bad
+    setting or one this process cannot run."""
+    parts = [name.split(":") for name in names]
+    out = [with_kernel(cand, settings) if settings else cand
+           for cand, (_, *settings) in zip(
+               jax_speed_ab.resolve([p[0] for p in parts]), parts)]
     refused = [why for why in map(refusal, out) if why]
     if refused:
         raise ValueError("; ".join(refused))
@@ -291,7 +345,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", type=lambda s: s.split(","),
                    default=list(DEFAULT_CANDIDATES),
                    help="candidates by name, comma-separated, '+' for "
-                        "several together (default: %(default)s)")
+                        "several together, ':key=value' for Pallas kernel "
+                        "settings (bn_pallas:num_warps=8; default: "
+                        "%(default)s)")
     p.add_argument("--rounds", type=_at_least(2), default=8,
                    help="blocks per side, >= 2 (default: %(default)s)")
     p.add_argument("--steps", type=_at_least(1), default=20,

@@ -9,26 +9,81 @@ On GPUs the kernel is lowered through Triton; on CPUs, and for shapes the
 tiles cannot cover (channels without a power-of-two factor of 16, fewer
 rows than one tile), jax.numpy does the same arithmetic (the tests run
 the kernel in Pallas' interpreter). The gradient is written out (a custom
-VJP): elementwise, so XLA fuses it.
+VJP): elementwise, so XLA fuses it. Tile sizes and Triton's parameters
+are a Tuning (first guesses, untuned); `tuned` sets them for the kernels
+traced inside it (benchmarks/jax_step_ab.py's kernel candidates).
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
-from typing import NamedTuple, Optional, Tuple
+from typing import Iterator, NamedTuple, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-TILE_ELEMENTS = 2048  # one loop step's tile: rows x channel block
-MAX_CHANNEL_BLOCK = 128
-MAX_STEPS = 32  # loop steps per program
-# Fewer steps than this when the programs tile the rows exactly (rows
-# with a small power-of-two factor): whole programs and a tail instead.
-MIN_EXACT_STEPS = 8
-NUM_WARPS = 4
-NUM_STAGES = 2
+
+@dataclasses.dataclass(frozen=True)
+class Tuning:
+    """The kernel's tiles and Triton parameters, read when it is traced."""
+    tile_elements: int = 2048  # one loop step's tile: rows x channel block
+    max_channel_block: int = 128
+    max_steps: int = 32  # loop steps per program
+    # Fewer steps than this where the programs tile the rows exactly (rows
+    # with a small power-of-two factor): whole programs and a tail instead.
+    min_exact_steps: int = 8
+    num_warps: int = 4
+    num_stages: int = 2
+
+    def problems(self) -> list:
+        """What is out of range, one phrase per field."""
+        bad = []
+        for name in ("tile_elements", "max_channel_block", "num_warps"):
+            value = getattr(self, name)
+            if value < 1 or value & (value - 1):
+                bad.append(f"{name} {value} is not a power of two")
+        if self.max_channel_block < 16:
+            bad.append(f"max_channel_block {self.max_channel_block} is "
+                       "below 16")
+        if self.tile_elements < self.max_channel_block:
+            bad.append(f"tile_elements {self.tile_elements} is below "
+                       f"max_channel_block {self.max_channel_block}")
+        bad += [f"{name} {getattr(self, name)} is below 1"
+                for name in ("max_steps", "min_exact_steps", "num_stages")
+                if getattr(self, name) < 1]
+        return bad
+
+
+_TUNING = [Tuning()]
+
+
+def tuning() -> Tuning:
+    """The Tuning kernels traced now use."""
+    return _TUNING[-1]
+
+
+@contextlib.contextmanager
+def tuned(**changes: int) -> Iterator[Tuning]:
+    """Kernels traced inside use the current Tuning with `changes`.
+    ValueError naming an unknown field (and the valid ones) or a value
+    out of range."""
+    fields = [f.name for f in dataclasses.fields(Tuning)]
+    unknown = sorted(set(changes) - set(fields))
+    if unknown:
+        raise ValueError(f"unknown Pallas kernel setting(s) "
+                         f"{', '.join(unknown)}; valid: {', '.join(fields)}")
+    new = dataclasses.replace(tuning(), **changes)
+    if new.problems():
+        raise ValueError("Pallas kernel settings: "
+                         + "; ".join(new.problems()))
+    _TUNING.append(new)
+    try:
+        yield new
+    finally:
+        _TUNING.pop()
 
 
 class Tiles(NamedTuple):
@@ -52,16 +107,18 @@ def _power_of_two_factor(n: int) -> int:
 
 def tiles(m: int, c: int) -> Optional[Tiles]:
     """The kernel's tiles for an (m, c) activation: whole tiles of
-    TILE_ELEMENTS; programs that cover the rows exactly where that gives
-    each at least MIN_EXACT_STEPS steps, else MAX_STEPS steps (or all the
+    tile_elements; programs that cover the rows exactly where that gives
+    each at least min_exact_steps steps, else max_steps steps (or all the
     rows hold) and a tail. None where a tile would be too thin to pay or
     the rows fill no tile (jax.numpy then does the sums)."""
-    channels = min(_power_of_two_factor(c), MAX_CHANNEL_BLOCK)
+    t = tuning()
+    channels = min(_power_of_two_factor(c), t.max_channel_block)
     if channels < 16:
         return None
-    rows = TILE_ELEMENTS // channels
-    exact = min(MAX_STEPS, _power_of_two_factor(m) // rows)
-    steps = exact if exact >= MIN_EXACT_STEPS else min(MAX_STEPS, m // rows)
+    rows = t.tile_elements // channels
+    exact = min(t.max_steps, _power_of_two_factor(m) // rows)
+    steps = exact if exact >= t.min_exact_steps \
+        else min(t.max_steps, m // rows)
     return Tiles(rows, steps, channels) if steps else None
 
 
@@ -93,7 +150,7 @@ def _pallas_sums(x, shift, tile: Tiles, interpret: bool = False):
     if not interpret:
         from jax.experimental.pallas import triton as pl_triton
         extra["compiler_params"] = pl_triton.CompilerParams(
-            num_warps=NUM_WARPS, num_stages=NUM_STAGES)
+            num_warps=tuning().num_warps, num_stages=tuning().num_stages)
     total, square = pl.pallas_call(
         functools.partial(_kernel, tile=tile),
         out_shape=(partial, partial),

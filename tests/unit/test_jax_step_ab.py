@@ -4,7 +4,8 @@ model (a candidate judged from its blocks, one that fails to build
 reported beside it, the outputs); with stand-in steps, the rounds'
 alternation and the verdicts it feeds; the budget's skips before anything
 is built; the candidates it refuses (an XLA flag needs a process of its
-own) or does not know."""
+own) or does not know; a Pallas candidate's kernel settings, checked,
+set while it is built and named in its row."""
 
 import json
 import os
@@ -106,6 +107,8 @@ def test_the_budget_skips_before_building_anything():
                     "once per process: benchmarks/jax_speed_ab.py runs it"),
     ("pad4,nope", "unknown candidate(s) nope; valid: b512, pad4"),
     ("b512+b384", "more than one sets the batch"),
+    ("pad4:num_warps=8", "pad4:num_warps=8: kernel settings need a "
+                         "candidate with bn_statistics pallas (bn_pallas)"),
     ("pad4 --rounds 1", "argument --rounds: 1 is below 2"),
     ("pad4 --warmup 0", "argument --warmup: 0 is below 1")])
 def test_candidates_it_cannot_run_are_one_line(only, says):
@@ -130,7 +133,7 @@ def test_a_failure_while_timing_is_that_rows_and_the_others_go_on(
     sides = {"baseline": _Stand("baseline", 1000.0, order),
              "pad4": _Failing("pad4", 0.0, order),
              "pad8": _Stand("pad8", 900.0, order)}
-    monkeypatch.setattr(m, "build_side", lambda args, dtype, name, _: sides[
+    monkeypatch.setattr(m, "build_side", lambda args, dtype, name, *_: sides[
         name])
     args = types.SimpleNamespace(budget=1e9, build=1.0, rounds=2, steps=1,
                                  batch=8, rate=1e6, dtypes=["bf16"])
@@ -153,3 +156,54 @@ def test_every_block_trains_from_the_initial_state():
     assert side.block(3) > 0 and side.block(2) > 0
     assert seen == [0.0, 1.0, 2.0, 0.0, 1.0]
     assert float(side.initial) == 0.0
+
+
+@pytest.mark.parametrize("name, says", [
+    ("bn_pallas:warps=8", "bn_pallas:warps=8: unknown Pallas kernel "
+                          "setting(s) warps; valid: tile_elements, "),
+    ("bn_pallas:num_warps=six", "bn_pallas:num_warps=six: 'num_warps=six' "
+                                "is not key=integer"),
+    ("b400+bn_pallas:num_warps=6", "b400+bn_pallas:num_warps=6: Pallas "
+                                   "kernel settings: num_warps 6 is not a "
+                                   "power of two"),
+    ("bn_one_pass:num_warps=8", "bn_one_pass:num_warps=8: kernel settings "
+                                "need a candidate with bn_statistics "
+                                "pallas")])
+def test_bad_kernel_settings_are_one_line(name, says):
+    with pytest.raises(ValueError) as e:
+        _load().candidates(["pad4", name])
+    assert str(e.value).startswith(says), str(e.value)
+
+
+def test_kernel_settings_hold_while_their_candidate_is_built(monkeypatch):
+    import jax.numpy as jnp
+
+    from official_bench.models import pallas_moments as pm
+    m = _load()
+    seen = []
+
+    def build_step(cfg, compilation_cache):
+        seen.append((cfg.model.model_params.bn_statistics, pm.tuning()))
+        return (None, lambda state, images: (state, state), jnp.zeros(()),
+                (jnp.ones(()),), 8)
+    monkeypatch.setattr(m.jax_profile, "build_step", build_step)
+    cands = m.candidates(["b400+bn_pallas:num_warps=8:max_steps=16",
+                          "bn_pallas"])
+    assert cands[0].batch == 400 and cands[0].name == \
+        "b400+bn_pallas:num_warps=8:max_steps=16"
+    args = types.SimpleNamespace(budget=1e9, build=1.0, rounds=2, steps=1,
+                                 batch=8, rate=1e6, dtypes=["fp16"],
+                                 warmup=1, cpu=True)
+    rows = m.run_all(args, cands, lambda line: None)
+    assert seen == [("two_pass", pm.Tuning()),
+                    ("pallas", pm.Tuning(num_warps=8, max_steps=16)),
+                    ("pallas", pm.Tuning())]
+    assert pm.tuning() == pm.Tuning()
+    assert all(r.verdict is not None for r in rows)
+    table = m.markdown(args, rows, {"card": "cpu", "jax": "x", "keras": "y"},
+                       1.0)
+    assert ("| fp16 | b400+bn_pallas:num_warps=8:max_steps=16 | "
+            "`train_dataset.batch_size=400,model.model_params.bn_statistics"
+            "=pallas, max_steps=16, num_warps=8` |") in table
+    kernels = [r["kernel"] for r in m.as_json(args, rows, {})["rows"]]
+    assert kernels == [{"max_steps": 16, "num_warps": 8}, {}]

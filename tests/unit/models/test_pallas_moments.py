@@ -7,7 +7,8 @@ the custom gradient against jax.numpy's; under shard_map (the trainer's
 step), per-device sums, the replicated shift's gradient summed over
 devices, and JAX accepting the GPU kernel's outputs; the Triton lowering
 for a GPU (done on the CPU: the kernel is built for every ResNet-50
-batch-norm shape at both batches, none left to jax.numpy); and XLA
+batch-norm shape at both batches, none left to jax.numpy, and with the
+tiles and Triton settings `tuned` sets); and XLA
 removing the float32 round trip a mixed_float16 activation makes before
 the kernel.
 """
@@ -36,6 +37,9 @@ RESNET50_B256 = resnet50_shapes(256)
 # MLPerf's H200 batch: rows with a power-of-two factor of 16 at 7x7
 RESNET50_B400 = resnet50_shapes(400)
 H200_SMS = 132
+# Settings the tuned lowering is checked with (the default first)
+TUNED = {"default": {},
+         "tuned": {"tile_elements": 4096, "num_warps": 8, "num_stages": 3}}
 
 
 def _sums_reference(x, shift):
@@ -55,6 +59,19 @@ def _triton_calls(jax, pm, shape, dtype):
     text = jax.jit(pm.centred_sums).trace(x, shift).lower(
         lowering_platforms=("cuda",)).as_text()
     return re.findall(r"custom_call @([\w$.]+)", text)
+
+
+def _triton_settings(jax, pm, **tuning):
+    """The Triton kernel's grid and parameters in a GPU lowering of
+    centred_sums on (4096, 64) float16 traced inside tuned(**tuning)."""
+    x = jax.ShapeDtypeStruct((4096, 64), "float16")
+    shift = jax.ShapeDtypeStruct((64,), "float32")
+    with pm.tuned(**tuning):
+        # a new function: jit would reuse an earlier trace of the same one
+        text = jax.jit(lambda a, b: pm.centred_sums(a, b)).trace(
+            x, shift).lower(lowering_platforms=("cuda",)).as_text()
+    return {k: [int(v) for v in re.findall(rf"{k} = (\d+) : i32", text)]
+            for k in ("grid_x", "num_warps", "num_stages")}
 
 
 def _loop_state_dtypes(jax, pm, rows, channels):
@@ -184,6 +201,8 @@ def kernel_in_child():
                                                     "float16")
                           for m, c in RESNET50_B400}
     out["triton_untiled"] = _triton_calls(jax, pm, (50, 24), "float32")
+    out["triton_tuned"] = {name: _triton_settings(jax, pm, **tuning)
+                           for name, tuning in TUNED.items()}
     out["loop_state"] = _loop_state_dtypes(jax, pm, 4096, 32)
     out["preflight"] = _preflight(jax, pm)
     print(json.dumps(out))
@@ -197,12 +216,12 @@ def measured():
 @pytest.mark.parametrize("rows,channels", RESNET50_B256)
 def test_every_resnet50_batch_norm_is_tiled_and_fills_an_h200(rows,
                                                                channels):
-    from official_bench.models.pallas_moments import TILE_ELEMENTS, tiles
+    from official_bench.models.pallas_moments import Tuning, tiles
     tile = tiles(rows, channels)
     assert tile is not None
     for n in (tile.rows, tile.channels):
         assert n & (n - 1) == 0, tile  # Triton's blocks: powers of two
-    assert tile.rows * tile.channels == TILE_ELEMENTS
+    assert tile.rows * tile.channels == Tuning().tile_elements
     assert rows % (tile.rows * tile.steps) == 0  # no tail at batch 256
     assert tile.covered(rows) == rows
     assert channels % tile.channels == 0
@@ -214,15 +233,11 @@ def test_every_resnet50_batch_norm_is_tiled_and_fills_an_h200(rows,
 def test_batch_400_gets_whole_tiles_and_a_short_tail(rows, channels):
     # 400 = 16 x 25: at 7x7 tiles that divide the rows would be 16 rows a
     # program; the kernel takes whole programs and XLA the rest.
-    from official_bench.models.pallas_moments import (
-        MAX_STEPS,
-        MIN_EXACT_STEPS,
-        TILE_ELEMENTS,
-        tiles,
-    )
+    from official_bench.models.pallas_moments import Tuning, tiles
     tile = tiles(rows, channels)
-    assert tile.rows * tile.channels == TILE_ELEMENTS
-    assert MIN_EXACT_STEPS <= tile.steps <= MAX_STEPS, tile
+    t = Tuning()
+    assert tile.rows * tile.channels == t.tile_elements
+    assert t.min_exact_steps <= tile.steps <= t.max_steps, tile
     left = rows - tile.covered(rows)
     assert 0 <= left < tile.rows * tile.steps
     assert left <= rows // 100, (tile, left)  # the tail: under 1%
@@ -239,6 +254,42 @@ def test_rows_no_program_covers_are_a_tail(rows, channels):
     assert tile.rows == 32 and tile.steps == rows // 32
     assert tile.grid(rows, channels) == (1, 1)
     assert rows - tile.covered(rows) == rows % 32
+
+
+def test_tuned_sets_the_tiles_inside_and_restores_them():
+    from official_bench.models import pallas_moments as pm
+    before = pm.tiles(4096, 64)
+    with pm.tuned(tile_elements=4096) as outer:
+        assert outer.tile_elements == 4096 and outer.num_warps == 4
+        assert pm.tiles(4096, 64) == pm.Tiles(64, 32, 64)
+        with pm.tuned(max_steps=8, num_warps=8):
+            assert pm.tiles(4096, 64) == pm.Tiles(64, 8, 64)
+            assert pm.tuning().tile_elements == 4096  # the outer's kept
+        assert pm.tiles(4096, 64) == pm.Tiles(64, 32, 64)
+    assert pm.tiles(4096, 64) == before == pm.Tiles(32, 32, 64)
+    assert pm.tuning() == pm.Tuning()
+
+
+def test_tuned_refuses_unknown_settings_and_values_out_of_range():
+    from official_bench.models import pallas_moments as pm
+    with pytest.raises(ValueError) as e:
+        with pm.tuned(warps=8):
+            pass
+    assert str(e.value) == (
+        "unknown Pallas kernel setting(s) warps; valid: tile_elements, "
+        "max_channel_block, max_steps, min_exact_steps, num_warps, "
+        "num_stages")
+    with pytest.raises(ValueError) as e:
+        with pm.tuned(tile_elements=3000, num_warps=6, num_stages=0):
+            pass
+    assert str(e.value) == (
+        "Pallas kernel settings: tile_elements 3000 is not a power of two; "
+        "num_warps 6 is not a power of two; num_stages 0 is below 1")
+    with pytest.raises(ValueError, match="tile_elements 64 is below "
+                                         "max_channel_block 128"):
+        with pm.tuned(tile_elements=64):
+            pass
+    assert pm.tuning() == pm.Tuning()  # nothing left set
 
 
 @pytest.mark.parametrize("rows,channels", [(31, 64), (4096, 24), (7, 48)])
@@ -287,6 +338,17 @@ def test_a_gpu_lowering_builds_one_triton_kernel_for_every_resnet50_shape(
     for shape, calls in measured["triton_b400"].items():
         assert calls == ["__gpu$xla.gpu.triton"], shape
     assert measured["triton_untiled"] == []  # jax.numpy's reductions
+
+
+def test_a_tuned_kernel_is_lowered_with_its_tiles_and_triton_settings(
+        measured):
+    # (4096, 64): 32-row tiles, 32 steps, 4 programs by default; tiles of
+    # 4,096 elements halve the programs
+    tuned = measured["triton_tuned"]
+    assert tuned["default"] == {"grid_x": [4], "num_warps": [4],
+                                "num_stages": [2]}
+    assert tuned["tuned"] == {"grid_x": [2], "num_warps": [8],
+                              "num_stages": [3]}
 
 
 def test_xla_removes_the_float32_round_trip_before_the_kernel(measured):
