@@ -120,9 +120,7 @@ def refusals(cfg: Any) -> List[Tuple[str, str]]:
         out.append(("runtime.distribution_strategy",
                     f"{rt.distribution_strategy!r} needs runtime.backend "
                     f"tensorflow; {what} {', '.join(t.strategies)}"))
-    datasets = ["train_dataset"]
-    if cfg.mode == "train_and_eval" and not cfg.evaluation.skip_eval:
-        datasets.append("validation_dataset")
+    datasets = read_datasets(cfg)
     for name in datasets:
         ds = getattr(cfg, name)
         if t.builders is not ALL and ds.builder not in t.builders:
@@ -152,12 +150,24 @@ def refusals(cfg: Any) -> List[Tuple[str, str]]:
     return out
 
 
+def read_datasets(cfg: Any) -> List[str]:
+    """The dataset sections a run of cfg.mode reads."""
+    if cfg.mode == "eval":
+        return ["validation_dataset"]
+    if cfg.mode == "export_only":
+        return []
+    if cfg.mode == "train_and_eval" and not cfg.evaluation.skip_eval:
+        return ["train_dataset", "validation_dataset"]
+    return ["train_dataset"]
+
+
 def _tf_decode(cfg: Any) -> List[Tuple[str, str]]:
-    """decode: gpu on tensorflow, whose tf.data decodes on the CPU."""
+    """decode: gpu on tensorflow, whose tf.data decodes on the CPU (in
+    the datasets the run reads)."""
     return [(f"{name}.decode", f"{getattr(cfg, name).decode!r} needs "
              "runtime.backend jax (its input workers decode through "
              "nvImageCodec); tf.data decodes on the CPU: leave it at 'cpu'")
-            for name in ("train_dataset", "validation_dataset")
+            for name in read_datasets(cfg)
             if getattr(cfg, name).decode != "cpu"]
 
 

@@ -1,6 +1,7 @@
 """train_dataset.decode (config/schema.py): cpu or gpu, refused in one line
 where it cannot run (config/backends.py): on tensorflow, on a builder
-without record files, and on jax without GPUs."""
+without record files, and on jax without GPUs; in the datasets the run
+reads only, on both backends."""
 
 import pytest
 
@@ -39,3 +40,20 @@ def test_an_unknown_value_names_the_valid_ones():
 def test_refused_in_one_line_where_it_cannot_run(override, words):
     lines = config_error_lines(override)
     assert len(lines) == 1 and lines[0].startswith(words), lines
+
+
+@pytest.mark.parametrize("override, refused", [
+    ("", ["train_dataset.decode", "validation_dataset.decode"]),
+    ("evaluation.skip_eval=true", ["train_dataset.decode"]),
+    ("mode=train", ["train_dataset.decode"]),
+    ("mode=eval", ["validation_dataset.decode"]),
+    ("mode=export_only", []),
+])
+def test_tensorflow_refuses_gpu_decode_in_the_datasets_the_run_reads(
+        override, refused):
+    both = "train_dataset.decode=gpu,validation_dataset.decode=gpu"
+    if not refused:
+        C.load_config(params_override=f"{both},{override}")
+        return
+    lines = config_error_lines(",".join(filter(None, [both, override])))
+    assert [line.split(":")[0] for line in lines] == refused, lines
