@@ -188,6 +188,9 @@ def kernel_in_child():
 
     (sums, grads), out["shard_map_gpu"] = _on_two_devices(jax, pm, x32,
                                                           shift)
+    # 600 rows a device: the kernel's 576 and a tail, under shard_map
+    out["shard_map_gpu_tail"] = _on_two_devices(jax, pm, x32[:1200],
+                                                shift)[1]
     halves = [_sums_reference(h, shift) for h in np.split(x32, 2)]
     out["shard_map_sums"] = [_relative(sums[k][d], halves[d][k])
                              for d in range(2) for k in range(2)]
@@ -326,6 +329,7 @@ def test_under_shard_map_each_device_sums_its_rows_and_the_shift_grads_add(
     # and the trainer's shard_map accepts the GPU kernel's outputs
     # (the sums and the gradient's forward: one kernel each)
     assert measured["shard_map_gpu"] == ["__gpu$xla.gpu.triton"] * 2
+    assert measured["shard_map_gpu_tail"] == ["__gpu$xla.gpu.triton"] * 2
 
 
 def test_a_gpu_lowering_builds_one_triton_kernel_for_every_resnet50_shape(
