@@ -17,7 +17,9 @@ hold what the TensorFlow pipeline's one buffer holds), then parse
 
 Bad records raise BadRecord with the TensorFlow path's line (and its skip
 hint), or with `skip_bad_records: true` are logged and counted as it logs
-them (record_problems.py): the count is this worker's. TensorFlow-free.
+them (record_problems.py): the count is this worker's; a training worker
+that has skipped every record of its share since its last example raises
+ConfigError (no epoch would make one). TensorFlow-free.
 """
 
 from __future__ import annotations
@@ -137,9 +139,11 @@ def shuffled(items: Iterator, size: int, rng: random.Random) -> Iterator:
 
 def _epochs(files: List[str], sizes: List[int], keep: Tuple[int, int],
             ds: DatasetConfig, training: bool, name: str,
-            first_epoch: int) -> Iterator[Item]:
+            first_epoch: int, per_epoch: Optional[List[int]] = None
+            ) -> Iterator[Item]:
     """This worker's records (and the Problems it reports), one pass, or
-    endless epochs in a reshuffled file order when training."""
+    endless epochs in a reshuffled file order when training; each
+    training epoch's count of records is appended to `per_epoch`."""
     k_index, k_count = keep
     epoch = first_epoch
     while True:
@@ -163,7 +167,32 @@ def _epochs(files: List[str], sizes: List[int], keep: Tuple[int, int],
                 f"record to read: its {len(files)} file(s) ({files[0]} ...) "
                 f"hold none of its share (every {k_count}-th record from "
                 f"{k_index}); use fewer loader workers")
+        if per_epoch is not None:
+            per_epoch.append(kept)
         epoch += 1
+
+
+class _BadRun:
+    """The records skipped since the last example made. Once they are
+    every record of a training worker's share (`per_epoch`: its records
+    per epoch, as _epochs counts them), no epoch will make one: raises
+    ConfigError instead of skipping them until the stall timeout."""
+
+    def __init__(self, key: str, per_epoch: List[int]):
+        self.key, self.per_epoch = key, per_epoch
+        self.records: set = set()
+
+    def made(self) -> None:
+        self.records.clear()
+
+    def skipped(self, filename: str, index: int, line: str) -> None:
+        self.records.add((filename, index))
+        if self.per_epoch and len(self.records) >= self.per_epoch[-1]:
+            raise ConfigError(
+                f"{self.key}: a loader worker skipped all "
+                f"{self.per_epoch[-1]} record(s) of its share as bad "
+                f"(skip_bad_records: true) and can make no batch; the "
+                f"last: {line}")
 
 
 class _Bad(Exception):
@@ -249,8 +278,10 @@ def worker_examples(ds: DatasetConfig, files: Sequence[str], *,
         f"/records {record_shard[0]} of {record_shard[1]}"
     name = (f"{worker_index}/{num_workers}/{seed}/"
             f"{zlib.crc32(chr(0).join(files).encode()):08x}{share}")
+    per_epoch: List[int] = []
     items = _epochs(mine, _sizes(mine), keep, ds, training, name,
-                    epoch_offset)
+                    epoch_offset, per_epoch)
+    bad_run = _BadRun(record_sets.config_key(training), per_epoch)
     rng = random.Random(f"{name}/records/{epoch_offset}")
     buffer = math.ceil(ds.shuffle_buffer_size / num_workers)
     if training and ds.shuffle_buffer_size > 1 and buffer > 1:
@@ -262,12 +293,17 @@ def worker_examples(ds: DatasetConfig, files: Sequence[str], *,
         else:
             filename, index, record = item
             try:
-                yield _example(record, layout, offset, ds, training, rng,
-                               decoder, device)
-                continue
+                example = _example(record, layout, offset, ds, training,
+                                   rng, decoder, device)
             except _Bad as bad:
                 detail = str(bad)
+            else:
+                bad_run.made()
+                yield example
+                continue
         line = words.message_line(filename, index, detail)
         if not ds.skip_bad_records:
             raise BadRecord(line + words.SKIP_HINT, filename, index)
         words.log_skipped(ds.split, skipped, [line], 1)
+        if not isinstance(item, Problem):
+            bad_run.skipped(filename, index, line)

@@ -370,3 +370,30 @@ def test_only_builder_records(tmp_path):
 def test_decoder_is_named_for_result_json():
     assert host_examples.DECODER == "simplejpeg"
     assert natural_jpeg(0, 16, 12)[:3] == b"\xff\xd8\xff"
+
+
+class BoundedSkips(record_problems.SkippedRecords):
+    """Fails a test whose worker would skip bad records forever."""
+
+    def add(self, split, count):
+        total = super().add(split, count)
+        assert total < 100, "the worker skips bad records without end"
+        return total
+
+
+def test_a_worker_whose_every_record_is_bad_says_so(tmp_path):
+    """skip_bad_records: true and a share of bad records only (here every
+    label out of range): a training worker ends in one line instead of
+    skipping them epoch after epoch until its stall timeout."""
+    numbered_tree(tmp_path, files=2, per_file=3)
+    ds = numbered_cfg(tmp_path, files=2, per_file=3, skip_bad_records=True,
+                      label_offset=50, shuffle_buffer_size=4)
+    files = host_examples.process_files(ds, 0, 1, True)
+    with pytest.raises(ConfigError, match="train_dataset: a loader worker "
+                       "skipped all 6 record"):
+        labels(ds, files, 1, training=True, skipped=BoundedSkips())
+    # One good record among them is enough to go on.
+    one = numbered_cfg(tmp_path, files=2, per_file=3, skip_bad_records=True,
+                       num_classes=1, shuffle_buffer_size=4)
+    assert labels(one, files, 5, training=True, skipped=BoundedSkips()) \
+        == [0] * 5
