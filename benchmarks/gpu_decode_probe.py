@@ -7,8 +7,9 @@ worker does (the whole image, then the window): images per second, the
 process's CPU seconds per image (every thread, nvImageCodec's too), images it
 could not decode, and the mean absolute difference from simplejpeg's pixels of
 the same window (0-255 units). Then an input worker's whole per-image work
-(decode_crop: window, resize, flip; one image per call) with simplejpeg and
-with `decode: gpu`'s decoder.
+(window, decode, resize, flip) with simplejpeg and with `decode: gpu`'s
+decoder, one image a call and, as the workers decode, a group of
+host_examples.WINDOW_GROUP a call.
 
     python benchmarks/gpu_decode_probe.py --image_dir DIR [--batch 256]
         [--seconds 8] [--decoders hw,cuda] [--json OUT.json]
@@ -35,7 +36,11 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from official_bench.data.records import crop_sampling, host_decode  # noqa: E402
+from official_bench.data.records import (  # noqa: E402
+    crop_sampling,
+    host_decode,
+    host_examples,
+)
 
 # nvImageCodec 0.9 registers nvJPEG's CUDA decoder as HYBRID_CPU_GPU.
 KINDS = {"hw": "HW_GPU_ONLY", "cuda": "HYBRID_CPU_GPU", "cpu": "CPU_ONLY"}
@@ -145,22 +150,31 @@ def nv_rate(nv, name: str, images, batch: int, seconds: float) -> dict:
             "mad": statistics.mean(mads) if mads else None}
 
 
-def worker_rate(decoder: str, images, seconds: float) -> dict:
-    """An input worker's whole per-image work (host_decode.decode_crop:
-    the window decoded, resized to 224, flipped) with `decoder`, one
-    image per call as the workers decode: per wall and per CPU second."""
-    count = 0
+def worker_rate(decoder: str, images, seconds: float, group: int = 1
+                ) -> dict:
+    """An input worker's whole per-image work (host_decode.start_crop
+    and finish_crops: the window decoded, resized to 224, flipped) with
+    `decoder`, a window decoder taking `group` windows a call: per wall
+    and per CPU second."""
+    count = failed = 0
     cpu0, wall0 = time.process_time(), time.perf_counter()
     while time.perf_counter() - wall0 < seconds:
-        data, window = images[count % len(images)]
-        host_decode.decode_crop(data, lambda h, w: window, 224, count % 2 == 0,
-                                decoder=decoder, dct_scaling=False)
-        count += 1
+        crops = []
+        for k in range(count, count + group):
+            data, window = images[k % len(images)]
+            crops.append(host_decode.start_crop(
+                data, lambda h, w, window=window: window, 224, k % 2 == 0,
+                decoder=decoder, dct_scaling=False))
+        pending = [c for c in crops if isinstance(c, host_decode.Pending)]
+        if pending:
+            done = host_decode.finish_crops(pending, decoder)
+            failed += sum(isinstance(c, Exception) for c in done)
+        count += group
     wall = time.perf_counter() - wall0
     cpu = time.process_time() - cpu0
-    return {"decoder": f"worker path, {decoder}", "img_s": count / wall,
-            "cpu_ms_per_image": 1e3 * cpu / count, "failed": 0,
-            "mad": None, "images": count}
+    return {"decoder": f"worker path, {decoder}, {group} a call",
+            "img_s": count / wall, "cpu_ms_per_image": 1e3 * cpu / count,
+            "failed": failed, "mad": None, "images": count}
 
 
 def report(rows, args) -> None:
@@ -190,7 +204,8 @@ def main(argv=None) -> int:
                         " (default hw,cuda)")
     p.add_argument("--worker_decoders", default="simplejpeg,nvimgcodec",
                    help="host_decode decoders timed on the input worker's "
-                        "whole per-image work, one image per call "
+                        "whole per-image work; a window decoder one image "
+                        "a call and a group of host_examples.WINDOW_GROUP "
                         "(default simplejpeg,nvimgcodec; '' for none)")
     p.add_argument("--json", help="also write the rows here")
     args = p.parse_args(argv)
@@ -219,13 +234,16 @@ def main(argv=None) -> int:
                          "error": f"{type(e).__name__}: {e}"})
         print(f"{rows[-1]['decoder']}: {rows[-1]['img_s']:,.0f} img/s",
               flush=True)
-    for decoder in args.worker_decoders.split(","):
-        if decoder:
+    for decoder in filter(None, args.worker_decoders.split(",")):
+        groups = [1, host_examples.WINDOW_GROUP] \
+            if decoder in host_decode.WINDOW_DECODERS else [1]
+        for group in groups:
             try:
                 rows.append(worker_rate(decoder, images,
-                                        min(args.seconds, 4.0)))
+                                        min(args.seconds, 4.0), group))
             except Exception as e:  # DecoderUnavailable: no GPU here
-                print(f"worker path, {decoder}: failed: {e}", flush=True)
+                print(f"worker path, {decoder}, {group} a call: failed: {e}",
+                      flush=True)
     report(rows, args)
     if args.json:
         with open(args.json, "w") as f:

@@ -11,9 +11,9 @@
 # CUDA 13, simplejpeg; cp312 manylinux, as for scripts/gpu_jax_check.sh).
 # IMAGES (2000), BATCH (256), PROBE_SECONDS (8), DECODERS (hw,cuda; cpu
 # runs without a GPU and checks the flow), WORKER_DECODERS (simplejpeg,
-# nvimgcodec: an input worker's per-image work with each, one image per
-# call; nvimgcodec_cpu without a GPU). OUT_DIR gets summary.txt and
-# probe.json.
+# nvimgcodec: an input worker's per-image work with each, a window
+# decoder one image and 32 a call; nvimgcodec_cpu without a GPU).
+# OUT_DIR gets summary.txt and probe.json.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=lib/gpu_stage.sh

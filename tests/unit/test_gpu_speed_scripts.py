@@ -4,7 +4,9 @@ end to end with a stand-in trainer (a Python that prints TimeHistory
 lines at a speed its candidate sets, or fails as an unknown XLA flag
 does), the A/B plan's budget arithmetic and combined candidates, and
 benchmarks/jax_profile.py reading a finished capture folder back into its
-side-by-side tables."""
+side-by-side tables, and benchmarks/gpu_decode_probe.py on nvImageCodec's
+CPU decoder (a window decoder's worker path one image and a group a
+call)."""
 
 import gzip
 import json
@@ -191,3 +193,31 @@ def test_the_gpu_stage_scripts_say_their_usage(script):
                        text=True, timeout=30)
     assert p.returncode == 0 and f"bash scripts/{script}.sh OUT_DIR" in \
         p.stdout and p.stdout.endswith("  -h, --help  this text\n")
+
+
+def test_the_decode_probe_times_the_worker_path_alone_and_in_groups(
+        tmp_path):
+    from support.natural_images import natural_jpeg
+    for k in range(6):
+        (tmp_path / f"{k}.JPEG").write_bytes(natural_jpeg(k, 300, 200))
+    out = tmp_path / "probe.json"
+    p = subprocess.run(
+        [sys.executable, os.path.join(REPO, "benchmarks",
+                                      "gpu_decode_probe.py"),
+         "--image_dir", str(tmp_path), "--batch", "4", "--seconds", "0.2",
+         "--decoders", "cpu", "--worker_decoders",
+         "simplejpeg,nvimgcodec_cpu", "--json", str(out)],
+        env=cli_env({"PYTHONPATH": REPO}), capture_output=True, text=True,
+        timeout=120)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    rows = {r["decoder"]: r for r in json.loads(out.read_text())["rows"]}
+    assert list(rows) == [
+        "simplejpeg, 1 thread", "nvImageCodec cpu (CPU_ONLY)",
+        "worker path, simplejpeg, 1 a call",
+        "worker path, nvimgcodec_cpu, 1 a call",
+        "worker path, nvimgcodec_cpu, 32 a call"]
+    assert rows["nvImageCodec cpu (CPU_ONLY)"]["mad"] < 1.5
+    grouped = rows["worker path, nvimgcodec_cpu, 32 a call"]
+    assert grouped["images"] % 32 == 0 and grouped["images"] > 0
+    assert grouped["failed"] == 0 and grouped["img_s"] > 0
+    assert "| worker path, nvimgcodec_cpu, 32 a call | " in p.stdout

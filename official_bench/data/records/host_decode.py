@@ -22,7 +22,10 @@ whole by Pillow, as decode_image does.
 a GPU through nvImageCodec (its JPEG engines, else CUDA), then resizes
 as above; grayscale, CMYK and what it gives nothing back for take the CPU
 path. `nvimgcodec_cpu`: the same code on nvImageCodec's CPU decoder (what
-the tests run). TensorFlow-free.
+the tests run). A window decoder takes several windows in one call:
+start_crop draws an image's window and leaves it Pending, finish_crops
+decodes a group of them (decode_crop is both, for one image).
+TensorFlow-free.
 """
 
 from __future__ import annotations
@@ -31,7 +34,16 @@ import io
 import os
 import sys
 import tempfile
-from typing import Callable, Dict, Optional, Tuple
+from typing import (
+    Callable,
+    Dict,
+    List,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
 
 import numpy as np
 
@@ -57,6 +69,17 @@ class UndecodableImage(ValueError):
 
 class DecoderUnavailable(RuntimeError):
     """A decoder could not be loaded or started (not one image's fault)."""
+
+
+class Pending(NamedTuple):
+    """A colour JPEG whose window (drawn) a window decoder is to decode
+    with others (finish_crops), then resize to `size`, flipped or not."""
+    data: bytes
+    header: Tuple[int, int, int, bool]
+    window: Window
+    size: int
+    flip: bool
+    dct_scaling: bool
 
 
 def is_jpeg(data: bytes) -> bool:
@@ -268,29 +291,38 @@ def _start_decoder(nv, kind: str, device: int):
     return nv, decoder, params
 
 
-def _nv_window(data: bytes, window, kind: str,
-               device: int) -> Optional[np.ndarray]:
-    """The window of a colour JPEG, RGB, decoded alone by nvImageCodec;
-    None where it gave nothing back (the CPU path then decides, and the
-    first time a worker says so). Raises DecoderUnavailable when the
-    decoder itself fails (a CUDA error, memory), not the image."""
+def _nv_windows(pending: Sequence[Pending], kind: str,
+                device: int) -> List[Optional[np.ndarray]]:
+    """The windows of colour JPEGs, RGB, decoded in one call of
+    nvImageCodec; None where it gave nothing back (the CPU path then
+    decides, and the first time a worker says so). Raises
+    DecoderUnavailable when the decoder itself fails (a CUDA error,
+    memory), not an image."""
     nv, decoder, params = _nv_decoder(kind, device)
-    y, x, h, w = window
+    streams, where = [], []
+    for k, p in enumerate(pending):
+        y, x, h, w = p.window
+        try:
+            streams.append(nv.CodeStream(p.data).get_sub_code_stream(
+                region=nv.Region(y, x, y + h, x + w)))
+            where.append(k)
+        except Exception:  # noqa: BLE001 - bytes it cannot parse
+            _fell_back(len(p.data), "could not parse it")
+    out: List[Optional[np.ndarray]] = [None] * len(pending)
     try:
-        stream = nv.CodeStream(data).get_sub_code_stream(
-            region=nv.Region(y, x, y + h, x + w))
-    except Exception:  # noqa: BLE001 - bytes it cannot parse
-        return _fell_back(len(data), "could not parse it")
-    try:
-        image = decoder.decode(stream, params=params)
-        crop = None if image is None else np.asarray(image.cpu())
+        images = decoder.decode(streams, params=params) if streams else []
+        for k, image in zip(where, images):
+            out[k] = None if image is None else np.asarray(image.cpu())
     except Exception as e:
         raise DecoderUnavailable(
             f"nvImageCodec failed on {_where(kind, device)}: "
             f"{type(e).__name__}: {e}") from e
-    if crop is None or crop.shape != (h, w, 3):
-        return _fell_back(len(data), "gave no image of the window back")
-    return crop
+    for k, p in enumerate(pending):
+        if k in where and (out[k] is None or
+                           out[k].shape != (p.window[2], p.window[3], 3)):
+            out[k] = _fell_back(len(p.data),
+                                "gave no image of the window back")
+    return out
 
 
 def _fell_back(size: int, why: str) -> None:
@@ -337,37 +369,82 @@ def decode_crop(data: bytes, window_fn: WindowFn, size: int, flip: bool,
     when the crop stays at least `size` (else always whole); a window
     decoder decodes the window alone, on GPU `device`. Raises
     UndecodableImage."""
-    bgr = False
+    crop = start_crop(data, window_fn, size, flip, channels, decoder,
+                      dct_scaling)
+    if isinstance(crop, Pending):
+        crop = finish_crops([crop], decoder, device)[0]
+        if isinstance(crop, UndecodableImage):
+            raise crop
+    return crop
+
+
+def start_crop(data: bytes, window_fn: WindowFn, size: int, flip: bool,
+               channels: int = 3, decoder: str = DECODER,
+               dct_scaling: bool = True) -> Union[np.ndarray, Pending]:
+    """decode_crop up to the decode: a colour JPEG that a window decoder
+    takes comes back Pending, its window drawn (for finish_crops); any
+    other image comes back done, on the CPU path. Raises
+    UndecodableImage."""
     try:
-        if is_jpeg(data):
-            header = jpeg_header(data)
-            y, x, h, w = window_fn(header[0], header[1])
-            if decoder in WINDOW_DECODERS:
-                if header[2] == 3 and channels == 3:
-                    crop = _nv_window(data, (y, x, h, w),
-                                      WINDOW_DECODERS[decoder], device)
-                    if crop is not None:
-                        return resize(crop, size, flip)
-                decoder = DECODER  # grayscale, CMYK, or not decoded there
-            need = (-(-header[0] * size // h), -(-header[1] * size // w)) \
-                if dct_scaling else header[:2]
-            image = _JPEG[decoder](data, header, need, channels)
-            bgr = decoder == "opencv"
-            if image.shape[:2] != header[:2]:  # scaled in the DCT
-                fy, fx = (image.shape[0] / header[0],
-                          image.shape[1] / header[1])
-                y, x, h, w = (round(y * fy), round(x * fx),
-                              max(1, round(h * fy)), max(1, round(w * fx)))
-        else:
+        if not is_jpeg(data):
             image = decode_other(data, channels)
-            y, x, h, w = window_fn(*image.shape[:2])
+            return _resize_window(image, window_fn(*image.shape[:2]), size,
+                                  flip)
+        header = jpeg_header(data)
+        window = window_fn(header[0], header[1])
+        if decoder in WINDOW_DECODERS and header[2] == 3 and channels == 3:
+            return Pending(data, header, window, size, flip, dct_scaling)
+        if decoder in WINDOW_DECODERS:  # grayscale or CMYK
+            decoder = DECODER
+        return _cpu_crop(data, header, window, size, flip, channels,
+                         decoder, dct_scaling)
     except (UndecodableImage, DecoderUnavailable):
         raise
     except Exception as e:  # the decoders raise many kinds
         raise UndecodableImage(f"{type(e).__name__}: {e}") from e
-    if image.ndim == 2:
-        image = image[..., None]
-    out = resize(image[y:y + h, x:x + w], size, flip)
-    if bgr and channels == 3:
+
+
+def finish_crops(pending: Sequence[Pending], decoder: str, device: int = 0
+                 ) -> List[Union[np.ndarray, UndecodableImage]]:
+    """The crops of `pending`, their windows decoded by `decoder` (a
+    window decoder) in one call on GPU `device`; one it gives nothing
+    back for takes the CPU path. An image that cannot be decoded is its
+    UndecodableImage in the list; raises DecoderUnavailable."""
+    windows = _nv_windows(pending, WINDOW_DECODERS[decoder], device)
+    out: List[Union[np.ndarray, UndecodableImage]] = []
+    for p, window in zip(pending, windows):
+        try:
+            out.append(resize(window, p.size, p.flip) if window is not None
+                       else _cpu_crop(p.data, p.header, p.window, p.size,
+                                      p.flip, 3, DECODER, p.dct_scaling))
+        except UndecodableImage as e:
+            out.append(e)
+        except Exception as e:  # noqa: BLE001 - the decoders' many kinds
+            out.append(UndecodableImage(f"{type(e).__name__}: {e}"))
+    return out
+
+
+def _cpu_crop(data: bytes, header, window: Window, size: int, flip: bool,
+              channels: int, decoder: str, dct_scaling: bool) -> np.ndarray:
+    """A JPEG decoded by a CPU decoder (scaled in the DCT where
+    `dct_scaling` allows), its window cut, resized, flipped."""
+    y, x, h, w = window
+    need = (-(-header[0] * size // h), -(-header[1] * size // w)) \
+        if dct_scaling else header[:2]
+    image = _JPEG[decoder](data, header, need, channels)
+    if image.shape[:2] != header[:2]:  # scaled in the DCT
+        fy, fx = image.shape[0] / header[0], image.shape[1] / header[1]
+        window = (round(y * fy), round(x * fx),
+                  max(1, round(h * fy)), max(1, round(w * fx)))
+    out = _resize_window(image, window, size, flip)
+    if decoder == "opencv" and channels == 3:  # BGR
         out = out[..., ::-1].copy()
     return out
+
+
+def _resize_window(image: np.ndarray, window: Window, size: int,
+                   flip: bool) -> np.ndarray:
+    if image.ndim == 2:
+        image = image[..., None]
+    y, x, h, w = window
+    return resize(image[y:y + h, x:x + w], size, flip)

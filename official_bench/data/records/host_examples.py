@@ -13,7 +13,10 @@ read 10 at a time, records through a seeded shuffle buffer (each worker
 holds shuffle_buffer_size / num_workers records, so the workers together
 hold what the TensorFlow pipeline's one buffer holds), then parse
 (example_wire.py), label offset and range, decode, train crop and flip
-(host_decode.py). Evaluation: one pass in file order, centre crop.
+(host_decode.py). Evaluation: one pass in file order, centre crop. A
+window decoder (decode: gpu) decodes WINDOW_GROUP windows a call: each
+record's window is drawn as it is read, the group decoded, the examples
+given in order.
 
 Bad records raise BadRecord with the TensorFlow path's line (and its skip
 hint), or with `skip_bad_records: true` are logged and counted as it logs
@@ -28,7 +31,7 @@ import math
 import os
 import random
 import zlib
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from absl import logging
@@ -45,6 +48,9 @@ from official_bench.data.records.framing import Problem, count_records
 from official_bench.data.records.host_reader import Item, interleave
 
 DECODER = host_decode.DECODER  # the loader writes it into result.json
+# Windows a window decoder (decode: gpu) decodes in one call: fewer
+# round trips to the GPU, and a batch for its JPEG engines.
+WINDOW_GROUP = 32
 BOX_SIDES = ("ymin", "xmin", "ymax", "xmax")
 
 
@@ -217,8 +223,10 @@ def _parse(record: bytes, layout: record_sets.Layout):
 
 
 def _example(record: bytes, layout, offset: int, ds: DatasetConfig,
-             training: bool, rng: random.Random, decoder: str = DECODER,
-             device: int = 0) -> Tuple[np.ndarray, int]:
+             training: bool, rng: random.Random, decoder: str = DECODER
+             ) -> Tuple[Union[np.ndarray, host_decode.Pending], int]:
+    """(crop, label); a window decoder's colour JPEG crop is Pending, its
+    window drawn (_in_groups decodes it). Raises _Bad."""
     image, raw_label, boxes = _parse(record, layout)
     label = raw_label - offset
     if not 0 <= label < ds.num_classes:
@@ -235,13 +243,78 @@ def _example(record: bytes, layout, offset: int, ds: DatasetConfig,
                                                ds.eval_crop_padding)
         flip = False
     try:
-        pixels = host_decode.decode_crop(image, window, ds.image_size, flip,
-                                         ds.num_channels, decoder,
-                                         dct_scaling=training, device=device)
+        pixels = host_decode.start_crop(image, window, ds.image_size, flip,
+                                        ds.num_channels, decoder,
+                                        dct_scaling=training)
     except host_decode.UndecodableImage as e:
         raise _Bad(words.undecodable(layout.image_key).format(len(image))
                    ) from e
     return pixels, label
+
+
+class _Made(NamedTuple):
+    """A record's example; its crop still Pending in a window decoder's
+    group."""
+    pixels: Union[np.ndarray, host_decode.Pending]
+    label: int
+    filename: str
+    index: int
+
+
+class _Skip(NamedTuple):
+    """A record's problem (`record`), or a file's: its line's parts."""
+    filename: str
+    index: int
+    detail: str
+    record: bool
+
+
+def _outcome(item, layout, offset: int, ds: DatasetConfig, training: bool,
+             rng: random.Random, decoder: str) -> Union[_Made, _Skip]:
+    if isinstance(item, Problem):
+        return _Skip(item.filename, item.index, item.detail, False)
+    filename, index, record = item
+    try:
+        pixels, label = _example(record, layout, offset, ds, training, rng,
+                                 decoder)
+    except _Bad as bad:
+        return _Skip(filename, index, str(bad), True)
+    return _Made(pixels, label, filename, index)
+
+
+def _pending(outcome) -> bool:
+    return isinstance(outcome, _Made) and \
+        isinstance(outcome.pixels, host_decode.Pending)
+
+
+def _in_groups(outcomes: Iterator, decoder: str, device: int,
+               image_key: str) -> Iterator[Union[_Made, _Skip]]:
+    """`outcomes` in order, their Pending crops decoded WINDOW_GROUP to a
+    call (the last group when the outcomes end)."""
+    held: list = []
+    for outcome in outcomes:
+        held.append(outcome)
+        if sum(map(_pending, held)) == WINDOW_GROUP:
+            yield from _finished(held, decoder, device, image_key)
+            held = []
+    yield from _finished(held, decoder, device, image_key)
+
+
+def _finished(held: list, decoder: str, device: int,
+              image_key: str) -> Iterator[Union[_Made, _Skip]]:
+    group = [o for o in held if _pending(o)]
+    crops = iter(host_decode.finish_crops([o.pixels for o in group],
+                                          decoder, device) if group else [])
+    for outcome in held:
+        if not _pending(outcome):
+            yield outcome
+            continue
+        crop = next(crops)
+        if isinstance(crop, host_decode.UndecodableImage):
+            yield _Skip(outcome.filename, outcome.index, words.undecodable(
+                image_key).format(len(outcome.pixels.data)), True)
+        else:
+            yield outcome._replace(pixels=crop)
 
 
 def worker_examples(ds: DatasetConfig, files: Sequence[str], *,
@@ -286,24 +359,23 @@ def worker_examples(ds: DatasetConfig, files: Sequence[str], *,
     buffer = math.ceil(ds.shuffle_buffer_size / num_workers)
     if training and ds.shuffle_buffer_size > 1 and buffer > 1:
         items = shuffled(items, buffer, rng)
-    device = decode_devices[worker_index % len(decode_devices)]
-    for item in items:
-        if isinstance(item, Problem):
-            filename, index, detail = item.filename, item.index, item.detail
-        else:
-            filename, index, record = item
-            try:
-                example = _example(record, layout, offset, ds, training,
-                                   rng, decoder, device)
-            except _Bad as bad:
-                detail = str(bad)
-            else:
-                bad_run.made()
-                yield example
-                continue
-        line = words.message_line(filename, index, detail)
+    outcomes = (_outcome(item, layout, offset, ds, training, rng, decoder)
+                for item in items)
+    if decoder in host_decode.WINDOW_DECODERS:
+        outcomes = _in_groups(
+            outcomes, decoder,
+            decode_devices[worker_index % len(decode_devices)],
+            layout.image_key)
+    for outcome in outcomes:
+        if isinstance(outcome, _Made):
+            bad_run.made()
+            yield outcome.pixels, outcome.label
+            continue
+        line = words.message_line(outcome.filename, outcome.index,
+                                  outcome.detail)
         if not ds.skip_bad_records:
-            raise BadRecord(line + words.SKIP_HINT, filename, index)
+            raise BadRecord(line + words.SKIP_HINT, outcome.filename,
+                            outcome.index)
         words.log_skipped(ds.split, skipped, [line], 1)
-        if not isinstance(item, Problem):
-            bad_run.skipped(filename, index, line)
+        if outcome.record:
+            bad_run.skipped(outcome.filename, outcome.index, line)

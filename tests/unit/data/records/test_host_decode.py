@@ -244,13 +244,13 @@ def test_a_window_decoder_decodes_that_window(flip):
 @pytest.fixture
 def decoded_windows(monkeypatch):
     """How many windows nvImageCodec gave back (not left to the CPU)."""
-    count, real = [0], host_decode._nv_window
+    count, real = [0], host_decode._nv_windows
 
     def spy(*args):
         out = real(*args)
-        count[0] += out is not None
+        count[0] += sum(window is not None for window in out)
         return out
-    monkeypatch.setattr(host_decode, "_nv_window", spy)
+    monkeypatch.setattr(host_decode, "_nv_windows", spy)
     return count
 
 
@@ -274,8 +274,8 @@ def test_an_image_it_gives_nothing_back_for_takes_the_cpu_path(
     nv, decoder, params = host_decode._nv_decoder("cpu", 0)
 
     class Nothing:
-        def decode(self, *args, **kwargs):
-            return None
+        def decode(self, streams, **kwargs):
+            return [None] * len(streams)
     monkeypatch.setitem(host_decode._NV, ("cpu", 0), (nv, Nothing(), params))
     monkeypatch.setattr(host_decode, "_FELL_BACK", [0])
     for _ in range(2):
@@ -287,6 +287,47 @@ def test_an_image_it_gives_nothing_back_for_takes_the_cpu_path(
                     f"window back for a JPEG of {len(data)} bytes; the CPU "
                     f"decodes it, and any other it does not take (said once "
                     f"per worker)"]
+
+
+def test_a_group_is_decoded_in_one_call_as_each_image_alone(monkeypatch):
+    images = [natural_jpeg(k, 300 + 40 * k, 200) for k in range(4)]
+    gray = natural_jpeg(1, 300, 200, mode="L")
+    windows = [(10 * k, 20, 150, 180 + 10 * k) for k in range(4)]
+    alone = [host_decode.decode_crop(data, lambda h, w, win=win: win, 64,
+                                     k % 2 == 0, decoder="nvimgcodec_cpu")
+             for k, (data, win) in enumerate(zip(images, windows))]
+    nv, decoder, params = host_decode._nv_decoder("cpu", 0)
+    calls = []
+
+    class Counting:
+        def decode(self, streams, **kwargs):
+            calls.append(len(streams))
+            return decoder.decode(streams, **kwargs)
+    monkeypatch.setitem(host_decode._NV, ("cpu", 0), (nv, Counting(),
+                                                       params))
+    drawn = []
+
+    def window_fn(k):
+        def draw(height, width):
+            drawn.append(k)
+            return windows[k] if k < 4 else (0, 0, height, width)
+        return draw
+    started = [host_decode.start_crop(data, window_fn(k), 64, k % 2 == 0,
+                                      decoder="nvimgcodec_cpu")
+               for k, data in enumerate(images + [gray])]
+    assert drawn == [0, 1, 2, 3, 4]  # each window drawn at its start
+    assert [type(c).__name__ for c in started] == ["Pending"] * 4 + [
+        "ndarray"]  # grayscale: the CPU path, done at once
+    group = host_decode.finish_crops(started[:4], "nvimgcodec_cpu")
+    assert calls == [4]
+    for got, want in zip(group, alone):
+        assert (got == want).all()
+    # an image the CPU path cannot decode either: its error in the list
+    broken = started[1]._replace(data=started[1].data[:600])
+    monkeypatch.setitem(host_decode._NV, ("cpu", 0), (nv, decoder, params))
+    out = host_decode.finish_crops([started[0], broken], "nvimgcodec_cpu")
+    assert (out[0] == alone[0]).all()
+    assert isinstance(out[1], host_decode.UndecodableImage)
 
 
 def test_a_failing_decoder_is_not_a_bad_image_nor_a_fallback(monkeypatch):

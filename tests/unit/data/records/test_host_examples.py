@@ -322,8 +322,10 @@ def test_bad_records_stop_with_the_tensorflow_paths_line(tmp_path):
     assert seen == [0, 1, 2]
 
 
+@pytest.mark.parametrize("decoder", ["simplejpeg", "nvimgcodec_cpu"])
 def test_bad_records_skipped_are_logged_as_on_tensorflow(tmp_path,
-                                                         absl_messages):
+                                                         absl_messages,
+                                                         decoder):
     root = bad_tree(tmp_path)
     ds = DatasetConfig(builder="records", data_dir=root, split="train",
                        image_size=8, num_classes=3, skip_bad_records=True)
@@ -331,7 +333,7 @@ def test_bad_records_skipped_are_logged_as_on_tensorflow(tmp_path,
     skipped = record_problems.SkippedRecords()
     got = list(host_examples.worker_examples(
         ds, files, training=False, seed=0, worker_index=0, num_workers=1,
-        skipped=skipped))
+        skipped=skipped, decoder=decoder))
     # good: 2 of file 0, 2 before the cut, 1 before the bad checksum, 2
     assert sorted(label for _, label in got) == [0] * 6 + [2]
     assert skipped.count("train") == 5
@@ -397,3 +399,68 @@ def test_a_worker_whose_every_record_is_bad_says_so(tmp_path):
                        num_classes=1, shuffle_buffer_size=4)
     assert labels(one, files, 5, training=True, skipped=BoundedSkips()) \
         == [0] * 5
+
+
+def header_only_jpeg(value):
+    """A JPEG cut at its scan: its header reads, no decoder can decode it."""
+    data = tiny_jpeg(value)
+    return data[:data.index(b"\xff\xda")]
+
+
+def test_a_gpu_decoder_takes_its_windows_a_group_a_call(natural, monkeypatch):
+    """decode: gpu's path (nvImageCodec's CPU decoder here) decodes
+    WINDOW_GROUP windows a call; the same examples in the same order as
+    one a call, evaluation's last group included."""
+    from official_bench.data.records import host_decode
+    calls, real = [], host_decode.finish_crops
+
+    def counted(pending, *args):
+        calls.append(len(pending))
+        return real(pending, *args)
+    monkeypatch.setattr(host_decode, "finish_crops", counted)
+
+    def run(group, training):
+        monkeypatch.setattr(host_examples, "WINDOW_GROUP", group)
+        split = "train" if training else "validation"
+        ds = DatasetConfig(builder="records", data_dir=natural, split=split,
+                           image_size=32, num_classes=3, shuffle_buffer_size=8)
+        files = host_examples.process_files(ds, 0, 1, training)
+        stream = host_examples.worker_examples(
+            ds, files, training=training, seed=3, worker_index=0,
+            num_workers=1, decoder="nvimgcodec_cpu")
+        del calls[:]
+        out = [next(stream) for _ in range(12)] if training else \
+            list(stream)
+        return out, list(calls)
+    for training, groups in ((True, [5, 5, 5]), (False, [5, 5, 2])):
+        grouped, seen = run(5, training)
+        assert seen == groups, (training, seen)
+        alone, seen = run(1, training)
+        assert seen == [1] * 12
+        assert [y for _, y in grouped] == [y for _, y in alone]
+        for (a, _), (b, _) in zip(grouped, alone):
+            assert (a == b).all()
+
+
+@pytest.mark.parametrize("skip", [True, False])
+def test_a_bad_image_in_a_group_is_that_records_line_in_order(
+        tmp_path, monkeypatch, absl_messages, skip):
+    monkeypatch.setattr(host_examples, "WINDOW_GROUP", 4)
+    path = write(tmp_path / "train-00000-of-00001", [
+        classic_example(header_only_jpeg(3) if i == 2 else tiny_jpeg(i),
+                        1 + i, 8, 8) for i in range(6)])
+    ds = numbered_cfg(tmp_path, files=1, per_file=6, skip_bad_records=skip)
+    files = host_examples.process_files(ds, 0, 1, False)
+    stream = host_examples.worker_examples(
+        ds, files, training=False, seed=0, worker_index=0, num_workers=1,
+        decoder="nvimgcodec_cpu")
+    line = record_problems.message_line(path, 2, record_problems.undecodable(
+        "image/encoded").format(len(header_only_jpeg(3))))
+    if skip:
+        assert [y for _, y in stream] == [0, 1, 3, 4, 5]
+        assert line + "; skipped (skip_bad_records: true)" in absl_messages
+    else:
+        assert [next(stream)[1] for _ in range(2)] == [0, 1]
+        with pytest.raises(host_examples.BadRecord) as bad:
+            next(stream)
+        assert str(bad.value) == line + record_problems.SKIP_HINT
