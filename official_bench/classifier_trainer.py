@@ -112,6 +112,8 @@ def main(argv) -> int:
     # 2. The run (TensorFlow is imported from here on).
     try:
         status = _train(cfg)
+    except KeyboardInterrupt as e:  # Ctrl-C outside the training steps
+        status = _fail(_interrupted(e), exit_status.INTERRUPTED, e)
     except BaseException:
         if _joined_jax_processes():  # a bug's traceback, then out at once
             traceback.print_exc()
@@ -156,6 +158,17 @@ def _train(cfg) -> int:
             raise
         return _fail(ours.group(0).strip(), exit_status.FAILED, e)
     return exit_status.OK
+
+
+def _interrupted(error: KeyboardInterrupt) -> str:
+    """The line for a SIGINT outside the training steps (inside them,
+    runtime/stop_signals.py stops the run at a step boundary)."""
+    from official_bench.measure import stages
+    what = stages.stage_of(error)
+    if what is None:
+        return "official_bench: stopped by SIGINT outside the training steps"
+    return (f"official_bench: stopped by SIGINT while {what}; no result "
+            "written")
 
 
 def _joined_jax_processes() -> bool:

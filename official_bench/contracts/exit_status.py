@@ -102,7 +102,10 @@ TABLE: Tuple[ExitStatus, ...] = (
                "summary)",
                short="timed out (RUN_TIMEOUT), stopped with SIGTERM"),
     ExitStatus(INTERRUPTED, "INTERRUPTED", "stopped by SIGINT (128 + 2), "
-               "e.g. Ctrl-C",
+               "e.g. Ctrl-C: during the steps as for SIGTERM below; before "
+               "them the trainer's last line names the stage, `error: "
+               "official_bench: stopped by SIGINT while loading TensorFlow; "
+               "no result written`",
                short="interrupted (SIGINT)"),
     ExitStatus(KILLED, "KILLED", "killed by SIGKILL (128 + 9): a "
                "multi-worker peer did not arrive within "

@@ -13,20 +13,34 @@ TensorFlow-free, so both backends and the entry point use it.
     ... first.end()   # from the first step's callback; idempotent
 
 A stage that ends in an exception logs no done line: the error's own line
-says what happened.
+says what happened. `stage_of(error)` names the innermost stage an error
+was raised in (the entry point's line for a Ctrl-C outside the training
+steps).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Optional
+from typing import Callable, List, Optional
 
 from absl import logging
 
 from official_bench.contracts import stage_line
 
 HEARTBEAT_SECONDS = 5.0
+_RUNNING: List["Stage"] = []  # started, not ended, innermost last
+
+
+_RAISED_IN = "official_bench_stage"  # set on an error a `with` stage ends
+
+
+def stage_of(error: BaseException) -> Optional[str]:
+    """The innermost stage `error` was raised in: the `with` stage it
+    ended, else the stage still under way (started, never ended), or
+    None."""
+    return getattr(error, _RAISED_IN, None) or \
+        (_RUNNING[-1].what if _RUNNING else None)
 
 
 class Stage:
@@ -48,6 +62,7 @@ class Stage:
     def start(self) -> "Stage":
         """Log the start line and start the heartbeat."""
         self._started = self._clock()
+        _RUNNING.append(self)
         self._say(stage_line.START)
         if self.heartbeat > 0:
             self._thread = threading.Thread(
@@ -63,6 +78,8 @@ class Stage:
                 return
             self.seconds = self._clock() - self._started
             self._stop.set()
+            if self in _RUNNING:
+                _RUNNING.remove(self)
         if self._thread is not None and \
                 self._thread is not threading.current_thread():
             self._thread.join()
@@ -84,4 +101,9 @@ class Stage:
         return self.start()
 
     def __exit__(self, kind, value, traceback) -> None:
+        if value is not None and not hasattr(value, _RAISED_IN):
+            try:
+                setattr(value, _RAISED_IN, self.what)
+            except AttributeError:  # an exception type without a __dict__
+                pass
         self.end(ok=kind is None)

@@ -1,6 +1,7 @@
 """SIGTERM / SIGINT stop a run at the next step, for one process and for
 two multi_worker_mirrored workers on 127.0.0.1 (whose TensorFlow would
-otherwise catch SIGTERM and train on)."""
+otherwise catch SIGTERM and train on); a Ctrl-C before the steps is one
+line naming the stage it came in."""
 
 import os
 import re
@@ -85,6 +86,19 @@ def test_one_device_run_stops_with_128_plus_signal(tmp_path, sig):
     name = signal.Signals(sig).name
     assert re.search(rf"error: official_bench: stopped by {name} at step "
                      r"\d+ of 100000; no result written", w.output)
+    assert not (tmp_path / "result.json").exists()
+
+
+def test_ctrl_c_before_the_steps_is_one_line_naming_the_stage(tmp_path):
+    w = LiveProcess(trainer_cmd(tmp_path, TINY_OVERRIDE))
+    _until(lambda: "loading TensorFlow ..." in w.output or
+           w.proc.poll() is not None, seconds=120)
+    w.proc.send_signal(signal.SIGINT)  # TensorFlow's import takes seconds
+    assert w.finish(60) == exit_status.INTERRUPTED, w.output[-3000:]
+    assert w.last_line == ("error: official_bench: stopped by SIGINT while "
+                           "loading TensorFlow; no result written"), \
+        w.output[-3000:]
+    assert "Traceback" not in w.output
     assert not (tmp_path / "result.json").exists()
 
 

@@ -1,5 +1,6 @@
 """A stage's lines: start, heartbeats while it lasts (from a thread that
-stops with it), done with its seconds; no done line after an error."""
+stops with it), done with its seconds; no done line after an error; the
+stage an error was raised in."""
 
 import threading
 import time
@@ -7,7 +8,7 @@ import time
 import pytest
 
 from official_bench.contracts import stage_line as sl
-from official_bench.measure.stages import Stage
+from official_bench.measure.stages import Stage, stage_of
 
 
 def _read(lines):
@@ -46,3 +47,17 @@ def test_context_manager_says_done_only_without_an_error():
         with Stage("building the model", heartbeat=0, log=lines.append):
             raise ValueError("bad")
     assert [x.state for x in _read(lines)] == [sl.START]
+
+
+def test_an_error_names_the_innermost_stage_it_was_raised_in():
+    quiet = dict(heartbeat=0, log=lambda line: None)
+    with pytest.raises(KeyboardInterrupt) as e:
+        with Stage("loading TensorFlow", **quiet):
+            with Stage("building the model", **quiet):
+                raise KeyboardInterrupt
+    assert stage_of(e.value) == "building the model"
+    # A stage started, not yet ended, holds errors raised outside a with
+    training = Stage("training steps 1-30", **quiet).start()
+    assert stage_of(KeyboardInterrupt()) == "training steps 1-30"
+    training.end()
+    assert stage_of(KeyboardInterrupt()) is None
