@@ -8,24 +8,20 @@ in/out), done by OpenCV's warpAffine with that matrix; the flip is folded
 into the matrix, so the crop is flipped before it is resized, as on
 TensorFlow. Pixels are rounded as preprocessing.to_uint8 rounds them.
 
-JPEGs are decoded by DECODER, chosen by measurement (docs/data.md,
-"Records without TensorFlow"): simplejpeg (libjpeg-turbo with TensorFlow's
-integer-fast DCT and fancy upsampling: the same pixels as
-tf.io.decode_jpeg); OpenCV and Pillow are the alternatives measured. When
-the crop is at least twice `image_size` the decoder scales by 1/2, 1/4 or
-1/8 in the DCT (its output stays at least what the resize needs), where
-TensorFlow decodes at full size. Grayscale and CMYK JPEGs come out RGB with
-TensorFlow's arithmetic; anything else (PNG, GIF, BMP, WebP) is decoded
-whole by Pillow, as decode_image does.
+JPEGs are decoded by DECODER, chosen by measurement (docs/data.md):
+simplejpeg (TensorFlow's integer-fast DCT and fancy upsampling: the same
+pixels as tf.io.decode_jpeg), scaling by 1/2, 1/4 or 1/8 in the DCT where
+the crop stays at least `image_size` (TensorFlow decodes at full size);
+OpenCV and Pillow are the alternatives measured. Grayscale and CMYK JPEGs
+come out RGB with TensorFlow's arithmetic; PNG, GIF, BMP and WebP are
+decoded whole by Pillow, as decode_image does.
 
 `nvimgcodec` (`decode: gpu`) decodes a colour JPEG's crop window alone on
-a GPU through nvImageCodec (its JPEG engines, else CUDA), then resizes
-as above; grayscale, CMYK and what it gives nothing back for take the CPU
-path. `nvimgcodec_cpu`: the same code on nvImageCodec's CPU decoder (what
-the tests run). A window decoder takes several windows in one call:
-start_crop draws an image's window and leaves it Pending, finish_crops
-decodes a group of them (decode_crop is both, for one image).
-TensorFlow-free.
+a GPU through nvImageCodec, several in one call (start_crop draws the
+window and leaves it Pending, finish_crops decodes a group; decode_crop
+is both for one image), then resizes as above; grayscale, CMYK and what
+it gives nothing back for take the CPU path. `nvimgcodec_cpu`: the same
+code on nvImageCodec's CPU decoder (what the tests run). TensorFlow-free.
 """
 
 from __future__ import annotations
