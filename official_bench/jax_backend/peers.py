@@ -12,9 +12,10 @@ of these tells, the line says "a peer" and gives JAX's reason.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import socket
-from typing import List, Optional, Set
+from typing import Iterator, List, Optional, Set
 
 from official_bench.contracts.hostport import parse_hostport
 from official_bench.runtime.cluster import PeerLost, can_connect
@@ -46,6 +47,20 @@ def lost_peer(run, step, total: int, error: Exception) -> PeerLost:
         f"official_bench: lost {who} {where} ({run.cluster.describe()} saw "
         f"its collective fail: {reason}); see that task's log for why it "
         "ended (the run scripts print its path)")
+
+
+@contextlib.contextmanager
+def before_the_loop(run, total: int) -> Iterator[None]:
+    """The processes' collectives before the first step (building the
+    model's and optimizer's variables: Keras checks each is the same on
+    every process; the records' eval plan): a JAX runtime error there,
+    with several processes, is the lost peer's line, as in the loop."""
+    try:
+        yield
+    except run.jax.errors.JaxRuntimeError as e:
+        if run.process_count == 1:
+            raise
+        raise lost_peer(run, None, total, e) from e
 
 
 def lost_index(text: str, workers: List[str], me: int) -> Optional[int]:

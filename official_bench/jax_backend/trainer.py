@@ -104,21 +104,10 @@ def _train(cfg: ExperimentConfig, run: devices_lib.JaxRuntime, dtype: str,
         for name in ("train_dataset", "validation_dataset")})
     result_path = _write_params(cfg, run, plan, policy)
 
-    # 3. Model, optimizer and loss, under the DataParallel distribution.
-    start = time.perf_counter()
-    with Stage("building the model"):
-        model = build_model(cfg, rt.num_gpus, keras=keras, backend="jax")
-    logging.info("official_bench: built %s (%d parameters) in %.1f s",
-                 model.name, model.count_params(), time.perf_counter() - start)
-    _check_kernels(cfg, run)
-    lr = cfg.model.learning_rate
-    logging.info("%s", lr_math.describe_schedule(lr, plan.global_batch))
-    schedule = schedules.build_schedule(keras, lr_math.schedule_of(
-        lr, plan.global_batch, plan.total_steps))
-    optimizer = precision.wrap_optimizer(
-        keras, build_optimizer(cfg.model.optimizer, schedule, keras), dtype)
-    optimizer.build(model.trainable_variables)
-    loss_fn = objectives.build_loss(cfg, keras)
+    # 3. Model, optimizer and loss, under the DataParallel distribution:
+    #    their variables are the processes' first collectives.
+    with peers.before_the_loop(run, plan.total_steps):
+        model, optimizer, loss_fn = _model(cfg, run, plan, dtype)
 
     # 4. Data: synthetic, records or Python batches, sharded over the
     #    mesh's batch axis (records: input workers start decoding now, and
@@ -157,6 +146,26 @@ def _train(cfg: ExperimentConfig, run: devices_lib.JaxRuntime, dtype: str,
     # 8. Results and 9. history (training/run_end.py).
     return run_end.finish(_run_end(cfg, loop, dtype, model, counted, history,
                                    evaluation, result_path))
+
+
+def _model(cfg: ExperimentConfig, run, plan: BatchPlan, dtype: str):
+    """The model, its optimizer (built) and the loss function."""
+    keras = run.keras
+    start = time.perf_counter()
+    with Stage("building the model"):
+        model = build_model(cfg, cfg.runtime.num_gpus, keras=keras,
+                            backend="jax")
+    logging.info("official_bench: built %s (%d parameters) in %.1f s",
+                 model.name, model.count_params(), time.perf_counter() - start)
+    _check_kernels(cfg, run)
+    lr = cfg.model.learning_rate
+    logging.info("%s", lr_math.describe_schedule(lr, plan.global_batch))
+    schedule = schedules.build_schedule(keras, lr_math.schedule_of(
+        lr, plan.global_batch, plan.total_steps))
+    optimizer = precision.wrap_optimizer(
+        keras, build_optimizer(cfg.model.optimizer, schedule, keras), dtype)
+    optimizer.build(model.trainable_variables)
+    return model, optimizer, objectives.build_loss(cfg, keras)
 
 
 @dataclasses.dataclass
@@ -247,8 +256,9 @@ def _eval_steps_every_process_gives(cfg: ExperimentConfig, run,
     from official_bench.data.records import host_examples
     local_batch = plan.eval_global_batch // run.process_count
     mine = host_examples.records_of(files) // local_batch
-    every = [int(n) for n in multihost_utils.process_allgather(
-        np.int64(mine))]
+    with peers.before_the_loop(run, plan.total_steps):
+        every = [int(n) for n in multihost_utils.process_allgather(
+            np.int64(mine))]
     fewest = min(every)
     if fewest >= plan.eval_steps:
         return plan

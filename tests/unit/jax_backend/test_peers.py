@@ -12,8 +12,10 @@ the other one whatever the text says, and the text is parsed here.
 
 from types import SimpleNamespace
 
+import pytest
+
 from official_bench.jax_backend import peers
-from official_bench.runtime.cluster import Cluster
+from official_bench.runtime.cluster import Cluster, PeerLost
 
 GLOO = ("UNKNOWN: Gloo all-reduce failed: [external/gloo/gloo/transport/"
         "tcp/pair.cc:538] Read error [{ip}]:5517: Connection reset by peer")
@@ -69,3 +71,43 @@ def test_a_peer_with_the_reason_where_nothing_tells():
     assert line.startswith("official_bench: lost a peer of worker 0 (3 "
                            "processes) before the first step: a collective "
                            "failed (RuntimeError: UNKNOWN: Gloo"), line
+
+
+# What worker 0 got (JAX 0.10.2, CPU) while building the model when
+# worker 1 was SIGKILLed during its own build: Keras' check that every
+# variable is the same on each process is an all-gather over gloo.
+GLOO_INIT = ("UNKNOWN: Gloo context initialization failed: "
+             "DEADLINE_EXCEEDED: GetKeyValue() timed out with key: "
+             "cpu:gloo/0,2048/1 and duration: 29.99999995s")
+
+
+class _JaxRuntimeError(RuntimeError):
+    pass
+
+
+def _jax_run(index, workers):
+    run = _run(index, workers)
+    run.jax = SimpleNamespace(
+        errors=SimpleNamespace(JaxRuntimeError=_JaxRuntimeError))
+    return run
+
+
+def test_a_collective_failing_before_the_loop_is_the_lost_peers_line():
+    local = ["127.0.0.1:7000", "127.0.0.1:7001"]
+    with pytest.raises(PeerLost) as caught:
+        with peers.before_the_loop(_jax_run(0, local), 400):
+            raise _JaxRuntimeError(GLOO_INIT)
+    assert str(caught.value).startswith(
+        "official_bench: lost worker 1 at 127.0.0.1:7001 before the first "
+        "step (worker 0 saw its collective fail: _JaxRuntimeError: UNKNOWN: "
+        "Gloo context initialization failed"), caught.value
+
+
+def test_before_the_loop_leaves_one_process_and_other_errors_alone():
+    with pytest.raises(_JaxRuntimeError):
+        with peers.before_the_loop(_jax_run(0, ["127.0.0.1:7000"]), 400):
+            raise _JaxRuntimeError(GLOO_INIT)
+    with pytest.raises(ValueError):
+        with peers.before_the_loop(
+                _jax_run(0, ["127.0.0.1:7000", "127.0.0.1:7001"]), 400):
+            raise ValueError("a bug")

@@ -2,7 +2,8 @@
 `official_bench.run`), in one child Python with Keras 3 on JAX: a run
 that fails after its input workers started leaves no worker process and
 no shared memory behind (the CLI's exit cleans up; a notebook's kernel
-lives on)."""
+lives on); a peer lost while the model is built is the lost peer's
+line, not JAX's traceback."""
 
 import io
 import json
@@ -68,6 +69,53 @@ def failed_run_report():
         "error": error,
         "workers_alive": [p.pid for p in multiprocessing.active_children()],
         "shared_memory_left": sorted(_shared_memory() - before)}))
+
+
+def lost_peer_while_building_report():
+    """Worker 0 of two (as jax.distributed leaves it; the second process
+    is not started) whose model building fails in a collective, as it did
+    when worker 1 was killed during its own build (test_peers.GLOO_INIT).
+    Prints what run() raised."""
+    import jax
+
+    import official_bench
+    from official_bench.jax_backend import devices, trainer
+    from official_bench.runtime.cluster import Cluster
+    real_start = devices.start
+
+    def two_processes(rt):
+        run = real_start(rt)
+        run.cluster = Cluster(workers=["127.0.0.1:7000", "127.0.0.1:7001"])
+        run.process_count = 2
+        return run
+
+    def collective_fails(*args, **kwargs):
+        raise jax.errors.JaxRuntimeError(
+            "UNKNOWN: Gloo context initialization failed: DEADLINE_EXCEEDED")
+
+    devices.start, trainer.build_model = two_processes, collective_fails
+    cfg = official_bench.load_config(None, json.dumps({
+        "model_dir": tempfile.mkdtemp(),
+        "runtime": {"backend": "jax", "num_gpus": 0,
+                    "distribution_strategy": "one_device"},
+        "model": {"name": "resnet_cifar", "model_params": {"depth": 8}},
+        "train_dataset": {"builder": "synthetic", "image_size": 8,
+                          "num_classes": 3, "batch_size": 4},
+        "train": {"steps": 2, "epochs": 1},
+        "evaluation": {"skip_eval": True}}))
+    try:
+        official_bench.run(cfg)
+        error = None
+    except Exception as e:
+        error = f"{type(e).__name__}: {e}"
+    print(json.dumps({"error": error}))
+
+
+def test_a_peer_lost_while_the_model_is_built_is_one_line():
+    r = keras3_child(__file__, "lost_peer_while_building_report")
+    assert r["error"] and r["error"].startswith(
+        "PeerLost: official_bench: lost worker 1 at 127.0.0.1:7001 before "
+        "the first step"), r
 
 
 def test_a_run_failing_after_its_workers_started_leaves_none_behind():
