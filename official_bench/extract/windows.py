@@ -77,7 +77,7 @@ def auto_window(runs: Sequence[Tuple[RunId, str]]) -> Tuple[int, int]:
     they are excluded later with their reason. DLPerf's defaults are never
     changed by this: it applies only when asked for.
     """
-    spans = []
+    spans, intervals = [], {}
     for _, path in runs:
         try:
             parsed = logparse.parse_log_file(path)
@@ -89,6 +89,7 @@ def auto_window(runs: Sequence[Tuple[RunId, str]]) -> Tuple[int, int]:
         span = steps_covered(parsed.intervals)
         if span:
             spans.append(span)
+            intervals[path] = parsed.intervals
     window = common_window(spans)
     if window is None:
         raise ExtractError(
@@ -96,4 +97,22 @@ def auto_window(runs: Sequence[Tuple[RunId, str]]) -> Tuple[int, int]:
             "(warm-up) interval (steps covered: " + (", ".join(
                 f"{a}-{b}" for a, b in spans) or "none") + "); give "
             "--warmup_batches and --train_batches")
+    _check_each_counts(window, intervals)
     return window
+
+
+def _check_each_counts(window: Tuple[int, int], intervals: dict) -> None:
+    """ExtractError when a run has no whole interval inside the window
+    every run covers: runs that log every different number of steps
+    (LOG_STEPS), e.g. two trees compared, can share steps but no
+    interval."""
+    for path, found in intervals.items():
+        if not counting.in_window(found, *window):
+            raise ExtractError(
+                f"--window auto: every run covers steps {window[0]}-"
+                f"{window[1]} after its first (warm-up) interval, but no "
+                f"whole interval of {path} lies inside them (its "
+                "intervals: " + ", ".join(
+                    f"{iv.start_step}-{iv.end_step}" for iv in found)
+                + "): the runs log every different number of steps; give "
+                "--warmup_batches and --train_batches")

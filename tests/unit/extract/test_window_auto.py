@@ -72,6 +72,22 @@ def test_runs_without_a_common_window(tmp_path):
         extract.extract(str(logs), window="auto")
 
 
+def test_runs_of_other_log_steps_sharing_steps_but_no_interval(tmp_path):
+    """Steps 10-12 are every run's, but no interval of the log_steps-3 run
+    lies inside them: one error naming it, not a window that counts
+    nothing and a hint to pass --window auto (official-bench-compare of
+    two trees of other LOG_STEPS)."""
+    logs = tmp_path / "bz16"
+    kit.write_run(logs, "1n1g", [5.0] + [100.0] * 3, batch=16, index=1,
+                  log_steps=3)
+    kit.write_run(logs, "1n1g", [5.0] + [90.0] * 3, batch=16, index=2,
+                  log_steps=10)
+    with pytest.raises(ExtractError, match=r"covers steps 10-12 .* no whole "
+                       r"interval of .*rn50_b16_fp32_1\.log .*intervals: "
+                       r"0-3, 3-6, 6-9, 9-12"):
+        extract.extract(str(logs), window="auto")
+
+
 def test_help_lists_window_auto(capsys):
     assert extract.main(["--help"]) == 0
     out = capsys.readouterr().out
