@@ -142,6 +142,20 @@ def test_jax_refuses_what_it_cannot_run(tmp_path, mode, knobs, words):
         assert ok.returncode == 0, ok.stderr
 
 
+def test_the_docs_name_what_jax_refuses():
+    """docs/run_scripts.md's list of the knobs BACKEND=jax refuses is the
+    one above: DATA_DIR is not among them (a JAX sweep reads records;
+    test_data_dir.py plans one)."""
+    with open(os.path.join(plan_lib.REPO_ROOT, "docs", "run_scripts.md"),
+              encoding="utf-8") as f:
+        text = " ".join(f.read().split())
+    listed = re.search(r"`BACKEND=jax` and its config form refuse (.*?)[;)]",
+                       text)
+    assert listed, "the backend section no longer lists the refusals"
+    assert set(re.findall(r"`([A-Z_]+)", listed.group(1))) == {
+        "LAUNCHER", "WORKERS_PER_NODE", "BENCH"}, listed.group(0)
+
+
 # -- one backend per sweep, decided before the plan (issue 45 §1) ----------
 
 SMOKE = os.path.join(plan_lib.DEFAULT_CONFIG_DIR, "cpu_smoke.yaml")
