@@ -21,6 +21,7 @@ from typing import Callable, FrozenSet, List, Optional
 
 from official_bench.contracts import exit_status as es
 from official_bench.launch import one_run, progress
+from official_bench.launch.barrier import BarrierError
 from official_bench.launch.node_link import LOST_AFTER, NodeLink
 from official_bench.launch.outcome import (
     Next,
@@ -101,10 +102,15 @@ class Runner:
         outcome = self.execute(run)
         # Nodes still running peek every PEEK_SECONDS (trainer_process.py);
         # a node silent for longer than a stop takes has lost its launcher.
-        everyone = self.link.meet(
-            f"end {run.name}", outcome.as_payload(),
-            s.run_timeout + s.kill_after + s.barrier_timeout,
-            stale_after=LOST_AFTER + s.kill_after)
+        try:
+            everyone = self.link.meet(
+                f"end {run.name}", outcome.as_payload(),
+                s.run_timeout + s.kill_after + s.barrier_timeout,
+                stale_after=LOST_AFTER + s.kill_after)
+        except BarrierError:
+            # Said before the barrier's error: how this node's run ended.
+            self.report.add(run, RunVerdict({self.plan.index: outcome}))
+            raise
         return RunVerdict.from_payloads(everyone)
 
     def _reuse(self, run: Run) -> None:

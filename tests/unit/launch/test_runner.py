@@ -1,14 +1,18 @@
 """launch/runner.py: the sweep on this node, made with all it needs (plan,
 link to the other nodes, the runs RESUME=1 keeps, what to do at the end)
 and run with stand-in trainers (real processes): ON_FAILURE, reused runs,
-the end callback, a node that cannot write, and two nodes meeting through
-a real barrier on 127.0.0.1 (each launcher a thread here; the run
-scripts' tests run them as processes)."""
+the end callback, a node that cannot write, a node whose peers' launcher
+went away while it ran, and two nodes meeting through a real barrier on
+127.0.0.1 (each launcher a thread here; the run scripts' tests run them
+as processes)."""
 
 import os
 import threading
 
+import pytest
+
 from official_bench.contracts import exit_status as es
+from official_bench.launch.barrier import BarrierError
 from official_bench.launch.node_link import NodeLink
 from official_bench.launch.runner import Runner
 from support.helpers import free_ports
@@ -44,6 +48,33 @@ def test_on_failure_stop_ends_the_sweep_after_the_failed_run(plan_of,
     assert "1n1g run 1: FAILED (exit 1): error: stand-in trainer failed" \
         in out
     assert "ON_FAILURE=stop: stopping after 1n1g run 1 (on every node)" in out
+
+
+class _GoneAfterStart:
+    """A link whose other launcher went away during the run: the start
+    round met, the end round's wait given up."""
+
+    def meet(self, round_name, payload, timeout, stale_after=None):
+        if round_name.startswith("end "):
+            raise BarrierError("node 0 (127.0.0.1) stopped answering",
+                               missing=[0])
+        return {}
+
+    def peek(self, round_name):
+        return None
+
+
+def test_a_peer_launcher_gone_after_the_run_leaves_this_nodes_line(
+        plan_of, capsys):
+    plan = plan_of("fail", test_num=2)
+    runner = Runner(plan, link=_GoneAfterStart())
+    with pytest.raises(BarrierError):
+        runner.run_all()
+    out = capsys.readouterr().out
+    assert "1n1g run 1: FAILED (exit 1): error: stand-in trainer failed" \
+        in out
+    assert [run.name for run, _ in runner.report.results] == ["1n1g run 1"]
+    assert _logs(plan) == [True, False]
 
 
 def test_on_failure_continue_runs_the_others(plan_of):
