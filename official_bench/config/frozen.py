@@ -14,11 +14,16 @@ inside a config are not frozen.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Mapping, TypeVar
+from typing import Any, Dict, Iterable, Mapping, TypeVar
+
+from official_bench.config import dotted_keys
 
 # The instance attribute holding a frozen node's key path ("" for the whole
 # config, "train_dataset." for a dataset); absent while it is mutable.
 _FROZEN_AT = "_frozen_at"
+# ... and on a whole config, the dotted keys whose values were derived from
+# others (config/validate.fill_derived), not set by a layer.
+_DERIVED = "_derived_keys"
 
 T = TypeVar("T")
 
@@ -63,6 +68,21 @@ def freeze(node: T, prefix: str = "") -> T:
     return node
 
 
+def mark_derived(cfg: Any, keys: Iterable[str]) -> None:
+    """Records that `keys` of a whole config were derived, for `settings`."""
+    object.__setattr__(cfg, _DERIVED, frozenset(keys))
+
+
+def settings(cfg: Any) -> Dict[str, Any]:
+    """A config as a nested dict, its derived values null: given back as a
+    layer (load_config(cfg, params_override=...)), they follow the layers
+    over it again instead of keeping the values they had."""
+    tree = cfg.as_dict()
+    for key in cfg.__dict__.get(_DERIVED, ()):
+        dotted_keys.put(tree, key, None)
+    return tree
+
+
 def replace_keys(node: T, values: Mapping[str, Any]) -> T:
     """A copy of `node` with the dotted keys set ("train_dataset.num_devices":
     8), frozen if `node` was; `node` is unchanged and the configs on no
@@ -84,4 +104,7 @@ def replace_keys(node: T, values: Mapping[str, Any]) -> T:
     copy = dataclasses.replace(node, **changes)
     if is_frozen(node):
         freeze(copy, node.__dict__[_FROZEN_AT])
+    if _DERIVED in node.__dict__:  # a key set here is no longer derived
+        mark_derived(copy, {k for k in node.__dict__[_DERIVED] if not any(
+            k == v or k.startswith(v + ".") for v in values)})
     return copy

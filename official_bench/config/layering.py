@@ -11,9 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any, List, Mapping, Optional, Sequence, Union
 
-from official_bench.config import loading, validate
+from official_bench.config import frozen, loading, validate
 from official_bench.config.builder import Layer, LayerBuilder
-from official_bench.config.frozen import freeze
 from official_bench.config.schema import (
     ConfigError,
     ExperimentConfig,
@@ -25,8 +24,8 @@ ConfigLike = Union[None, str, os.PathLike, Mapping[str, Any],
                    ExperimentConfig]
 # What --params_override takes (a YAML/JSON string, `a.b=1,c=2`, a YAML
 # file path) or a mapping, or a list of those applied in order.
-OverrideLike = Union[None, str, Mapping[str, Any],
-                     Sequence[Union[str, Mapping[str, Any]]]]
+OverrideLike = Union[None, str, os.PathLike, Mapping[str, Any],
+                     Sequence[Union[str, os.PathLike, Mapping[str, Any]]]]
 
 
 def layers_of(config: ConfigLike = None,
@@ -50,21 +49,30 @@ def layers_of(config: ConfigLike = None,
         if path:  # an empty --config_file= names no file
             layers.append((f"file {path}", loading.read_yaml_file(path)))
     elif isinstance(config, ExperimentConfig):
-        layers.append(("ExperimentConfig", config.as_dict()))
+        layers.append(("ExperimentConfig", frozen.settings(config)))
     elif config is not None:
         layers.append(("config dict", config))
     if params_override is not None:
         items = (params_override if isinstance(params_override, (list, tuple))
                  else [params_override])
-        for item in items:
-            if isinstance(item, Mapping):
-                layers.append(("params_override dict", item))
-            else:
-                layers.append((f"--params_override {loading.describe(item)}",
-                               loading.parse_params_override(item)))
+        layers += [_override_layer(item) for item in items
+                   if item is not None]
     if overrides:
         layers.append((overrides_from, overrides))
     return layers
+
+
+def _override_layer(item: Any) -> Layer:
+    """One params_override: a mapping, or what --params_override takes."""
+    if isinstance(item, Mapping):
+        return ("params_override dict", item)
+    if not isinstance(item, (str, os.PathLike)):
+        raise ConfigError(f"params_override: expected a string, a path or a "
+                          f"mapping (or a list of those), got "
+                          f"{type(item).__name__} {item!r}")
+    text = os.fspath(item)
+    return (f"--params_override {loading.describe(text)}",
+            loading.parse_params_override(text))
 
 
 def build_config(layers: Sequence[Layer], model_type: str = "resnet",
@@ -90,8 +98,8 @@ def build_config(layers: Sequence[Layer], model_type: str = "resnet",
         validate.validate(cfg, b)
     if b.errors:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(b.errors))
-    validate.fill_derived(cfg)
-    return freeze(cfg)
+    frozen.mark_derived(cfg, validate.fill_derived(cfg))
+    return frozen.freeze(cfg)
 
 
 def load_config(config_file: ConfigLike = None,

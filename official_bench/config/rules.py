@@ -9,6 +9,7 @@ counts as one with none of them.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 from official_bench.config import backends
@@ -61,11 +62,14 @@ def cluster_keys_need_parameter_server(rt: RuntimeConfig,
 
 
 def horovod_knobs_need_horovod(rt: RuntimeConfig, b: LayerBuilder) -> None:
+    """Each knob set (not its default) is named with the layer setting it."""
     traits = _traits(rt)
-    if not (traits and traits.horovod_allreduce) and \
-            rt.horovod != HorovodConfig():
-        b.error("runtime.horovod", "Horovod knobs apply to "
-                "distribution_strategy horovod only")
+    if traits and traits.horovod_allreduce:
+        return
+    for knob, default in dataclasses.asdict(HorovodConfig()).items():
+        if getattr(rt.horovod, knob) != default:
+            b.error(f"runtime.horovod.{knob}", "Horovod knobs apply to "
+                    "distribution_strategy horovod only")
 
 
 def reduction(rt: RuntimeConfig, b: LayerBuilder) -> None:

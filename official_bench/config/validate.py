@@ -13,6 +13,9 @@ known.
 
 from __future__ import annotations
 
+import operator
+from typing import List
+
 from official_bench.config import ranges, rules
 from official_bench.config.builder import LayerBuilder
 from official_bench.config.schema import (
@@ -63,9 +66,18 @@ def _validate_dataset(ds: DatasetConfig, name: str, b: LayerBuilder) -> None:
     ranges.service_timeout(ds, name, b)
 
 
-def fill_derived(cfg: ExperimentConfig) -> None:
+# The keys fill_derived fills where they are null.
+DERIVED_KEYS = ("model.model_params.num_classes", "model.num_classes",
+                "model.model_params.depth", "model.loss.name",
+                "model.learning_rate.examples_per_epoch",
+                "train.time_history.warmup_steps")
+
+
+def fill_derived(cfg: ExperimentConfig) -> List[str]:
     """Fills values that follow from others, so the saved config is
-    complete."""
+    complete; returns the DERIVED_KEYS it filled (they were null)."""
+    filled = [key for key in DERIVED_KEYS
+              if operator.attrgetter(key)(cfg) is None]
     mp = cfg.model.model_params
     if mp.num_classes is None:
         mp.num_classes = cfg.model.num_classes or cfg.train_dataset.num_classes
@@ -86,6 +98,7 @@ def fill_derived(cfg: ExperimentConfig) -> None:
             cfg.runtime.mixed_precision_dtype)
     if cfg.train.time_history.warmup_steps is None:
         cfg.train.time_history.warmup_steps = cfg.train.time_history.log_steps
+    return filled
 
 
 def compute_dtype(cfg: ExperimentConfig) -> str:

@@ -93,6 +93,19 @@ def test_params_override_yaml_file(tmp_path):
     assert C.load_config(params_override=str(f)).train.steps == 9
 
 
+def test_params_override_takes_a_path_and_names_a_wrong_type(tmp_path):
+    f = tmp_path / "o.yaml"
+    f.write_text("train:\n  steps: 9\n")
+    assert C.load_config(params_override=f).train.steps == 9
+    assert C.load_config(params_override=[f, "train.epochs=2"]).train.steps \
+        == 9
+    assert C.load_config(params_override=[None, f]).train.steps == 9
+    for wrong in (5, ["train.steps=3", b"train.steps=4"]):
+        with pytest.raises(C.ConfigError, match="params_override: expected "
+                           "a string, a path or a mapping"):
+            C.load_config(params_override=wrong)
+
+
 def test_params_override_lists_keep_their_commas():
     cfg = C.load_config(params_override=(
         "model.learning_rate.boundaries=[1,2],"
@@ -228,6 +241,34 @@ def test_resolved_config_round_trips_through_yaml(tmp_path):
     f.write_text(cfg.to_yaml())
     again = C.load_config(str(f))
     assert again == cfg
+
+
+def test_a_loaded_config_as_a_layer_leaves_derived_values_derived():
+    # run(cfg, params_override=...): what load_config filled in (classes,
+    # loss, depth, warm-up, epoch size) follows the layers over cfg.
+    cfg = C.load_config(params_override="train.time_history.log_steps=10")
+    again = C.load_config(cfg)
+    assert again == cfg
+    cfg = C.load_config(cfg, params_override=(
+        "train.time_history.log_steps=5,train_dataset.num_classes=10,"
+        "train_dataset.num_examples=1000,train_dataset.one_hot=false,"
+        "model.name=resnet_cifar"))
+    assert cfg.train.time_history.warmup_steps == 5
+    assert cfg.model.num_classes == cfg.model.model_params.num_classes == 10
+    assert cfg.model.learning_rate.examples_per_epoch == 1000
+    assert cfg.model.loss.name == "sparse_categorical_crossentropy"
+    assert cfg.model.model_params.depth == 20
+    # ... also through replace_keys, which derives a copy.
+    copy = C.replace_keys(again, {"train.steps": 3})
+    cfg = C.load_config(copy, "train.time_history.log_steps=5")
+    assert cfg.train.time_history.warmup_steps == 5
+    assert cfg.train.steps == 3
+
+
+def test_a_set_value_of_a_loaded_config_stays_set():
+    cfg = C.load_config(params_override="train.time_history.warmup_steps=7")
+    cfg = C.load_config(cfg, "train.time_history.log_steps=5")
+    assert cfg.train.time_history.warmup_steps == 7
 
 
 def test_base_config_presets():

@@ -89,6 +89,18 @@ def test_the_same_keys_are_accepted_where_they_apply(override):
     C.load_config(params_override=override)
 
 
+def test_a_horovod_knob_without_horovod_names_the_knob_and_its_layer():
+    with pytest.raises(C.ConfigError) as e:
+        C.load_config({"runtime": {"horovod": {"cycle_time_ms": 5}}},
+                      "runtime.horovod.fp16_allreduce=true")
+    assert str(e.value).splitlines()[1:] == [
+        "  runtime.horovod.fp16_allreduce: Horovod knobs apply to "
+        "distribution_strategy horovod only (from --params_override "
+        "'runtime.horovod.fp16_allreduce=true')",
+        "  runtime.horovod.cycle_time_ms: Horovod knobs apply to "
+        "distribution_strategy horovod only (from config dict)"]
+
+
 def test_moved_checks_refuse_without_tensorflow():
     """Every moved check refuses in a process that never loads TensorFlow."""
     out = _python(
