@@ -349,11 +349,19 @@ def _sampler(period: float, run) -> Optional[sampling.Sampler]:
 def _run_loop(cfg: ExperimentConfig, loop: _Loop
               ) -> Tuple[Dict[str, list], Dict[str, float]]:
     """Epochs of steps, evaluation between them; Keras-style history."""
-    run, plan = loop.run, loop.plan
+    plan = loop.plan
     logging.info("Training %s for epochs 1..%d x %d steps", cfg.model.name,
                  cfg.train.epochs, plan.steps_per_epoch)
-    training = Stage(stage_line.training(1, plan.total_steps),
-                     heartbeat=0).start()  # no done line if the loop raises
+    # (no done line if the loop raises)
+    with Stage(stage_line.training(1, plan.total_steps), heartbeat=0):
+        return _loop_under_signals(cfg, loop)
+
+
+def _loop_under_signals(cfg: ExperimentConfig, loop: _Loop
+                        ) -> Tuple[Dict[str, list], Dict[str, float]]:
+    """The loop under the stop-signal handler; a failure after a signal
+    or a lost peer is reported as that cause."""
+    run, plan = loop.run, loop.plan
     loop.clock.on_train_begin()
     if loop.sampler:
         loop.sampler.on_train_begin()
@@ -380,7 +388,6 @@ def _run_loop(cfg: ExperimentConfig, loop: _Loop
     if stopper.requested:
         raise stop_signals.RunStopped(stopper.signum, stopper.step,
                                       plan.total_steps)
-    training.end()
     return history, evaluation
 
 

@@ -172,16 +172,24 @@ def _callbacks(prep: Prepared, initial_step: int) -> _Callbacks:
 
 def _run_fit(prep: Prepared, data, val_data, evaluate: bool,
              initial_epoch: int, cbs: _Callbacks):
-    """model.fit under the stop-signal handler; (history, wall seconds).
-    A failure after a signal or a lost peer is reported as that cause."""
-    cfg, plan, rt = prep.cfg, prep.plan, prep.cfg.runtime
+    """model.fit under the stop-signal handler; (history, wall seconds)."""
+    cfg, plan = prep.cfg, prep.plan
     logging.info("Training %s for epochs %d..%d x %d steps", prep.model.name,
                  initial_epoch + 1, cfg.train.epochs, plan.steps_per_epoch)
+    with Stage(stage_line.training(  # no done line if fit raises
+            initial_epoch * plan.steps_per_epoch + 1, plan.total_steps),
+            heartbeat=0):
+        return _fit_under_signals(prep, data, val_data, evaluate,
+                                  initial_epoch, cbs)
+
+
+def _fit_under_signals(prep: Prepared, data, val_data, evaluate: bool,
+                       initial_epoch: int, cbs: _Callbacks):
+    """model.fit under the stop-signal handler. A failure after a signal
+    or a lost peer is reported as that cause."""
+    cfg, plan, rt = prep.cfg, prep.plan, prep.cfg.runtime
     start = time.perf_counter()
     tail = fit_tail.FitTail()  # last callback: says what fit does after it
-    training = Stage(stage_line.training(  # no done line if fit raises
-        initial_epoch * plan.steps_per_epoch + 1, plan.total_steps),
-        heartbeat=0).start()
     first = Stage("tracing and compiling the first step").start()
     with stop_signals.StopOnSignal(rt.stop_grace_seconds,
                                    log=logging.warning) as stopper:
@@ -216,7 +224,6 @@ def _run_fit(prep: Prepared, data, val_data, evaluate: bool,
     if stopper.requested:
         raise stop_signals.RunStopped(stopper.signum, stopper.step,
                                       plan.total_steps)
-    training.end()
     return history, cbs.time_history.wall_time or time.perf_counter() - start
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from official_bench import trainer
 from official_bench.contracts import exit_status
-from official_bench.measure import timing
+from official_bench.measure import stages, timing
 from official_bench.runtime.keras_setup import keras
 from official_bench.training.nan_check import NonFiniteLossError
 from official_bench.training.nan_guard import NanGuard
@@ -119,6 +119,9 @@ def test_diverging_run_stops_naming_the_step(tmp_path):
     # The failed fit skipped on_train_end; the sampler thread still ended.
     assert not [t for t in threading.enumerate()
                 if t.name == "utilisation-sampler" and t.is_alive()]
+    # ... and its training stage ended (a later error names no stale one)
+    assert e.value.official_bench_stage.startswith("training steps 1-")
+    assert stages.stage_of(KeyboardInterrupt()) is None
 
 
 def test_throughput_only_run_goes_on_with_warnings(tmp_path, absl_messages):
