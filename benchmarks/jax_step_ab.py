@@ -217,7 +217,7 @@ def judge(args, base: Side, row: Row, say) -> None:
     say(f"[{row.dtype} {name}] building ...")
     try:
         side = build_side(args, row.dtype, name, row.candidate.override,
-                          getattr(row.candidate, "kernel", ()))
+                          kernel_of(row.candidate))
     except Exception as e:  # noqa: BLE001 - one candidate's failure
         row.failure = first_line(e)
         say(f"[{row.dtype} {name}] FAILED: {row.failure}")

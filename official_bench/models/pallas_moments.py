@@ -76,9 +76,9 @@ def tuned(**changes: int) -> Iterator[Tuning]:
         raise ValueError(f"unknown Pallas kernel setting(s) "
                          f"{', '.join(unknown)}; valid: {', '.join(fields)}")
     new = dataclasses.replace(tuning(), **changes)
-    if new.problems():
-        raise ValueError("Pallas kernel settings: "
-                         + "; ".join(new.problems()))
+    problems = new.problems()
+    if problems:
+        raise ValueError("Pallas kernel settings: " + "; ".join(problems))
     _TUNING.append(new)
     try:
         yield new
