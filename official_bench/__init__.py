@@ -49,17 +49,11 @@ def run(config=None, **kwargs):
 def _apply_cpu_kernels(config, kwargs) -> None:
     """runtime.cpu_kernels of the config trainer.run will load from the
     same arguments (a bad config is left for trainer.run to report)."""
-    from official_bench import config as config_lib
+    from official_bench import config as config_lib, trainer
     from official_bench.runtime import cpu_kernels
     try:
-        cfg = config_lib.load_config(
-            config, kwargs.get("params_override"),
-            {k: kwargs[k] for k in ("model_dir", "mode")
-             if kwargs.get(k) is not None},
-            model_type=kwargs.get("model_type", "resnet"),
-            dataset=kwargs.get("dataset", "imagenet"),
-            overrides_from="run() arguments")
-    except config_lib.ConfigError:
+        cfg = trainer.run_config(config, **kwargs)
+    except (config_lib.ConfigError, TypeError):
         return
     cpu_kernels.apply(cfg.runtime.cpu_kernels, cfg.runtime.num_gpus)
 

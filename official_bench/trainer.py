@@ -37,19 +37,38 @@ ConfigLike = Union[ExperimentConfig, Mapping[str, Any], str, None]
 
 def run(config: ConfigLike = None, *, params_override=None,
         model_dir: Optional[str] = None, mode: Optional[str] = None,
-        model_type: str = "resnet", dataset: str = "imagenet") -> RunResult:
+        model_type: Optional[str] = None,
+        dataset: Optional[str] = None) -> RunResult:
     """Loads a config (object, dict or YAML path), trains, returns results.
 
-    `params_override` is layered over `config` exactly as the CLI's
-    --params_override; `model_dir` and `mode` win over both.
+    The config is run_config's, from the same arguments.
     """
-    flags = {k: v for k, v in (("model_dir", model_dir), ("mode", mode))
-             if v is not None}
-    cfg = config_lib.load_config(config, params_override, flags,
-                                 model_type=model_type, dataset=dataset,
-                                 overrides_from="run() arguments")
+    cfg = run_config(config, params_override=params_override,
+                     model_dir=model_dir, mode=mode, model_type=model_type,
+                     dataset=dataset)
     with _info_logging():
         return train_and_evaluate(cfg)
+
+
+def run_config(config: ConfigLike = None, *, params_override=None,
+               model_dir: Optional[str] = None, mode: Optional[str] = None,
+               model_type: Optional[str] = None,
+               dataset: Optional[str] = None) -> ExperimentConfig:
+    """The config run() trains, layered as the CLI's flags layer theirs.
+
+    `params_override` goes over `config` as --params_override does;
+    `model_dir`, `mode` and `model_type` (model.name), where given, win
+    over both, as --model_dir, --mode and --model_type do. `model_type`
+    and `dataset` also pick the built-in defaults (resnet, imagenet).
+    """
+    overrides = {k: v for k, v in (("model_dir", model_dir), ("mode", mode))
+                 if v is not None}
+    if model_type is not None:
+        overrides["model"] = {"name": model_type}
+    return config_lib.load_config(
+        config, params_override, overrides,
+        model_type=model_type or "resnet", dataset=dataset or "imagenet",
+        overrides_from="run() arguments")
 
 
 @contextlib.contextmanager

@@ -203,3 +203,18 @@ def test_a_params_override_naming_a_folder_says_so(tmp_path):
         C.load_config(params_override=str(tmp_path))
     assert f"--params_override {str(tmp_path)!r} is a folder; give a YAML " \
            "file, a mapping or a.b=value pairs" in str(e.value)
+
+
+def test_run_model_type_wins_over_the_config_as_the_flag_does():
+    """--model_type overrides a config file's model.name (flags layer);
+    run(model_type=...) does the same, and leaves it alone when not given."""
+    from official_bench import trainer
+    given = {"model": {"name": "resnet"}}
+    cfg = trainer.run_config(given, model_type="resnet_cifar",
+                             dataset="cifar10")
+    assert (cfg.model.name, cfg.train_dataset.image_size) == \
+        ("resnet_cifar", 32)
+    assert trainer.run_config({"model": {"name": "resnet_cifar"}}) \
+        .model.name == "resnet_cifar"
+    with pytest.raises(C.ConfigError, match="valid: resnet, resnet_cifar"):
+        trainer.run_config(given, model_type="efficientnet")
