@@ -22,6 +22,17 @@ DEFAULTS = "defaults"
 Layer = Tuple[str, Mapping[str, Any]]
 
 
+def _unknown_key(key: Any, path: str, fields: Mapping[str, Any]) -> str:
+    """The error for a key the schema lacks; a dotted key whose head is a
+    field ({'train.steps': 3}) gets the nesting it needs."""
+    head, _, rest = str(key).partition(".")
+    if rest and head in fields:
+        return (f"unknown key: a dotted key inside a mapping is not split; "
+                f"nest it as {head}: {{{rest}: ...}}, or give '{path}=...' "
+                f"as a params_override string")
+    return f"unknown key; valid keys here: {', '.join(sorted(fields))}"
+
+
 class LayerBuilder:
     """Merges layers into a typed config, remembering each leaf's source."""
 
@@ -42,8 +53,7 @@ class LayerBuilder:
             path = f"{prefix}{key}"
             if key not in fields:
                 self.sources[path] = source
-                self.error(path, f"unknown key; valid keys here: "
-                                 f"{', '.join(sorted(fields))}")
+                self.error(path, _unknown_key(key, path, fields))
                 continue
             sub = dataclass_of(hints[key])
             if sub is not None and isinstance(value, Mapping):

@@ -218,3 +218,21 @@ def test_run_model_type_wins_over_the_config_as_the_flag_does():
         .model.name == "resnet_cifar"
     with pytest.raises(C.ConfigError, match="valid: resnet, resnet_cifar"):
         trainer.run_config(given, model_type="efficientnet")
+
+
+def test_a_dotted_key_inside_a_mapping_is_told_how_to_nest():
+    """{'train.steps': 3} is not split: the error says how to write it
+    instead of calling a real key unknown; a dotted key that names no
+    field keeps the list of valid keys."""
+    with pytest.raises(C.ConfigError) as e:
+        C.load_config(None, params_override={
+            "train.steps": 3,
+            "train": {"time_history.log_steps": 2, "bogus.x": 1}})
+    text = str(e.value)
+    assert ("train.steps: unknown key: a dotted key inside a mapping is "
+            "not split; nest it as train: {steps: ...}, or give "
+            "'train.steps=...' as a params_override string "
+            "(from params_override dict)") in text
+    assert "nest it as time_history: {log_steps: ...}, or give " \
+        "'train.time_history.log_steps=...'" in text
+    assert "train.bogus.x: unknown key; valid keys here: callbacks," in text
