@@ -95,8 +95,10 @@ class SweepReport:
                 f"node {k} {o.status.value}" if len(everyone) > 1
                 else o.status.value for k, o in sorted(everyone.items()))
             kept = " (reused)" if verdict.reused else ""
-            self.log(f"  {run.name}: {status}{kept}"
-                     f"{self._rate_text(run, 0)}")
+            # A run that failed on any node measured nothing valid: its
+            # intervals so far are no throughput to show.
+            rate = self._rate_text(run, 0) if verdict.ok else ""
+            self.log(f"  {run.name}: {status}{kept}{rate}")
         names = [run.name for run in self.plan.runs if run.name in reused]
         if names:
             self.log(f"reused (RESUME=1, status ok): {', '.join(names)}")

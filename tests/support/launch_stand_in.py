@@ -10,12 +10,20 @@ from official_bench.launch import plan as plan_lib, settings as settings_lib
 
 # What the stand-in does, by kind; it reads --model_dir from its arguments
 # and writes the result files a trainer would (node 0's, node 1's).
+_OK = ('mkdir -p "$md" && for f in result result_worker1; do '
+       "echo '{\"ok\": 1}' > \"$md/$f.json\"; done\n"
+       'echo "stand-in trainer ok"\n')
+_INTERVALS = ('for e in 2 4 6; do echo "TimeHistory: 1.00 seconds, 10.0 '
+              'examples/second between steps $((e-2)) and $e"; done\n')
 STAND_IN = {
-    "ok": 'mkdir -p "$md" && for f in result result_worker1; do '
-          "echo '{\"ok\": 1}' > \"$md/$f.json\"; done\n"
-          'echo "stand-in trainer ok"\n',
+    "ok": _OK,
     "fail": 'echo "stand-in trainer starting"\n'
             'echo "error: stand-in trainer failed" >&2\nexit 1\n',
+    # Log three TimeHistory intervals (a rate to measure), then fail or
+    # end ok.
+    "rate_then_fail": _INTERVALS + 'echo "error: stand-in trainer failed '
+                                   'late" >&2\nexit 1\n',
+    "rate_then_ok": _INTERVALS + _OK,
     "no_result": 'echo "stand-in trainer forgot its result"\n',
     "sleep": 'echo "stand-in trainer sleeping"\nexec sleep 60\n',
     # WORKERS_PER_NODE: task 1 fails at once, the others sleep.
