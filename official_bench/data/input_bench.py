@@ -38,11 +38,15 @@ def parse_args(argv):
         prog="official-bench-input-bench",
         description="Images/second of the training input pipeline alone.",
         formatter_class=help_formatter())
-    p.add_argument("--config_file", default=None)
+    p.add_argument("--config_file", default=None,
+                   help="the trainer's YAML config")
     p.add_argument("--params_override", action="append", default=None,
                    help="as the trainer's (repeatable)")
-    p.add_argument("--model_type", default="resnet")
-    p.add_argument("--dataset", default="imagenet")
+    p.add_argument("--model_type", default="resnet",
+                   help="as the trainer's (default resnet)")
+    p.add_argument("--dataset", default="imagenet",
+                   help="as the trainer's: picks the built-in defaults "
+                        "(default imagenet)")
     p.add_argument("--seconds", type=float, default=30.0,
                    help="how long to pull batches (default 30)")
     args = p.parse_args(argv)

@@ -57,10 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--namespace", help="namespace (default: kubectl's)")
     p.add_argument("--batch", type=int,
                    help="images per GPU (default: the config's)")
-    p.add_argument("--dtype", default="fp32", choices=k8s.DTYPES)
+    p.add_argument("--dtype", default="fp32", choices=k8s.DTYPES,
+                   help="precision, as the run scripts' (default fp32)")
     p.add_argument("--test-num", type=int, default=5, metavar="N",
                    help="runs of each case (default 5)")
-    p.add_argument("--backend", default="tensorflow", choices=k8s.BACKENDS)
+    p.add_argument("--backend", default="tensorflow", choices=k8s.BACKENDS,
+                   help="runtime.backend of the runs (default tensorflow)")
     p.add_argument("--port", type=int, default=2222,
                    help="trainer port; the barrier uses port + 1")
     p.add_argument("--logs-pvc", metavar="CLAIM",

@@ -90,9 +90,39 @@ def test_help_lists_flags_fits_80_columns_without_tensorflow(script):
     wide = [line for line in p.stdout.splitlines() if len(line) > WIDTH]
     assert not wide, f"{script} --help lines over {WIDTH} columns:\n" + \
         "\n".join(wide)
+    bare = options_without_help(p.stdout)
+    assert not bare, f"{script} --help: options with no help text: {bare}"
     tf = sorted(m for m in imported_modules(p.stderr)
                 if m == "tensorflow" or m.startswith("tensorflow."))
     assert not tf, f"{script} --help imported {tf[:3]}"
+
+
+def options_without_help(text):
+    """argparse's option lines ("  --flag X") with no help after them on
+    the line or on the next, deeper-indented one (absl's help, which has
+    no "options:" section, is skipped)."""
+    lines, bare, inside = text.splitlines(), [], False
+    for i, line in enumerate(lines):
+        if line in ("options:", "optional arguments:"):
+            inside = True
+        elif inside and line and not line.startswith(" "):
+            inside = False
+        elif inside and line.startswith("  -"):
+            following = lines[i + 1] if i + 1 < len(lines) else ""
+            has_help = "  " in line.strip() or (
+                following.startswith("    ")
+                and not following.lstrip().startswith("-"))
+            if not has_help:
+                bare.append(line.strip())
+    return bare
+
+
+def test_options_without_help_finds_a_bare_option():
+    text = ("usage: x\n\noptions:\n  -h, --help  show this\n"
+            "  --seed SEED\n  --long_option_name LONG_OPTION_NAME\n"
+            "                        what it does\n  --bare\n\nepilog\n"
+            "  --not_an_option_here\n")
+    assert options_without_help(text) == ["--seed SEED", "--bare"]
 
 
 # Issue 40 item 4: a flag error of every entry point is one line on stderr

@@ -113,7 +113,9 @@ def _parser() -> argparse.ArgumentParser:
                         "build_records.json go")
     p.add_argument("--input_dir", help="root holding train/ and validation/")
     p.add_argument("--layout", choices=("imagefolder", "imagenet"),
-                   default=d.layout)
+                   default=d.layout,
+                   help=f"how the inputs are laid out (Layouts below; "
+                        f"default {d.layout})")
     p.add_argument("--train_dir",
                    help="train folder (default input_dir/train)")
     p.add_argument("--validation_dir",
@@ -128,15 +130,24 @@ def _parser() -> argparse.ArgumentParser:
                         "(default: sorted train folder names)")
     p.add_argument("--class_text",
                    help="'<class> <text>' per line for image/class/text")
-    p.add_argument("--splits", default=d.splits)
-    p.add_argument("--train_shards", type=int, default=d.train_shards)
+    p.add_argument("--splits", default=d.splits,
+                   help=f"comma-separated splits to build (default "
+                        f"{d.splits})")
+    p.add_argument("--train_shards", type=int, default=d.train_shards,
+                   help=f"train files to write (default {d.train_shards})")
     p.add_argument("--validation_shards", type=int,
-                   default=d.validation_shards)
-    p.add_argument("--num_workers", type=int, default=d.num_workers)
+                   default=d.validation_shards,
+                   help=f"validation files to write (default "
+                        f"{d.validation_shards})")
+    p.add_argument("--num_workers", type=int, default=d.num_workers,
+                   help=f"processes converting images (default: the "
+                        f"CPUs, {d.num_workers} here)")
     p.add_argument("--quality", type=int, default=d.quality,
-                   help="JPEG quality for converted images")
+                   help=f"JPEG quality for converted images (default "
+                        f"{d.quality})")
     p.add_argument("--seed", type=int, default=d.seed,
-                   help="shuffle seed for the image -> shard assignment")
+                   help=f"shuffle seed for the image -> shard assignment "
+                        f"(default {d.seed})")
     p.add_argument("--verify", action="store_true",
                    help="afterwards (or, without inputs, only) count records "
                         "and decode every image")

@@ -48,8 +48,10 @@ def parse_args(argv):
         epilog=exit_status.help_text(EXIT_STATUSES),
         formatter_class=help_formatter())
     role = p.add_mutually_exclusive_group(required=True)
-    role.add_argument("--dispatcher", action="store_true")
-    role.add_argument("--worker", action="store_true")
+    role.add_argument("--dispatcher", action="store_true",
+                      help="run the dispatcher (one per cluster)")
+    role.add_argument("--worker", action="store_true",
+                      help="run a worker (needs --dispatcher_address)")
     p.add_argument("--port", type=int, required=True,
                    help="port to listen on (all interfaces)")
     p.add_argument("--dispatcher_address", metavar="HOST:PORT",

@@ -74,13 +74,22 @@ def parse_args(argv):
     src.add_argument("--records", metavar="DATA_DIR",
                      help="TFRecords (classic or tfds layout) in DATA_DIR, "
                           "through the records builder's pipeline")
-    src.add_argument("--python_source", metavar="MODULE:FUNCTION")
-    p.add_argument("--split", default="train")
+    src.add_argument("--python_source", metavar="MODULE:FUNCTION",
+                     help="batches from your own function, as the "
+                          "trainer's train_dataset.python_source")
+    p.add_argument("--split", default="train",
+                   help="split to read from --folder, --records or "
+                        "--python_source (default train)")
     p.add_argument("--batch_size", type=int, required=True,
                    help="the trainer's per-replica batch size")
-    p.add_argument("--image_size", type=int, default=224)
-    p.add_argument("--num_channels", type=int, default=3)
-    p.add_argument("--num_classes", type=int, default=1000)
+    p.add_argument("--image_size", type=int, default=224,
+                   help="image height and width; must match the trainer's "
+                        "(default 224)")
+    p.add_argument("--num_channels", type=int, default=3,
+                   help="image channels (default 3)")
+    p.add_argument("--num_classes", type=int, default=1000,
+                   help="classes of the labels; must match the trainer's "
+                        "(default 1000)")
     p.add_argument("--dtype", default="float32",
                    choices=("float32", "float16", "bfloat16", "uint8"),
                    help="image dtype; must match the trainer's "
@@ -88,9 +97,14 @@ def parse_args(argv):
     p.add_argument("--workers", type=int, default=-1,
                    help="decoding processes for --folder (default: CPUs, "
                         "at most 8; 0 decodes in this process)")
-    p.add_argument("--shard", type=int, default=0)
-    p.add_argument("--num_shards", type=int, default=1)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--shard", type=int, default=0,
+                   help="this producer's share of the data, 0..num_shards-1 "
+                        "(default 0)")
+    p.add_argument("--num_shards", type=int, default=1,
+                   help="producers splitting the data between them "
+                        "(default 1)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="shuffle and crop seed (default 0)")
     p.add_argument("--name", default=None,
                    help="producer name in the trainer's errors "
                         "(default host:pid)")
