@@ -84,18 +84,23 @@ def report(per_image: int, layers: int, args) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--batch", type=int, default=256)
-    p.add_argument("--image_size", type=int, default=224)
+    p.add_argument("--batch", type=int, default=256,
+                   help="images a step, on the one card (default 256)")
+    p.add_argument("--image_size", type=int, default=224,
+                   help="input height and width in pixels the model is "
+                        "built for (default 224)")
     p.add_argument("--bytes", type=int, default=2,
-                   help="bytes an activation element (fp16/bf16: 2)")
+                   help="bytes an activation element (fp16/bf16: 2, the "
+                        "default)")
     p.add_argument("--bandwidth", type=float, default=H200_TB_S,
-                   help="the card's memory bandwidth, TB/s (H200 4.8, "
-                        "H100 SXM 3.35)")
+                   help="the card's memory bandwidth, TB/s (H200 4.8, the "
+                        "default; H100 SXM 3.35)")
     p.add_argument("--passes", type=float, default=8.5,
                    help="passes over the BN inputs a step needs (module "
-                        "doc)")
+                        "doc; default 8.5)")
     p.add_argument("--measured_ms", type=float, default=H200_FP16_BN_MS,
-                   help="a profile's BN/elementwise ms a step (0: none)")
+                   help="a profile's BN/elementwise ms a step (0: none; "
+                        f"default {H200_FP16_BN_MS}, H200 fp16)")
     args = p.parse_args(argv)
     model, keras = build_resnet50(args.image_size)
     layers = bn_input_elements(model, keras)

@@ -45,12 +45,24 @@ SIDES = ("eigen", "onednn")
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dtype", default="float32",
-                   choices=("float32", "bfloat16"))
-    p.add_argument("--pairs", type=int, default=3)
-    p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--log-steps", type=int, default=5)
-    p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--image-size", type=int, default=224)
+                   choices=("float32", "bfloat16"),
+                   help="the synthetic images' and the model's precision "
+                        "(default float32)")
+    p.add_argument("--pairs", type=int, default=3,
+                   help="(eigen, onednn) run pairs, alternating "
+                        "(default 3)")
+    p.add_argument("--steps", type=int, default=20,
+                   help="training steps per run; must leave an interval "
+                        f"after the {WARMUP_INTERVALS} warm-up ones "
+                        "(default 20)")
+    p.add_argument("--log-steps", type=int, default=5,
+                   help="steps per TimeHistory interval, the unit a run's "
+                        "rate is the median of (default 5)")
+    p.add_argument("--batch", type=int, default=8,
+                   help="images a step, on the one device (default 8)")
+    p.add_argument("--image-size", type=int, default=224,
+                   help="synthetic image height and width in pixels "
+                        "(default 224)")
     p.add_argument("--logs", default=None,
                    help="keep each run's log in this directory")
     args = p.parse_args(argv)

@@ -78,11 +78,13 @@ def main(argv) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--gap_ms", type=float, default=37.0,
-                        help="wait before each step (default 37: what a "
+                        help="wait before each step (default 37: what a\n"
                         "2-worker step waits on collectives at 100 Mbit/s)")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of the three variants, their order\n"
+                        "rotated each round (default 3)")
     parser.add_argument("--steps", type=int, default=200,
-                        help="timed steps per variant and round")
+                        help="timed steps per variant and round (default 200)")
     parser.add_argument("--inside", action="store_true",
                         help=argparse.SUPPRESS)  # the pinned child
     args = parser.parse_args(argv)

@@ -184,16 +184,27 @@ def measure(make, batch: int, seconds: float, warmup_batches: int = 3):
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--images", type=int, default=300)
+    p.add_argument("--images", type=int, default=300,
+                   help="JPEGs generated and written to 4 TFRecord files, "
+                        "read over and over (default 300)")
     p.add_argument("--cores", type=int, default=1,
                    help="pin the process to this many cores and give tf.data "
                         "as many private threads (default 1: per-core rates)")
-    p.add_argument("--seconds", type=float, default=6.0)
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--image_size", type=int, default=224)
-    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--seconds", type=float, default=6.0,
+                   help="seconds each pipeline is timed per round, after 3 "
+                        "untimed batches (default 6)")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="interleaved rounds over the pipelines; the median "
+                        "is reported (default 3)")
+    p.add_argument("--image_size", type=int, default=224,
+                   help="output image height and width in pixels "
+                        "(default 224)")
+    p.add_argument("--batch", type=int, default=32,
+                   help="images a batch (default 32)")
     p.add_argument("--only", default="",
-                   help="comma-separated pipeline names (default: all)")
+                   help="comma-separated pipeline names, or starts of "
+                        "them ('bare' for the three bare ones; default: "
+                        "all)")
     args = p.parse_args(argv)
     available = sorted(os.sched_getaffinity(0))
     if args.cores > len(available):

@@ -257,12 +257,23 @@ def measure(name, overrides, start, args, tmp):
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--steps", type=int, default=90)
-    p.add_argument("--seconds", type=float, default=12.0)
-    p.add_argument("--image_size", type=int, default=32)
-    p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--images", type=int, default=512)
-    p.add_argument("--only", default="")
+    p.add_argument("--steps", type=int, default=90,
+                   help="training steps of each trainer run, logged in "
+                        "intervals of steps // 3 (default 90)")
+    p.add_argument("--seconds", type=float, default=12.0,
+                   help="seconds each input_bench run pulls the source's "
+                        "pipeline alone (default 12)")
+    p.add_argument("--image_size", type=int, default=32,
+                   help="height and width in pixels of the crops trained "
+                        "on (default 32)")
+    p.add_argument("--batch", type=int, default=32,
+                   help="images a step, on the one device (default 32)")
+    p.add_argument("--images", type=int, default=512,
+                   help="JPEGs written, both as a folder and as TFRecords "
+                        "(default 512)")
+    p.add_argument("--only", default="",
+                   help="comma-separated source names, as the module doc "
+                        "lists them, e.g. 'records,zmq 1' (default: all)")
     args = p.parse_args(argv)
     results = {}
     with tempfile.TemporaryDirectory() as tmp:

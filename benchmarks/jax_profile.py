@@ -206,10 +206,17 @@ def analyse(out: str) -> kernel_profile.Profile:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--dtype", default="bf16", choices=sorted(GPU_CONFIGS))
-    p.add_argument("--batch", type=int, default=256)
-    p.add_argument("--steps", type=int, default=5, help="traced steps")
-    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--dtype", default="bf16", choices=sorted(GPU_CONFIGS),
+                   help="precision; on a GPU also the run scripts' YAML "
+                        "for it (default bf16)")
+    p.add_argument("--batch", type=int, default=256,
+                   help="images a step on the one device (--cpu: at most "
+                        "8; default 256)")
+    p.add_argument("--steps", type=int, default=5,
+                   help="traced steps (default 5)")
+    p.add_argument("--warmup", type=int, default=10,
+                   help="untraced steps before the traced ones "
+                        "(default 10)")
     p.add_argument("--out", help="folder for the trace, dump and tables")
     p.add_argument("--override", help="more of the trainer's "
                                       "--params_override, appended")

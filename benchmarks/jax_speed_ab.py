@@ -347,24 +347,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=float, default=400,
                    help="seconds for all runs (default: %(default)s)")
     p.add_argument("--dtypes", type=lambda s: s.split(","),
-                   default=["bf16", "fp16"], help="bf16,fp16 (in order)")
+                   default=["bf16", "fp16"],
+                   help="precisions, comma-separated, in order (default: "
+                        "bf16,fp16)")
     p.add_argument("--only", type=lambda s: s.split(","),
                    help="candidates by name, comma-separated, '+' for "
                         "several together (b512+pad4): "
                         + ", ".join(c.name for c in CANDIDATES))
-    p.add_argument("--pairs", type=int, default=2, help="rounds per side")
-    p.add_argument("--batch", type=int, default=256)
-    p.add_argument("--steps", type=int, default=120)
-    p.add_argument("--log_steps", type=int, default=20)
-    p.add_argument("--warmup_intervals", type=int, default=1)
+    p.add_argument("--pairs", type=int, default=2,
+                   help="rounds per side (default: %(default)s)")
+    p.add_argument("--batch", type=int, default=256,
+                   help="images a step on the one device, unless the "
+                        "candidate sets it (default: %(default)s)")
+    p.add_argument("--steps", type=int, default=120,
+                   help="training steps per run (default: %(default)s)")
+    p.add_argument("--log_steps", type=int, default=20,
+                   help="steps per timed interval (default: %(default)s)")
+    p.add_argument("--warmup_intervals", type=int, default=1,
+                   help="a run's first intervals left out of its rate "
+                        "(default: %(default)s)")
     p.add_argument("--overhead", type=float, default=Costs.overhead,
-                   help="estimated seconds per run besides training")
+                   help="estimated seconds per run besides training "
+                        "(default: %(default)s)")
     p.add_argument("--compile", type=float, default=Costs.compile,
-                   help="estimated first-compile seconds per side")
+                   help="estimated first-compile seconds per side (default: "
+                        "%(default)s)")
     p.add_argument("--rate", type=float, default=Costs.rate,
-                   help="estimated img/s, for the budget")
+                   help="estimated img/s, for the budget (default: "
+                        "%(default)s)")
     p.add_argument("--python", default=sys.executable,
-                   help="Python that runs the trainer")
+                   help="Python that runs the trainer (default: this one)")
     p.add_argument("--cpu", action="store_true",
                    help="a tiny model on the CPU (a check of the flow)")
     p.add_argument("--dry-run", action="store_true",

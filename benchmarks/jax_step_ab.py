@@ -341,7 +341,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=float, default=300,
                    help="seconds for everything (default: %(default)s)")
     p.add_argument("--dtypes", type=lambda s: s.split(","),
-                   default=["bf16", "fp16"], help="bf16,fp16 (in order)")
+                   default=["bf16", "fp16"],
+                   help="precisions, comma-separated, in order (default: "
+                        "bf16,fp16)")
     p.add_argument("--only", type=lambda s: s.split(","),
                    default=list(DEFAULT_CANDIDATES),
                    help="candidates by name, comma-separated, '+' for "
@@ -355,12 +357,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=_at_least(1), default=10,
                    help="steps after each build, untimed, >= 1 (default: "
                         "%(default)s)")
-    p.add_argument("--batch", type=_at_least(1), default=256)
+    p.add_argument("--batch", type=_at_least(1), default=256,
+                   help="images a step on the one device, unless the "
+                        "candidate sets it (default: %(default)s)")
     p.add_argument("--build", type=float, default=40.0,
                    help="estimated seconds to build and compile a side, "
-                        "until the baseline's is measured")
+                        "until the baseline's is measured (default: "
+                        "%(default)s)")
     p.add_argument("--rate", type=float, default=6500.0,
-                   help="estimated img/s, for the budget")
+                   help="estimated img/s, for the budget (default: "
+                        "%(default)s)")
     p.add_argument("--cpu", action="store_true",
                    help=f"a tiny model on the CPU, batch {CPU_BATCH} (a "
                         "check of the flow)")

@@ -128,16 +128,31 @@ class Bare:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--dtype", default="bf16", choices=("fp32", "fp16", "bf16"))
-    p.add_argument("--batch", type=int, default=256)
-    p.add_argument("--image_size", type=int, default=224)
-    p.add_argument("--depth", type=int, default=50)
-    p.add_argument("--steps", type=int, default=200, help="timed steps")
-    p.add_argument("--warmup", type=int, default=20)
-    p.add_argument("--log_steps", type=int, default=20)
-    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--dtype", default="bf16", choices=("fp32", "fp16", "bf16"),
+                   help="precision of both sides (default bf16)")
+    p.add_argument("--batch", type=int, default=256,
+                   help="images a step on the one device (--cpu: at most "
+                        "8; default 256)")
+    p.add_argument("--image_size", type=int, default=224,
+                   help="synthetic image height and width in pixels (--cpu: "
+                        "at most 32; default 224)")
+    p.add_argument("--depth", type=int, default=50,
+                   help="ResNet v1.5 depth (default 50)")
+    p.add_argument("--steps", type=int, default=200,
+                   help="timed steps per side and round (default 200)")
+    p.add_argument("--warmup", type=int, default=20,
+                   help="untimed steps before them (default 20)")
+    p.add_argument("--log_steps", type=int, default=20,
+                   help="steps per TimeHistory interval of ours "
+                        "(default 20)")
+    p.add_argument("--rounds", type=int, default=2,
+                   help="rounds of ours then bare; medians are printed "
+                        "(default 2)")
     p.add_argument("--location", default="device",
-                   choices=("device", "host", "both"))
+                   choices=("device", "host", "both"),
+                   help="ours' batch: made once on the device, copied from "
+                        "the host every step, or both in turn (default "
+                        "device)")
     p.add_argument("--cpu", action="store_true",
                    help="run on the CPU (a check of the script, not a speed)")
     p.add_argument("--json", help="write the numbers to this file")

@@ -25,9 +25,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--repeats", type=int, default=5,
+                   help="timed blocks per optimizer, alternating; the "
+                        "median is printed (default 5)")
     p.add_argument("--updates", type=int, default=10,
-                   help="updates per timed block")
+                   help="updates per timed block (default 10)")
     args = p.parse_args(argv)
 
     from official_bench.models.resnet import resnet_v15

@@ -117,11 +117,16 @@ def report(name: str, rows) -> None:
 def main(argv) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=15)
+    parser.add_argument("--workers", type=int, default=2,
+                        help="worker processes, each pinned to a core "
+                        "(default 2)")
+    parser.add_argument("--steps", type=int, default=15,
+                        help="profiled steps per worker, after 10 untimed\n"
+                        "ones (default 15)")
     parser.add_argument("--netns", default="",
-                        help="NS_A=ADDR_A,NS_B=ADDR_B: worker k runs in "
-                        "namespace NS_k at ADDR_k")
+                        help="NS_A=ADDR_A,NS_B=ADDR_B: worker k runs in\n"
+                        "namespace NS_k at ADDR_k (default: all on "
+                        "127.0.0.1)")
     parser.add_argument("--out", default="",
                         help="profile directory (default: a new temporary "
                         "one)")

@@ -78,13 +78,17 @@ def parse_args(argv=None):
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dtype", default="float32,bfloat16",
-                   help="comma list of " + ", ".join(DTYPES))
+                   help="comma list of " + ", ".join(DTYPES) +
+                        " (default float32,bfloat16)")
     p.add_argument("--pairs", type=int, default=None,
                    help="alternating (Model Garden, ours) pairs per dtype "
                         "(default 3; --quick: 1)")
     p.add_argument("--steps", type=int, default=None,
                    help="training steps per run (default 40; --quick: 20)")
-    p.add_argument("--log-steps", type=int, default=5)
+    p.add_argument("--log-steps", type=int, default=5,
+                   help="steps per TimeHistory interval, both sides; "
+                        "--steps must leave one after the "
+                        f"{WARMUP_INTERVALS} warm-up ones (default 5)")
     p.add_argument("--quick", action="store_true",
                    help="1 pair of 20 steps per dtype (~3 min each); noisy")
     p.add_argument("--repo", default=REPO,
@@ -104,7 +108,8 @@ def parse_args(argv=None):
                         "(onednn), 0 (eigen) or what runtime.cpu_kernels "
                         "auto picks on this CPU (default)")
     p.add_argument("--venv", default=MG_VENV,
-                   help="Model Garden's venv (created if missing)")
+                   help="Model Garden's venv (created if missing; default "
+                        "%(default)s)")
     p.add_argument("--logs", default=None,
                    help="keep each run's log in this directory")
     args = p.parse_args(argv)

@@ -34,7 +34,9 @@ def here(path, root):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("root")
-    parser.add_argument("--index", type=int, default=0)
+    parser.add_argument("--index", type=int, default=0,
+                        help="which pod of the Job: its "
+                        "JOB_COMPLETION_INDEX (default 0)")
     args, rest = parser.parse_known_args()
     opts = k8s_cli.options(k8s_cli.build_parser().parse_args(rest))
     k8s.check(opts)

@@ -65,12 +65,21 @@ def tasks(out: str, split: str, count: int, classes: int, width: int,
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("out_dir")
-    p.add_argument("--train", type=int, default=20000)
-    p.add_argument("--validation", type=int, default=500)
-    p.add_argument("--classes", type=int, default=100)
-    p.add_argument("--width", type=int, default=500)
-    p.add_argument("--height", type=int, default=375)
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--train", type=int, default=20000,
+                   help="train images (default 20000)")
+    p.add_argument("--validation", type=int, default=500,
+                   help="validation images (default 500)")
+    p.add_argument("--classes", type=int, default=100,
+                   help="class folders per split; images go round-robin "
+                        "(default 100)")
+    p.add_argument("--width", type=int, default=500,
+                   help="image width in pixels; every third image is "
+                        "tall, width and height swapped (default 500)")
+    p.add_argument("--height", type=int, default=375,
+                   help="image height in pixels (default 375)")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                   help="processes writing images (default: the CPUs, "
+                        f"{os.cpu_count() or 1} here)")
     args = p.parse_args(argv)
     start = time.perf_counter()
     work = list(tasks(args.out_dir, "train", args.train, args.classes,

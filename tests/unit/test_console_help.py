@@ -236,3 +236,59 @@ def test_the_speed_benchmarks_help_opens_with_their_whole_first_sentence(
     assert p.returncode == 0, p.stderr
     paragraphs = p.stdout.split("\n\n")
     assert paragraphs[1].strip().endswith("."), paragraphs[1]
+
+
+def _python_files():
+    """The .py files of the package, benchmarks/, scripts/ and the root."""
+    paths = [os.path.join(REPO, name) for name in sorted(os.listdir(REPO))
+             if name.endswith(".py")]
+    for top in ("official_bench", "benchmarks", "scripts"):
+        for folder, dirs, files in os.walk(os.path.join(REPO, top)):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            paths += [os.path.join(folder, f) for f in sorted(files)
+                      if f.endswith(".py")]
+    return paths
+
+
+def options_lacking_help(path):
+    """"path:line --option" for each add_argument call in `path` with an
+    option string ("-x", "--x") and no help= keyword."""
+    import ast
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    rel = os.path.relpath(path, REPO)
+    bare = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "add_argument"):
+            continue
+        flags = [a.value for a in node.args if isinstance(a, ast.Constant)
+                 and isinstance(a.value, str) and a.value.startswith("-")]
+        # help= named, or possibly inside **kwargs: counted as given
+        if flags and not any(k.arg in ("help", None) for k in node.keywords):
+            bare.append(f"{rel}:{node.lineno} {flags[-1]}")
+    return bare
+
+
+def test_every_command_line_option_has_help():
+    # Static, so it covers the benchmarks and scripts too, whose --help
+    # no test runs (some import JAX or TensorFlow first).
+    files = _python_files()
+    assert any(p.endswith(os.path.join("benchmarks", "jax_step_ab.py"))
+               for p in files)
+    bare = [entry for path in files for entry in options_lacking_help(path)]
+    assert not bare, "options with no help= (say what each does and its " \
+        "default):\n" + "\n".join(bare)
+
+
+def test_options_lacking_help_finds_a_bare_option(tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text(
+        "p.add_argument('out')\n"
+        "p.add_argument('--told', help='x')\n"
+        "p.add_argument('-n', '--bare', type=int)\n"
+        "p.add_argument('--spread', **kwargs)\n"
+        "p.add_argument('--hidden', help=SUPPRESS)\n")
+    rel = os.path.relpath(str(script), REPO)
+    assert options_lacking_help(str(script)) == [f"{rel}:3 --bare"]
