@@ -349,7 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="candidates by name, comma-separated, '+' for "
                         "several together, ':key=value' for Pallas kernel "
                         "settings (bn_pallas:num_warps=8; default: "
-                        "%(default)s)")
+                        + ", ".join(DEFAULT_CANDIDATES) + ")")
     p.add_argument("--rounds", type=_at_least(2), default=8,
                    help="blocks per side, >= 2 (default: %(default)s)")
     p.add_argument("--steps", type=_at_least(1), default=20,

@@ -8,7 +8,7 @@ official_bench build) and the new `keras.optimizers.SGD` (element-wise ops per
 variable). Variants alternate, medians of ms per update are printed with the
 share of a training step they would be at a given step time.
 
-    .venv/bin/python benchmarks/optimizer_update.py [--repeats 5] \
+    .venv/bin/python benchmarks/optimizer_update.py [--repeats 5] \\
         [--updates 10]
 """
 

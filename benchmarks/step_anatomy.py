@@ -1,7 +1,7 @@
 """Where a multi-worker step's time goes, from a profile of each worker
 (issue 14 §4).
 
-    .venv/bin/python benchmarks/step_anatomy.py [--workers 2] [--steps 15] \
+    .venv/bin/python benchmarks/step_anatomy.py [--workers 2] [--steps 15] \\
         [--netns NS_A=ADDR_A,NS_B=ADDR_B] [--out DIR]
 
 Starts the workers (127.0.0.1, or one per network namespace, e.g. two
