@@ -12,6 +12,8 @@ Fields consumed (schema ``official_bench.result/1``)::
 
     stats.intervals[]: start_step, end_step, seconds, examples_per_second
     stats.global_batch_size, stats.num_replicas   (optional, cross-checks)
+    stats.warmup_steps, stats.excluded_steps      (optional: its window)
+    environment.num_workers, .num_replicas        (optional: a run's case)
     environment{...}   (optional, reported as is; environment.dtype checked)
     warnings[]         (optional: the trainer's own, e.g. a NaN loss in a
                         train.stop_on_nan=false run; passed on)
@@ -97,6 +99,48 @@ def _positive_int(stats: Dict[str, Any], key: str) -> Optional[int]:
     return value
 
 
+def _optional_int(item: Dict[str, Any], key: str, where: str,
+                  least: int) -> None:
+    """:class:`_Invalid` unless ``item[key]`` is absent, null or an integer
+    >= ``least``."""
+    value = item.get(key)
+    if value is not None and (not _is_int(value) or value < least):
+        raise _Invalid(f"{where}.{key} is {value!r}, expected an integer "
+                       f">= {least}")
+
+
+def _check_window_keys(stats: Dict[str, Any]) -> None:
+    """The keys a reader counts the trainer's window with
+    (contracts/counting.recorded_counted): ``warmup_steps`` an integer >= 0,
+    ``excluded_steps`` null or [first, last] integers."""
+    _optional_int(stats, "warmup_steps", "stats", 0)
+    steps = stats.get("excluded_steps")
+    if steps is not None and not (
+            isinstance(steps, list) and len(steps) == 2
+            and all(_is_int(s) for s in steps)):
+        raise _Invalid(f"stats.excluded_steps is {steps!r}, expected null "
+                       "or [first, last] integers")
+
+
+# environment keys the readers iterate over (the reports' device lists)
+_ENV_LISTS = ("devices", "gpu_names", "configured_devices")
+
+
+def _check_environment(env: Dict[str, Any]) -> None:
+    """The environment keys the readers compute with: the worker and
+    replica counts (a run's case, judge/compare) integers >= 1, the device
+    lists lists of strings (the reports iterate over them)."""
+    for key in ("num_workers", "num_replicas"):
+        _optional_int(env, key, "environment", 1)
+    for key in _ENV_LISTS:
+        value = env.get(key)
+        if value is not None and not (
+                isinstance(value, list)
+                and all(isinstance(v, str) for v in value)):
+            raise _Invalid(f"environment.{key} is {value!r}, expected a "
+                           "list of strings")
+
+
 def _intervals(stats: Dict[str, Any]) -> List[ReadInterval]:
     """Validate ``stats.intervals`` into :class:`ReadInterval` objects."""
     items = stats.get("intervals")
@@ -138,9 +182,11 @@ def _parse(path: str, data: Any) -> RunResultFile:
     stats = data.get("stats")
     if not isinstance(stats, dict):
         raise _Invalid("stats is missing or not an object")
+    _check_window_keys(stats)
     env = data.get("environment")
     if env is not None and not isinstance(env, dict):
         raise _Invalid("environment is not an object")
+    _check_environment(env or {})
     config = data.get("config")
     if config is not None and not isinstance(config, dict):
         raise _Invalid("config is not an object")
@@ -160,14 +206,11 @@ def _parse(path: str, data: Any) -> RunResultFile:
                          _input_wait(data), flops, config)
 
 
-def load_run_json(path: str) -> Tuple[Optional[RunResultFile],
+def read_run_json(path: str) -> Tuple[Optional[RunResultFile],
                                      Optional[str]]:
-    """Load the result JSON at ``path``.
-
-    Returns ``(result, warning)``: ``(None, None)`` when there is no file,
-    ``(None, message)`` when it cannot be used (the caller falls back to the
-    log), ``(RunResultFile, None)`` otherwise.
-    """
+    """Read the result JSON at ``path``: ``(None, None)`` when there is no
+    file, ``(None, "PATH: unusable result JSON (what is wrong)")`` when it
+    cannot be used, ``(RunResultFile, None)`` otherwise."""
     if not os.path.exists(path):
         return None, None
     try:
@@ -175,7 +218,15 @@ def load_run_json(path: str) -> Tuple[Optional[RunResultFile],
             data = json.load(f)
         return _parse(path, data), None
     except (OSError, UnicodeDecodeError, ValueError, _Invalid) as e:
-        return None, f"{path}: unusable result JSON ({e}); using the log lines"
+        return None, f"{path}: unusable result JSON ({e})"
+
+
+def load_run_json(path: str) -> Tuple[Optional[RunResultFile],
+                                     Optional[str]]:
+    """The result JSON beside a log (read_run_json), whose warning says
+    that the caller falls back to the log lines."""
+    result, problem = read_run_json(path)
+    return result, problem and problem + "; using the log lines"
 
 
 # ------------------------------------------------------------------ writing

@@ -113,8 +113,9 @@ def _read_log_tree(path: str, found: Sequence[Tuple[logparse.RunId, str]],
     outcomes = [measure_log(run, log, warmup, train, "mean")
                 for run, log in found]
     for (run, log), outcome in zip(found, outcomes):
-        if not outcome.ok:
-            side.notes.append(f"{log}: excluded: {outcome.excluded}")
+        excluded = outcome.excluded or _rate_problem(outcome.counted)
+        if excluded:
+            side.notes.append(f"{log}: excluded: {excluded}")
             continue
         case = Case(run.num_nodes, run.gpus_per_node, run.batch_size,
                     run.dtype, run_backend.backend(
@@ -125,6 +126,17 @@ def _read_log_tree(path: str, found: Sequence[Tuple[logparse.RunId, str]],
             f"\n(the window: --warmup_batches {warmup} --train_batches "
             f"{train}; or --window auto)")
     return side
+
+
+def _rate_problem(counted: Sequence[ReadInterval]) -> Optional[str]:
+    """Why a run's counted intervals cannot enter the ratio (a rate of 0
+    in the window: verdict.run_problem's rule), naming its steps."""
+    bad = [iv for iv in counted if not iv.examples_per_second > 0]
+    if not bad:
+        return None
+    return (f"interval {bad[0].start_step}-{bad[0].end_step} has "
+            f"{bad[0].examples_per_second:g} examples/second; the ratio "
+            "needs rates > 0")
 
 
 def _result_files(path: str) -> List[str]:
@@ -164,9 +176,9 @@ def _read_result_files(path: str, files: Sequence[str],
     """Runs of a folder of result.json files (module doc)."""
     side = SideRuns(path, "result.json files", {})
     for name in files:
-        result, problem = result_json.load_run_json(name)
+        result, problem = result_json.read_run_json(name)
         if result is None:
-            side.notes.append(problem or f"{name}: unreadable")
+            side.notes.append(f"{problem or name + ': unreadable'}; skipped")
             continue
         case = result_case(result)
         if case is None:
@@ -183,6 +195,10 @@ def _read_result_files(path: str, files: Sequence[str],
             side.notes.append(f"{name}: no interval inside the counted "
                               "window (give it with --warmup_batches/"
                               "--train_batches, or --window auto)")
+            continue
+        problem = _rate_problem(counted)
+        if problem:
+            side.notes.append(f"{name}: excluded: {problem}")
             continue
         side.runs.setdefault(case, []).append(counted)
     return side

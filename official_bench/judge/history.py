@@ -57,22 +57,37 @@ from official_bench.judge import verdict
 
 @dataclasses.dataclass(frozen=True)
 class CaseCheck:
-    """A case's runs and the latest one's verdict (None: one run only)."""
+    """A case's runs and the latest one's verdict (None: fewer than two
+    runs that can enter a ratio); ``left_out`` says which rows could not
+    (verdict.run_problem) and why."""
     label: str
     rows: List[Row]
     verdict: Optional[verdict.Verdict]
+    left_out: List[str] = dataclasses.field(default_factory=list)
 
 
 # ---------------------------------------------------------------- checking
 
+def _left_out(row: Row) -> Optional[str]:
+    """Why a row cannot enter the ratio, naming its id and source."""
+    problem = verdict.run_problem(row.interval_rates)
+    if problem is None:
+        return None
+    return (f"run {row.id} ({row.source_path or row.source}) left out of "
+            f"the comparison: {problem}")
+
+
 def check_case(label: str, rows: List[Row], seed: int = verdict.DEFAULT_SEED
                ) -> CaseCheck:
-    """The latest run (B) against every earlier one (A)."""
-    if len(rows) < 2:
-        return CaseCheck(label, rows, None)
-    earlier = [r.interval_rates for r in rows[:-1]]
+    """The latest usable run (B) against every earlier one (A)."""
+    left_out = {id(r): _left_out(r) for r in rows}
+    usable = [r for r in rows if left_out[id(r)] is None]
+    notes = [f"{label}: {why}" for why in left_out.values() if why]
+    if len(usable) < 2:
+        return CaseCheck(label, rows, None, notes)
+    earlier = [r.interval_rates for r in usable[:-1]]
     return CaseCheck(label, rows, verdict.compare_runs(
-        earlier, [rows[-1].interval_rates], seed=seed))
+        earlier, [usable[-1].interval_rates], seed=seed), notes)
 
 
 def select(rows: Sequence[Row], case: Optional[str]) -> Dict[str, List[Row]]:
@@ -114,6 +129,10 @@ def listing(check: CaseCheck) -> str:
 
 def summary_line(check: CaseCheck) -> str:
     """One line: the latest run against the earlier ones."""
+    if check.verdict is None and check.left_out:
+        return (f"{check.label}: {len(check.rows)} run(s), "
+                f"{len(check.left_out)} left out (see the notes): too few "
+                "to compare")
     if check.verdict is None:
         return (f"{check.label}: {len(check.rows)} run, nothing earlier to "
                 "compare with")
@@ -124,7 +143,8 @@ def checks_json(checks: Sequence[CaseCheck]) -> str:
     return json.dumps([{
         "case": c.label, "runs": len(c.rows),
         "latest": dataclasses.asdict(c.rows[-1]),
-        "verdict": c.verdict.as_dict() if c.verdict else None}
+        "verdict": c.verdict.as_dict() if c.verdict else None,
+        "left_out": c.left_out}
         for c in checks], indent=2) + "\n"
 
 
@@ -305,6 +325,9 @@ def _run(args: argparse.Namespace) -> int:
         raise ExtractError(f"the history {args.db} holds no run yet")
     checks = [check_case(label, case_rows)
               for label, case_rows in select(rows, args.case).items()]
+    for check in checks:
+        for note in check.left_out:
+            print(f"note: {note}", file=sys.stderr)
     if args.json:
         print(checks_json(checks), end="")
     elif args.case:

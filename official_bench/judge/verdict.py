@@ -78,17 +78,30 @@ def side_median(runs: Sequence[Run]) -> float:
     return statistics.median(run_speed(r) for r in runs)
 
 
+def run_problem(run: Run) -> Optional[str]:
+    """Why a run cannot take part in a ratio (no counted interval, or an
+    interval rate that is not > 0), or None. The readers (compare, history)
+    leave such a run out with this reason and the run's name."""
+    if not run:
+        return "no counted interval"
+    for k, rate in enumerate(run):
+        if not float(rate) > 0:  # NaN too
+            return (f"counted interval {k + 1} of {len(run)} has a rate of "
+                    f"{float(rate):g} examples/second (a ratio needs rates "
+                    "> 0)")
+    return None
+
+
 def _check_side(runs: Sequence[Run], name: str) -> List[Tuple[float, ...]]:
-    """The runs as tuples; ValueError naming the side when one is empty."""
+    """The runs as tuples; ValueError naming the side and run when one is
+    empty or has a rate that is not > 0 (run_problem)."""
     out = [tuple(float(x) for x in r) for r in runs]
     if not out:
         raise ValueError(f"side {name} has no run to compare")
     for k, r in enumerate(out):
-        if not r:
-            raise ValueError(f"side {name}: run {k + 1} has no counted "
-                             "interval")
-        if min(r) <= 0:
-            raise ValueError(f"side {name}: run {k + 1} has a rate <= 0")
+        problem = run_problem(r)
+        if problem:
+            raise ValueError(f"side {name}: run {k + 1}: {problem}")
     return out
 
 
