@@ -263,34 +263,45 @@ def _write_outputs(extraction: Extraction, output_dir: str, markdown: bool,
                    csv: bool, plot: Optional[bool], html: bool,
                    history: Optional[str] = None
                    ) -> Tuple[List[str], List[str]]:
-    """write_outputs without the OSError translation."""
+    """write_outputs without the OSError translation. Every file is
+    rendered before the first is written: a report that cannot be made
+    leaves the previous set as it was, not half of it replaced."""
+    paths = output_paths(output_dir, extraction.name)
+    files, notes = render_outputs(extraction, paths, markdown, csv, plot,
+                                  html, history)
+    for kind, content in files:
+        if isinstance(content, bytes):
+            atomic.write_bytes_atomic(paths[kind], content)
+        else:
+            atomic.write_text_atomic(paths[kind], content)
+    return [paths[kind] for kind, _ in files], notes
+
+
+def render_outputs(extraction: Extraction, paths: Dict[str, str],
+                   markdown: bool, csv: bool, plot: Optional[bool],
+                   html: bool, history: Optional[str] = None
+                   ) -> Tuple[List[Tuple[str, Any]], List[str]]:
+    """The output files' contents, ``[(kind, text or PNG bytes)]`` in
+    writing order (kinds of output_paths), and the notes on what was
+    skipped and why; writes nothing."""
     from official_bench.extract import html_report, series
 
-    paths = output_paths(output_dir, extraction.name)
-    written: List[str] = []
+    files: List[Tuple[str, Any]] = []
     notes: List[str] = []
-    # Read before anything is written: a bad file leaves no partial set.
     history_png = history_plot.history_figure(history) \
         if history and html else None
-    atomic.write_text_atomic(paths["json"],
-                             result_json_text(extraction.result))
-    written.append(paths["json"])
+    files.append(("json", result_json_text(extraction.result)))
     if markdown:
-        atomic.write_text_atomic(paths["markdown"],
-                                 tables.markdown_report(extraction.result,
-                                                        extraction.name)
-                                 + allreduce_logs.markdown(
-                                     extraction.bandwidth))
-        written.append(paths["markdown"])
+        files.append(("markdown", tables.markdown_report(
+            extraction.result, extraction.name)
+            + allreduce_logs.markdown(extraction.bandwidth)))
     if csv:
-        atomic.write_text_atomic(paths["csv"],
-                                 tables.csv_text(extraction.result))
-        written.append(paths["csv"])
+        files.append(("csv", tables.csv_text(extraction.result)))
     run_series = (series.collect(extraction.outcomes)
                   if plot is not False or html else None)
-    png, plot_note = _make_plot(extraction, paths["png"], plot, run_series)
+    png, plot_note = _make_plot(extraction, plot, run_series)
     if png:
-        written.append(paths["png"])
+        files.append(("png", png))
     elif plot is None:  # wanted if possible: say why there is none
         notes.append(plot_note)
     if html:
@@ -299,11 +310,10 @@ def _write_outputs(extraction: Extraction, output_dir: str, markdown: bool,
             images.append((history_png,
                            f"Run history ({history}): each case's mean "
                            "img/s per run over time"))
-        atomic.write_text_atomic(paths["html"], html_report.html_report(
-            extraction.result, extraction.name, images, plot_note, run_series,
-            extraction.bandwidth))
-        written.append(paths["html"])
-    return written, notes
+        files.append(("html", html_report.html_report(
+            extraction.result, extraction.name, images, plot_note,
+            run_series, extraction.bandwidth)))
+    return files, notes
 
 
 def _plot_caption(result: tables.Result) -> str:
@@ -314,9 +324,9 @@ def _plot_caption(result: tables.Result) -> str:
     return f"{top}, and throughput per interval of each case's runs"
 
 
-def _make_plot(extraction: Extraction, path: str, plot: Optional[bool],
+def _make_plot(extraction: Extraction, plot: Optional[bool],
                series: Any) -> Tuple[Optional[bytes], Optional[str]]:
-    """Write the PNG when wanted and possible: ``(png_bytes, None)``, or
+    """The PNG when wanted and possible: ``(png_bytes, None)``, or
     ``(None, why_not)`` for the notes and the HTML page."""
     from official_bench.extract import (
         plot as plotting,  # matplotlib is lazy there
@@ -329,8 +339,8 @@ def _make_plot(extraction: Extraction, path: str, plot: Optional[bool],
                 "holds all-reduce results only")
         return None, "no plot: all-reduce results only (no training runs)"
     if plot or (plot is None and plotting.matplotlib_available()):
-        return plotting.plot_png(extraction.result, path, extraction.name,
-                                 series), None
+        return plotting.png_bytes(extraction.result, extraction.name,
+                                  series), None
     if plot is None:
         return None, ("no plot: matplotlib is not installed (pip install "
                       "matplotlib, or the package's [plot] extra)")
@@ -466,6 +476,27 @@ def _print_lines(prefix: str, lines: Iterable[str]) -> None:
         print(f"{prefix}{line}", file=sys.stderr)
 
 
+def _usage_problem(args: argparse.Namespace) -> Optional[str]:
+    """Flags that name no mode, or that the chosen mode would ignore;
+    None when fine."""
+    if args.compare is None and args.log_dir is None:
+        return "--log_dir is required (or --compare A.json B.json)"
+    if args.compare is not None:
+        ignored = [flag for flag, given in (
+            ("--log_dir", args.log_dir is not None),
+            ("--history", args.history is not None),
+            ("--window", args.window is not None),
+            ("--warmup_batches", args.warmup_batches is not None),
+            ("--train_batches", args.train_batches is not None)) if given]
+        if ignored:
+            return (f"{', '.join(ignored)} with --compare: --compare reads "
+                    "two result files and extracts nothing")
+    if args.history is not None and not (args.html and args.markdown):
+        return ("--history is drawn in the HTML page, which --no_html/"
+                "--no_markdown turn off")
+    return None
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command line; returns the exit status (never calls sys.exit)."""
     parser = build_parser()
@@ -473,12 +504,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse exits on --help and on usage errors
         return e.code if isinstance(e.code, int) else exit_status.CONFIG
-    if args.compare is None and args.log_dir is None:
-        print(f"{parser.prog}: error: --log_dir is required (or --compare "
-              "A.json B.json); see --help", file=sys.stderr)
-        return exit_status.CONFIG
-    conflict = windows.flag_conflict(args.window, args.warmup_batches,
-                                     args.train_batches)
+    conflict = _usage_problem(args) or windows.flag_conflict(
+        args.window, args.warmup_batches, args.train_batches)
     if conflict:
         print(f"{parser.prog}: error: {conflict}; see --help",
               file=sys.stderr)

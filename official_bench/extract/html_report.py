@@ -99,9 +99,9 @@ def _table(columns: Sequence[str], rows: Iterable[Sequence[Any]],
 
 def _hosts(env: Dict[str, Any], case_series: List[RunSeries]) -> str:
     """Host names of the case's counted runs; the first run's as a fallback."""
-    names = sorted({r.hostname for r in case_series if r.hostname})
+    names = sorted({str(r.hostname) for r in case_series if r.hostname})
     if not names and env.get("hostname"):
-        names = [env["hostname"]]
+        names = [str(env["hostname"])]  # another tool's record: any type
     return ", ".join(names) or "n/a"
 
 

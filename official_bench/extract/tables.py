@@ -137,7 +137,7 @@ def section_title(model_key: str, model_result: ModelResult) -> str:
     entry = next(iter(model_result.values()))
     details = []
     if entry.get("dtype"):
-        details.append(entry["dtype"])
+        details.append(str(entry["dtype"]))  # another tool's file: any
     if entry.get("batch_size_per_device") is not None:
         details.append(f"batch {entry['batch_size_per_device']} per device")
     return model_key + (f" ({', '.join(details)})" if details else "")
