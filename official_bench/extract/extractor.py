@@ -115,7 +115,7 @@ def _check_options(warmup_batches: int, train_batches: int, method: str,
     if train_batches <= warmup_batches:
         raise ExtractError(f"train_batches ({train_batches}) must be greater "
                            f"than warmup_batches ({warmup_batches})")
-    if spread_warn < 0:
+    if not spread_warn >= 0:  # NaN too
         raise ExtractError(f"spread_warn is {spread_warn:g}, must be >= 0 "
                            "(percent)")
 

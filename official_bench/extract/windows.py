@@ -60,11 +60,17 @@ def given_or_dlperf(warmup: Optional[int], train: Optional[int]
 
 def flag_conflict(window: Optional[str], warmup: Optional[int],
                   train: Optional[int]) -> Optional[str]:
-    """The usage error of --window given with the window's own flags (for
-    every command of add_flags), or None."""
+    """The usage error of the window flags (for every command of
+    add_flags), or None: --window given with the window's own flags, or a
+    given value that counts no step (the extractor's wording)."""
     if window and (warmup is not None or train is not None):
         return (f"--window {window} chooses --warmup_batches and "
                 "--train_batches; give one or the other")
+    if warmup is not None and warmup < 0:
+        return f"warmup_batches is {warmup}, must be >= 0"
+    if train is not None and train <= (warmup or 0):
+        return (f"train_batches ({train}) must be greater than "
+                f"warmup_batches ({warmup or 0})")
     return None
 
 

@@ -357,6 +357,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return e.code if isinstance(e.code, int) else exit_status.CONFIG
     conflict = windows.flag_conflict(args.window, args.warmup_batches,
                                      args.train_batches)
+    given = [f"--{k}" for k in ("window", "warmup_batches", "train_batches")
+             if getattr(args, k) is not None]
+    if given and not args.import_dir:
+        conflict = (f"{', '.join(given)} go{'es' if len(given) == 1 else ''}"
+                    " with --import LOG_DIR (the window of the logs it "
+                    "reads); the history's runs keep the window they were "
+                    "counted in")
     if conflict:
         print(f"{parser.prog}: error: {conflict}; see --help",
               file=sys.stderr)

@@ -35,6 +35,7 @@ def _tree(root, env=None):
      "--history"),
     (["--compare", "a.json", "b.json", "--window", "auto"], "--window"),
     (["--compare", "a.json", "b.json", "--log_dir", "L"], "--log_dir"),
+    (["--log_dir", "L", "--spread_warn", "nan"], "spread_warn is nan"),
 ])
 def test_flags_the_mode_would_ignore_are_bad_usage(tmp_path, capsys, argv,
                                                     named, monkeypatch):

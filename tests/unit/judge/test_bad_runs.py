@@ -6,6 +6,8 @@ runs are still compared, and nothing ends in a traceback."""
 
 import os
 
+import pytest
+
 from official_bench.contracts import exit_status
 from official_bench.judge import compare, history, verdict
 from support import logkit
@@ -103,3 +105,37 @@ def test_run_problem_names_the_interval():
     assert verdict.run_problem([]) == "no counted interval"
     assert verdict.run_problem([1.0, float("nan")]).startswith(
         "counted interval 2 of 2 has a rate of nan")
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["--warmup_batches", "-5", "--train_batches", "30"],
+     "warmup_batches is -5, must be >= 0"),
+    (["--warmup_batches", "30", "--train_batches", "10"],
+     "train_batches (10) must be greater than warmup_batches (30)"),
+    (["--train_batches", "0"],
+     "train_batches (0) must be greater than warmup_batches (0)"),
+])
+def test_window_values_that_count_nothing_are_bad_usage(tmp_path, capsys,
+                                                        argv, line):
+    """compare and history --import refuse them as the extractor does
+    (compare counted the warm-up interval at --warmup_batches -5)."""
+    tree = str(tmp_path / "logs")
+    logkit.write_run(tree, "1n1g", [300.0] + [1000.0] * 6)
+    db = str(tmp_path / "h.sqlite")
+    for main, args in ((compare.main, ["--a", tree, "--b", tree]),
+                       (history.main, ["--db", db, "--import", tree])):
+        assert main(args + argv) == exit_status.CONFIG
+        err = capsys.readouterr().err
+        assert f"error: {line}; see --help" in err
+    assert not os.path.exists(db)
+
+
+def test_history_window_flags_without_import_are_bad_usage(tmp_path,
+                                                           capsys):
+    db = str(tmp_path / "h.sqlite")
+    assert history.main(["--db", db, "--warmup_batches", "5"]) == \
+        exit_status.CONFIG
+    assert "--warmup_batches goes with --import LOG_DIR" in \
+        capsys.readouterr().err
+    assert history.main(["--db", db, "--window", "auto"]) == \
+        exit_status.CONFIG
