@@ -17,9 +17,10 @@ add_flags, flag_conflict, given_or_dlperf.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Optional, Sequence, Tuple
 
-from official_bench.contracts import counting, run_status
+from official_bench.contracts import counting, log_tree, run_status
 from official_bench.contracts.counting import common_window, steps_covered
 from official_bench.extract import logparse
 from official_bench.extract.errors import ExtractError
@@ -79,7 +80,8 @@ def auto_window(runs: Sequence[Tuple[RunId, str]]) -> Tuple[int, int]:
     first (warm-up) interval, as ``(warmup_batches, train_batches)``.
 
     Runs that cannot count anyway (unreadable, failed for the launcher,
-    crashed with a traceback before the finish line) do not shorten it;
+    crashed with a traceback before the finish line, cut in the middle of
+    a TimeHistory line: _cannot_count) do not shorten it;
     they are excluded later with their reason. DLPerf's defaults are never
     changed by this: it applies only when asked for.
     """
@@ -89,8 +91,7 @@ def auto_window(runs: Sequence[Tuple[RunId, str]]) -> Tuple[int, int]:
             parsed = logparse.parse_log_file(path)
         except OSError:
             continue
-        failed = run_status.exclusion(run_status.load_status(path)[0])
-        if failed or (parsed.traceback_line and not parsed.finished):
+        if _cannot_count(parsed, path):
             continue
         span = steps_covered(parsed.intervals)
         if span:
@@ -105,6 +106,20 @@ def auto_window(runs: Sequence[Tuple[RunId, str]]) -> Tuple[int, int]:
             "--warmup_batches and --train_batches")
     _check_each_counts(window, intervals)
     return window
+
+
+def _cannot_count(parsed: logparse.ParsedLog, path: str) -> bool:
+    """Whether the run is excluded whatever the window: the launcher saw
+    it fail, it crashed before its finish line, or its log alone (no result
+    JSON beside it) has a TimeHistory line too broken to tell its steps,
+    such as the last line of a run killed while writing it
+    (speeds.measure_run's rules)."""
+    if run_status.exclusion(run_status.load_status(path)[0]):
+        return True
+    if parsed.traceback_line and not parsed.finished:
+        return True
+    return any(bad.steps is None for bad in parsed.malformed) and \
+        not os.path.exists(log_tree.json_path(path))
 
 
 def _check_each_counts(window: Tuple[int, int], intervals: dict) -> None:

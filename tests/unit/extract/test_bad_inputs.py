@@ -104,3 +104,23 @@ def test_compare_shows_a_dtype_of_another_type(tmp_path, capsys):
                             tmp_path / "c")
     assert status == exit_status.OK, err
     assert "rn50 (16, batch 128 per device)" in out
+
+
+def test_a_run_cut_in_a_line_does_not_shorten_window_auto(tmp_path, capsys):
+    """A run killed while writing a TimeHistory line (no finish line, no
+    status record, as in a DLPerf tree) is excluded whatever the window;
+    --window auto counted only the steps it reached in every other run."""
+    log_dir = tmp_path / "bz128"
+    logkit.write_run(log_dir, "1n1g", [300.0] + [1000.0] * 6, index=1)
+    lines = logkit.run_lines([300.0] + [1000.0] * 6, finished=False)
+    cut = next(k for k, line in enumerate(lines) if "steps 400 and" in line)
+    logkit.write_lines(logkit.log_path(log_dir, "1n1g", index=2),
+                       lines[:cut] + [lines[cut][:90]])
+    status, out, err = _cli(capsys, "--log_dir", log_dir, "--window", "auto",
+                            "--output_dir", tmp_path / "out", "--no_plot")
+    assert status == exit_status.OK, err
+    assert "counting steps 100-700" in err
+    assert "rn50_b128_fp32_2.log: excluded: truncated" in err
+    entry = json.loads((tmp_path / "out" / "bz128_result.json").read_text(
+    ))["rn50"]["1n1g"]
+    assert entry["num_runs"] == 1 and entry["train_batches"] == 700
