@@ -27,6 +27,8 @@ import re
 import time
 from typing import Dict, Iterator, List
 
+from absl import logging
+
 from official_bench.config import ConfigError, DatasetConfig
 from official_bench.data.feeds import python_source, zmq_wire
 from official_bench.data.feeds.batch_spec import BadBatch, check_batch
@@ -126,6 +128,11 @@ def zmq_dataset(ds: DatasetConfig, ctx: tf.distribute.InputContext,
     """This worker's batches from its producers."""
     import_zmq()  # fail before training starts when pyzmq is missing
     endpoints = worker_endpoints(ds.zmq_endpoints, ctx.input_pipeline_id)
+    if ds.zmq_bind:
+        for ep in endpoints:
+            logging.warning("official_bench: zmq: %s", zmq_wire.bind_warning(
+                ep, "send this trainer batches (data only: nothing is "
+                    "unpickled)"))
     spec = python_source.batch_spec(ds, batch_size)
     dataset = tf.data.Dataset.from_generator(
         lambda: receive(endpoints, ds.zmq_bind, ds.zmq_timeout_seconds,

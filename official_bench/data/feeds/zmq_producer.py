@@ -43,7 +43,7 @@ EXIT_STATUSES = {
                     "pass with no trainer taking batches)",
     exit_status.FAILED: "a failing source",
     exit_status.CONFIG: "bad arguments (pyzmq missing, an endpoint ZMQ "
-                        "refuses)",
+                        "refuses, a --python_source that does not import)",
 }
 
 
@@ -95,8 +95,8 @@ def parse_args(argv):
                    help="image dtype; must match the trainer's "
                         "train_dataset.dtype (uint8 with transfer_uint8)")
     p.add_argument("--workers", type=int, default=-1,
-                   help="decoding processes for --folder (default: CPUs, "
-                        "at most 8; 0 decodes in this process)")
+                   help="decoding processes for --folder (default -1: "
+                        "CPUs, at most 8; 0 decodes in this process)")
     p.add_argument("--shard", type=int, default=0,
                    help="this producer's share of the data, 0..num_shards-1 "
                         "(default 0)")
@@ -117,6 +117,15 @@ def parse_args(argv):
     for key in ("batch_size", "image_size", "num_channels", "num_classes"):
         if getattr(args, key) <= 0:
             p.error(f"--{key} must be > 0, got {getattr(args, key)}")
+    for key in ("max_batches", "send_timeout_seconds"):
+        if getattr(args, key) < 0:
+            p.error(f"--{key} must be >= 0 (0: no limit), got "
+                    f"{getattr(args, key):g}")
+    if args.workers < -1:
+        p.error(f"--workers must be -1 (CPUs, at most "
+                f"{python_loader.MAX_WORKERS}), 0 or more, got {args.workers}")
+    if args.num_shards <= 0:
+        p.error(f"--num_shards must be > 0, got {args.num_shards}")
     if not 0 <= args.shard < args.num_shards:
         p.error(f"--shard {args.shard} must be in 0..{args.num_shards - 1}")
     return args
@@ -158,22 +167,48 @@ def _records(args) -> Iterable:
 
 
 def _user_source(args) -> Iterable:
-    """A python_source run here instead of in the trainer."""
-    import importlib
-
+    """A python_source run here instead of in the trainer: loaded and
+    called as the trainer would (python_batches.py); a source that does
+    not import is a ConfigError, one that raises a SourceError, each one
+    line naming the source."""
     from official_bench.config import DatasetConfig
-    from official_bench.data.feeds.python_source import SourceContext
-    module, _, attr = args.python_source.partition(":")
-    fn = getattr(importlib.import_module(module), attr)
+    from official_bench.data.feeds import python_batches
+    fn = python_batches.load_source(args.python_source, "--python_source")
     ds = DatasetConfig(builder="python", python_source=args.python_source,
                        split=args.split, image_size=args.image_size,
                        num_channels=args.num_channels,
                        num_classes=args.num_classes, dtype=args.dtype
                        if args.dtype != "uint8" else "float32",
                        transfer_uint8=args.dtype == "uint8")
-    return fn(SourceContext(args.batch_size, args.image_size,
-                            args.num_channels, args.num_classes, args.dtype,
-                            True, args.seed, args.shard, args.num_shards, ds))
+    ctx = python_batches.source_context(ds, args.batch_size, True, args.seed,
+                                        args.shard, args.num_shards)
+    return _guarded(fn, ctx, args.python_source)
+
+
+def _guarded(fn, ctx, spec: str) -> Iterable:
+    """fn(ctx)'s batches; an exception in the call or the iterable becomes
+    one SourceError line (the trainer's words, python_batches.py)."""
+    from official_bench.data.feeds.python_batches import SourceError
+    origin = f"official_bench: python_source {spec}"
+    try:
+        iterator = iter(fn(ctx))
+    except Exception as e:  # noqa: BLE001 - the user's code: one line
+        raise SourceError(f"{origin}: calling it failed: "
+                          f"{type(e).__name__}: {e}") from e
+    index = 0
+    while True:
+        try:
+            item = next(iterator)
+        except StopIteration:
+            return
+        except Exception as e:  # noqa: BLE001 - the user's code: one line
+            raise SourceError(f"{origin}: batch {index} raised "
+                              f"{type(e).__name__}: {e}") from e
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            raise SourceError(f"{origin}: batch {index} must be a pair "
+                              f"(images, labels), got {type(item).__name__}")
+        index += 1
+        yield item
 
 
 def produce(sock, batches: Iterable, spec: batch_spec.BatchSpec, name: str,
@@ -196,6 +231,8 @@ def produce(sock, batches: Iterable, spec: batch_spec.BatchSpec, name: str,
 
 
 def main(argv: Optional[list] = None) -> int:
+    from official_bench.config import ConfigError
+    from official_bench.data.feeds.python_batches import SourceError
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
         import zmq
@@ -216,6 +253,9 @@ def main(argv: Optional[list] = None) -> int:
     try:
         for ep in args.bind or []:
             sock.bind(ep)
+            print(f"WARNING: zmq_producer {name}: "
+                  f"{zmq_wire.bind_warning(ep, 'take the batches')}",
+                  file=sys.stderr, flush=True)
         for ep in args.connect or []:
             sock.connect(ep)
         print(f"zmq_producer {name}: {'bound' if args.bind else 'connected'}"
@@ -229,7 +269,11 @@ def main(argv: Optional[list] = None) -> int:
     except zmq.ZMQError as e:
         print(f"error: zmq_producer {name}: {e}", file=sys.stderr)
         return exit_status.CONFIG
-    except (batch_spec.BadBatch, FileNotFoundError, ValueError) as e:
+    except ConfigError as e:  # a --python_source that does not import
+        print(f"error: zmq_producer {name}: {e}", file=sys.stderr)
+        return exit_status.CONFIG
+    except (batch_spec.BadBatch, SourceError, FileNotFoundError,
+            ValueError) as e:
         print(f"error: zmq_producer {name}: {e}", file=sys.stderr)
         return exit_status.FAILED
     finally:

@@ -94,3 +94,12 @@ def decode(frames: List[bytes], endpoint: str
     images = _array(meta.get("images"), frames[1], "images", origin)
     labels = _array(meta.get("labels"), frames[2], "labels", origin)
     return images, labels, producer, seq
+
+
+def bind_warning(endpoint: str, what: str) -> str:
+    """The warning each end logs for an endpoint it binds (listens on):
+    ZMQ here has no CURVE authentication, so anyone who can reach the
+    port can `what` (send batches to a trainer, take a producer's)."""
+    return (f"listening on {endpoint} with no authentication (ZMQ "
+            f"without CURVE): anyone who can reach it can {what}; bind to a "
+            "trusted network's address only (docs/data.md, 'builder: zmq')")

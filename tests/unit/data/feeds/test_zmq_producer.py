@@ -1,0 +1,93 @@
+"""official-bench-zmq-producer in-process: --python_source loads and calls
+the source as the trainer does, its failures are one line, bad numbers
+are bad usage, and a bound endpoint is warned about."""
+
+import pytest
+
+zmq = pytest.importorskip("zmq")
+
+from official_bench.data.feeds import batch_spec, zmq_feed, zmq_producer  # noqa: E402
+from support.helpers import free_ports  # noqa: E402
+
+SPEC = batch_spec.BatchSpec(4, 16, 3, 10, "float32")
+BASE = ["--batch_size", "4", "--image_size", "16", "--num_classes", "10"]
+
+
+def _endpoint():
+    return f"tcp://127.0.0.1:{free_ports(1)[0]}"
+
+
+def test_python_source_sends_its_batches(capsys):
+    ep = _endpoint()
+    pull = zmq.Context.instance().socket(zmq.PULL)
+    pull.setsockopt(zmq.LINGER, 0)
+    pull.bind(ep)
+    try:
+        status = zmq_producer.main(
+            ["--connect", ep, "--python_source",
+             "support.python_sources:context_source", "--max_batches", "2",
+             "--shard", "1", "--num_shards", "2", *BASE])
+        assert status == 0, capsys.readouterr().err
+        assert pull.poll(10000)
+        frames = pull.recv_multipart()
+    finally:
+        pull.close()
+    images, labels, _, seq = zmq_feed.zmq_wire.decode(frames, ep)
+    assert seq == 0 and images.shape == (4, 16, 16, 3)
+    # context_source: input_pipeline_id (the shard) + 2 * is_training
+    assert labels.tolist() == [3, 3, 3, 3]
+
+
+@pytest.mark.parametrize("source, status, words", [
+    ("no_such_module_xyz:f", 2,
+     "--python_source 'no_such_module_xyz:f': cannot import module"),
+    ("support.python_sources:nothing_here", 2,
+     "module 'support.python_sources' has no callable 'nothing_here'"),
+    ("support.python_sources:failing_source", 1,
+     "python_source support.python_sources:failing_source: batch 1 raised "
+     "OSError: disk on fire"),
+    ("support.python_sources:float64_source", 1,
+     "images dtype float64, expected float32"),
+])
+def test_python_source_failures_are_one_line(capsys, source, status, words):
+    got = zmq_producer.main(["--connect", _endpoint(), "--python_source",
+                             source, "--send_timeout_seconds", "2", *BASE])
+    err = capsys.readouterr().err
+    assert got == status, err
+    assert words in err and "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("error: zmq_producer ")
+
+
+@pytest.mark.parametrize("flag, value, words", [
+    ("--max_batches", "-1", "--max_batches must be >= 0"),
+    ("--send_timeout_seconds", "-2", "--send_timeout_seconds must be >= 0"),
+    ("--workers", "-3", "--workers must be -1"),
+    ("--num_shards", "0", "--num_shards must be > 0"),
+])
+def test_negative_numbers_are_bad_usage(capsys, flag, value, words):
+    with pytest.raises(SystemExit) as e:
+        zmq_producer.parse_args(["--connect", "tcp://127.0.0.1:1",
+                                 "--synthetic", flag, value, *BASE])
+    assert e.value.code == 2 and words in capsys.readouterr().err
+
+
+def test_binding_warns_that_the_port_is_unauthenticated(capsys):
+    ep = _endpoint()
+    assert zmq_producer.main(["--bind", ep, "--synthetic",
+                              "--send_timeout_seconds", "0.5", *BASE]) == 0
+    err = capsys.readouterr().err
+    assert "WARNING: zmq_producer" in err
+    assert f"listening on {ep} with no authentication" in err
+
+
+def test_trainer_warns_for_each_endpoint_it_binds(caplog):
+    from official_bench.config import DatasetConfig
+    from official_bench.runtime.keras_setup import tf
+    ds = DatasetConfig(builder="zmq", zmq_endpoints=["tcp://127.0.0.1:7001"],
+                       image_size=16, num_classes=10)
+    ctx = tf.distribute.InputContext(num_input_pipelines=2,
+                                     input_pipeline_id=1)
+    with caplog.at_level("WARNING"):
+        zmq_feed.zmq_dataset(ds, ctx, 4, True, 0)  # lazy: binds nothing
+    assert "listening on tcp://127.0.0.1:7002 with no authentication" in \
+        caplog.text
