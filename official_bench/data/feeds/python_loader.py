@@ -65,14 +65,32 @@ def decode_batch(task) -> Tuple[np.ndarray, np.ndarray]:
     paths, labels, flips, size, channels, dtype = task
     out = np.empty((len(paths), size, size, channels), np.uint8)
     for i, (path, flip) in enumerate(zip(paths, flips)):
-        with Image.open(path) as img:
-            img = img.convert("RGB" if channels == 3 else "L").resize(
-                (size, size), Image.BILINEAR)
-            pixels = np.asarray(img, np.uint8).reshape(size, size, channels)
+        pixels = _decode(Image, path, size, channels)
         out[i] = pixels[:, ::-1] if flip else pixels
     images = out if dtype == "uint8" else \
         (out.astype(np.float32) / 255.0).astype(numpy_dtype(dtype))
     return images, np.asarray(labels, np.int32)
+
+
+def _decode(Image, path: str, size: int, channels: int) -> np.ndarray:
+    """One image as uint8 [size, size, channels]; a file Pillow cannot
+    read (empty, cut short, not an image) is a ValueError naming it (the
+    message crosses the pool's process boundary as text)."""
+    try:
+        with Image.open(path) as img:
+            img = img.convert("RGB" if channels == 3 else "L").resize(
+                (size, size), Image.BILINEAR)
+            return np.asarray(img, np.uint8).reshape(size, size, channels)
+    except (OSError, ValueError, SyntaxError) as e:  # PIL's decode errors
+        raise ValueError(f"image {path} ({_file_size(path)}): cannot "
+                         f"decode it: {type(e).__name__}: {e}") from None
+
+
+def _file_size(path: str) -> str:
+    try:
+        return f"{os.path.getsize(path)} bytes"
+    except OSError:
+        return "unreadable"
 
 
 def _tasks(paths: Sequence[str], labels: Sequence[int], batch_size: int,
