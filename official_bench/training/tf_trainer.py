@@ -224,7 +224,28 @@ def _fit_under_signals(prep: Prepared, data, val_data, evaluate: bool,
     if stopper.requested:
         raise stop_signals.RunStopped(stopper.signum, stopper.step,
                                       plan.total_steps)
+    _check_input_lasted(cfg, stopper.step, plan.total_steps)
     return history, cbs.time_history.wall_time or time.perf_counter() - start
+
+
+class InputExhausted(RuntimeError):
+    """fit ended before train.steps because the training input ran out."""
+
+
+def _check_input_lasted(cfg: ExperimentConfig, step: int, total: int) -> None:
+    """tf-keras ends fit early, with a warning only, when the dataset runs
+    out (a python_source that ends): the run would then report a result
+    for fewer steps than asked. One line instead, naming the source."""
+    if step >= total:
+        return
+    ds = cfg.train_dataset
+    source = f"train_dataset.builder {ds.builder}" + (
+        f", python_source {ds.python_source}" if ds.builder == "python"
+        else "")
+    raise InputExhausted(
+        f"official_bench: the training input ran out after step {step} of "
+        f"{total} ({source}): a training source must be endless (the "
+        "trainer takes train.steps batches); no result written")
 
 
 def _ends_at_first_step(stage: Stage):

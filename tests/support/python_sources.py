@@ -117,3 +117,10 @@ def reused_buffer_source(ctx):
         labels[...] = k
         yield images, labels
         k += 1
+
+
+def two_batch_source(ctx):
+    """Ends after two batches (a training source must be endless)."""
+    batches = python_loader.synthetic_source(ctx)
+    yield next(batches)
+    yield next(batches)
