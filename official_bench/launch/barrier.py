@@ -34,7 +34,7 @@ import socket
 import sys
 import threading
 import time
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from official_bench.launch import auth
 
@@ -455,6 +455,18 @@ class Coordinator:
                                  for k, v in rnd.payloads.items()}}, \
                 rnd, node
 
+    def silent(self, round_name: str, after: float,
+               exclude: int) -> List[tuple]:
+        """(node, seconds) of each node heard from before, not arrived at
+        `round_name` and silent for longer than `after` seconds (its
+        launcher stopped), but `exclude` (the asking node)."""
+        with self.cond:
+            rnd = self.rounds.get(round_name)
+            arrived = rnd.payloads if rnd is not None else {}
+            return [(i, self._seen(i)) for i in range(self.num_nodes)
+                    if i != exclude and i not in arrived and
+                    i in self.last_seen and self._seen(i) > after]
+
     def _peek(self, request):
         with self.cond:
             node = request.get("node")
@@ -506,11 +518,19 @@ class Client:
 
     def __init__(self, host: str, port: int, node: int, instance: str,
                  plan: str, coordinator_name: str = "node 0",
-                 key: auth.BarrierKey = auth.OPEN):
+                 key: auth.BarrierKey = auth.OPEN,
+                 log: Optional[Callable[[str], None]] = None):
         self.host, self.port = host, port
         self.node, self.instance, self.plan = node, instance, plan
         self.coordinator_name = coordinator_name
         self.key = key
+        # Told once per outage that the coordinator stopped answering.
+        self.log = log
+        # Since when the coordinator, answering before, has not answered
+        # (meet and peek alike; None while it answers), and why.
+        self.unreachable_since: Optional[float] = None
+        self.last_error = "no answer"
+        self._outage_told = False
 
     @property
     def address(self) -> str:
@@ -587,22 +607,14 @@ class Client:
         """
         start = time.monotonic()
         deadline = start + timeout
-        last_error = "no answer"
-        failing_since = None
         delay = 0.2
         while True:
-            now = time.monotonic()
-            left = deadline - now
+            left = deadline - time.monotonic()
             if left <= 0:
                 break
-            if failing_since is not None and lost_after is not None and \
-                    self.contacted and now - failing_since > lost_after:
-                raise BarrierError(
-                    f"at '{round_name}': the barrier on "
-                    f"{self.coordinator_name} at {self.address} stopped "
-                    f"answering {now - failing_since:.0f} s ago (last error: "
-                    f"{last_error}); its launcher seems to have stopped",
-                    missing=[0])
+            lost = self.lost(lost_after)
+            if lost:
+                raise BarrierError(f"at '{round_name}': {lost}", missing=[0])
             request = {"op": "meet", "round": round_name, "node": self.node,
                        "instance": self.instance, "plan": self.plan,
                        "payload": payload, "timeout": left,
@@ -612,14 +624,11 @@ class Client:
             except _AuthFailed as e:
                 raise self._auth_error(round_name, e)
             except (OSError, ValueError) as e:
-                last_error = getattr(e, "strerror", None) or str(e) or \
-                    type(e).__name__
-                if failing_since is None:
-                    failing_since = time.monotonic()
+                self._failed(e, round_name, lost_after)
                 time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
                 delay = min(delay * 2, 2.0)
                 continue
-            self.contacted = True
+            self._answered()
             if reply.get("ok"):
                 return {int(k): v for k, v in reply["payloads"].items()}
             raise BarrierError(reply.get("error", "refused"),
@@ -628,20 +637,62 @@ class Client:
         raise BarrierError(
             f"waited {timeout:.0f} s at '{round_name}' but the barrier of "
             f"{self.coordinator_name} at {self.address} did not answer (last "
-            f"error: {last_error}); is the script running there?",
+            f"error: {self.last_error}); is the script running there?",
             missing=[0])
 
     contacted = False
 
-    def peek(self, round_name: str,
-             timeout: float = 5.0) -> Optional[Dict[int, Any]]:
-        """Who has arrived at a round so far; None when unreachable."""
+    def _failed(self, error: Exception, round_name: str,
+                lost_after: Optional[float]) -> None:
+        """A request got no answer: when the coordinator answered before,
+        the outage starts (said once, with how long it is waited for)."""
+        self.last_error = getattr(error, "strerror", None) or str(error) \
+            or type(error).__name__
+        if not self.contacted:
+            return
+        if self.unreachable_since is None:
+            self.unreachable_since = time.monotonic()
+        if self.log is not None and not self._outage_told:
+            self._outage_told = True
+            wait = "" if lost_after is None else (
+                f"; giving up on its launcher after {lost_after:.0f} s "
+                "without an answer")
+            self.log(f"barrier: {self.coordinator_name} at {self.address} "
+                     f"does not answer at '{round_name}' "
+                     f"({self.last_error}){wait}")
+
+    def _answered(self) -> None:
+        self.contacted = True
+        if self._outage_told and self.log is not None:
+            self.log(f"barrier: {self.coordinator_name} at {self.address} "
+                     "answers again")
+        self.unreachable_since = None
+        self._outage_told = False
+
+    def lost(self, lost_after: Optional[float]) -> Optional[str]:
+        """Why the coordinator's launcher seems gone: it answered before
+        and has not for longer than `lost_after` seconds; else None."""
+        if lost_after is None or self.unreachable_since is None:
+            return None
+        silent = time.monotonic() - self.unreachable_since
+        if silent <= lost_after:
+            return None
+        return (f"the barrier on {self.coordinator_name} at {self.address} "
+                f"stopped answering {silent:.0f} s ago (last error: "
+                f"{self.last_error}); its launcher seems to have stopped")
+
+    def peek(self, round_name: str, timeout: float = 5.0,
+             lost_after: Optional[float] = None
+             ) -> Optional[Dict[int, Any]]:
+        """Who has arrived at a round so far; None when unreachable
+        (`lost_after`: the wait the outage line names, as meet's)."""
         try:
             reply = self._request({"op": "peek", "round": round_name,
                                    "node": self.node}, timeout)
-        except (OSError, ValueError, _AuthFailed):
+        except (OSError, ValueError, _AuthFailed) as e:
+            self._failed(e, round_name, lost_after)
             return None
-        self.contacted = True
+        self._answered()
         if not reply.get("ok"):
             return None
         return {int(k): v for k, v in reply.get("payloads", {}).items()}

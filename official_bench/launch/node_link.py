@@ -22,6 +22,9 @@ from official_bench.launch.plan import Plan
 from official_bench.launch.sweep_report import node_name, say
 
 LOST_AFTER = 30.0  # + KILL_AFTER: silence that means a launcher stopped
+# Silence (s) of a node that node 0 names when it starts to wait for it;
+# a live launcher peeks every 2 s while its trainer runs.
+SILENT_SAY = 5.0
 
 
 class NodeLink:
@@ -53,7 +56,8 @@ class NodeLink:
                 "nodes")
         client = barrier_lib.Client(
             host, port, plan.index, uuid.uuid4().hex, digest,
-            coordinator_name=node_name(plan, 0), key=key)
+            coordinator_name=node_name(plan, 0), key=key,
+            log=lambda m: say(plan, m, stream=sys.stderr))
         return cls(plan, client, coordinator)
 
     def hello(self, stamp: str,
@@ -70,14 +74,46 @@ class NodeLink:
     def meet(self, round_name: str, payload: Any, timeout: float,
              stale_after: Optional[float] = None) -> Dict[int, Any]:
         """Meets the other nodes; gives up early on a launcher that
-        stopped (BarrierError)."""
+        stopped (BarrierError), and says first which nodes are already
+        silent (node 0)."""
+        if self.coordinator is not None and stale_after is not None:
+            quiet = self.coordinator.silent(round_name, SILENT_SAY,
+                                            self.plan.index)
+            for i, seconds in quiet:
+                say(self.plan, f"barrier: waiting at '{round_name}' for "
+                    f"{node_name(self.plan, i)}, not heard from for "
+                    f"{seconds:.0f} s; giving up on its launcher after "
+                    f"{stale_after:.0f} s of silence", stream=sys.stderr)
         return self.client.meet(
             round_name, payload, timeout, stale_after=stale_after,
-            lost_after=LOST_AFTER + self.plan.settings.kill_after)
+            lost_after=self.lost_after)
+
+    @property
+    def lost_after(self) -> float:
+        """Seconds without an answer from node 0's barrier after which its
+        launcher is taken as gone."""
+        return LOST_AFTER + self.plan.settings.kill_after
 
     def peek(self, round_name: str) -> Optional[Dict[int, Any]]:
         """Who has arrived at `round_name` so far; None when unreachable."""
-        return self.client.peek(round_name)
+        return self.client.peek(round_name, lost_after=self.lost_after)
+
+    def lost(self, round_name: str) -> Optional[str]:
+        """Why another node's launcher seems gone while this node waits
+        for `round_name`; else None. Node 0: a node heard from before that
+        has not arrived there and has been silent for longer than
+        lost_after (every launcher peeks while its trainer runs). Other
+        nodes: node 0's barrier, answering before, has not answered for
+        that long."""
+        if self.coordinator is None:
+            return self.client.lost(self.lost_after)
+        gone = self.coordinator.silent(round_name, self.lost_after,
+                                       self.plan.index)
+        if not gone:
+            return None
+        return ", ".join(f"{node_name(self.plan, i)} has not been heard "
+                         f"from for {seconds:.0f} s" for i, seconds in gone
+                         ) + " (its launcher seems to have stopped)"
 
     def close(self) -> None:
         if self.coordinator is not None:

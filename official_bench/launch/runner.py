@@ -22,7 +22,7 @@ from typing import Callable, FrozenSet, List, Optional
 from official_bench.contracts import exit_status as es
 from official_bench.launch import one_run, progress
 from official_bench.launch.barrier import BarrierError
-from official_bench.launch.node_link import LOST_AFTER, NodeLink
+from official_bench.launch.node_link import NodeLink
 from official_bench.launch.outcome import (
     Next,
     Outcome,
@@ -85,9 +85,15 @@ class Runner:
 
     def _peer_failure(self, end_round: str) -> Callable[[], Optional[str]]:
         """What OneRun asks while its trainer runs: did a peer node already
-        end this run not ok (outcome.peer_failure)?"""
+        end this run not ok (outcome.peer_failure), or has another node's
+        launcher gone silent for longer than a stop takes (node 0: a node
+        that stopped peeking; the others: node 0's barrier)?"""
         def poll() -> Optional[str]:
-            return peer_failure(self.link.peek(end_round), self.plan.index,
+            arrived = self.link.peek(end_round)
+            lost = self.link.lost(end_round)
+            if lost:
+                return f"stopped because {lost}"
+            return peer_failure(arrived, self.plan.index,
                                 lambda i: node_name(self.plan, i))
         return poll
 
@@ -106,7 +112,7 @@ class Runner:
             everyone = self.link.meet(
                 f"end {run.name}", outcome.as_payload(),
                 s.run_timeout + s.kill_after + s.barrier_timeout,
-                stale_after=LOST_AFTER + s.kill_after)
+                stale_after=self.link.lost_after)
         except BarrierError:
             # Said before the barrier's error: how this node's run ended.
             self.report.add(run, RunVerdict({self.plan.index: outcome}))

@@ -155,6 +155,35 @@ def test_coordinator_that_stops_is_noticed():
     assert time.monotonic() - start < 8
 
 
+def test_a_coordinator_gone_is_said_once_and_a_peek_outage_counts():
+    """The wait for a vanished coordinator is said once, with how long it
+    lasts; a peek that got no answer starts it, so the next meet gives up
+    at once when it lasted long enough."""
+    port = free_port()
+    c = Coordinator(port, 2, PLAN, host="127.0.0.1")
+    said = []
+    b = Client("127.0.0.1", port, 1, "b", PLAN, log=said.append)
+    t, box = in_thread(client(port, 0).meet, "hello", {}, 10)
+    b.meet("hello", {}, 10)
+    t.join(10)
+    c.close(linger=2)
+    assert b.peek("end run 1", lost_after=1.0) is None
+    assert b.peek("end run 1", lost_after=1.0) is None
+    assert len(said) == 1 and said[0].startswith(
+        f"barrier: node 0 at 127.0.0.1:{port} does not answer at "
+        "'end run 1' (") and said[0].endswith(
+            "giving up on its launcher after 1 s without an answer"), said
+    assert b.lost(1.0) is None
+    time.sleep(1.2)
+    assert "stopped answering 1 s ago" in b.lost(1.0)
+    start = time.monotonic()
+    with pytest.raises(BarrierError, match="at 'end run 1': the barrier on "
+                       "node 0 at .* stopped answering"):
+        b.meet("end run 1", {}, 60, lost_after=1.0)
+    assert time.monotonic() - start < 1.0
+    assert len(said) == 1
+
+
 def test_port_in_use_is_a_clear_error(coordinator):
     _, port = coordinator(2)
     with pytest.raises(BarrierError, match="cannot listen on barrier port"):

@@ -60,7 +60,12 @@ class _GoneAfterStart:
                                missing=[0])
         return {}
 
+    lost_after = 32.0
+
     def peek(self, round_name):
+        return None
+
+    def lost(self, round_name):
         return None
 
 
