@@ -29,6 +29,15 @@ ob_launch() {
             return 2  # exit_status.CONFIG
         fi
     fi
+    local found
+    found="$(command -v -- "${py}" 2>/dev/null || true)"
+    if [ -z "${found}" ] || [ -d "${found}" ] || [ ! -x "${found}" ]; then
+        echo "error: ${from}='${py}' is not an executable Python" \
+             "interpreter (missing, a directory or not executable): set" \
+             "PYTHON= to one, or unset it to use ${root}/.venv (\`make" \
+             "bench\` creates it)" >&2
+        return 2  # exit_status.CONFIG
+    fi
     OB_LAUNCH_PYTHON="${py}" OB_LAUNCH_PYTHON_FROM="${from}" \
     PYTHONPATH="${root}${PYTHONPATH:+:${PYTHONPATH}}" \
         exec "${py}" -m official_bench.launch "$@"
