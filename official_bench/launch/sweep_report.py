@@ -65,8 +65,9 @@ class SweepReport:
             if o.ok:
                 kept = " (reused: kept from the log tree)" \
                     if o.reused else ""
-                self.log(f"{run.name}: {who}ok{kept}"
-                         f"{self._rate_text(run, node)}")
+                # A run that failed on another node measured nothing valid.
+                rate = self._rate_text(run, node) if verdict.ok else ""
+                self.log(f"{run.name}: {who}ok{kept}{rate}")
             else:
                 how = "a file could not be written" if o.cannot_write \
                     else es.describe(o.rc)

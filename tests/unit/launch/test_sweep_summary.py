@@ -22,3 +22,41 @@ def test_an_ok_run_keeps_its_img_s_in_the_summary(plan_of, capsys):
     assert Runner(plan_of("rate_then_ok")).run_all() == es.OK
     summary = capsys.readouterr().out.split("done:")[1]
     assert "1n1g run 1: ok, 10.0 img/s (median of 2 intervals" in summary
+
+
+def test_a_run_that_failed_on_another_node_shows_no_img_s(tmp_path, capsys):
+    """Node 0's trainer logs rates and ends ok, node 1's fails: node 0's
+    lines show no img/s for that run (two launchers meeting through a real
+    barrier on 127.0.0.1, each a thread here)."""
+    import threading
+
+    from official_bench.launch.node_link import NodeLink
+    from support.helpers import free_ports
+    from support.launch_stand_in import make_plan
+
+    w0, w1, b = free_ports(3)
+    plans = [make_plan(tmp_path / f"n{k}", kind, mode="two",
+                       nodes=f"127.0.0.1:{w0},127.0.0.1:{w1}",
+                       task_index=k, barrier_port=b, barrier_timeout=60)
+             for k, kind in enumerate(("rate_then_ok", "fail"))]
+    results = {}
+
+    def node(k):
+        link = NodeLink.open(plans[k])
+        try:
+            link.hello(plans[k].runs[0].workers[0].model_dir_spec.stamp)
+            results[k] = Runner(plans[k], link).run_all()
+        finally:
+            link.close()
+
+    threads = [threading.Thread(target=node, args=(k,)) for k in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert results == {0: es.FAILED, 1: es.FAILED}
+    out = capsys.readouterr().out
+    mine = [ln for ln in out.splitlines()
+            if ln.startswith("[launch node 0/2]") and "run 1:" in ln]
+    assert any("2n1g run 1: this node: ok" in ln for ln in mine), out
+    assert not any("img/s" in ln for ln in mine), mine
