@@ -11,6 +11,7 @@ export below does the same by hand.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from typing import List, Optional
@@ -43,13 +44,55 @@ def require_checkpoint(cfg: ExperimentConfig, explicit: Optional[str] = None
 
 
 def restore(model, path: str, for_training: bool = True) -> int:
-    """Loads weights (and optimizer state to train on); returns the step."""
-    status = model.load_weights(path)
-    if not for_training and status is not None:
-        status.expect_partial()  # optimizer slots are not needed
+    """Loads weights (and optimizer state to train on); returns the step.
+
+    A checkpoint of another model (another depth, width, class count) is a
+    ConfigError naming it, not a traceback from a variable's assign or a
+    silent partial restore."""
+    try:
+        status = model.load_weights(path)
+        if status is not None:
+            status.assert_existing_objects_matched()
+            if not for_training:
+                status.expect_partial()  # optimizer slots are not needed
+    except (ValueError, AssertionError, tf.errors.OpError) as e:
+        raise ConfigError(mismatch_message(path, model.name, e)) from e
     step = int(model.optimizer.iterations.numpy())
     logging.info("Restored %s at step %d", path, step)
     return step
+
+
+def mismatch_message(path: str, model_name: str, error: Exception) -> str:
+    """The line for a checkpoint this model cannot load."""
+    detail = " ".join(str(error).split())
+    if len(detail) > 300:
+        detail = detail[:300] + " ..."
+    return (f"checkpoint {path} does not fit the model {model_name}: "
+            f"{detail}; it was written by another model or config (model.*, "
+            "image_size, num_classes): use that config, or a new model_dir")
+
+
+def checkpoint_epoch(path: str) -> Optional[int]:
+    """The epoch in a model.ckpt-NNNN name, or None for another name."""
+    m = re.fullmatch(r"model\.ckpt-(\d+)", os.path.basename(path))
+    return int(m.group(1)) if m else None
+
+
+def check_resume_plan(path: str, step: int, steps_per_epoch: int,
+                      global_batch: int) -> None:
+    """ConfigError when the checkpoint's epochs had another length than
+    this run's (another global batch or num_examples): resuming would
+    start at a wrong epoch and follow another learning-rate schedule."""
+    epoch = checkpoint_epoch(path)
+    if not epoch or step == epoch * steps_per_epoch:
+        return
+    theirs = f"{step / epoch:g}"
+    raise ConfigError(
+        f"train.resume_checkpoint: {path} ends epoch {epoch} at step {step} "
+        f"({theirs} steps per epoch), but this run has {steps_per_epoch} "
+        f"steps per epoch (global batch {global_batch}): resume with the "
+        "batch size, num_examples and train.steps it was trained with, or "
+        "train in a new model_dir")
 
 
 class _TensorBoard(keras.callbacks.TensorBoard):

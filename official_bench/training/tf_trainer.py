@@ -131,6 +131,9 @@ def _resume(prep: Prepared) -> int:
         path = checkpoints.latest_checkpoint(cfg.model_dir)
         if path:
             initial_step = checkpoints.restore(prep.model, path)
+            checkpoints.check_resume_plan(path, initial_step,
+                                          plan.steps_per_epoch,
+                                          plan.global_batch)
         else:
             logging.info("train.resume_checkpoint: no checkpoint in %s yet; "
                          "starting from scratch", cfg.model_dir)
