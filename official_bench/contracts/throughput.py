@@ -31,6 +31,10 @@ LINE_RE = re.compile(
     r"between steps (?P<start>\S+) and (?P<end>\S+?)\s*$")
 FINISH_MARK = "official_bench: run finished"
 TIMEOUT_MARK = "official_bench: timeout:"
+# A task still waiting for its peers to start (every 30 s): the launcher
+# shows these lines on node 0's console (launch/progress.py).
+PEER_WAIT_RE = re.compile(r"official_bench: (?P<text>\S+ \d+ waiting for "
+                          r"peers \(\d+ s left\); not reachable yet: .*)$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,6 +101,14 @@ def format_line(interval: Interval) -> str:
                               examples_per_second=interval.examples_per_second,
                               start=interval.start_step,
                               end=interval.end_step)
+
+
+def peer_wait_message(me: str, left: float,
+                      not_reachable: Iterable[str]) -> str:
+    """The line a task prints every 30 s while it waits for its peers
+    (PEER_WAIT_RE reads it back)."""
+    return (f"official_bench: {me} waiting for peers ({left:.0f} s left); "
+            f"not reachable yet: {'; '.join(not_reachable) or 'none'}")
 
 
 def timeout_message(me: str, waited: float, not_reachable: Iterable[str],

@@ -37,7 +37,12 @@ from official_bench.contracts.counting import (
     covers_dlperf_window,
     steps_covered,
 )
-from official_bench.contracts.throughput import LINE_RE, Interval, format_eta
+from official_bench.contracts.throughput import (
+    LINE_RE,
+    PEER_WAIT_RE,
+    Interval,
+    format_eta,
+)
 
 MIN_SECONDS = 5.0
 
@@ -157,6 +162,8 @@ class RunProgress:
             if interval is not None:
                 self.intervals.append(interval)
                 continue
+            if self._peer_wait(line):
+                continue
             stage = stage_line.parse_line(line)
             if stage is None:
                 continue
@@ -171,6 +178,17 @@ class RunProgress:
                 self.last_shown is None or
                 now - self.last_shown >= self.min_seconds):
             self._show(now)
+
+    def _peer_wait(self, line: str) -> bool:
+        """Shows a task's wait for its peers (a line every 30 s), which no
+        stage line says (the run's FAILED line gives the timeout that ends
+        it); whether the line was one."""
+        m = PEER_WAIT_RE.search(line)
+        if m is None:
+            return False
+        if not self.quiet:
+            self.out(f"[{self.label}] {m.group('text').strip()}")
+        return True
 
     def finish(self) -> Optional[RunRate]:
         """The run ended: read the rest, show the last interval if it was

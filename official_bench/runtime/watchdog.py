@@ -88,10 +88,9 @@ def _watch(parent: int, timeout: float, me: str, peers: Dict[str, str],
         if ready:
             return exit_status.OK  # "joined", or EOF: the trainer is gone
         if time.monotonic() >= next_report and time.monotonic() < deadline:
-            print(f"official_bench: {me} waiting for peers "
-                  f"({deadline - time.monotonic():.0f} s left); not "
-                  f"reachable yet: {unreachable(peers) or 'none'}",
-                  flush=True)
+            print(throughput.peer_wait_message(
+                me, deadline - time.monotonic(), unreachable(peers)),
+                flush=True)
             next_report = time.monotonic() + 30.0
     print(timeout_message(me, timeout, unreachable(peers), waiting_for),
           flush=True)

@@ -4,6 +4,7 @@ sweep (tests/unit/launch): real processes, no TensorFlow, a fraction of a
 second each."""
 
 import os
+import sys
 
 from official_bench.contracts import log_tree
 from official_bench.launch import plan as plan_lib, settings as settings_lib
@@ -24,6 +25,12 @@ STAND_IN = {
     "rate_then_fail": _INTERVALS + 'echo "error: stand-in trainer failed '
                                    'late" >&2\nexit 1\n',
     "rate_then_ok": _INTERVALS + _OK,
+    # Waits for a peer that never starts, under the trainer's start-up
+    # watchdog (runtime/watchdog.py, 3 s: a wait line after 1.5 s).
+    "peer_wait": f"exec {sys.executable} -c 'import time; from "
+                 "official_bench.runtime.watchdog import StartupWatchdog as W"
+                 "\nwith W(\"worker 0\", {\"worker 1\": \"127.0.0.1:9\"}, "
+                 "3.0):\n    time.sleep(30)'\n",
     "no_result": 'echo "stand-in trainer forgot its result"\n',
     "sleep": 'echo "stand-in trainer sleeping"\nexec sleep 60\n',
     # WORKERS_PER_NODE: task 1 fails at once, the others sleep.

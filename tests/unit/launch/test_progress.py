@@ -1,6 +1,8 @@
 """The launcher's progress lines and a run's measured img/s (issue 28 §2),
 from TimeHistory lines written with the contract's own formatter."""
 
+import re
+
 from official_bench.contracts import counting, stage_line, throughput
 from official_bench.contracts.throughput import Interval, format_line
 from official_bench.launch import progress
@@ -145,4 +147,33 @@ def test_stage_lines_are_shown_at_once_and_fed_lines_are_read(tmp_path):
     quiet = []
     progress.RunProgress(None, "q", 30, True, quiet.append).feed(
         [_stage("x", stage_line.START)])
+    assert quiet == []
+
+
+def test_a_tasks_wait_for_its_peers_is_on_the_console(tmp_path, capsys):
+    """A trainer that waits for a peer that never starts (a stand-in under
+    the real start-up watchdog, real processes): node 0's console shows
+    the watchdog's wait line, not only the run's FAILED line at the end."""
+    from official_bench.contracts import exit_status as es
+    from official_bench.launch.runner import Runner
+    from support.launch_stand_in import make_plan
+
+    assert Runner(make_plan(tmp_path, "peer_wait")).run_all() == es.FAILED
+    out = capsys.readouterr().out
+    assert re.search(r"^\[1n1g run 1/1\] worker 0 waiting for peers \(\d s "
+                     r"left\); not reachable yet: worker 1 at 127\.0\.0\.1:9$",
+                     out, re.M), out
+    assert "1n1g run 1: FAILED (exit 137" in out
+
+
+def test_peer_wait_lines_are_read_back_and_quiet_drops_them():
+    line = "W1130 05:34:21 x] " + throughput.peer_wait_message(
+        "worker 1", 150.2, ["worker 0 at 10.0.0.1:5000"])
+    shown = []
+    p = progress.RunProgress(None, "2n1g run 1/5", 60, False, shown.append)
+    p.feed([line, "official_bench: worker 1 waiting for peers, soon"])
+    assert shown == ["[2n1g run 1/5] worker 1 waiting for peers (150 s "
+                     "left); not reachable yet: worker 0 at 10.0.0.1:5000"]
+    quiet = []
+    progress.RunProgress(None, "x", 60, True, quiet.append).feed([line])
     assert quiet == []
