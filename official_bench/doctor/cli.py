@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import errno
 import os
 import sys
 import textwrap
@@ -32,7 +33,7 @@ from official_bench.doctor import (
 from official_bench.host import gpu_diagnosis, gpus as host_gpus, probes
 from official_bench.host.flag_errors import OneLineParser
 from official_bench.host.terminal import help_formatter, help_width
-from official_bench.host.write_errors import NotWritable
+from official_bench.host.write_errors import NotWritable, writing
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -330,6 +331,10 @@ def main(argv: Optional[Sequence[str]] = None,
                 else c.skip
             out(f"{c.name:<34} {'SKIP: ' + skip if skip else 'run'}")
         return es.OK
+    try:  # before any check runs: a check's minutes are not lost
+        _check_writable(workdir, output)
+    except NotWritable as e:
+        return _not_writable(e)
     facts = dict(machine.to_json(), workdir=workdir)
     no_gpu = machine.no_gpu
     results = [machine.backend_row(),
@@ -364,6 +369,21 @@ def main(argv: Optional[Sequence[str]] = None,
         return _not_writable(e)
     out(f"official-bench-doctor: report written to {output}")
     return report.exit_status(results)
+
+
+def _check_writable(workdir: str, output: str) -> None:
+    """NotWritable when the run folders or the report's folder cannot be
+    made (a file in a folder's place, read-only, no permission)."""
+    runs = os.path.join(workdir, "runs")
+    for path, folder, what in (
+            (runs, runs, "the checks' run folders"),
+            (output, os.path.dirname(output), "the doctor's report")):
+        with writing(path, what):
+            os.makedirs(folder, exist_ok=True)
+        if not os.access(folder, os.W_OK):
+            raise NotWritable(errno.EACCES, path, what, None)
+    if os.path.isdir(output):
+        raise NotWritable(errno.EISDIR, output, "the doctor's report", None)
 
 
 def _not_writable(error: NotWritable) -> int:

@@ -26,6 +26,7 @@ from official_bench.doctor.check_procs import Command, Outcome, ProcessGroup
 from official_bench.doctor.report import FAIL, PASS, SKIP, CheckResult
 from official_bench.doctor.verdicts import Finding
 from official_bench.host.probes import PeriodicSampler
+from official_bench.host.write_errors import writing
 
 HEARTBEAT_SECONDS = 8.0  # never more than 10 s without a line
 
@@ -50,7 +51,8 @@ class RunContext:
 def _run_dir(ctx: RunContext, name: str) -> str:
     path = os.path.join(ctx.workdir, "runs", name)
     shutil.rmtree(path, ignore_errors=True)
-    os.makedirs(path)
+    with writing(path, f"the run folder of check {name}"):
+        os.makedirs(path)
     return path
 
 

@@ -100,10 +100,25 @@ def _message(err: int, path: str, what: str,
 def as_not_writable(exc: OSError, path: str, what: str) -> OSError:
     """``exc`` as :class:`NotWritable` when its cause is one the user fixes,
     else ``exc`` itself (a bug or a cause we do not know stays as it was)."""
-    if isinstance(exc, NotWritable) or exc.errno not in NOT_WRITABLE_ERRNOS:
+    if isinstance(exc, NotWritable):
+        return exc
+    if _file_above(exc, path):  # makedirs(exist_ok=True) on a file
+        return NotWritable(errno.ENOTDIR, path, what, None)
+    if exc.errno not in NOT_WRITABLE_ERRNOS:
         return exc
     # The failing file may be a temporary or a file inside ``path``.
     return NotWritable(exc.errno, path, what, free_bytes(path))
+
+
+def _file_above(exc: OSError, path: str) -> bool:
+    """Whether ``exc`` is os.makedirs' EEXIST for a file that stands where
+    a folder above ``path`` should be (it says EEXIST, not ENOTDIR)."""
+    above = exc.filename
+    if exc.errno != errno.EEXIST or not isinstance(above, str):
+        return False
+    above = os.path.abspath(above)
+    return (os.path.abspath(path).startswith(above.rstrip(os.sep) + os.sep)
+            and os.path.exists(above) and not os.path.isdir(above))
 
 
 @contextlib.contextmanager
