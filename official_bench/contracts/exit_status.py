@@ -95,7 +95,9 @@ TABLE: Tuple[ExitStatus, ...] = (
                "names the cases"),
     ExitStatus(BARRIER_TIMEOUT, "BARRIER_TIMEOUT", "launcher: a node never "
                "arrived at the start barrier within BARRIER_TIMEOUT (the "
-               "missing nodes are named)",
+               "missing nodes are named), or another node's launcher "
+               "stopped answering mid-sweep (given up on after 30 s + "
+               "KILL_AFTER; the error line names the node)",
                short="a peer never arrived (runtime.peer_timeout_seconds)"),
     ExitStatus(TIMEOUT, "TIMEOUT", "a trainer run over RUN_TIMEOUT, stopped "
                "with SIGTERM (as reported for the run in the launcher's "
