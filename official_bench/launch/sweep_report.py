@@ -16,7 +16,7 @@ import sys
 from typing import Dict, List, TextIO, Tuple
 
 from official_bench.contracts import exit_status as es
-from official_bench.launch import preflight, progress
+from official_bench.launch import backend_choice, preflight, progress
 from official_bench.launch.outcome import RunVerdict
 from official_bench.launch.plan import Plan, Run
 
@@ -115,6 +115,10 @@ class SweepReport:
         argv = [s.launch_python or sys.executable, _relative(os.path.join(
                     preflight.REPO_ROOT, "extract_tensorflow_logs.py")),
                 "--log_dir", _relative(self.plan.log_root)]
+        backend = self.plan.backend.name
+        if backend != backend_choice.DEFAULT:
+            # Beside, not over, the TensorFlow sweep's result/bz{B}_result.*
+            argv += ["--output_dir", os.path.join("result", backend)]
         window = progress.extractor_window(runs)
         note = ""
         if window == (0, 0):

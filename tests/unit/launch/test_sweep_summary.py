@@ -60,3 +60,21 @@ def test_a_run_that_failed_on_another_node_shows_no_img_s(tmp_path, capsys):
             if ln.startswith("[launch node 0/2]") and "run 1:" in ln]
     assert any("2n1g run 1: this node: ok" in ln for ln in mine), out
     assert not any("img/s" in ln for ln in mine), mine
+
+
+def test_the_extract_line_keeps_backends_apart(plan_of, capsys):
+    """A JAX sweep's extract line writes under result/jax, so it does not
+    replace the TensorFlow sweep's result/bz4_result.* (same batch, same
+    name); a TensorFlow sweep's keeps DLPerf's ./result."""
+    import shlex
+    for backend, expected in (("jax", ["--output_dir", "result/jax"]),
+                              ("tensorflow", [])):
+        assert Runner(plan_of("rate_then_ok", backend=backend)).run_all() \
+            == es.OK
+        line = [ln for ln in capsys.readouterr().out.splitlines()
+                if "extract: " in ln][-1]
+        argv = shlex.split(line.split("extract: ", 1)[1])
+        given = argv[argv.index("--output_dir"):][:2] \
+            if "--output_dir" in argv else []
+        assert given == expected, (backend, argv)
+        assert f"/{backend}/resnet50/bz4" in argv[argv.index("--log_dir") + 1]
