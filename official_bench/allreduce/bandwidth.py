@@ -61,4 +61,8 @@ def parse_size(text: str) -> int:
     if not m:
         raise ValueError(f"size {text!r} is not a number of bytes with an "
                          "optional K, M or G suffix")
-    return int(m.group(1)) * _UNITS[m.group(2)]
+    size = int(m.group(1)) * _UNITS[m.group(2)]
+    if size <= 0:
+        raise ValueError(f"size {text!r} is 0 bytes; the smallest is one "
+                         "element (2 or 4 bytes)")
+    return size

@@ -198,6 +198,48 @@ def plan_sizes(sizes: str) -> List:
     return out
 
 
+def check_sizes(planned: List, dtypes: List[str]) -> None:
+    """ConfigError for a size that is not a whole number of elements of a
+    dtype (it would be measured, and reported, as another size)."""
+    from official_bench.config import ConfigError
+    for size in planned:
+        for dtype in dtypes:
+            width = DTYPE_BYTES[dtype]
+            if size is not MODEL and size % width:
+                raise ConfigError(
+                    f"--sizes: {size} bytes is not a whole number of "
+                    f"{dtype} elements ({width} bytes each); use a multiple "
+                    f"of {max(DTYPE_BYTES[d] for d in dtypes)}")
+
+
+class OutOfMemory(RuntimeError):
+    """A buffer of --sizes does not fit on the devices."""
+
+
+def _measure(dist, size, dtype: str, iters: int, warmup: int):
+    """measure(), with an allocation failure as one line naming the size
+    (TensorFlow's error is a page of allocator state)."""
+    from official_bench.runtime.keras_setup import tf
+    try:
+        return measure(dist, size, dtype, iters, warmup)
+    except (tf.errors.ResourceExhaustedError,
+            tf.errors.InvalidArgumentError) as e:
+        # A buffer past TensorFlow's 2 GiB graph-constant limit fails to
+        # build ("Cannot parse tensor from proto") before any allocation.
+        if isinstance(e, tf.errors.InvalidArgumentError) and \
+                "Cannot parse tensor" not in str(e):
+            raise
+        nbytes = sum(size) * DTYPE_BYTES[dtype] if isinstance(
+            size, (list, tuple)) else size
+        devices = ", ".join(dist.placement.devices) if dist.placement \
+            else "the devices"
+        raise OutOfMemory(
+            f"official_bench: --sizes: a buffer of {nbytes} bytes {dtype} "
+            f"cannot be made on {devices} (TensorFlow: {type(e).__name__}: "
+            "out of memory, or past its 2 GiB limit for a graph constant); "
+            "use smaller --sizes") from None
+
+
 def _setup(cfg, planned, wait_cycles: int = 0):
     """(dist, gradient element counts or None, StepCollectives or None,
     the one-device step to time after a wait or None).
@@ -332,8 +374,8 @@ def run(cfg, sizes: str, dtypes: List[str], iters: int, warmup: int,
     results, entries = [], []
     for size in planned:
         for dtype in dtypes:
-            r = measure(dist, gradient if size is MODEL else size, dtype,
-                        iters, warmup)
+            r = _measure(dist, gradient if size is MODEL else size, dtype,
+                         iters, warmup)
             if dist.logs_throughput:
                 logging.info(r.line() + (
                     f" (the model's gradient: {len(gradient)} tensors)"
@@ -380,7 +422,7 @@ def main(argv) -> int:
             raise config_lib.ConfigError(
                 f"--dtypes: unknown {', '.join(bad) or '(none)'}; valid: "
                 f"{', '.join(DTYPE_BYTES)}")
-        plan_sizes(FLAGS.sizes)  # reject bad sizes before TF
+        check_sizes(plan_sizes(FLAGS.sizes), dtypes)  # before TF
         if FLAGS.iters < 1 or FLAGS.warmup < 0 or \
                 FLAGS.compute_wait_cycles < 0:
             raise config_lib.ConfigError(
@@ -401,6 +443,9 @@ def main(argv) -> int:
     except ClusterError as e:
         print(f"error: {e}", file=sys.stderr)
         return exit_status.CLUSTER
+    except OutOfMemory as e:
+        print(f"error: {e}", file=sys.stderr)
+        return exit_status.FAILED
     return exit_status.OK
 
 
