@@ -35,7 +35,8 @@ READY = "official_bench: tf.data service {role} ready on port {port}"
 # --help's exit statuses (contracts/exit_status.help_text).
 EXIT_STATUSES = {
     exit_status.OK: "the server stopped",
-    exit_status.FAILED: "the server cannot start (port taken)",
+    exit_status.FAILED: "the server cannot start (port taken; a worker "
+                        "whose dispatcher does not answer)",
     exit_status.CONFIG: "bad arguments",
 }
 
@@ -56,12 +57,20 @@ def parse_args(argv):
                    help="port to listen on (all interfaces)")
     p.add_argument("--dispatcher_address", metavar="HOST:PORT",
                    help="the dispatcher (--worker only)")
+    p.add_argument("--dispatcher_timeout_seconds", type=float, default=300,
+                   metavar="S",
+                   help="--worker: exit 1 when the dispatcher does not "
+                        "answer within S seconds (default 300; 0: wait "
+                        "forever)")
     p.add_argument("--worker_address", default="localhost", metavar="HOST",
                    help="host name or address trainers reach this worker "
                         "at (--worker; default localhost: one host only)")
     args = p.parse_args(argv)
     if not 0 < args.port < 65536:
         p.error(f"--port must be in 1..65535, got {args.port}")
+    if args.dispatcher_timeout_seconds < 0:
+        p.error(f"--dispatcher_timeout_seconds must be >= 0, got "
+                f"{args.dispatcher_timeout_seconds:g}")
     if args.worker:
         if not args.dispatcher_address:
             p.error("--worker needs --dispatcher_address HOST:PORT")
@@ -73,6 +82,26 @@ def parse_args(argv):
     elif args.dispatcher_address:
         p.error("--dispatcher_address applies to --worker only")
     return args
+
+
+def wait_for_dispatcher(address: str, timeout: float, say=print) -> bool:
+    """Whether the dispatcher's port answers within `timeout` s (0: wait
+    forever). TensorFlow's worker would wait for it silently, forever."""
+    import time
+
+    from official_bench.runtime.cluster import can_connect
+    start = time.monotonic()
+    said = None
+    while not can_connect(address, timeout=1.0):
+        waited = time.monotonic() - start
+        if timeout and waited >= timeout:
+            return False
+        if said is None or waited - said >= 30:
+            say(f"official_bench: tf.data service worker: waiting for the "
+                f"dispatcher at {address} ({waited:.0f} s so far)")
+            said = waited
+        time.sleep(0.5)
+    return True
 
 
 def start(args):
@@ -92,6 +121,17 @@ def main(argv=None) -> int:
     from official_bench.data.feeds.service_feed import SECURITY_WARNING
     print(f"WARNING: {SECURITY_WARNING}", file=sys.stderr, flush=True)
     role = "dispatcher" if args.dispatcher else "worker"
+    if args.worker and not wait_for_dispatcher(
+            args.dispatcher_address, args.dispatcher_timeout_seconds,
+            lambda line: print(line, flush=True)):
+        print(f"error: official_bench: tf.data service worker: no "
+              f"dispatcher at {args.dispatcher_address} after "
+              f"{args.dispatcher_timeout_seconds:g} s "
+              "(--dispatcher_timeout_seconds); start it with: python -m "
+              "official_bench.data.feeds.service --dispatcher --port "
+              f"{args.dispatcher_address.rsplit(':', 1)[-1]}",
+              file=sys.stderr, flush=True)
+        return exit_status.FAILED
     try:
         server = start(args)
     except Exception as e:  # noqa: BLE001 - reported, exit 1
