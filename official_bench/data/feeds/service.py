@@ -59,7 +59,7 @@ def parse_args(argv):
                    help="the dispatcher (--worker only)")
     p.add_argument("--dispatcher_timeout_seconds", type=float, default=300,
                    metavar="S",
-                   help="a worker exits 1 when the dispatcher does not "
+                   help="a worker gives up when the dispatcher does not "
                         "answer within S seconds (default 300; 0: wait "
                         "forever)")
     p.add_argument("--worker_address", default="localhost", metavar="HOST",
