@@ -49,6 +49,11 @@ def _split(item: str) -> Tuple[str, Optional[str]]:
             raise HostPortError(item, f"has {host!r} in brackets, which is "
                                       "not an IPv6 address ([address]:port)")
         return host, rest[1:] if rest else None
+    scheme = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", item)
+    if scheme:
+        raise HostPortError(item, f"has a scheme ({scheme.group(1)}://): "
+                                  f"write host:port alone, e.g. "
+                                  f"{item[scheme.end():]!r}")
     if item.count(":") > 1:
         raise HostPortError(item, "looks like a bare IPv6 address: write "
                                   "IPv6 addresses as [address]:port")

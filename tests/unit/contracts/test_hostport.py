@@ -44,6 +44,9 @@ def test_good_inputs(text, want):
     ("[gpu01]:5000", "not an IPv6 address"),
     ("[::1]:0", "bad port"),
     ("[::1]", "has no port"),
+    ("grpc://gpu01:5050", "has a scheme (grpc://): write host:port alone, "
+                          "e.g. 'gpu01:5050'"),
+    ("tcp://[::1]:5555", "has a scheme (tcp://)"),
 ])
 def test_bad_inputs(text, words):
     with pytest.raises(HostPortError) as e:
