@@ -1,6 +1,8 @@
 """In-process training on synthetic data with a tiny model (CPU)."""
 
+import contextlib
 import json
+import logging
 import math
 import os
 
@@ -14,9 +16,77 @@ from official_bench.training.schedules import build_schedule
 from support.helpers import DLPERF_REGEX, tiny
 
 
-def test_one_device_loss_finite_and_falling_on_fixed_batch():
-    r = trainer.run(tiny(runtime={"seed": 3}, train={"epochs": 4, "steps": 3},
-                         model={"optimizer": {"name": "momentum"}}))
+class _Messages(logging.Handler):
+    """absl's records during a module fixture's run (absl_messages is per
+    test)."""
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def _absl_messages():
+    logger = logging.getLogger("absl")
+    handler, level = _Messages(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield handler.messages
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+@pytest.fixture(scope="module")
+def fixed_batch_run():
+    """One run that two tests read: the loss falling over 4 epochs of 3
+    steps, and runtime.dataset_num_private_threads reaching every dataset
+    the factory builds (recorded by a spy on per_replica_dataset)."""
+    from official_bench.data import factory
+    seen = []
+    original = factory.per_replica_dataset
+
+    def spy(*args, **kwargs):
+        dataset = original(*args, **kwargs)
+        seen.append(dataset.options().threading.private_threadpool_size)
+        return dataset
+
+    factory.per_replica_dataset = spy
+    try:
+        r = trainer.run(tiny(runtime={"seed": 3,
+                                      "dataset_num_private_threads": 3},
+                             train={"epochs": 4, "steps": 3},
+                             model={"optimizer": {"name": "momentum"}}))
+    finally:
+        factory.per_replica_dataset = original
+    return r, seen
+
+
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory):
+    """tiny() as it is (6 steps, log_steps 2) into a model_dir: its result,
+    absl's records during it and the folder, for the throughput-line and
+    result-file tests."""
+    model_dir = tmp_path_factory.mktemp("default_run")
+    with _absl_messages() as messages:
+        r = trainer.run(tiny(), model_dir=str(model_dir))
+    return r, list(messages), model_dir
+
+
+@pytest.fixture(scope="module")
+def yaml_run(tmp_path_factory):
+    """official_bench.run on a YAML path with an override (2 steps)."""
+    f = tmp_path_factory.mktemp("yaml_run") / "c.yaml"
+    f.write_text(yaml.safe_dump(tiny()))
+    return official_bench.run(str(f), params_override="train.steps=2")
+
+
+def test_one_device_loss_finite_and_falling_on_fixed_batch(fixed_batch_run):
+    r, _ = fixed_batch_run
     losses = r.history["loss"]
     assert all(math.isfinite(x) for x in losses)
     assert losses[-1] < losses[0]
@@ -60,24 +130,22 @@ def test_global_batch_must_divide_replicas():
 @pytest.mark.parametrize("dtype,policy", [("bf16", "mixed_bfloat16"),
                                           ("fp16", "mixed_float16")])
 def test_mixed_precision_on_cpu(dtype, policy):
-    r = trainer.run(tiny(train_dataset={"dtype": dtype}))
+    """fp16 with a fixed loss scale (runtime.loss_scale 128): the loss-scale
+    optimizer, not dynamic, at that scale."""
+    fixed = {"loss_scale": 128} if dtype == "fp16" else {}
+    r = trainer.run(tiny(train_dataset={"dtype": dtype}, runtime=fixed))
     conv = r.model.get_layer("stem_conv")
     assert conv.dtype_policy.name == policy
     assert r.model.output.dtype == "float32"
     assert all(math.isfinite(x) for x in r.history["loss"])
-    is_lso = isinstance(r.model.optimizer,
-                        keras.mixed_precision.LossScaleOptimizer)
+    opt = r.model.optimizer
+    is_lso = isinstance(opt, keras.mixed_precision.LossScaleOptimizer)
     assert is_lso == (dtype == "fp16")
+    if is_lso:
+        assert not opt.dynamic
+        assert float(opt.loss_scale) == 128.0
     # The policy does not leak into the next run in this process.
     assert keras.mixed_precision.global_policy().name == "float32"
-
-
-def test_fixed_loss_scale():
-    r = trainer.run(tiny(train_dataset={"dtype": "float16"},
-                         runtime={"loss_scale": 128}))
-    opt = r.model.optimizer
-    assert not opt.dynamic
-    assert float(opt.loss_scale) == 128.0
 
 
 def test_fp16_skipped_steps_advance_the_schedule():
@@ -118,9 +186,10 @@ def test_xla_on_one_device():
 
 
 
-def test_throughput_lines_match_dlperf_regex(absl_messages):
-    r = trainer.run(tiny(train={"steps": 6, "time_history": {
-        "log_steps": 2}}))
+def test_throughput_lines_match_dlperf_regex(default_run):
+    r, absl_messages, _ = default_run
+    assert r.config.train.steps == 6
+    assert r.config.train.time_history.log_steps == 2
     lines = [m for m in absl_messages if "TimeHistory" in m]
     assert len(lines) == 3
     assert [l.split("between steps ")[1] for l in lines] == \
@@ -136,8 +205,8 @@ def test_throughput_lines_match_dlperf_regex(absl_messages):
     assert len(finished) == 1
 
 
-def test_result_json_and_params_yaml(tmp_path):
-    r = trainer.run(tiny(), model_dir=str(tmp_path))
+def test_result_json_and_params_yaml(default_run):
+    r, _, tmp_path = default_run
     data = json.load(open(tmp_path / "result.json"))
     assert data["schema"] == "official_bench.result/1"
     env = data["environment"]
@@ -170,10 +239,11 @@ def test_train_and_eval_reports_validation_metrics():
     assert 0.0 <= r.evaluation["accuracy"] <= 1.0
 
 
-def test_twice_in_one_process_and_package_api(tmp_path):
+def test_twice_in_one_process_and_package_api(yaml_run):
+    """The first run is yaml_run's (official_bench.run too)."""
     cfg = official_bench.load_config(params_override="train.steps=2")
     assert cfg.train.steps == 2
-    first = official_bench.run(tiny(train={"steps": 2}))
+    first = yaml_run
     second = official_bench.run(tiny(model={"model_params": {"depth": 14}},
                                      train={"steps": 4}))
     assert first.model.name == "resnet8_cifar"
@@ -182,11 +252,8 @@ def test_twice_in_one_process_and_package_api(tmp_path):
     assert len(second.stats.intervals) == 2  # fresh callback, fresh counts
 
 
-def test_api_accepts_a_yaml_path_with_overrides(tmp_path):
-    f = tmp_path / "c.yaml"
-    f.write_text(yaml.safe_dump(tiny()))
-    r = official_bench.run(str(f), params_override="train.steps=2")
-    assert r.stats.total_steps == 2
+def test_api_accepts_a_yaml_path_with_overrides(yaml_run):
+    assert yaml_run.stats.total_steps == 2
 
 
 def test_horovod_missing_gives_install_hint():
@@ -286,22 +353,8 @@ def test_optimizers(name, cls):
         assert opt.nesterov and opt.momentum == 0.9
 
 
-def test_dataset_private_threads_reach_the_pipeline():
-    from official_bench.data import factory
-    seen = []
-    original = factory.per_replica_dataset
-
-    def spy(*args, **kwargs):
-        dataset = original(*args, **kwargs)
-        seen.append(dataset.options().threading.private_threadpool_size)
-        return dataset
-
-    factory.per_replica_dataset = spy
-    try:
-        trainer.run(tiny(runtime={"dataset_num_private_threads": 3},
-                         train={"steps": 2}))
-    finally:
-        factory.per_replica_dataset = original
+def test_dataset_private_threads_reach_the_pipeline(fixed_batch_run):
+    _, seen = fixed_batch_run
     assert seen and all(n == 3 for n in seen)
 
 
