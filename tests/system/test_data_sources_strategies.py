@@ -45,13 +45,13 @@ import types
 import numpy as np
 import pytest
 
+from official_bench import trainer
 from official_bench.config import DatasetConfig
 from official_bench.data.feeds import service_feed
 from official_bench.runtime.keras_setup import tf
 from support.helpers import (
     REPO,
     TINY_OVERRIDE,
-    cli,
     cli_env,
     consecutive_free_port,
     failure_text,
@@ -86,7 +86,7 @@ def _two_file_records(root, per_file=8):
 def _service_cluster(python, workers=1):
     """(dispatcher address, [process]): a dispatcher and `workers` workers
     on 127.0.0.1, built as the service CLI builds them, in one process
-    (support/service_cluster.py)."""
+    (support/service_cluster.py), for trainers in other processes."""
     ports = [str(p) for p in free_ports(1 + workers)]
     proc = start_service(*ports, python=python, timeout=180,
                          env={"CUDA_VISIBLE_DEVICES": ""},
@@ -100,34 +100,48 @@ SERVICE_DATA = (",train_dataset.image_size=8,train_dataset.num_classes=2,"
                 "model.model_params.num_classes=2")
 
 
+@pytest.fixture
+def service_here():
+    """The address of a tf.data service dispatcher and a worker on
+    127.0.0.1 in this process, each built by service.start as the service
+    CLI builds it (the CLI's own process: unit/data/feeds/test_service), for
+    a reader in this process: no server process to start. (A trainer in
+    another process gets servers in another process, _service_cluster:
+    stopping a worker here whose jobs' reader exited without releasing them
+    waits 10-30 s, measured.)"""
+    from official_bench.data.feeds import service
+    dispatcher, worker = free_ports(2)
+    servers = [service.start(service.parse_args(
+        ["--dispatcher", "--port", str(dispatcher)]))]
+    try:
+        servers.append(service.start(service.parse_args(
+            ["--worker", "--dispatcher_address", f"127.0.0.1:{dispatcher}",
+             "--port", str(worker), "--worker_address", "127.0.0.1"])))
+        yield f"127.0.0.1:{dispatcher}"
+    finally:
+        for server in reversed(servers):
+            server.stop()
+
+
 # -- the share logic, in process (CPU) -------------------------------------
 
-def test_each_service_pipeline_reads_its_own_files(tmp_path):
-    """A dispatcher and a worker in this process; pipeline 0 of 2 must see
-    only file 0's labels, pipeline 1 only file 1's."""
+def test_each_service_pipeline_reads_its_own_files(tmp_path, service_here):
+    """Pipeline 0 of 2 must see only file 0's labels, pipeline 1 only file
+    1's."""
     data_dir = _two_file_records(tmp_path / "data")
-    service = tf.data.experimental.service
-    dispatcher = service.DispatchServer(service.DispatcherConfig(port=0))
-    address = dispatcher.target.split("://")[1]
-    worker = service.WorkerServer(service.WorkerConfig(
-        dispatcher_address=address, worker_address="127.0.0.1:%port%"))
-    try:
-        ds = DatasetConfig(builder="service", data_dir=data_dir,
-                           split="train", image_size=8, num_classes=2,
-                           one_hot=False, data_service_address=address,
-                           data_service_timeout_seconds=60)
-        seen = {}
-        for pid in range(2):
-            ctx = tf.distribute.InputContext(num_input_pipelines=2,
-                                             input_pipeline_id=pid)
-            dataset = service_feed.service_dataset(ds, ctx, 4, True, 0)
-            seen[pid] = sorted({int(label) for _, labels in
-                                dataset.take(4).as_numpy_iterator()
-                                for label in labels})
-        assert seen == {0: [0], 1: [1]}
-    finally:
-        worker.stop()
-        dispatcher.stop()
+    ds = DatasetConfig(builder="service", data_dir=data_dir, split="train",
+                       image_size=8, num_classes=2, one_hot=False,
+                       data_service_address=service_here,
+                       data_service_timeout_seconds=60)
+    seen = {}
+    for pid in range(2):
+        ctx = tf.distribute.InputContext(num_input_pipelines=2,
+                                         input_pipeline_id=pid)
+        dataset = service_feed.service_dataset(ds, ctx, 4, True, 0)
+        seen[pid] = sorted({int(label) for _, labels in
+                            dataset.take(4).as_numpy_iterator()
+                            for label in labels})
+    assert seen == {0: [0], 1: [1]}
 
 
 class _FakeHorovod:
@@ -194,27 +208,28 @@ def test_zmq_interface_name_endpoint_gives_each_worker_its_port():
     assert images.shape == (4, 16, 16, 3) and labels.tolist() == [0, 1, 2, 3]
 
 
-# -- service under mirrored and multi_worker_mirrored (CLI) ----------------
+# -- service under mirrored (trainer.run) and multi_worker_mirrored (CLI) --
 
-@pytest.mark.slow
-def test_service_feeds_two_mirrored_replicas_in_bfloat16(tmp_path):
+def test_service_feeds_two_mirrored_replicas_in_bfloat16(
+        tmp_path, service_here, absl_messages):
+    """trainer.run in this process (its two logical CPUs, tests/conftest),
+    as the CLI runs it; what the CLI prints is in the absl records."""
     import json
     data_dir = _two_file_records(tmp_path / "data")
-    address, procs = _service_cluster(sys.executable)
-    try:
-        r = cli(["--mode=train", f"--model_dir={tmp_path / 'm'}",
-                 "--params_override=" + TINY_OVERRIDE + SERVICE_DATA +
-                 ",train_dataset.builder=service,train_dataset.data_dir="
-                 f"{data_dir},train_dataset.data_service_address={address},"
-                 "runtime.distribution_strategy=mirrored,"
-                 "runtime.cpu_devices=2,train.steps=4,"
-                 "runtime.mixed_precision_dtype=bfloat16"], timeout=600)
-    finally:
-        kill_all(procs)
-    assert r.returncode == 0, failure_text(r.stdout)
-    assert "2 replicas x 4 images" in r.stdout, failure_text(r.stdout)
-    assert f"runs on the tf.data service at {address} (input pipeline 0)" \
-        in r.stdout
+    r = trainer.run(None, mode="train", model_dir=str(tmp_path / "m"),
+                    params_override=(
+                        TINY_OVERRIDE + SERVICE_DATA +
+                        ",train_dataset.builder=service,train_dataset."
+                        f"data_dir={data_dir},train_dataset."
+                        f"data_service_address={service_here},"
+                        "runtime.distribution_strategy=mirrored,"
+                        "runtime.cpu_devices=2,train.steps=4,"
+                        "runtime.mixed_precision_dtype=bfloat16"))
+    text = "\n".join(absl_messages)
+    assert "2 replicas x 4 images" in text, text[-3000:]
+    assert f"runs on the tf.data service at {service_here} (input " \
+        "pipeline 0)" in text
+    assert r.stats.total_steps == 4
     result = json.load(open(tmp_path / "m" / "result.json"))
     assert result["environment"]["dtype"] == "bfloat16"
 
