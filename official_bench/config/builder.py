@@ -98,8 +98,20 @@ class LayerBuilder:
                 kwargs[f.name] = converted
             else:
                 self.error(path, f"expected {_type_name(hints[f.name])}, got "
-                                 f"{type(value).__name__} {value!r}")
+                                 f"{type(value).__name__} {value!r}"
+                                 f"{_yaml_bool_hint(value, hints[f.name])}")
         return cls(**kwargs)
+
+
+def _yaml_bool_hint(value: Any, tp: Any) -> str:
+    """For a word YAML 1.1 read as a boolean where text was expected
+    (runtime.distribution_strategy=off arrives as False): how to write it."""
+    if not isinstance(value, bool) or _type_name(tp) not in ("str",
+                                                             "str or null"):
+        return ""
+    words = "off, no or false" if value is False else "on, yes or true"
+    return (f"; YAML reads an unquoted {words} as a boolean: quote the "
+            f"word ('{words.split(',')[0]}')")
 
 
 # The dataclasses' annotations are strings (postponed evaluation); resolving

@@ -101,11 +101,82 @@ def reduction(rt: RuntimeConfig, b: LayerBuilder) -> None:
                     "nccl and hierarchical_copy all-reduce on GPUs "
                     "(runtime.num_gpus > 0); mirrored CPU replicas reduce on "
                     "one device: set it to 1")
+    if rt.backend == "tensorflow":  # JAX names them as ignored instead
+        _reduction_keys_unused(rt, traits, packs_set, b)
     if traits.one_process_per_gpu and rt.num_gpus > 1:
         b.error("runtime.num_gpus", f"is {rt.num_gpus} with horovod: Horovod "
                 "runs one process per GPU; set runtime.num_gpus=1 and start "
                 "one process per GPU (horovodrun -np <total GPUs> -H "
                 "host:<GPUs per host>)")
+
+
+def _reduction_keys_unused(rt: RuntimeConfig, traits: StrategyTraits,
+                           packs_set: bool, b: LayerBuilder) -> None:
+    """num_packs and all_reduce_alg set for a strategy that never reads
+    them (off, one_device, parameter_server; num_packs with horovod too):
+    the run would record a setting it did not use. Horovod keeps an
+    all_reduce_alg, which LAUNCHER=horovod inherits from the multi-node
+    YAMLs (it reduces with its own fusion knobs, runtime.horovod)."""
+    if traits.gpu_cross_device_ops or traits.peer_workers:
+        return
+    name = rt.distribution_strategy
+    if packs_set:
+        b.error("runtime.num_packs", f"is {rt.num_packs}, but {name} does "
+                "not use it (it packs mirrored's nccl and hierarchical_copy "
+                "all-reduce on GPUs): set it to 1")
+    alg = rt.all_reduce_alg
+    if alg is not None and not traits.horovod_allreduce and \
+            not b.reported("runtime.all_reduce_alg"):
+        b.error("runtime.all_reduce_alg", f"{alg!r}, but {name} does not "
+                "all-reduce with it (it picks mirrored's GPU all-reduce and "
+                "multi_worker_mirrored's collectives): set it to null")
+
+
+def xla_refusal(traits: StrategyTraits, num_gpus: int, cpu_devices: int,
+                num_workers: int) -> Optional[str]:
+    """Why TensorFlow 2.21 cannot run an XLA-compiled train step
+    (runtime.enable_xla) for this strategy and these devices; None when it
+    can. Shared by the config check (worker_hosts) and runtime/distribute.py
+    (the resolved cluster, TF_CONFIG's too). Measured on CPU: mirrored over
+    2 logical CPUs fails 'Trying to access resource ... located in device
+    CPU:1 from device CPU:0', multi_worker_mirrored over 2 CPU workers
+    'Collectives are not yet implemented for CPU devices when compiling
+    with XLA' (then aborts), parameter_server 'Trying to access resource
+    ... located in device /job:ps'."""
+    if not traits.jit_compiles_step:
+        return (f"{traits.name} keeps the variables on the ps tasks, which an "
+                "XLA-compiled step cannot read; set runtime.enable_xla=false")
+    if num_gpus > 0 or not traits.collectives_in_step_graph:
+        return None
+    if traits.cpu_replicas_from_config and \
+            not traits.one_cpu_replica_per_worker and cpu_devices > 1:
+        return (f"{traits.name} over runtime.cpu_devices={cpu_devices} CPU "
+                "replicas cannot run an XLA-compiled step (XLA compiles it "
+                "for CPU:0 and cannot read the other CPU devices' "
+                "variables); set runtime.enable_xla=false or "
+                "runtime.cpu_devices=1")
+    if traits.peer_workers and num_workers > 1:
+        return (f"{traits.name} over {num_workers} CPU workers cannot run an "
+                "XLA-compiled step (TensorFlow has no XLA collectives on "
+                "CPU); set runtime.enable_xla=false, or train on GPUs "
+                "(runtime.num_gpus > 0)")
+    return None
+
+
+def xla_can_compile_the_step(rt: RuntimeConfig, b: LayerBuilder) -> None:
+    """runtime.enable_xla where the strategy's step cannot be compiled
+    (xla_refusal), with the workers runtime.worker_hosts lists; a TF_CONFIG
+    cluster is checked when the strategy is built."""
+    traits = _traits(rt)
+    if not rt.enable_xla or rt.backend != "tensorflow" or traits is None or \
+            traits.horovod_allreduce or b.reported("runtime.enable_xla") or \
+            b.reported("runtime.cpu_devices") or \
+            b.reported("runtime.num_gpus"):
+        return
+    workers = len([h for h in (rt.worker_hosts or "").split(",") if h.strip()])
+    why = xla_refusal(traits, rt.num_gpus, rt.cpu_devices, workers)
+    if why:
+        b.error("runtime.enable_xla", f"is true, but {why}")
 
 
 def feed_needs_its_source(ds: DatasetConfig, name: str,

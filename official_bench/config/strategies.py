@@ -78,6 +78,11 @@ class StrategyTraits:
     # input feeds that many (data/input_bench.py); one_device, off and
     # horovod feed one, parameter_server's replicas are remote.
     replica_per_local_device: bool
+    # Keras' jit_compile (runtime.enable_xla) can compile the train step:
+    # not for parameter_server, whose variables live on the ps tasks, out
+    # of reach of a step XLA compiled for the worker's device
+    # (config/rules.xla_refusal says why to the user).
+    jit_compiles_step: bool
 
 
 def _traits(name: str, **overrides) -> StrategyTraits:
@@ -91,7 +96,8 @@ def _traits(name: str, **overrides) -> StrategyTraits:
                 saves_on_every_worker=True, tasks_serve_coordinator=False,
                 step_logs_already_global=False,
                 collectives_in_step_graph=True, peer_workers=False,
-                gpu_cross_device_ops=False, replica_per_local_device=False)
+                gpu_cross_device_ops=False, replica_per_local_device=False,
+                jit_compiles_step=True)
     unknown = set(overrides) - set(base)
     if unknown:
         raise TypeError(f"unknown strategy traits {sorted(unknown)}")
@@ -113,7 +119,8 @@ TRAITS: Dict[str, StrategyTraits] = {t.name: t for t in (
             collectives_in_step_graph=False),
     _traits("parameter_server", input_via_dataset_creator=True,
             measures_input_wait=False, remote_replicas=True,
-            tasks_serve_coordinator=True, collectives_in_step_graph=False),
+            tasks_serve_coordinator=True, collectives_in_step_graph=False,
+            jit_compiles_step=False),
 )}
 
 

@@ -39,6 +39,7 @@ def validate(cfg: ExperimentConfig, b: LayerBuilder) -> None:
     ranges.horovod(rt.horovod, b)
     rules.horovod_knobs_need_horovod(rt, b)
     rules.reduction(rt, b)
+    rules.xla_can_compile_the_step(rt, b)
     for name in ("train_dataset", "validation_dataset"):
         _validate_dataset(getattr(cfg, name), name, b)
     rules.data_dir_needs_a_reader(cfg, b)

@@ -21,6 +21,7 @@ from typing import Any, Callable, List, Optional
 from absl import logging
 
 from official_bench.config import ConfigError, RuntimeConfig, strategies
+from official_bench.config.rules import xla_refusal
 from official_bench.config.strategies import StrategyTraits
 from official_bench.contracts.throughput import timeout_message
 from official_bench.runtime import (
@@ -250,6 +251,21 @@ def _parameter_server(rt: RuntimeConfig, cluster: Cluster):
         cluster_resolver(cluster, rt.num_gpus))
 
 
+def _check_xla(rt: RuntimeConfig, traits: StrategyTraits,
+               cluster: Cluster) -> None:
+    """runtime.enable_xla where TensorFlow cannot run the compiled step for
+    this cluster (a TF_CONFIG's workers too; config/rules.xla_refusal):
+    one error line before the workers join, not a traceback (and an abort)
+    at the first step. Horovod compiles only part of its step
+    (runtime/horovod_backend.py)."""
+    if not rt.enable_xla or traits.horovod_allreduce:
+        return
+    why = xla_refusal(traits, rt.num_gpus, rt.cpu_devices,
+                      cluster.num_workers)
+    if why:
+        raise ConfigError(f"runtime.enable_xla is true, but {why}")
+
+
 def build_distribution(rt: RuntimeConfig, cluster: Cluster,
                        devices: List[str]) -> Distribution:
     """Builds the strategy, checks where it put the replicas, and records
@@ -277,6 +293,7 @@ def _build_distribution(rt: RuntimeConfig, cluster: Cluster,
     The one place a strategy name picks code: the constructor of each."""
     name = rt.distribution_strategy
     traits = strategies.traits(name)
+    _check_xla(rt, traits, cluster)
     if name == "horovod":
         hvd = horovod_backend.init(rt, num_gpus=rt.num_gpus)
         return Distribution(traits, tf.distribute.get_strategy(), hvd.size(),
