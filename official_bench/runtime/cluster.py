@@ -158,6 +158,14 @@ def _cluster_from_hosts(rt: RuntimeConfig) -> Cluster:
                           "task in runtime.worker_hosts/ps_hosts/chief_host")
     jobs = dict(extra, worker=workers)
     members = jobs.get(rt.task_type, [])
+    if rt.task_index < 0 and len(members) > 1:
+        # Model Garden r2.3 refused it too; taken as 0, every process was
+        # worker 0 and none said so (a port clash, or a stall to the timeout).
+        raise ConfigError(
+            f"runtime.task_index is unset (-1) but {len(members)} "
+            f"{rt.task_type} hosts are listed ({', '.join(members)}): set it "
+            f"to this process's index, 0..{len(members) - 1} (the run scripts "
+            "set it for you)")
     index = max(rt.task_index, 0)
     if len(everyone) > 1 and not index < len(members):
         raise ConfigError(
