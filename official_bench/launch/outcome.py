@@ -236,6 +236,9 @@ def last_error_line(path: str) -> str:
             lines = f.read().splitlines()[-200:]
     except OSError:
         return ""
+    ours = _our_error_line(lines)
+    if ours:
+        return ours
     for line in reversed(lines):
         text = line.strip()
         if text.startswith("#"):
@@ -246,6 +249,22 @@ def last_error_line(path: str) -> str:
     for line in reversed(lines):
         if line.strip() and not line.startswith("#"):
             return no_throughput_text(line.strip()[:300])
+    return ""
+
+
+# A trainer's own one-line error, also behind a rank prefix that
+# horovodrun or mpirun puts before it ("[1,0]<stderr>:error: ...").
+_OUR_ERROR = re.compile(r"(?:^|[>:\]\s])(error: official_bench: .*)$")
+
+
+def _our_error_line(lines: List[str]) -> str:
+    """The last line in which the trainer said why it stopped; it wins over
+    what a launcher wrapping the ranks printed after it (horovodrun's
+    'RuntimeError: Horovod detected that one or more processes exited')."""
+    for line in reversed(lines):
+        m = _OUR_ERROR.search(line.strip())
+        if m:
+            return m.group(1)[:300]
     return ""
 
 

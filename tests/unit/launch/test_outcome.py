@@ -164,6 +164,12 @@ def test_peer_failure_names_another_node_that_ended_not_ok():
     (["Traceback (most recent call last):", "ValueError: bad",
       "# official_bench.launch: footer"], "ValueError: bad"),
     (["just a line", "# comment"], "just a line"),
+    # horovodrun's traceback after a rank's own line: the rank's wins
+    (["[1,0]<stderr>:error: official_bench: loss is nan at step 4 of 20",
+      "Traceback (most recent call last):",
+      "RuntimeError: Horovod detected that one or more processes exited "
+      "with non-zero status"],
+     "error: official_bench: loss is nan at step 4 of 20"),
 ])
 def test_the_reason_read_from_a_log_never_reads_as_a_measurement(
         tmp_path, lines, reason):
