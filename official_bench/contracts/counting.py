@@ -15,7 +15,8 @@ run history apply.
 * The A/B runner leaves out the first N intervals of each side's output,
   the same number on every side, whatever steps a side logs.
 * The trainer's own mean (measure/timing.py) leaves out the intervals
-  before ``warmup_steps`` and any touching the profiled steps, or counts
+  before ``warmup_steps`` (counted from the run's first step, also in a
+  resumed run) and any touching the profiled steps, or counts
   every unprofiled interval when that leaves none; result.json records
   both settings, so a reader applies the same rule to its intervals.
 
@@ -93,14 +94,24 @@ def after_first(intervals: Sequence[IntervalT],
 def trainer_counted(intervals: Sequence[IntervalT], warmup_steps: int,
                     excluded_steps: Optional[Sequence[int]] = None
                     ) -> List[IntervalT]:
-    """The intervals the trainer's mean counts: those starting at or after
-    ``warmup_steps`` that do not touch ``excluded_steps`` (first, last: the
-    profiled steps); every untouched interval when the run was too short
-    to leave the warm-up out."""
+    """The intervals the trainer's mean counts: those starting
+    ``warmup_steps`` or more steps after the run's first step (the first
+    interval's start: 0, or the checkpoint's step in a resumed run, whose
+    first interval holds the tracing too) that do not touch
+    ``excluded_steps`` (first, last: the profiled steps); every untouched
+    interval when the run was too short to leave the warm-up out."""
     lo, hi = excluded_steps or (0, -1)
+    start = warmup_start(intervals, warmup_steps)
     used = [iv for iv in intervals if iv.end_step < lo or iv.start_step >= hi]
-    after = [iv for iv in used if iv.start_step >= warmup_steps]
+    after = [iv for iv in used if iv.start_step >= start]
     return after if after else used
+
+
+def warmup_start(intervals: Sequence[Interval], warmup_steps: int) -> int:
+    """The first step the trainer counts: ``warmup_steps`` after the run's
+    first step, which its first interval starts at (a resumed run's
+    intervals carry the checkpoint's step numbers)."""
+    return (intervals[0].start_step if intervals else 0) + warmup_steps
 
 
 def recorded_counted(stats: Mapping[str, Any],

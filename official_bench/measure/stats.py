@@ -112,7 +112,10 @@ def compute_stats(intervals: List[Interval], step_times: List[float],
     # the launcher and the history read result.json's with the same one).
     counted = counting.trainer_counted(intervals, warmup_steps,
                                        excluded_steps)
-    excluded = any(i.start_step >= warmup_steps for i in counted)
+    # warm-up counts from the run's first step (a resumed run's intervals
+    # start at its checkpoint's step): counting.warmup_start
+    excluded = any(i.start_step >= counting.warmup_start(
+        intervals, warmup_steps) for i in counted)
     counted_steps = [k for k in range(len(step_times))
                      if (k >= warmup_steps or not excluded)
                      and not lo <= first_step + k + 1 <= hi]

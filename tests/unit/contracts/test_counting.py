@@ -55,3 +55,12 @@ def test_the_trainers_rule_as_result_json_records_it():
     # Too short to leave the warm-up out: every unprofiled interval.
     assert counting.recorded_counted({"warmup_steps": 100}, ivs) == ivs
     assert counting.recorded_counted({}, ivs) == ivs
+
+
+def test_a_resumed_runs_warm_up_counts_from_its_first_step():
+    # result.json of a run resumed at step 300: the readers (compare,
+    # history) leave its first interval out, as the trainer did.
+    ivs = _runs((300, 310), (310, 320), (320, 330))
+    assert counting.recorded_counted({"warmup_steps": 10}, ivs) == ivs[1:]
+    assert counting.warmup_start(ivs, 10) == 310
+    assert counting.warmup_start([], 10) == 10

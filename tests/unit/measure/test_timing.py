@@ -291,3 +291,28 @@ def test_steps_per_loop_after_a_resume():
         th.on_train_batch_end(batch, {"loss": 1.0})
     assert th.step == 8
     assert [(i.start_step, i.end_step) for i in th.intervals] == [(4, 8)]
+
+
+def test_a_resumed_run_leaves_its_own_first_interval_out():
+    # Resumed at step 100 (train.resume_checkpoint): its intervals carry the
+    # checkpoint's step numbers, and its first interval (tracing) must be
+    # left out as in a fresh run, in the rates as in the step times.
+    clock = FakeClock()
+    th = timing.TimeHistory(10, log_steps=10, total_steps=140,
+                            progress_seconds=1e9, initial_step=100,
+                            log_fn=lambda *a: None, clock=clock)
+    th.on_train_begin()
+    for batch in range(40):
+        clock.now += 5.0 if batch == 0 else 1.0
+        th.on_train_batch_end(batch, {"loss": 1.0})
+    th.on_train_end()
+    assert th.intervals[0].start_step == 100
+    s = stats.compute_stats(th.intervals, th.step_times, 10, total_steps=40,
+                             wall_time=th.wall_time, global_batch=10,
+                             num_replicas=1, log_steps=10, first_step=100,
+                             synced=th.synced)
+    assert s.warmup_excluded
+    assert s.average_examples_per_second == pytest.approx(10.0)
+    assert s.images_per_second_over_window == pytest.approx(10.0)
+    assert s.step_time_mean == pytest.approx(1.0)
+    assert s.step_time_samples == 30
