@@ -16,8 +16,13 @@ from official_bench.data.build.image_codec import (
     pillow_available,
 )
 from official_bench.data.build.manifest import LABELS_FILE, SKIPPED_FILE
-from official_bench.data.build.shards import build_split, init_progress
+from official_bench.data.build.shards import (
+    build_split,
+    check_shard_count,
+    init_progress,
+)
 from official_bench.data.build.sources import (
+    IMAGE_EXTENSIONS,
     BuildError,
     Item,
     class_folders,
@@ -101,25 +106,83 @@ def _list_items(args: BuildOptions, split: str,
         if not args.validation_labels:
             raise BuildError("--layout=imagenet needs --validation_labels for "
                              "the flat validation folder")
-        return list_flat_split(directory, args.validation_labels, classes)
-    return list_folder_split(directory, classes)
+        items = list_flat_split(directory, args.validation_labels, classes)
+        where = directory
+    else:
+        items = list_folder_split(directory, classes)
+        where = os.path.join(directory, "<class>")
+    if not items:
+        raise BuildError(f"split {split}: no images found in {where} "
+                         f"(looked for {' '.join(IMAGE_EXTENSIONS)})")
+    return items
+
+
+def _shard_count(args: BuildOptions, split: str, images: int) -> int:
+    """The split's --<split>_shards (its default when not given), checked
+    against its image count before anything is written: a bad count must
+    not leave a manifest that a corrected re-run would be refused by."""
+    shards = getattr(args, f"{split}_shards", None)
+    if shards is None:
+        shards = DEFAULT_SHARDS.get(split, 1)
+    check_shard_count(split, images, shards)
+    return shards
+
+
+def _check_output_dir(args: BuildOptions, splits: Sequence[str]) -> None:
+    """Refuses an --output_dir inside a split's folder: it would be listed
+    as a class folder (an extra class, labels of the others shifted)."""
+    out = os.path.realpath(args.output_dir)
+    for split in splits:
+        directory = _split_dir(args, split)
+        if not directory:
+            continue
+        inside = os.path.realpath(directory)
+        if out == inside or out.startswith(inside.rstrip(os.sep) + os.sep):
+            raise BuildError(
+                f"--output_dir {args.output_dir} is inside the {split} "
+                f"folder {directory}, where it would be read as a class "
+                "folder; choose an --output_dir outside it")
+
+
+def _check_options(args: BuildOptions) -> None:
+    if not 0 <= args.quality <= 100:
+        raise BuildError(f"--quality {args.quality}: must be 0..100 (JPEG "
+                         "quality)")
+
+
+def _warn_empty_classes(classes: Sequence[str], items: Sequence[Item],
+                        log) -> None:
+    """A class folder without images still holds its label (the order is
+    the folder names'), so num_classes counts it: say so."""
+    present = {item.synset for item in items}
+    empty = [c for c in classes if c not in present]
+    if empty:
+        log(f"WARNING: [train] {len(empty)} of {len(classes)} class(es) have "
+            f"no images ({', '.join(empty[:5])}"
+            f"{', ...' if len(empty) > 5 else ''}); they keep their labels "
+            f"in {LABELS_FILE}, so num_classes is {len(classes)}")
 
 
 def build(args: BuildOptions, log=print) -> int:
     splits = [s.strip() for s in args.splits.split(",") if s.strip()]
-    with writing(args.output_dir, "the TFRecord shards"):
-        os.makedirs(args.output_dir, exist_ok=True)
+    if not splits:
+        raise BuildError(f"--splits {args.splits!r} names no split (e.g. "
+                         "train,validation)")
+    _check_options(args)
+    _check_output_dir(args, splits)
     classes = _classes(args, splits)
     boxes = read_boxes(args.bounding_boxes) if args.bounding_boxes else {}
     class_text = read_class_text(args.class_text)
+    listed = {split: _list_items(args, split, classes) for split in splits}
     plan = {}
-    for split in splits:
-        items = _list_items(args, split, classes)
+    for split, items in listed.items():
         for item in items:
             item.boxes = tuple(boxes.get(os.path.basename(item.path), ()))
-        shards = getattr(args, f"{split}_shards", None) or \
-            DEFAULT_SHARDS.get(split, 1)
-        plan[split] = (items, shards)
+        plan[split] = (items, _shard_count(args, split, len(items)))
+    if "train" in plan:
+        _warn_empty_classes(classes, plan["train"][0], log)
+    with writing(args.output_dir, "the TFRecord shards"):
+        os.makedirs(args.output_dir, exist_ok=True)
     manifest = {"format": 1, "layout": args.layout, "classes": list(classes),
                 "splits": {s: {"images": len(items), "shards": shards,
                                "seed": args.seed}

@@ -152,17 +152,22 @@ def _shard_result(future: concurrent.futures.Future, pool: WorkerPool):
         raise WorkerLost(_lost_message(pool.exited_workers())) from e
 
 
+def check_shard_count(split: str, images: int, num_shards: int) -> None:
+    """BuildError unless 1 <= num_shards <= images (and images > 0)."""
+    if not images:
+        raise BuildError(f"split {split}: no images found")
+    if num_shards < 1 or num_shards > images:
+        raise BuildError(f"--{split}_shards {num_shards}: must be 1.."
+                         f"{images} (the number of {split} images)")
+
+
 def build_split(split: str, items: Sequence[Item], num_shards: int,
                 output_dir: str, pool: WorkerPool, slots,
                 class_text: Dict[str, str], quality: int, seed: int,
                 log=print) -> Tuple[int, int, List[Tuple[str, str]]]:
     """Writes one split's missing shards; returns (written, already there,
     images skipped by this run)."""
-    if not items:
-        raise BuildError(f"split {split}: no images found")
-    if num_shards < 1 or num_shards > len(items):
-        raise BuildError(f"--{split}_shards {num_shards}: must be 1.."
-                         f"{len(items)} (the number of {split} images)")
+    check_shard_count(split, len(items), num_shards)
     _remove_stale_temporaries(output_dir, split)
     shards = assign_shards(items, num_shards, seed)
     tasks, done_images = [], 0
