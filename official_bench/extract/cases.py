@@ -270,8 +270,10 @@ def summarize(outcomes: Iterable[RunOutcome], method: str = "mean",
             measured = _measured(runs)
             if measured is not None:
                 entry[subject.KEY] = measured
+            rate = entry[OVER_WINDOW_KEY] if entry[OVER_WINDOW_KEY] \
+                is not None else medians[case]
             flops = model_flops.case_flops(
-                [o.flops for o in runs if o.ok], medians[case],
+                [o.flops for o in runs if o.ok], rate,
                 entry["num_devices"], label, warns)
             if flops is not None:
                 entry[model_flops.KEY] = flops

@@ -7,8 +7,12 @@ device's dense peak (result.json's ``flops`` object,
 per-case figures at the case's own speed, so that the tables say how close
 each case came to the hardware:
 
-* achieved TFLOP/s = the case's ``median_speed`` (DLPerf's median of the
-  runs, samples/s over all devices) x GFLOP per image / 1000;
+* achieved TFLOP/s = the case's images / time over the counted window
+  (``images_per_second_over_window``, the median over its runs, all
+  devices) x GFLOP per image / 1000: the rate the trainer's own MFU uses
+  (docs/mfu.md, "which average"), so that one run gives one MFU in
+  result.json and in the table; ``median_speed`` (DLPerf's mean of the
+  interval rates) only where a case has no such figure;
 * MFU = achieved / (peak per device x the case's devices, nodes x GPUs),
   with the contract's :func:`~official_bench.contracts.flops.mfu`, so that
   the extractor, the trainer's summary and the compare and history commands
@@ -49,17 +53,19 @@ def why_no_mfu(record: FlopsRecord) -> str:
 
 
 def case_flops(records: Sequence[Optional[FlopsRecord]],
-               median_speed: Optional[float], devices: int, label: str,
+               images_per_second: Optional[float], devices: int, label: str,
                warnings: List[str]) -> Optional[Dict[str, Any]]:
     """The ``model_flops`` object of a case, or None when no counted run
-    carried a flops record or the case has no median.
+    carried a flops record or the case has no rate.
 
     ``records``: the counted runs' records (None for runs without one);
-    ``devices``: the case's nodes x GPUs per node. Appends to ``warnings``
-    where the records disagree with each other or with the case.
+    ``images_per_second``: the case's images / time over the counted
+    window (module doc); ``devices``: the case's nodes x GPUs per node.
+    Appends to ``warnings`` where the records disagree with each other or
+    with the case.
     """
     found = [r for r in records if r is not None]
-    if not found or median_speed is None:
+    if not found or images_per_second is None:
         return None
     record = found[0]
     if not _agree(found):
@@ -69,11 +75,12 @@ def case_flops(records: Sequence[Optional[FlopsRecord]],
         warnings.append(f"{label}: result.json's flops.devices is "
                         f"{record.devices} but the case has {devices} "
                         f"device(s); MFU is over {devices}")
-    achieved = flops_contract.achieved_tflops(median_speed,
+    achieved = flops_contract.achieved_tflops(images_per_second,
                                               record.gflop_per_image)
-    mfu = flops_contract.mfu(median_speed, record.gflop_per_image,
+    mfu = flops_contract.mfu(images_per_second, record.gflop_per_image,
                              record.peak_tflops_per_device, devices)
-    return {"gflop_per_image": record.gflop_per_image,
+    return {"images_per_second": images_per_second,
+            "gflop_per_image": record.gflop_per_image,
             "achieved_tflops": round(achieved, 4),
             "achieved_tflops_per_device": round(achieved / devices, 4),
             "peak_tflops_per_device": record.peak_tflops_per_device,

@@ -49,7 +49,7 @@ CSV_COLUMNS = ("model", "dtype", "batch_size_per_device", "num_nodes",
                "gflop_per_image", "achieved_tflops",
                "peak_tflops_per_device", "mfu")
 # The model-FLOPs table (FLOPS_COLUMNS) and the CSV's columns from it.
-FLOPS_COLUMNS = ("node_num", "gpu_num", "samples/s", "GFLOP/image",
+FLOPS_COLUMNS = ("node_num", "gpu_num", "images/s over window", "GFLOP/image",
                  "TFLOP/s", "TFLOP/s per device", "peak TFLOP/s per device",
                  "MFU")
 _CSV_FLOPS_KEYS = ("gflop_per_image", "achieved_tflops",
@@ -179,7 +179,8 @@ def flops_rows(model_result: ModelResult) -> List[List[str]]:
         if not flops:
             continue
         nodes, _, devices = case_counts(case)
-        rows.append([str(nodes), str(devices), _fmt(e.get("median_speed")),
+        rate = flops.get("images_per_second", e.get("median_speed"))
+        rows.append([str(nodes), str(devices), _fmt(rate),
                      _fmt(flops.get("gflop_per_image")),
                      _fmt(flops.get("achieved_tflops"), ".3f"),
                      _fmt(flops.get("achieved_tflops_per_device"), ".3f"),
@@ -201,8 +202,11 @@ def markdown_table(model_result: ModelResult) -> str:
     return _markdown_grid(MARKDOWN_COLUMNS, table_rows(model_result))
 
 
-FLOPS_NOTE = ("TFLOP/s: samples/s (the median above) x training GFLOP per "
-              "image (3 x 2 x forward multiply-adds) / 1000; MFU: TFLOP/s / "
+FLOPS_NOTE = ("TFLOP/s: images/s over window (images / time over the "
+              "counted intervals, median of the runs: the rate of the "
+              "trainer's MFU, not the mean of interval rates above) x "
+              "training GFLOP per image (3 x 2 x forward multiply-adds) / "
+              "1000; MFU: TFLOP/s / "
               "(dense peak per device x gpu_num), the trainer's peak for the "
               "run's precision")
 

@@ -158,3 +158,20 @@ def test_images_per_second_over_the_window_beside_the_mean_of_rates(tmp_path):
         throughput.images_per_second_over_window(counted))
     csv_rows = tables.csv_rows(extraction.result)
     assert csv_rows[0]["images_per_second_over_window"] == 400.0
+
+
+def test_mfu_is_at_images_over_time_as_the_trainers_is(tmp_path):
+    # counted intervals alternate 300 and 600 img/s: the mean of the rates
+    # (median_speed) is 450, images / time 400; the trainer's MFU for these
+    # runs is at 400 (docs/mfu.md), so the table's must be too
+    rates = [50.0, 300.0, 600.0, 300.0, 600.0, 300.0, 600.0]
+    extraction = extract.extract(tree(tmp_path, speeds=rates),
+                                 train_batches=700)
+    entry = extraction.result["rn50"]["1n1g"]
+    assert entry["median_speed"] == 450.0
+    got = entry[model_flops.KEY]
+    assert got["images_per_second"] == 400.0
+    assert got["achieved_tflops"] == round(400.0 * GFLOP / 1000, 4)
+    assert got["mfu"] == round(400.0 * GFLOP / 1000 / 312.0, 4)
+    (row, _) = tables.flops_rows(extraction.result["rn50"])
+    assert row[2] == "400.00"
