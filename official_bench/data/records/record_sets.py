@@ -13,8 +13,10 @@ and the directory. TensorFlow-free.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import os
+import re
 from typing import List, Sequence, Tuple
 
 from absl import logging
@@ -82,6 +84,49 @@ def _check_data_dir(ds: DatasetConfig, key: str, fs: FileSystem) -> str:
     return ds.data_dir
 
 
+_SHARD_NAME = re.compile(r"^(?P<split>.+)-(?P<index>\d+)-of-(?P<count>\d+)$")
+_warned = set()  # (data_dir, split): each set's warning once per process
+
+
+def partial_set_problem(split: str, files: Sequence[str]) -> str:
+    """What is wrong with a classic set named `<split>-NNNNN-of-MMMMM`, in
+    words, or "" when it is whole: files of several counts (two builds: the
+    trainer would read both), or fewer files than their names count (an
+    unfinished build or a partial copy). Other names are not judged."""
+    by_count = collections.defaultdict(set)
+    for path in files:
+        m = _SHARD_NAME.match(os.path.basename(path))
+        if not m or m.group("split") != split:
+            return ""
+        by_count[int(m.group("count"))].add(int(m.group("index")))
+    if not by_count:
+        return ""
+    if len(by_count) > 1:
+        sets = ", ".join(f"{len(found)} of {split}-*-of-{count:05d}"
+                         for count, found in sorted(by_count.items()))
+        return (f"holds {split} files of {len(by_count)} sets ({sets}): "
+                "all of them are read, so images of two builds are mixed "
+                "(likely twice); remove the set you do not want, or name "
+                "the files in filenames")
+    (count, found), = by_count.items()
+    missing = sorted(set(range(count)) - found)
+    if not missing:
+        return ""
+    return (f"holds {len(found)} of the {count} files {split}-*-of-"
+            f"{count:05d} ({len(missing)} missing, first "
+            f"{split}-{missing[0]:05d}-of-{count:05d}): reading the "
+            f"{len(found)} there (an unfinished build? re-run it)")
+
+
+def warn_partial_set(key: str, data_dir: str, split: str,
+                     files: Sequence[str]) -> None:
+    """Logs partial_set_problem once per data_dir and split."""
+    problem = partial_set_problem(split, files)
+    if problem and (data_dir, split) not in _warned:
+        _warned.add((data_dir, split))
+        logging.warning("%s.data_dir %s %s", key, data_dir, problem)
+
+
 def find_files(ds: DatasetConfig, is_training: bool,
                fs: FileSystem = LOCAL) -> Tuple[List[str], Layout]:
     """The sorted record files for `ds.split` and their layout.
@@ -103,6 +148,7 @@ def find_files(ds: DatasetConfig, is_training: bool,
                             "classic ones (set layout: tfds for the others)",
                             key, data_dir, ds.split, ds.split)
         files, layout = classic, CLASSIC_LAYOUT
+        warn_partial_set(key, data_dir, ds.split, files)
     elif ds.layout == TFDS or (ds.layout == "auto" and tfds):
         files, layout = tfds, TFDS_LAYOUT
     else:
