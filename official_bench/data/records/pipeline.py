@@ -46,10 +46,12 @@ from official_bench.data.records.record_reader import (
     record_dataset,
 )
 from official_bench.data.records.record_sets import (
+    CLASSIC,
     Layout,
     config_key,
     label_offset,
 )
+from official_bench.data.records.set_counts import warn_mismatches
 from official_bench.runtime.keras_setup import tf
 
 
@@ -113,5 +115,7 @@ def records_dataset(ds: DatasetConfig, ctx: tf.distribute.InputContext,
     logging.info("%s: %d %s record file(s) for split %s (%s ... %s)",
                  config_key(is_training), len(files), layout.name, ds.split,
                  os.path.basename(files[0]), os.path.basename(files[-1]))
+    if layout.name == CLASSIC:
+        warn_mismatches(ds, config_key(is_training), label_offset(ds, layout))
     return build_dataset(files, layout, ds, ctx, batch_size, is_training,
                          seed, skipped=skipped)
