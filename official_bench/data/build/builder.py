@@ -31,6 +31,7 @@ from official_bench.data.build.sources import (
     read_boxes,
     read_class_text,
     read_lines,
+    shown,
 )
 from official_bench.data.build.worker_pool import SPAWN, WorkerPool
 from official_bench.host.atomic import write_text_atomic
@@ -216,5 +217,5 @@ def build(args: BuildOptions, log=print) -> int:
         log(f"WARNING: {len(all_bad)} unreadable image(s) were skipped; "
             f"listed in {os.path.join(args.output_dir, SKIPPED_FILE)}")
         for image, why in all_bad[:10]:
-            log(f"  skipped {image}: {why}")
+            log(f"  skipped {shown(image)}: {why}")
     return exit_status.OK

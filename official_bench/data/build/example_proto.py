@@ -5,6 +5,7 @@ their records with it too."""
 
 from __future__ import annotations
 
+import os
 import struct
 from typing import Dict, Sequence, Tuple
 
@@ -69,7 +70,9 @@ def classic_example(image: bytes, label: int, height: int, width: int,
     features = {
         "image/encoded": image, "image/format": image_format,
         "image/class/label": int(label), "image/class/synset": synset,
-        "image/class/text": text, "image/filename": filename,
+        # The name's bytes as on disk: a name that is not UTF-8 (it reaches
+        # Python with surrogate escapes) is stored, not a crash.
+        "image/class/text": text, "image/filename": os.fsencode(filename),
         "image/height": int(height), "image/width": int(width),
         "image/colorspace": "RGB", "image/channels": 3,
     }

@@ -12,7 +12,7 @@ from typing import Dict, List, Tuple
 from official_bench.data.build import shard_skips
 from official_bench.data.build.shards import shard_name
 from official_bench.data.build.sources import BuildError
-from official_bench.host.atomic import write_text_atomic
+from official_bench.host.atomic import write_bytes_atomic, write_text_atomic
 from official_bench.host.write_errors import writing
 
 MANIFEST = "build_records.json"
@@ -93,9 +93,10 @@ def finish(output_dir: str, manifest: Dict, log=print) -> List[Tuple[str,
            json.dumps(manifest, indent=1) + "\n", "the build's manifest")
     path = os.path.join(output_dir, SKIPPED_FILE)
     if all_skipped:
-        _write(path, "".join(f"{image}\t{why}\n"
-                             for image, why in all_skipped),
-               "the list of skipped images")
+        # Paths as on disk, also those that are not UTF-8.
+        text = "".join(f"{image}\t{why}\n" for image, why in all_skipped)
+        with writing(path, "the list of skipped images"):
+            write_bytes_atomic(path, text.encode("utf-8", "surrogateescape"))
     elif os.path.exists(path):
         os.remove(path)
     return all_skipped

@@ -33,10 +33,23 @@ def _images_in(directory: str) -> List[str]:
         and os.path.isfile(os.path.join(directory, f)))
 
 
+def shown(path: str) -> str:
+    """`path` printable: bytes of a name that is not UTF-8 as \\xNN."""
+    return path.encode("utf-8", "surrogateescape").decode(
+        "utf-8", "backslashreplace")
+
+
 def class_folders(directory: str) -> List[str]:
-    """Sorted sub-folder names: the class order of an ImageFolder tree."""
-    return sorted(d for d in os.listdir(directory) if not d.startswith(".")
-                  and os.path.isdir(os.path.join(directory, d)))
+    """Sorted sub-folder names: the class order of an ImageFolder tree.
+    A name that is not UTF-8 cannot be a class (labels.txt is text)."""
+    names = sorted(d for d in os.listdir(directory) if not d.startswith(".")
+                   and os.path.isdir(os.path.join(directory, d)))
+    for name in names:
+        if shown(name) != name:
+            raise BuildError(f"{shown(os.path.join(directory, name))}: a "
+                             "class folder name must be UTF-8 (it goes "
+                             "into labels.txt); rename it")
+    return names
 
 
 def list_folder_split(directory: str, classes: Sequence[str]) -> List[Item]:

@@ -88,3 +88,31 @@ def test_a_split_without_images_names_its_folder(tmp_path, capsys):
                     "--num_workers=1"], log=lambda m: None) == 2
     assert (f"split train: no images found in {src}/train/<class> (looked "
             "for .jpg") in capsys.readouterr().err
+
+
+def test_file_names_that_are_not_utf8_are_stored_as_on_disk(tmp_path,
+                                                             capsys):
+    """A worker used to die on them (UnicodeEncodeError, a traceback);
+    the record keeps the name's bytes, skipped_images.txt the path's."""
+    src = tree(tmp_path / "src", per_class=1)
+    folder = os.fsencode(os.path.join(src, "train", "a"))
+    Image.fromarray(np.zeros((6, 8, 3), np.uint8)).save(
+        os.fsdecode(folder + b"/caf\xe9.jpg"), "JPEG")
+    open(folder + b"/bad\xe9.jpg", "wb").close()
+    out = str(tmp_path / "out")
+    lines = []
+    assert br.main([f"--input_dir={src}", f"--output_dir={out}",
+                    "--splits=train", "--train_shards=1", "--num_workers=1"],
+                   log=lines.append) == 0
+    assert any(line.endswith("/bad\\xe9.jpg: not an image format Pillow "
+                             "can read") for line in lines)
+    with open(os.path.join(out, "skipped_images.txt"), "rb") as f:
+        assert f.read().startswith(folder + b"/bad\xe9.jpg\t")
+    with open(os.path.join(out, "train-00000-of-00001"), "rb") as f:
+        assert b"caf\xe9.jpg" in f.read()
+    os.makedirs(os.fsencode(os.path.join(src, "train")) + b"/cl\xe9")
+    assert br.main([f"--input_dir={src}", f"--output_dir={tmp_path}/o2",
+                    "--splits=train", "--train_shards=1", "--num_workers=1"],
+                   log=lines.append) == 2
+    assert ("train/cl\\xe9: a class folder name must be UTF-8"
+            in capsys.readouterr().err)
