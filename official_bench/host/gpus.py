@@ -10,6 +10,7 @@ Each caller words its own messages from what it gets here.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from typing import Callable, List, Mapping, NamedTuple, Optional, Sequence
 
@@ -53,13 +54,28 @@ def parse_visible(text: str) -> List[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
 
+def _cuda_id(entry: str) -> bool:
+    """Whether CUDA takes `entry` as a device: an index >= 0 or a UUID
+    (GPU-..., MIG-...)."""
+    return re.fullmatch("[0-9]+", entry) is not None or \
+        entry.startswith(("GPU-", "MIG-"))
+
+
+def visible_ids(text: str) -> List[str]:
+    """The devices CUDA sees under a CUDA_VISIBLE_DEVICES style list: its
+    entries up to the first one CUDA does not take, as CUDA reads it
+    ("-1", or Slurm's "NoDevFiles" in a job without GPUs, hide every GPU;
+    "0,1,-1,3" shows 0 and 1)."""
+    ids = parse_visible(text)
+    bad = next((i for i, entry in enumerate(ids) if not _cuda_id(entry)),
+               len(ids))
+    return ids[:bad]
+
+
 def visible_count(text: str) -> int:
-    """How many GPUs a CUDA_VISIBLE_DEVICES style list names ("" and "-1"
-    name none)."""
-    text = text.strip()
-    if not text or text == "-1":
-        return 0
-    return len(parse_visible(text))
+    """How many GPUs a CUDA_VISIBLE_DEVICES style list shows CUDA (see
+    visible_ids: "", "-1" and "NoDevFiles" show none)."""
+    return len(visible_ids(text))
 
 
 def gpu_ids(visible: Optional[str], count: int) -> List[str]:
@@ -70,7 +86,7 @@ def gpu_ids(visible: Optional[str], count: int) -> List[str]:
     order is 0..count-1.
     """
     if visible:
-        ids = parse_visible(visible)
+        ids = visible_ids(visible)
         if len(ids) >= count:
             return ids[:count]
     return [str(i) for i in range(count)]
