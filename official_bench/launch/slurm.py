@@ -50,6 +50,10 @@ def _expand_one(item: str, expr: str) -> List[str]:
         width = len(lo)
         rests = _expand_one(suffix, expr)
         numbers = range(int(lo), int(hi if sep else lo) + 1)
+        if not numbers:
+            raise NodeError(f"Slurm node list {expr!r}: range {part!r} runs "
+                            f"backwards ({int(lo)} > {int(hi)}), naming no "
+                            "node")
         if len(out) + len(numbers) * len(rests) > 65536:  # task_index's max
             raise NodeError(f"Slurm node list {expr!r} names more than "
                             "65536 nodes")
