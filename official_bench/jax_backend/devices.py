@@ -33,6 +33,9 @@ FOREVER_SECONDS = 10 ** 7
 # jax.distributed's own deadline lies this far past the watchdog's: when it
 # passes, JAX aborts the process (SIGABRT) without a line of ours.
 JAX_DEADLINE_GRACE_SECONDS = 60
+# jax.distributed.initialize's cluster_detection_method that turns off its
+# reading of Slurm/Open MPI/Kubernetes variables.
+NO_CLUSTER_DETECTION = "deactivate"
 
 
 @dataclasses.dataclass
@@ -131,7 +134,11 @@ def _join(jax, cluster: Cluster, timeout: float, platform: str) -> None:
                 coordinator_address=coordinator,
                 num_processes=cluster.num_workers,
                 process_id=cluster.task_index,
-                initialization_timeout=jax_deadline)
+                initialization_timeout=jax_deadline,
+                # Ours is the whole cluster: JAX's own detection would read
+                # a Slurm step's (or mpirun's) variables and open only the
+                # GPU numbered SLURM_LOCALID (OMPI_COMM_WORLD_LOCAL_RANK).
+                cluster_detection_method=NO_CLUSTER_DETECTION)
     except Exception as e:  # JAX raises its own runtime error types
         waited = time.monotonic() - start_time
         others = [f"{name} at {addr}" for name, addr in
