@@ -45,7 +45,11 @@ from official_bench.contracts.history_row import row_from_result, run_key
 from official_bench.contracts.throughput import images_per_second_over_window
 from official_bench.extract import history_plot, logparse, windows
 from official_bench.extract.errors import ExtractError
-from official_bench.extract.extractor import measure_log, window_note
+from official_bench.extract.extractor import (
+    measure_log,
+    window_hint,
+    window_note,
+)
 from official_bench.extract.history_plot import by_case
 from official_bench.extract.speeds import RunOutcome
 from official_bench.host import atomic
@@ -199,10 +203,9 @@ def _row_from_log(outcome: RunOutcome, when: float) -> Row:
                                     outcome.log_path))
 
 
-def _import_row(run: logparse.RunId, log: str, warmup: int, train: int
+def _import_row(outcome: RunOutcome, log: str
                 ) -> Tuple[Optional[Row], Optional[str]]:
     """(row, None) or (None, why it is not imported)."""
-    outcome = measure_log(run, log, warmup, train, "mean")
     if not outcome.ok:
         return None, f"{log}: left out: {outcome.excluded}"
     when = os.path.getmtime(log)
@@ -235,12 +238,18 @@ def import_tree(db: str, root: str, warmup: Optional[int] = None,
         notes.append(window_note((warmup, train)))
     warmup, train = windows.given_or_dlperf(warmup, train)
     rows = []
-    for run, log in runs:
-        row, note = _import_row(run, log, warmup, train)
+    outcomes = [measure_log(run, log, warmup, train, "mean")
+                for run, log in runs]
+    for (_, log), outcome in zip(runs, outcomes):
+        row, note = _import_row(outcome, log)
         if row is not None:
             rows.append(row)
         if note:
             notes.append(note)
+    if runs and not rows and notes:
+        # Short runs (a CPU try) outside DLPerf's window: the flags that
+        # count them, as the extractor and official-bench-compare name.
+        notes[-1] += window_hint(outcomes)
     added = 0
     if rows:
         with writing(db, "the run history"):

@@ -396,7 +396,12 @@ def test_import_short_runs_with_window_auto(tmp_path, capsys):
     db = str(tmp_path / "h.sqlite")
     assert history.main(["--db", db, "--import", str(tmp_path / "logs")]) \
         == exit_status.OK
-    assert "imported 0 new run(s) of 0 usable" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "imported 0 new run(s) of 0 usable" in out
+    # names the flags that count them, as the extractor and compare do
+    assert ("the runs cover steps 10-50 after their first (warm-up) "
+            "interval: count them with --warmup_batches 10 "
+            "--train_batches 50 (or --window auto)") in err
     assert history.main(["--db", db, "--import", str(tmp_path / "logs"),
                          "--window", "auto"]) == exit_status.OK
     out, err = capsys.readouterr()
