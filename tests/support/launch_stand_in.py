@@ -63,3 +63,37 @@ def make_plan(tmp_path, kind="ok", test_num=1, mode="single", **knobs):
         ["4", "fp32", str(test_num), "--python", stand_in(tmp_path, kind)],
         environ=env, mode=mode)
     return plan_lib.make_plan(settings, log_tree.session_stamp(0))
+
+
+def two_launchers(tmp_path, kinds):
+    """Two launchers of a two-node sweep on 127.0.0.1, node k's trainer the
+    stand-in kinds[k], meeting through a real barrier, each run in a thread
+    here. Returns ({node: sweep exit status}, {node: its Runner})."""
+    import threading
+
+    from official_bench.launch.node_link import NodeLink
+    from official_bench.launch.runner import Runner
+    from support.helpers import free_ports
+
+    w0, w1, b = free_ports(3)
+    plans = [make_plan(tmp_path / f"n{k}", kind, mode="two",
+                       nodes=f"127.0.0.1:{w0},127.0.0.1:{w1}",
+                       task_index=k, barrier_port=b, barrier_timeout=60)
+             for k, kind in enumerate(kinds)]
+    results, runners = {}, {}
+
+    def node(k):
+        link = NodeLink.open(plans[k])
+        try:
+            link.hello(plans[k].runs[0].workers[0].model_dir_spec.stamp)
+            runners[k] = Runner(plans[k], link)
+            results[k] = runners[k].run_all()
+        finally:
+            link.close()
+
+    threads = [threading.Thread(target=node, args=(k,)) for k in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    return results, runners

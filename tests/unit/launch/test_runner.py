@@ -7,16 +7,13 @@ went away while it ran, and two nodes meeting through a real barrier on
 as processes)."""
 
 import os
-import threading
 
 import pytest
 
 from official_bench.contracts import exit_status as es
 from official_bench.launch.barrier import BarrierError
-from official_bench.launch.node_link import NodeLink
 from official_bench.launch.runner import Runner
-from support.helpers import free_ports
-from support.launch_stand_in import make_plan
+from support.launch_stand_in import two_launchers
 from support.small_disk import PAGE, leave_free, small_tmpfs
 
 
@@ -121,27 +118,7 @@ def test_two_nodes_share_each_runs_verdict_through_the_barrier(tmp_path):
     """Node 1's trainer fails; node 0's, still running, is stopped as
     aborted (its runner peeks at the "end" round); both sweeps end FAILED
     with the same verdict."""
-    w0, w1, b = free_ports(3)
-    plans = [make_plan(tmp_path / f"n{k}", kind, mode="two",
-                       nodes=f"127.0.0.1:{w0},127.0.0.1:{w1}",
-                       task_index=k, barrier_port=b, barrier_timeout=60)
-             for k, kind in enumerate(("sleep", "fail"))]
-    results, runners = {}, {}
-
-    def node(k):
-        link = NodeLink.open(plans[k])
-        try:
-            link.hello(plans[k].runs[0].workers[0].model_dir_spec.stamp)
-            runners[k] = Runner(plans[k], link)
-            results[k] = runners[k].run_all()
-        finally:
-            link.close()
-
-    threads = [threading.Thread(target=node, args=(k,)) for k in (0, 1)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    results, runners = two_launchers(tmp_path, ("sleep", "fail"))
     assert results == {0: es.FAILED, 1: es.FAILED}
     verdicts = [runners[k].report.results[0][1] for k in (0, 1)]
     assert verdicts[0] == verdicts[1]

@@ -4,6 +4,7 @@ run's img/s, even when it logged TimeHistory intervals before failing
 
 from official_bench.contracts import exit_status as es
 from official_bench.launch.runner import Runner
+from support.launch_stand_in import two_launchers
 
 
 def test_a_run_that_failed_after_logging_rates_shows_no_img_s(plan_of,
@@ -28,32 +29,7 @@ def test_a_run_that_failed_on_another_node_shows_no_img_s(tmp_path, capsys):
     """Node 0's trainer logs rates and ends ok, node 1's fails: node 0's
     lines show no img/s for that run (two launchers meeting through a real
     barrier on 127.0.0.1, each a thread here)."""
-    import threading
-
-    from official_bench.launch.node_link import NodeLink
-    from support.helpers import free_ports
-    from support.launch_stand_in import make_plan
-
-    w0, w1, b = free_ports(3)
-    plans = [make_plan(tmp_path / f"n{k}", kind, mode="two",
-                       nodes=f"127.0.0.1:{w0},127.0.0.1:{w1}",
-                       task_index=k, barrier_port=b, barrier_timeout=60)
-             for k, kind in enumerate(("rate_then_ok", "fail"))]
-    results = {}
-
-    def node(k):
-        link = NodeLink.open(plans[k])
-        try:
-            link.hello(plans[k].runs[0].workers[0].model_dir_spec.stamp)
-            results[k] = Runner(plans[k], link).run_all()
-        finally:
-            link.close()
-
-    threads = [threading.Thread(target=node, args=(k,)) for k in (0, 1)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+    results, _ = two_launchers(tmp_path, ("rate_then_ok", "fail"))
     assert results == {0: es.FAILED, 1: es.FAILED}
     out = capsys.readouterr().out
     mine = [ln for ln in out.splitlines()
