@@ -31,6 +31,17 @@ def hide_gpus(folder, monkeypatch):
     monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
 
 
+def fake_smi(tmp_path, gpus):
+    """PATH with an nvidia-smi that lists `gpus` GPUs (UUIDs GPU-fake{i})
+    first, for the run scripts' device checks."""
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.parent.mkdir(exist_ok=True)
+    smi.write_text("#!/bin/sh\n" + "".join(
+        f"echo 'GPU {i}: Fake (UUID: GPU-fake{i})'\n" for i in range(gpus)))
+    smi.chmod(0o755)
+    return f"{smi.parent}{os.pathsep}{os.environ['PATH']}"
+
+
 def clean_env(tmp_path, **knobs):
     """The test process's environment without any launcher knob, TF_CONFIG
     or Slurm variable, plus `knobs` (upper-cased)."""

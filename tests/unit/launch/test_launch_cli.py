@@ -17,7 +17,14 @@ import pytest
 from official_bench.contracts import exit_status
 from official_bench.launch import settings as settings_lib
 from support.helpers import free_ports
-from support.launch_cli import PY, SCRIPTS, clean_env, hide_gpus, script
+from support.launch_cli import (
+    PY,
+    SCRIPTS,
+    clean_env,
+    fake_smi,
+    hide_gpus,
+    script,
+)
 
 REPO = os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", "..", ".."))
@@ -677,12 +684,7 @@ def test_workers_per_node_dry_run_gpu_ids_ports_tasks(tmp_path):
 def test_workers_per_node_gpu_ids_from_device_list(tmp_path):
     """No GPU_IDS: a (faked) nvidia-smi lists 4 GPUs, CUDA_VISIBLE_DEVICES
     keeps 2 and 3: single node, one worker on each, 1n2g."""
-    smi = tmp_path / "bin" / "nvidia-smi"
-    smi.parent.mkdir()
-    smi.write_text("#!/bin/sh\nfor i in 0 1 2 3; do echo \"GPU $i: Fake "
-                   "(UUID: GPU-$i)\"; done\n")
-    smi.chmod(0o755)
-    env_path = f"{smi.parent}{os.pathsep}{os.environ['PATH']}"
+    env_path = fake_smi(tmp_path, 4)
     out = script("single", tmp_path, "4", "fp32", "1", "--dry-run",
                  PATH=env_path, CUDA_VISIBLE_DEVICES="2,3",
                  WORKERS_PER_NODE=2, WORKER_PORT=7000)
@@ -859,22 +861,12 @@ def test_failed_run_footer_is_not_a_measurement(tmp_path):
     assert status["ended"] >= status["started"] > 0
 
 
-def _fake_smi(tmp_path, gpus):
-    """PATH with an nvidia-smi that lists `gpus` GPUs (UUIDs GPU-fake{i})."""
-    smi = tmp_path / "bin" / "nvidia-smi"
-    smi.parent.mkdir(exist_ok=True)
-    smi.write_text("#!/bin/sh\n" + "".join(
-        f"echo 'GPU {i}: Fake (UUID: GPU-fake{i})'\n" for i in range(gpus)))
-    smi.chmod(0o755)
-    return f"{smi.parent}{os.pathsep}{os.environ['PATH']}"
-
-
 def test_gpus_without_a_visible_gpu_is_refused_unless_device_cpu(tmp_path):
     """GPUS asks for GPUs: on a machine without one that is an error, as
     DEVICE=gpu is; DEVICE=cpu runs the CPU plan and says that GPUS is not
     used."""
     out = script("single", tmp_path, "4", "fp32", "1", "--gpus", "8",
-                 "--dry-run", PATH=_fake_smi(tmp_path, 0))
+                 "--dry-run", PATH=fake_smi(tmp_path, 0))
     assert out.returncode == exit_status.CONFIG, out.stdout + out.stderr
     assert out.stderr.strip().splitlines()[-1] == (
         "error: run_single_node.sh: GPUS=8 (command line) asks for GPUs, "
@@ -893,7 +885,7 @@ def test_gpu_ids_are_checked_against_nvidia_smi_where_it_answers(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "2 GPU(s) visible (GPU_IDS=0,1; not checked: nvidia-smi -L " \
         "failed (exit 6: No devices were found))" in out.stdout
-    path = _fake_smi(tmp_path, 2)
+    path = fake_smi(tmp_path, 2)
     out = script("single", tmp_path, "4", "fp32", "1", "--dry-run",
                  GPU_IDS="1,GPU-fake0", GPUS="2", PATH=path)
     assert out.returncode == 0, out.stderr

@@ -3,12 +3,11 @@ CUDA_VISIBLE_DEVICES=NoDevFiles, which CUDA reads as no device (it stops at
 the first entry it does not take). The launcher counted it as one GPU and
 planned a GPU run that could not see one."""
 
-import os
 
 import pytest
 
 from official_bench.host import gpus
-from support.launch_cli import hide_gpus, script
+from support.launch_cli import fake_smi, hide_gpus, script
 
 
 @pytest.fixture(autouse=True)
@@ -30,12 +29,7 @@ def test_gpu_ids_skip_what_cuda_does_not_see():
 
 
 def test_no_dev_files_plans_a_cpu_run(tmp_path):
-    smi = tmp_path / "bin" / "nvidia-smi"
-    smi.parent.mkdir()
-    smi.write_text("#!/bin/sh\nfor i in 0 1 2 3 4 5 6 7; do "
-                   "echo \"GPU $i: Fake (UUID: GPU-$i)\"; done\n")
-    smi.chmod(0o755)
-    path = f"{smi.parent}{os.pathsep}{os.environ['PATH']}"
+    path = fake_smi(tmp_path, 8)
     out = script("single", tmp_path, "4", "fp32", "1", "--dry-run",
                  PATH=path, CUDA_VISIBLE_DEVICES="NoDevFiles",
                  SLURM_JOB_ID="7", SLURM_JOB_NODELIST="node01")
