@@ -89,24 +89,15 @@ def _number(item: Dict[str, Any], key: str, where: str) -> float:
     return float(value)
 
 
-def _positive_int(stats: Dict[str, Any], key: str) -> Optional[int]:
-    """Optional positive integer ``stats[key]``; None when absent."""
-    value = stats.get(key)
-    if value is None:
-        return None
-    if not _is_int(value) or value < 1:
-        raise _Invalid(f"stats.{key} is {value!r}, expected an integer >= 1")
-    return value
-
-
 def _optional_int(item: Dict[str, Any], key: str, where: str,
-                  least: int) -> None:
-    """:class:`_Invalid` unless ``item[key]`` is absent, null or an integer
-    >= ``least``."""
+                  least: int) -> Optional[int]:
+    """``item[key]`` when it is an integer >= ``least``, None when absent
+    or null; :class:`_Invalid` otherwise."""
     value = item.get(key)
     if value is not None and (not _is_int(value) or value < least):
         raise _Invalid(f"{where}.{key} is {value!r}, expected an integer "
                        f">= {least}")
+    return value
 
 
 def _check_window_keys(stats: Dict[str, Any]) -> None:
@@ -199,8 +190,10 @@ def _parse(path: str, data: Any) -> RunResultFile:
     except ValueError as e:
         raise _Invalid(str(e)) from None
     return RunResultFile(path, _intervals(stats),
-                         _positive_int(stats, "global_batch_size"),
-                         _positive_int(stats, "num_replicas"), env, warnings,
+                         _optional_int(stats, "global_batch_size", "stats",
+                                       1),
+                         _optional_int(stats, "num_replicas", "stats", 1),
+                         env, warnings,
                          usage_contract.mean_gpu_utilisation(
                              data.get(usage_contract.KEY)),
                          _input_wait(data), flops, config)
