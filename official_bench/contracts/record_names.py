@@ -20,6 +20,9 @@ from typing import Callable, List, Optional, Tuple
 CLASSIC = "classic"
 TFDS = "tfds"
 LAYOUTS = ("auto", CLASSIC, TFDS)
+# What official-bench-build-records writes beside the shards it built
+# (data/build/manifest.py); the records pipeline reads its counts.
+BUILD_MANIFEST = "build_records.json"
 
 
 def pattern(layout: str, split: str) -> str:

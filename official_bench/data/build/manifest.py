@@ -9,13 +9,14 @@ import json
 import os
 from typing import Dict, List, Tuple
 
+from official_bench.contracts import record_names
 from official_bench.data.build import shard_skips
 from official_bench.data.build.shards import shard_name
 from official_bench.data.build.sources import BuildError
 from official_bench.host.atomic import write_bytes_atomic, write_text_atomic
 from official_bench.host.write_errors import writing
 
-MANIFEST = "build_records.json"
+MANIFEST = record_names.BUILD_MANIFEST
 LABELS_FILE = "labels.txt"
 SKIPPED_FILE = "skipped_images.txt"
 

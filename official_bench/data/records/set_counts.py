@@ -15,8 +15,9 @@ from typing import List, Optional
 from absl import logging
 
 from official_bench.config import DatasetConfig
+from official_bench.contracts import record_names
 
-MANIFEST = "build_records.json"  # data/build/manifest.py writes it
+MANIFEST = record_names.BUILD_MANIFEST
 _warned = set()  # (data_dir, split)
 
 
