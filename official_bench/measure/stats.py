@@ -114,8 +114,8 @@ def compute_stats(intervals: List[Interval], step_times: List[float],
                                        excluded_steps)
     # warm-up counts from the run's first step (a resumed run's intervals
     # start at its checkpoint's step): counting.warmup_start
-    excluded = any(i.start_step >= counting.warmup_start(
-        intervals, warmup_steps) for i in counted)
+    start = counting.warmup_start(intervals, warmup_steps)
+    excluded = any(i.start_step >= start for i in counted)
     counted_steps = [k for k in range(len(step_times))
                      if (k >= warmup_steps or not excluded)
                      and not lo <= first_step + k + 1 <= hi]
