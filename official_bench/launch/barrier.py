@@ -530,7 +530,6 @@ class Client:
         # (meet and peek alike; None while it answers), and why.
         self.unreachable_since: Optional[float] = None
         self.last_error = "no answer"
-        self._outage_told = False
 
     @property
     def address(self) -> str:
@@ -650,10 +649,10 @@ class Client:
             or type(error).__name__
         if not self.contacted:
             return
-        if self.unreachable_since is None:
-            self.unreachable_since = time.monotonic()
-        if self.log is not None and not self._outage_told:
-            self._outage_told = True
+        if self.unreachable_since is not None:
+            return  # the outage was said when it started
+        self.unreachable_since = time.monotonic()
+        if self.log is not None:
             wait = "" if lost_after is None else (
                 f"; giving up on its launcher after {lost_after:.0f} s "
                 "without an answer")
@@ -663,11 +662,10 @@ class Client:
 
     def _answered(self) -> None:
         self.contacted = True
-        if self._outage_told and self.log is not None:
+        if self.unreachable_since is not None and self.log is not None:
             self.log(f"barrier: {self.coordinator_name} at {self.address} "
                      "answers again")
         self.unreachable_since = None
-        self._outage_told = False
 
     def lost(self, lost_after: Optional[float]) -> Optional[str]:
         """Why the coordinator's launcher seems gone: it answered before
