@@ -3,7 +3,6 @@ CUDA_VISIBLE_DEVICES=NoDevFiles, which CUDA reads as no device (it stops at
 the first entry it does not take). The launcher counted it as one GPU and
 planned a GPU run that could not see one."""
 
-
 import pytest
 
 from official_bench.host import gpus
