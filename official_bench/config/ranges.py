@@ -174,11 +174,12 @@ def strategy_and_devices(rt: RuntimeConfig, b: LayerBuilder) -> None:
     _choice(b, "runtime.distribution_strategy", rt.distribution_strategy,
             STRATEGIES, "strategy")
     traits = TRAITS.get(rt.distribution_strategy)
-    if rt.all_reduce_alg is not None and not (
-            traits and not traits.gpu_cross_device_ops and
-            not traits.peer_workers and not traits.horovod_allreduce):
+    refused_as_unused = traits is not None and \
+        not traits.keeps_all_reduce_alg and rt.backend == "tensorflow"
+    if rt.all_reduce_alg is not None and not refused_as_unused:
         # An unknown strategy (refused above) is checked as mirrored is;
-        # one that all-reduces with none is refused by config/rules.py.
+        # on TensorFlow, one that all-reduces with none is refused by
+        # config/rules.py instead (JAX lists the key as ignored).
         valid = (MULTI_WORKER_ALGS if traits and traits.peer_workers
                  else MIRRORED_ALGS)
         _choice(b, "runtime.all_reduce_alg", rt.all_reduce_alg, valid,

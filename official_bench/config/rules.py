@@ -125,7 +125,7 @@ def _reduction_keys_unused(rt: RuntimeConfig, traits: StrategyTraits,
                 "not use it (it packs mirrored's nccl and hierarchical_copy "
                 "all-reduce on GPUs): set it to 1")
     alg = rt.all_reduce_alg
-    if alg is not None and not traits.horovod_allreduce and \
+    if alg is not None and not traits.keeps_all_reduce_alg and \
             not b.reported("runtime.all_reduce_alg"):
         b.error("runtime.all_reduce_alg", f"{alg!r}, but {name} does not "
                 "all-reduce with it (it picks mirrored's GPU all-reduce and "

@@ -84,6 +84,14 @@ class StrategyTraits:
     # (config/rules.xla_refusal says why to the user).
     jit_compiles_step: bool
 
+    @property
+    def keeps_all_reduce_alg(self) -> bool:
+        """runtime.all_reduce_alg may be set: mirrored's GPU cross-device
+        ops and the peer workers' collectives read it; Horovod keeps the
+        one LAUNCHER=horovod inherits from the multi-node YAMLs."""
+        return self.gpu_cross_device_ops or self.peer_workers or \
+            self.horovod_allreduce
+
 
 def _traits(name: str, **overrides) -> StrategyTraits:
     """A tf.distribute strategy that distributes its own input (the usual

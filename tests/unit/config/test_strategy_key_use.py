@@ -40,6 +40,21 @@ def test_all_reduce_alg_with_a_strategy_that_does_not_all_reduce(strategy,
         "multi_worker_mirrored's collectives): set it to null"), lines
 
 
+def test_jax_still_checks_an_all_reduce_alg_value_it_ignores():
+    """The unused-key refusal is TensorFlow's; on JAX (which lists the key
+    as ignored) a one_device all_reduce_alg is still checked as a value."""
+    assert C.load_config(None, "runtime.backend=jax,runtime."
+                         "distribution_strategy=one_device,runtime."
+                         "all_reduce_alg=nccl").runtime.all_reduce_alg == \
+        "nccl"
+    lines = config_error_lines("runtime.backend=jax,runtime."
+                               "distribution_strategy=one_device,"
+                               "runtime.all_reduce_alg=bogus")
+    assert len(lines) == 1 and lines[0].startswith(
+        "runtime.all_reduce_alg: unknown all_reduce_alg for one_device "
+        "'bogus'; valid: nccl, hierarchical_copy"), lines
+
+
 def test_an_unquoted_off_says_to_quote_it():
     """YAML 1.1 reads off as False: the docs' strategy name was refused as
     'expected str, got bool False', with no hint of the fix."""
