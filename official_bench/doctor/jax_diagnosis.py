@@ -48,17 +48,6 @@ def plugin_majors(plugins: Dict[str, str]) -> List[int]:
                    for m in [re.search(r"cuda(\d+)", name)] if m})
 
 
-def _hides_all(cuda_visible: Optional[str], n_smi: int) -> bool:
-    """CUDA reads CUDA_VISIBLE_DEVICES up to its first invalid entry: "",
-    "-1" or an index past the last GPU leaves no GPU at all."""
-    if cuda_visible is None:
-        return False
-    ids = host_gpus.parse_visible(cuda_visible)
-    if not ids or ids[0].startswith("-") or ids[0] == "NoDevFiles":
-        return True
-    return ids[0].isdigit() and int(ids[0]) >= n_smi
-
-
 def _pip(major: int, jax_version: Optional[str]) -> str:
     pin = f"=={jax_version}" if jax_version else ""
     return f"pip install 'jax[cuda{major}]{pin}'"
@@ -126,7 +115,7 @@ def diagnose(facts: Optional[Dict], smi: gd.SmiFacts,
         # only the machine's problems (and CUDA_VISIBLE_DEVICES) are left.
         return gd.diagnose({"is_cuda_build": True}, [], smi, cuda_visible)
     problems = []
-    if _hides_all(cuda_visible, n_smi):
+    if host_gpus.hides_all(cuda_visible, n_smi):
         problems.append((f"CUDA_VISIBLE_DEVICES={cuda_visible!r} hides "
                          "every GPU", "unset CUDA_VISIBLE_DEVICES or list GPU "
                                       "indices in it (e.g. 0,1)"))

@@ -122,22 +122,6 @@ def _version_tuple(text: Optional[str]) -> Optional[tuple]:
         return None
 
 
-def _hides_all(cvd: Optional[str], smi: SmiFacts) -> bool:
-    """True when CUDA_VISIBLE_DEVICES leaves CUDA no GPU at all.
-
-    CUDA reads the list up to the first invalid entry, so "", "-1" or an
-    index no GPU has (with nvidia-smi listing the GPUs) hide everything.
-    """
-    if cvd is None:
-        return False
-    first = cvd.split(",")[0].strip()
-    if first == "" or first.startswith("-") or first == "NoDevFiles":
-        return True
-    if first.isdigit() and smi.ok and smi.gpus:
-        return int(first) >= len(smi.gpus)
-    return False
-
-
 def _min_capability(build_info: Mapping) -> Optional[tuple]:
     """Lowest compute capability the wheel has kernels for
     (sm_60 -> (6, 0))."""
@@ -201,7 +185,7 @@ def diagnose(build_info: Mapping, gpus: Sequence[str], smi: SmiFacts,
             f"TensorFlow {tf_version or ''} is a {kind} build "
             "(is_cuda_build is false)".replace("  ", " "),
             _pip_fix(tf_version)))
-    if _hides_all(cuda_visible, smi):
+    if host_gpus.hides_all(cuda_visible, n_smi or None):
         problems.append((
             f"CUDA_VISIBLE_DEVICES={cuda_visible!r} hides every GPU",
             "unset CUDA_VISIBLE_DEVICES or list GPU indices in it "

@@ -61,21 +61,29 @@ def _cuda_id(entry: str) -> bool:
         entry.startswith(("GPU-", "MIG-"))
 
 
-def visible_ids(text: str) -> List[str]:
+def visible_ids(text: str, n_gpus: Optional[int] = None) -> List[str]:
     """The devices CUDA sees under a CUDA_VISIBLE_DEVICES style list: its
     entries up to the first one CUDA does not take, as CUDA reads it
     ("-1", or Slurm's "NoDevFiles" in a job without GPUs, hide every GPU;
-    "0,1,-1,3" shows 0 and 1)."""
+    "0,1,-1,3" shows 0 and 1). With `n_gpus` (the GPUs nvidia-smi lists)
+    an index past the last GPU stops the list too."""
     ids = parse_visible(text)
-    bad = next((i for i, entry in enumerate(ids) if not _cuda_id(entry)),
-               len(ids))
+    bad = next((i for i, entry in enumerate(ids) if not _cuda_id(entry)
+                or (n_gpus is not None and entry.isdigit()
+                    and int(entry) >= n_gpus)), len(ids))
     return ids[:bad]
 
 
-def visible_count(text: str) -> int:
+def hides_all(visible: Optional[str], n_gpus: Optional[int] = None) -> bool:
+    """Whether CUDA_VISIBLE_DEVICES (None: unset) leaves CUDA no GPU: "",
+    "-1", "NoDevFiles", or (with `n_gpus` known) "7" on a 2-GPU machine."""
+    return visible is not None and not visible_ids(visible, n_gpus)
+
+
+def visible_count(text: str, n_gpus: Optional[int] = None) -> int:
     """How many GPUs a CUDA_VISIBLE_DEVICES style list shows CUDA (see
     visible_ids: "", "-1" and "NoDevFiles" show none)."""
-    return len(visible_ids(text))
+    return len(visible_ids(text, n_gpus))
 
 
 def gpu_ids(visible: Optional[str], count: int) -> List[str]:

@@ -50,7 +50,7 @@ def count_gpus(settings: Settings) -> Tuple[int, str]:
     found = len(_gpu_lines(listing))
     cvd = settings.cuda_visible_devices
     if cvd is not None and found:
-        n = host_gpus.visible_count(cvd)
+        n = host_gpus.visible_count(cvd, found)
         return min(n, found), f"{how}; CUDA_VISIBLE_DEVICES={cvd!r}"
     return found, how
 

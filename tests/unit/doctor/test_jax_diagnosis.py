@@ -71,7 +71,7 @@ def test_plugin_of_another_jaxlib_and_a_plugin_that_failed():
 
 
 def test_cuda_visible_devices_hiding_every_gpu():
-    for hidden in ("", "-1", "8"):
+    for hidden in ("", "-1", "8", "none", "9,0"):
         d = jd.diagnose(jax_facts(0), smi(*H200 * 8), hidden)
         assert f"CUDA_VISIBLE_DEVICES={hidden!r} hides every GPU" in \
             d.verdict, hidden

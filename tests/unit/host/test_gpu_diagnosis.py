@@ -61,12 +61,19 @@ def test_diagnosis_compute_capability_too_low():
     assert "supported compute capability" in fix
 
 
-@pytest.mark.parametrize("cvd", ["", "-1", "7"])
+@pytest.mark.parametrize("cvd", ["", "-1", "7", "none", "5,0"])
 def test_diagnosis_cuda_visible_devices_hides_all(cvd):
     verdict, fix = gd.diagnose(CUDA_BUILD, [], smi("A100", "A100"),
                                cuda_visible=cvd)
     assert f"CUDA_VISIBLE_DEVICES={cvd!r} hides every GPU" in verdict
     assert "unset CUDA_VISIBLE_DEVICES" in fix
+
+
+def test_diagnosis_blank_first_entry_hides_nothing():
+    # host/gpus.py's rule: blanks are dropped, so ",1" shows GPU 1.
+    verdict, _ = gd.diagnose(CUDA_BUILD, [], smi("A100", "A100"),
+                             cuda_visible=",1")
+    assert "hides" not in verdict
 
 
 def test_diagnosis_smi_fails():

@@ -112,3 +112,16 @@ def test_split_gpus_and_visible_ids():
     assert gpus.gpu_ids("5", 2) == ["0", "1"]  # too few: TensorFlow's order
     ids = gpus.gpu_ids("4,5,6,7", 4)
     assert gpus.split_ids(ids, 2) == [["4", "5"], ["6", "7"]]
+
+
+@pytest.mark.parametrize("text,n_gpus,hidden", [
+    (None, 2, False), ("", 2, True), ("-1", 2, True),
+    ("NoDevFiles", None, True), ("none", 2, True), ("7", 2, True),
+    ("7", None, False), ("0,7", 2, False), (",0", 2, False),
+    ("GPU-a", 2, False)])
+def test_hides_all_is_the_one_rule(text, n_gpus, hidden):
+    # The GPU and JAX diagnoses ask this; an entry CUDA does not take
+    # ("none") ends the list, as an index past the last GPU does.
+    assert gpus.hides_all(text, n_gpus) is hidden
+    if text is not None:
+        assert (gpus.visible_count(text, n_gpus) == 0) is hidden

@@ -36,3 +36,12 @@ def test_no_dev_files_plans_a_cpu_run(tmp_path):
     assert "devices: cpu (nvidia-smi -L lists 8; CUDA_VISIBLE_DEVICES=" \
         "'NoDevFiles')" in out.stdout
     assert "1n1g" in out.stdout and '"num_gpus": 0' in out.stdout
+
+
+def test_an_index_past_the_last_gpu_plans_a_cpu_run(tmp_path):
+    # CUDA stops at "9" on an 8-GPU machine: no GPU, as with NoDevFiles.
+    out = script("single", tmp_path, "4", "fp32", "1", "--dry-run",
+                 PATH=fake_smi(tmp_path, 8), CUDA_VISIBLE_DEVICES="9")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "devices: cpu (nvidia-smi -L lists 8; CUDA_VISIBLE_DEVICES=" \
+        "'9')" in out.stdout
