@@ -129,14 +129,11 @@ def _read_log_tree(path: str, found: Sequence[Tuple[logparse.RunId, str]],
 
 
 def _rate_problem(counted: Sequence[ReadInterval]) -> Optional[str]:
-    """Why a run's counted intervals cannot enter the ratio (a rate of 0
-    in the window: verdict.run_problem's rule), naming its steps."""
-    bad = [iv for iv in counted if not iv.examples_per_second > 0]
-    if not bad:
-        return None
-    return (f"interval {bad[0].start_step}-{bad[0].end_step} has "
-            f"{bad[0].examples_per_second:g} examples/second; the ratio "
-            "needs rates > 0")
+    """verdict.run_problem of a run's counted intervals, naming their
+    steps."""
+    return verdict.run_problem(
+        [iv.examples_per_second for iv in counted],
+        [f"{iv.start_step}-{iv.end_step}" for iv in counted])
 
 
 def _result_files(path: str) -> List[str]:

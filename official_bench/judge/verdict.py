@@ -78,17 +78,20 @@ def side_median(runs: Sequence[Run]) -> float:
     return statistics.median(run_speed(r) for r in runs)
 
 
-def run_problem(run: Run) -> Optional[str]:
+def run_problem(run: Run, steps: Optional[Sequence[str]] = None
+                ) -> Optional[str]:
     """Why a run cannot take part in a ratio (no counted interval, or an
     interval rate that is not > 0), or None. The readers (compare, history)
-    leave such a run out with this reason and the run's name."""
+    leave such a run out with this reason and the run's name; ``steps``
+    names each interval ('200-300') where the reader knows them."""
     if not run:
         return "no counted interval"
     for k, rate in enumerate(run):
         if not float(rate) > 0:  # NaN too
-            return (f"counted interval {k + 1} of {len(run)} has a rate of "
-                    f"{float(rate):g} examples/second (a ratio needs rates "
-                    "> 0)")
+            where = f" (steps {steps[k]})" if steps else ""
+            return (f"counted interval {k + 1} of {len(run)}{where} has a "
+                    f"rate of {float(rate):g} examples/second (a ratio "
+                    "needs rates > 0)")
     return None
 
 

@@ -71,8 +71,9 @@ def test_a_zero_rate_run_is_left_out_with_its_log_named(tmp_path, capsys):
     assert compare.main(["--a", str(a), "--b", str(b)]) == exit_status.OK
     out, err = capsys.readouterr()
     assert "2/2" in out
-    assert (f"note: {zero}: excluded: interval 200-300 has 0 "
-            "examples/second; the ratio needs rates > 0") in err
+    assert (f"note: {zero}: excluded: counted interval 2 of 5 (steps "
+            "200-300) has a rate of 0 examples/second (a ratio needs rates "
+            "> 0)") in err
 
 
 def test_history_leaves_a_zero_rate_run_out_by_its_id(tmp_path, capsys):
@@ -105,6 +106,8 @@ def test_run_problem_names_the_interval():
     assert verdict.run_problem([]) == "no counted interval"
     assert verdict.run_problem([1.0, float("nan")]).startswith(
         "counted interval 2 of 2 has a rate of nan")
+    assert verdict.run_problem([0.0], ["0-10"]).startswith(
+        "counted interval 1 of 1 (steps 0-10) has a rate of 0")
 
 
 @pytest.mark.parametrize("argv, line", [
