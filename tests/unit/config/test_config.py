@@ -306,3 +306,26 @@ def test_ipv6_worker_hosts_accepted_and_bare_ipv6_rejected():
     msg = _error(params_override="runtime.worker_hosts='h:1,h:70000'")
     assert "'h:70000' is not host:port or [IPv6]:port" in msg
     assert "bad port '70000'" in msg
+
+
+@pytest.mark.parametrize("text,key,first,then", [
+    ("train.steps=1,train.steps=2", "train.steps", "train.steps=1",
+     "train.steps=2"),
+    ("train.steps=1, train.epochs=3 , train.steps =2", "train.steps",
+     "train.steps=1", "train.steps =2"),
+    ("train.steps=1,train={epochs: 2}", "train", "train.steps=1",
+     "train={epochs: 2}"),
+    ("train={steps: 1},train.steps=2", "train", "train={steps: 1}",
+     "train.steps=2")])
+def test_a_key_set_twice_in_one_override_is_refused(text, key, first, then):
+    # Kept the last silently; one line names the key and both items.
+    msg = _error(params_override=text)
+    assert msg == (f"--params_override sets {key!r} twice: {first!r}, then "
+                   f"{then!r}; give it once"), msg
+
+
+def test_a_key_set_in_two_layers_takes_the_later():
+    cfg = C.load_config(params_override=["train.steps=1", "train.steps=2"])
+    assert cfg.train.steps == 2
+    assert C.load_config(params_override="train.steps=1,train.epochs=3"
+                         ).train.epochs == 3
