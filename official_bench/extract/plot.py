@@ -34,7 +34,6 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from official_bench.extract import model_flops, subject, tables
 from official_bench.extract.errors import ExtractError
 from official_bench.extract.series import RunSeries
-from official_bench.host import atomic
 
 ModelResult = Dict[str, Dict[str, Any]]  # case -> entry of one section
 Series = Dict[str, Dict[str, List[RunSeries]]]  # series.collect()
@@ -335,15 +334,3 @@ def png_bytes(result: Dict[str, ModelResult], title: Optional[str] = None,
     buf = io.BytesIO()
     figure(result, title, series).savefig(buf, format="png")
     return buf.getvalue()
-
-
-def plot_png(result: Dict[str, ModelResult], path: str,
-             title: Optional[str] = None,
-             series: Optional[Series] = None) -> bytes:
-    """Write the plot of ``result`` to ``path`` atomically; returns the bytes.
-
-    Raises ExtractError when matplotlib is not installed.
-    """
-    data = png_bytes(result, title, series)
-    atomic.write_bytes_atomic(path, data)
-    return data
