@@ -156,10 +156,17 @@ def checks_json(checks: Sequence[CaseCheck]) -> str:
 
 def plot(checks: Sequence[CaseCheck], path: str) -> None:
     """Each case's mean rate per run over time (PNG, written atomically);
-    ExtractError without matplotlib (the `plot` extra)."""
+    ExtractError without matplotlib (the `plot` extra), or naming ``path``
+    (not the temporary file beside it) where it cannot be written."""
     png = history_plot.png_bytes({c.label: c.rows for c in checks})
-    with writing(path, "the history plot"):
-        atomic.write_bytes_atomic(path, png)
+    try:
+        with writing(path, "the history plot"):
+            atomic.write_bytes_atomic(path, png)
+    except NotWritable:
+        raise
+    except OSError as e:  # e.g. under /proc: the temporary file's ENOENT
+        raise ExtractError(f"cannot write the history plot to {path}: "
+                           f"{e.strerror or e}") from None
 
 
 # ---------------------------------------------------------------- importing

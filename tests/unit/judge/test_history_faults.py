@@ -330,6 +330,21 @@ def test_db_and_plot_paths_are_checked_first(tmp_path, capsys, monkeypatch,
     assert _snapshot(tmp_path) == before
 
 
+def test_a_plot_path_that_cannot_be_written_is_named_as_given(
+        tmp_path, capsys, monkeypatch):
+    """Under /proc the temporary file beside the PNG fails (ENOENT); the
+    error named that file, not --plot's."""
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed")
+    monkeypatch.chdir(tmp_path)
+    _history_file(tmp_path / "h.sqlite", runs=3)
+    status, out, err = _cli(["--db", "h.sqlite", "--plot", "/proc/x.png"],
+                            capsys)
+    assert status == exit_status.FAILED
+    line = _one_error_line(err, "/proc/x.png")
+    assert line.startswith("error: cannot write the history plot to "
+                           "/proc/x.png: ") and ".tmp" not in line
+
+
 def test_the_trainers_write_below_a_file_is_one_line(tmp_path):
     """history.path below a file: HistoryError (FileExistsError before)."""
     (tmp_path / "afile").write_text("keep")
