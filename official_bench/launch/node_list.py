@@ -47,6 +47,22 @@ def parse_node(text: str, default_port: Optional[int], where: str) -> Node:
     return Node(host, port)
 
 
+def split_nodes(text: str, where: str) -> List[str]:
+    """NODES text as items, split on commas and whitespace as
+    contracts/hostport.split_list does, but an empty entry (`a,,b`, a comma
+    at either end) is a NodeError naming its position and the list."""
+    items: List[str] = []
+    for piece in text.strip().split(","):
+        words = piece.split()
+        if not words:
+            raise NodeError(
+                f"{where}: position {len(items)} of {text!r} is empty (two "
+                "commas in a row, or one at an end); separate the host[:port] "
+                "entries with one comma")
+        items += words
+    return items
+
+
 def parse_node_list(items: Iterable[str], default_port: Optional[int],
                     where: str) -> List[Node]:
     """Parses and checks a node list; duplicates are an error."""

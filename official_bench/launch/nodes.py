@@ -41,6 +41,7 @@ from official_bench.launch.node_list import (
     NodeError,
     parse_node_list,
     read_hostfile,
+    split_nodes,
     tf_config_nodes,
 )
 from official_bench.launch.settings import Settings
@@ -120,7 +121,8 @@ def resolve(settings: Settings, config_hosts: Optional[str],
                         "Slurm job")
     if settings.nodes:
         where = f"NODES ({settings.source('nodes')})"
-        nodes = parse_node_list(split_list(settings.nodes), port, where)
+        nodes = parse_node_list(split_nodes(settings.nodes, where), port,
+                                where)
     elif settings.hostfile:
         where = f"HOSTFILE {settings.hostfile}"
         nodes = parse_node_list(read_hostfile(settings.hostfile), port, where)

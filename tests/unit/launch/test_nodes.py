@@ -75,6 +75,24 @@ def test_duplicate_node_is_an_error():
                                          "x")) == 2
 
 
+@pytest.mark.parametrize("text,position", [
+    (f"{A},,{B}", 1), (f",{A},{B}", 0), (f"{A},{B},", 2),
+    (f"{A} {B}, ,{C}", 2)])
+def test_an_empty_entry_in_nodes_is_refused(text, position):
+    # Was skipped silently: a node left out of the list.
+    with pytest.raises(NodeError) as e:
+        resolve(make_settings(nodes=text, task_index=0))
+    assert str(e.value) == (
+        f"NODES (env NODES): position {position} of {text!r} is empty (two "
+        "commas in a row, or one at an end); separate the host[:port] "
+        "entries with one comma")
+
+
+def test_nodes_split_on_commas_and_spaces():
+    assert node_list.split_nodes(f" {A}:1, {B}:2\n{C} ", "NODES") == \
+        [f"{A}:1", f"{B}:2", C]
+
+
 def test_split_list_and_hostfile(tmp_path):
     assert hostport.split_list(f" {A}:1, {B}:1\n{C}:1 ") == \
         [f"{A}:1", f"{B}:1", f"{C}:1"]
