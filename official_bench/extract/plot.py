@@ -257,19 +257,34 @@ def scaling_panels(result: Dict[str, ModelResult]) -> int:
     return 3 if any(model_flops.has_flops(m) for m in result.values()) else 2
 
 
+def _mfu_note(model_result: ModelResult, devices: int) -> str:
+    """'; MFU 30.0% at 290.00 img/s over the window' for the case of
+    ``devices``, or '' without an MFU."""
+    for case, e in model_result.items():
+        flops = e.get(model_flops.KEY) or {}
+        if tables.case_counts(case)[2] == devices and \
+                flops.get("mfu") is not None:
+            rate = flops.get("images_per_second")
+            return f"; MFU {flops['mfu'] * 100:.1f}%" + (
+                "" if rate is None else
+                f" at {rate:.2f} img/s over the window")
+    return ""
+
+
 def _draw_one_device(ax: Any, result: Dict[str, ModelResult]) -> None:
     """One device count: each section's median samples/s as a bar (min to
-    max over runs as its error bar), its MFU when known written on it."""
+    max over runs as its error bar), its MFU when known written on it with
+    the rate that MFU is of (images / time over the window, not the bar's
+    median: model_flops)."""
     labels, medians, low, high, notes = [], [], [], [], []
     for model_key, model_result in result.items():
-        mfu = dict(mfu_points(model_result))
         for devices, median, lo, hi, _ in _series(model_result):
             labels.append(tables.section_title(model_key, model_result))
             medians.append(median)
             low.append(median - (median if lo is None else lo))
             high.append((median if hi is None else hi) - median)
-            notes.append(f"{median:.2f} samples/s" + (
-                f" (MFU {mfu[devices]:.1f}%)" if devices in mfu else ""))
+            notes.append(f"{median:.2f} samples/s" + _mfu_note(
+                model_result, devices))
     rows = list(range(len(labels)))
     ax.barh(rows, medians, xerr=[low, high], capsize=3, color="C0",
             alpha=0.35, height=0.7)

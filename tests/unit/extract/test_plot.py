@@ -139,7 +139,7 @@ def _entry(median, speedup, mfu, dtype="fp32"):
     return {"median_speed": median, "min": median * 0.98,
             "max": median * 1.02, "speedup": speedup, "dtype": dtype,
             "speedup_baseline": "1n1g", "batch_size_per_device": 128,
-            "model_flops": {"mfu": mfu}}
+            "model_flops": {"mfu": mfu, "images_per_second": median * 0.97}}
 
 
 def test_one_device_sweep_is_one_panel_of_bars_with_mfu(tmp_path):
@@ -153,8 +153,11 @@ def test_one_device_sweep_is_one_panel_of_bars_with_mfu(tmp_path):
     (ax,) = fig.axes
     assert len(ax.patches) == 2  # a bar per section
     texts = [t.get_text() for t in ax.texts]
-    assert texts[0].endswith(": 300.00 samples/s (MFU 30.0%)"), texts
-    assert "800.00 samples/s (MFU 20.0%)" in texts[1]
+    # MFU is of images / time over the window, not of the bar's median:
+    # the note says so with that rate.
+    assert texts[0].endswith(": 300.00 samples/s; MFU 30.0% at 291.00 "
+                             "img/s over the window"), texts
+    assert "800.00 samples/s; MFU 20.0% at 776.00 img/s" in texts[1]
     # With the interval series below: two panels, the bars and the series.
     extraction = _tree(tmp_path)
     only_one = {"rn50": {"1n1g": extraction.result["rn50"]["1n1g"]}}
