@@ -423,6 +423,8 @@ def _convert(knob: Knob, raw: Any, source: str) -> Any:
             value = float(text)
             if not 0 <= value <= MAX_SECONDS:  # nan and inf fail too
                 raise ValueError
+            if value == 0 and knob.name == "run_timeout":
+                raise ValueError  # a run needs some time
             return value
         if knob.kind == "intlist":
             items = [s for s in text.replace(" ", ",").split(",") if s]
@@ -436,6 +438,9 @@ def _convert(knob: Knob, raw: Any, source: str) -> Any:
                 "intlist": "a comma-separated list of positive integers"}
         if knob.name == "task_index":
             what["int"] = "an integer >= 0"
+        if knob.name == "run_timeout":
+            what["float"] = ("a number of seconds above 0, up to "
+                             f"{MAX_SECONDS:.0f}")
         raise SettingsError(f"{knob.env}={raw!r} ({source}) is not "
                             f"{what[knob.kind]}")
     if knob.kind == "choice":
@@ -684,8 +689,6 @@ def parse(argv: Sequence[str], environ: Optional[Mapping[str, str]] = None,
                             f"({sources['overwrite']}) are both set; set "
                             "one: RESUME keeps the ok runs, OVERWRITE moves "
                             "every old run aside")
-    if values["run_timeout"] == 0:
-        raise SettingsError("RUN_TIMEOUT must be > 0 seconds")
     secret, secret_from = read_barrier_secret(
         environ.get(SECRET_ENV), values["barrier_secret_file"],
         sources["barrier_secret_file"])

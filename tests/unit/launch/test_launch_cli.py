@@ -66,6 +66,10 @@ def test_dtype_aliases_and_lists():
      "BARRIER_TIMEOUT) is not a number of seconds from 0 to 1000000000"),
     ({"SLEEP_SECONDS": "Infinity"}, "SLEEP_SECONDS='Infinity'"),
     ({"RUN_TIMEOUT": "nan"}, "RUN_TIMEOUT='nan'"),
+    ({"RUN_TIMEOUT": "0"}, "RUN_TIMEOUT='0' (env RUN_TIMEOUT) is not a "
+     "number of seconds above 0, up to 1000000000"),
+    ({"RUN_TIMEOUT": "0.0"}, "RUN_TIMEOUT='0.0' (env RUN_TIMEOUT) is not a "
+     "number of seconds above 0, up to 1000000000"),
     ({"KILL_AFTER": "1e10"}, "KILL_AFTER='1e10' (env KILL_AFTER) is not a "
      "number of seconds"),
     ({"PEER_TIMEOUT": "-1"}, "PEER_TIMEOUT='-1'"),
