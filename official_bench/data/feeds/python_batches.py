@@ -18,7 +18,7 @@ import dataclasses
 import importlib
 import queue
 import threading
-from typing import Callable, Iterator, Tuple
+from typing import Callable, Iterator, Optional, Tuple
 
 import numpy as np
 
@@ -112,9 +112,10 @@ def _serve(fn: Callable, ctx: SourceContext, requests: queue.Queue,
             return
 
 
-def _items(fn: Callable, ctx: SourceContext, timeout: float,
+def _items(fn: Callable, ctx: SourceContext, timeout: Optional[float],
            late: Callable[[int], str]) -> Iterator[tuple]:
-    """What the source yields, each item waited for at most `timeout` s.
+    """What the source yields, each item waited for at most `timeout` s
+    (None: for ever).
 
     Why a thread: a source stuck in user code (a dead mount, a pool that
     never answers, a generator that never yields) cannot be interrupted,
@@ -144,10 +145,12 @@ def _items(fn: Callable, ctx: SourceContext, timeout: float,
 
 
 def checked_batches(fn: Callable, spec: str, ctx: SourceContext,
-                    bspec: BatchSpec, timeout: float = 300.0,
+                    bspec: BatchSpec, timeout: Optional[float] = 300.0,
                     key: str = "train_dataset"
                     ) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
     """Checked batches; any failure becomes one line naming the source.
+    Each batch is waited for at most `timeout` s (None: for ever, as the
+    ZMQ producer waits: zmq_producer.py).
 
     The message carries the "official_bench:" prefix because tf.data wraps
     it in its own error, and the CLI picks our line out of that.

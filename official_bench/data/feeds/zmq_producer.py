@@ -16,7 +16,8 @@ PER-REPLICA batch; every batch is sent in zmq_wire.py's format. By default
 the producer connects to a trainer that binds (the trainer's default);
 --bind makes the producer bind and the trainer connect (zmq_bind: false).
 Several producers may feed one trainer. No authentication: trusted network
-only.
+only. A source is waited for without a deadline (the trainer's
+zmq_timeout_seconds is the one), with a line each minute it makes no batch.
 
 Its exit statuses are EXIT_STATUSES below, listed by --help from
 contracts/exit_status.
@@ -27,7 +28,9 @@ from __future__ import annotations
 import os
 import socket
 import sys
-from typing import Iterable, Optional
+import threading
+import time
+from typing import Callable, Iterable, Optional
 
 from official_bench.contracts import exit_status
 from official_bench.data.feeds import batch_spec, python_loader, zmq_wire
@@ -36,6 +39,7 @@ from official_bench.host.terminal import help_formatter
 
 INSTALL_HINT = ("the ZMQ producer needs pyzmq: "
                 "pip install 'official_bench[zmq]'")
+WAIT_NOTE_SECONDS = 60.0  # a line each minute the source makes no batch
 
 # --help's exit statuses (contracts/exit_status.help_text).
 EXIT_STATUSES = {
@@ -182,51 +186,105 @@ def _user_source(args) -> Iterable:
                        transfer_uint8=args.dtype == "uint8")
     ctx = python_batches.source_context(ds, args.batch_size, True, args.seed,
                                         args.shard, args.num_shards)
-    return _guarded(fn, ctx, args.python_source)
+    # No deadline here (the producer waits for every source, SourceWatch
+    # says so); the trainer's zmq_timeout_seconds is the one deadline.
+    return python_batches.checked_batches(
+        fn, args.python_source, ctx,
+        python_batches.batch_spec(ds, args.batch_size), None)
 
 
-def _guarded(fn, ctx, spec: str) -> Iterable:
-    """fn(ctx)'s batches; an exception in the call or the iterable becomes
-    one SourceError line (the trainer's words, python_batches.py)."""
-    from official_bench.data.feeds.python_batches import SourceError
-    origin = f"official_bench: python_source {spec}"
-    try:
-        iterator = iter(fn(ctx))
-    except Exception as e:  # noqa: BLE001 - the user's code: one line
-        raise SourceError(f"{origin}: calling it failed: "
-                          f"{type(e).__name__}: {e}") from e
-    index = 0
-    while True:
-        try:
-            item = next(iterator)
-        except StopIteration:
-            return
-        except Exception as e:  # noqa: BLE001 - the user's code: one line
-            raise SourceError(f"{origin}: batch {index} raised "
-                              f"{type(e).__name__}: {e}") from e
-        if not isinstance(item, (tuple, list)) or len(item) != 2:
-            raise SourceError(f"{origin}: batch {index} must be a pair "
-                              f"(images, labels), got {type(item).__name__}")
-        index += 1
-        yield item
+def describe_source(args) -> str:
+    """The source as its flag names it, for the producer's lines."""
+    if args.synthetic:
+        return "--synthetic"
+    if args.records:
+        return f"--records {args.records}"
+    if args.folder:
+        return f"--folder {args.folder}"
+    return f"--python_source {args.python_source}"
+
+
+class SourceWatch:
+    """Says every `every` s that the producer waits for its source.
+
+    The producer sets no deadline on its source (a records shuffle buffer
+    filling, or a large folder listed, is slow, not wrong); the trainer's
+    zmq_timeout_seconds ends the trainer's wait. A line naming the source
+    and the seconds waited tells the producer's operator where it stands.
+    Time blocked sending to a trainer is not counted.
+    """
+
+    def __init__(self, name: str, source: str, every: float,
+                 say: Callable[[str], None]):
+        self._name, self._source, self._every, self._say = (
+            name, source, every, say)
+        self._since: Optional[float] = None  # waiting since, or None
+        self._index = 0
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name="zmq_producer-source-watch")
+        self._thread.start()
+
+    def waiting(self, index: int) -> None:
+        with self._lock:
+            self._since, self._index = time.monotonic(), index
+
+    def got(self) -> None:
+        with self._lock:
+            self._since = None
+
+    def close(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        told_for, told = None, 0  # the wait told about, lines said for it
+        while not self._done.wait(min(1.0, self._every / 4)):
+            with self._lock:
+                since, index = self._since, self._index
+            if since is None:
+                continue
+            if since != told_for:
+                told_for, told = since, 0
+            waited = time.monotonic() - since
+            if waited >= self._every * (told + 1):
+                told += 1
+                self._say(f"zmq_producer {self._name}: still waiting for "
+                          f"batch {index} from {self._source} ({waited:.0f}"
+                          " s so far; no deadline here, the trainer's "
+                          "zmq_timeout_seconds ends its wait)")
 
 
 def produce(sock, batches: Iterable, spec: batch_spec.BatchSpec, name: str,
-            max_batches: int = 0) -> int:
-    """Checks and sends batches; returns how many were sent.
+            max_batches: int = 0, source: str = "the source",
+            wait_note_seconds: float = WAIT_NOTE_SECONDS) -> int:
+    """Checks and sends batches; returns how many were sent. Every
+    `wait_note_seconds` that `source` makes no batch, a line says so
+    (SourceWatch).
 
     Checking here too means a broken source fails in the producer, with
     its own traceback, rather than as a rejected batch in the trainer.
     """
     sent = 0
-    for images, labels in batches:
-        images, labels = batch_spec.check_batch(
-            spec, images, labels, f"producer {name!r} batch {sent}")
-        sock.send_multipart(zmq_wire.encode(images, labels, name, sent),
-                            copy=False)
-        sent += 1
-        if max_batches and sent >= max_batches:
-            break
+    iterator = iter(batches)
+    watch = SourceWatch(name, source, wait_note_seconds,
+                        lambda line: print(line, flush=True))
+    try:
+        while not max_batches or sent < max_batches:
+            watch.waiting(sent)
+            try:
+                images, labels = next(iterator)
+            except StopIteration:
+                break
+            watch.got()
+            images, labels = batch_spec.check_batch(
+                spec, images, labels, f"producer {name!r} batch {sent}")
+            sock.send_multipart(zmq_wire.encode(images, labels, name, sent),
+                                copy=False)
+            sent += 1
+    finally:
+        watch.close()
     return sent
 
 
@@ -261,7 +319,7 @@ def main(argv: Optional[list] = None) -> int:
         print(f"zmq_producer {name}: {'bound' if args.bind else 'connected'}"
               f" {', '.join(args.bind or args.connect)}", flush=True)
         sent = produce(sock, make_batches(args), spec, name,
-                       args.max_batches)
+                       args.max_batches, describe_source(args))
     except zmq.Again:
         print(f"zmq_producer {name}: no trainer took a batch for "
               f"{args.send_timeout_seconds:g} s; exiting", flush=True)

@@ -47,7 +47,8 @@ def test_python_source_sends_its_batches(capsys):
      "python_source support.python_sources:failing_source: batch 1 raised "
      "OSError: disk on fire"),
     ("support.python_sources:float64_source", 1,
-     "images dtype float64, expected float32"),
+     "python_source support.python_sources:float64_source: batch 0: images "
+     "dtype float64, expected float32"),  # the trainer's words
 ])
 def test_python_source_failures_are_one_line(capsys, source, status, words):
     got = zmq_producer.main(["--connect", _endpoint(), "--python_source",
@@ -91,3 +92,35 @@ def test_trainer_warns_for_each_endpoint_it_binds(caplog):
         zmq_feed.zmq_dataset(ds, ctx, 4, True, 0)  # lazy: binds nothing
     assert "listening on tcp://127.0.0.1:7002 with no authentication" in \
         caplog.text
+
+
+class _Socket:
+    def __init__(self):
+        self.sent = []
+
+    def send_multipart(self, frames, copy=True):
+        self.sent.append(frames)
+
+
+def test_a_source_that_makes_no_batch_is_said_each_interval(capsys):
+    """The producer has no deadline for its source (the trainer's
+    zmq_timeout_seconds is the one); a silent wait used to look like a
+    hang."""
+    import time
+
+    import numpy as np
+
+    def slow():
+        time.sleep(1.3)
+        yield np.zeros((4, 16, 16, 3), np.float32), np.zeros(4, np.int32)
+    sock = _Socket()
+    assert zmq_producer.produce(sock, slow(), SPEC, "p1", 0,
+                                "--python_source m:f",
+                                wait_note_seconds=0.5) == 1
+    lines = [line for line in capsys.readouterr().out.splitlines()
+             if "still waiting" in line]
+    assert lines[0].startswith(
+        "zmq_producer p1: still waiting for batch 0 from --python_source "
+        "m:f (")
+    assert "the trainer's zmq_timeout_seconds ends its wait" in lines[0]
+    assert len(lines) >= 2  # at 0.5 s and 1 s (later under load)
