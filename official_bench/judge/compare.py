@@ -152,19 +152,40 @@ def _stats(path: str) -> dict:
     return stats if isinstance(stats, dict) else {}
 
 
+def _replicas(result: result_json.RunResultFile) -> Tuple[str, Optional[int]]:
+    """(the key that says the run's replicas, its value): stats' first."""
+    if result.num_replicas:
+        return "stats.num_replicas", result.num_replicas
+    return "environment.num_replicas", (result.environment or {}).get(
+        "num_replicas")
+
+
 def result_case(result: result_json.RunResultFile) -> Optional[Case]:
     """The case of a result.json from its stats, config and environment
     (the backend: contracts/run_backend, its path too), or None when it
-    does not say its replicas, batch or precision."""
+    does not say its replicas, batch or precision (counts_problem: when
+    its counts contradict each other)."""
     env = result.environment or {}
-    replicas = result.num_replicas or env.get("num_replicas")
+    replicas = _replicas(result)[1]
     nodes = env.get("num_workers") or 1
     if not replicas or not result.global_batch_size or not result.dtype \
             or result.dtype not in dtypes.SHORT_NAMES:
         return None
-    return Case(nodes, max(1, replicas // nodes),
+    return Case(nodes, replicas // nodes,
                 result.global_batch_size // replicas, result.dtype,
                 run_backend.backend(result.config, env, result.path))
+
+
+def counts_problem(result: result_json.RunResultFile) -> Optional[str]:
+    """Why a result.json's worker and replica counts name no case (each
+    worker holds the same number of replicas, at least one), or None."""
+    key, replicas = _replicas(result)
+    workers = (result.environment or {}).get("num_workers")
+    if not replicas or not workers or replicas % workers == 0:
+        return None
+    return (f"environment.num_workers is {workers} but {key} is "
+            f"{replicas}, not a multiple of it (each worker holds as many "
+            "replicas)")
 
 
 def _read_result_files(path: str, files: Sequence[str],
@@ -176,6 +197,10 @@ def _read_result_files(path: str, files: Sequence[str],
         result, problem = result_json.read_run_json(name)
         if result is None:
             side.notes.append(f"{problem or name + ': unreadable'}; skipped")
+            continue
+        problem = counts_problem(result)
+        if problem:
+            side.notes.append(f"{name}: {problem}; skipped")
             continue
         case = result_case(result)
         if case is None:

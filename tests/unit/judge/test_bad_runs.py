@@ -54,6 +54,30 @@ def test_result_json_keys_of_the_wrong_type_skip_that_run_by_name(
     assert err.count("; skipped") == 3
 
 
+def test_worker_and_replica_counts_that_contradict_skip_that_run(
+        tmp_path, capsys):
+    """num_workers 4 with num_replicas 1 made a '4n1g' case of one
+    device."""
+    def spoil(k, data):
+        if k == 1:
+            data["environment"]["num_workers"] = 4
+        if k == 2:
+            data["environment"]["num_workers"] = 2
+            data["stats"]["num_replicas"] = 3
+
+    a = _result_folder(tmp_path / "a", 3)
+    b = _result_folder(tmp_path / "b", 3, spoil)
+    assert compare.main(["--a", a, "--b", b]) == exit_status.OK
+    out, err = capsys.readouterr()
+    assert "3/1" in out and "4n1g" not in out + err
+    path = os.path.join(b, "run1", "result.json")
+    assert (f"note: {path}: environment.num_workers is 4 but "
+            "stats.num_replicas is 1, not a multiple of it") in err
+    path = os.path.join(b, "run2", "result.json")
+    assert (f"note: {path}: environment.num_workers is 2 but "
+            "stats.num_replicas is 3, not a multiple of it") in err
+
+
 def test_a_zero_rate_run_is_left_out_with_its_log_named(tmp_path, capsys):
     a, b = tmp_path / "a", tmp_path / "b"
     for index in (1, 2):
