@@ -14,7 +14,7 @@ known.
 from __future__ import annotations
 
 import operator
-from typing import List
+from typing import Any, Callable, List, Tuple
 
 from official_bench.config import ranges, rules
 from official_bench.config.builder import LayerBuilder
@@ -67,38 +67,41 @@ def _validate_dataset(ds: DatasetConfig, name: str, b: LayerBuilder) -> None:
     ranges.service_timeout(ds, name, b)
 
 
-# The keys fill_derived fills where they are null.
-DERIVED_KEYS = ("model.model_params.num_classes", "model.num_classes",
-                "model.model_params.depth", "model.loss.name",
-                "model.learning_rate.examples_per_epoch",
-                "train.time_history.warmup_steps")
+# What fill_derived fills where a key is null: the key and its value from
+# the rest of the config, in filling order (a later one may read an earlier
+# one's value). Validation refused the keys that disagree beforehand.
+_DERIVATIONS: Tuple[Tuple[str, Callable[[ExperimentConfig], Any]], ...] = (
+    ("model.model_params.num_classes",
+     lambda c: c.model.num_classes or c.train_dataset.num_classes),
+    ("model.num_classes", lambda c: c.model.model_params.num_classes),
+    ("model.model_params.depth",
+     lambda c: 50 if c.model.name == "resnet" else 20),
+    ("model.loss.name",
+     lambda c: "categorical_crossentropy" if c.train_dataset.one_hot
+     else "sparse_categorical_crossentropy"),
+    ("model.learning_rate.examples_per_epoch",
+     lambda c: c.train_dataset.num_examples),
+    ("train.time_history.warmup_steps",
+     lambda c: c.train.time_history.log_steps),
+)
+DERIVED_KEYS = tuple(key for key, _ in _DERIVATIONS)
 
 
 def fill_derived(cfg: ExperimentConfig) -> List[str]:
     """Fills values that follow from others, so the saved config is
     complete; returns the DERIVED_KEYS it filled (they were null)."""
-    filled = [key for key in DERIVED_KEYS
-              if operator.attrgetter(key)(cfg) is None]
-    mp = cfg.model.model_params
-    if mp.num_classes is None:
-        mp.num_classes = cfg.model.num_classes or cfg.train_dataset.num_classes
-    cfg.model.num_classes = mp.num_classes
-    if mp.depth is None:
-        mp.depth = 50 if cfg.model.name == "resnet" else 20
-    if cfg.model.loss.name is None:
-        cfg.model.loss.name = ("categorical_crossentropy"
-                               if cfg.train_dataset.one_hot
-                               else "sparse_categorical_crossentropy")
-    if cfg.model.learning_rate.examples_per_epoch is None:
-        cfg.model.learning_rate.examples_per_epoch = \
-            cfg.train_dataset.num_examples
+    filled = []
+    for key, derive in _DERIVATIONS:
+        parent, _, name = key.rpartition(".")
+        node = operator.attrgetter(parent)(cfg)
+        if getattr(node, name) is None:
+            setattr(node, name, derive(cfg))
+            filled.append(key)
     for ds in (cfg.train_dataset, cfg.validation_dataset):
         ds.dtype = DTYPE_ALIASES.get(ds.dtype, ds.dtype)
     if cfg.runtime.mixed_precision_dtype is not None:
         cfg.runtime.mixed_precision_dtype = DTYPE_ALIASES.get(
             cfg.runtime.mixed_precision_dtype)
-    if cfg.train.time_history.warmup_steps is None:
-        cfg.train.time_history.warmup_steps = cfg.train.time_history.log_steps
     return filled
 
 
