@@ -20,6 +20,7 @@ record, so it is kept from ever reading as a measurement
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import enum
 import os
@@ -29,10 +30,12 @@ from typing import (
     Any,
     Callable,
     Dict,
+    Iterable,
     List,
     Mapping,
     Optional,
     Sequence,
+    Tuple,
 )
 
 from official_bench.contracts import exit_status as es
@@ -230,13 +233,14 @@ def peer_failure(arrived: Optional[Mapping[int, Any]], me: int,
 
 
 def last_error_line(path: str) -> str:
-    """The most telling line at the end of a failed run's log."""
+    """The most telling line of a failed run's log: the trainer's own error
+    line wherever it is (other ranks' tracebacks may follow it for
+    hundreds of lines), else one near the end."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines()[-200:]
+            ours, lines = _scan(f)
     except OSError:
         return ""
-    ours = _our_error_line(lines)
     if ours:
         return ours
     for line in reversed(lines):
@@ -255,17 +259,28 @@ def last_error_line(path: str) -> str:
 # A trainer's own one-line error, also behind a rank prefix that
 # horovodrun or mpirun puts before it ("[1,0]<stderr>:error: ...").
 _OUR_ERROR = re.compile(r"(?:^|[>:\]\s])(error: official_bench: .*)$")
+# Our error line is kept whole up to this; a longer one keeps both ends
+# (the end often holds the fix).
+OUR_LINE_MAX = 1000
 
 
-def _our_error_line(lines: List[str]) -> str:
-    """The last line in which the trainer said why it stopped; it wins over
-    what a launcher wrapping the ranks printed after it (horovodrun's
-    'RuntimeError: Horovod detected that one or more processes exited')."""
-    for line in reversed(lines):
-        m = _OUR_ERROR.search(line.strip())
+def _scan(lines: Iterable[str]) -> Tuple[str, List[str]]:
+    """(the last line in which the trainer said why it stopped, the last
+    200 lines), in one pass. The trainer's line wins over what a launcher
+    wrapping the ranks printed after it (horovodrun's 'RuntimeError:
+    Horovod detected that one or more processes exited')."""
+    ours, tail = "", collections.deque(maxlen=200)
+    for line in lines:
+        line = line.rstrip("\n")
+        tail.append(line)
+        m = _OUR_ERROR.search(line.strip()) \
+            if "error: official_bench: " in line else None
         if m:
-            return m.group(1)[:300]
-    return ""
+            ours = m.group(1)
+    if len(ours) > OUR_LINE_MAX:
+        half = OUR_LINE_MAX // 2
+        ours = f"{ours[:half]} ... {ours[-half:]}"
+    return ours, list(tail)
 
 
 _LAST_STEP = re.compile(r"between steps \d+ and (\d+)")

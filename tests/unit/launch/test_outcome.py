@@ -177,3 +177,21 @@ def test_the_reason_read_from_a_log_never_reads_as_a_measurement(
     log.write_text("\n".join(lines) + "\n")
     assert outcome.last_error_line(str(log)) == reason
     assert outcome.last_error_line(str(tmp_path / "missing.log")) == ""
+
+
+def test_the_trainers_error_line_survives_a_long_traceback_after_it(
+        tmp_path):
+    # Another rank's 300-line traceback pushed the rank's own line out of
+    # the last 200 lines read, and a long line lost its end (the fix).
+    line = ("error: official_bench: " + "x" * 1200
+            + " (fix: set runtime.num_gpus=1)")
+    log = tmp_path / "run.log"
+    log.write_text("\n".join(
+        ["step 1", f"[1,0]<stderr>:{line}", "Traceback (most recent call "
+         "last):"] + ["  File \"x.py\", line 1, in f"] * 300
+        + ["RuntimeError: Horovod detected that one or more processes "
+           "exited with non-zero status"]) + "\n")
+    reason = outcome.last_error_line(str(log))
+    assert reason.startswith("error: official_bench: xxx")
+    assert reason.endswith("xxx (fix: set runtime.num_gpus=1)")
+    assert " ... " in reason and len(reason) == outcome.OUR_LINE_MAX + 5
