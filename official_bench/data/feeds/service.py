@@ -84,26 +84,6 @@ def parse_args(argv):
     return args
 
 
-def wait_for_dispatcher(address: str, timeout: float, say=print) -> bool:
-    """Whether the dispatcher's port answers within `timeout` s (0: wait
-    forever). TensorFlow's worker would wait for it silently, forever."""
-    import time
-
-    from official_bench.runtime.cluster import can_connect
-    start = time.monotonic()
-    said = None
-    while not can_connect(address, timeout=1.0):
-        waited = time.monotonic() - start
-        if timeout and waited >= timeout:
-            return False
-        if said is None or waited - said >= 30:
-            say(f"official_bench: tf.data service worker: waiting for the "
-                f"dispatcher at {address} ({waited:.0f} s so far)")
-            said = waited
-        time.sleep(0.5)
-    return True
-
-
 def start(args):
     """Builds and starts the server; returns it."""
     from official_bench.runtime.keras_setup import tf
@@ -121,17 +101,18 @@ def main(argv=None) -> int:
     from official_bench.data.feeds.service_feed import SECURITY_WARNING
     print(f"WARNING: {SECURITY_WARNING}", file=sys.stderr, flush=True)
     role = "dispatcher" if args.dispatcher else "worker"
-    if args.worker and not wait_for_dispatcher(
+    if args.worker:
+        from official_bench.data.feeds.dispatcher_wait import (
+            wait_for_dispatcher,
+        )
+        missing = wait_for_dispatcher(
             args.dispatcher_address, args.dispatcher_timeout_seconds,
-            lambda line: print(line, flush=True)):
-        print(f"error: official_bench: tf.data service worker: no "
-              f"dispatcher at {args.dispatcher_address} after "
-              f"{args.dispatcher_timeout_seconds:g} s "
-              "(--dispatcher_timeout_seconds); start it with: python -m "
-              "official_bench.data.feeds.service --dispatcher --port "
-              f"{args.dispatcher_address.rsplit(':', 1)[-1]}",
-              file=sys.stderr, flush=True)
-        return exit_status.FAILED
+            "--dispatcher_timeout_seconds",
+            say=lambda line: print(line, flush=True))
+        if missing:
+            print(f"error: official_bench: tf.data service worker: "
+                  f"{missing}", file=sys.stderr, flush=True)
+            return exit_status.FAILED
     try:
         server = start(args)
     except Exception as e:  # noqa: BLE001 - reported, exit 1

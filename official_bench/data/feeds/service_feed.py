@@ -18,10 +18,11 @@ Why it is shaped so:
   nothing tells it how many workers there are. So the trainer first polls the
   dispatcher's port, then asks for one element of a one-element probe
   dataset, each for up to `data_service_timeout_seconds`, and fails naming
-  the address and the start command. The probe runs in a daemon thread (on a
-  timeout it is left blocked inside TensorFlow); one probe per process and
-  address. Security (no TLS, no authentication, every interface):
-  docs/data.md and docs/security.md.
+  the address and the start command (dispatcher_wait.py, shared with the
+  service worker; a host that does not resolve is named so). The probe
+  runs in a daemon thread (on a timeout it is left blocked inside
+  TensorFlow); one probe per process and address. Security (no TLS, no
+  authentication, every interface): docs/data.md and docs/security.md.
 """
 
 from __future__ import annotations
@@ -32,37 +33,18 @@ import time
 from absl import logging
 
 from official_bench.config import DatasetConfig
+from official_bench.data.feeds import dispatcher_wait
 from official_bench.data.records.pipeline import records_dataset
-from official_bench.runtime.cluster import can_connect
 from official_bench.runtime.keras_setup import tf
 
 SECURITY_WARNING = (
     "official_bench: the tf.data service has no authentication or "
     "encryption and its servers listen on all interfaces; use it on a "
     "trusted network only (docs/data.md, 'builder: service')")
-POLL_SECONDS = 0.5
 
 
 class DataServiceError(RuntimeError):
     """The dispatcher cannot be reached; names the address and the fix."""
-
-
-def wait_for_dispatcher(address: str, timeout: float, key: str) -> None:
-    """Polls `address` until something listens, or raises after
-    `timeout` seconds naming it, the key and how to start one."""
-    deadline = time.monotonic() + timeout
-    while not can_connect(address, timeout=min(1.0, timeout)):
-        if time.monotonic() >= deadline:
-            port = address.rsplit(":", 1)[-1]
-            raise DataServiceError(
-                f"official_bench: no tf.data service dispatcher at {address} "
-                f"after {timeout:g} s ({key}.data_service_address; "
-                f"{key}.data_service_timeout_seconds). Start one with: "
-                f"python -m official_bench.data.feeds.service --dispatcher "
-                f"--port {port}, and workers with: python -m "
-                f"official_bench.data.feeds.service --worker "
-                f"--dispatcher_address {address} --port <Q>")
-        time.sleep(POLL_SECONDS)
 
 
 _PROBED = set()  # dispatcher addresses whose workers answered a probe
@@ -124,8 +106,12 @@ def service_dataset(ds: DatasetConfig, ctx: tf.distribute.InputContext,
     """The `service` builder (see data.factory.BUILDERS)."""
     key = "train_dataset" if is_training else "validation_dataset"
     logging.warning(SECURITY_WARNING)
-    wait_for_dispatcher(ds.data_service_address,
-                        ds.data_service_timeout_seconds, key)
+    missing = dispatcher_wait.wait_for_dispatcher(
+        ds.data_service_address, ds.data_service_timeout_seconds,
+        f"{key}.data_service_address; {key}.data_service_timeout_seconds",
+        also=f", and workers with: {_worker_command(ds.data_service_address)}")
+    if missing:
+        raise DataServiceError(f"official_bench: {missing}")
     if tf.executing_eagerly():  # not inside a parameter-server tf.function
         waited = wait_for_a_worker(ds.data_service_address,
                                    ds.data_service_timeout_seconds, key)
