@@ -16,7 +16,7 @@ import os
 import statistics
 import sys
 import time
-from typing import List
+from typing import Callable, List, Optional, Tuple
 
 from absl import app, flags, logging
 
@@ -149,11 +149,20 @@ def _timed_allreduce(dist, tensors: List[int], dtype: str, chain: int = 1):
                               strategy.experimental_local_results(out)]
 
 
-def measure(dist, nbytes, dtype: str, iters: int, warmup: int,
+def buffer(size, dtype: str) -> Tuple[List[int], int]:
+    """(the tensors' element counts, their bytes) of one buffer: `size`
+    bytes as one tensor, or a list of element counts (the gradient)."""
+    width = DTYPE_BYTES[dtype]
+    tensors = list(size) if isinstance(size, (list, tuple)) else \
+        [max(1, size // width)]
+    return tensors, sum(tensors) * width
+
+
+def measure(dist, size, dtype: str, iters: int, warmup: int,
             chain: int = 1) -> bandwidth.AllReduceResult:
-    """Seconds of one all-reduce of nbytes (or of a list of tensors with
-    these element counts): the median over `iters` calls, each timed until
-    its result is read back; with chain > 1, a call's time / chain.
+    """Seconds of one all-reduce of a buffer (see `buffer`): the median
+    over `iters` calls, each timed until its result is read back; with
+    chain > 1, a call's time / chain.
 
     Each call is waited for before the next starts, as in training, where
     compute separates one step's all-reduce from the next: calls issued
@@ -161,8 +170,7 @@ def measure(dist, nbytes, dtype: str, iters: int, warmup: int,
     while the last one's arrive), which makes a latency-bound all-reduce
     look faster than it is inside a training step.
     """
-    tensors = list(nbytes) if isinstance(nbytes, (list, tuple)) else \
-        [max(1, nbytes // DTYPE_BYTES[dtype])]
+    tensors, nbytes = buffer(size, dtype)
     step, wait = _timed_allreduce(dist, tensors, dtype, chain)
     for _ in range(warmup):
         wait(step())
@@ -172,8 +180,8 @@ def measure(dist, nbytes, dtype: str, iters: int, warmup: int,
         wait(step())
         times.append(time.perf_counter() - start)
     seconds = statistics.median(times) / chain
-    return bandwidth.AllReduceResult(sum(tensors) * DTYPE_BYTES[dtype],
-                                     dtype, dist.num_replicas, seconds)
+    return bandwidth.AllReduceResult(nbytes, dtype, dist.num_replicas,
+                                     seconds)
 
 
 LATENCY_CHAIN = 8  # small all-reduces per timed call of the latency row
@@ -182,19 +190,28 @@ LATENCY_CHAIN = 8  # small all-reduces per timed call of the latency row
 MODEL = None  # plan_sizes' marker for the model's gradient
 
 
-def plan_sizes(sizes: str) -> List:
-    """The sizes to test: bytes, or MODEL for the model's gradient (its
-    trainable parameters, in each dtype's width)."""
+def plan_sizes(sizes: str, say: Optional[Callable[[str], None]] = None
+               ) -> List:
+    """The sizes to test, each once: bytes, or MODEL for the model's
+    gradient (its trainable parameters, in each dtype's width). A size
+    given twice (model,model; 1M,1048576) is timed once, and `say` is told
+    so in one line."""
     from official_bench.config import ConfigError
-    out = []
+    out, repeated = [], []
     for item in (s.strip() for s in sizes.split(",") if s.strip()):
         try:
-            out.append(MODEL if item == "model" else
-                       bandwidth.parse_size(item))
+            size = MODEL if item == "model" else bandwidth.parse_size(item)
         except ValueError as e:
             raise ConfigError(f"--sizes: {e}") from e
+        if size in out:
+            repeated.append(item)
+        else:
+            out.append(size)
     if not out:
         raise ConfigError(f"--sizes {sizes!r} names no size")
+    if repeated and say is not None:
+        say(f"official_bench: --sizes {sizes!r} repeats "
+            f"{', '.join(map(str, repeated))}; each size is timed once")
     return out
 
 
@@ -229,8 +246,7 @@ def _measure(dist, size, dtype: str, iters: int, warmup: int):
         if isinstance(e, tf.errors.InvalidArgumentError) and \
                 "Cannot parse tensor" not in str(e):
             raise
-        nbytes = sum(size) * DTYPE_BYTES[dtype] if isinstance(
-            size, (list, tuple)) else size
+        nbytes = buffer(size, dtype)[1]
         devices = ", ".join(dist.placement.devices) if dist.placement \
             else "the devices"
         raise OutOfMemory(
@@ -368,7 +384,7 @@ def run(cfg, sizes: str, dtypes: List[str], iters: int, warmup: int,
     with the model's size, also the latency of a small all-reduce, how
     many small collectives the model's train step issues and (wait_cycles
     > 0) its compute after a wait."""
-    planned = plan_sizes(sizes)
+    planned = plan_sizes(sizes, logging.warning)
     dist, gradient, counts, local = _setup(cfg, planned, wait_cycles)
     parameters = sum(gradient) if gradient else None
     results, entries = [], []

@@ -53,3 +53,21 @@ def test_other_invalid_arguments_are_not_hidden(monkeypatch):
     with pytest.raises(tf.errors.InvalidArgumentError):
         bench._measure(types.SimpleNamespace(placement=None), 4, "float32",
                        1, 0)
+
+
+def test_a_size_given_twice_is_timed_once_and_said_once():
+    said = []
+    assert bench.plan_sizes("model,1M,model,1048576,64K", said.append) == \
+        [bench.MODEL, 1 << 20, 64 << 10]
+    assert said == ["official_bench: --sizes 'model,1M,model,1048576,64K' "
+                    "repeats model, 1048576; each size is timed once"]
+    said.clear()
+    assert bench.plan_sizes("model,1M", said.append) == [bench.MODEL,
+                                                         1 << 20]
+    assert said == []
+
+
+def test_a_buffers_bytes_are_one_rule():
+    # measure's result and _measure's error both read them from buffer().
+    assert bench.buffer(1 << 20, "float16") == ([1 << 19], 1 << 20)
+    assert bench.buffer([3, 5], "float32") == ([3, 5], 32)
