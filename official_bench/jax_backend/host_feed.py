@@ -140,7 +140,7 @@ class HostFeed:
                  steps_per_pass: Optional[int] = None,
                  info: Optional[Dict[str, Any]] = None):
         self._jax, self._make, self._sharding = jax, make, sharding
-        self.key = key
+        self.key, self._ds = key, ds
         self.info: Dict[str, Any] = dict(info or {})
         self._prepare = prepare_fn(jax, ds, sharding, uint8)
         self._steps_per_pass = steps_per_pass
@@ -223,9 +223,8 @@ class HostFeed:
         return item
 
     def _ended_message(self, served: int) -> str:
-        if self._steps_per_pass is None:
-            return (f"official_bench: {self.key}: the input ended after "
-                    f"{served} batches; a training source must be endless")
+        if self._steps_per_pass is None:  # the TensorFlow trainer's words
+            return python_batches.ran_out_message(self._ds, self.key, served)
         return (f"official_bench: {self.key}: one pass gave {served} "
                 f"batches, the evaluation takes {self._steps_per_pass} "
                 "(evaluation.steps, else this dataset's num_examples / the "

@@ -19,6 +19,7 @@ from absl import logging
 from official_bench import config as config_lib
 from official_bench.config import ConfigError, ExperimentConfig
 from official_bench.contracts import stage_line
+from official_bench.data.feeds import python_batches
 from official_bench.data.fit_input import fit_input
 from official_bench.data.records import file_check
 from official_bench.measure import (
@@ -241,14 +242,8 @@ def _check_input_lasted(cfg: ExperimentConfig, step: int, total: int) -> None:
     for fewer steps than asked. One line instead, naming the source."""
     if step >= total:
         return
-    ds = cfg.train_dataset
-    source = f"train_dataset.builder {ds.builder}" + (
-        f", python_source {ds.python_source}" if ds.builder == "python"
-        else "")
-    raise InputExhausted(
-        f"official_bench: the training input ran out after step {step} of "
-        f"{total} ({source}): a training source must be endless (the "
-        "trainer takes train.steps batches); no result written")
+    raise InputExhausted(python_batches.ran_out_message(
+        cfg.train_dataset, "train_dataset", step, total))
 
 
 def _ends_at_first_step(stage: Stage):

@@ -194,3 +194,17 @@ def source_context(ds: DatasetConfig, batch_size: int, is_training: bool,
     return SourceContext(
         batch_size, ds.image_size, ds.num_channels, ds.num_classes,
         image_dtype(ds), is_training, seed, pipeline_id, num_pipelines, ds)
+
+
+def ran_out_message(ds: DatasetConfig, key: str, step: int,
+                    total: Optional[int] = None) -> str:
+    """The one line for a training input that ended after `step` steps (of
+    `total`, where known), on either backend: a source that ends (a
+    python_source, most often) must not give a result for fewer steps."""
+    source = f"{key}.builder {ds.builder}" + (
+        f", python_source {ds.python_source}" if ds.builder == "python"
+        else "")
+    of = "" if total is None else f" of {total}"
+    return (f"official_bench: the training input ran out after step {step}"
+            f"{of} ({source}): a training source must be endless (the "
+            "trainer takes train.steps batches); no result written")

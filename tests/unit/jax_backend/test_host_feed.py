@@ -313,3 +313,31 @@ def test_a_python_source_feeds_one_per_replica_batch_per_device():
     # The feed copies a batch on the devices before the source may reuse
     # its buffer (HostFeed._to_devices).
     assert r["reused"] == [[k, k, [k] * 6] for k in range(4)]
+
+
+def test_a_training_source_that_ends_is_the_tensorflow_trainers_line():
+    """The JAX feed said 'the input ended after 2 batches', the TensorFlow
+    trainer 'ran out after step 2 of 6': one wording now
+    (python_batches.ran_out_message). JAX stood in for by numpy."""
+    from types import SimpleNamespace
+
+    from official_bench.data.feeds.shm_workers import InputWorkerError
+    jax = SimpleNamespace(numpy=np, jit=lambda f, **kw: f,
+                          make_array_from_process_local_data=lambda s, a: a,
+                          block_until_ready=lambda x: x)
+    ds = _ds(builder="python", one_hot=False,
+             python_source="support.python_sources:two_batch_source")
+    feed = host_feed.HostFeed(
+        jax, lambda: host_feed.PythonBatches(ds, "train_dataset", 2, 1,
+                                             True, 0, 0, 1),
+        None, ds, "train_dataset", uint8=False)
+    feed.next()
+    feed.next()
+    with pytest.raises(InputWorkerError) as e:
+        feed.next()
+    assert str(e.value) == (
+        "official_bench: the training input ran out after step 2 "
+        "(train_dataset.builder python, python_source "
+        "support.python_sources:two_batch_source): a training source must "
+        "be endless (the trainer takes train.steps batches); no result "
+        "written")
