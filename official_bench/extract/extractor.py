@@ -110,11 +110,9 @@ def _check_options(warmup_batches: int, train_batches: int, method: str,
     if method not in speeds.METHODS:
         raise ExtractError(f"method {method!r} is not one of: "
                            f"{', '.join(speeds.METHODS)}")
-    if warmup_batches < 0:
-        raise ExtractError(f"warmup_batches is {warmup_batches}, must be >= 0")
-    if train_batches <= warmup_batches:
-        raise ExtractError(f"train_batches ({train_batches}) must be greater "
-                           f"than warmup_batches ({warmup_batches})")
+    problem = windows.window_problem(warmup_batches, train_batches)
+    if problem:
+        raise ExtractError(problem)
     if not spread_warn >= 0:  # NaN too
         raise ExtractError(f"spread_warn is {spread_warn:g}, must be >= 0 "
                            "(percent)")

@@ -59,20 +59,43 @@ def given_or_dlperf(warmup: Optional[int], train: Optional[int]
             DLPERF_TRAIN if train is None else train)
 
 
+def window_problem(warmup: int, train: int,
+                   warmup_given: bool = True) -> Optional[str]:
+    """Why the window ``[warmup, train]`` counts no step, or None (every
+    command's wording; ``warmup_given`` False: it is DLPerf's default)."""
+    if warmup < 0:
+        return f"warmup_batches is {warmup}, must be >= 0"
+    if train <= warmup:
+        default = "" if warmup_given else \
+            ", DLPerf's default: give --warmup_batches"
+        return (f"train_batches ({train}) must be greater than "
+                f"warmup_batches ({warmup}{default})")
+    return None
+
+
 def flag_conflict(window: Optional[str], warmup: Optional[int],
                   train: Optional[int]) -> Optional[str]:
     """The usage error of the window flags (for every command of
     add_flags), or None: --window given with the window's own flags, or a
-    given value that counts no step (the extractor's wording)."""
+    window that counts no step once resolved (given_or_dlperf: one flag
+    given alone keeps DLPerf's other bound, in every command)."""
     if window and (warmup is not None or train is not None):
         return (f"--window {window} chooses --warmup_batches and "
                 "--train_batches; give one or the other")
-    if warmup is not None and warmup < 0:
-        return f"warmup_batches is {warmup}, must be >= 0"
-    if train is not None and train <= (warmup or 0):
-        return (f"train_batches ({train}) must be greater than "
-                f"warmup_batches ({warmup or 0})")
-    return None
+    if warmup is None and train is None:
+        return None
+    return window_problem(*given_or_dlperf(warmup, train),
+                          warmup_given=warmup is not None)
+
+
+def given_window(warmup: Optional[int], train: Optional[int]
+                 ) -> Optional[Tuple[int, int]]:
+    """The window the flags choose (given_or_dlperf), or None when neither
+    is given: a folder of result.json files then counts each run's own,
+    the trainer's."""
+    if warmup is None and train is None:
+        return None
+    return given_or_dlperf(warmup, train)
 
 
 def auto_window(runs: Sequence[Tuple[RunId, str]]) -> Tuple[int, int]:

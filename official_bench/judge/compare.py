@@ -189,9 +189,9 @@ def counts_problem(result: result_json.RunResultFile) -> Optional[str]:
 
 
 def _read_result_files(path: str, files: Sequence[str],
-                       warmup: Optional[int],
-                       train: Optional[int]) -> SideRuns:
-    """Runs of a folder of result.json files (module doc)."""
+                       window: Optional[Tuple[int, int]]) -> SideRuns:
+    """Runs of a folder of result.json files (module doc): each counted in
+    ``window``, or where None in the trainer's own."""
     side = SideRuns(path, "result.json files", {})
     for name in files:
         result, problem = result_json.read_run_json(name)
@@ -207,12 +207,11 @@ def _read_result_files(path: str, files: Sequence[str],
             side.notes.append(f"{name}: no num_replicas, global batch or "
                               "dtype to name its case; skipped")
             continue
-        if warmup is None and train is None:
+        if window is None:
             counted = counting.recorded_counted(_stats(name),
                                                 result.intervals)
         else:
-            counted = counting.in_window(result.intervals, warmup or 0,
-                                         train)
+            counted = counting.in_window(result.intervals, *window)
         if not counted:
             side.notes.append(f"{name}: no interval inside the counted "
                               "window (give it with --warmup_batches/"
@@ -242,7 +241,8 @@ def read_side(path: str, warmup: Optional[int] = None,
             raise ExtractError(
                 f"{path} holds neither logs {{N}}n{{G}}g/rn50_b{{B}}_"
                 f"{{dtype}}_{{i}}.log nor result.json files")
-        side = _read_result_files(path, files, warmup, train)
+        side = _read_result_files(path, files,
+                                  windows.given_window(warmup, train))
     if not side.runs:
         raise ExtractError(f"no usable run in {path} ({side.kind}):"
                            + "".join("\n  " + n for n in side.notes))

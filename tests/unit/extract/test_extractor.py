@@ -237,6 +237,9 @@ def test_all_runs_excluded(tmp_path, capsys):
     (["--warmup_batches", "600"], "train_batches (600) must be greater than "
                                   "warmup_batches (600)"),
     (["--warmup_batches", "-1"], "warmup_batches is -1, must be >= 0"),
+    (["--train_batches", "50"], "train_batches (50) must be greater than "
+                                "warmup_batches (100, DLPerf's default: "
+                                "give --warmup_batches)"),
     (["--spread_warn", "-2"], "spread_warn is -2, must be >= 0"),
 ])
 def test_bad_option_values(capsys, argv, message):

@@ -139,8 +139,11 @@ def test_run_problem_names_the_interval():
      "warmup_batches is -5, must be >= 0"),
     (["--warmup_batches", "30", "--train_batches", "10"],
      "train_batches (10) must be greater than warmup_batches (30)"),
-    (["--train_batches", "0"],
-     "train_batches (0) must be greater than warmup_batches (0)"),
+    # One flag alone keeps DLPerf's other bound (100), in every command:
+    # this passed the check, then counted nothing.
+    (["--train_batches", "50"],
+     "train_batches (50) must be greater than warmup_batches (100, "
+     "DLPerf's default: give --warmup_batches)"),
 ])
 def test_window_values_that_count_nothing_are_bad_usage(tmp_path, capsys,
                                                         argv, line):
@@ -155,6 +158,22 @@ def test_window_values_that_count_nothing_are_bad_usage(tmp_path, capsys,
         err = capsys.readouterr().err
         assert f"error: {line}; see --help" in err
     assert not os.path.exists(db)
+
+
+def test_one_window_flag_on_result_files_keeps_dlperfs_other_bound(
+        tmp_path, capsys):
+    """--train_batches alone counts from step 100 on a folder of
+    result.json files too, as on a log tree (it counted from step 0)."""
+    def slow_start(k, data):
+        data["stats"]["intervals"] = [
+            {"start_step": s, "end_step": s + 50, "seconds": 4.0,
+             "examples_per_second": 100.0 if s < 100 else 200.0 + k}
+            for s in range(0, 400, 50)]
+
+    a = _result_folder(tmp_path / "a", 3, slow_start)
+    assert compare.main(["--a", a, "--b", a, "--train_batches", "300"]) \
+        == exit_status.OK
+    assert "1n1g b8 fp32        201.00    201.00" in capsys.readouterr().out
 
 
 def test_history_window_flags_without_import_are_bad_usage(tmp_path,
