@@ -85,7 +85,24 @@ def _check_data_dir(ds: DatasetConfig, key: str, fs: FileSystem) -> str:
 
 
 _SHARD_NAME = re.compile(r"^(?P<split>.+)-(?P<index>\d+)-of-(?P<count>\d+)$")
-_warned = set()  # (data_dir, split): each set's warning once per process
+
+
+class Once:
+    """Keys asked about before, in this process: a warning said once per
+    key (a data_dir and split), whichever pipeline or epoch asks."""
+
+    def __init__(self):
+        self._seen: set = set()
+
+    def __call__(self, *key) -> bool:
+        """True the first time `key` is asked about, then False."""
+        if key in self._seen:
+            return False
+        self._seen.add(key)
+        return True
+
+
+_warned = Once()  # (data_dir, split): each set's warning once per process
 
 
 def partial_set_problem(split: str, files: Sequence[str]) -> str:
@@ -122,8 +139,7 @@ def warn_partial_set(key: str, data_dir: str, split: str,
                      files: Sequence[str]) -> None:
     """Logs partial_set_problem once per data_dir and split."""
     problem = partial_set_problem(split, files)
-    if problem and (data_dir, split) not in _warned:
-        _warned.add((data_dir, split))
+    if problem and _warned(data_dir, split):
         logging.warning("%s.data_dir %s %s", key, data_dir, problem)
 
 

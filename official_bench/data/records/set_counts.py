@@ -16,9 +16,10 @@ from absl import logging
 
 from official_bench.config import DatasetConfig
 from official_bench.contracts import record_names
+from official_bench.data.records.record_sets import Once
 
 MANIFEST = record_names.BUILD_MANIFEST
-_warned = set()  # (data_dir, split)
+_warned = Once()  # (data_dir, split)
 
 
 def read_counts(data_dir: str, split: str):
@@ -60,9 +61,8 @@ def warn_mismatches(ds: DatasetConfig, key: str, offset: int) -> None:
     """Logs `mismatches` for a local data_dir with a manifest, once."""
     if ds.filenames or not ds.data_dir or "://" in ds.data_dir:
         return
-    if (ds.data_dir, ds.split) in _warned:
+    if not _warned(ds.data_dir, ds.split):
         return
-    _warned.add((ds.data_dir, ds.split))
     records, classes = read_counts(ds.data_dir, ds.split)
     for line in mismatches(ds, key, records, classes, offset):
         logging.warning("%s", line)

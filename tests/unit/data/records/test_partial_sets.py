@@ -14,7 +14,7 @@ from official_bench.data.records import record_sets
 
 @pytest.fixture
 def warnings(monkeypatch, caplog):
-    monkeypatch.setattr(record_sets, "_warned", set())
+    monkeypatch.setattr(record_sets, "_warned", record_sets.Once())
     caplog.set_level(logging.WARNING)
     return lambda: [r.getMessage() for r in caplog.records
                     if r.levelno == logging.WARNING]

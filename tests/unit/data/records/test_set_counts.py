@@ -9,6 +9,7 @@ import pytest
 
 from official_bench.config import DatasetConfig
 from official_bench.data.records import set_counts
+from official_bench.data.records.record_sets import Once
 
 
 def manifest(tmp_path, records=31, classes=5):
@@ -53,7 +54,7 @@ def test_num_classes_must_hold_every_label(num_classes, offset, warned):
 
 
 def test_warned_once_per_directory_and_split(tmp_path, monkeypatch, caplog):
-    monkeypatch.setattr(set_counts, "_warned", set())
+    monkeypatch.setattr(set_counts, "_warned", Once())
     caplog.set_level(logging.WARNING)
     ds = DatasetConfig(data_dir=manifest(tmp_path), split="train",
                        num_examples=100, num_classes=5)
@@ -61,3 +62,10 @@ def test_warned_once_per_directory_and_split(tmp_path, monkeypatch, caplog):
     set_counts.warn_mismatches(ds, "train_dataset", 1)
     assert [r.getMessage()[:36] for r in caplog.records] == [
         "train_dataset.num_examples is 100 bu"]
+
+
+def test_once_is_true_for_a_key_the_first_time_only():
+    """The one warn-once helper of set_counts and record_sets."""
+    once = Once()
+    assert once("/d", "train") and once("/d", "validation")
+    assert not once("/d", "train")
