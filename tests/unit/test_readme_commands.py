@@ -8,7 +8,9 @@ targets and variables the Makefile has, files that exist. Any other
 command is an error unless it is on the short ALLOWED_COMMANDS list, so a new
 command shape gets a check instead of slipping through. Every fence carries
 a language (output goes in ```text), so no command hides in an untagged
-block. Relative links must point at files (and headings) that exist.
+block, and an indented code block that starts one of our commands is
+checked like a ```bash block. Relative links must point at files (and
+headings) that exist.
 
 The accepted sets are read from the code (official_bench/launch/settings.py,
 setup.cfg's console scripts, the entry points' --help, the config builder's
@@ -80,6 +82,35 @@ def code_blocks(text):
             body.append(lines[i])
             i += 1
         blocks.append((lang if i < len(lines) else None, start, body))
+        i += 1
+    return blocks
+
+
+# A line of an indented (4-space) code block that starts a command of the
+# project's: such a block is checked as a ```bash block would be.
+OUR_COMMAND = re.compile(
+    r"^([A-Z_][A-Z0-9_]*=\S*\s+)*(bash|sh|make|sbatch|srun|official-bench"
+    r"\S*|\S*python[0-9.]*|\S*run_\w+_node\.sh)(\s|$)")
+
+
+def indented_blocks(text):
+    """(line number of the first body line, body lines) per indented code
+    block outside fences whose first line starts one of our commands
+    (OUR_COMMAND); output and formulas in such blocks are left alone."""
+    blocks, lines, i, fenced = [], text.split("\n"), 0, False
+    while i < len(lines):
+        if lines[i].startswith("```"):
+            fenced = not fenced
+        elif not fenced and lines[i].startswith("    ") and \
+                (i == 0 or not lines[i - 1].strip()):
+            start, body = i + 1, []
+            while i < len(lines) and (lines[i].startswith("    ")
+                                      or not lines[i].strip()):
+                body.append(lines[i][4:])
+                i += 1
+            if OUR_COMMAND.match(body[0].strip()):
+                blocks.append((start, body))
+            continue
         i += 1
     return blocks
 
@@ -505,15 +536,23 @@ def check_markdown(text, path):
                             f"not one of {sorted(KNOWN_LANGS)} (output: "
                             "```text)")
         elif lang in SHELL_LANGS:
-            for n, command in command_lines(body, line):
-                try:
-                    commands = split_commands(command)
-                except ValueError as e:  # shlex: an unclosed quote
-                    problems.append(f"line {n}: not a shell command: {e}")
-                    continue
-                for tokens in commands:
-                    problems += [f"line {n}: {p}"
-                                 for p in check_command(tokens)]
+            problems += shell_problems(body, line)
+    for line, body in indented_blocks(text):
+        problems += shell_problems(body, line)
+    return problems
+
+
+def shell_problems(body, first_line):
+    """Every problem of the commands of one shell block."""
+    problems = []
+    for n, command in command_lines(body, first_line):
+        try:
+            commands = split_commands(command)
+        except ValueError as e:  # shlex: an unclosed quote
+            problems.append(f"line {n}: not a shell command: {e}")
+            continue
+        for tokens in commands:
+            problems += [f"line {n}: {p}" for p in check_command(tokens)]
     return problems
 
 
@@ -590,6 +629,12 @@ FAKE = os.path.join(REPO, "README.md")
     ("```\nbash run_single_node.sh 16\n```\n", "fence language ''"),
     ("```bash\nbash run_single_node.sh [BATCH=config's]\n```\n",
      "not a shell command"),
+    # an indented code block is read too where it starts one of our commands
+    ("takes\n\n    bash run_single_node.sh 16 fp99\n\nruns\n", "fp99"),
+    ("a list:\n\n- item\n\n    NODES=a:1 bash run_two_node.sh "
+     "--no-such-option\n", "unknown flag --no-such-option"),
+    ("servers:\n\n    python -m official_bench.data.feeds.service \\\n"
+     "      --no_such_flag 1\n", "unknown flag --no_such_flag"),
     ("see [the page](docs/no_such_page.md)\n", "missing file"),
     ("see [the page](docs/design.md#no-such-heading)\n", "missing heading"),
 ])
@@ -612,7 +657,9 @@ def test_the_check_accepts_the_shapes_it_knows():
             "16 fp32 1\n"
             "pip install -e .\n"
             "```\n"
-            "[design](docs/design.md#layers)\n")
+            "[design](docs/design.md#layers)\n\n"
+            "    [launch] error: output, not a command --no_such_flag\n\n"
+            "    bash run_single_node.sh 16 fp32 1 --dry-run\n")
     assert check_markdown(text, FAKE) == []
 
 
