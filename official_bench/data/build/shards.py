@@ -166,8 +166,8 @@ def build_split(split: str, items: Sequence[Item], num_shards: int,
                 class_text: Dict[str, str], quality: int, seed: int,
                 log=print) -> Tuple[int, int, List[Tuple[str, str]]]:
     """Writes one split's missing shards; returns (written, already there,
-    images skipped by this run)."""
-    check_shard_count(split, len(items), num_shards)
+    images skipped by this run). `num_shards` is checked already
+    (check_shard_count, by builder.py before anything is written)."""
     _remove_stale_temporaries(output_dir, split)
     shards = assign_shards(items, num_shards, seed)
     tasks, done_images = [], 0

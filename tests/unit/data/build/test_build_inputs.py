@@ -47,6 +47,24 @@ def test_a_bad_shard_count_writes_nothing_and_the_fix_builds(
         "train-00000-of-00002", "train-00001-of-00002"]
 
 
+def test_the_shard_count_is_checked_once_per_split(tmp_path, monkeypatch):
+    """builder.py checks it before anything is written; build_split
+    checked it again."""
+    from official_bench.data.build import shards
+    calls, check = [], shards.check_shard_count
+
+    def counted(split, images, num_shards):
+        calls.append(split)
+        return check(split, images, num_shards)
+    monkeypatch.setattr(builder, "check_shard_count", counted)
+    monkeypatch.setattr(shards, "check_shard_count", counted)
+    src = tree(tmp_path / "src")
+    assert br.main([f"--input_dir={src}", f"--output_dir={tmp_path}/o",
+                    "--train_shards=1", "--validation_shards=1",
+                    "--num_workers=1"], log=lambda m: None) == 0
+    assert sorted(calls) == ["train", "validation"]
+
+
 def test_an_output_dir_inside_a_split_folder_is_refused(tmp_path, capsys):
     """It used to be created first, then listed as a class folder: a sixth
     class in labels.txt, and labels of the classes after it shifted."""
