@@ -77,7 +77,7 @@ def encode_shard(task: ShardTask) -> Tuple[int, List[bytes],
                 data = f.read()
             jpeg, height, width = to_rgb_jpeg(data, task.quality, item.path)
         except (OSError, ValueError) as e:
-            skipped.append((item.path, str(e)))
+            skipped.append((item.path, _why_skipped(item.path, e)))
         else:
             records.append(classic_example(
                 jpeg, item.label, height, width, synset=item.synset,
@@ -86,6 +86,12 @@ def encode_shard(task: ShardTask) -> Tuple[int, List[bytes],
         if _progress is not None:
             _progress[task.index] = done
     return task.index, records, skipped
+
+
+def _why_skipped(path: str, error: Exception) -> str:
+    if isinstance(error, FileNotFoundError) and os.path.islink(path):
+        return f"a broken symbolic link (to {os.readlink(path)})"
+    return str(error)
 
 
 def _write_shard(path: str, records: Sequence[bytes]) -> None:

@@ -27,10 +27,18 @@ class Item:
 
 
 def _images_in(directory: str) -> List[str]:
+    """The image files of `directory`; a symbolic link to nothing is
+    listed too, so the build reports it as skipped (encode_shard) instead
+    of leaving it out in silence."""
     return sorted(
         os.path.join(directory, f) for f in os.listdir(directory)
         if not f.startswith(".") and f.lower().endswith(IMAGE_EXTENSIONS)
-        and os.path.isfile(os.path.join(directory, f)))
+        and _file_or_broken_link(os.path.join(directory, f)))
+
+
+def _file_or_broken_link(path: str) -> bool:
+    return os.path.isfile(path) or (os.path.islink(path)
+                                    and not os.path.exists(path))
 
 
 def shown(path: str) -> str:

@@ -134,3 +134,21 @@ def test_file_names_that_are_not_utf8_are_stored_as_on_disk(tmp_path,
                    log=lines.append) == 2
     assert ("train/cl\\xe9: a class folder name must be UTF-8"
             in capsys.readouterr().err)
+
+
+def test_a_broken_symlink_named_as_an_image_is_skipped_and_named(tmp_path):
+    """It was left out of the listing in silence (os.path.isfile is False
+    for it), so the image went missing with no count and no line."""
+    src = tree(tmp_path / "src")
+    dead = os.path.join(src, "train", "a", "dead.jpg")
+    os.symlink(str(tmp_path / "gone.jpg"), dead)
+    out, lines = str(tmp_path / "out"), []
+    assert br.main([f"--input_dir={src}", f"--output_dir={out}",
+                    "--splits=train", "--train_shards=1", "--num_workers=1"],
+                   log=lines.append) == 0
+    assert (f"  skipped {dead}: a broken symbolic link (to "
+            f"{tmp_path / 'gone.jpg'})") in lines
+    assert any("1 unreadable image(s) were skipped" in line
+               for line in lines)
+    with open(os.path.join(out, "skipped_images.txt")) as f:
+        assert f.read().startswith(f"{dead}\t")
