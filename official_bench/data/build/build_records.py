@@ -217,6 +217,11 @@ def main(argv: Optional[Sequence[str]] = None, log=print) -> int:
 
 
 def _verify_cli(args, log) -> int:
+    if not os.path.isdir(args.output_dir):
+        what = ("is not a folder" if os.path.exists(args.output_dir)
+                else "does not exist")
+        raise BuildError(f"--verify: --output_dir {args.output_dir} {what}; "
+                         "give the folder the shards were built in")
     manifest = manifest_lib.read_manifest(args.output_dir)
     expected, expected_shards, num_classes = None, None, None
     splits = [s.strip() for s in args.splits.split(",") if s.strip()]

@@ -152,3 +152,15 @@ def test_a_broken_symlink_named_as_an_image_is_skipped_and_named(tmp_path):
                for line in lines)
     with open(os.path.join(out, "skipped_images.txt")) as f:
         assert f.read().startswith(f"{dead}\t")
+
+
+def test_verify_names_an_output_dir_that_does_not_exist(tmp_path, capsys):
+    """It said 'no shards in ...' for each split, as if the folder were
+    there and empty (a mistyped path looked like a failed build)."""
+    missing = str(tmp_path / "nowhere")
+    assert br.main([f"--output_dir={missing}", "--verify"],
+                   log=lambda m: None) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: --verify: --output_dir {missing} does not exist; give the "
+        "folder the shards were built in")
+    assert not os.path.exists(missing)
