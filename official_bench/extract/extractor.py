@@ -176,7 +176,8 @@ def extract(log_dir: str, warmup_batches: int = DEFAULT_WARMUP_BATCHES,
             + log_dir + "".join("\n  " + w for w in warnings))
     chosen = None
     if window == AUTO_WINDOW:
-        chosen = warmup_batches, train_batches = windows.auto_window(runs)
+        chosen = warmup_batches, train_batches = windows.auto_window(
+            runs, method)
         _check_options(warmup_batches, train_batches, method, spread_warn)
     outcomes = [measure_log(run, path, warmup_batches, train_batches, method)
                 for run, path in runs]

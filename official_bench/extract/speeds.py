@@ -163,6 +163,33 @@ def _malformed_problem(malformed: Sequence[MalformedLine], warmup_batches: int,
     return None
 
 
+def uses_json(run_json: Optional[RunResultFile], method: str) -> bool:
+    """Whether measure_run takes the intervals from the result JSON: a
+    usable one with intervals, for the mean method (the time method needs
+    the log's clock times)."""
+    return run_json is not None and method == "mean" and \
+        bool(run_json.intervals)
+
+
+def window_free_problem(parsed: ParsedLog,
+                        run_json: Optional[RunResultFile] = None,
+                        method: str = "mean") -> Optional[str]:
+    """Why measure_run leaves the run out whatever the window (--window
+    auto lets no such run choose it), or None: no TimeHistory line, a line
+    too broken to tell its steps where the log lines are used, or steps
+    that go backward."""
+    use_json = uses_json(run_json, method)
+    intervals = run_json.intervals if use_json else parsed.intervals
+    if not intervals:
+        return "no TimeHistory lines (nothing to measure)" + (
+            "; malformed " + parsed.malformed[0].describe()
+            if parsed.malformed else "")
+    unknown = [bad for bad in parsed.malformed if not bad.steps]
+    if unknown and not use_json:
+        return "malformed TimeHistory " + unknown[0].describe()
+    return order_problem(intervals)
+
+
 def _gap_warnings(counted: Sequence[ReadInterval], warmup_batches: int,
                   train_batches: int) -> List[str]:
     """Warnings about missing intervals and a window cut short."""
@@ -311,9 +338,8 @@ def measure_run(run: logparse.RunId, parsed: ParsedLog,
                          f"{', '.join(METHODS)}")
     out = RunOutcome(run, parsed.path,
                      global_batch_size=run.batch_size * run.num_devices)
-    use_json = run_json is not None and method == "mean"
-    if use_json and not run_json.intervals:
-        use_json = False
+    use_json = uses_json(run_json, method)
+    if run_json is not None and method == "mean" and not use_json:
         out.warnings.append(
             "result JSON has no intervals; using the log lines")
     if run_json is not None:
@@ -336,10 +362,8 @@ def measure_run(run: logparse.RunId, parsed: ParsedLog,
     warning = traceback_warning(parsed, parsed.intervals, train_batches)
     if warning:
         out.warnings.append(warning)
-    if not intervals:
-        out.excluded = "no TimeHistory lines (nothing to measure)"
-        if parsed.malformed:
-            out.excluded += "; malformed " + parsed.malformed[0].describe()
+    out.excluded = window_free_problem(parsed, run_json, method)
+    if out.excluded:
         return out
     if use_json:
         out.warnings += ["log: malformed TimeHistory " + m.describe()
@@ -349,9 +373,8 @@ def measure_run(run: logparse.RunId, parsed: ParsedLog,
     else:
         out.excluded = _malformed_problem(parsed.malformed, warmup_batches,
                                           train_batches, out.warnings)
-    out.excluded = out.excluded or order_problem(intervals)
-    if out.excluded:
-        return out
+        if out.excluded:
+            return out
     out.steps_found = counting.steps_covered(intervals)
     counted = counting.in_window(intervals, warmup_batches, train_batches)
     if not counted:

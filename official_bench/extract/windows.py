@@ -17,12 +17,16 @@ add_flags, flag_conflict, given_or_dlperf.
 
 from __future__ import annotations
 
-import os
 from typing import Any, Optional, Sequence, Tuple
 
-from official_bench.contracts import counting, log_tree, run_status
+from official_bench.contracts import (
+    counting,
+    log_tree,
+    result_json,
+    run_status,
+)
 from official_bench.contracts.counting import common_window, steps_covered
-from official_bench.extract import logparse
+from official_bench.extract import logparse, speeds
 from official_bench.extract.errors import ExtractError
 from official_bench.extract.logparse import RunId
 
@@ -98,13 +102,15 @@ def given_window(warmup: Optional[int], train: Optional[int]
     return given_or_dlperf(warmup, train)
 
 
-def auto_window(runs: Sequence[Tuple[RunId, str]]) -> Tuple[int, int]:
+def auto_window(runs: Sequence[Tuple[RunId, str]],
+                method: str = "mean") -> Tuple[int, int]:
     """``--window auto``: the longest window every run covers after its
     first (warm-up) interval, as ``(warmup_batches, train_batches)``.
 
     Runs that cannot count anyway (unreadable, failed for the launcher,
     crashed with a traceback before the finish line, cut in the middle of
-    a TimeHistory line: _cannot_count) do not shorten it;
+    a TimeHistory line, steps that go backward: _cannot_count, for
+    ``method``'s source of intervals) do not shorten it;
     they are excluded later with their reason. DLPerf's defaults are never
     changed by this: it applies only when asked for.
     """
@@ -114,7 +120,7 @@ def auto_window(runs: Sequence[Tuple[RunId, str]]) -> Tuple[int, int]:
             parsed = logparse.parse_log_file(path)
         except OSError:
             continue
-        if _cannot_count(parsed, path):
+        if _cannot_count(parsed, path, method):
             continue
         span = steps_covered(parsed.intervals)
         if span:
@@ -131,18 +137,18 @@ def auto_window(runs: Sequence[Tuple[RunId, str]]) -> Tuple[int, int]:
     return window
 
 
-def _cannot_count(parsed: logparse.ParsedLog, path: str) -> bool:
-    """Whether the run is excluded whatever the window: the launcher saw
-    it fail, it crashed before its finish line, or its log alone (no result
-    JSON beside it) has a TimeHistory line too broken to tell its steps,
-    such as the last line of a run killed while writing it
-    (speeds.measure_run's rules)."""
+def _cannot_count(parsed: logparse.ParsedLog, path: str,
+                  method: str) -> bool:
+    """Whether the run may not choose the window: the launcher saw it
+    fail, it crashed before its finish line (counted later only where it
+    reached the window's end), or measure_run leaves it out whatever the
+    window (speeds.window_free_problem, with the result JSON beside it)."""
     if run_status.exclusion(run_status.load_status(path)[0]):
         return True
     if parsed.traceback_line and not parsed.finished:
         return True
-    return any(bad.steps is None for bad in parsed.malformed) and \
-        not os.path.exists(log_tree.json_path(path))
+    run_json, _ = result_json.load_run_json(log_tree.json_path(path))
+    return speeds.window_free_problem(parsed, run_json, method) is not None
 
 
 def _check_each_counts(window: Tuple[int, int], intervals: dict) -> None:

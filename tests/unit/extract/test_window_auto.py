@@ -130,3 +130,22 @@ def test_every_command_takes_the_one_definition_of_the_window_flags():
                        and any(getattr(a, "value", None) in expected
                                for a in n.args)]
             assert not defined, (path, defined)
+
+
+def test_a_run_excluded_whatever_the_window_does_not_choose_it(tmp_path):
+    """measure_run's window-free rules decide which runs choose the window
+    (speeds.window_free_problem): a log whose steps go backward (a restart
+    in one log) shortened it to its last steps, 10-20."""
+    logs = tmp_path / "bz16"
+    for index in (1, 2):
+        kit.write_run(logs, "1n1g", [5.0] + [100.0] * 5, batch=16,
+                      index=index, log_steps=10)
+    restarted = kit.run_lines([5.0, 100.0, 100.0], log_steps=10,
+                              global_batch=16, finished=False) + \
+        kit.run_lines([5.0, 100.0], log_steps=10, global_batch=16)
+    kit.write_lines(kit.log_path(logs, "1n1g", batch=16, index=3), restarted)
+    out = extract.extract(str(logs), window="auto")
+    assert out.chosen_window == (10, 60)
+    (excluded,) = out.result["rn50"]["1n1g"]["excluded"]
+    assert excluded["index"] == 3 and "steps go backward" in \
+        excluded["reason"]
