@@ -158,24 +158,38 @@ def _epochs(files: List[str], sizes: List[int], keep: Tuple[int, int],
             order = list(shuffled(iter(order), min(
                 ds.file_shuffle_buffer_size, len(files)),
                 random.Random(f"{name}/files/{epoch}")))
-        kept = 0
+        kept = readable = 0
         for item in interleave([files[i] for i in order],
                                [sizes[i] for i in order]):
             record = not isinstance(item, Problem)
+            readable += record
             if (item[1] if record else item.index) % k_count == k_index:
                 kept += record
                 yield item
         if not training:
             return
         if not kept:
-            raise ConfigError(
-                f"{record_sets.config_key(training)}: a loader worker has no "
-                f"record to read: its {len(files)} file(s) ({files[0]} ...) "
-                f"hold none of its share (every {k_count}-th record from "
-                f"{k_index}); use fewer loader workers")
+            raise ConfigError(_no_record_message(files, readable, keep,
+                                                 training))
         if per_epoch is not None:
             per_epoch.append(kept)
         epoch += 1
+
+
+def _no_record_message(files: List[str], readable: int,
+                       keep: Tuple[int, int], training: bool) -> str:
+    """Why a loader worker has nothing to read, with the fix that fits:
+    its files' records go to other workers (fewer workers), or none of
+    them can be read (the files are the fault)."""
+    k_index, k_count = keep
+    head = (f"{record_sets.config_key(training)}: a loader worker has no "
+            f"record to read: its {len(files)} file(s) ({files[0]} ...)")
+    if not readable:
+        return (f"{head} hold no record that can be read (each is "
+                "truncated or corrupt from its first record): fix or "
+                "rebuild those files, or leave them out (filenames)")
+    return (f"{head} hold none of its share (every {k_count}-th record "
+            f"from {k_index}); use fewer loader workers")
 
 
 class _BadRun:

@@ -352,6 +352,25 @@ def test_a_worker_with_nothing_to_read_says_so(tmp_path):
         labels(ds, files, 1, training=True, worker_index=2, num_workers=3)
 
 
+def test_a_worker_whose_files_cannot_be_read_is_not_told_fewer_workers(
+        tmp_path):
+    """Its files unreadable from the first record (skipped as bad), a
+    training worker was told to use fewer loader workers, which cannot
+    help."""
+    numbered_tree(tmp_path, files=1, per_file=2)
+    ds = numbered_cfg(tmp_path, files=1, per_file=2, skip_bad_records=True)
+    files = host_examples.process_files(ds, 0, 1, True)
+    with open(files[0], "wb") as f:
+        f.write(b"not a record file")
+    with pytest.raises(ConfigError) as e:
+        labels(ds, files, 1, training=True)
+    assert str(e.value) == (
+        f"train_dataset: a loader worker has no record to read: its 1 "
+        f"file(s) ({files[0]} ...) hold no record that can be read (each is "
+        "truncated or corrupt from its first record): fix or rebuild those "
+        "files, or leave them out (filenames)")
+
+
 def test_a_file_gone_is_named(tmp_path):
     numbered_tree(tmp_path, files=2)
     ds = numbered_cfg(tmp_path, files=2)
