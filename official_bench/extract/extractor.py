@@ -47,6 +47,7 @@ from official_bench.contracts import (
     exit_status,
     log_tree,
     result_json,
+    run_backend,
     run_status,
 )
 from official_bench.extract import (
@@ -59,7 +60,7 @@ from official_bench.extract import (
     tables,
     windows,
 )
-from official_bench.extract.errors import ExtractError
+from official_bench.extract.errors import ExtractError, MixedBackends
 from official_bench.extract.logparse import RunId
 from official_bench.extract.speeds import RunOutcome
 from official_bench.host import atomic
@@ -148,7 +149,8 @@ def extract(log_dir: str, warmup_batches: int = DEFAULT_WARMUP_BATCHES,
 
     Bad runs do not raise: they are excluded with their reason (see
     :attr:`Extraction.excluded`). Raises only when there is nothing to report:
-    missing directory, no log following the naming, or no usable run at all.
+    missing directory, no log following the naming, or no usable run at all;
+    MixedBackends when the usable runs trained on several backends.
     ``window="auto"`` replaces ``warmup_batches``/``train_batches`` by the
     longest window every run covers after its warm-up interval
     (:func:`official_bench.extract.windows.auto_window`;
@@ -191,11 +193,32 @@ def extract(log_dir: str, warmup_batches: int = DEFAULT_WARMUP_BATCHES,
         raise ExtractError(f"no usable run under {log_dir} ({len(outcomes)} "
                            f"log(s), all excluded):{listing}"
                            + window_hint(outcomes))
+    _refuse_mixed_backends(log_dir, outcomes)
     result, case_warnings = cases.summarize(outcomes, method, warmup_batches,
                                             train_batches, spread_warn)
     scaling.apply(result, table, waits)
     return Extraction(log_dir, result_name(log_dir), result, outcomes,
                       warnings + case_warnings, skipped, table, chosen)
+
+
+def _refuse_mixed_backends(log_dir: str,
+                           outcomes: Sequence[RunOutcome]) -> None:
+    """MixedBackends when the counted runs trained on several backends
+    (contracts/run_backend: the result JSON's, else the log's place in
+    the tree): their averages and speedups would mix them."""
+    runs: Dict[str, List[str]] = {}
+    for o in outcomes:
+        if o.ok:
+            name = run_backend.backend(o.config, o.environment, o.log_path)
+            runs.setdefault(name, []).append(
+                os.path.join(o.run.case, o.run.log_name))
+    if len(runs) > 1:
+        raise MixedBackends(
+            f"{log_dir} holds runs of {len(runs)} backends, which one "
+            "result would average: " + "; ".join(
+                f"{name}: {', '.join(logs)}" for name, logs in runs.items())
+            + "; give each backend's runs their own folder, and extract "
+            "each with its own --log_dir and --output_dir")
 
 
 def window_hint(outcomes: Sequence[RunOutcome]) -> str:
@@ -386,7 +409,8 @@ def _write_compare(a: tables.Result, b: tables.Result, label_a: str,
 EXIT_STATUSES = {
     exit_status.OK: "success (excluded runs are listed on stderr)",
     exit_status.FAILED: "bad input",
-    exit_status.CONFIG: "bad usage",
+    exit_status.CONFIG: "bad usage (also a --log_dir holding runs of two "
+                        "backends)",
     exit_status.NOT_WRITABLE: "--output_dir cannot be written",
 }
 
@@ -536,6 +560,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 _print_lines("", allreduce_logs.markdown(
                     extraction.bandwidth).strip("\n").splitlines())
             print(stdout_text(extraction, args.table), end="")
+    except MixedBackends as e:  # bad usage: the folder given
+        print(f"error: {e}", file=sys.stderr)
+        return exit_status.CONFIG
     except ExtractError as e:
         print(f"error: {e}", file=sys.stderr)
         return exit_status.FAILED

@@ -124,3 +124,26 @@ def test_a_run_cut_in_a_line_does_not_shorten_window_auto(tmp_path, capsys):
     entry = json.loads((tmp_path / "out" / "bz128_result.json").read_text(
     ))["rn50"]["1n1g"]
     assert entry["num_runs"] == 1 and entry["train_batches"] == 700
+
+
+def test_runs_of_two_backends_in_one_log_dir_are_refused(tmp_path, capsys):
+    """A JAX run copied into a TensorFlow tree was averaged with it, with a
+    warning only: one line naming which runs are which, exit 2, nothing
+    written."""
+    log_dir = _tree(tmp_path / "bz128")
+    jax = logkit.write_run(log_dir, "1n1g", [300.0] + [900.0] * 6, index=2)
+    data = logkit.result_json([(k * 100, k * 100 + 100, 900.0)
+                               for k in range(7)], 128, 1,
+                              logkit.environment(num_replicas=1,
+                                                 backend="jax"))
+    logkit.write_json(jax[:-len(".log")] + ".json", data)
+    status, out, err = _cli(capsys, "--log_dir", log_dir, "--output_dir",
+                            tmp_path / "out", "--no_plot")
+    assert status == exit_status.CONFIG and out == ""
+    line = err.splitlines()[-1]
+    assert line == (
+        f"error: {log_dir} holds runs of 2 backends, which one result would "
+        "average: tensorflow: 1n1g/rn50_b128_fp32_1.log; jax: "
+        "1n1g/rn50_b128_fp32_2.log; give each backend's runs their own "
+        "folder, and extract each with its own --log_dir and --output_dir")
+    assert not (tmp_path / "out").exists()
