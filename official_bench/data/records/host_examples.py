@@ -43,6 +43,7 @@ from official_bench.data.records import (
     host_decode,
     record_problems as words,
     record_sets,
+    set_counts,
 )
 from official_bench.data.records.framing import Problem, count_records
 from official_bench.data.records.host_reader import Item, interleave
@@ -83,6 +84,9 @@ def process_files(ds: DatasetConfig, process_index: int, process_count: int,
             f"{record_sets.config_key(training)}.builder {ds.builder!r}: "
             "the TensorFlow-free reader reads builder: records only")
     files, layout = record_sets.find_files(ds, training)
+    if layout.name == record_sets.CLASSIC:
+        set_counts.check_counts(ds, record_sets.config_key(training),
+                                record_sets.label_offset(ds, layout))
     logging.info("%s: %d %s record file(s) for split %s (%s ... %s)",
                  record_sets.config_key(training), len(files), layout.name,
                  ds.split, os.path.basename(files[0]),

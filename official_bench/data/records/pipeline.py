@@ -51,7 +51,7 @@ from official_bench.data.records.record_sets import (
     config_key,
     label_offset,
 )
-from official_bench.data.records.set_counts import warn_mismatches
+from official_bench.data.records.set_counts import check_counts
 from official_bench.runtime.keras_setup import tf
 
 
@@ -116,6 +116,6 @@ def records_dataset(ds: DatasetConfig, ctx: tf.distribute.InputContext,
                  config_key(is_training), len(files), layout.name, ds.split,
                  os.path.basename(files[0]), os.path.basename(files[-1]))
     if layout.name == CLASSIC:
-        warn_mismatches(ds, config_key(is_training), label_offset(ds, layout))
+        check_counts(ds, config_key(is_training), label_offset(ds, layout))
     return build_dataset(files, layout, ds, ctx, batch_size, is_training,
                          seed, skipped=skipped)

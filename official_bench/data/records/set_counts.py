@@ -1,9 +1,11 @@
 """A dataset config against the counts official-bench-build-records wrote
 beside its shards (build_records.json: each split's records, the class
-list). A num_examples or num_classes that disagrees is one warning naming
-both numbers, once per data_dir and split: num_examples sets the steps of
-an epoch (and of an evaluation), so 1281167 on a small set trains an
-'epoch' of thousands of passes over it without a word. TensorFlow-free.
+list), before training, on both backends. A num_classes too small for the
+classes is a ConfigError naming both numbers. A num_examples that
+disagrees is one warning naming both, once per data_dir and split:
+num_examples sets the steps of an epoch (and of an evaluation), so 1281167
+on a small set trains an 'epoch' of thousands of passes over it without a
+word; not an error. TensorFlow-free.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import List, Optional
 
 from absl import logging
 
-from official_bench.config import DatasetConfig
+from official_bench.config import ConfigError, DatasetConfig
 from official_bench.contracts import record_names
 from official_bench.data.records.record_sets import Once
 
@@ -57,12 +59,16 @@ def mismatches(ds: DatasetConfig, key: str, records: Optional[int],
     return lines
 
 
-def warn_mismatches(ds: DatasetConfig, key: str, offset: int) -> None:
-    """Logs `mismatches` for a local data_dir with a manifest, once."""
+def check_counts(ds: DatasetConfig, key: str, offset: int) -> None:
+    """For a local data_dir with a manifest: a num_classes too small for
+    its classes is a ConfigError now, naming both numbers (the run would
+    stop at the first label past it, or skip them all as bad records);
+    a num_examples that disagrees is a warning, once."""
     if ds.filenames or not ds.data_dir or "://" in ds.data_dir:
         return
-    if not _warned(ds.data_dir, ds.split):
-        return
     records, classes = read_counts(ds.data_dir, ds.split)
-    for line in mismatches(ds, key, records, classes, offset):
-        logging.warning("%s", line)
+    for line in mismatches(ds, key, None, classes, offset):
+        raise ConfigError(line)
+    if _warned(ds.data_dir, ds.split):
+        for line in mismatches(ds, key, records, None, offset):
+            logging.warning("%s", line)

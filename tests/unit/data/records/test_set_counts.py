@@ -1,13 +1,14 @@
 """num_examples and num_classes against the build_records.json beside the
-shards: a disagreement is one warning naming both numbers (it was silent:
-num_examples 1281167 on a 31-image set made an epoch of 320,000 steps)."""
+shards: a num_examples that disagrees is one warning naming both numbers
+(it was silent: num_examples 1281167 on a 31-image set made an epoch of
+320,000 steps); a num_classes too small is an error before training."""
 
 import json
 import logging
 
 import pytest
 
-from official_bench.config import DatasetConfig
+from official_bench.config import ConfigError, DatasetConfig
 from official_bench.data.records import set_counts
 from official_bench.data.records.record_sets import Once
 
@@ -58,10 +59,40 @@ def test_warned_once_per_directory_and_split(tmp_path, monkeypatch, caplog):
     caplog.set_level(logging.WARNING)
     ds = DatasetConfig(data_dir=manifest(tmp_path), split="train",
                        num_examples=100, num_classes=5)
-    set_counts.warn_mismatches(ds, "train_dataset", 1)
-    set_counts.warn_mismatches(ds, "train_dataset", 1)
+    set_counts.check_counts(ds, "train_dataset", 1)
+    set_counts.check_counts(ds, "train_dataset", 1)
     assert [r.getMessage()[:36] for r in caplog.records] == [
         "train_dataset.num_examples is 100 bu"]
+
+
+def test_too_few_classes_stop_before_training_naming_both(tmp_path,
+                                                          monkeypatch):
+    """It was a warning: the run went on to stop at the first label past
+    num_classes (or, skipping bad records, to drop those classes)."""
+    monkeypatch.setattr(set_counts, "_warned", Once())
+    ds = DatasetConfig(data_dir=manifest(tmp_path), split="train",
+                       num_examples=31, num_classes=3)
+    for _ in range(2):  # every time, not once
+        with pytest.raises(ConfigError) as e:
+            set_counts.check_counts(ds, "train_dataset", 1)
+        assert str(e.value) == (
+            f"train_dataset.num_classes is 3 but data_dir {tmp_path} "
+            "(build_records.json) has 5 classes, labels up to 4 with "
+            "label_offset 1: set train_dataset.num_classes=5")
+
+
+def test_the_jax_reader_checks_the_counts_too(tmp_path, monkeypatch):
+    """host_examples.process_files (the JAX backend's files) checked
+    nothing: the first label past num_classes stopped the run."""
+    from official_bench.data.records import host_examples
+    monkeypatch.setattr(set_counts, "_warned", Once())
+    manifest(tmp_path)
+    (tmp_path / "train-00000-of-00001").write_bytes(b"")
+    ds = DatasetConfig(builder="records", data_dir=str(tmp_path),
+                       split="train", num_examples=31, num_classes=2)
+    with pytest.raises(ConfigError, match="train_dataset.num_classes is 2 "
+                       "but .* has 5 classes"):
+        host_examples.process_files(ds, 0, 1, True)
 
 
 def test_once_is_true_for_a_key_the_first_time_only():
