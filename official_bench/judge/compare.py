@@ -546,9 +546,12 @@ def _usage_problem(args: argparse.Namespace) -> Optional[str]:
                                      args.train_batches)
     if conflict:
         return conflict
-    if args.window and runner:
-        return "--window goes with --a/--b; the runner's window is " \
-               "--warmup_intervals"
+    window = [f"--{k}" for k in ("window", "warmup_batches",
+                                 "train_batches")
+              if getattr(args, k) is not None]
+    if window and runner:  # the runner counts by intervals, not steps
+        return (f"{', '.join(window)} go{'es' if len(window) == 1 else ''}"
+                " with --a/--b; the runner's window is --warmup_intervals")
     if not runner and not trees:
         return "give --a DIR --b DIR, or the runner's --config/--a-override" \
                "/--b-override/--a-config/--b-config"

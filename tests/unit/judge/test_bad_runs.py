@@ -176,6 +176,21 @@ def test_one_window_flag_on_result_files_keeps_dlperfs_other_bound(
     assert "1n1g b8 fp32        201.00    201.00" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("flags, named", [
+    (["--train_batches", "300"], "--train_batches goes"),
+    (["--warmup_batches", "10", "--train_batches", "300"],
+     "--warmup_batches, --train_batches go"),
+])
+def test_the_runner_refuses_the_step_window_it_would_ignore(capsys, flags,
+                                                            named):
+    """The A/B runner leaves out --warmup_intervals; --warmup_batches and
+    --train_batches were ignored there without a word."""
+    assert compare.main(["--config", "c.yaml", *flags]) == \
+        exit_status.CONFIG
+    assert (f"error: {named} with --a/--b; the runner's window is "
+            "--warmup_intervals; see --help") in capsys.readouterr().err
+
+
 def test_history_window_flags_without_import_are_bad_usage(tmp_path,
                                                            capsys):
     db = str(tmp_path / "h.sqlite")
