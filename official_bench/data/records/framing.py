@@ -23,7 +23,12 @@ import time
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from official_bench.data.records.checksum import masked_crc32c
-from official_bench.data.records.record_problems import TRUNCATED, message_line
+from official_bench.data.records.record_problems import (
+    GONE,
+    GONE_SIZE,
+    TRUNCATED,
+    message_line,
+)
 
 HEADER = 12  # uint64 length + uint32 masked CRC-32C of the length
 FRAME = 16  # header + uint32 masked CRC-32C of the data
@@ -132,8 +137,9 @@ class FileCheck:
             for path, size in zip(self.files, self._sizes):
                 local = self._opener is None or "://" not in path
                 try:
-                    problem = check_file(path, size,
-                                         None if local else self._opener)
+                    problem = Problem(path, 0, GONE) if size == GONE_SIZE \
+                        else check_file(path, size,
+                                        None if local else self._opener)
                 except OSError as e:
                     problem = Problem(path, 0, "the file cannot be read "
                                       f"({e.strerror or e})")

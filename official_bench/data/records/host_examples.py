@@ -103,7 +103,10 @@ def records_of(files: FileShard) -> int:
     index, count = files.record_shard
     total = 0
     for path in files:
-        n = count_records(path)
+        try:
+            n = count_records(path)
+        except OSError:  # gone: the reader reports it (record_sets.GONE)
+            n = 0
         total += (n - index + count - 1) // count if n > index else 0
     return total
 
@@ -117,19 +120,6 @@ def _worker_part(files: Sequence[str], worker_index: int, num_workers: int,
         return list(files[worker_index::num_workers]), (p_index, p_count)
     return list(files), (p_index * num_workers + worker_index,
                          p_count * num_workers)
-
-
-def _sizes(files: Sequence[str]) -> List[int]:
-    sizes = []
-    for path in files:
-        try:
-            sizes.append(os.path.getsize(path))
-        except OSError as e:
-            # framing.FileCheck's words for a file it cannot open
-            raise BadRecord(words.message_line(
-                path, 0, f"the file cannot be read ({e.strerror or e})"),
-                path, 0) from e
-    return sizes
 
 
 def shuffled(items: Iterator, size: int, rng: random.Random) -> Iterator:
@@ -370,8 +360,8 @@ def worker_examples(ds: DatasetConfig, files: Sequence[str], *,
     name = (f"{worker_index}/{num_workers}/{seed}/"
             f"{zlib.crc32(chr(0).join(files).encode()):08x}{share}")
     per_epoch: List[int] = []
-    items = _epochs(mine, _sizes(mine), keep, ds, training, name,
-                    epoch_offset, per_epoch)
+    items = _epochs(mine, record_sets.file_sizes(mine), keep, ds, training,
+                    name, epoch_offset, per_epoch)
     bad_run = _BadRun(record_sets.config_key(training), per_epoch)
     rng = random.Random(f"{name}/records/{epoch_offset}")
     buffer = math.ceil(ds.shuffle_buffer_size / num_workers)

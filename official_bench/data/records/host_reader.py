@@ -20,6 +20,8 @@ from typing import Callable, Iterator, List, Sequence, Tuple, Union
 from official_bench.data.records.checksum import masked_crc32c
 from official_bench.data.records.framing import FRAME, HEADER, Problem
 from official_bench.data.records.record_problems import (
+    GONE,
+    GONE_SIZE,
     TRUNCATED,
     UNREADABLE,
 )
@@ -32,6 +34,8 @@ Item = Union[Record, Problem]
 
 
 def _problem(path: str, index: int, offset: int, size: int) -> Problem:
+    if size == GONE_SIZE:
+        return Problem(path, index, GONE)
     detail = UNREADABLE.format(size) if offset == 0 else \
         TRUNCATED.format(index, offset, size)
     return Problem(path, index, detail)

@@ -22,7 +22,16 @@ from official_bench.runtime.keras_setup import tf
 TF_FS = record_names.FileSystem(
     tf.io.gfile.glob, tf.io.gfile.isdir, lambda part: part,
     exists=tf.io.gfile.exists, listdir=tf.io.gfile.listdir,
-    size=lambda path: tf.io.gfile.stat(path).length)
+    size=lambda path: _size(path))
+
+
+def _size(path: str) -> int:
+    """tf.io.gfile's size; OSError for a file that is not there, as
+    os.path.getsize (record_sets.file_sizes catches that)."""
+    try:
+        return tf.io.gfile.stat(path).length
+    except tf.errors.NotFoundError as e:
+        raise FileNotFoundError(path) from e
 
 
 def find_files(ds: DatasetConfig, is_training: bool) -> Tuple[List[str],

@@ -32,6 +32,11 @@ UNREADABLE = ("the file cannot be read (missing, unreadable, or not TFRecord "
               "data from its first record; {} bytes expected)")
 TRUNCATED = ("corrupt or truncated TFRecord data: only the first {} "
              "record(s) ({} of {} bytes) could be read")
+# A file listed, then gone (its size unreadable) when the input was built:
+# its size is GONE_SIZE, and the readers report it as a bad file.
+GONE_SIZE = -1
+GONE = ("the file cannot be read (listed, then gone when its size was "
+        "read)")
 # A record: {raw label, offset, last label, offset, num_classes}.
 LABEL_OUTSIDE = ("label {} is outside {}..{} (label_offset {}, num_classes "
                  "{})")

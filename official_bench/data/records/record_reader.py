@@ -19,6 +19,7 @@ from official_bench.data.records.record_problems import (  # noqa: F401
     BLOCK_FAILED,
     CORRUPT_FILE,
     END_OK,
+    GONE,
     OK,
     TRUNCATED,
     UNREADABLE,
@@ -66,10 +67,12 @@ def read_file(filename: tf.Tensor, size: tf.Tensor) -> tf.data.Dataset:
         def end_out():
             corrupt = tf.not_equal(offset, size)
             m = tf.cast(corrupt, tf.int64)
-            detail = tf.cond(
-                tf.equal(offset, 0),
-                lambda: tf.strings.format(UNREADABLE, size),
-                lambda: tf.strings.format(TRUNCATED, (index, offset, size)))
+            detail = tf.case([
+                (tf.less(size, 0), lambda: tf.constant(GONE)),
+                (tf.equal(offset, 0),
+                 lambda: tf.strings.format(UNREADABLE, size))],
+                default=lambda: tf.strings.format(TRUNCATED,
+                                                  (index, offset, size)))
             return ((index, offset),
                     (tf.fill([m], filename), tf.fill([m], index),
                      tf.fill([m], ""), tf.fill([m], CORRUPT_FILE),

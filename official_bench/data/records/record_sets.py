@@ -24,6 +24,7 @@ from absl import logging
 from official_bench.config import ConfigError, DatasetConfig
 from official_bench.config.paths import missing_dir_message
 from official_bench.contracts import record_names
+from official_bench.data.records.record_problems import GONE_SIZE
 
 CLASSIC = record_names.CLASSIC
 TFDS = record_names.TFDS
@@ -194,8 +195,17 @@ def layout_for(ds: DatasetConfig, files: Sequence[str],
 
 def file_sizes(files: Sequence[str], fs: FileSystem = LOCAL) -> List[int]:
     """Byte sizes, read once at build time (the readers check they read
-    all)."""
-    return [fs.size(f) for f in files]
+    all). A file gone since it was listed is GONE_SIZE: the readers report
+    it as a bad file (stopping the run, or skipped and counted with
+    skip_bad_records) instead of this call failing the run."""
+    return [_size(fs, f) for f in files]
+
+
+def _size(fs: FileSystem, path: str) -> int:
+    try:
+        return fs.size(path)
+    except OSError:
+        return GONE_SIZE
 
 
 def shard_files(files: Sequence[str], count: int, index: int

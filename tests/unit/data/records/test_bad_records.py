@@ -15,7 +15,10 @@ from official_bench.config import DatasetConfig
 from official_bench.data.build.example_proto import classic_example
 from official_bench.data.build.record_verify import check_records
 from official_bench.data.records import bad_records, pipeline, record_reader
-from official_bench.data.records.record_files import classic_files
+from official_bench.data.records.record_files import (
+    CLASSIC_LAYOUT,
+    classic_files,
+)
 from official_bench.runtime.keras_setup import tf
 from support.records import train_on_records
 
@@ -168,6 +171,27 @@ def test_all_records_bad_skip_ends_instead_of_hanging(tmp_path):
           [classic_example(b"x", 1, 8, 8)] * 3)
     out = collect(build(tmp_path, skip=True))
     assert out["labels"] == []
+
+
+@pytest.mark.parametrize("skip", [True, False])
+def test_a_file_gone_since_it_was_listed_is_a_bad_file(tmp_path, skip):
+    """Its size could not be read (tf.io.gfile.stat), which stopped the
+    run with TensorFlow's NotFoundError even with skip_bad_records."""
+    path = write(tmp_path / "train-00000-of-00002", good(2, label=2))
+    gone = str(tmp_path / "train-00001-of-00002")
+    ds = DatasetConfig(data_dir=str(tmp_path), split="train", image_size=8,
+                       num_classes=3, one_hot=False, skip_bad_records=skip,
+                       shuffle_buffer_size=1)
+    skipped = bad_records.SkippedRecords()
+    out = collect(pipeline.build_dataset(
+        [path, gone], CLASSIC_LAYOUT, ds, CTX, 1, False, 0,
+        skipped=skipped))
+    line = (f"official_bench: bad record 0 in {gone}: the file cannot be "
+            "read (listed, then gone when its size was read)")
+    if skip:
+        assert out.get("labels") == [1, 1] and skipped.count("train") == 1
+    else:
+        assert line in str(out.get("error")), out
 
 
 def test_check_records_reports_everything_in_file_order(tmp_path):

@@ -87,6 +87,17 @@ def test_file_check_reports_only_the_bad_files_and_waits(tmp_path):
     assert "cannot be read" in problems[1].detail
 
 
+def test_file_check_names_a_file_gone_before_its_size_was_read(tmp_path):
+    """record_sets.file_sizes gives GONE_SIZE for it: the check reports it
+    in the readers' words."""
+    from official_bench.data.records import record_sets
+    gone = str(tmp_path / "train-00000-of-00001")
+    check = framing.FileCheck([gone], record_sets.file_sizes([gone]))
+    assert [p.line() for p in check.wait()] == [
+        f"official_bench: bad record 0 in {gone}: the file cannot be read "
+        "(listed, then gone when its size was read)"]
+
+
 def test_wait_says_how_far_it_got_while_it_runs(tmp_path):
     path = write(tmp_path / "f", [10])
     release = threading.Event()

@@ -382,6 +382,22 @@ def test_a_file_gone_is_named(tmp_path):
         labels(ds, files)
 
 
+def test_a_file_gone_is_skipped_as_bad_with_skip_bad_records(
+        tmp_path, absl_messages):
+    """Its size could not be read, which stopped the run even with
+    skip_bad_records: true; now it is a bad file like the others."""
+    numbered_tree(tmp_path, files=2)
+    ds = numbered_cfg(tmp_path, files=2, skip_bad_records=True)
+    files = host_examples.process_files(ds, 0, 1, False)
+    os.remove(files[1])
+    skipped = record_problems.SkippedRecords()
+    assert sorted(labels(ds, files, skipped=skipped)) == [0, 1, 2, 3, 4]
+    assert skipped.count("train") == 1
+    assert (f"official_bench: bad record 0 in {files[1]}: the file cannot "
+            "be read (listed, then gone when its size was read); skipped "
+            "(skip_bad_records: true)") in absl_messages
+
+
 def test_only_builder_records(tmp_path):
     with pytest.raises(ConfigError, match="builder: records only"):
         host_examples.process_files(DatasetConfig(builder="tfds"), 0, 1,
