@@ -47,7 +47,12 @@ from official_bench.config.schema import (
     TrainConfig,
 )
 from official_bench.config.strategies import TRAITS
-from official_bench.contracts.hostport import HostPortError, parse_hostport
+from official_bench.contracts.hostport import (
+    HostListError,
+    HostPortError,
+    parse_hostport,
+    split_list,
+)
 
 # Every numeric key has the range its consumer needs, checked here, before
 # TensorFlow starts: a value the check accepts must run (issue 17). Floats
@@ -240,9 +245,14 @@ def precision_and_cluster(rt: RuntimeConfig, b: LayerBuilder) -> None:
                 tuple(DTYPE_ALIASES), "dtype")
     for key in ("worker_hosts", "ps_hosts", "chief_host"):
         value = getattr(rt, key)
-        for host in (value or "").split(","):
-            if value is None:
-                continue
+        if value is None:
+            continue
+        try:
+            hosts = split_list(value) or [value]  # blank: parse_hostport says
+        except HostListError as e:
+            b.error(f"runtime.{key}", str(e))
+            continue
+        for host in hosts:
             try:
                 parse_hostport(host)
             except HostPortError as e:

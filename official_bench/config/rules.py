@@ -26,6 +26,7 @@ from official_bench.config.schema import (
     TrainConfig,
 )
 from official_bench.config.strategies import TRAITS, StrategyTraits
+from official_bench.contracts.hostport import HostListError, split_list
 
 
 def _traits(rt: RuntimeConfig) -> Optional[StrategyTraits]:
@@ -173,7 +174,10 @@ def xla_can_compile_the_step(rt: RuntimeConfig, b: LayerBuilder) -> None:
             b.reported("runtime.cpu_devices") or \
             b.reported("runtime.num_gpus"):
         return
-    workers = len([h for h in (rt.worker_hosts or "").split(",") if h.strip()])
+    try:
+        workers = len(split_list(rt.worker_hosts or ""))
+    except HostListError:  # the cluster's own check names it
+        return
     why = xla_refusal(traits, rt.num_gpus, rt.cpu_devices, workers)
     if why:
         b.error("runtime.enable_xla", f"is true, but {why}")

@@ -172,6 +172,23 @@ def free_ports(n: int, host: str = "127.0.0.1",
                   f"TCP ports on {host}")
 
 
+class HostListError(ValueError):
+    """A host list with an empty entry (`a,,b`, a comma at an end)."""
+
+
 def split_list(text: str) -> List[str]:
-    """'a:1,b:2' or 'a:1 b:2' (also newlines) -> items."""
-    return [s for s in re.split(r"[,\s]+", text.strip()) if s]
+    """'a:1,b:2' or 'a:1 b:2' (also newlines) -> items. An empty entry
+    between commas would drop a host from the cluster unnoticed, so it is
+    a HostListError naming its position; blank text is no items."""
+    items: List[str] = []
+    if not text.strip():
+        return items
+    for piece in text.strip().split(","):
+        words = piece.split()
+        if not words:
+            raise HostListError(
+                f"position {len(items)} of {text!r} is empty (two commas in "
+                "a row, or one at an end); separate the host[:port] entries "
+                "with one comma")
+        items += words
+    return items

@@ -36,6 +36,7 @@ from typing import Callable, Dict, List, Mapping, Optional
 
 from official_bench.contracts.exit_status import CLUSTER, CONFIG, by_signal
 from official_bench.contracts.hostport import (
+    HostListError,
     HostPortError,
     parse_hostport,
     split_list,
@@ -136,7 +137,10 @@ def plan(environ: Mapping[str, str]) -> PodPlan:
     if tf_config:
         addresses, index, how = _from_tf_config(tf_config, env)
     elif env.get("NODES", "").strip():
-        addresses = split_list(env["NODES"])
+        try:
+            addresses = split_list(env["NODES"])
+        except HostListError as e:
+            raise PodError(f"NODES: {e}", CLUSTER)
         index, how = (0, "one node") if len(addresses) == 1 else \
             _task_index(env, len(addresses))
         if len(addresses) > 1:

@@ -11,9 +11,11 @@ import dataclasses
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from official_bench.contracts.hostport import (
+    HostListError,
     HostPortError,
     format_hostport,
     parse_hostport,
+    split_list,
 )
 from official_bench.contracts.tf_config import (
     TFConfig,
@@ -48,19 +50,12 @@ def parse_node(text: str, default_port: Optional[int], where: str) -> Node:
 
 
 def split_nodes(text: str, where: str) -> List[str]:
-    """NODES text as items, split on commas and whitespace as
-    contracts/hostport.split_list does, but an empty entry (`a,,b`, a comma
-    at either end) is a NodeError naming its position and the list."""
-    items: List[str] = []
-    for piece in text.strip().split(","):
-        words = piece.split()
-        if not words:
-            raise NodeError(
-                f"{where}: position {len(items)} of {text!r} is empty (two "
-                "commas in a row, or one at an end); separate the host[:port] "
-                "entries with one comma")
-        items += words
-    return items
+    """NODES text as items (contracts/hostport.split_list: commas and
+    whitespace); an empty entry is a NodeError naming `where`."""
+    try:
+        return split_list(text)
+    except HostListError as e:
+        raise NodeError(f"{where}: {e}")
 
 
 def parse_node_list(items: Iterable[str], default_port: Optional[int],

@@ -24,7 +24,6 @@ import dataclasses
 import ipaddress
 from typing import Callable, List, Optional
 
-from official_bench.contracts.hostport import split_list
 from official_bench.contracts.tf_config import tf_config_json
 from official_bench.launch.identity import (
     Identity,
@@ -131,7 +130,8 @@ def resolve(settings: Settings, config_hosts: Optional[str],
             settings.slurm, port, settings.workers_per_node)
     elif config_hosts:
         where = config_hosts_from
-        nodes = parse_node_list(split_list(config_hosts), port, where)
+        nodes = parse_node_list(split_nodes(config_hosts, where), port,
+                                where)
     else:
         raise NodeError(
             f"{settings.script} needs a node list: set NODES=host:port,"

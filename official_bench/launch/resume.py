@@ -178,9 +178,9 @@ def _flat(tree: Mapping[str, Any], prefix: str = "") -> Dict[str, Any]:
 def _hosts(value: Any) -> Any:
     """runtime.worker_hosts without its ports ("a,b"): a port is where a
     run listened, not what it ran; as it is when it cannot be read."""
-    items = value if isinstance(value, list) else \
-        hostport.split_list(str(value))
     try:
+        items = value if isinstance(value, list) else \
+            hostport.split_list(str(value))
         return ",".join(hostport.parse_hostport(str(i), 0)[0] for i in items)
     except ValueError:
         return value

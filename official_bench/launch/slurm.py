@@ -9,7 +9,11 @@ from __future__ import annotations
 import re
 from typing import Dict, List
 
-from official_bench.contracts.hostport import format_hostport, split_list
+from official_bench.contracts.hostport import (
+    HostListError,
+    format_hostport,
+    split_list,
+)
 from official_bench.launch.node_list import NodeError, parse_node_list
 
 
@@ -71,7 +75,11 @@ def _ascii_digits(text: str) -> bool:
 def slurm_task_counts(text: str, n_hosts: int, where: str) -> List[int]:
     """Slurm's tasks-per-node syntax, '2(x3),1' -> [2, 2, 2, 1]."""
     counts: List[int] = []
-    for part in split_list(text):
+    try:
+        parts = split_list(text)
+    except HostListError as e:
+        raise NodeError(f"{where}: tasks per node {e}")
+    for part in parts:
         m = re.fullmatch(r"([0-9]+)(?:\(x([0-9]+)\))?", part)
         if not m:
             raise NodeError(f"{where}: tasks per node {text!r} is not "

@@ -18,9 +18,11 @@ from absl import logging
 
 from official_bench.config import ConfigError, RuntimeConfig
 from official_bench.contracts.hostport import (
+    HostListError,
     HostPortError,
     is_ipv6,
     parse_hostport,
+    split_list,
 )
 from official_bench.contracts.tf_config import (
     TFConfigError,
@@ -126,7 +128,10 @@ def parse_hosts(text: str) -> List[str]:
     The entries are kept as written (gRPC takes '[v6]:port' as is); the
     syntax is official_bench.contracts.hostport's, shared with the launcher.
     """
-    hosts = [h.strip() for h in text.split(",") if h.strip()]
+    try:
+        hosts = split_list(text)
+    except HostListError as e:
+        raise ConfigError(f"host list {e}")
     seen = set()
     for h in hosts:
         try:

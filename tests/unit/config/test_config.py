@@ -308,6 +308,16 @@ def test_ipv6_worker_hosts_accepted_and_bare_ipv6_rejected():
     assert "bad port '70000'" in msg
 
 
+def test_an_empty_worker_host_entry_is_refused_by_the_config_and_cluster():
+    # The config check, the trainer's cluster and the launcher split one way.
+    from official_bench.runtime.cluster import parse_hosts
+    msg = _error(params_override="runtime.worker_hosts='h:1,,h:2'")
+    assert "runtime.worker_hosts" in msg and "position 1 of" in msg
+    with pytest.raises(C.ConfigError, match="position 1 of 'h:1,,h:2'"):
+        parse_hosts("h:1,,h:2")
+    assert parse_hosts("h:1 h:2") == ["h:1", "h:2"]
+
+
 @pytest.mark.parametrize("text,key,first,then", [
     ("train.steps=1,train.steps=2", "train.steps", "train.steps=1",
      "train.steps=2"),

@@ -244,7 +244,7 @@ def test_node_lists_give_only_node_errors():
         text = _node_text(rng)
         default = rng.choice([None, 5000])
         try:
-            items = hostport.split_list(text)
+            items = node_list.split_nodes(text, "NODES")
             got = node_list.parse_node_list(items, default, "NODES")
         except node_list.NodeError as e:
             assert "NODES" in str(e), text

@@ -135,3 +135,18 @@ def test_free_ports_fall_back_to_the_kernel_without_the_range_file(
     assert hostport._below_ephemeral() is None
     ports = hostport.free_ports(2, consecutive=True)
     assert ports[1] == ports[0] + 1 and _bindable(ports[0])
+
+
+@pytest.mark.parametrize("text, position", [
+    ("a:1,,b:2", 1), (",a:1", 0), ("a:1,b:2,", 2), ("a:1 b:2, ,c:3", 2)])
+def test_an_empty_entry_in_a_host_list_names_its_position(text, position):
+    # Was dropped silently: a host left out of the cluster.
+    with pytest.raises(hostport.HostListError,
+                       match=f"position {position} of .* is empty"):
+        hostport.split_list(text)
+
+
+def test_host_lists_split_on_commas_and_whitespace():
+    assert hostport.split_list(" a:1, b:2\nc:3 d ") == ["a:1", "b:2", "c:3",
+                                                        "d"]
+    assert hostport.split_list("  ") == []

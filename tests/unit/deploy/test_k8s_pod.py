@@ -74,6 +74,8 @@ def test_a_one_task_tf_config_is_a_single_node_sweep():
     (dict(NODES="a:1,b:1", JOB_COMPLETION_INDEX="1", TASK_INDEX="0"),
      CLUSTER, ["disagree"]),
     (dict(NODES="a:1,b:x", JOB_COMPLETION_INDEX="0"), CLUSTER, ["b:x"]),
+    (dict(NODES="a:1,,b:1", JOB_COMPLETION_INDEX="0"), CLUSTER,
+     ["NODES", "position 1", "is empty"]),
     (dict(NODES="a:1,b:1", JOB_COMPLETION_INDEX="one"), CONFIG,
      ["JOB_COMPLETION_INDEX='one'"]),
     (dict(OB_HOLD_SECONDS="-5"), CONFIG, ["OB_HOLD_SECONDS"]),
