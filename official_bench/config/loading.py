@@ -183,7 +183,23 @@ def parse_params_override(text: str) -> Dict[str, Any]:
             and ":" not in text):
         raise ConfigError(f"--params_override file {text!r} does not exist")
     if _DOTTED_ASSIGNMENT.match(text):
-        return _parse_dotted(text)
+        tree: Dict[str, Any] = {}
+        for item in _split_top_level(text):
+            if "=" not in item:
+                raise ConfigError(f"--params_override item {item!r} is not "
+                                  "of the form key.path=value")
+            key, raw = item.split("=", 1)
+            try:
+                value = _safe_load(raw, f"--params_override "
+                                   f"{key.strip()}") if raw.strip() else None
+            except yaml.YAMLError as e:
+                raise ConfigError(f"--params_override {key.strip()}: cannot "
+                                  f"parse value {raw!r}: {e}")
+            try:
+                dotted_keys.put(tree, key.strip(), value)
+            except dotted_keys.TreeError as e:
+                raise ConfigError(f"--params_override: {e}")
+        return tree
     try:
         data = _safe_load(text, "--params_override")
     except yaml.YAMLError as e:
@@ -193,43 +209,6 @@ def parse_params_override(text: str) -> Dict[str, Any]:
         raise ConfigError(f"--params_override must be a mapping, a file or "
                           f"a.b=value pairs; got {text!r}")
     return data
-
-
-def _check_once(given: Dict[str, str], key: str, item: str) -> None:
-    """ConfigError naming the key and both items when `key` (or a key
-    inside it, or one it is inside) was already set in this layer: the
-    later would replace the earlier silently."""
-    for old_key, old_item in given.items():
-        if old_key == key or old_key.startswith(key + ".") or \
-                key.startswith(old_key + "."):
-            shared = min(old_key, key, key=len)
-            raise ConfigError(f"--params_override sets {shared!r} twice: "
-                              f"{old_item!r}, then {item!r}; give it once")
-    given[key] = item
-
-
-def _parse_dotted(text: str) -> Dict[str, Any]:
-    """a.b=1,c=2 as a tree; a key given twice is a ConfigError."""
-    tree: Dict[str, Any] = {}
-    given: Dict[str, str] = {}
-    for item in _split_top_level(text):
-        if "=" not in item:
-            raise ConfigError(f"--params_override item {item!r} is not "
-                              "of the form key.path=value")
-        key, raw = item.split("=", 1)
-        key = key.strip()
-        try:
-            value = _safe_load(raw, f"--params_override {key}") \
-                if raw.strip() else None
-        except yaml.YAMLError as e:
-            raise ConfigError(f"--params_override {key}: cannot parse "
-                              f"value {raw!r}: {e}")
-        _check_once(given, key, item)
-        try:
-            dotted_keys.put(tree, key, value)
-        except dotted_keys.TreeError as e:
-            raise ConfigError(f"--params_override: {e}")
-    return tree
 
 
 def describe(text: str) -> str:

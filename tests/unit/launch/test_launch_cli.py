@@ -901,11 +901,3 @@ def test_gpu_ids_are_checked_against_nvidia_smi_where_it_answers(tmp_path):
     assert "GPU_IDS='0,5,GPU-nope' (env GPU_IDS) names 5, GPU-nope, which " \
         "nvidia-smi -L does not list: it lists 2 GPU(s), indices 0-1" \
         in out.stderr
-
-
-def test_params_override_setting_a_key_twice_exits_2(tmp_path):
-    out = script("single", tmp_path, "8", "fp32", "1", "--dry-run",
-                 DEVICE="cpu", PARAMS_OVERRIDE="train.steps=1,train.steps=2")
-    assert out.returncode == 2, out.stdout + out.stderr
-    assert "PARAMS_OVERRIDE: --params_override sets 'train.steps' twice: " \
-        "'train.steps=1', then 'train.steps=2'; give it once" in out.stderr
