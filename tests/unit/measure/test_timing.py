@@ -150,6 +150,9 @@ def test_evaluation_time_is_left_out():
     drive(th, clock, [1.0] * 4, test_at=2)
     assert [round(i.seconds, 6) for i in th.intervals] == [2.0, 2.0]
     assert th.wall_time == pytest.approx(4.0)
+    # nor in the time of the step after it (100 s of evaluation after the
+    # third step would make the fourth 101 s)
+    assert th.step_times == pytest.approx([1.0] * 4)
 
 
 def test_progress_lines_on_long_runs():
@@ -160,7 +163,8 @@ def test_progress_lines_on_long_runs():
                             clock=clock)
     drive(th, clock, [1.0] * 10)
     progress = [l for l in lines if "official_bench: step" in l]
-    assert progress[0].startswith("official_bench: step 3/10 (30%)")
+    assert progress[0].startswith("official_bench: step 3/10 (30%), 4.00 "
+                                  "examples/second so far")  # 3 x 4 in 3 s
     assert "ETA" in progress[0] and "loss 2.0000" in progress[0]
     assert progress[-1].startswith("official_bench: step 10/10 (100%)")
 
@@ -200,6 +204,19 @@ def test_stats_leave_out_warmup_and_report_spread():
     assert s.step_time_p99 == pytest.approx(0.3)
     assert s.num_images == 400 and s.per_replica_batch_size == 5
     assert "official_bench: run finished" in s.summary()
+
+
+def test_warmup_is_left_out_when_one_interval_is_left_after_it():
+    # warm-up 10 steps = the first interval; the second starts at step 10:
+    # 100 img/s, steps of 0.1 s, none of the first interval's 1 s steps.
+    intervals = [Interval(0, 10, 10.0, 10.0), Interval(10, 20, 1.0, 100.0)]
+    s = stats.compute_stats(intervals, [1.0] * 10 + [0.1] * 10, 10,
+                             total_steps=20, wall_time=11.0, global_batch=10,
+                             num_replicas=1, log_steps=10)
+    assert s.warmup_excluded
+    assert s.average_examples_per_second == 100.0
+    assert s.step_time_mean == pytest.approx(0.1)
+    assert "too short" not in s.summary()
 
 
 def test_images_over_time_is_the_harmonic_mean_never_above_the_mean():
@@ -276,6 +293,9 @@ def test_steps_per_loop_counts_steps_from_the_batch_index():
         [(0, 10), (10, 20)]
     assert [i.examples_per_second for i in th.intervals] == [16.0, 16.0]
     assert th.step_times == [0.5] * 20
+    # A loop's time shared by its 5 steps is no one step's device time,
+    # though the device was drained at both the loop's ends.
+    assert th.synced == [False] * 20
     assert lines[0].endswith("16.00 examples/second between steps 0 and 10")
 
 
