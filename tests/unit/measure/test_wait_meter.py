@@ -21,6 +21,8 @@ def test_fraction_leaves_out_the_skipped_and_the_first_counted_wait():
     assert summary["wait_seconds"] == pytest.approx(0.6)
     assert summary["span_seconds"] == pytest.approx(2.7)
     assert summary["fraction"] == pytest.approx(0.6 / 2.7)
+    # 0.6 s over the 3 waits inside the span: 200 ms each
+    assert summary["mean_wait_ms"] == pytest.approx(200.0)
     assert summary["measure"] == "test measure"
     assert _meter([0.1]).summary(skip=0) is None  # nothing to measure
 
