@@ -62,6 +62,18 @@ def test_cpu_devices_are_the_workers_and_the_override_wins():
                                      "runtime.peak_tflops")
 
 
+def test_the_cross_check_warns_only_when_the_counts_disagree(
+        absl_messages):
+    """4.09 G multiply-adds are 8.18 forward GFLOP: TensorFlow's 8.19
+    agrees; 10.0 is 22% off, past the 5% tolerance."""
+    mfu._check(mfu.ModelFlops(4.09, "test", 8.19, 0.5))
+    assert not [m for m in absl_messages if "MFU uses" in m]
+    mfu._check(mfu.ModelFlops(4.09, "test", 10.0, 0.5))
+    assert [m for m in absl_messages if "MFU uses" in m] == [
+        "official_bench: FLOPs: 8.180 GFLOP forward from the layer shapes "
+        "but 10.000 from TensorFlow's profiler; MFU uses the former"]
+
+
 @pytest.mark.parametrize("value", ["-1", "inf", "abc"])
 def test_peak_tflops_must_be_a_non_negative_number(value):
     with pytest.raises(C.ConfigError, match="runtime.peak_tflops"):
