@@ -16,7 +16,10 @@ import pytest
 
 from official_bench import config as C, trainer
 from official_bench.training import lr_math
-from official_bench.training.schedules import build_schedule
+from official_bench.training.schedules import (
+    ModelGardenR23Piecewise,
+    build_schedule,
+)
 from support.helpers import DLPERF_CONFIGS, tiny
 
 R23 = "model.learning_rate.compat=model_garden_r23"
@@ -108,6 +111,49 @@ def test_compat_only_for_the_piecewise_schedule():
                              "or null"):
         C.load_config(params_override="model.learning_rate.compat="
                       "model_garden_r24")
+
+
+def test_r23_warmup_ends_at_its_step_on_the_first_multiplier():
+    # r2.3 warms up while step < warmup_steps, so the warm-up's last step
+    # already has peak * multipliers[0]: 2560 // 256 = 10 steps per epoch,
+    # peak 0.1, warm-up 10 steps, x0.5 up to step 20, x0.05 after it.
+    s = ModelGardenR23Piecewise(global_batch=256, examples_per_epoch=2560,
+                                warmup_epochs=1, boundaries=[2],
+                                multipliers=[0.5, 0.05])
+    expected = {9: 0.09, 10: 0.05, 20: 0.05, 21: 0.005}
+    for step, value in expected.items():
+        assert float(s(step)) == pytest.approx(value), step
+
+
+def test_piecewise_boundaries_in_fractional_epochs_of_whole_steps():
+    # 2700 // 256 = 10 whole steps per epoch (not 10.5 rounded to 11):
+    # warm-up 10 steps, the boundary at 2.5 epochs = step 25; peak 0.1.
+    lr = C.load_config(params_override=(
+        "model.learning_rate.initial_lr=0.1,"
+        "model.learning_rate.examples_per_epoch=2700,"
+        "model.learning_rate.warmup_epochs=1,"
+        "model.learning_rate.boundaries=[2.5],"
+        "model.learning_rate.multipliers=[1.0,0.1]")).model.learning_rate
+    s = build_schedule(lr, global_batch=256, total_steps=40)
+    expected = {5: 0.05, 10: 0.1, 24: 0.1, 25: 0.01}
+    for step, value in expected.items():
+        assert float(s(step)) == pytest.approx(value), step
+
+
+def test_cosine_decays_over_the_steps_after_a_fractional_warmup():
+    # 2560 // 256 = 10 steps per epoch; warm-up 1.5 epochs = 15 steps;
+    # the cosine spans the 35 - 15 = 20 steps after it; peak 0.1.
+    lr = C.load_config(params_override=(
+        "model.learning_rate.name=cosine_with_warmup,"
+        "model.learning_rate.initial_lr=0.1,"
+        "model.learning_rate.warmup_epochs=1.5,"
+        "model.learning_rate.examples_per_epoch=2560")).model.learning_rate
+    s = build_schedule(lr, global_batch=256, total_steps=35)
+    expected = {0: 0.0, 6: 0.1 * 6 / 15, 15: 0.1,
+                25: 0.05,  # half way: 0.5 * 0.1 * (1 + cos(pi / 2))
+                35: 0.0, 40: 0.0}
+    for step, value in expected.items():
+        assert float(s(step)) == pytest.approx(value, abs=1e-7), step
 
 
 def test_a_run_trains_with_the_r23_schedule(tmp_path):
