@@ -2,6 +2,7 @@
 (statistics, summary line, result.json, history, RunResult), with a real
 interval clock on a fake time source and no framework."""
 
+import dataclasses
 import json
 from types import SimpleNamespace
 
@@ -82,3 +83,22 @@ def test_a_process_without_a_result_file_writes_none(tmp_path):
     result = run_end.finish(_end(tmp_path, result_path=None))
     assert not (tmp_path / "result.json").exists()
     assert result.stats.total_steps == 6  # its numbers still come back
+
+
+def test_a_resumed_run_counts_its_own_steps_by_their_numbers(tmp_path):
+    # Resumed at step 2 of 6: the clock runs steps 3-6, 0.5 s each but
+    # the profiled step 5 (1.5 s), so the run trained 4 steps of 8 images,
+    # not 6, and its step times are those of steps 3, 4 and 6: 0.5 s.
+    end = _end(tmp_path, excluded_steps=(5, 5))
+    t = _Clock()
+    clock = IntervalClock(end.plan.global_batch, 2, end.plan.total_steps,
+                          progress_seconds=1e9, initial_step=2,
+                          log_fn=lambda *a: None, clock=t)
+    clock.on_train_begin()
+    for i in range(4):
+        t.now += 1.5 if i == 2 else 0.5
+        clock.on_train_batch_end(i, {"loss": 1.0})
+    clock.on_train_end()
+    stats = run_end.statistics(dataclasses.replace(end, clock=clock))
+    assert (stats.total_steps, stats.num_images) == (4, 32)
+    assert stats.step_time_mean == 0.5
