@@ -80,6 +80,25 @@ def test_input_wait_skips_the_warm_up_elements(prep):
     assert wait["elements"] == 6 - max(1, warmup)
 
 
+def test_input_wait_skips_the_warm_up_of_every_local_replica(prep):
+    """4 replicas on 2 workers: this process's pipeline hands out one
+    element per local replica and step, 2 a step, so its warm-up is twice
+    max(1, warmup_steps) elements."""
+    two_local = types.SimpleNamespace(
+        cfg=prep.cfg, plan=types.SimpleNamespace(num_replicas=4),
+        dist=types.SimpleNamespace(num_workers=2, traits=types.SimpleNamespace(
+            measures_input_wait=True)))
+    wait_meter.TRAIN_METER.reset()
+    try:
+        for k in range(10):
+            wait_meter.TRAIN_METER.record(k - 0.1, k)
+        wait = tf_trainer._input_wait(prep.cfg, two_local)
+    finally:
+        wait_meter.TRAIN_METER.reset()
+    skip = 2 * max(1, prep.cfg.train.time_history.warmup_steps)
+    assert (wait["skipped_elements"], wait["elements"]) == (skip, 10 - skip)
+
+
 def test_unmetered_strategies_have_no_input_wait(prep, monkeypatch):
     monkeypatch.setattr(prep.dist, "traits", types.SimpleNamespace(
         measures_input_wait=False))
