@@ -104,12 +104,18 @@ def _running_sums(jax, keras, mesh, rng):
                                                 x)[0])
         return (float(loss_fn(y, probs)),
                 int((probs.argmax(-1) == y).sum()))
+
+    def top5_hits(trainable, non_trainable, x, y):
+        probs = np.asarray(model.stateless_call(trainable, non_trainable,
+                                                x)[0])
+        return int((np.argsort(-probs, -1)[:, :5] == y[:, None]).sum())
     out = {"train": [], "eval": []}
     for i in range(3):
         x, y = _data(rng, 8, 1.0), rng.integers(0, 6, 8).astype("int32")
         before = [np.array(v, copy=True) for v in steps.state["trainable"]]
         nt = [np.array(v, copy=True) for v in steps.state["non_trainable"]]
         out["train"].append(check(before, nt, x, y))
+        out.setdefault("top5", []).append(top5_hits(before, nt, x, y))
         steps.state, running = steps.train(steps.state,
                                            *_put(jax, mesh, x, y))
         out.setdefault("running", []).append(float(running))
@@ -258,8 +264,10 @@ def test_running_sums_give_the_epoch_means(report):
     hits = sum(h for _, h in s["train"])
     assert s["train_counts"] == [3.0, 24.0]  # global images, not per replica
     assert s["train_metrics"]["accuracy"] == pytest.approx(hits / 24)
-    assert 0.0 <= s["train_metrics"]["top_5_accuracy"] <= 1.0
-    assert s["train_metrics"]["top_5_accuracy"] >= \
+    # 6 classes: a label is in the top 5 unless it is the least likely
+    assert s["train_metrics"]["top_5_accuracy"] == pytest.approx(
+        sum(s["top5"]) / 24)
+    assert s["train_metrics"]["top_5_accuracy"] > \
         s["train_metrics"]["accuracy"]
 
 
@@ -315,3 +323,17 @@ def test_fp16_skipped_steps_leave_the_weights_and_others_match_fp32(report):
     assert moved > 1e-3
     for a, b in zip(half[0], full[0]):
         np.testing.assert_allclose(a, b, rtol=2e-2, atol=2e-3)
+
+
+def test_only_float16_gets_loss_scaling():
+    """bfloat16 has float32's exponent range: no loss scaling, whose
+    skipped steps would change the run."""
+    from types import SimpleNamespace
+
+    from official_bench.jax_backend import precision
+    keras = SimpleNamespace(optimizers=SimpleNamespace(
+        LossScaleOptimizer=lambda inner: ("scaled", inner)))
+    assert precision.wrap_optimizer(keras, "sgd", "float16") == \
+        ("scaled", "sgd")
+    for dtype in ("float32", "bfloat16"):
+        assert precision.wrap_optimizer(keras, "sgd", dtype) == "sgd"
