@@ -86,6 +86,8 @@ TF_REFUSED = (
      "batch statistics are Keras 3 layers (models/bn_statistics.py)"),
     ("model.model_params.stem_space_to_depth", False, "the space-to-depth "
      "stem is built on Keras 3's ops (models/stem_s2d.py)"),
+    ("model.model_params.stem_pool", "keras", "the shifted max-pool is "
+     "built on Keras 3's ops (models/stem_pool.py)"),
 )
 
 

@@ -34,6 +34,7 @@ from official_bench.config.schema import (
     MULTI_WORKER_ALGS,
     OPTIMIZERS,
     RESNET_DEPTHS,
+    STEM_POOLS,
     STRATEGIES,
     SYNTHETIC_LOCATIONS,
     DatasetConfig,
@@ -362,6 +363,8 @@ def model(m: ModelConfig, b: LayerBuilder) -> None:
             DATA_FORMATS, "data_format")
     _choice(b, "model.model_params.bn_statistics",
             m.model_params.bn_statistics, BN_STATISTICS, "bn_statistics")
+    _choice(b, "model.model_params.stem_pool", m.model_params.stem_pool,
+            STEM_POOLS, "stem_pool")
     depth = m.model_params.depth
     if m.name == "resnet" and depth is not None and depth not in RESNET_DEPTHS:
         b.error("model.model_params.depth", f"unknown ResNet depth {depth}; "
@@ -475,8 +478,8 @@ def _xla_flags_problem(flags: Sequence[str]) -> str:
 
 def speed_options(cfg: ExperimentConfig, b: LayerBuilder) -> None:
     """runtime.xla_flags' spelling, model_params.pad_input_channels'
-    range and stem_space_to_depth's model (which backend takes them:
-    config/backends.py)."""
+    range and the model stem_space_to_depth and stem_pool change (which
+    backend takes them: config/backends.py)."""
     problem = _xla_flags_problem(cfg.runtime.xla_flags)
     if problem and not b.reported("runtime.xla_flags"):
         b.error("runtime.xla_flags", problem)
@@ -495,6 +498,10 @@ def speed_options(cfg: ExperimentConfig, b: LayerBuilder) -> None:
     elif mp.stem_space_to_depth and mp.data_format == "channels_first":
         b.error("model.model_params.stem_space_to_depth",
                 "needs data_format channels_last (or auto on jax)")
+    if mp.stem_pool == "shifted" and cfg.model.name != "resnet":
+        b.error("model.model_params.stem_pool",
+                "shifted computes the ImageNet ResNet's stem max-pool; "
+                f"model.name is {cfg.model.name!r} (valid: resnet)")
     if mp.bn_statistics == "pallas" and mp.data_format == "channels_first":
         b.error("model.model_params.bn_statistics",
                 "pallas reads channels_last activations; needs data_format "

@@ -47,6 +47,7 @@ MIRRORED_ALGS = ("nccl", "hierarchical_copy")
 MULTI_WORKER_ALGS = ("ring", "nccl", "auto")
 DATA_FORMATS = ("channels_last", "channels_first", "auto")
 BN_STATISTICS = ("two_pass", "one_pass", "pallas")  # models/bn_statistics.py
+STEM_POOLS = ("keras", "shifted")  # models/stem_pool.py
 GPU_THREAD_MODES = ("gpu_private", "gpu_shared", "global")
 # runtime.cpu_kernels: TensorFlow's CPU ops from oneDNN or Eigen; auto picks
 # by the CPU's flags (runtime/cpu_kernels.py, docs/cpu_kernels.md).
@@ -210,6 +211,11 @@ class ModelParams(ConfigNode):
     # convolution of the image's 2x2 blocks stacked as channels
     # (models/stem_s2d.py): the same weights and result, other kernels.
     stem_space_to_depth: bool = False
+    # keras: the stem's max-pool is Keras' MaxPooling2D (its gradient is
+    # XLA's select_and_scatter); shifted (jax only): the maximum of its 9
+    # strided slices (models/stem_pool.py): the same output, a fusable
+    # gradient.
+    stem_pool: str = "keras"
 
 
 @dataclasses.dataclass

@@ -67,6 +67,7 @@ def build_model(cfg: ExperimentConfig, num_gpus: int = 0, *, keras,
         bn_statistics=mp.bn_statistics)
     if cfg.model.name == "resnet":
         return resnet_v15(stem_space_to_depth=mp.stem_space_to_depth,
+                          stem_pool=mp.stem_pool,
                           **common)
     if cfg.model.name == "resnet_cifar":
         return resnet_cifar(width=mp.width, **common)

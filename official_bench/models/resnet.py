@@ -27,6 +27,7 @@ from official_bench.contracts.imagenet import (
 from official_bench.models.bn_statistics import batch_norm_layer
 from official_bench.models.channel_pad import padded_conv2d
 from official_bench.models.layer_classes import layer_class
+from official_bench.models.stem_pool import stem_max_pool
 from official_bench.models.stem_s2d import s2d_conv2d
 
 BN_MOMENTUM = 0.9
@@ -204,12 +205,14 @@ def resnet_v15(depth: int = 50, num_classes: int = 1000,
                input_layer=None, *, keras,
                pad_input_channels: Optional[int] = None,
                bn_statistics: str = "two_pass",
-               stem_space_to_depth: bool = False):
+               stem_space_to_depth: bool = False,
+               stem_pool: str = "keras"):
     """Builds ResNet v1.5 of the given depth as a functional model of
     `keras` (tf_keras or Keras 3); `pad_input_channels` (Keras 3): the
     stem sees the image padded to that many channels; `bn_statistics`:
     models/bn_statistics.py; `stem_space_to_depth` (Keras 3): the stem
-    computed on the image's 2x2 blocks (models/stem_s2d.py)."""
+    computed on the image's 2x2 blocks (models/stem_s2d.py); `stem_pool`:
+    how its max-pool is computed (models/stem_pool.py)."""
     if depth not in RESNET_SPECS:
         raise ValueError(f"unknown ResNet depth {depth}; valid: "
                          f"{', '.join(map(str, RESNET_SPECS))}")
@@ -222,8 +225,8 @@ def resnet_v15(depth: int = 50, num_classes: int = 1000,
                             input_layer)
     x = conv_bn(x, 64, 7, 2, opts, "stem", pad_channels=pad_input_channels,
                 space_to_depth=stem_space_to_depth)
-    x = opts.layers.MaxPooling2D(3, strides=2, padding="same",
-                            data_format=data_format, name="stem_pool")(x)
+    x = stem_max_pool(keras, stem_pool, data_format=data_format,
+                      name="stem_pool")(x)
     for stage, (filters, count) in enumerate(zip(stage_filters, blocks)):
         for i in range(count):
             stride = 2 if (i == 0 and stage > 0) else 1
