@@ -88,6 +88,8 @@ TF_REFUSED = (
      "stem is built on Keras 3's ops (models/stem_s2d.py)"),
     ("model.model_params.stem_pool", "keras", "the shifted max-pool is "
      "built on Keras 3's ops (models/stem_pool.py)"),
+    ("model.model_params.bn_backward", "autodiff", "the written-out batch "
+     "norm backward is a JAX custom_vjp (models/bn_backward.py)"),
 )
 
 

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 from official_bench.config.builder import LayerBuilder
 from official_bench.config.schema import (
     BACKENDS,
+    BN_BACKWARDS,
     BN_STATISTICS,
     BUILDERS,
     CPU_KERNELS,
@@ -363,6 +364,8 @@ def model(m: ModelConfig, b: LayerBuilder) -> None:
             DATA_FORMATS, "data_format")
     _choice(b, "model.model_params.bn_statistics",
             m.model_params.bn_statistics, BN_STATISTICS, "bn_statistics")
+    _choice(b, "model.model_params.bn_backward",
+            m.model_params.bn_backward, BN_BACKWARDS, "bn_backward")
     _choice(b, "model.model_params.stem_pool", m.model_params.stem_pool,
             STEM_POOLS, "stem_pool")
     depth = m.model_params.depth

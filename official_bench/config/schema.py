@@ -47,6 +47,7 @@ MIRRORED_ALGS = ("nccl", "hierarchical_copy")
 MULTI_WORKER_ALGS = ("ring", "nccl", "auto")
 DATA_FORMATS = ("channels_last", "channels_first", "auto")
 BN_STATISTICS = ("two_pass", "one_pass", "pallas")  # models/bn_statistics.py
+BN_BACKWARDS = ("autodiff", "vjp")  # models/bn_backward.py
 STEM_POOLS = ("keras", "shifted")  # models/stem_pool.py
 GPU_THREAD_MODES = ("gpu_private", "gpu_shared", "global")
 # runtime.cpu_kernels: TensorFlow's CPU ops from oneDNN or Eigen; auto picks
@@ -216,6 +217,9 @@ class ModelParams(ConfigNode):
     # strided slices (models/stem_pool.py): the same output, a fusable
     # gradient.
     stem_pool: str = "keras"
+    # autodiff: the batch norms' gradient is JAX's; vjp (jax only): a
+    # written-out minimal backward (models/bn_backward.py), any statistics.
+    bn_backward: str = "autodiff"
 
 
 @dataclasses.dataclass

@@ -12,30 +12,47 @@ offset; the gradient is the same for any constant shift. `pallas`
 (Keras 3 on JAX) is one_pass with both sums from one Pallas kernel
 (models/pallas_moments.py) that reads the activation in its own dtype.
 Each layer keeps BatchNormalization's variables, config and inference
-path.
+path. Any of them may take the written-out backward of
+models/bn_backward.py (model_params.bn_backward).
 """
 
 from __future__ import annotations
 
-from official_bench.config.schema import BN_STATISTICS as CHOICES
+from official_bench.config.schema import (
+    BN_BACKWARDS as BACKWARDS,
+    BN_STATISTICS as CHOICES,
+)
+from official_bench.models.bn_backward import vjp_batch_norm_class
 from official_bench.models.layer_classes import layer_class, require_keras3
 
 
-def batch_norm_layer(keras, statistics: str = "two_pass", **bn_kwargs):
+def batch_norm_layer(keras, statistics: str = "two_pass",
+                     backward: str = "autodiff", **bn_kwargs):
     """A BatchNormalization of `keras` whose training statistics are
-    computed as `statistics` says; the other arguments are its own."""
+    computed as `statistics` says and whose gradient as `backward` does
+    (models/bn_backward.py); the other arguments are its own."""
     if statistics not in CHOICES:
         raise ValueError(f"unknown bn_statistics {statistics!r}; valid: "
                          f"{', '.join(CHOICES)}")
+    if backward not in BACKWARDS:
+        raise ValueError(f"unknown bn_backward {backward!r}; valid: "
+                         f"{', '.join(BACKWARDS)}")
+    cls = _statistics_class(keras, statistics)
+    if backward == "vjp":
+        cls = vjp_batch_norm_class(keras, cls)
+    return cls(**bn_kwargs)
+
+
+def _statistics_class(keras, statistics: str) -> type:
     if statistics == "two_pass":
-        return keras.layers.BatchNormalization(**bn_kwargs)
+        return keras.layers.BatchNormalization
     require_keras3(keras, f"model_params.bn_statistics {statistics}")
     if statistics == "one_pass":
-        return layer_class(keras, _define_one_pass)(**bn_kwargs)
+        return layer_class(keras, _define_one_pass)
     if keras.backend.backend() != "jax":
         raise ValueError("model_params.bn_statistics pallas needs Keras 3 "
                          f"on JAX, not {keras.backend.backend()}")
-    return layer_class(keras, _define_pallas)(**bn_kwargs)
+    return layer_class(keras, _define_pallas)
 
 
 def _define_one_pass(keras) -> type:

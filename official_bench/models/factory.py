@@ -64,7 +64,7 @@ def build_model(cfg: ExperimentConfig, num_gpus: int = 0, *, keras,
         input_dtype=input_dtype or ds.dtype, batch_size=mp.batch_size,
         input_layer=input_layer, keras=keras,
         pad_input_channels=mp.pad_input_channels,
-        bn_statistics=mp.bn_statistics)
+        bn_statistics=mp.bn_statistics, bn_backward=mp.bn_backward)
     if cfg.model.name == "resnet":
         return resnet_v15(stem_space_to_depth=mp.stem_space_to_depth,
                           stem_pool=mp.stem_pool,

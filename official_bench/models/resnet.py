@@ -52,6 +52,7 @@ class BlockOptions:
     weight_decay: float = 1e-4
     zero_init_last_bn: bool = False
     bn_statistics: str = "two_pass"  # models/bn_statistics.py
+    bn_backward: str = "autodiff"  # models/bn_backward.py
 
     @property
     def layers(self):
@@ -93,7 +94,7 @@ def conv(x, filters: int, kernel: int, stride: int, opts: BlockOptions,
 
 def batch_norm(x, opts: BlockOptions, name: str, zero_gamma: bool = False):
     return batch_norm_layer(
-        opts.keras, opts.bn_statistics,
+        opts.keras, opts.bn_statistics, opts.bn_backward,
         axis=opts.bn_axis, momentum=BN_MOMENTUM, epsilon=BN_EPSILON,
         gamma_initializer="zeros" if zero_gamma else "ones", name=name)(x)
 
@@ -206,20 +207,21 @@ def resnet_v15(depth: int = 50, num_classes: int = 1000,
                pad_input_channels: Optional[int] = None,
                bn_statistics: str = "two_pass",
                stem_space_to_depth: bool = False,
-               stem_pool: str = "keras"):
+               stem_pool: str = "keras", bn_backward: str = "autodiff"):
     """Builds ResNet v1.5 of the given depth as a functional model of
     `keras` (tf_keras or Keras 3); `pad_input_channels` (Keras 3): the
     stem sees the image padded to that many channels; `bn_statistics`:
     models/bn_statistics.py; `stem_space_to_depth` (Keras 3): the stem
     computed on the image's 2x2 blocks (models/stem_s2d.py); `stem_pool`:
-    how its max-pool is computed (models/stem_pool.py)."""
+    how its max-pool is computed (models/stem_pool.py); `bn_backward`:
+    models/bn_backward.py."""
     if depth not in RESNET_SPECS:
         raise ValueError(f"unknown ResNet depth {depth}; valid: "
                          f"{', '.join(map(str, RESNET_SPECS))}")
     kind, blocks = RESNET_SPECS[depth]
     block = bottleneck_block if kind == "bottleneck" else basic_block
     opts = BlockOptions(keras, data_format, weight_decay, zero_init_last_bn,
-                        bn_statistics)
+                        bn_statistics, bn_backward)
     inputs, x = image_input(keras, image_size, channels, input_dtype,
                             batch_size, data_format, rescale_inputs,
                             input_layer)

@@ -26,13 +26,14 @@ def resnet_cifar(depth: int = 20, num_classes: int = 10, image_size: int = 32,
                  rescale_inputs: bool = False, input_dtype: str = "float32",
                  batch_size: Optional[int] = None, input_layer=None, *,
                  keras, pad_input_channels: Optional[int] = None,
-                 bn_statistics: str = "two_pass"):
+                 bn_statistics: str = "two_pass",
+                 bn_backward: str = "autodiff"):
     """A depth-`depth` CIFAR ResNet as a functional model of `keras`."""
     if depth < 8 or (depth - 2) % 6:
         raise ValueError(f"resnet_cifar depth must be 6n+2, got {depth}")
     n = (depth - 2) // 6
     opts = BlockOptions(keras, data_format, weight_decay, zero_init_last_bn,
-                        bn_statistics)
+                        bn_statistics, bn_backward)
     inputs, x = image_input(keras, image_size, channels, input_dtype,
                             batch_size, data_format, rescale_inputs,
                             input_layer)

@@ -42,6 +42,7 @@ def test_the_defaults_change_nothing():
     ("model.model_params.bn_statistics=pallas",
      "model.model_params.bn_statistics"),
     ("model.model_params.stem_pool=shifted", "model.model_params.stem_pool"),
+    ("model.model_params.bn_backward=vjp", "model.model_params.bn_backward"),
 ])
 def test_tensorflow_refuses_each_in_one_line(override, key):
     lines = config_error_lines(override)
@@ -54,7 +55,7 @@ def test_every_tensorflow_refusal_is_one_of_these():
         "runtime.xla_flags", "model.model_params.pad_input_channels",
         "model.model_params.bn_statistics",
         "model.model_params.stem_space_to_depth",
-        "model.model_params.stem_pool"}
+        "model.model_params.stem_pool", "model.model_params.bn_backward"}
 
 
 def test_bn_statistics_names_its_choices():

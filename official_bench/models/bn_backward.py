@@ -1,0 +1,129 @@
+"""A training-mode batch norm whose gradient is written out
+(model_params.bn_backward: vjp; Keras 3 on JAX only).
+
+The normalisation y = gamma * (x - mean) * rstd + beta, rstd =
+rsqrt(var + eps), is a jax.custom_vjp given the batch statistics (computed
+as model_params.bn_statistics says, in float32 from 16-bit activations as
+Keras does, outside the gradient) with the textbook minimal backward:
+dbeta = sum(dy), dgamma = sum(dy * xhat), dx = gamma * rstd / N *
+(N * dy - dbeta - xhat * dgamma), which is the whole gradient of x,
+through the statistics included. It saves (x, mean, rstd, gamma), not
+xhat, so the backward reads x and dy twice: once for the two sums, once
+for dx. Autodiff's own backward is the same function: the A/B asks only
+whether XLA fuses this one better. Each layer keeps BatchNormalization's
+variables, config, moving-average updates and inference path.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from official_bench.models.layer_classes import layer_class, require_keras3
+
+
+def vjp_batch_norm_class(keras, base: type) -> type:
+    """`base` (a BatchNormalization class of Keras 3 on JAX) with the
+    written-out backward in training; one class per base."""
+    require_keras3(keras, "model_params.bn_backward vjp")
+    if keras.backend.backend() != "jax":
+        raise ValueError("model_params.bn_backward vjp needs Keras 3 on "
+                         f"JAX, not {keras.backend.backend()}")
+    return layer_class(keras, _definer(base))
+
+
+@functools.lru_cache(maxsize=None)
+def _definer(base: type):
+    """The define function of layer_class for `base` (one per base, so
+    layer_class makes each class once)."""
+    return lambda keras: _define(keras, base)
+
+
+def _define(keras, base: type) -> type:
+    ops = keras.ops
+    normalize = _normalize()
+
+    class VjpBatchNormalization(base):
+        """BatchNormalization with a written-out backward (module doc)."""
+
+        def call(self, inputs, training=None, mask=None):
+            if not (training and self.trainable) or mask is not None or \
+                    self.renorm or self.synchronized or not self.scale or \
+                    not self.center:
+                return super().call(inputs, training=training, mask=mask)
+            # The pallas base reads the activation in this dtype.
+            self._input_dtype = keras.backend.standardize_dtype(
+                inputs.dtype)
+            x = ops.cast(inputs, keras.backend.result_type(
+                inputs.dtype, "float32"))
+            mean, variance = self._moments(ops.stop_gradient(x), None)
+            mean, variance = (ops.stop_gradient(mean),
+                              ops.stop_gradient(variance))
+            for moving, batch in ((self.moving_mean, mean),
+                                  (self.moving_variance, variance)):
+                moving.assign(ops.cast(moving, x.dtype) * self.momentum
+                              + batch * (1.0 - self.momentum))
+            y = normalize(x, mean, variance, ops.cast(self.gamma, x.dtype),
+                          ops.cast(self.beta, x.dtype),
+                          self.axis % len(x.shape), self.epsilon)
+            return ops.cast(y, self.compute_dtype)
+
+    return VjpBatchNormalization
+
+
+def _varying_like(jax, x, *values):
+    """`values` made to vary over the shard_map axes `x` varies over (the
+    replicated gamma and beta): their gradients are then summed over the
+    replicas, as JAX requires of a custom_vjp."""
+    axes = jax.typeof(x).manual_axis_type.varying
+    out = []
+    for v in values:
+        missing = axes - jax.typeof(v).manual_axis_type.varying
+        out.append(jax.lax.pcast(v, tuple(sorted(missing)), to="varying")
+                   if missing else v)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _normalize():
+    """normalize(x, mean, variance, gamma, beta, axis, epsilon): the
+    custom_vjp (made at first use: this module imports no JAX)."""
+    import jax
+    import jax.numpy as jnp
+
+    def channel(v, x, axis):
+        shape = [1] * x.ndim
+        shape[axis] = x.shape[axis]
+        return jnp.reshape(v, shape)
+
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6))
+    def normalize(x, mean, variance, gamma, beta, axis, epsilon):
+        return forward(x, mean, variance, gamma, beta, axis, epsilon)[0]
+
+    def forward(x, mean, variance, gamma, beta, axis, epsilon):
+        rstd = jax.lax.rsqrt(variance + epsilon)
+        scale = gamma * rstd  # Keras' arithmetic: x * scale + offset
+        y = x * channel(scale, x, axis) + channel(beta - mean * scale, x,
+                                                  axis)
+        return y, (x, mean, rstd, gamma)
+
+    def backward(axis, epsilon, saved, dy):
+        x, mean, rstd, gamma = saved
+        axes = tuple(a for a in range(x.ndim) if a != axis)
+        count = x.size // x.shape[axis]
+        xhat = (x - channel(mean, x, axis)) * channel(rstd, x, axis)
+        dbeta = jnp.sum(dy, axis=axes)
+        dgamma = jnp.sum(dy * xhat, axis=axes)
+        dx = channel(gamma * rstd / count, x, axis) * (
+            count * dy - channel(dbeta, x, axis)
+            - xhat * channel(dgamma, x, axis))
+        return (dx, jnp.zeros_like(mean), jnp.zeros_like(rstd), dgamma,
+                dbeta)
+
+    normalize.defvjp(forward, backward)
+
+    def varying(x, mean, variance, gamma, beta, axis, epsilon):
+        mean, variance, gamma, beta = _varying_like(
+            jax, x, mean, variance, gamma, beta)
+        return normalize(x, mean, variance, gamma, beta, axis, epsilon)
+
+    return varying

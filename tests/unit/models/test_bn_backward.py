@@ -1,0 +1,182 @@
+"""models/bn_backward.py: model_params.bn_backward. On Keras 3 (JAX, in
+one child Python) a batch norm with the written-out backward trains as
+Keras' own over two SGD steps (output, gradients of x, gamma and beta,
+moving statistics; float32 channels_last and channels_first, float16
+activations under the mixed_float16 policy; with each bn_statistics) and
+keeps one activation-sized residual (x) where autodiff keeps more; a
+ResNet built with it keeps its parameters and layer-shape FLOPs. tf-keras
+and Keras 3 off JAX are refused in one line; the config takes the key on
+jax only."""
+
+import numpy as np
+import pytest
+
+from official_bench import config as C
+from official_bench.models.bn_backward import vjp_batch_norm_class
+from official_bench.models.bn_statistics import batch_norm_layer
+from support.helpers import config_error_lines, keras3_child
+
+BN = dict(momentum=0.9, epsilon=1e-5, name="bn")
+# (statistics, dtype, data_format): each against two_pass with autodiff
+CASES = (("two_pass", "float32", "channels_last"),
+         ("two_pass", "float32", "channels_first"),
+         ("two_pass", "mixed_float16", "channels_last"),
+         ("one_pass", "float32", "channels_last"),
+         ("pallas", "mixed_float16", "channels_last"))
+STEPS, LR = 2, 0.1
+
+
+def _bn_model(keras, statistics, backward, shape, dtype, data_format):
+    inputs = keras.Input(shape, dtype=dtype.replace("mixed_", ""))
+    layer = batch_norm_layer(
+        keras, statistics, backward, dtype=dtype,
+        axis=1 if data_format == "channels_first" else -1, **BN)
+    return keras.Model(inputs, layer(inputs))
+
+
+def _train(jax, model, x):
+    """Output, gradients (gamma, beta, x) and new moving statistics of
+    each of STEPS SGD steps on a mean loss (a fixed random upstream
+    gradient keeps d/dx away from 0: that of y^2 alone cancels)."""
+    tv = [v.value for v in model.trainable_variables]
+    ntv = [v.value for v in model.non_trainable_variables]
+    noise = np.random.default_rng(2).standard_normal(x.shape).astype(
+        "float32")
+
+    def loss(tv, ntv, x):
+        y, new = model.stateless_call(tv, ntv, x, training=True)
+        y32 = y.astype("float32")
+        return (y32 * y32 + y32 * noise).mean(), (y32, new)
+    step = jax.jit(jax.value_and_grad(loss, argnums=(0, 2), has_aux=True))
+    out = []
+    for _ in range(STEPS):
+        (_, (y, new)), (grads, dx) = step(tv, ntv, x)
+        out += [np.asarray(a, "float64") for a in [y, *grads, dx, *new]]
+        tv = [v - LR * g for v, g in zip(tv, grads)]
+        ntv = new
+    return out
+
+
+def _activation_residuals(jax, model, x):
+    """How many arrays of x's size the training call keeps for its
+    backward."""
+    tv = [v.value for v in model.trainable_variables]
+    ntv = [v.value for v in model.non_trainable_variables]
+    _, backward = jax.vjp(
+        lambda v: model.stateless_call(tv, ntv, v, training=True)[0], x)
+    return sum(1 for leaf in jax.tree_util.tree_leaves(backward)
+               if getattr(leaf, "size", 0) == x.size)
+
+
+def _resnet(keras, backward, name="resnet", extra=""):
+    from official_bench.measure.layer_flops import count_forward
+    from official_bench.models import factory
+    cfg = C.load_config(params_override=(
+        f"runtime.backend=jax,runtime.num_gpus=0,model.name={name},"
+        f"model.model_params.bn_backward={backward}{extra}"))
+    model = factory.build_model(cfg, 0, keras=keras, backend="jax")
+    kinds = {type(layer).__name__ for layer in model.layers
+             if isinstance(layer, keras.layers.BatchNormalization)}
+    return {"bn_classes": sorted(kinds),
+            "trainable": int(sum(np.prod(w.shape)
+                                 for w in model.trainable_weights)),
+            "macs": count_forward(model, keras).macs}
+
+
+def compare_in_keras3():
+    """In the child: every measurement the tests below read."""
+    import json
+
+    import jax
+    import keras
+
+    rng = np.random.default_rng(0)
+    # 16 channels: the narrowest the Pallas kernel tiles (pallas_moments)
+    x = (rng.standard_normal((16, 5, 5, 16)) * 2 + 1).astype("float32")
+    out = {"diff": {}, "residuals": {}}
+    for statistics, dtype, data_format in CASES:
+        xs = x.astype(dtype.replace("mixed_", ""))
+        if data_format == "channels_first":
+            xs = xs.transpose(0, 3, 1, 2)
+        ref, got = (_train(jax, _bn_model(keras, s, b, xs.shape[1:], dtype,
+                                          data_format), xs)
+                    for s, b in (("two_pass", "autodiff"),
+                                 (statistics, "vjp")))
+        out["diff"]["/".join((statistics, dtype, data_format))] = [
+            float(np.abs(a - b).max() / np.abs(a).max())
+            for a, b in zip(ref, got)]
+    for backward in ("autodiff", "vjp"):
+        model = _bn_model(keras, "two_pass", backward, x.shape[1:],
+                          "float32", "channels_last")
+        out["residuals"][backward] = _activation_residuals(jax, model, x)
+    small = (",model.model_params.depth=8,train_dataset.image_size=8,"
+             "train_dataset.num_classes=10")
+    out["resnet_cifar"] = {b: _resnet(keras, b, "resnet_cifar", small)
+                           for b in ("autodiff", "vjp")}
+    out["resnet50"] = _resnet(keras, "vjp", extra=(
+        ",train_dataset.image_size=32,train_dataset.num_classes=1000"))
+    print(json.dumps(out))
+
+
+@pytest.fixture(scope="module")
+def compared():
+    return keras3_child(__file__, "compare_in_keras3")
+
+
+@pytest.mark.parametrize("case", ["/".join(c) for c in CASES])
+def test_it_trains_as_keras_own(compared, case):
+    # per step: output, d/dgamma, d/dbeta, d/dx, moving mean and variance;
+    # float16 activations: their rounding (2^-11) bounds the difference
+    diffs = compared["diff"][case]
+    assert len(diffs) == 6 * STEPS
+    tolerance = 2e-3 if "float16" in case else 2e-5
+    assert max(diffs) <= tolerance, diffs
+
+
+def test_it_keeps_x_alone_for_the_backward(compared):
+    residuals = compared["residuals"]
+    assert residuals["vjp"] == 1
+    assert residuals["autodiff"] > residuals["vjp"], residuals
+
+
+def test_the_resnets_keep_their_weights_and_flops(compared):
+    plain, built = (compared["resnet_cifar"][b] for b in ("autodiff", "vjp"))
+    assert plain["bn_classes"] == ["BatchNormalization"]
+    assert built["bn_classes"] == ["VjpBatchNormalization"]
+    for key in ("trainable", "macs"):
+        assert built[key] == plain[key] > 0, key
+    assert compared["resnet50"]["trainable"] == 25_557_032
+    assert compared["resnet50"]["bn_classes"] == ["VjpBatchNormalization"]
+
+
+def test_tf_keras_and_other_backends_are_refused():
+    from official_bench.runtime.keras_setup import keras
+    with pytest.raises(ValueError, match="bn_backward vjp needs Keras 3"):
+        batch_norm_layer(keras, "two_pass", "vjp", **BN)
+    with pytest.raises(ValueError, match="unknown bn_backward 'fast'; "
+                                         "valid: autodiff, vjp$"):
+        batch_norm_layer(keras, "two_pass", "fast", **BN)
+
+    class TorchKeras3:
+        ops = object()
+
+        class backend:
+            backend = staticmethod(lambda: "torch")
+    with pytest.raises(ValueError, match="needs Keras 3 on JAX, not torch"):
+        vjp_batch_norm_class(TorchKeras3, object)
+
+
+def test_the_config_takes_it_on_jax_only():
+    cfg = C.load_config(params_override=(
+        "runtime.backend=jax,runtime.num_gpus=0,"
+        "model.model_params.bn_backward=vjp"))
+    assert cfg.model.model_params.bn_backward == "vjp"
+    assert C.load_config().model.model_params.bn_backward == "autodiff"
+    lines = config_error_lines("model.model_params.bn_backward=vjp")
+    assert len(lines) == 1 and lines[0].startswith(
+        "model.model_params.bn_backward:"), lines
+    assert "needs runtime.backend jax" in lines[0]
+    lines = config_error_lines(
+        "runtime.backend=jax,model.model_params.bn_backward=fast")
+    assert any("unknown bn_backward 'fast'; valid: autodiff, vjp" in line
+               for line in lines), lines
