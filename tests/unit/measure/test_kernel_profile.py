@@ -66,11 +66,30 @@ def test_the_tables_side_by_side(ops):
     assert "| convolutions | 0.100 | 57.1% | 0.150 | 66.7% | +0.050 |" \
         in lines
     assert "| total | 0.175 | 100.0% | 0.225 | 100.0% | +0.050 |" in lines
+    # busy 0.175 ms of a 0.671 ms span per step: gaps 0.496 ms
+    assert "span (gaps 0.496 ms)" in lines[0]
     assert sum(l.startswith("| `") for l in lines) == 6  # top 3 each
     diff = lines[lines.index("Largest differences by JAX op (bf16 - "
                              "fp16):") + 4]
     assert diff == ("| jvp(stem_conv)/conv_general_dilated | 0.100 | 0.150 "
                     "| +0.050 |")
+
+
+def test_a_cpu_control_flow_thunk_is_not_counted_again():
+    """A CPU trace (no device process): a conditional's thunk (10 us)
+    wraps the dot (6 us) and add (2 us) it runs; 8 us of work, not 18."""
+    def thunk(name, ts, dur):
+        return {"ph": "X", "pid": 1, "tid": 1, "name": name, "ts": ts,
+                "dur": dur, "args": {"hlo_op": name}}
+    trace = {"traceEvents": [thunk("conditional.1", 0, 10),
+                             thunk("dot.2", 1, 6), thunk("add.3", 7, 2)]}
+    ops = {"conditional.1": kp.HloOp("conditional.1", "conditional"),
+           "dot.2": kp.HloOp("dot.2", "dot"),
+           "add.3": kp.HloOp("add.3", "add")}
+    p = kp.summarise(trace, ops, steps=1)
+    assert p.busy_us == 8.0
+    assert (p.categories["convolutions"], p.categories["BN/elementwise"]) \
+        == (6.0, 2.0)
 
 
 def test_a_trace_without_device_work_is_an_error(ops):
