@@ -313,6 +313,24 @@ def test_steps_per_loop_after_a_resume():
     assert [(i.start_step, i.end_step) for i in th.intervals] == [(4, 8)]
 
 
+def test_a_resumed_run_counts_intervals_and_samples_from_its_step():
+    # Resumed at step 3: 2-step intervals end at steps 5, 7 and 9 (not
+    # at 4, 6, 8), and every 4th step after it is sampled: 7, 11, 15.
+    clock = FakeClock()
+    th = timing.TimeHistory(8, log_steps=2, total_steps=9,
+                            progress_seconds=1e9, initial_step=3,
+                            log_fn=lambda *a: None, clock=clock)
+    drive(th, clock, [1.0] * 6)
+    assert [(i.start_step, i.end_step) for i in th.intervals] == \
+        [(3, 5), (5, 7), (7, 9)]
+    th = timing.TimeHistory(8, log_steps=100, total_steps=15,
+                            progress_seconds=1e9, initial_step=3,
+                            log_fn=lambda *a: None, clock=clock,
+                            sample_every=4)
+    drive(th, clock, [1.0] * 12)
+    assert [4 + k for k, ok in enumerate(th.synced) if ok] == [7, 11, 15]
+
+
 def test_a_resumed_run_leaves_its_own_first_interval_out():
     # Resumed at step 100 (train.resume_checkpoint): its intervals carry the
     # checkpoint's step numbers, and its first interval (tracing) must be
