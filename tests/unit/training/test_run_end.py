@@ -102,3 +102,9 @@ def test_a_resumed_run_counts_its_own_steps_by_their_numbers(tmp_path):
     stats = run_end.statistics(dataclasses.replace(end, clock=clock))
     assert (stats.total_steps, stats.num_images) == (4, 32)
     assert stats.step_time_mean == 0.5
+
+
+def test_the_backend_s_wall_time_wins_over_the_clock_s(tmp_path):
+    # The clock ran 6 steps of 0.5 s (3 s); the backend measured 9 s.
+    stats = run_end.statistics(_end(tmp_path, wall_time=9.0))
+    assert stats.wall_time == 9.0
