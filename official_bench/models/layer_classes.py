@@ -1,7 +1,7 @@
 """Layer classes made per Keras module: each subclasses that module's
 layers (tf-keras or Keras 3), so it is defined at first use, once per
 module; and the one-line refusal of the Keras-3-only ones (channel_pad,
-stem_s2d, bn_statistics) on tf-keras.
+stem_s2d, bn_statistics, stem_pool, bn_backward) on tf-keras.
 """
 
 from __future__ import annotations
