@@ -74,13 +74,27 @@ def _varying_like(jax, x, *values):
     """`values` made to vary over the shard_map axes `x` varies over (the
     replicated gamma and beta): their gradients are then summed over the
     replicas, as JAX requires of a custom_vjp."""
-    axes = jax.typeof(x).manual_axis_type.varying
+    axes = _varying_axes(jax, x)
     out = []
     for v in values:
-        missing = axes - jax.typeof(v).manual_axis_type.varying
-        out.append(jax.lax.pcast(v, tuple(sorted(missing)), to="varying")
-                   if missing else v)
+        missing = tuple(sorted(axes - _varying_axes(jax, v)))
+        if not missing:
+            out.append(v)
+        elif hasattr(jax.lax, "pcast"):
+            out.append(jax.lax.pcast(v, missing, to="varying"))
+        else:  # JAX before pcast
+            out.append(jax.lax.pvary(v, missing))
     return out
+
+
+def _varying_axes(jax, v) -> frozenset:
+    """The shard_map axes `v` varies over: the aval's manual_axis_type
+    (JAX 0.10) or its vma (the older spelling)."""
+    aval = jax.typeof(v)
+    kind = getattr(aval, "manual_axis_type", None)
+    if kind is not None:
+        return frozenset(kind.varying)
+    return frozenset(getattr(aval, "vma", ()))
 
 
 @functools.lru_cache(maxsize=None)
