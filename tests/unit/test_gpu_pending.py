@@ -58,8 +58,8 @@ def test_every_stage_runs_in_order_with_its_budget_and_defaults(tmp_path):
     # busy machine's few seconds)
     budget = int(ab.split("budget=")[1].split()[0])
     assert 525 <= budget <= 540, ab
-    assert ab.endswith("STEP_AB_ARGS=--dtypes fp16 --only bn_pallas,"
-                       "bn_one_pass,b512,s2d,pad4")
+    assert ab.endswith("STEP_AB_ARGS=--dtypes fp16 --only b512,bn_vjp,"
+                       "pool_shifted,bn_pallas,bn_one_pass")
     assert sorted(os.listdir(out)) == PACKED
     summary = (out / "summary.txt").read_text().splitlines()
     assert summary == ["[gpu_decode_probe] ran", "[gpu_records_check] ran",
