@@ -9,7 +9,9 @@ DLPerf keeps lines containing "TimeHistory" and takes the rate with
 `, (\\d+.\\d+) examples/second ` (DLPERF_RATE_RE). examples/second counts
 the GLOBAL batch (all workers and replicas). The run-finished mark ends a
 completed run's log; the timeout mark starts the line a task prints when
-its peers did not come up in time (the launcher looks for it).
+its peers did not come up in time (the launcher looks for it), and a JAX
+process's join line names the coordinator the launcher blames when JAX
+aborts the process (launch/outcome.py).
 """  # noqa: E501
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ TIMEOUT_MARK = "official_bench: timeout:"
 # shows these lines on node 0's console (launch/progress.py).
 PEER_WAIT_RE = re.compile(r"official_bench: (?P<text>\S+ \d+ waiting for "
                           r"peers \(\d+ s left\); not reachable yet: .*)$")
+# A JAX process meeting the others at worker 0's host:port (jax.distributed's
+# coordinator): jax_join_message writes it, the launcher reads it back.
+JAX_JOIN_RE = re.compile(r"official_bench: (?P<me>\S+ \d+) joins \d+ "
+                         r"process\(es\) at (?P<coordinator>\S+) "
+                         r"\(jax\.distributed\)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +116,12 @@ def peer_wait_message(me: str, left: float,
     (PEER_WAIT_RE reads it back)."""
     return (f"official_bench: {me} waiting for peers ({left:.0f} s left); "
             f"not reachable yet: {'; '.join(not_reachable) or 'none'}")
+
+
+def jax_join_message(me: str, processes: int, coordinator: str) -> str:
+    """A JAX process's line as it joins the others (JAX_JOIN_RE)."""
+    return (f"official_bench: {me} joins {processes} process(es) at "
+            f"{coordinator} (jax.distributed)")
 
 
 def timeout_message(me: str, waited: float, not_reachable: Iterable[str],

@@ -120,8 +120,8 @@ def _join(jax, cluster: Cluster, timeout: float, platform: str) -> None:
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
     coordinator = cluster.workers[0]
     me = cluster.describe()
-    logging.info("official_bench: %s joins %d process(es) at %s "
-                 "(jax.distributed)", me, cluster.num_workers, coordinator)
+    logging.info("%s", throughput.jax_join_message(
+        me, cluster.num_workers, coordinator))
     start_time = time.monotonic()
     peers = cluster.peers() if cluster.task_index == 0 else \
         {"worker 0": coordinator}
