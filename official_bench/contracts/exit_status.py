@@ -77,7 +77,9 @@ TABLE: Tuple[ExitStatus, ...] = (
                "last line is `error: official_bench: lost worker 1 at "
                "host:port at step S of T (...); see that task's log ...`; "
                "also a worker or ps task whose chief or ps went away before "
-               "the run finished",
+               "the run finished; launcher: a JAX worker that JAX aborted "
+               "(SIGABRT, 134) when its coordinator (worker 0) or another "
+               "worker went away, the reason naming the coordinator",
                short="a peer task went away mid-run"),
     ExitStatus(NOT_WRITABLE, "NOT_WRITABLE", "a result, log, status, "
                "checkpoint or record file could not be written: no space "

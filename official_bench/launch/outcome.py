@@ -2,10 +2,12 @@
 
 A trainer process is judged by `judge` (aborted when the launcher stopped
 it, failed on a non-zero exit, past RUN_TIMEOUT or without its result file,
-else ok), a node's processes by `node_outcome` (the first to fail speaks
-for the node), the nodes of one run by `RunVerdict` (ok on every node;
-whether the sweep goes on), a peer's failure mid-run by `peer_failure`,
-and the sweep by `sweep_status`. A new outcome rule goes here, nowhere
+else ok; a JAX process that JAX aborted for a lost peer is the lost peer's
+exit status, its coordinator named), a node's processes by
+`node_outcome` (the first to fail speaks for the node), the nodes of one
+run by `RunVerdict` (ok on every node; whether the sweep goes on), a
+peer's failure mid-run by `peer_failure`, and the sweep by
+`sweep_status`. A new outcome rule goes here, nowhere
 else. Process control (trainer_process.py) only decides when to stop a
 trainer and records why (`stopped_because`, which `judge` reads as
 aborted); the run (one_run.py) and the sweep (runner.py) only collect
@@ -25,6 +27,7 @@ import dataclasses
 import enum
 import os
 import re
+import signal
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -39,7 +42,11 @@ from typing import (
 )
 
 from official_bench.contracts import exit_status as es
-from official_bench.contracts.throughput import DLPERF_KEYWORD, TIMEOUT_MARK
+from official_bench.contracts.throughput import (
+    DLPERF_KEYWORD,
+    JAX_JOIN_RE,
+    TIMEOUT_MARK,
+)
 
 if TYPE_CHECKING:
     from official_bench.launch.plan import Worker
@@ -129,8 +136,11 @@ def judge(worker: Worker, proc: TrainerProcess,
                               f"{settings.kill_after:g} s" if rc == es.KILLED
                               else "")), worker.log_path)
     if rc != 0:
-        return Outcome(rc, Status.FAILED, last_error_line(worker.log_path),
-                       worker.log_path)
+        reason, aborted_by_jax = _log_reason(worker.log_path)
+        if aborted_by_jax and es.signal_number(rc) == signal.SIGABRT:
+            reason += f" (JAX aborted it: SIGABRT, exit {rc})"
+            rc = es.PEER_LOST  # as the trainer exits when it sees the loss
+        return Outcome(rc, Status.FAILED, reason, worker.log_path)
     result = result_path(worker)
     if not os.path.isfile(result):
         return Outcome(rc, Status.FAILED, f"the trainer wrote no {result}",
@@ -235,14 +245,27 @@ def peer_failure(arrived: Optional[Mapping[int, Any]], me: int,
 def last_error_line(path: str) -> str:
     """The most telling line of a failed run's log: the trainer's own error
     line wherever it is (other ranks' tracebacks may follow it for
-    hundreds of lines), else one near the end."""
+    hundreds of lines), else JAX's abort for a lost peer, named
+    (`jax_abort_line`), else one near the end."""
+    return _log_reason(path)[0]
+
+
+def _log_reason(path: str) -> Tuple[str, bool]:
+    """(last_error_line's line, whether it is JAX's abort)."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            ours, lines = _scan(f)
+            scan = _scan(f)
     except OSError:
-        return ""
-    if ours:
-        return ours
+        return "", False
+    if scan.ours:
+        return scan.ours, False
+    if scan.jax_fatal:
+        return jax_abort_line(scan.jax_fatal, scan.joined), True
+    return _near_the_end(scan.tail), False
+
+
+def _near_the_end(lines: List[str]) -> str:
+    """An error-looking line near the end of the log, else its last one."""
     for line in reversed(lines):
         text = line.strip()
         if text.startswith("#"):
@@ -264,23 +287,65 @@ _OUR_ERROR = re.compile(r"(?:^|[>:\]\s])(error: official_bench: .*)$")
 OUR_LINE_MAX = 1000
 
 
-def _scan(lines: Iterable[str]) -> Tuple[str, List[str]]:
-    """(the last line in which the trainer said why it stopped, the last
-    200 lines), in one pass. The trainer's line wins over what a launcher
-    wrapping the ranks printed after it (horovodrun's 'RuntimeError:
-    Horovod detected that one or more processes exited')."""
-    ours, tail = "", collections.deque(maxlen=200)
+# JAX's coordination client (client.h) logs this, then abort()s the
+# process (SIGABRT, exit 134), when the distributed service reports a fatal
+# error: another task died, or worker 0 (the coordinator) did. Nothing of
+# the trainer runs after it, so the launcher names the loss.
+JAX_FATAL = ("Terminating process because the JAX distributed service "
+             "detected fatal errors")
+# In that line's status when the coordinator itself no longer answers.
+_COORDINATOR_GONE = "Failed to send RPC to coordination service"
+_JAX_STATUS = re.compile(r"absl::Status: (.*)$")
+
+
+@dataclasses.dataclass
+class _Scan:
+    """What one pass over a log found: the trainer's own error line, JAX's
+    fatal line and the trainer's jax.distributed join, the last lines."""
+    ours: str = ""
+    jax_fatal: str = ""
+    joined: Optional[re.Match] = None
+    tail: List[str] = dataclasses.field(default_factory=list)
+
+
+def _scan(lines: Iterable[str]) -> _Scan:
+    """The log's `_Scan`, in one pass. The trainer's line wins over what a
+    launcher wrapping the ranks printed after it (horovodrun's
+    'RuntimeError: Horovod detected that one or more processes exited')."""
+    scan, tail = _Scan(), collections.deque(maxlen=200)
     for line in lines:
         line = line.rstrip("\n")
         tail.append(line)
         m = _OUR_ERROR.search(line.strip()) \
             if "error: official_bench: " in line else None
         if m:
-            ours = m.group(1)
-    if len(ours) > OUR_LINE_MAX:
+            scan.ours = m.group(1)
+        elif JAX_FATAL in line:
+            scan.jax_fatal = line
+        elif "(jax.distributed)" in line:
+            scan.joined = JAX_JOIN_RE.search(line) or scan.joined
+    if len(scan.ours) > OUR_LINE_MAX:
         half = OUR_LINE_MAX // 2
-        ours = f"{ours[:half]} ... {ours[-half:]}"
-    return ours, list(tail)
+        scan.ours = f"{scan.ours[:half]} ... {scan.ours[-half:]}"
+    scan.tail = list(tail)
+    return scan
+
+
+def jax_abort_line(fatal: str, joined: Optional[re.Match]) -> str:
+    """The one line for a process JAX aborted (`fatal`: JAX's line;
+    `joined`: the trainer's join line, which names the process and the
+    coordinator): the coordinator named when it went away, else JAX's
+    reason."""
+    me = joined.group("me") if joined else "this process"
+    if _COORDINATOR_GONE in fatal:
+        where = f", {joined.group('coordinator')}" if joined else ""
+        return (f"{me} stopped: the JAX coordinator (worker 0{where}) went "
+                "away or stopped answering; see worker 0's log")
+    m = _JAX_STATUS.search(fatal)
+    status = m.group(1)[:200] if m else "no reason given"
+    return (f"{me} stopped: JAX's distributed service reported a fatal "
+            f"error ({status}), most likely another worker ended; see the "
+            "other workers' logs")
 
 
 _LAST_STEP = re.compile(r"between steps \d+ and (\d+)")

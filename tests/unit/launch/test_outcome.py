@@ -4,6 +4,7 @@ nodes of one run, a peer's failure mid-run, the sweep's exit status, and
 the outcome as the barrier carries it."""
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -195,3 +196,96 @@ def test_the_trainers_error_line_survives_a_long_traceback_after_it(
     assert reason.startswith("error: official_bench: xxx")
     assert reason.endswith("xxx (fix: set runtime.num_gpus=1)")
     assert " ... " in reason and len(reason) == outcome.OUR_LINE_MAX + 5
+
+
+# Worker 1's log, trimmed (JAX 0.10.2, CPU, gloo): worker 0 of two trainers
+# on 127.0.0.1 was SIGKILLed while worker 1 compiled its train step; JAX's
+# coordination client aborted worker 1 0.26 s later (exit 134, SIGABRT).
+JAX_ABORT = """\
+I1130 08:55:19.320688 139862675954560 devices.py:123] official_bench: \
+worker 1 joins 2 process(es) at 127.0.0.1:32090 (jax.distributed)
+I1130 08:55:35.149739 139862675954560 stages.py:54] official_bench: stage: \
+compiling the train step (XLA, 2 replica(s) on cpu) ...
+E1130 08:55:35.403925   23825 coordination_service_agent.cc:289] Polled an \
+error from coordination service (this can be an error from this or another \
+task).
+F1130 08:55:35.403968   23825 client.h:80] Terminating process because the \
+JAX distributed service detected fatal errors. This most likely indicates \
+that another task died; see the other task logs for more details. Disable \
+Python buffering, i.e. `python -u`, to be sure to see all the previous \
+output. absl::Status: UNAVAILABLE: Failed to send RPC to coordination \
+service. Either the leader task was preempted/died/restarted unexpectedly or \
+this task is experiencing network issues. Check earlier logs from 1) this \
+task, 2) the leader (usually slice 0 task 0), and 3) cluster scheduler to \
+debug further.
+Additional GRPC error information from remote target coordination_service \
+while calling /xla.coordination.CoordinationService/PollForError:
+:UNKNOWN:Error received from peer  {grpc_message:"Socket closed", \
+grpc_status:14}
+*** Check failure stack trace: ***
+    @     0x7f343c640634  absl::lts_20260107::log_internal::LogMessage::\
+SendToLog()
+    @     0x7f3450aa71f5  (unknown)
+Fatal Python error: Aborted
+
+Thread 0x00007f34511e1b80 (most recent call first):
+  File "/work/main/official_bench/jax_backend/trainer.py", line 332 in \
+_compile
+  File "<frozen runpy>", line 198 in _run_module_as_main
+
+Extension modules: yaml._yaml, numpy._core._multiarray_umath, jaxlib.\
+cpu_feature_guard, PIL._imaging, scipy._cyutility (total: 69)
+"""
+COORDINATOR_GONE = ("worker 1 stopped: the JAX coordinator (worker 0, "
+                    "127.0.0.1:32090) went away or stopped answering; see "
+                    "worker 0's log")
+
+
+def _judged(tmp_path, text, rc):
+    """judge() on a process that ended with `rc`, its log `text`."""
+    log = tmp_path / "run.log"
+    log.write_text(text)
+    worker = SimpleNamespace(log_path=str(log))
+    proc = SimpleNamespace(rc=rc, stopped_because="", elapsed=1.0)
+    return outcome.judge(worker, proc, SimpleNamespace(run_timeout=600.0))
+
+
+def test_a_jax_worker_aborted_for_its_lost_coordinator_names_it(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text(JAX_ABORT)
+    # Without the mapping: ':UNKNOWN:Error received from peer ...'.
+    assert outcome.last_error_line(str(log)) == COORDINATOR_GONE
+    o = _judged(tmp_path, JAX_ABORT, es.by_signal(6))
+    # The lost peer's status, as a TensorFlow worker (or this one, when its
+    # collective fails first) exits; the real one stays in the reason.
+    assert (o.status, o.rc) == (Status.FAILED, es.PEER_LOST)
+    assert o.reason == COORDINATOR_GONE + " (JAX aborted it: SIGABRT, " \
+        "exit 134)"
+    # The same kill mid-run (real lines, trimmed): worker 1's collective
+    # failed first, so it exited 4 with its own line after JAX's.
+    lost = ("error: official_bench: lost worker 0 at 127.0.0.1:20445 at "
+            "step 10 of 100000 (worker 1 saw its collective fail: "
+            "JaxRuntimeError: UNKNOWN: Gloo all-reduce failed: ...)")
+    o = _judged(tmp_path, JAX_ABORT + lost + "\n", es.PEER_LOST)
+    assert (o.rc, o.reason) == (es.PEER_LOST, lost)
+
+
+def test_a_jax_abort_for_another_reason_gives_jaxs_status(tmp_path):
+    # Not reproduced here: the real line with another status put in.
+    text = JAX_ABORT.replace(
+        "Failed to send RPC to coordination service.",
+        "Task /job:jax_worker/replica:0/task:2 heartbeat timeout.")
+    o = _judged(tmp_path, text, es.by_signal(6))
+    assert o.rc == es.PEER_LOST
+    assert o.reason.startswith(
+        "worker 1 stopped: JAX's distributed service reported a fatal error "
+        "(UNAVAILABLE: Task /job:jax_worker/replica:0/task:2 heartbeat "
+        "timeout."), o.reason
+    assert "most likely another worker ended; see the other workers' logs" \
+        in o.reason
+
+
+def test_jaxs_line_in_a_process_that_exited_otherwise_keeps_its_status(
+        tmp_path):
+    o = _judged(tmp_path, JAX_ABORT, es.KILLED)
+    assert (o.rc, o.reason) == (es.KILLED, COORDINATOR_GONE)
