@@ -461,8 +461,7 @@ def _run_end(cfg: ExperimentConfig, loop: _Loop, dtype: str, model, counted,
     """What this backend hands the end of the run: its environment record,
     the feed's input wait and XLA's TF32 rule."""
     run, plan = loop.run, loop.plan
-    wait = loop.wait.summary(max(1, cfg.train.time_history.warmup_steps))
-    wait_meter.warn_if_input_bound(wait, _input_hint(cfg.train_dataset))
+    wait = _input_wait(cfg, loop)
     return run_end.RunEnd(
         cfg=cfg, plan=plan, dtype=dtype, clock=loop.clock, guard=loop.guard,
         history=history, evaluation=evaluation, model=model,
@@ -474,6 +473,15 @@ def _run_end(cfg: ExperimentConfig, loop: _Loop, dtype: str, model, counted,
         result_path=result_path, num_workers=run.process_count,
         counted=counted, tf32=_tf32(run), sampler=loop.sampler,
         input_wait=wait, extra=_input_record(loop.feeds["train"]))
+
+
+def _input_wait(cfg: ExperimentConfig, loop: _Loop) -> Optional[Dict]:
+    """The train feed's wait past the warm-up steps (one next() per step,
+    wait_meter.warmup_skip), and a warning when it is input-bound."""
+    wait = loop.wait.summary(wait_meter.warmup_skip(
+        cfg.train.time_history.warmup_steps, 1))
+    wait_meter.warn_if_input_bound(wait, _input_hint(cfg.train_dataset))
+    return wait
 
 
 def _input_hint(ds: DatasetConfig) -> str:

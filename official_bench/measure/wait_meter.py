@@ -7,8 +7,8 @@ TensorFlow backend stamps tf.data elements (measure/input_wait.py); a JAX
 feed stamps its own `next()`.
 
 fraction = sum of waits / host time between the first counted and the
-last hand-out, after leaving out the first `skip` elements (warm-up: the
-first element waits for pipeline start-up and tracing).
+last hand-out, after leaving out the warm-up steps' elements (`warmup_skip`:
+the first element waits for pipeline start-up and tracing).
 """
 
 from __future__ import annotations
@@ -67,6 +67,17 @@ class InputWaitMeter:
 
 
 TRAIN_METER = InputWaitMeter()  # this process's tf.data training pipeline
+
+
+def warmup_skip(warmup_steps: int, waits_per_step: int) -> int:
+    """How many elements `InputWaitMeter.summary` leaves out: those of the
+    first max(1, warmup_steps) steps (the TimeHistory warm-up; at least the
+    first step, which waits for start-up and tracing), `waits_per_step`
+    each. On TensorFlow an element of the process's metered tf.data
+    pipeline is one replica's batch (distribute_datasets_from_function),
+    so a step takes one per local replica; a JAX process has one host feed
+    whose next() is the batch of all its devices, one wait per step."""
+    return max(1, warmup_steps) * max(1, waits_per_step)
 
 
 def note(summary: Optional[Dict]) -> str:

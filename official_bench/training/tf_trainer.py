@@ -296,9 +296,9 @@ def _input_wait(cfg: ExperimentConfig, prep: Prepared):
     the input_bench command when it is more than 10% of the time."""
     if not prep.dist.traits.measures_input_wait:
         return None  # their datasets are not metered (input_wait.py)
-    local_replicas = max(1, prep.plan.num_replicas // prep.dist.num_workers)
-    skip = max(1, cfg.train.time_history.warmup_steps) * local_replicas
-    wait = wait_meter.TRAIN_METER.summary(skip)
+    local_replicas = prep.plan.num_replicas // prep.dist.num_workers
+    wait = wait_meter.TRAIN_METER.summary(wait_meter.warmup_skip(
+        cfg.train.time_history.warmup_steps, local_replicas))
     wait_meter.warn_if_input_bound(wait)
     return wait
 

@@ -3,15 +3,18 @@
 that fails after its input workers started leaves no worker process and
 no shared memory behind (the CLI's exit cleans up; a notebook's kernel
 lives on); a peer lost while the model is built is the lost peer's
-line, not JAX's traceback."""
+line, not JAX's traceback. And, without a run, the input wait's warm-up
+skip."""
 
 import io
 import json
 import multiprocessing
 import os
 import tempfile
+from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from support.helpers import keras3_child
 
@@ -124,3 +127,26 @@ def test_a_run_failing_after_its_workers_started_leaves_none_behind():
         "validation" in r["error"], r
     assert r["workers_alive"] == [], r
     assert r["shared_memory_left"] == [], r
+
+
+def test_the_input_wait_skips_one_wait_per_warm_up_step(monkeypatch):
+    """One host feed per process, one next() per step: warmup_skip with
+    the config's warm-up steps and 1 (no JAX run: a meter and a config)."""
+    pytest.importorskip("jax")
+    from official_bench.jax_backend import trainer
+    from official_bench.measure import wait_meter
+    real, calls = wait_meter.warmup_skip, []
+
+    def spy(*args):
+        calls.append(args)
+        return real(*args)
+    monkeypatch.setattr(wait_meter, "warmup_skip", spy)
+    meter = wait_meter.InputWaitMeter("test")
+    for k in range(8):
+        meter.record(k - 0.1, k)
+    cfg = SimpleNamespace(
+        train=SimpleNamespace(time_history=SimpleNamespace(warmup_steps=3)),
+        train_dataset=SimpleNamespace(builder="synthetic"))
+    wait = trainer._input_wait(cfg, SimpleNamespace(wait=meter))
+    assert calls == [(3, 1)]
+    assert (wait["skipped_elements"], wait["elements"]) == (3, 5)

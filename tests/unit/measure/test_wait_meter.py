@@ -38,3 +38,13 @@ def test_the_warning_names_the_hint_only_when_input_bound(absl_messages):
     wait_meter.warn_if_input_bound(_meter([0.0, 0.5, 0.5]).summary(0))
     assert "official_bench.data.input_bench" in [
         m for m in absl_messages if "input-bound" in m][-1]
+
+
+def test_the_warm_up_skip_is_the_warm_up_steps_waits():
+    # At least the first step's (start-up, tracing), `waits_per_step` each:
+    # TensorFlow one per local replica, JAX one per step.
+    assert wait_meter.warmup_skip(0, 1) == 1
+    assert wait_meter.warmup_skip(3, 1) == 3
+    assert wait_meter.warmup_skip(3, 4) == 12
+    assert wait_meter.warmup_skip(0, 2) == 2
+    assert wait_meter.warmup_skip(2, 0) == 2  # no replica count: one wait
