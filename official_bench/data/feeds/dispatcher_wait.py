@@ -14,6 +14,7 @@ import time
 from typing import Callable, Optional
 
 from official_bench.contracts.hostport import parse_hostport
+from official_bench.runtime.cluster import can_connect
 
 POLL_SECONDS = 0.5
 NOTE_SECONDS = 30  # between the `say` lines of a long wait
@@ -27,15 +28,6 @@ def _unresolved(address: str) -> Optional[str]:
     except (socket.gaierror, UnicodeError):
         return host
     return None
-
-
-def _answers(address: str, timeout: float) -> bool:
-    host, port = parse_hostport(address)
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
 
 
 def start_command(address: str) -> str:
@@ -68,7 +60,8 @@ def wait_for_dispatcher(address: str, timeout: float, keys: str,
     said = None
     while True:
         unresolved = _unresolved(address)
-        if unresolved is None and _answers(address, min(1.0, timeout or 1.0)):
+        if unresolved is None and can_connect(address,
+                                              min(1.0, timeout or 1.0)):
             return None
         waited = time.monotonic() - start
         if timeout and waited >= timeout:
