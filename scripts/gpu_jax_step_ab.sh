@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The JAX backend's model-side speed candidates (the padded and the
-# space-to-depth stem, one-pass and Pallas BN statistics, batch 512/384/400)
+# space-to-depth stem, one-pass and Pallas BN statistics, batch 512/384/400,
+# the shifted stem max-pool, the written-out BN backward)
 # each against the baseline in one process: the trainer's compiled step for
 # both, timed in alternating blocks and judged by the suite's verdict
 # (issue 47, item 3; benchmarks/jax_step_ab.py). bf16 and fp16, ResNet-50,
