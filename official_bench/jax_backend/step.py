@@ -20,6 +20,8 @@ from typing import Any, Callable, Dict, Optional
 
 from jax.sharding import PartitionSpec as P
 
+from official_bench.models import jax_axes
+
 AXIS = "batch"  # keras.distribution.DataParallel's batch axis
 
 
@@ -59,11 +61,6 @@ def _hits(jnp, probs, labels, one_hot: bool, k: int):
     return jnp.sum(jnp.any(top == target[:, None], axis=-1))
 
 
-def _per_replica(lax, tree):
-    """`tree` (replicated over AXIS) as a value that varies per replica."""
-    if hasattr(lax, "pcast"):
-        return lax.pcast(tree, AXIS, to="varying")
-    return lax.pvary(tree, AXIS)  # JAX before pcast
 
 
 def build(jax, keras, model, optimizer, loss_fn, mesh, one_hot: bool
@@ -94,7 +91,8 @@ def build(jax, keras, model, optimizer, loss_fn, mesh, one_hot: bool
         # Differentiated as this replica's own copy: the gradient of a
         # replicated input would come back summed over the replicas.
         grads, (loss, (probs, non_trainable)) = jax.grad(
-            scaled, has_aux=True)(_per_replica(lax, state["trainable"]))
+            scaled, has_aux=True)(
+                jax_axes.vary(jax, state["trainable"], (AXIS,)))
         grads = lax.pmean(grads, AXIS)
         non_trainable = lax.pmean(non_trainable, AXIS)
         new_trainable, new_opt_vars = optimizer.stateless_apply(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 
+from official_bench.models import jax_axes
 from official_bench.models.layer_classes import layer_class, require_keras3
 
 
@@ -70,33 +71,6 @@ def _define(keras, base: type) -> type:
     return VjpBatchNormalization
 
 
-def _varying_like(jax, x, *values):
-    """`values` made to vary over the shard_map axes `x` varies over (the
-    replicated gamma and beta): their gradients are then summed over the
-    replicas, as JAX requires of a custom_vjp."""
-    axes = _varying_axes(jax, x)
-    out = []
-    for v in values:
-        missing = tuple(sorted(axes - _varying_axes(jax, v)))
-        if not missing:
-            out.append(v)
-        elif hasattr(jax.lax, "pcast"):
-            out.append(jax.lax.pcast(v, missing, to="varying"))
-        else:  # JAX before pcast
-            out.append(jax.lax.pvary(v, missing))
-    return out
-
-
-def _varying_axes(jax, v) -> frozenset:
-    """The shard_map axes `v` varies over: the aval's manual_axis_type
-    (JAX 0.10) or its vma (the older spelling)."""
-    aval = jax.typeof(v)
-    kind = getattr(aval, "manual_axis_type", None)
-    if kind is not None:
-        return frozenset(kind.varying)
-    return frozenset(getattr(aval, "vma", ()))
-
-
 @functools.lru_cache(maxsize=None)
 def _normalize():
     """normalize(x, mean, variance, gamma, beta, axis, epsilon): the
@@ -136,8 +110,11 @@ def _normalize():
     normalize.defvjp(forward, backward)
 
     def varying(x, mean, variance, gamma, beta, axis, epsilon):
-        mean, variance, gamma, beta = _varying_like(
-            jax, x, mean, variance, gamma, beta)
+        # The replicated gamma and beta vary as x does under shard_map, so
+        # their gradients are summed over the replicas.
+        mean, variance, gamma, beta = (
+            jax_axes.vary_like(jax, x, v) for v in (mean, variance, gamma,
+                                                    beta))
         return normalize(x, mean, variance, gamma, beta, axis, epsilon)
 
     return varying

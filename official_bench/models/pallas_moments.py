@@ -25,6 +25,8 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
+from official_bench.models import jax_axes
+
 
 @dataclasses.dataclass(frozen=True)
 class Tuning:
@@ -142,9 +144,7 @@ def _pallas_sums(x, shift, tile: Tiles, interpret: bool = False):
     grid = tile.grid(m, c)
     # Under shard_map (the trainer's step) the partial sums vary over the
     # same mesh axes as x; JAX checks that the kernel's outputs say so.
-    partial = jax.ShapeDtypeStruct(
-        (grid[0], c), jnp.float32,
-        manual_axis_type=jax.typeof(x).manual_axis_type)
+    partial = jax_axes.shape_like(jax, (grid[0], c), jnp.float32, x)
     one_row = pl.BlockSpec((1, tile.channels), lambda i, j: (i, j))
     extra = {}
     if not interpret:
@@ -212,10 +212,7 @@ def centred_sums(x, shift, read_dtype=None):
     layer's other terms are)."""
     # Under shard_map a replicated shift (the moving mean) is made to vary
     # as x does, so that its gradient, which varies, is summed back.
-    axes = (jax.typeof(x).manual_axis_type.varying
-            - jax.typeof(shift).manual_axis_type.varying)
-    if axes:
-        shift = jax.lax.pcast(shift, tuple(sorted(axes)), to="varying")
+    shift = jax_axes.vary_like(jax, x, shift)
     return _centred_sums(x, shift, jnp.dtype(read_dtype or x.dtype).name)
 
 
