@@ -111,7 +111,7 @@ def test_a_source_that_makes_no_batch_is_said_each_interval(capsys):
     import numpy as np
 
     def slow():
-        time.sleep(1.3)
+        time.sleep(1.8)
         yield np.zeros((4, 16, 16, 3), np.float32), np.zeros(4, np.int32)
     sock = _Socket()
     assert zmq_producer.produce(sock, slow(), SPEC, "p1", 0,
@@ -123,4 +123,5 @@ def test_a_source_that_makes_no_batch_is_said_each_interval(capsys):
         "zmq_producer p1: still waiting for batch 0 from --python_source "
         "m:f (")
     assert "the trainer's zmq_timeout_seconds ends its wait" in lines[0]
-    assert len(lines) >= 2  # at 0.5 s and 1 s (later under load)
+    # at 0.5 s and 1 s, with 0.8 s to spare for a loaded machine
+    assert len(lines) >= 2
