@@ -66,7 +66,8 @@ TABLE: Tuple[ExitStatus, ...] = (
                "flag or a bad value, in one line naming the flag and the "
                "closest valid one), a malformed TF_CONFIG "
                "(trainer), launcher knobs, a trainer Python that cannot "
-               "import the trainer, eval/export without a checkpoint",
+               "import the trainer, eval/export without a checkpoint; "
+               "extractor: a --log_dir holding runs of two backends",
                short="bad configuration"),
     ExitStatus(CLUSTER, "CLUSTER", "node or cluster set-up: a node list, "
                "TF_CONFIG or task index the launcher cannot use (malformed, "
