@@ -63,18 +63,22 @@ def given_or_dlperf(warmup: Optional[int], train: Optional[int]
             DLPERF_TRAIN if train is None else train)
 
 
-def window_problem(warmup: int, train: int,
-                   warmup_given: bool = True) -> Optional[str]:
+def window_problem(warmup: int, train: int, warmup_given: bool = True,
+                   train_given: bool = True) -> Optional[str]:
     """Why the window ``[warmup, train]`` counts no step, or None (every
-    command's wording; ``warmup_given`` False: it is DLPerf's default)."""
+    command's wording; ``*_given`` False: that bound is DLPerf's default,
+    and the line says so)."""
     if warmup < 0:
         return f"warmup_batches is {warmup}, must be >= 0"
     if train <= warmup:
-        default = "" if warmup_given else \
-            ", DLPerf's default: give --warmup_batches"
-        return (f"train_batches ({train}) must be greater than "
-                f"warmup_batches ({warmup}{default})")
+        return (f"train_batches ({train}{_default(train_given, 'train')}) "
+                f"must be greater than warmup_batches "
+                f"({warmup}{_default(warmup_given, 'warmup')})")
     return None
+
+
+def _default(given: bool, name: str) -> str:
+    return "" if given else f", DLPerf's default: give --{name}_batches"
 
 
 def flag_conflict(window: Optional[str], warmup: Optional[int],
@@ -89,7 +93,8 @@ def flag_conflict(window: Optional[str], warmup: Optional[int],
     if warmup is None and train is None:
         return None
     return window_problem(*given_or_dlperf(warmup, train),
-                          warmup_given=warmup is not None)
+                          warmup_given=warmup is not None,
+                          train_given=train is not None)
 
 
 def given_window(warmup: Optional[int], train: Optional[int]

@@ -234,8 +234,9 @@ def test_all_runs_excluded(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["--warmup_batches", "600"], "train_batches (600) must be greater than "
-                                  "warmup_batches (600)"),
+    (["--warmup_batches", "600"], "train_batches (600, DLPerf's default: "
+                                  "give --train_batches) must be greater "
+                                  "than warmup_batches (600)"),
     (["--warmup_batches", "-1"], "warmup_batches is -1, must be >= 0"),
     (["--train_batches", "50"], "train_batches (50) must be greater than "
                                 "warmup_batches (100, DLPerf's default: "

@@ -144,6 +144,9 @@ def test_run_problem_names_the_interval():
     (["--train_batches", "50"],
      "train_batches (50) must be greater than warmup_batches (100, "
      "DLPerf's default: give --warmup_batches)"),
+    (["--warmup_batches", "700"],
+     "train_batches (600, DLPerf's default: give --train_batches) must be "
+     "greater than warmup_batches (700)"),
 ])
 def test_window_values_that_count_nothing_are_bad_usage(tmp_path, capsys,
                                                         argv, line):
