@@ -307,15 +307,17 @@ def is_python(word):
 
 
 def flag_problems(args, accepted, what):
-    """Problems for every --flag in args that `accepted` lacks, and for the
-    values of --params_override and --config_file."""
+    """Problems for every --flag in args that `accepted()` lacks, and for
+    the values of --params_override and --config_file. `accepted` is called
+    only when args have a flag: a command shown without flags never runs
+    its program's --help (a script without one would start its work)."""
     problems = []
     for i, arg in enumerate(args):
         if arg == "--":
             break
         if arg.startswith("--"):
             name, eq, value = arg.partition("=")
-            if name not in accepted:
+            if name not in accepted():
                 problems.append(f"{what}: unknown flag {name}")
             if not eq and i + 1 < len(args):
                 value = args[i + 1]
@@ -362,7 +364,7 @@ def check_run_script(script, args, env, extra_env=frozenset()):
         problems += override_problems(env["PARAMS_OVERRIDE"], script)
     if "CONFIG_FILE" in env:
         problems += config_file_problems(env["CONFIG_FILE"], script)
-    problems += flag_problems(args, launcher_options(mode), script)
+    problems += flag_problems(args, lambda: launcher_options(mode), script)
     try:
         with contextlib.redirect_stderr(io.StringIO()) as err:
             launch_settings.parse(args, environ={}, mode=mode)
@@ -386,7 +388,8 @@ def check_bash(tokens, env):
         return [f"no such script: {script}"]
     if os.path.basename(script) in run_script_modes():
         return check_run_script(script, args, env)
-    return flag_problems(args, help_flags(("bash", script)), script)
+    return flag_problems(args, lambda: help_flags(("bash", script)),
+                         script)
 
 
 def check_python(tokens):
@@ -400,15 +403,15 @@ def check_python(tokens):
             return [f"python -m {module}: not a module of this project"]
         if not module_exists(module):
             return [f"python -m {module}: no such module"]
-        return flag_problems(rest, help_flags((sys.executable, "-m", module)),
-                             module)
+        return flag_problems(
+            rest, lambda: help_flags((sys.executable, "-m", module)), module)
     if args[:1] == ["-c"]:
         return []
     if args and args[0].endswith(".py"):
         if not os.path.isfile(os.path.join(REPO, args[0])):
             return [f"no such file: {args[0]}"]
-        return flag_problems(args[1:], help_flags((sys.executable, args[0])),
-                             args[0])
+        return flag_problems(
+            args[1:], lambda: help_flags((sys.executable, args[0])), args[0])
     return [f"python {' '.join(args)[:40]}: not a command shape this test "
             "knows"]
 
@@ -423,7 +426,8 @@ def check_console_script(tokens):
     starter = (sys.executable, "-c",
                f"import sys; sys.argv[0] = {tokens[0]!r}; "
                f"from {module} import {function}; {function}()")
-    return flag_problems(tokens[1:], help_flags(starter), tokens[0])
+    return flag_problems(tokens[1:], lambda: help_flags(starter),
+                         tokens[0])
 
 
 def check_make(tokens):
@@ -450,7 +454,8 @@ def check_make(tokens):
             if m and "$(ARGS)" in line and "ARGS" in assigns:
                 problems += flag_problems(
                     shlex.split(assigns["ARGS"]),
-                    help_flags((sys.executable, "-m", m.group(1))),
+                    functools.partial(help_flags,
+                                      (sys.executable, "-m", m.group(1))),
                     f"make {target} ARGS")
     return problems
 
@@ -660,6 +665,18 @@ def test_the_check_accepts_the_shapes_it_knows():
             "[design](docs/design.md#layers)\n\n"
             "    [launch] error: output, not a command --no_such_flag\n\n"
             "    bash run_single_node.sh 16 fp32 1 --dry-run\n")
+    assert check_markdown(text, FAKE) == []
+
+
+def test_a_command_without_flags_runs_no_help(monkeypatch):
+    """--help is run only to check flags: a script without one (such as
+    scripts/gpu_jax_check.sh, which takes it for OUT_DIR) is not started."""
+    def refuse(argv):
+        raise AssertionError(f"ran {' '.join(argv)} --help")
+    monkeypatch.setitem(globals(), "help_flags", refuse)
+    text = ("```bash\nbash scripts/gpu_jax_check.sh OUT\n"
+            "python benchmarks/sampler_cost.py\n"
+            "python -m official_bench.doctor\nofficial-bench-extract\n```\n")
     assert check_markdown(text, FAKE) == []
 
 
