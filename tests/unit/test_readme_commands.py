@@ -1,4 +1,4 @@
-"""README.md and docs/*.md cannot drift from the code.
+"""README.md, BENCHMARKS.md and docs/*.md cannot drift from the code.
 
 Every command line in a ```bash block must be one the project accepts today:
 the run scripts with launcher variables and arguments their parser takes,
@@ -9,8 +9,10 @@ command is an error unless it is on the short ALLOWED_COMMANDS list, so a new
 command shape gets a check instead of slipping through. Every fence carries
 a language (output goes in ```text), so no command hides in an untagged
 block, and an indented code block that starts one of our commands is
-checked like a ```bash block. Relative links must point at files (and
-headings) that exist.
+checked like a ```bash block. A block kept as the record of a measurement
+whose tool or flag has gone is skipped where the line right above it is
+`<!-- historical: ... -->` naming the commit where it last ran. Relative
+links must point at files (and headings) that exist.
 
 The accepted sets are read from the code (official_bench/launch/settings.py,
 setup.cfg's console scripts, the entry points' --help, the config builder's
@@ -39,7 +41,7 @@ from official_bench.config.schema import ExperimentConfig
 from official_bench.launch import settings as launch_settings
 from support.helpers import REPO
 
-DOC_FILES = ["README.md"] + sorted(
+DOC_FILES = ["README.md", "BENCHMARKS.md"] + sorted(
     os.path.relpath(p, REPO) for p in glob.glob(os.path.join(REPO, "docs",
                                                              "*.md")))
 
@@ -163,8 +165,10 @@ def split_assignments(tokens):
 
 
 def github_slug(heading):
-    """The anchor GitHub gives a heading, for links to '#section'."""
-    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    """The anchor GitHub gives a heading, for links to '#section': markup
+    (`, *, _emphasis_) dropped, an underscore inside a word kept
+    (steps_per_loop)."""
+    text = re.sub(r"[`*]|(?<!\w)_+|_+(?!\w)", "", heading.strip().lower())
     text = re.sub(r"[^\w\- ]", "", text)
     return text.replace(" ", "-")
 
@@ -306,9 +310,14 @@ def is_python(word):
     return re.search(r"(^|/)python(3(\.\d+)?)?$", word) is not None
 
 
+# Flags whose value is a --params_override (official-bench-compare's sides
+# too).
+OVERRIDE_FLAGS = {"--params_override", "--a-override", "--b-override"}
+
+
 def flag_problems(args, accepted, what):
     """Problems for every --flag in args that `accepted()` lacks, and for
-    the values of --params_override and --config_file. `accepted` is called
+    the values of OVERRIDE_FLAGS and --config_file. `accepted` is called
     only when args have a flag: a command shown without flags never runs
     its program's --help (a script without one would start its work)."""
     problems = []
@@ -321,7 +330,7 @@ def flag_problems(args, accepted, what):
                 problems.append(f"{what}: unknown flag {name}")
             if not eq and i + 1 < len(args):
                 value = args[i + 1]
-            if name == "--params_override":
+            if name in OVERRIDE_FLAGS:
                 problems += override_problems(value, what)
             elif name == "--config_file":
                 problems += config_file_problems(value, what)
@@ -331,8 +340,13 @@ def flag_problems(args, accepted, what):
 def override_problems(text, what):
     """Config keys of a --params_override / PARAMS_OVERRIDE that the config
     schema lacks, found by the builder's own key check (values are not
-    judged: docs may write placeholders)."""
+    judged: docs may write placeholders, and an item that is a whole shell
+    variable, `$BASE,history.enabled=false`, stands for keys given above)."""
     if "..." in text:
+        return []
+    text = ",".join(item for item in text.split(",")
+                    if not re.fullmatch(r"\$\{?[A-Za-z_]\w*\}?", item))
+    if not text:
         return []
     try:
         tree = config_loading.parse_params_override(text)
@@ -540,11 +554,24 @@ def check_markdown(text, path):
             problems.append(f"line {line - 1}: fence language {lang!r} is "
                             f"not one of {sorted(KNOWN_LANGS)} (output: "
                             "```text)")
-        elif lang in SHELL_LANGS:
+        elif lang in SHELL_LANGS and not historical(text, line - 1):
             problems += shell_problems(body, line)
     for line, body in indented_blocks(text):
-        problems += shell_problems(body, line)
+        if not historical(text, line):
+            problems += shell_problems(body, line)
     return problems
+
+
+# A block kept as the record of a past measurement, whose tool or flag has
+# gone: the comment right before it names the commit where it last ran.
+HISTORICAL = re.compile(r"^<!-- historical: .*\b[0-9a-f]{7,40}\b.*-->$")
+
+
+def historical(text, line):
+    """Whether the last non-blank line above line `line` (1-based: a
+    fence, or an indented block's first line) is a HISTORICAL comment."""
+    above = [t for t in text.split("\n")[:line - 1] if t.strip()]
+    return bool(above) and HISTORICAL.match(above[-1].strip()) is not None
 
 
 def shell_problems(body, first_line):
@@ -640,6 +667,17 @@ FAKE = os.path.join(REPO, "README.md")
      "--no-such-option\n", "unknown flag --no-such-option"),
     ("servers:\n\n    python -m official_bench.data.feeds.service \\\n"
      "      --no_such_flag 1\n", "unknown flag --no_such_flag"),
+    # official-bench-compare's sides are --params_override strings; a whole
+    # $NAME item stands for keys given elsewhere, the others are checked
+    ("```bash\nofficial-bench-compare --a-override 'train.stpes=20'\n```\n",
+     "train.stpes: unknown key"),
+    ("```bash\nofficial-bench-compare --b-override \"$BASE,history.enable=1\""
+     "\n```\n", "history.enable: unknown key"),
+    # a historical block needs the marker right above it, with a commit
+    ("<!-- historical: its flag is gone -->\n```bash\n"
+     "bash run_single_node.sh 16 fp99\n```\n", "fp99"),
+    ("<!-- historical: ran at 616a511 -->\n\nsee above\n\n"
+     "    bash run_single_node.sh 16 fp99\n", "fp99"),
     ("see [the page](docs/no_such_page.md)\n", "missing file"),
     ("see [the page](docs/design.md#no-such-heading)\n", "missing heading"),
 ])
@@ -661,7 +699,14 @@ def test_the_check_accepts_the_shapes_it_knows():
             "DEVICE=cpu sbatch --gres=none examples/slurm/two_nodes.sbatch "
             "16 fp32 1\n"
             "pip install -e .\n"
+            "official-bench-compare --a-override "
+            "\"$BASE,history.enabled=false\" --b-override "
+            "\"${BASE},history.enabled=true\" --pairs 3\n"
             "```\n"
+            "<!-- historical: ran at 616a511, the flag went in 3811e8c -->\n"
+            "```bash\nbash run_single_node.sh 16 --no-such-option\n```\n"
+            "<!-- historical: ran at 616a511 -->\n\n"
+            "    python run_nothing.py --gone\n\n"
             "[design](docs/design.md#layers)\n\n"
             "    [launch] error: output, not a command --no_such_flag\n\n"
             "    bash run_single_node.sh 16 fp32 1 --dry-run\n")
@@ -678,6 +723,18 @@ def test_a_command_without_flags_runs_no_help(monkeypatch):
             "python benchmarks/sampler_cost.py\n"
             "python -m official_bench.doctor\nofficial-bench-extract\n```\n")
     assert check_markdown(text, FAKE) == []
+
+
+@pytest.mark.parametrize("heading, slug", [
+    ("steps_per_loop: host cost per step",
+     "steps_per_loop-host-cost-per-step"),
+    ("data_format: auto for bfloat16", "data_format-auto-for-bfloat16"),
+    ("The _emphasised_ `code` word", "the-emphasised-code-word"),
+    ("Trainer overhead: the trainer against a bare tf.function loop",
+     "trainer-overhead-the-trainer-against-a-bare-tffunction-loop"),
+])
+def test_heading_anchors_are_githubs(heading, slug):
+    assert github_slug(heading) == slug
 
 
 def test_help_parsing_takes_option_lines_only():
