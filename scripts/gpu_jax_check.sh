@@ -12,7 +12,10 @@
 # Everything ends in OUT_DIR: summary.txt, bench_<dtype>.json and one
 # tarball of the logs, result.json files and the extractor's outputs.
 set -u
-out=${1:?usage: gpu_jax_check.sh OUT_DIR [BUDGET_SECONDS]}
+# --help prints this header; no OUT_DIR is one usage line, exit 2
+source "$(dirname "$0")/lib/gpu_stage.sh"
+gpu_usage "$0" "${1:-}" && exit 0
+out=$1
 budget=${2:-480}
 mkdir -p "$out"
 cd "$(dirname "$0")/.."

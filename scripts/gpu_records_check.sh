@@ -25,7 +25,10 @@
 # left of BUDGET_SECONDS. OUT_DIR gets summary.txt, records_summary.md and
 # .json, the extractor's tables and one tarball of the logs.
 set -u
-out=${1:?usage: gpu_records_check.sh OUT_DIR [BUDGET_SECONDS]}
+# --help prints this header; no OUT_DIR is one usage line, exit 2
+source "$(dirname "$0")/lib/gpu_stage.sh"
+gpu_usage "$0" "${1:-}" && exit 0
+out=$1
 budget=${2:-540}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)

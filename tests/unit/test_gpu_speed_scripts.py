@@ -182,7 +182,8 @@ def test_the_profile_tables_are_read_back_from_a_capture(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("script", ["gpu_decode_probe", "gpu_jax_profile",
-                                    "gpu_jax_speed_ab", "gpu_jax_step_ab"])
+                                    "gpu_jax_speed_ab", "gpu_jax_step_ab",
+                                    "gpu_jax_check", "gpu_records_check"])
 def test_the_gpu_stage_scripts_say_their_usage(script):
     path = os.path.join(REPO, "scripts", f"{script}.sh")
     p = subprocess.run(["bash", path], capture_output=True, text=True,

@@ -4,6 +4,7 @@ launcher names the coordinator from the worker's log (launch/outcome.py).
 Two real processes joined through jax.distributed on 127.0.0.1 (~3 s),
 idle after the join; worker 0 is SIGKILLed."""
 
+import importlib.util
 import os
 import signal
 import subprocess
@@ -17,8 +18,11 @@ from official_bench.contracts import exit_status as es
 from official_bench.launch import outcome
 from support.helpers import REPO, free_ports
 
-pytest.importorskip("jax")
-pytestmark = pytest.mark.multiworker
+# find_spec, not importorskip: JAX imported in this pytest worker would make
+# every later fork in it warn (the children import it themselves).
+pytestmark = [pytest.mark.multiworker,
+              pytest.mark.skipif(importlib.util.find_spec("jax") is None,
+                                 reason="JAX is not installed")]
 
 CHILD = r"""
 import sys, time
