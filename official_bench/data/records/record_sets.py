@@ -174,8 +174,27 @@ def find_files(ds: DatasetConfig, is_training: bool,
         raise ConfigError(
             f"{key}: no files for split {ds.split!r} in data_dir "
             f"{data_dir!r}; looked for "
-            f"{record_names.looked_for(ds.split, ds.layout)}")
+            f"{record_names.looked_for(ds.split, ds.layout)}"
+            f"{image_folder_hint(data_dir, fs)}")
     return files, layout
+
+
+# The split folders of an image folder, as official-bench-build-records
+# --input_dir reads it (train/<class>/*.jpg, validation/<class>/*.jpg).
+IMAGE_SPLITS = ("train", "validation", "val")
+
+
+def image_folder_hint(data_dir: str, fs: FileSystem = LOCAL) -> str:
+    """"" unless `data_dir` holds an image folder's split folder (train/,
+    validation/, val/) rather than records: then the words, after the
+    error line's "looked for ...", that say to build records from it."""
+    found = [s for s in IMAGE_SPLITS if fs.isdir(os.path.join(data_dir, s))]
+    if not found:
+        return ""
+    return (f"; it holds an image folder ({found[0]}/), not TFRecords: "
+            f"build records from it (official-bench-build-records "
+            f"--input_dir={data_dir} --output_dir=DIR) and set data_dir "
+            "to DIR")
 
 
 def layout_for(ds: DatasetConfig, files: Sequence[str],
