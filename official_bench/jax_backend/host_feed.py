@@ -44,6 +44,7 @@ from official_bench.data.feeds.shm_workers import (
     InputWorkerError,
     Source,
     WorkerPool,
+    crowded_workers,
     resolve_workers,
 )
 
@@ -330,6 +331,9 @@ def records_feed(jax, ds: DatasetConfig, local_batch: int, sharding, *,
         files = host_examples.process_files(ds, process_index,
                                             process_count, training)
     workers = resolve_workers(ds.num_workers)
+    crowded = crowded_workers(workers, key)
+    if crowded:
+        logging.warning("%s", crowded)
     decoder, gpus = workers_decoder(jax, ds, key)
     logging.info("official_bench: %s: %d record file(s) for process %d of "
                  "%d (%s ... %s), %d input worker(s), decoder %s%s", key,

@@ -104,14 +104,34 @@ class Batch:
             release()
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may use (taskset, container CPU sets)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 def auto_workers() -> int:
     """`num_workers: auto`: the CPUs this process may use, less one for
     the process that feeds the devices, at least 1."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cpus = os.cpu_count() or 1
-    return max(1, cpus - 1)
+    return max(1, usable_cpus() - 1)
+
+
+def crowded_workers(workers: int, key: str) -> Optional[str]:
+    """The warning line for more input workers than the CPUs this process
+    may use, else None: decoding is CPU work, so the extra workers decode
+    no faster, share the cores with the process feeding the devices and
+    each is a Python process of its own (memory, start-up); a mistyped
+    count (100 for 10) would otherwise start them in silence."""
+    cpus = usable_cpus()
+    if workers <= cpus:
+        return None
+    return (f"official_bench: {key}.num_workers is {workers}, more than the "
+            f"{cpus} CPU(s) this process may use: the workers share them "
+            "with each other and with the process feeding the devices, and "
+            "each is a Python process of its own (memory, start-up); "
+            f"'auto' starts {auto_workers()}")
 
 
 def resolve_workers(value) -> int:

@@ -47,6 +47,30 @@ def test_normalize_is_the_imagenet_arithmetic_in_the_dataset_dtype(
         np.mean(np.float32(IMAGENET_STD_RGB)), rtol=1e-6)
 
 
+def test_a_records_feed_with_more_workers_than_cpus_warns(monkeypatch,
+                                                          caplog):
+    """records_feed names a num_workers above the usable CPUs (16 on 2
+    CPUs used to start in silence); its workers start with the pass, so
+    this fake JAX (numpy and jit) suffices."""
+    import logging
+    import types
+    monkeypatch.setattr(host_feed.os, "sched_getaffinity",
+                        lambda pid: {0, 1})
+    jax = types.SimpleNamespace(numpy=np, jit=lambda fn, **kw: fn)
+    caplog.set_level(logging.WARNING)
+    for workers in (2, 16):
+        host_feed.records_feed(
+            jax, _ds(num_workers=workers), 4, None, training=False, seed=0,
+            process_index=0, process_count=1, steps_per_pass=1,
+            files=["/nowhere/validation-00000-of-00001"])
+    assert [r.getMessage() for r in caplog.records
+            if r.levelno == logging.WARNING] == [
+        "official_bench: validation_dataset.num_workers is 16, more than "
+        "the 2 CPU(s) this process may use: the workers share them with "
+        "each other and with the process feeding the devices, and each is "
+        "a Python process of its own (memory, start-up); 'auto' starts 1"]
+
+
 def _stand_in(**kwargs):
     return host_feed.Source(EXAMPLES, dict(kwargs))
 

@@ -277,6 +277,17 @@ def test_auto_is_the_usable_cpus_less_one(monkeypatch, cpus, expected):
     assert shm_workers.resolve_workers(5) == 5
 
 
+def test_more_workers_than_cpus_is_one_warning_line(monkeypatch):
+    monkeypatch.setattr(shm_workers.os, "sched_getaffinity",
+                        lambda pid: {0, 1})
+    assert shm_workers.crowded_workers(2, "train_dataset") is None
+    assert shm_workers.crowded_workers(3, "validation_dataset") == (
+        "official_bench: validation_dataset.num_workers is 3, more than the "
+        "2 CPU(s) this process may use: the workers share them with each "
+        "other and with the process feeding the devices, and each is a "
+        "Python process of its own (memory, start-up); 'auto' starts 1")
+
+
 _LEFT_OPEN = """
 import json, sys
 sys.path.insert(0, {tests!r})
