@@ -351,6 +351,24 @@ def records_feed(jax, ds: DatasetConfig, local_batch: int, sharding, *,
                           "files": len(files)})
 
 
+def check_eval_pass(files, batch: int, steps: int,
+                    key: str = "validation_dataset") -> None:
+    """Before training, one process: raises ConfigError when one pass over
+    its validation `files` cannot give the evaluation's `steps` batches of
+    `batch` (their records, 16 bytes read per record, over the batch: the
+    most the feed can give). The feed would say so at the first
+    evaluation, after the training it waited for."""
+    from official_bench.data.records import host_examples
+    records = host_examples.records_of(files)
+    if records // batch < steps:
+        raise ConfigError(
+            f"{key}: one pass over its {len(files)} file(s) gives at most "
+            f"{records // batch} batches of {batch} ({records} records), "
+            f"the evaluation takes {steps} (evaluation.steps, else this "
+            "dataset's num_examples / the global batch): is num_examples "
+            "right for these files?")
+
+
 def python_feed(jax, ds: DatasetConfig, per_replica: int, local_replicas: int,
                 sharding, *, training: bool, seed: int, process_index: int,
                 process_count: int, steps_per_pass: Optional[int] = None

@@ -248,8 +248,13 @@ def _eval_steps_every_process_gives(cfg: ExperimentConfig, run,
     process's pass early while the others wait in the next eval step's
     collective. Every process counts its share's records (16 bytes read
     per record) and all take the smallest count of batches. `files`: this
-    process's validation files (_eval_files)."""
-    if files is None or run.process_count == 1:
+    process's validation files (_eval_files). One process: a pass too
+    short for the evaluation is refused now, not after training."""
+    if files is None:
+        return plan
+    if run.process_count == 1:
+        host_feed.check_eval_pass(files, plan.eval_global_batch,
+                                  plan.eval_steps)
         return plan
     from jax.experimental import multihost_utils
 

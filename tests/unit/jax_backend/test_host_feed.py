@@ -71,6 +71,30 @@ def test_a_records_feed_with_more_workers_than_cpus_warns(monkeypatch,
         "a Python process of its own (memory, start-up); 'auto' starts 1"]
 
 
+def test_an_evaluation_longer_than_a_pass_is_refused_before_training(
+        tmp_path):
+    """One process: the validation files' records (counted, 16 bytes read
+    per record) over the batch against the evaluation's steps; the feed
+    said so only at the first evaluation, after training."""
+    from official_bench.config import ConfigError
+    from official_bench.data.records.framing import frame
+    files = []
+    for s, n in enumerate((3, 2)):  # 5 records
+        path = tmp_path / f"validation-{s:05d}-of-00002"
+        path.write_bytes(b"".join(frame(b"x" * 7) for _ in range(n)))
+        files.append(str(path))
+    from official_bench.data.records.host_examples import FileShard
+    files = FileShard(files)  # as process_files gives them
+    host_feed.check_eval_pass(files, 2, 2)  # 2 whole batches of 2
+    with pytest.raises(ConfigError) as e:
+        host_feed.check_eval_pass(files, 2, 3)
+    assert str(e.value) == (
+        "validation_dataset: one pass over its 2 file(s) gives at most 2 "
+        "batches of 2 (5 records), the evaluation takes 3 "
+        "(evaluation.steps, else this dataset's num_examples / the global "
+        "batch): is num_examples right for these files?")
+
+
 def _stand_in(**kwargs):
     return host_feed.Source(EXAMPLES, dict(kwargs))
 

@@ -74,6 +74,42 @@ def failed_run_report():
         "shared_memory_left": sorted(_shared_memory() - before)}))
 
 
+def short_eval_report():
+    """train_and_eval on records whose 4 validation records give one batch
+    of 4 where the evaluation takes 3 (num_examples 12): what run() raised
+    and whether a step ran (the feed used to say so at the first
+    evaluation, after training)."""
+    import official_bench
+    from official_bench.jax_backend import trainer
+    data = tempfile.mkdtemp()
+    _records(data, "train")
+    _records(data, "validation", shards=1)
+    steps = []
+    real_epoch = trainer._epoch
+    trainer._epoch = lambda *a: steps.append(1) or real_epoch(*a)
+    cfg = official_bench.load_config(None, json.dumps({
+        "mode": "train_and_eval", "model_dir": os.path.join(data, "run"),
+        "runtime": {"backend": "jax", "num_gpus": 0,
+                    "distribution_strategy": "one_device"},
+        "model": {"name": "resnet_cifar", "model_params": {"depth": 8}},
+        "train_dataset": {"builder": "records", "data_dir": data,
+                          "image_size": 8, "num_classes": 3,
+                          "batch_size": 4, "num_examples": 8,
+                          "num_workers": 1},
+        "validation_dataset": {"builder": "records", "data_dir": data,
+                               "image_size": 8, "num_classes": 3,
+                               "batch_size": 4, "num_examples": 12,
+                               "num_workers": 1},
+        "train": {"steps": 2, "epochs": 1},
+        "evaluation": {"skip_eval": False}}))
+    try:
+        official_bench.run(cfg)
+        error = None
+    except Exception as e:
+        error = f"{type(e).__name__}: {e}"
+    print(json.dumps({"error": error, "epochs_run": len(steps)}))
+
+
 def lost_peer_while_building_report():
     """Worker 0 of two (as jax.distributed leaves it; the second process
     is not started) whose model building fails in a collective, as it did
@@ -127,6 +163,16 @@ def test_a_run_failing_after_its_workers_started_leaves_none_behind():
         "validation" in r["error"], r
     assert r["workers_alive"] == [], r
     assert r["shared_memory_left"] == [], r
+
+
+def test_an_evaluation_longer_than_a_pass_is_refused_before_training():
+    r = keras3_child(__file__, "short_eval_report")
+    assert r["error"] == (
+        "ConfigError: validation_dataset: one pass over its 1 file(s) gives "
+        "at most 1 batches of 4 (4 records), the evaluation takes 3 "
+        "(evaluation.steps, else this dataset's num_examples / the global "
+        "batch): is num_examples right for these files?"), r
+    assert r["epochs_run"] == 0, r
 
 
 def test_the_input_wait_skips_one_wait_per_warm_up_step(monkeypatch):
