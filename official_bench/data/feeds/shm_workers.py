@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import dataclasses
 import functools
 import importlib
@@ -205,6 +206,25 @@ def _worker_main(index: int, count: int, source: Source, shape: BatchShape,
         raise SystemExit(1)
 
 
+@contextlib.contextmanager
+def _sigint_blocked():
+    """SIGINT blocked in this thread while a worker is started, so the
+    worker has it blocked from its first instruction: a Ctrl-C reaches
+    the terminal's whole process group, and a worker still importing
+    (before _worker_main ignores it) printed a KeyboardInterrupt
+    traceback each. The trainer still gets it: another of its threads
+    takes it, or this one once it is unblocked (multiprocessing's
+    resource tracker is started the same way)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _reading(source: Source) -> Optional[str]:
     """The source's file this worker has open now (30 us of /proc)."""
     return open_file_of(os.getpid(), source.files) if source.files \
@@ -326,7 +346,8 @@ class WorkerPool:
                 target=_worker_main, name=f"input-worker-{i}", daemon=True,
                 args=(i, self.num_workers, self.source, self.shape, shm.name,
                       self.slots, theirs, parent))
-            proc.start()
+            with _sigint_blocked():
+                proc.start()
             theirs.close()  # so a dead worker reads as end-of-file here
             self._procs.append(proc)
             self._conns.append(ours)

@@ -79,6 +79,24 @@ def test_batches_come_round_robin_and_a_rerun_repeats_them():
     assert runs[1] == runs[0]
 
 
+def test_a_ctrl_c_while_the_workers_start_does_not_reach_them():
+    """Ctrl-C signals the terminal's whole process group; workers still
+    importing (before they ignore SIGINT) died of it, each printing a
+    KeyboardInterrupt traceback. They start with SIGINT blocked now."""
+    with _pool(2) as pool:
+        for pid in pool.pids:  # at once: they are still starting
+            os.kill(pid, signal.SIGINT)
+        assert len(_take(pool, 4)) == 4
+        for pid in pool.pids:
+            with open(f"/proc/{pid}/status") as f:
+                blocked = next(int(line.split()[1], 16) for line in f
+                               if line.startswith("SigBlk:"))
+            assert blocked & (1 << (signal.SIGINT - 1)), pid
+    assert _gone(pool)
+    # this thread's mask is as it was
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
 def test_a_finite_source_joins_the_last_partial_batches_in_order():
     # 22 examples over 3 workers: worker 0 has 8 (2 batches of 4), workers
     # 1 and 2 have 7 (one batch and 3 left each). The 3 + 3 left join
