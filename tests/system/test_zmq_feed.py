@@ -246,10 +246,13 @@ def _trainer(endpoint, model_dir, *extra):
 def test_trains_from_two_producer_processes_mirrored(tmp_path):
     ep = f"tcp://127.0.0.1:{free_ports(1)[0]}"
     # 8 steps x 2 replicas take 16 batches; each producer sends 12, so
-    # the run finishes only if both feed it.
+    # the run finishes only if both feed it. Its end waits one timeout:
+    # TensorFlow stops the iterator in a receive that the spent producers
+    # never answer (20 s was 20 s idle); their batches are queued before
+    # the first receive, so no gap during the run comes near 5 s.
     trainer = _trainer(ep, tmp_path, "runtime.distribution_strategy=mirrored",
                        "runtime.cpu_devices=2", "train.steps=8",
-                       "train_dataset.zmq_timeout_seconds=20")
+                       "train_dataset.zmq_timeout_seconds=5")
     with _producers(["--connect", ep, "--synthetic", "--name", "pa",
                      "--max_batches", "12"],
                     ["--connect", ep, "--synthetic", "--name", "pb",
