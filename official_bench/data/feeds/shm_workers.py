@@ -38,7 +38,7 @@ import os
 import signal
 import threading
 import time
-from multiprocessing import shared_memory
+from multiprocessing import resource_tracker, shared_memory
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -207,17 +207,22 @@ def _worker_main(index: int, count: int, source: Source, shape: BatchShape,
 
 
 @contextlib.contextmanager
-def _sigint_blocked():
-    """SIGINT blocked in this thread while a worker is started, so the
-    worker has it blocked from its first instruction: a Ctrl-C reaches
+def sigint_blocked():
+    """SIGINT blocked in this thread while a worker is started (or a
+    multiprocessing Pool made: its threads, which start its later workers,
+    inherit the mask), so the worker has it blocked from its first
+    instruction: a Ctrl-C reaches
     the terminal's whole process group, and a worker still importing
     (before _worker_main ignores it) printed a KeyboardInterrupt
     traceback each. The trainer still gets it: another of its threads
     takes it, or this one once it is unblocked (multiprocessing's
-    resource tracker is started the same way)."""
+    resource tracker is started the same way, and started first here:
+    starting, it unblocks SIGINT in the thread that starts it)."""
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
+    # The tracker unblocks SIGINT in this thread when it starts: first.
+    resource_tracker.ensure_running()
     old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
@@ -346,7 +351,7 @@ class WorkerPool:
                 target=_worker_main, name=f"input-worker-{i}", daemon=True,
                 args=(i, self.num_workers, self.source, self.shape, shm.name,
                       self.slots, theirs, parent))
-            with _sigint_blocked():
+            with sigint_blocked():
                 proc.start()
             theirs.close()  # so a dead worker reads as end-of-file here
             self._procs.append(proc)
