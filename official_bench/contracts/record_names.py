@@ -56,6 +56,22 @@ class FileSystem:
 LOCAL = FileSystem(glob.glob, os.path.isdir, glob.escape)
 
 
+# The split folders of an image folder as official-bench-build-records
+# --input_dir reads it (train/<class>/*.jpg, validation/ or val/<class>/...).
+IMAGE_SPLIT_DIRS = {"train": ("train",), "validation": ("validation", "val")}
+
+
+def image_folder_split(data_dir: str, fs: FileSystem = LOCAL
+                       ) -> Optional[str]:
+    """The first image-folder split folder `data_dir` holds (a folder of
+    images given where records were wanted), or None."""
+    for names in IMAGE_SPLIT_DIRS.values():
+        for name in names:
+            if fs.isdir(os.path.join(data_dir, name)):
+                return name
+    return None
+
+
 def _visible(paths: List[str], fs: FileSystem) -> List[str]:
     return sorted(p for p in paths if not os.path.basename(p).startswith(".")
                   and not fs.isdir(p))

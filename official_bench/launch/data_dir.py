@@ -76,6 +76,12 @@ def problem(data_dir: str, described: str,
     builder = keys["builder"]
     if builder in RECORD_BUILDERS:
         wanted = record_names.looked_for(keys["split"], keys["layout"])
+        images = record_names.image_folder_split(data_dir)
+        if images is not None:
+            fix = (f"it holds an image folder ({images}/), not TFRecords: "
+                   f"build records from it (official-bench-build-records "
+                   f"--input_dir={data_dir} --output_dir=DIR) and set "
+                   "DATA_DIR=DIR")
         return (f"{described} holds no {keys['split']} files for "
                 f"{KEY}.builder {builder}: looked for {wanted}; {fix}")
     return f"{described} is empty ({KEY}.builder {builder}); {fix}"

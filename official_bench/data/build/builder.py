@@ -9,7 +9,7 @@ import dataclasses
 import os
 from typing import List, Optional, Sequence
 
-from official_bench.contracts import exit_status
+from official_bench.contracts import exit_status, record_names
 from official_bench.data.build import manifest as manifest_lib
 from official_bench.data.build.image_codec import (
     INSTALL_HINT,
@@ -38,7 +38,7 @@ from official_bench.host.atomic import write_text_atomic
 from official_bench.host.write_errors import writing
 
 DEFAULT_SHARDS = {"train": 1024, "validation": 128}
-SPLIT_DIRS = {"train": ("train",), "validation": ("validation", "val")}
+SPLIT_DIRS = record_names.IMAGE_SPLIT_DIRS
 
 
 @dataclasses.dataclass

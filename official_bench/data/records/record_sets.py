@@ -179,19 +179,14 @@ def find_files(ds: DatasetConfig, is_training: bool,
     return files, layout
 
 
-# The split folders of an image folder, as official-bench-build-records
-# --input_dir reads it (train/<class>/*.jpg, validation/<class>/*.jpg).
-IMAGE_SPLITS = ("train", "validation", "val")
-
-
 def image_folder_hint(data_dir: str, fs: FileSystem = LOCAL) -> str:
     """"" unless `data_dir` holds an image folder's split folder (train/,
     validation/, val/) rather than records: then the words, after the
     error line's "looked for ...", that say to build records from it."""
-    found = [s for s in IMAGE_SPLITS if fs.isdir(os.path.join(data_dir, s))]
-    if not found:
+    found = record_names.image_folder_split(data_dir, fs)
+    if found is None:
         return ""
-    return (f"; it holds an image folder ({found[0]}/), not TFRecords: "
+    return (f"; it holds an image folder ({found}/), not TFRecords: "
             f"build records from it (official-bench-build-records "
             f"--input_dir={data_dir} --output_dir=DIR) and set data_dir "
             "to DIR")

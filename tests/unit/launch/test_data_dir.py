@@ -170,3 +170,19 @@ def test_run_script_reads_a_tiny_record_set(tmp_path):
         "(train-00000-of-00001 ... train-00000-of-00001)" in log
     assert f"--data_dir={data}" in log and '"builder": "records"' in log
     assert "official_bench: run finished: 6 steps" in log
+
+
+@pytest.mark.parametrize("split_dir", ["train", "val"])
+def test_an_image_folder_as_data_dir_says_to_build_records(tmp_path,
+                                                           split_dir):
+    # The trainer's line says so too (record_sets.image_folder_hint); the
+    # launcher's said only "write a record set there".
+    (tmp_path / split_dir / "n01").mkdir(parents=True)
+    keys = data_dir_lib.train_keys({}, {"train_dataset": {
+        "builder": "records", "split": "train"}})
+    line = data_dir_lib.problem(str(tmp_path), "DATA_DIR='x'", keys)
+    assert line == (
+        f"DATA_DIR='x' holds no train files for train_dataset.builder "
+        f"records: {LOOKED}; it holds an image folder ({split_dir}/), not "
+        f"TFRecords: build records from it (official-bench-build-records "
+        f"--input_dir={tmp_path} --output_dir=DIR) and set DATA_DIR=DIR")
