@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import difflib
 import functools
 import re
 import typing
@@ -30,7 +31,10 @@ def _unknown_key(key: Any, path: str, fields: Mapping[str, Any]) -> str:
         return (f"unknown key: a dotted key inside a mapping is not split; "
                 f"nest it as {head}: {{{rest}: ...}}, or give '{path}=...' "
                 f"as a params_override string")
-    return f"unknown key; valid keys here: {', '.join(sorted(fields))}"
+    close = difflib.get_close_matches(str(key), list(fields), n=1)
+    nearest = f"did you mean {close[0]!r}? " if close else ""
+    return (f"unknown key; {nearest}valid keys here: "
+            f"{', '.join(sorted(fields))}")
 
 
 class LayerBuilder:

@@ -66,7 +66,7 @@ def test_default_model_dir_is_below_every_layer(tmp_path):
 
 @pytest.mark.parametrize("flags, words", [
     (["--params_override=train.stpes=1"],
-     "train.stpes: unknown key; valid keys here: "),
+     "train.stpes: unknown key; did you mean 'steps'? valid keys here: "),
     # --data_dir sets both datasets' data_dir: both read records.
     (["--params_override=train_dataset.builder=records,"
       "validation_dataset.builder=records",

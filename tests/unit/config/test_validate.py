@@ -236,3 +236,14 @@ def test_a_dotted_key_inside_a_mapping_is_told_how_to_nest():
     assert "nest it as time_history: {log_steps: ...}, or give " \
         "'train.time_history.log_steps=...'" in text
     assert "train.bogus.x: unknown key; valid keys here: callbacks," in text
+
+
+def test_an_unknown_key_names_the_nearest_valid_one():
+    with pytest.raises(C.ConfigError) as e:
+        C.load_config(None, params_override="train_dataset.num_worker=2,"
+                      "train.stpes=3,model.zzz=1")
+    text = str(e.value)
+    assert "train_dataset.num_worker: unknown key; did you mean " \
+        "'num_workers'? valid keys here: " in text
+    assert "train.stpes: unknown key; did you mean 'steps'?" in text
+    assert "model.zzz: unknown key; valid keys here: " in text  # none near
