@@ -243,26 +243,33 @@ def _trainer(endpoint, model_dir, *extra):
 
 
 @pytest.mark.slow
-def test_trains_from_two_producer_processes_mirrored(tmp_path):
+def test_trains_from_two_producer_processes_mirrored(tmp_path, absl_messages):
+    """trainer.run in this process (its two logical CPUs, tests/conftest),
+    as the CLI runs it (the CLI itself: the tests below); what the CLI
+    prints is in the absl records."""
+    from official_bench import trainer
     ep = f"tcp://127.0.0.1:{free_ports(1)[0]}"
     # 8 steps x 2 replicas take 16 batches; each producer sends 12, so
     # the run finishes only if both feed it. Its end waits one timeout:
     # TensorFlow stops the iterator in a receive that the spent producers
     # never answer (20 s was 20 s idle); their batches are queued before
     # the first receive, so no gap during the run comes near 5 s.
-    trainer = _trainer(ep, tmp_path, "runtime.distribution_strategy=mirrored",
-                       "runtime.cpu_devices=2", "train.steps=8",
-                       "train_dataset.zmq_timeout_seconds=5")
+    override = ",".join([TINY_OVERRIDE, "train_dataset.builder=zmq",
+                         f"train_dataset.zmq_endpoints=[{ep}]",
+                         "runtime.distribution_strategy=mirrored",
+                         "runtime.cpu_devices=2", "train.steps=8",
+                         "train_dataset.zmq_timeout_seconds=5"])
     with _producers(["--connect", ep, "--synthetic", "--name", "pa",
                      "--max_batches", "12"],
                     ["--connect", ep, "--synthetic", "--name", "pb",
-                     "--seed", "1", "--max_batches", "12"]):
-        try:
-            out, _ = trainer.communicate(timeout=240)
-        finally:
-            _stop(trainer)
-    assert trainer.returncode == 0, out[-3000:]
-    assert "2 replicas x 4 images" in out and "input wait" in out
+                     "--seed", "1", "--max_batches", "12"]) as procs:
+        for proc in procs:  # "connected ...": started, batches queued
+            proc.stdout.readline()
+        r = trainer.run(None, mode="train", model_dir=str(tmp_path),
+                        params_override=override)
+    text = "\n".join(absl_messages)
+    assert r.stats.total_steps == 8, text[-3000:]  # the CLI's exit 0
+    assert "2 replicas x 4 images" in text and "input wait" in text
 
 
 @pytest.mark.slow
