@@ -94,7 +94,10 @@ def _service_cluster(python, workers=1):
     return f"127.0.0.1:{ports[0]}", [proc]
 
 
+# shuffle_buffer_size 16 (the 16 records), not 10000: filling the default
+# buffer from 16 records cost each run (and service job) about 0.5 s.
 SERVICE_DATA = (",train_dataset.image_size=8,train_dataset.num_classes=2,"
+                "train_dataset.shuffle_buffer_size=16,"
                 "validation_dataset.num_classes=2,"
                 "validation_dataset.image_size=8,"
                 "model.model_params.num_classes=2")
@@ -131,6 +134,7 @@ def test_each_service_pipeline_reads_its_own_files(tmp_path, service_here):
     data_dir = _two_file_records(tmp_path / "data")
     ds = DatasetConfig(builder="service", data_dir=data_dir, split="train",
                        image_size=8, num_classes=2, one_hot=False,
+                       shuffle_buffer_size=16,
                        data_service_address=service_here,
                        data_service_timeout_seconds=60)
     seen = {}
