@@ -19,7 +19,7 @@ from absl import logging
 from official_bench import config as config_lib
 from official_bench.config import ConfigError, ExperimentConfig
 from official_bench.contracts import stage_line
-from official_bench.data.feeds import python_batches
+from official_bench.data.feeds import python_batches, zmq_feed
 from official_bench.data.fit_input import fit_input
 from official_bench.data.records import file_check
 from official_bench.measure import (
@@ -187,6 +187,14 @@ def _run_fit(prep: Prepared, data, val_data, evaluate: bool,
                                   initial_epoch, cbs)
 
 
+def _input_ends():
+    """A zmq feed waiting for a batch stops waiting when training ends (its
+    producers may have stopped; fit's teardown would wait out the
+    timeout)."""
+    return keras.callbacks.LambdaCallback(
+        on_train_end=lambda logs: zmq_feed.end_of_training())
+
+
 def _fit_under_signals(prep: Prepared, data, val_data, evaluate: bool,
                        initial_epoch: int, cbs: _Callbacks):
     """model.fit under the stop-signal handler. A failure after a signal
@@ -202,8 +210,8 @@ def _fit_under_signals(prep: Prepared, data, val_data, evaluate: bool,
                 data, epochs=cfg.train.epochs, initial_epoch=initial_epoch,
                 steps_per_epoch=plan.steps_per_epoch,
                 callbacks=cbs.keras_callbacks + [StopCallback(
-                    stopper, initial_epoch * plan.steps_per_epoch), tail,
-                    _ends_at_first_step(first)],
+                    stopper, initial_epoch * plan.steps_per_epoch),
+                    _input_ends(), tail, _ends_at_first_step(first)],
                 validation_data=val_data,
                 validation_steps=plan.eval_steps if evaluate else None,
                 validation_freq=plan.eval_epochs if evaluate else 1,

@@ -14,7 +14,11 @@ source's (batch_spec.py); then tf.data one-hot encodes them and the strategy
 prefetches them to the devices. Errors stop the run with one line that
 starts "official_bench: zmq" and names the producer and the field; when no
 batch arrives for `zmq_timeout_seconds`, the line says how long, on which
-endpoints, and when each producer last sent.
+endpoints, and when each producer last sent. Once training has ended
+(`end_of_training`, from the trainer's last callback), a receive waiting
+for a batch returns within POLL_SECONDS: model.fit's teardown joins the
+pipeline's threads, and a producer that has stopped sending would
+otherwise hold the run's end for a whole zmq_timeout_seconds.
 
 ZMQ here has no CURVE authentication: anyone who can reach the endpoint can
 send batches (never code: the format has no pickle). Bind to a trusted
@@ -24,6 +28,7 @@ network's address only.
 from __future__ import annotations
 
 import re
+import threading
 import time
 from typing import Dict, Iterator, List
 
@@ -37,6 +42,14 @@ from official_bench.runtime.keras_setup import tf
 INSTALL_HINT = ("builder zmq needs pyzmq: pip install 'official_bench[zmq]' "
                 "(or pip install pyzmq)")
 _TCP_PORT = re.compile(r"^(tcp://.*):(\d+)$")
+POLL_SECONDS = 0.25  # a waiting receive checks for the end of training
+_TRAINING_ENDED = threading.Event()
+
+
+def end_of_training() -> None:
+    """Training is over: a receive waiting for a batch stops waiting (the
+    next receive, a new fit's or an evaluation's, waits again)."""
+    _TRAINING_ENDED.set()
 
 
 class ZmqFeedError(RuntimeError):
@@ -87,7 +100,8 @@ def receive(endpoints: List[str], bind: bool, timeout: float, spec
     sock = context.socket(zmq.PULL)
     sock.setsockopt(zmq.LINGER, 0)
     sock.setsockopt(zmq.RCVHWM, 4)
-    sock.setsockopt(zmq.RCVTIMEO, int(timeout * 1000))
+    sock.setsockopt(zmq.RCVTIMEO, int(min(timeout, POLL_SECONDS) * 1000))
+    _TRAINING_ENDED.clear()
     try:
         for ep in endpoints:
             try:
@@ -99,13 +113,12 @@ def receive(endpoints: List[str], bind: bool, timeout: float, spec
         received, last_seen = 0, {}
         where = ", ".join(endpoints)
         while True:
-            try:
-                # copy=False: the arrays are views of ZMQ's buffers (one
-                # copy fewer for a 19 MB ResNet batch); tf.data copies them.
-                frames = sock.recv_multipart(copy=False)
-            except zmq.Again:
+            frames = _next_frames(zmq, sock, timeout)
+            if frames is None:
+                if _TRAINING_ENDED.is_set():
+                    return
                 raise ZmqFeedError(_silence(endpoints, timeout, received,
-                                            last_seen)) from None
+                                            last_seen))
             try:
                 images, labels, producer, seq = zmq_wire.decode(
                     [frames[0].bytes] + [f.buffer for f in frames[1:]],
@@ -120,6 +133,20 @@ def receive(endpoints: List[str], bind: bool, timeout: float, spec
             yield images, labels
     finally:
         sock.close(0)
+
+
+def _next_frames(zmq, sock, timeout: float):
+    """The next message's frames; None after `timeout` s without one, or
+    once training has ended."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            # copy=False: the arrays are views of ZMQ's buffers (one copy
+            # fewer for a 19 MB ResNet batch); tf.data copies them.
+            return sock.recv_multipart(copy=False)
+        except zmq.Again:
+            if _TRAINING_ENDED.is_set() or time.monotonic() >= deadline:
+                return None
 
 
 def zmq_dataset(ds: DatasetConfig, ctx: tf.distribute.InputContext,

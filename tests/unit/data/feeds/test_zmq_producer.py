@@ -125,3 +125,40 @@ def test_a_source_that_makes_no_batch_is_said_each_interval(capsys):
     assert "the trainer's zmq_timeout_seconds ends its wait" in lines[0]
     # at 0.5 s and 1 s, with 0.8 s to spare for a loaded machine
     assert len(lines) >= 2
+
+
+def _receiving(endpoint, timeout):
+    """zmq_feed.receive's generator asked for one batch in a thread, as
+    tf.data's prefetch asks: (thread, what it got)."""
+    import threading
+    got = {}
+
+    def pull():
+        gen = zmq_feed.receive([endpoint], True, timeout, SPEC)
+        try:
+            got["batch"] = next(gen)
+        except StopIteration:
+            got["ended"] = True
+        except zmq_feed.ZmqFeedError as e:
+            got["error"] = str(e)
+    thread = threading.Thread(target=pull, daemon=True)
+    thread.start()
+    return thread, got
+
+
+def test_a_receive_waiting_when_training_ends_returns_at_once():
+    """model.fit's teardown joins the pipeline's thread: a receive whose
+    producers stopped sending held a run's end for zmq_timeout_seconds."""
+    import time
+    thread, got = _receiving(_endpoint(), 60.0)
+    time.sleep(0.5)
+    assert thread.is_alive()  # waiting for a batch
+    began = time.monotonic()
+    zmq_feed.end_of_training()
+    thread.join(10)
+    assert not thread.is_alive() and got == {"ended": True}
+    assert time.monotonic() - began < 5 * zmq_feed.POLL_SECONDS + 1
+    # The next receive (a new fit's) waits again, and its timeout holds.
+    thread, got = _receiving(_endpoint(), 0.6)
+    thread.join(10)
+    assert "no batch for 0.6 s" in got["error"]
