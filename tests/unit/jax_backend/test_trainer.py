@@ -40,34 +40,38 @@ def _shared_memory():
     return {n for n in os.listdir("/dev/shm") if n.startswith("psm_")}
 
 
-def failed_run_report():
-    """train_and_eval on records with train files and no validation files:
-    the validation feed's error comes after the train feed's input workers
-    started. Prints what was left once run() raised."""
+def _records_run(data, train_workers, val_examples):
+    """run() of train_and_eval on the records in `data` (8 train, batch 4,
+    2 steps): what it raised, as a notebook cell would show it, or None."""
     import official_bench
-    data = tempfile.mkdtemp()
-    _records(data, "train")
-    before = _shared_memory()
+    dataset = {"builder": "records", "data_dir": data, "image_size": 8,
+               "num_classes": 3, "batch_size": 4}
     cfg = official_bench.load_config(None, json.dumps({
         "mode": "train_and_eval", "model_dir": os.path.join(data, "run"),
         "runtime": {"backend": "jax", "num_gpus": 0,
                     "distribution_strategy": "one_device"},
         "model": {"name": "resnet_cifar", "model_params": {"depth": 8}},
-        "train_dataset": {"builder": "records", "data_dir": data,
-                          "image_size": 8, "num_classes": 3,
-                          "batch_size": 4, "num_examples": 8,
-                          "num_workers": 2},
-        "validation_dataset": {"builder": "records", "data_dir": data,
-                               "image_size": 8, "num_classes": 3,
-                               "batch_size": 4, "num_examples": 4,
-                               "num_workers": 1},
+        "train_dataset": dict(dataset, num_examples=8,
+                              num_workers=train_workers),
+        "validation_dataset": dict(dataset, num_examples=val_examples,
+                                   num_workers=1),
         "train": {"steps": 2, "epochs": 1},
         "evaluation": {"skip_eval": False}}))
     try:
         official_bench.run(cfg)
-        error = None
-    except Exception as e:  # what a notebook cell would show
-        error = f"{type(e).__name__}: {e}"
+    except Exception as e:  # noqa: BLE001
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
+def failed_run_report():
+    """train_and_eval on records with train files and no validation files:
+    the validation feed's error comes after the train feed's input workers
+    started. Prints what was left once run() raised."""
+    data = tempfile.mkdtemp()
+    _records(data, "train")
+    before = _shared_memory()
+    error = _records_run(data, train_workers=2, val_examples=4)
     print(json.dumps({
         "error": error,
         "workers_alive": [p.pid for p in multiprocessing.active_children()],
@@ -79,7 +83,6 @@ def short_eval_report():
     of 4 where the evaluation takes 3 (num_examples 12): what run() raised
     and whether a step ran (the feed used to say so at the first
     evaluation, after training)."""
-    import official_bench
     from official_bench.jax_backend import trainer
     data = tempfile.mkdtemp()
     _records(data, "train")
@@ -87,26 +90,7 @@ def short_eval_report():
     steps = []
     real_epoch = trainer._epoch
     trainer._epoch = lambda *a: steps.append(1) or real_epoch(*a)
-    cfg = official_bench.load_config(None, json.dumps({
-        "mode": "train_and_eval", "model_dir": os.path.join(data, "run"),
-        "runtime": {"backend": "jax", "num_gpus": 0,
-                    "distribution_strategy": "one_device"},
-        "model": {"name": "resnet_cifar", "model_params": {"depth": 8}},
-        "train_dataset": {"builder": "records", "data_dir": data,
-                          "image_size": 8, "num_classes": 3,
-                          "batch_size": 4, "num_examples": 8,
-                          "num_workers": 1},
-        "validation_dataset": {"builder": "records", "data_dir": data,
-                               "image_size": 8, "num_classes": 3,
-                               "batch_size": 4, "num_examples": 12,
-                               "num_workers": 1},
-        "train": {"steps": 2, "epochs": 1},
-        "evaluation": {"skip_eval": False}}))
-    try:
-        official_bench.run(cfg)
-        error = None
-    except Exception as e:
-        error = f"{type(e).__name__}: {e}"
+    error = _records_run(data, train_workers=1, val_examples=12)
     print(json.dumps({"error": error, "epochs_run": len(steps)}))
 
 

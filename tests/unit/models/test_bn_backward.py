@@ -14,6 +14,7 @@ import pytest
 from official_bench import config as C
 from official_bench.models.bn_backward import vjp_batch_norm_class
 from official_bench.models.bn_statistics import batch_norm_layer
+from support import model_counts
 from support.helpers import config_error_lines, keras3_child
 
 BN = dict(momentum=0.9, epsilon=1e-5, name="bn")
@@ -69,18 +70,9 @@ def _activation_residuals(jax, model, x):
 
 
 def _resnet(keras, backward, name="resnet", extra=""):
-    from official_bench.measure.layer_flops import count_forward
-    from official_bench.models import factory
-    cfg = C.load_config(params_override=(
-        f"runtime.backend=jax,runtime.num_gpus=0,model.name={name},"
-        f"model.model_params.bn_backward={backward}{extra}"))
-    model = factory.build_model(cfg, 0, keras=keras, backend="jax")
-    kinds = {type(layer).__name__ for layer in model.layers
-             if isinstance(layer, keras.layers.BatchNormalization)}
-    return {"bn_classes": sorted(kinds),
-            "trainable": int(sum(np.prod(w.shape)
-                                 for w in model.trainable_weights)),
-            "macs": count_forward(model, keras).macs}
+    return model_counts.counts(keras, (
+        f"model.name={name},model.model_params.bn_backward={backward}"
+        f"{extra}"))
 
 
 def compare_in_keras3():

@@ -14,8 +14,8 @@ test_pallas_moments.py."""
 import numpy as np
 import pytest
 
-from official_bench import config as C
 from official_bench.models.bn_statistics import batch_norm_layer
+from support import model_counts
 from support.helpers import keras3_child
 
 BN = dict(momentum=0.9, epsilon=1e-5, name="bn")
@@ -123,20 +123,10 @@ def _variance_error(jax, keras, offset, shift):
 
 
 def _resnet_counts(keras, statistics):
-    from official_bench.measure.layer_flops import count_forward
-    from official_bench.models import factory
-    cfg = C.load_config(params_override=(
-        "runtime.backend=jax,runtime.num_gpus=0,model.name=resnet_cifar,"
-        "model.model_params.depth=8,train_dataset.image_size=8,"
-        "train_dataset.num_classes=10,"
+    return model_counts.counts(keras, (
+        "model.name=resnet_cifar,model.model_params.depth=8,"
+        "train_dataset.image_size=8,train_dataset.num_classes=10,"
         f"model.model_params.bn_statistics={statistics}"))
-    model = factory.build_model(cfg, 0, keras=keras, backend="jax")
-    kinds = {type(layer).__name__ for layer in model.layers
-             if isinstance(layer, keras.layers.BatchNormalization)}
-    return {"bn_classes": sorted(kinds),
-            "trainable": int(sum(np.prod(w.shape)
-                                 for w in model.trainable_weights)),
-            "macs": count_forward(model, keras).macs}
 
 
 def compare_in_keras3():
