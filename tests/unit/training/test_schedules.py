@@ -125,16 +125,20 @@ def test_r23_warmup_ends_at_its_step_on_the_first_multiplier():
         assert float(s(step)) == pytest.approx(value), step
 
 
+def _schedule_at_256(total_steps, **keys):
+    """The schedule of model.learning_rate `keys` at global batch 256."""
+    lr = C.load_config(params_override=",".join(
+        f"model.learning_rate.{k}={v}" for k, v in keys.items())
+    ).model.learning_rate
+    return build_schedule(lr, global_batch=256, total_steps=total_steps)
+
+
 def test_piecewise_boundaries_in_fractional_epochs_of_whole_steps():
     # 2700 // 256 = 10 whole steps per epoch (not 10.5 rounded to 11):
     # warm-up 10 steps, the boundary at 2.5 epochs = step 25; peak 0.1.
-    lr = C.load_config(params_override=(
-        "model.learning_rate.initial_lr=0.1,"
-        "model.learning_rate.examples_per_epoch=2700,"
-        "model.learning_rate.warmup_epochs=1,"
-        "model.learning_rate.boundaries=[2.5],"
-        "model.learning_rate.multipliers=[1.0,0.1]")).model.learning_rate
-    s = build_schedule(lr, global_batch=256, total_steps=40)
+    s = _schedule_at_256(40, initial_lr=0.1, examples_per_epoch=2700,
+                         warmup_epochs=1, boundaries="[2.5]",
+                         multipliers="[1.0,0.1]")
     expected = {5: 0.05, 10: 0.1, 24: 0.1, 25: 0.01}
     for step, value in expected.items():
         assert float(s(step)) == pytest.approx(value), step
@@ -143,12 +147,8 @@ def test_piecewise_boundaries_in_fractional_epochs_of_whole_steps():
 def test_cosine_decays_over_the_steps_after_a_fractional_warmup():
     # 2560 // 256 = 10 steps per epoch; warm-up 1.5 epochs = 15 steps;
     # the cosine spans the 35 - 15 = 20 steps after it; peak 0.1.
-    lr = C.load_config(params_override=(
-        "model.learning_rate.name=cosine_with_warmup,"
-        "model.learning_rate.initial_lr=0.1,"
-        "model.learning_rate.warmup_epochs=1.5,"
-        "model.learning_rate.examples_per_epoch=2560")).model.learning_rate
-    s = build_schedule(lr, global_batch=256, total_steps=35)
+    s = _schedule_at_256(35, name="cosine_with_warmup", initial_lr=0.1,
+                         warmup_epochs=1.5, examples_per_epoch=2560)
     expected = {0: 0.0, 6: 0.1 * 6 / 15, 15: 0.1,
                 25: 0.05,  # half way: 0.5 * 0.1 * (1 + cos(pi / 2))
                 35: 0.0, 40: 0.0}
