@@ -21,14 +21,18 @@ class _Clock:
         return self.now
 
 
-def _timed_clock(plan, log_steps):
+def _timed_clock(plan, log_steps, step_seconds=None, initial_step=0):
+    """An IntervalClock driven through `step_seconds` (default 0.5 s for
+    each of the plan's steps), the run resumed at `initial_step`."""
     t = _Clock()
     clock = IntervalClock(plan.global_batch, log_steps, plan.total_steps,
-                          progress_seconds=1e9, log_fn=lambda *a: None,
-                          clock=t)
+                          progress_seconds=1e9, initial_step=initial_step,
+                          log_fn=lambda *a: None, clock=t)
     clock.on_train_begin()
-    for i in range(plan.total_steps):
-        t.now += 0.5
+    if step_seconds is None:
+        step_seconds = [0.5] * plan.total_steps
+    for i, seconds in enumerate(step_seconds):
+        t.now += seconds
         clock.on_train_batch_end(i, {"loss": 1.0})
     clock.on_train_end()
     return clock
@@ -90,15 +94,7 @@ def test_a_resumed_run_counts_its_own_steps_by_their_numbers(tmp_path):
     # the profiled step 5 (1.5 s), so the run trained 4 steps of 8 images,
     # not 6, and its step times are those of steps 3, 4 and 6: 0.5 s.
     end = _end(tmp_path, excluded_steps=(5, 5))
-    t = _Clock()
-    clock = IntervalClock(end.plan.global_batch, 2, end.plan.total_steps,
-                          progress_seconds=1e9, initial_step=2,
-                          log_fn=lambda *a: None, clock=t)
-    clock.on_train_begin()
-    for i in range(4):
-        t.now += 1.5 if i == 2 else 0.5
-        clock.on_train_batch_end(i, {"loss": 1.0})
-    clock.on_train_end()
+    clock = _timed_clock(end.plan, 2, [0.5, 0.5, 1.5, 0.5], initial_step=2)
     stats = run_end.statistics(dataclasses.replace(end, clock=clock))
     assert (stats.total_steps, stats.num_images) == (4, 32)
     assert stats.step_time_mean == 0.5
