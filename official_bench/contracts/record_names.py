@@ -72,6 +72,16 @@ def image_folder_split(data_dir: str, fs: FileSystem = LOCAL
     return None
 
 
+def image_folder_fix(data_dir: str, found: str, then: str) -> str:
+    """What to do with an image folder (split folder `found`) given where
+    records were wanted; `then`: pointing the run at the records, in the
+    words of where it was given ('set data_dir to DIR', 'set
+    DATA_DIR=DIR')."""
+    return (f"it holds an image folder ({found}/), not TFRecords: build "
+            f"records from it (official-bench-build-records "
+            f"--input_dir={data_dir} --output_dir=DIR) and {then}")
+
+
 def _visible(paths: List[str], fs: FileSystem) -> List[str]:
     return sorted(p for p in paths if not os.path.basename(p).startswith(".")
                   and not fs.isdir(p))

@@ -78,10 +78,8 @@ def problem(data_dir: str, described: str,
         wanted = record_names.looked_for(keys["split"], keys["layout"])
         images = record_names.image_folder_split(data_dir)
         if images is not None:
-            fix = (f"it holds an image folder ({images}/), not TFRecords: "
-                   f"build records from it (official-bench-build-records "
-                   f"--input_dir={data_dir} --output_dir=DIR) and set "
-                   "DATA_DIR=DIR")
+            fix = record_names.image_folder_fix(data_dir, images,
+                                                "set DATA_DIR=DIR")
         return (f"{described} holds no {keys['split']} files for "
                 f"{KEY}.builder {builder}: looked for {wanted}; {fix}")
     return f"{described} is empty ({KEY}.builder {builder}); {fix}"

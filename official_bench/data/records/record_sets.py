@@ -186,10 +186,8 @@ def image_folder_hint(data_dir: str, fs: FileSystem = LOCAL) -> str:
     found = record_names.image_folder_split(data_dir, fs)
     if found is None:
         return ""
-    return (f"; it holds an image folder ({found}/), not TFRecords: "
-            f"build records from it (official-bench-build-records "
-            f"--input_dir={data_dir} --output_dir=DIR) and set data_dir "
-            "to DIR")
+    return "; " + record_names.image_folder_fix(data_dir, found,
+                                                 "set data_dir to DIR")
 
 
 def layout_for(ds: DatasetConfig, files: Sequence[str],
