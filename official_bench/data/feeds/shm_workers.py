@@ -43,6 +43,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from official_bench.host.probes import usable_cores
 from official_bench.host.processes import die_with_parent
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -105,18 +106,10 @@ class Batch:
             release()
 
 
-def usable_cpus() -> int:
-    """The CPUs this process may use (taskset, container CPU sets)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
 def auto_workers() -> int:
     """`num_workers: auto`: the CPUs this process may use, less one for
     the process that feeds the devices, at least 1."""
-    return max(1, usable_cpus() - 1)
+    return max(1, usable_cores() - 1)
 
 
 def crowded_workers(workers: int, key: str) -> Optional[str]:
@@ -125,7 +118,7 @@ def crowded_workers(workers: int, key: str) -> Optional[str]:
     no faster, share the cores with the process feeding the devices and
     each is a Python process of its own (memory, start-up); a mistyped
     count (100 for 10) would otherwise start them in silence."""
-    cpus = usable_cpus()
+    cpus = usable_cores()
     if workers <= cpus:
         return None
     return (f"official_bench: {key}.num_workers is {workers}, more than the "
@@ -211,13 +204,13 @@ def sigint_blocked():
     """SIGINT blocked in this thread while a worker is started (or a
     multiprocessing Pool made: its threads, which start its later workers,
     inherit the mask), so the worker has it blocked from its first
-    instruction: a Ctrl-C reaches
-    the terminal's whole process group, and a worker still importing
-    (before _worker_main ignores it) printed a KeyboardInterrupt
-    traceback each. The trainer still gets it: another of its threads
-    takes it, or this one once it is unblocked (multiprocessing's
-    resource tracker is started the same way, and started first here:
-    starting, it unblocks SIGINT in the thread that starts it)."""
+    instruction: a Ctrl-C reaches the terminal's whole process group, and
+    a worker still importing (before _worker_main ignores it) printed a
+    KeyboardInterrupt traceback each. The trainer still gets it: another
+    of its threads takes it, or this one once it is unblocked
+    (multiprocessing's resource tracker is started the same way, and
+    started first here: starting, it unblocks SIGINT in the thread that
+    starts it)."""
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
