@@ -407,17 +407,22 @@ def finish_crops(pending: Sequence[Pending], decoder: str, device: int = 0
     back for takes the CPU path. An image that cannot be decoded is its
     UndecodableImage in the list; raises DecoderUnavailable."""
     windows = _nv_windows(pending, WINDOW_DECODERS[decoder], device)
-    out: List[Union[np.ndarray, UndecodableImage]] = []
-    for p, window in zip(pending, windows):
-        try:
-            out.append(resize(window, p.size, p.flip) if window is not None
-                       else _cpu_crop(p.data, p.header, p.window, p.size,
-                                      p.flip, 3, DECODER, p.dct_scaling))
-        except UndecodableImage as e:
-            out.append(e)
-        except Exception as e:  # noqa: BLE001 - the decoders' many kinds
-            out.append(UndecodableImage(f"{type(e).__name__}: {e}"))
-    return out
+    return [finish_crop(p, window) for p, window in zip(pending, windows)]
+
+
+def finish_crop(p: Pending, window: Optional[np.ndarray]
+                ) -> Union[np.ndarray, UndecodableImage]:
+    """The crop of `p` from its decoded `window` (RGB), resized and
+    flipped; None: the CPU path decodes it. An image that cannot be
+    decoded is its UndecodableImage."""
+    try:
+        return resize(window, p.size, p.flip) if window is not None \
+            else _cpu_crop(p.data, p.header, p.window, p.size, p.flip, 3,
+                           DECODER, p.dct_scaling)
+    except UndecodableImage as e:
+        return e
+    except Exception as e:  # noqa: BLE001 - the decoders' many kinds
+        return UndecodableImage(f"{type(e).__name__}: {e}")
 
 
 def _cpu_crop(data: bytes, header, window: Window, size: int, flip: bool,
