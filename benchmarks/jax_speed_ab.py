@@ -11,10 +11,15 @@ compare_sides: ratio of medians, bootstrap interval, verdict), so one
 baseline serves all of them. Candidates are tried in order of expected
 value; what the budget cannot hold is listed as skipped, and a candidate
 whose run fails (a flag this XLA does not know) is reported, not fatal.
+`--base` adds dotted overrides to both sides (a previous winner), so the
+candidates are judged on top of it; one the base already holds is listed
+as such and not run (it would be the base against itself).
 
     python benchmarks/jax_speed_ab.py --out OUT --budget 400          # GPU
     python benchmarks/jax_speed_ab.py --out OUT --dry-run             # plan
     python benchmarks/jax_speed_ab.py --out OUT --cpu --only pad4     # check
+    python benchmarks/jax_speed_ab.py --out OUT --dtypes fp16 \
+        --only conv_fusion --base train_dataset.batch_size=512
 
 OUT gets ab_verdicts.md (the table for BENCHMARKS.md), ab.json (every
 run's intervals), logs/ (each run's output) and work/ (their model_dirs).
@@ -58,6 +63,40 @@ class Candidate:
     batch: Optional[int] = None  # None: the baseline's
     dtypes: Tuple[str, ...] = ("bf16", "fp16")
     why: str = ""
+
+
+def override_items(text: str) -> List[str]:
+    """The `key=value` items of a dotted override, split outside brackets
+    and quotes; ValueError naming an item without '='."""
+    from official_bench.config.loading import _split_top_level
+    items = _split_top_level(text or "")
+    bad = [item for item in items if "=" not in item]
+    if bad:
+        raise ValueError(f"{', '.join(bad)}: not of the form key.path=value")
+    return [item.replace(" ", "") for item in items]
+
+
+def base_batch(base: str) -> Optional[int]:
+    """The batch the base sets (train_dataset.batch_size), else None;
+    ValueError when it is not a positive integer."""
+    for item in override_items(base):
+        key, value = item.split("=", 1)
+        if key == "train_dataset.batch_size":
+            if not value.isdigit() or int(value) < 1:
+                raise ValueError(f"{item}: the batch must be a positive "
+                                 "integer")
+            return int(value)
+    return None
+
+
+def in_base(cand: "Candidate", base: str) -> str:
+    """Why `cand` is not run on `base`: every item of its change is in the
+    base already, so it would be the base against itself ('' otherwise)."""
+    held = set(override_items(base))
+    items = override_items(cand.override)
+    if base and items and all(item in held for item in items):
+        return f"in the base already ({cand.override})"
+    return ""
 
 
 def _flag(flag: str) -> str:
@@ -177,6 +216,8 @@ def base_override(args, dtype: str) -> str:
              f"validation_dataset.batch_size={args.batch}"]
     if args.cpu:
         parts.append(f"train_dataset.dtype={dtypes.tf_name(dtype)}")
+    if args.base:
+        parts.append(args.base)
     return ",".join(parts)
 
 
@@ -264,6 +305,11 @@ def command(args, dtype: str, cand: Candidate) -> str:
             f"--warmup_intervals {args.warmup_intervals}")
 
 
+def base_words(base: str) -> str:
+    """The base in the tables' first line ('' without one)."""
+    return f"; base on both sides: `{base}`" if base else ""
+
+
 def markdown(args, rows: Sequence[Row], skipped, env, used: float) -> str:
     """The verdict table, what was skipped, and each A/B's command."""
     when = datetime.datetime.now(datetime.timezone.utc).strftime(
@@ -272,8 +318,8 @@ def markdown(args, rows: Sequence[Row], skipped, env, used: float) -> str:
            f"Keras {env['keras']}: {args.pairs} round(s) per side, "
            f"{args.steps} steps in intervals of {args.log_steps} (the first "
            f"{args.warmup_intervals} left out), batch {args.batch} unless "
-           f"the candidate sets it; budget {args.budget:.0f} s, used "
-           f"{used:.0f} s.", "",
+           f"the candidate sets it{base_words(args.base)}; budget "
+           f"{args.budget:.0f} s, used {used:.0f} s.", "",
            "| precision | candidate | change | baseline img/s | candidate "
            "img/s | B/A | 95% interval | runs | verdict |",
            "|---|---|---|---|---|---|---|---|---|"]
@@ -289,7 +335,13 @@ def markdown(args, rows: Sequence[Row], skipped, env, used: float) -> str:
                    f"| [{v.low:.3f}, {v.high:.3f}] | {v.runs_a}/{v.runs_b} "
                    f"| {v.verdict} |")
     out += ["", "Skipped (budget): " + ("; ".join(
-        f"{d} {n} ({why})" for d, n, why in skipped) or "none") + ".", "",
+        f"{d} {n} ({why})" for d, n, why in skipped
+        if not why.startswith("in the base")) or "none") + "."]
+    held = [f"{d} {n}" for d, n, why in skipped
+            if why.startswith("in the base")]
+    if held:
+        out.append("Not run, in the base already: " + ", ".join(held) + ".")
+    out += ["",
         "Each A/B alone (the script ran each precision's candidates in one "
         "alternation, sharing its baseline):", ""]
     out += [f"- `{command(args, r.dtype, r.candidate)}`" for r in rows]
@@ -300,7 +352,7 @@ def as_json(args, rows: Sequence[Row], records, skipped, env) -> dict:
     """Every run's counted interval rates, the verdicts, the plan."""
     return {
         "args": {k: v for k, v in vars(args).items() if k != "python"},
-        "environment": env, "skipped": skipped,
+        "environment": env, "base": args.base, "skipped": skipped,
         "runs": {dtype: {name: [r.rates for r in runs]
                          for name, runs in by_side.items()}
                  for dtype, by_side in records.items()},
@@ -381,6 +433,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rate", type=float, default=Costs.rate,
                    help="estimated img/s, for the budget (default: "
                         "%(default)s)")
+    p.add_argument("--base", default="",
+                   help="dotted overrides on both sides, candidates judged "
+                        "on top of them (train_dataset.batch_size=512,"
+                        "model.model_params.bn_statistics=one_pass)")
     p.add_argument("--python", default=sys.executable,
                    help="Python that runs the trainer (default: this one)")
     p.add_argument("--cpu", action="store_true",
@@ -438,13 +494,30 @@ def _candidates(args) -> List[Candidate]:
         raise SystemExit(f"--only {e}") from None
 
 
+def apply_base(args, candidates: Sequence[Candidate]):
+    """(the candidates to run, (dtype, name, why) of those the base holds);
+    the base's batch becomes args.batch. SystemExit naming a malformed
+    base, or a base that holds every candidate."""
+    try:
+        args.batch = base_batch(args.base) or args.batch
+        held = {c.name: in_base(c, args.base) for c in candidates}
+    except ValueError as e:
+        raise SystemExit(f"--base {e}") from None
+    run = [c for c in candidates if not held[c.name]]
+    if not run:
+        raise SystemExit(f"--base {args.base}: it holds every candidate "
+                         f"({', '.join(held)}); nothing to judge")
+    return run, [(d, c.name, held[c.name]) for c in candidates
+                 if held[c.name] for d in args.dtypes if d in c.dtypes]
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     bad = [d for d in args.dtypes if d not in GPU_CONFIGS]
     if bad:
         raise SystemExit(f"unknown dtype(s) {', '.join(bad)}; valid: "
                          f"{', '.join(GPU_CONFIGS)}")
-    candidates = _candidates(args)
+    candidates, held = apply_base(args, _candidates(args))
     costs = Costs(args.overhead, args.compile, args.rate)
     if args.dry_run:
         p = plan(candidates, args.dtypes, args.budget, costs, args.batch,
@@ -453,12 +526,13 @@ def main(argv=None) -> int:
             _say(f"{dtype}: baseline, {', '.join(c.name for c in cands)}")
             for c in cands:
                 _say(f"  {command(args, dtype, c)}")
-        for dtype, name, why in p.skipped:
+        for dtype, name, why in held + p.skipped:
             _say(f"skip {dtype} {name}: {why}")
         _say(f"estimate: {p.seconds:.0f} s of {args.budget:.0f}")
         return 0
     os.makedirs(args.out, exist_ok=True)
     rows, records, skipped, used = run_all(args, candidates, costs)
+    skipped = held + skipped
     env = environment(args.out)
     text = markdown(args, rows, skipped, env, used)
     with open(os.path.join(args.out, "ab_verdicts.md"), "w") as f:
@@ -466,8 +540,9 @@ def main(argv=None) -> int:
     with open(os.path.join(args.out, "ab.json"), "w") as f:
         json.dump(as_json(args, rows, records, skipped, env), f, indent=1)
     judged = sum(r.comparison is not None for r in rows)
-    _say(f"{judged} of {len(rows)} candidate(s) judged, {len(skipped)} "
-         f"skipped: {os.path.join(args.out, 'ab_verdicts.md')}")
+    _say(f"{judged} of {len(rows)} candidate(s) judged, "
+         f"{len(skipped) - len(held)} skipped, {len(held)} in the base: "
+         f"{os.path.join(args.out, 'ab_verdicts.md')}")
     return 0 if rows and judged == len(rows) else 1
 
 

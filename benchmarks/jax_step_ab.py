@@ -21,12 +21,16 @@ reported, not fatal; one that does not fit the budget is skipped.
 A Pallas candidate may carry kernel settings after its name
 (`bn_pallas:num_warps=8:tile_elements=4096`, models/pallas_moments.py's
 Tuning), set while its step is traced: the kernel's tiles and Triton
-parameters A/B'd without a code change.
+parameters A/B'd without a code change. `--base` adds dotted overrides to
+both sides (a previous winner); a candidate the base already holds is a
+row saying so, not an A/B of the base against itself.
 
     python benchmarks/jax_step_ab.py --out OUT --budget 300           # GPU
     python benchmarks/jax_step_ab.py --out OUT --cpu --only pad4      # check
     python benchmarks/jax_step_ab.py --out OUT --dtypes fp16 \
         --only bn_pallas,bn_pallas:num_warps=8,bn_pallas:max_steps=16
+    python benchmarks/jax_step_ab.py --out OUT --dtypes fp16 --only \
+        bn_vjp,pool_shifted --base model.model_params.bn_statistics=one_pass
 
 OUT gets ab_verdicts.md (the table for BENCHMARKS.md) and ab.json (every
 block's rate).
@@ -121,6 +125,11 @@ def refusal(cand: Candidate) -> str:
     return ""
 
 
+def joined(*overrides: str) -> str:
+    """Dotted overrides in order, the empty ones left out."""
+    return ",".join(o for o in overrides if o)
+
+
 def build_side(args, dtype: str, name: str, override: str,
                kernel: Tuple[Tuple[str, int], ...] = ()) -> Side:
     """The compiled step, warmed up by `args.warmup` steps; traced with
@@ -187,7 +196,11 @@ def run_all(args, cands: Sequence[Candidate], say) -> List[Row]:
             rows.append(row)
             left = args.budget - (time.monotonic() - start)
             need = estimate(args, bases.get(dtype), cand)
-            if dtype in failed:
+            held = jax_speed_ab.in_base(cand, args.base)
+            if held:
+                row.skipped = held
+                say(f"[{dtype} {cand.name}] not run: {held}")
+            elif dtype in failed:
                 row.failure = failed[dtype]
             elif need > left:
                 row.skipped = f"needs ~{need:.0f} s, {left:.0f} s left"
@@ -207,7 +220,7 @@ def run_all(args, cands: Sequence[Candidate], say) -> List[Row]:
 
 def _baseline(args, dtype: str, say) -> Side:
     say(f"[{dtype}] building the baseline ...")
-    base = build_side(args, dtype, "baseline", "")
+    base = build_side(args, dtype, "baseline", args.base)
     say(f"[{dtype}] baseline ready in {base.build_seconds:.1f} s")
     return base
 
@@ -218,7 +231,8 @@ def judge(args, base: Side, row: Row, say) -> None:
     name = row.candidate.name
     say(f"[{row.dtype} {name}] building ...")
     try:
-        side = build_side(args, row.dtype, name, row.candidate.override,
+        side = build_side(args, row.dtype, name,
+                          joined(args.base, row.candidate.override),
                           kernel_of(row.candidate))
     except Exception as e:  # noqa: BLE001 - one candidate's failure
         row.failure = first_line(e)
@@ -251,7 +265,8 @@ def markdown(args, rows: Sequence[Row], env, used: float) -> str:
            f"{env['jax']}, Keras {env['keras']}: {args.rounds} rounds of "
            f"{args.steps}-step blocks per side (A B, then B A; "
            f"{args.warmup} warm-up steps after each build), batch "
-           f"{args.batch} unless the candidate sets it; budget "
+           f"{args.batch} unless the candidate sets it"
+           f"{jax_speed_ab.base_words(args.base)}; budget "
            f"{args.budget:.0f} s, used {used:.0f} s.", "",
            "| precision | candidate | change | baseline img/s | candidate "
            "img/s | B/A | 95% interval | B/A paired by round | blocks | "
@@ -274,7 +289,8 @@ def markdown(args, rows: Sequence[Row], env, used: float) -> str:
 
 
 def as_json(args, rows: Sequence[Row], env) -> dict:
-    return {"args": vars(args), "environment": env, "rows": [
+    return {"args": vars(args), "environment": env,
+            "base": args.base, "rows": [
         {"dtype": r.dtype, "candidate": r.candidate.name,
          "override": r.candidate.override,
          "kernel": dict(kernel_of(r.candidate)), "baseline": r.baseline,
@@ -328,6 +344,20 @@ def candidates(names: Sequence[str]) -> List[Candidate]:
     return out
 
 
+def check_base(args, cands: Sequence[Candidate]) -> None:
+    """Takes the base's batch as args.batch; ValueError for a malformed
+    base, one setting a key read once per process, or one holding every
+    candidate."""
+    args.batch = jax_speed_ab.base_batch(args.base) or args.batch
+    why = refusal(Candidate("the base", args.base))
+    if why:
+        raise ValueError(why)
+    if all(jax_speed_ab.in_base(c, args.base) for c in cands):
+        raise ValueError(f"{args.base} holds every candidate ("
+                         f"{', '.join(c.name for c in cands)}); nothing "
+                         "to judge")
+
+
 def _at_least(low: int):
     def parse(text: str) -> int:
         value = int(text)
@@ -369,6 +399,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rate", type=float, default=6500.0,
                    help="estimated img/s, for the budget (default: "
                         "%(default)s)")
+    p.add_argument("--base", default="",
+                   help="dotted overrides on both sides, candidates judged "
+                        "on top of them (train_dataset.batch_size=512,"
+                        "model.model_params.bn_statistics=one_pass)")
     p.add_argument("--cpu", action="store_true",
                    help=f"a tiny model on the CPU, batch {CPU_BATCH} (a "
                         "check of the flow)")
@@ -388,6 +422,10 @@ def main(argv=None) -> int:
         p.error(f"--only: {e}")
     if args.cpu:
         args.batch = min(args.batch, CPU_BATCH)
+    try:
+        check_base(args, cands)
+    except ValueError as e:
+        p.error(f"--base: {e}")
     os.makedirs(args.out, exist_ok=True)
     start = time.monotonic()
     rows = run_all(args, cands, lambda line: print(line, flush=True))

@@ -12,7 +12,8 @@
 # (the table for BENCHMARKS.md, with each A/B's command), ab.json (every
 # run's interval rates) and runs.tar.gz (each run's log and result.json).
 # AB_ARGS adds arguments to the driver (--only b512,pad4; --pairs 3;
-# --dry-run; --cpu with a tiny model, a check of the flow).
+# --dry-run; --cpu with a tiny model, a check of the flow); BASE gives its
+# --base, dotted overrides on both sides (a previous winner).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=lib/gpu_stage.sh
@@ -22,9 +23,12 @@ cd "$root"
 gpu_begin gpu-ab "$1" "${2:-420}"
 out=$gpu_out
 
+base_args=()
+[ -n "${BASE:-}" ] && base_args=(--base "$BASE")
 # The driver keeps to what is left, less a margin for packing up.
 stage ab 60 "$PYTHON" benchmarks/jax_speed_ab.py --out "$out" \
-  --budget "$(( $(left) - 15 ))" ${AB_ARGS:-}
+  --budget "$(( $(left) - 15 ))" ${base_args[@]+"${base_args[@]}"} \
+  ${AB_ARGS:-}
 [ -f "$out/ab_verdicts.md" ] && tee -a "$out/summary.txt" < "$out/ab_verdicts.md"
 if [ -d "$out/logs" ]; then
   tar -C "$out" -czf "$out/runs.tar.gz" logs \

@@ -13,7 +13,8 @@
 # OUT_DIR gets summary.txt, ab_verdicts.md (the table for BENCHMARKS.md)
 # and ab.json (every block's rate). STEP_AB_ARGS adds arguments to the
 # driver (--only pad4,bn_pallas; --rounds 12; --cpu with a tiny model, a
-# check of the flow).
+# check of the flow); BASE gives its --base, dotted overrides on both sides
+# (BASE=train_dataset.batch_size=512,model.model_params.bn_statistics=one_pass).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=lib/gpu_stage.sh
@@ -23,9 +24,12 @@ cd "$root"
 gpu_begin gpu-step-ab "$1" "${2:-300}"
 out=$gpu_out
 
+base_args=()
+[ -n "${BASE:-}" ] && base_args=(--base "$BASE")
 # The driver keeps to what is left, less a margin for packing up; under
 # 100 s its first candidate (two builds and the blocks) cannot fit.
 stage step_ab 100 "$PYTHON" benchmarks/jax_step_ab.py --out "$out" \
-  --budget "$(( $(left) - 10 ))" ${STEP_AB_ARGS:-}
+  --budget "$(( $(left) - 10 ))" ${base_args[@]+"${base_args[@]}"} \
+  ${STEP_AB_ARGS:-}
 [ -f "$out/ab_verdicts.md" ] && tee -a "$out/summary.txt" < "$out/ab_verdicts.md"
 say "done"

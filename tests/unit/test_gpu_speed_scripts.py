@@ -2,7 +2,7 @@
 help lines (scripts/lib/gpu_stage.sh), scripts/gpu_jax_speed_ab.sh
 end to end with a stand-in trainer (a Python that prints TimeHistory
 lines at a speed its candidate sets, or fails as an unknown XLA flag
-does), the A/B plan's budget arithmetic and combined candidates, and
+does), the A/B plan's budget arithmetic, combined candidates and --base,
 benchmarks/jax_profile.py reading a finished capture folder back into its
 side-by-side tables, and benchmarks/gpu_decode_probe.py on nvImageCodec's
 CPU decoder (a window decoder's worker path one image and a group a
@@ -155,6 +155,43 @@ def test_candidates_combine_with_a_plus(capsys):
         args = m.build_parser().parse_args(["--out", "x", "--only", only])
         with pytest.raises(SystemExit, match=re.escape(says)):
             m._candidates(args)
+
+
+def test_the_base_is_on_both_sides_and_held_candidates_are_named():
+    """--base: both sides' override ends with it, its batch is the run's,
+    a candidate it holds is listed as such and not run, the table and
+    ab.json name it; a base holding every candidate, or a malformed one,
+    is one line."""
+    m = _load("jax_speed_ab")
+    base = "train_dataset.batch_size=512,model.model_params.bn_statistics" \
+        "=one_pass"
+    args = m.build_parser().parse_args(
+        ["--out", "x", "--dtypes", "fp16", "--only",
+         "b512,bn_one_pass,cmdbuf_off,b512+bn_vjp", "--base", base])
+    run, held = m.apply_base(args, m._candidates(args))
+    assert [c.name for c in run] == ["cmdbuf_off", "b512+bn_vjp"]
+    assert held == [("fp16", "b512", "in the base already "
+                     "(train_dataset.batch_size=512)"),
+                    ("fp16", "bn_one_pass", "in the base already "
+                     "(model.model_params.bn_statistics=one_pass)")]
+    assert args.batch == 512
+    assert m.base_override(args, "fp16").endswith(
+        "validation_dataset.batch_size=512," + base)
+    assert f"--b-override '{m.base_override(args, 'fp16')},runtime." in \
+        m.command(args, "fp16", run[0])
+    text = m.markdown(args, [], held, {"card": "c", "jax": "j",
+                                       "keras": "k"}, 1.0)
+    assert f"candidate sets it; base on both sides: `{base}`; budget" in text
+    assert "Skipped (budget): none.\nNot run, in the base already: fp16 " \
+        "b512, fp16 bn_one_pass.\n" in text
+    assert m.as_json(args, [], {}, held, {})["base"] == base
+    for bad, says in ((base, "it holds every candidate (b512)"),
+                      ("train_dataset.batch_size=0", "the batch must be a "
+                                                     "positive integer")):
+        args = m.build_parser().parse_args(["--out", "x", "--only", "b512",
+                                            "--base", bad])
+        with pytest.raises(SystemExit, match=re.escape(says)):
+            m.apply_base(args, m._candidates(args))
 
 
 def test_the_profile_tables_are_read_back_from_a_capture(tmp_path, capsys):

@@ -5,7 +5,8 @@ reported beside it, the outputs); with stand-in steps, the rounds'
 alternation and the verdicts it feeds; the budget's skips before anything
 is built; the candidates it refuses (an XLA flag needs a process of its
 own) or does not know; a Pallas candidate's kernel settings, checked,
-set while it is built and named in its row."""
+set while it is built and named in its row; --base on both sides, a
+candidate it holds not run."""
 
 import json
 import os
@@ -29,6 +30,7 @@ def cpu_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("step_ab") / "out"
     env = cli_env({"PYTHON": sys.executable, "PYTHONPATH": REPO,
                    "JAX_PLATFORMS": "cpu",
+                   "BASE": "model.model_params.bn_statistics=one_pass",
                    "STEP_AB_ARGS": "--cpu --only pad4,s2d --dtypes fp16 "
                                    "--rounds 2 --steps 2 --warmup 1"})
     p = subprocess.run(["bash", os.path.join(REPO, "scripts",
@@ -43,6 +45,8 @@ def test_the_script_judges_a_candidate_and_reports_a_failed_one(cpu_run):
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     table = (out / "ab_verdicts.md").read_text()
     assert table.startswith("In-process JAX step A/B on cpu, ")
+    assert "base on both sides: `model.model_params.bn_statistics=" \
+        "one_pass`" in table
     rows = {line.split("|")[2].strip(): line for line in table.splitlines()
             if line.startswith("| fp16 |")}
     assert set(rows) == {"pad4", "s2d"}
@@ -89,6 +93,7 @@ def test_rounds_alternate_and_feed_the_verdict():
 def test_the_budget_skips_before_building_anything():
     m = _load()
     args = types.SimpleNamespace(budget=30, build=40.0, rounds=8, steps=20,
+                                 base="",
                                  batch=256, rate=6500.0,
                                  dtypes=["bf16", "fp16"])
     said = []
@@ -110,7 +115,15 @@ def test_the_budget_skips_before_building_anything():
     ("pad4:num_warps=8", "pad4:num_warps=8: kernel settings need a "
                          "candidate with bn_statistics pallas (bn_pallas)"),
     ("pad4 --rounds 1", "argument --rounds: 1 is below 2"),
-    ("pad4 --warmup 0", "argument --warmup: 0 is below 1")])
+    ("pad4 --warmup 0", "argument --warmup: 0 is below 1"),
+    ("pad4 --base runtime.xla_flags=['--xla_x=1']",
+     "--base: the base sets runtime.xla_flags, which XLA reads once per "
+     "process"),
+    ("b512 --base train_dataset.batch_size=512,model.model_params."
+     "bn_statistics=one_pass", "--base: train_dataset.batch_size=512,model."
+     "model_params.bn_statistics=one_pass holds every candidate (b512)"),
+    ("pad4 --base one_pass", "--base: one_pass: not of the form "
+                             "key.path=value")])
 def test_candidates_it_cannot_run_are_one_line(only, says):
     p = subprocess.run([sys.executable, os.path.join(
         REPO, "benchmarks", "jax_step_ab.py"), "--out", "x", "--only",
@@ -119,6 +132,42 @@ def test_candidates_it_cannot_run_are_one_line(only, says):
         timeout=60)
     assert p.returncode == 2
     assert says in p.stderr.splitlines()[-1], p.stderr
+
+
+def test_the_base_is_on_both_sides_and_a_candidate_it_holds_is_not_run(
+        monkeypatch):
+    m = _load()
+    order, built = [], []
+
+    def build_side(args, dtype, name, override, *_):
+        built.append((name, override))
+        return _Stand(name, 1000.0, order)
+    monkeypatch.setattr(m, "build_side", build_side)
+    base = "train_dataset.batch_size=512,model.model_params.bn_statistics=" \
+        "one_pass"
+    args = types.SimpleNamespace(budget=1e9, build=1.0, rounds=2, steps=1,
+                                 batch=256, rate=1e6, dtypes=["fp16"],
+                                 warmup=1,
+                                 base=base.replace(",", ", "))
+    cands = m.candidates(["b512", "bn_vjp", "b512+bn_vjp"])
+    m.check_base(args, cands)
+    assert args.batch == 512
+    rows = m.run_all(args, cands, lambda line: None)
+    assert built == [("baseline", args.base),
+                     ("bn_vjp", args.base + ",model.model_params."
+                                        "bn_backward=vjp"),
+                     ("b512+bn_vjp", args.base + ",train_dataset.batch_size"
+                      "=512,model.model_params.bn_backward=vjp")]
+    assert rows[0].skipped == ("in the base already "
+                               "(train_dataset.batch_size=512)")
+    assert rows[0].verdict is None and rows[1].verdict is not None
+    table = m.markdown(args, rows, {"card": "cpu", "jax": "x", "keras": "y"},
+                       1.0)
+    assert f"batch 512 unless the candidate sets it; base on both sides: " \
+        f"`{args.base}`;" in table
+    assert "| fp16 | b512 | `train_dataset.batch_size=512` | - | - | - | - " \
+        "| - | - | skipped: in the base already " in table
+    assert m.as_json(args, rows, {})["base"] == args.base
 
 
 class _Failing(_Stand):
@@ -136,6 +185,7 @@ def test_a_failure_while_timing_is_that_rows_and_the_others_go_on(
     monkeypatch.setattr(m, "build_side", lambda args, dtype, name, *_: sides[
         name])
     args = types.SimpleNamespace(budget=1e9, build=1.0, rounds=2, steps=1,
+                                 base="",
                                  batch=8, rate=1e6, dtypes=["bf16"])
     rows = m.run_all(args, m.candidates(["pad4", "pad8"]), lambda line: None)
     assert rows[0].failure == ("while timing: RuntimeError: "
@@ -192,6 +242,7 @@ def test_kernel_settings_hold_while_their_candidate_is_built(monkeypatch):
     assert cands[0].batch == 400 and cands[0].name == \
         "b400+bn_pallas:num_warps=8:max_steps=16"
     args = types.SimpleNamespace(budget=1e9, build=1.0, rounds=2, steps=1,
+                                 base="",
                                  batch=8, rate=1e6, dtypes=["fp16"],
                                  warmup=1, cpu=True)
     rows = m.run_all(args, cands, lambda line: None)
