@@ -9,15 +9,23 @@ could not decode, and the mean absolute difference from simplejpeg's pixels of
 the same window (0-255 units). Then an input worker's whole per-image work
 (window, decode, resize, flip) with simplejpeg and with `decode: gpu`'s
 decoder, one image a call and, as the workers decode, a group of
-host_examples.WINDOW_GROUP a call.
+host_examples.WINDOW_GROUP a call. Then why 15 `decode: gpu` workers fed
+less than one alone (BENCHMARKS.md, "`decode: gpu` on the H200"): that
+worker path in N processes at once, each its own CUDA context (simplejpeg
+beside it shows what the CPUs' cores and hyperthreads do without a GPU),
+and the trainer path: one process, one decoder, `--batch` windows a call,
+resized by T threads.
 
     python benchmarks/gpu_decode_probe.py --image_dir DIR [--batch 256]
-        [--seconds 8] [--decoders hw,cuda] [--json OUT.json]
+        [--seconds 8] [--decoders hw,cuda] [--processes 1,8,15]
+        [--trainer_threads 4,8] [--json OUT.json]
 
 DIR is searched for *.JPEG / *.jpg (scripts/make_jpeg_folder.py makes
-ImageNet-like ones). `--decoders cpu` runs nvImageCodec's CPU decoder with
-no GPU, which checks this script's flow. Needs the nvidia-nvimgcodec-cu13
-and nvidia-nvjpeg wheels; TensorFlow-free.
+ImageNet-like ones). `--decoders cpu` with `--worker_decoders
+simplejpeg,nvimgcodec_cpu` runs nvImageCodec's CPU decoder with no GPU,
+which checks this script's flow. `--stages` picks the parts, `--append`
+adds to an earlier call's --json (scripts/gpu_decode_probe.sh's stages).
+Needs the nvidia-nvimgcodec-cu13 and nvidia-nvjpeg wheels; TensorFlow-free.
 """
 
 from __future__ import annotations
@@ -25,11 +33,15 @@ from __future__ import annotations
 import argparse
 import glob
 import json
+import multiprocessing
 import os
+import queue
 import random
 import statistics
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -45,16 +57,24 @@ from official_bench.data.records import (  # noqa: E402
 # nvImageCodec 0.9 registers nvJPEG's CUDA decoder as HYBRID_CPU_GPU.
 KINDS = {"hw": "HW_GPU_ONLY", "cuda": "HYBRID_CPU_GPU", "cpu": "CPU_ONLY"}
 CHECKED = 16  # images per decoder compared with simplejpeg
+STAGES = ("decoders", "worker", "processes", "trainer")
+READY_S = 90.0  # the most a process may take to read and start its decoder
 
 
-def load(image_dir: str, limit: int, seed: int):
-    """[(bytes, window)] of up to `limit` JPEGs, each with a train window."""
+def jpeg_paths(image_dir: str, limit: int):
+    """The first `limit` *.JPEG / *.jpg under `image_dir`, sorted."""
     paths = sorted(p for p in glob.glob(os.path.join(image_dir, "**", "*"),
                                         recursive=True)
                    if p.lower().endswith((".jpeg", ".jpg")))[:limit]
     if not paths:
         raise SystemExit(f"gpu_decode_probe: no *.JPEG or *.jpg under "
                          f"{image_dir}")
+    return paths
+
+
+def load(paths, seed: int):
+    """[(bytes, window)] of the JPEGs at `paths`, each with a train
+    window."""
     rng = random.Random(seed)
     out = []
     for path in paths:
@@ -150,6 +170,29 @@ def nv_rate(nv, name: str, images, batch: int, seconds: float) -> dict:
             "mad": statistics.mean(mads) if mads else None}
 
 
+def _start_crops(decoder: str, images, first: int, group: int):
+    """host_decode.start_crop of images first.. first+group-1 (their
+    windows, 224, every other one flipped): Pending for a window
+    decoder's, else done."""
+    crops = []
+    for k in range(first, first + group):
+        data, window = images[k % len(images)]
+        crops.append(host_decode.start_crop(
+            data, lambda h, w, window=window: window, 224, k % 2 == 0,
+            decoder=decoder, dct_scaling=False))
+    return crops
+
+
+def _worker_call(decoder: str, images, first: int, group: int) -> int:
+    """One call of a worker's decode of `group` images: the failures."""
+    crops = _start_crops(decoder, images, first, group)
+    pending = [c for c in crops if isinstance(c, host_decode.Pending)]
+    if not pending:
+        return 0
+    done = host_decode.finish_crops(pending, decoder)
+    return sum(isinstance(c, Exception) for c in done)
+
+
 def worker_rate(decoder: str, images, seconds: float, group: int = 1
                 ) -> dict:
     """An input worker's whole per-image work (host_decode.start_crop
@@ -159,16 +202,7 @@ def worker_rate(decoder: str, images, seconds: float, group: int = 1
     count = failed = 0
     cpu0, wall0 = time.process_time(), time.perf_counter()
     while time.perf_counter() - wall0 < seconds:
-        crops = []
-        for k in range(count, count + group):
-            data, window = images[k % len(images)]
-            crops.append(host_decode.start_crop(
-                data, lambda h, w, window=window: window, 224, k % 2 == 0,
-                decoder=decoder, dct_scaling=False))
-        pending = [c for c in crops if isinstance(c, host_decode.Pending)]
-        if pending:
-            done = host_decode.finish_crops(pending, decoder)
-            failed += sum(isinstance(c, Exception) for c in done)
+        failed += _worker_call(decoder, images, count, group)
         count += group
     wall = time.perf_counter() - wall0
     cpu = time.process_time() - cpu0
@@ -177,19 +211,168 @@ def worker_rate(decoder: str, images, seconds: float, group: int = 1
             "failed": failed, "mad": None, "images": count}
 
 
+def _one_process(decoder: str, paths, seed: int, group: int,
+                 seconds: float, spawned: float, barrier, results) -> None:
+    """One of processes_rate's: its images read, its decoder started (one
+    call), then worker_rate after the barrier; its row, or its error, put
+    on `results`."""
+    error = None
+    try:
+        images = load(paths, seed)
+        _worker_call(decoder, images, 0, group)
+        ready = time.time() - spawned
+    except Exception as e:  # noqa: BLE001 - reported, as the others run
+        error = f"{type(e).__name__}: {e}"
+    try:
+        barrier.wait(timeout=READY_S)
+    except threading.BrokenBarrierError:
+        error = error or f"another process was not ready in {READY_S:g} s"
+    if error:
+        results.put({"k": seed, "error": error})
+        return
+    row = worker_rate(decoder, images, seconds, group)
+    results.put({**row, "k": seed, "ready_s": ready})
+
+
+def _collect(procs, results, seconds: float):
+    """The processes' rows, then the processes ended (terminated if one
+    hangs); one that put nothing is an error row."""
+    rows, deadline = [], time.time() + READY_S + seconds + 30
+    while len(rows) < len(procs):
+        try:
+            rows.append(results.get(timeout=max(0.1, deadline -
+                                                time.time())))
+        except queue.Empty:
+            break
+    for proc in procs:
+        proc.join(timeout=10)
+        if proc.is_alive():
+            proc.terminate()
+            proc.join()
+    said = {r["k"] for r in rows}
+    return rows + [{"k": k, "error": "ended without a result (exit code "
+                    f"{proc.exitcode})"}
+                   for k, proc in enumerate(procs) if k not in said]
+
+
+def processes_rate(decoder: str, paths, n: int, seconds: float,
+                   label: str = "") -> dict:
+    """worker_rate's loop in `n` spawned processes at once (each its own
+    decoder: on a GPU, its own CUDA context), each on its share of
+    `paths`, timed together after a barrier: the total and each one's
+    img/s, CPU ms per image (all processes' CPU over all their images;
+    each one's), failures, the slowest start."""
+    group = host_examples.WINDOW_GROUP \
+        if decoder in host_decode.WINDOW_DECODERS else 1
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(n), ctx.Queue()
+    procs = [ctx.Process(target=_one_process, daemon=True, args=(
+        decoder, paths[k::n], k, group, seconds, time.time(), barrier,
+        results)) for k in range(n)]
+    for proc in procs:
+        proc.start()
+    each = _collect(procs, results, seconds)
+    ok = [r for r in each if "error" not in r]
+    images = sum(r["images"] for r in ok)
+    cpu_ms = sum(r["cpu_ms_per_image"] * r["images"] for r in ok)
+    return {"decoder": f"worker path, {decoder}, {group} a call, {n} "
+                       f"process{'es' if n > 1 else ''}{label}",
+            "processes": n, "img_s": sum(r["img_s"] for r in ok),
+            "cpu_ms_per_image": cpu_ms / images if images else 0.0,
+            "failed": sum(r["failed"] for r in ok), "images": images,
+            "mad": None,
+            "img_s_each": [round(r["img_s"], 1) for r in ok],
+            "cpu_ms_each": [round(r["cpu_ms_per_image"], 4) for r in ok],
+            "ready_s": max((r["ready_s"] for r in ok), default=None),
+            "errors": [r["error"] for r in each if "error" in r]}
+
+
+def _finish(pending, windows) -> int:
+    """host_decode.finish_crop of each: the failures."""
+    return sum(isinstance(host_decode.finish_crop(p, w), Exception)
+               for p, w in zip(pending, windows))
+
+
+def trainer_rate(decoder: str, images, batch: int, threads: int,
+                 seconds: float) -> dict:
+    """The trainer path: one process, one decoder (`decoder`, a window
+    decoder: the JPEG engines, else the CUDA decoder; on CPU its CPU
+    decoder), `batch` windows a call copied to the host
+    (host_decode._nv_windows), then resized and flipped
+    (host_decode.finish_crop) by `threads` threads while the next batch
+    decodes. img/s, CPU ms per image, and the decode call's wall ms per
+    image (the one thread's part)."""
+    kind = host_decode.WINDOW_DECODERS[decoder]
+    _worker_call(decoder, images, 0, 1)  # starts the decoder
+    count = failed = 0
+    decode_s, waiting = 0.0, []
+    with ThreadPoolExecutor(threads) as pool:
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        while time.perf_counter() - wall0 < seconds:
+            crops = _start_crops(decoder, images, count, batch)
+            pending = [c for c in crops if isinstance(c, host_decode.Pending)]
+            start = time.perf_counter()
+            windows = host_decode._nv_windows(pending, kind, 0)
+            decode_s += time.perf_counter() - start
+            failed += sum(f.result() for f in waiting)  # the batch before
+            waiting = [pool.submit(_finish, pending[k::threads],
+                                   windows[k::threads])
+                       for k in range(threads)]
+            count += len(crops)
+        failed += sum(f.result() for f in waiting)
+        wall = time.perf_counter() - wall0
+        cpu = time.process_time() - cpu0
+    return {"decoder": f"trainer path, {decoder}, {batch} a call, "
+                       f"{threads} thread{'s' if threads > 1 else ''}",
+            "threads": threads, "img_s": count / wall,
+            "cpu_ms_per_image": 1e3 * cpu / count, "failed": failed,
+            "images": count, "mad": None,
+            "decode_ms_per_image": 1e3 * decode_s / count}
+
+
+def _notes(r) -> str:
+    """The last column: each process's rates, or the decode call's."""
+    if r.get("img_s_each"):
+        cpu = r["cpu_ms_each"]
+        return (f"each {statistics.mean(r['img_s_each']):,.0f} img/s, "
+                f"{statistics.mean(cpu):.3f} CPU ms/image "
+                f"({min(cpu):.3f}-{max(cpu):.3f}); slowest start "
+                f"{r['ready_s']:.1f} s")
+    if "decode_ms_per_image" in r:
+        return f"decode call {r['decode_ms_per_image']:.3f} ms/image (wall)"
+    return "-"
+
+
 def report(rows, args) -> None:
     print("| decoder | img/s | CPU ms per image | failed | mean abs diff "
-          "vs simplejpeg (0-255) |\n|---|---|---|---|---|")
+          "vs simplejpeg (0-255) | notes |\n|---|---|---|---|---|---|")
     for r in rows:
         mad = "-" if r.get("mad") is None else f"{r['mad']:.2f}"
+        failed = f"{r['failed']} of {r['images']}"
+        if r.get("errors"):
+            failed += f"; {len(r['errors'])} process(es) failed"
         print(f"| {r['decoder']} | {r['img_s']:,.0f} | "
-              f"{r['cpu_ms_per_image']:.3f} | {r['failed']} of "
-              f"{r['images']} | {mad} |")
-    print(f"(batch {args.batch}, {args.seconds:g} s each, train windows as "
-          f"the region of interest; {os.cpu_count()} CPUs)")
+              f"{r['cpu_ms_per_image']:.3f} | {failed} | {mad} | "
+              f"{_notes(r)} |")
+    print(f"(batch {args.batch}, {args.seconds:g} s each, processes and "
+          f"threads {args.sweep_seconds:g} s each, train windows as the "
+          f"region of interest; {os.cpu_count()} CPUs)")
 
 
-def main(argv=None) -> int:
+def _counts(text: str):
+    """'1,8,15' -> [1, 8, 15] ('' -> none): an argparse type."""
+    try:
+        counts = [int(c) for c in text.split(",")] if text else []
+    except ValueError:
+        counts = [0]
+    if min(counts, default=1) < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of whole numbers of 1 "
+            "or more (e.g. 1,8,15; '' for none)")
+    return counts
+
+
+def _parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--image_dir", required=True,
                    help="a folder of JPEGs (searched recursively)")
@@ -206,22 +389,30 @@ def main(argv=None) -> int:
                    help="host_decode decoders timed on the input worker's "
                         "whole per-image work; a window decoder one image "
                         "a call and a group of host_examples.WINDOW_GROUP "
-                        "(default simplejpeg,nvimgcodec; '' for none)")
+                        "(default simplejpeg,nvimgcodec; '' for none); "
+                        "the processes stage runs each (a window decoder "
+                        "a group a call), the trainer stage each window "
+                        "decoder")
+    p.add_argument("--processes", type=_counts, default="1,8,15",
+                   help="process counts the worker path runs in at once "
+                        "(default 1,8,15)")
+    p.add_argument("--trainer_threads", type=_counts, default="4,8",
+                   help="resize threads of the trainer path (default 4,8)")
+    p.add_argument("--sweep_seconds", type=float, default=2.0,
+                   help="seconds each process count and thread count is "
+                        "timed (default 2)")
+    p.add_argument("--stages", default=",".join(STAGES),
+                   help="comma-separated, of " + ", ".join(STAGES) +
+                        " (default all)")
+    p.add_argument("--label", default="",
+                   help="added to the processes' rows' names (e.g. MPS)")
     p.add_argument("--json", help="also write the rows here")
-    args = p.parse_args(argv)
-    names = args.decoders.split(",")
-    unknown = [n for n in names if n not in KINDS]
-    if unknown:
-        p.error(f"unknown decoder {unknown[0]!r}; valid: {', '.join(KINDS)}")
-    try:
-        from nvidia import nvimgcodec as nv
-    except ImportError as e:
-        p.error(f"nvImageCodec is not importable ({e}): install the "
-                "nvidia-nvimgcodec-cu13 and nvidia-nvjpeg wheels")
-    images = load(args.image_dir, args.images, seed=0)
-    print(f"{len(images)} JPEGs, mean "
-          f"{statistics.mean(len(d) for d, _ in images) / 1024:.0f} KiB",
-          flush=True)
+    p.add_argument("--append", action="store_true",
+                   help="add the rows to those --json's file has")
+    return p
+
+
+def _decoder_rows(nv, names, images, args):
     rows = [cpu_rate(images, min(args.seconds, 4.0))]
     for name in names:
         try:
@@ -234,7 +425,12 @@ def main(argv=None) -> int:
                          "error": f"{type(e).__name__}: {e}"})
         print(f"{rows[-1]['decoder']}: {rows[-1]['img_s']:,.0f} img/s",
               flush=True)
-    for decoder in filter(None, args.worker_decoders.split(",")):
+    return rows
+
+
+def _worker_rows(decoders, images, args):
+    rows = []
+    for decoder in decoders:
         groups = [1, host_examples.WINDOW_GROUP] \
             if decoder in host_decode.WINDOW_DECODERS else [1]
         for group in groups:
@@ -244,13 +440,81 @@ def main(argv=None) -> int:
             except Exception as e:  # DecoderUnavailable: no GPU here
                 print(f"worker path, {decoder}, {group} a call: failed: {e}",
                       flush=True)
+    return rows
+
+
+def _sweep_rows(stages, decoders, paths, images, args):
+    """The processes and trainer stages' rows."""
+    rows = []
+    for n in args.processes if "processes" in stages else []:
+        for decoder in decoders:
+            rows.append(processes_rate(decoder, paths, n, args.sweep_seconds,
+                                       f", {args.label}" if args.label
+                                       else ""))
+            for error in rows[-1]["errors"][:1]:
+                print(f"{rows[-1]['decoder']}: {error}", flush=True)
+    window = [d for d in decoders if d in host_decode.WINDOW_DECODERS]
+    for threads in args.trainer_threads if "trainer" in stages else []:
+        for decoder in window:
+            try:
+                rows.append(trainer_rate(decoder, images, args.batch,
+                                         threads, args.sweep_seconds))
+            except Exception as e:  # DecoderUnavailable: no GPU here
+                print(f"trainer path, {decoder}, {threads} threads: "
+                      f"failed: {e}", flush=True)
+    return rows
+
+
+def _write_json(path: str, append: bool, args, rows) -> None:
+    """The rows (after the file's own with `append`), written whole."""
+    if append and os.path.exists(path):
+        with open(path) as f:
+            rows = json.load(f)["rows"] + rows
+    with open(path + ".tmp", "w") as f:
+        json.dump({"batch": args.batch, "seconds": args.seconds,
+                   "sweep_seconds": args.sweep_seconds,
+                   "cpus": os.cpu_count(), "rows": rows}, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
+def main(argv=None) -> int:
+    p = _parser()
+    args = p.parse_args(argv)
+    names = args.decoders.split(",")
+    unknown = [n for n in names if n not in KINDS]
+    if unknown:
+        p.error(f"unknown decoder {unknown[0]!r}; valid: {', '.join(KINDS)}")
+    stages = args.stages.split(",")
+    unknown = [s for s in stages if s not in STAGES]
+    if unknown:
+        p.error(f"unknown stage {unknown[0]!r} in --stages; valid: "
+                f"{', '.join(STAGES)}")
+    try:  # without its lines about codecs this probe does not use
+        nv = host_decode.import_nvimgcodec("cpu")
+    except host_decode.DecoderUnavailable as e:
+        p.error(str(e))
+    for flag in ("batch", "seconds", "sweep_seconds"):
+        if getattr(args, flag) <= 0:
+            p.error(f"--{flag} {getattr(args, flag):g}: must be above 0")
+    paths = jpeg_paths(args.image_dir, args.images)
+    if "processes" in stages and max(args.processes, default=0) > \
+            len(paths):
+        p.error(f"--processes {max(args.processes)}: more processes than "
+                f"the {len(paths)} JPEGs under {args.image_dir}")
+    images = load(paths, seed=0)
+    print(f"{len(images)} JPEGs, mean "
+          f"{statistics.mean(len(d) for d, _ in images) / 1024:.0f} KiB",
+          flush=True)
+    decoders = list(filter(None, args.worker_decoders.split(",")))
+    rows = _decoder_rows(nv, names, images, args) \
+        if "decoders" in stages else []
+    if "worker" in stages:
+        rows += _worker_rows(decoders, images, args)
+    rows += _sweep_rows(stages, decoders, paths, images, args)
     report(rows, args)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"batch": args.batch, "seconds": args.seconds,
-                       "cpus": os.cpu_count(), "rows": rows}, f, indent=1)
+        _write_json(args.json, args.append, args, rows)
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

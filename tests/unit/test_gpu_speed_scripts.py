@@ -244,7 +244,8 @@ def test_the_decode_probe_times_the_worker_path_alone_and_in_groups(
                                       "gpu_decode_probe.py"),
          "--image_dir", str(tmp_path), "--batch", "4", "--seconds", "0.2",
          "--decoders", "cpu", "--worker_decoders",
-         "simplejpeg,nvimgcodec_cpu", "--json", str(out)],
+         "simplejpeg,nvimgcodec_cpu", "--stages", "decoders,worker",
+         "--json", str(out)],
         env=cli_env({"PYTHONPATH": REPO}), capture_output=True, text=True,
         timeout=120)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
