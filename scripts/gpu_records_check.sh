@@ -3,21 +3,28 @@
 # H100/H200 of docs/backends.md): ImageNet-sized JPEGs made there
 # (scripts/make_jpeg_folder.py), built into TFRecords by the project's own
 # builder (official-bench-build-records, no TensorFlow), the run script on
-# them and on synthetic data for each precision, the extractor, and the
-# table of real against synthetic img/s (scripts/records_summary.py).
+# synthetic data and then on them for each precision (the ratio's
+# denominator first), the extractor, and the table of real against
+# synthetic img/s (scripts/records_summary.py).
 #
 #   bash scripts/gpu_records_check.sh OUT_DIR [BUDGET_SECONDS]
 #
 # Knobs (environment): IMAGES (train JPEGs, 20000), VAL_IMAGES (500),
 # IMAGE_W x IMAGE_H (500x375), CLASSES (100), TRAIN_SHARDS (64), BATCH
-# (256), DTYPES ("bf16 fp16"), TEST_NUM (3), STEPS (200), LOG_STEPS (50),
-# NUM_WORKERS (train_dataset.num_workers, auto), DECODE (the real runs'
-# train_dataset.decode: cpu, or gpu with nvImageCodec's wheels in .whl/:
-# nvidia-nvimgcodec-cu13 and nvidia-nvjpeg), DEVICE (auto; cpu runs
+# (256), DTYPES ("bf16 fp16"), TEST_NUM (3, runs per case), STEPS (200),
+# LOG_STEPS (50), NUM_WORKERS (train_dataset.num_workers, auto), WORKERS
+# (a sweep, "8 15": a real case per count, named real_w8, real_w15, instead
+# of the one NUM_WORKERS case), DECODE (the real runs' train_dataset.decode:
+# cpu, or gpu with nvImageCodec's wheels in .whl/: nvidia-nvimgcodec-cu13
+# and nvidia-nvjpeg), MPS (1: with DECODE=gpu, one more real case per
+# count in MPS_WORKERS, default the last count, under CUDA's MPS daemon,
+# started for those runs and stopped on every exit: real_w15_mps; a line
+# instead where nvidia-cuda-mps-control is absent), DEVICE (auto; cpu runs
 # the CPU smoke config), DATA_ROOT (where images and records go,
 # /tmp/records_check). The same script at a CPU's scale, in about a minute:
 #   IMAGES=64 VAL_IMAGES=8 TRAIN_SHARDS=4 BATCH=8 DTYPES=fp32 TEST_NUM=1 \
-#     STEPS=6 LOG_STEPS=2 DEVICE=cpu bash scripts/gpu_records_check.sh OUT
+#     STEPS=6 LOG_STEPS=2 DEVICE=cpu WORKERS="1 2" \
+#     bash scripts/gpu_records_check.sh OUT
 # Wheels the machine lacks arrive in .whl/ as for scripts/gpu_jax_check.sh
 # (keras, namex, optree; the records reader's google-crc32c and simplejpeg,
 # cp312 manylinux); PYTHON (python3) runs everything. Stages run in order and
@@ -86,11 +93,21 @@ print(' '.join(m for m in need if not found(m)))") || [ -n "$missing" ]; then
   exit 1
 fi
 
+# Stage estimates (seconds) from the 2026-11-30 H200 call (16 vCPUs, fp16,
+# batch 256, 200 steps): make_jpegs took 43 s, build_records 6; a real run
+# 68 s the first time (start-up ~10, records pipeline 14.3, compile 34.1,
+# training 9.9) and 37-45 s after it (3.7, 13 from JAX's cache, 10.4);
+# synthetic's first is taken as the same start-up, compile and 8 s of
+# training. Other sizes and steps do not scale these.
+first_real=70 next_run=45 first_synthetic=55
+runs_need() {  # runs_need FIRST: TEST_NUM runs, the first FIRST seconds
+  echo $(( $1 + next_run * (test_num - 1) ))
+}
 rm -rf "$root"; mkdir -p "$root"
-stage make_jpegs 200 "$PYTHON" scripts/make_jpeg_folder.py "$root/images" \
+stage make_jpegs 60 "$PYTHON" scripts/make_jpeg_folder.py "$root/images" \
   --train "$images" --validation "$val_images" --classes "${CLASSES:-100}" \
   --width "${IMAGE_W:-500}" --height "${IMAGE_H:-375}" || exit 1
-stage build_records 200 "$PYTHON" -m official_bench.data.build.build_records \
+stage build_records 20 "$PYTHON" -m official_bench.data.build.build_records \
   --input_dir "$root/images" --output_dir "$root/records" \
   --train_shards "${TRAIN_SHARDS:-64}" --validation_shards 4 \
   --num_workers "$(nproc)" || exit 1
@@ -105,42 +122,85 @@ from official_bench.data.feeds.shm_workers import auto_workers
 st = os.statvfs('/dev/shm')
 slots = (st.f_bavail * st.f_frsize) // (2 * $batch * 224 * 224 * 3 + 1)
 print(auto_workers(), max(1, slots - 1))")
-if [ "$workers" = auto ] && [ "${fits#* }" -lt "${fits% *}" ]; then
-  workers=${fits#* }
-  say "NOTE: /dev/shm holds the slots of $workers input workers only (auto would be ${fits% *}): num_workers=$workers"
+fitted() {  # fitted COUNT: the count, or the workers /dev/shm holds
+  local n=$1 auto=${fits% *} room=${fits#* }
+  if { [ "$n" = auto ] && [ "$room" -lt "$auto" ]; } ||
+     { [ "$n" != auto ] && [ "$n" -gt "$room" ]; }; then
+    say "NOTE: /dev/shm holds the slots of $room input workers only (asked $n, auto would be $auto): num_workers=$room" >&2
+    n=$room
+  fi
+  echo "$n"
+}
+
+# The real cases, "NAME COUNT MPS" each: one per WORKERS count (or the one
+# NUM_WORKERS case, named real), then MPS=1's under the MPS daemon.
+cases=()
+if [ -n "${WORKERS:-}" ]; then
+  for n in $WORKERS; do cases+=("real_w$n $(fitted "$n") 0"); done
+else
+  cases+=("real $(fitted "$workers") 0")
+fi
+if [ "${MPS:-0}" = 1 ] && [ "$decode" != gpu ]; then
+  say "MPS=1 is for DECODE=gpu (each worker's CUDA context): no MPS case with DECODE=$decode"
+elif [ "${MPS:-0}" = 1 ]; then
+  last=${WORKERS:-$workers}
+  for n in ${MPS_WORKERS:-${last##* }}; do
+    cases+=("real_w${n}_mps $(fitted "$n") 1")
+  done
 fi
 
 cpu_line() { { head -n1 /proc/stat; } >> "$1"; nproc > "$1.cores"; }
-run_case() {  # run_case real|synthetic DTYPE: TEST_NUM runs of the run script
-  local data=$1 dtype=$2 extra=()
-  [ "$data" = real ] && extra=(DATA_DIR="$root/records"
-                               PARAMS_OVERRIDE="train_dataset.num_workers=$workers,train_dataset.decode=$decode")
-  rm -f "$out/cpu_${data}_${dtype}"
-  cpu_line "$out/cpu_${data}_${dtype}"
+run_case() {  # run_case NAME DTYPE [COUNT MPS]: TEST_NUM runs of the run
+  # script; NAME synthetic, or a real case on COUNT workers (under MPS)
+  local name=$1 dtype=$2 extra=()
+  [ "$name" != synthetic ] && extra=(DATA_DIR="$root/records"
+    PARAMS_OVERRIDE="train_dataset.num_workers=$3,train_dataset.decode=$decode")
+  [ "${4:-0}" = 1 ] && extra+=(CUDA_MPS_PIPE_DIRECTORY="$mps_pipe")
+  rm -f "$out/cpu_${name}_${dtype}"
+  cpu_line "$out/cpu_${name}_${dtype}"
   env BACKEND=jax DEVICE="$device" TEST_NUM="$test_num" STEPS="$steps" \
-    LOG_STEPS="$log_steps" LOG_DIR="$out/logs_$data" \
-    MODEL_DIR="$out/model_dir_$data" "${extra[@]}" \
+    LOG_STEPS="$log_steps" LOG_DIR="$out/logs_$name" \
+    MODEL_DIR="$out/model_dir_$name" "${extra[@]}" \
     bash run_single_node.sh "$batch" "$dtype"
   local rc=$?
-  cpu_line "$out/cpu_${data}_${dtype}"
+  cpu_line "$out/cpu_${name}_${dtype}"
   return $rc
 }
+real_case() {  # real_case "NAME COUNT MPS" DTYPE: its stage, under MPS
+  # when asked (the daemon started at the first such case)
+  local name count mps need=$next_run
+  read -r name count mps <<< "$1"
+  if [ "$mps" = 1 ] && [ -z "${mps_pipe:-}" ]; then
+    mps_start "$root/mps"; say "$mps_line"
+    [ -n "${mps_pipe:-}" ] || { say "SKIP ${name}_$2: no MPS"; return; }
+  fi
+  [ -z "$ran_real" ] && need=$first_real
+  stage "${name}_$2" "$(runs_need "$need")" run_case "$name" "$2" "$count" \
+    "$mps" && ran_real=1
+}
+trap 'mps_stop; [ -n "${mps_line:-}" ] && say "$mps_line"' EXIT
+trap 'exit 130' INT TERM
+ran_real= ran_synthetic=
 for dtype in $dtypes; do
-  stage "real_$dtype" 120 run_case real "$dtype"
-  stage "synthetic_$dtype" 100 run_case synthetic "$dtype"
+  need=$next_run
+  [ -z "$ran_synthetic" ] && need=$first_synthetic
+  stage "synthetic_$dtype" "$(runs_need "$need")" run_case synthetic \
+    "$dtype" && ran_synthetic=1
+  for c in "${cases[@]}"; do real_case "$c" "$dtype"; done
+  [ -n "${mps_pipe:-}" ] && { mps_stop; say "$mps_line"; mps_line=; }
 done
-for data in real synthetic; do
-  stage "extract_$data" 20 "$PYTHON" extract_tensorflow_logs.py \
-    --log_dir "$out/logs_$data/jax/resnet50/bz$batch" --window auto \
-    --output_dir "$out/result_$data"
-  [ -f "$out/result_$data/bz${batch}_result.md" ] && {
-    echo "[$data]"; cat "$out/result_$data/bz${batch}_result.md"; } >> "$out/summary.txt"
+names="synthetic $(for c in "${cases[@]}"; do echo "${c%% *}"; done)"
+for name in $names; do
+  [ -d "$out/logs_$name" ] || continue
+  stage "extract_$name" 10 "$PYTHON" extract_tensorflow_logs.py \
+    --log_dir "$out/logs_$name/jax/resnet50/bz$batch" --window auto \
+    --output_dir "$out/result_$name"
+  [ -f "$out/result_$name/bz${batch}_result.md" ] && {
+    echo "[$name]"; cat "$out/result_$name/bz${batch}_result.md"; } >> "$out/summary.txt"
 done
 "$PYTHON" scripts/records_summary.py "$out" | tee -a "$out/summary.txt"
-tar -C "$out" -czf "$out/all.tar.gz" --exclude='*.tar.gz' \
-  logs_real logs_synthetic result_real result_synthetic \
-  $(cd "$out" && ls *.log cpu_* 2>/dev/null) 2>/dev/null
-rm -rf "$out/logs_real" "$out/logs_synthetic" "$out/model_dir_real" \
-  "$out/model_dir_synthetic" "$out/result_real" "$out/result_synthetic" \
-  "$out"/*.log "$out"/cpu_*
+(cd "$out" && tar -czf all.tar.gz --exclude='*.tar.gz' \
+  $(ls -d logs_* result_* *.log cpu_* 2>/dev/null))
+rm -rf "$out"/logs_* "$out"/model_dir_* "$out"/result_* "$out"/*.log \
+  "$out"/cpu_*
 say "done"

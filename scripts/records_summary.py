@@ -5,11 +5,14 @@ cores could decode against what the GPU trains.
 
     python3 scripts/records_summary.py OUT_DIR
 
-Reads OUT_DIR/logs_{real,synthetic}/**/rn50_b*_<dtype>_<i>.json (the run
-scripts' copies of each run's result.json), OUT_DIR/result_{real,synthetic}/
-*_result.json (the extractor's tables of the same runs) and
-OUT_DIR/cpu_<data>_<dtype> (/proc/stat's cpu line before and after each
-case); writes OUT_DIR/records_summary.json and .md and prints the table.
+Reads OUT_DIR/logs_<case>/**/rn50_b*_<dtype>_<i>.json (the run scripts'
+copies of each run's result.json), OUT_DIR/result_<case>/*_result.json (the
+extractor's tables of the same runs) and OUT_DIR/cpu_<case>_<dtype>
+(/proc/stat's cpu line before and after each case), where <case> is
+synthetic, real, or real_<label> for each real case of a sweep (real_w8,
+real_w15_mps: gpu_records_check.sh's WORKERS and MPS; a row each, against
+the one synthetic case, its workers from its result.json); writes
+OUT_DIR/records_summary.json and .md and prints the table.
 The img/s columns are the extractor's 1n1g medians (DLPerf's number, the
 one BENCHMARKS.md quotes) where it wrote them, else the median of the
 runs' own images/time over their window; `*_img_s_from` says which.
@@ -94,11 +97,29 @@ def _rate(results, extracted, dtype):
     return value, "result.json" if value is not None else None
 
 
-def case(out: str, dtype: str, real, synthetic, extracted=None):
-    """One precision's row; `extracted`: {"real"/"synthetic": the
-    extractor's medians}."""
+def real_cases(out: str):
+    """The real cases' names (real, real_w8, real_w15_mps: their logs_
+    folders), by worker count, MPS after."""
+    names = [os.path.basename(p)[len("logs_"):] for p in glob.glob(
+        os.path.join(out, "logs_real*")) if os.path.isdir(p)]
+
+    def order(name):
+        m = re.search(r"_w(\d+)", name)
+        return (int(m.group(1)) if m else 0, name.endswith("_mps"), name)
+    return sorted(names, key=order)
+
+
+def label(name: str) -> str:
+    """A real case's label in the table: 'w15 mps' for real_w15_mps."""
+    return name[len("real_"):].replace("_", " ") if "_" in name else "-"
+
+
+def case(out: str, dtype: str, real, synthetic, extracted=None,
+         name: str = "real"):
+    """One precision's row for the real case `name`; `extracted`:
+    {case name or "synthetic": the extractor's medians}."""
     extracted = extracted or {}
-    r_rate, r_from = _rate(real, extracted.get("real", {}), dtype)
+    r_rate, r_from = _rate(real, extracted.get(name, {}), dtype)
     s_rate, s_from = _rate(synthetic, extracted.get("synthetic", {}), dtype)
     feed = next((x.get("input") for x in real if x.get("input")), {}) or {}
     per_core = median([(x.get("input") or {}).get(
@@ -107,14 +128,15 @@ def case(out: str, dtype: str, real, synthetic, extracted=None):
     wait = median([(x.get("input_wait") or {}).get("fraction")
                    for x in real])
     row = {
-        "dtype": dtype, "runs": len(real),
+        "dtype": dtype, "case": label(name), "mps": name.endswith("_mps"),
+        "runs": len(real),
         "real_img_s": r_rate, "synthetic_img_s": s_rate,
         "real_img_s_from": r_from, "synthetic_img_s_from": s_from,
         "real_over_synthetic": (r_rate / s_rate) if r_rate and s_rate
         else None,
         "input_wait_fraction": wait,
         "host_busy_cores_real": busy_cores(
-            os.path.join(out, f"cpu_real_{dtype}")),
+            os.path.join(out, f"cpu_{name}_{dtype}")),
         "host_busy_cores_synthetic": busy_cores(
             os.path.join(out, f"cpu_synthetic_{dtype}")),
         "decoder": feed.get("decoder"), "workers": workers,
@@ -132,14 +154,16 @@ def _fmt(v, spec="{:,.0f}"):
 
 
 def table(rows) -> str:
-    head = ("| precision | real img/s | synthetic img/s | real/synthetic | "
+    head = ("| precision | real case | real img/s | synthetic img/s | "
+            "real/synthetic | "
             "input wait | host busy cores, real (whole case, start-up "
             "too) | decoder | workers | decode img per worker CPU-s | "
             "workers x per-worker rate / synthetic |")
-    lines = [head, "|" + "---|" * 10]
+    lines = [head, "|" + "---|" * 11]
     for r in rows:
         lines.append(
-            f"| {r['dtype']} | {_fmt(r['real_img_s'])} | "
+            f"| {r['dtype']} | {r.get('case') or '-'} | "
+            f"{_fmt(r['real_img_s'])} | "
             f"{_fmt(r['synthetic_img_s'])} | "
             f"{_fmt(r['real_over_synthetic'], '{:.3f}')} | "
             f"{_fmt(r['input_wait_fraction'], '{:.1%}')} | "
@@ -156,13 +180,17 @@ def main(argv=None) -> int:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
     out = argv[0]
-    real = runs(os.path.join(out, "logs_real"))
+    names = real_cases(out)
+    real = {n: runs(os.path.join(out, f"logs_{n}")) for n in names}
     synthetic = runs(os.path.join(out, "logs_synthetic"))
-    extracted = {data: extractor_medians(os.path.join(out, f"result_{data}"))
-                 for data in ("real", "synthetic")}
-    rows = [case(out, d, real.get(d, []), synthetic.get(d, []), extracted)
-            for d in ("bf16", "fp16", "fp32")
-            if d in real or d in synthetic]
+    extracted = {n: extractor_medians(os.path.join(out, f"result_{n}"))
+                 for n in names + ["synthetic"]}
+    rows = []
+    for d in ("bf16", "fp16", "fp32"):
+        cases = [n for n in names if d in real[n]] or (
+            ["real"] if d in synthetic else [])
+        rows += [case(out, d, real.get(n, {}).get(d, []),
+                      synthetic.get(d, []), extracted, n) for n in cases]
     text = table(rows)
     with open(os.path.join(out, "records_summary.json"), "w") as f:
         json.dump(rows, f, indent=1)

@@ -7,7 +7,8 @@
 #   gpu_begin TAG OUT_DIR BUDGET_SECONDS
 # then `stage NAME SECONDS COMMAND...` writes OUT_DIR/NAME.log and a START /
 # END (or SKIP) line in OUT_DIR/summary.txt. PYTHON picks the interpreter
-# (default python3). Run from the repository's root.
+# (default python3). Run from the repository's root. mps_start DIR and
+# mps_stop run CUDA's MPS control daemon for the runs given mps_env.
 gpu_usage() {  # gpu_usage SCRIPT FIRST_ARG: its header comment for --help,
   # the one-line usage and exit 2 without OUT_DIR
   case "$2" in
@@ -61,4 +62,31 @@ stage() {  # stage NAME SECONDS_NEEDED COMMAND...
   local rc=$?
   say "END $name: exit $rc"
   tail -n 25 "$gpu_out/$name.log" | grep -v '^[IWE][0-9]\{4\} ' >> "$gpu_out/summary.txt"
+}
+
+# MPS (CUDA's multi-process service): a control daemon with its pipes and
+# logs in DIR; processes started with CUDA_MPS_PIPE_DIRECTORY=$mps_pipe
+# share the GPU through one server (one context) instead of one context
+# each. Others, without it, use the default pipe folder and no MPS. Both
+# set mps_line, what happened in one line, for the caller to say.
+mps_start() {  # mps_start DIR: 0 when the daemon runs
+  if ! command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
+    mps_line="MPS: nvidia-cuda-mps-control is absent here (no MPS runs)"
+    return 1
+  fi
+  mkdir -p "$1/pipe" "$1/log"
+  if ! CUDA_MPS_PIPE_DIRECTORY=$1/pipe CUDA_MPS_LOG_DIRECTORY=$1/log \
+      nvidia-cuda-mps-control -d >/dev/null 2>&1; then
+    mps_line="MPS: the control daemon did not start (its log: $1/log)"
+    return 1
+  fi
+  mps_pipe=$1/pipe
+  mps_line="MPS: control daemon started, pipes in $mps_pipe"
+}
+mps_stop() {  # stops mps_start's daemon; nothing when none runs
+  [ -n "${mps_pipe:-}" ] || return 0
+  echo quit | CUDA_MPS_PIPE_DIRECTORY=$mps_pipe nvidia-cuda-mps-control \
+    >/dev/null 2>&1
+  mps_line="MPS: control daemon stopped"
+  mps_pipe=
 }

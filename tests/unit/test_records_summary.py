@@ -18,13 +18,14 @@ def summary():
     return load_script("scripts", "records_summary.py")
 
 
-def _run(root, data, dtype, index, over_window, wait=None, per_core=None):
+def _run(root, data, dtype, index, over_window, wait=None, per_core=None,
+         workers=15):
     path = (root / f"logs_{data}" / "jax" / "resnet50" / "bz256" / "1n1g" /
             f"rn50_b256_{dtype}_{index}.json")
     path.parent.mkdir(parents=True, exist_ok=True)
     result = {"stats": {"images_per_second_over_window": over_window}}
-    if data == "real":
-        result["input"] = {"decoder": "simplejpeg", "num_workers": 15,
+    if data.startswith("real"):
+        result["input"] = {"decoder": "simplejpeg", "num_workers": workers,
                            "decode_images_per_cpu_second": per_core}
         result["input_wait"] = {"fraction": wait}
     path.write_text(json.dumps(result))
@@ -76,9 +77,39 @@ def test_the_extractors_medians_come_first(tmp_path, summary, capsys):
     assert bf16["real_img_s_from"] == "result.json"
     assert bf16["host_busy_cores_real"] is None
     table = (tmp_path / "records_summary.md").read_text()
-    assert "| fp16 | 5,493 | 6,808 | 0.807 | 50.0% | 10.7 | simplejpeg " \
-        "| 15 | 325 | 0.72 |" in table
+    assert "| fp16 | - | 5,493 | 6,808 | 0.807 | 50.0% | 10.7 | " \
+        "simplejpeg | 15 | 325 | 0.72 |" in table
     assert table in capsys.readouterr().out
+
+
+def test_a_worker_sweep_is_a_row_per_case(tmp_path, summary, capsys):
+    """gpu_records_check.sh's WORKERS="8 15" and MPS=1: logs_real_w8,
+    logs_real_w15 and logs_real_w15_mps, each a row against the one
+    synthetic case, by worker count and MPS after, with its own extractor
+    table and CPU lines."""
+    for name, workers, rate in (("real_w15_mps", 15, 5600.0),
+                                ("real_w15", 15, 5155.0),
+                                ("real_w8", 8, 4800.0)):
+        _run(tmp_path, name, "fp16", 1, rate, 0.3, 400.0, workers)
+    _run(tmp_path, "synthetic", "fp16", 1, 6800.0)
+    _extracted(tmp_path, "real_w8", {"fp16": 4801.0})
+    (tmp_path / "cpu_real_w15_mps_fp16").write_text(
+        "cpu  100 0 100 800 0 0 0 0 0 0\ncpu  1100 0 1100 1800 0 0 0 0 0 0\n")
+    (tmp_path / "cpu_real_w15_mps_fp16.cores").write_text("16\n")
+
+    assert summary.main([str(tmp_path)]) == 0
+    rows = json.loads((tmp_path / "records_summary.json").read_text())
+    assert [(r["case"], r["workers"], r["mps"], r["real_img_s"],
+             r["real_img_s_from"]) for r in rows] == [
+        ("w8", 8, False, 4801.0, "extractor"),
+        ("w15", 15, False, 5155.0, "result.json"),
+        ("w15 mps", 15, True, 5600.0, "result.json")]
+    assert all(r["synthetic_img_s"] == 6800.0 for r in rows)
+    assert [r["host_busy_cores_real"] for r in rows] == [
+        None, None, pytest.approx(16 * 2 / 3)]
+    table = (tmp_path / "records_summary.md").read_text()
+    assert "| fp16 | w15 mps | 5,600 | 6,800 | 0.824 | 30.0% | 10.7 | " \
+        "simplejpeg | 15 | 400 | 0.88 |" in table
 
 
 def test_usage_and_nothing_found(tmp_path, summary, capsys):
