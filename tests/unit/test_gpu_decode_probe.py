@@ -1,9 +1,12 @@
 """benchmarks/gpu_decode_probe.py's processes and trainer stages on
-nvImageCodec's CPU decoder and its refusal of bad counts (the probe's
-other stages: test_gpu_speed_scripts.py)."""
+nvImageCodec's CPU decoder, its refusal of bad counts, and
+scripts/gpu_decode_probe.sh's knobs and MPS daemon with stand-ins for
+Python and nvidia-cuda-mps-control (the probe's other stages:
+test_gpu_speed_scripts.py)."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -12,6 +15,7 @@ import pytest
 from support.helpers import REPO, cli_env, load_script
 
 PROBE = os.path.join(REPO, "benchmarks", "gpu_decode_probe.py")
+SCRIPT = os.path.join(REPO, "scripts", "gpu_decode_probe.sh")
 
 
 @pytest.fixture(scope="module")
@@ -77,3 +81,77 @@ def test_a_bad_count_is_refused_naming_its_flag(flag, value, capsys):
     assert f"argument {flag}: {value!r} is not a comma-separated list" in \
         capsys.readouterr().err
 
+
+# Stand-ins: a Python that records its arguments (and, for the MPS stage
+# with KILL set, ends the script as a signal would), and the MPS control.
+PYTHON = """#!/usr/bin/env bash
+echo "python pipe=${CUDA_MPS_PIPE_DIRECTORY:-} $*" >> "$CALLS"
+case "$*" in *"--label MPS"*) [ -n "${KILL:-}" ] && kill -TERM $PPID ;; esac
+exit 0
+"""
+MPS_CONTROL = """#!/usr/bin/env bash
+if [ $# -gt 0 ]; then echo "mps $* pipe=$CUDA_MPS_PIPE_DIRECTORY" >> "$CALLS"
+else echo "mps $(cat)" >> "$CALLS"; fi
+"""
+
+
+def _script(tmp_path, mps_control=True, **env):
+    """gpu_decode_probe.sh with the stand-ins: (exit code, calls, summary)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stand_ins = {"python": PYTHON}
+    if mps_control:
+        stand_ins["nvidia-cuda-mps-control"] = MPS_CONTROL
+    for name, text in stand_ins.items():
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    calls, out = tmp_path / "calls", tmp_path / "out"
+    p = subprocess.run(
+        ["bash", SCRIPT, str(out), "200"], capture_output=True, text=True,
+        env=cli_env({"CALLS": str(calls), "PYTHON": str(bin_dir / "python"),
+                     "PATH": f"{bin_dir}:{os.environ['PATH']}",
+                     "WORKER_DECODERS": "simplejpeg,nvimgcodec_cpu",
+                     **env}), timeout=60)
+    summary = (out / "summary.txt").read_text()
+    return p.returncode, calls.read_text().splitlines(), summary
+
+
+def _probe_calls(calls):
+    return [c for c in calls if "gpu_decode_probe.py" in c or
+            c.startswith("mps")]
+
+
+def test_the_script_passes_its_knobs_and_runs_mps_between(tmp_path):
+    rc, calls, summary = _script(tmp_path, MPS="1", PROCESSES="3,5",
+                                 TRAINER_THREADS="6")
+    assert rc == 0, summary
+    processes, trainer, mps_start, mps, mps_quit, probe = \
+        _probe_calls(calls)
+    assert "--processes 3,5 --trainer_threads 6 " in processes
+    assert "--stages processes --json" in processes
+    assert "--stages trainer " in trainer and "pipe= " in trainer
+    pipe = mps_start.split("pipe=")[1]
+    assert mps_start.startswith("mps -d ") and pipe.startswith("/tmp/")
+    assert f"pipe={pipe} " in mps and mps.endswith(
+        "--label MPS --processes 5 --worker_decoders nvimgcodec_cpu")
+    assert mps_quit == "mps quit" and not os.path.exists(pipe)
+    assert "pipe= " in probe and "--stages decoders,worker " in probe
+    assert "END processes_mps: exit 0" in summary
+
+
+def test_a_signal_in_the_mps_stage_still_stops_the_daemon(tmp_path):
+    rc, calls, summary = _script(tmp_path, MPS="1", KILL="1")
+    assert rc == 143
+    assert [c.split()[0] for c in _probe_calls(calls)] == [
+        "python", "python", "mps", "python", "mps"]
+    assert _probe_calls(calls)[-1] == "mps quit"
+
+
+@pytest.mark.skipif(shutil.which("nvidia-cuda-mps-control") is not None,
+                    reason="this machine has a real MPS control")
+def test_without_the_mps_control_the_stage_is_a_line(tmp_path):
+    rc, calls, summary = _script(tmp_path, mps_control=False, MPS="1")
+    assert rc == 0
+    assert "MPS: nvidia-cuda-mps-control is absent here (no MPS runs)" \
+        in summary
+    assert not any("--label MPS" in c for c in calls)
