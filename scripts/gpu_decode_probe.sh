@@ -50,6 +50,9 @@ images=/tmp/decode_probe_images
 rm -rf "$images" "$out/probe.json"
 stage make_jpegs 60 "$PYTHON" scripts/make_jpeg_folder.py "$images" \
   --train "${IMAGES:-2000}" --validation 1 --classes 10
+if [ ! -d "$images" ]; then
+  say "SKIP the probe's stages: no JPEGs were made"; exit 0
+fi
 worker_decoders=${WORKER_DECODERS:-simplejpeg,nvimgcodec}
 processes=${PROCESSES-1,8,15}
 probe() {  # probe STAGES ARGS...: the probe's stages, rows into probe.json

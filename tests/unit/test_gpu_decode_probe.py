@@ -82,10 +82,12 @@ def test_a_bad_count_is_refused_naming_its_flag(flag, value, capsys):
         capsys.readouterr().err
 
 
-# Stand-ins: a Python that records its arguments (and, for the MPS stage
-# with KILL set, ends the script as a signal would), and the MPS control.
+# Stand-ins: a Python that records its arguments, makes the JPEG folder
+# (and, for the MPS stage with KILL set, ends the script as a signal
+# would), and the MPS control.
 PYTHON = """#!/usr/bin/env bash
 echo "python pipe=${CUDA_MPS_PIPE_DIRECTORY:-} $*" >> "$CALLS"
+case "$1" in *make_jpeg_folder.py) mkdir -p "$2" ;; esac
 case "$*" in *"--label MPS"*) [ -n "${KILL:-}" ] && kill -TERM $PPID ;; esac
 exit 0
 """
@@ -95,7 +97,7 @@ else echo "mps $(cat)" >> "$CALLS"; fi
 """
 
 
-def _script(tmp_path, mps_control=True, **env):
+def _script(tmp_path, mps_control=True, budget=200, **env):
     """gpu_decode_probe.sh with the stand-ins: (exit code, calls, summary)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -107,7 +109,8 @@ def _script(tmp_path, mps_control=True, **env):
         (bin_dir / name).chmod(0o755)
     calls, out = tmp_path / "calls", tmp_path / "out"
     p = subprocess.run(
-        ["bash", SCRIPT, str(out), "200"], capture_output=True, text=True,
+        ["bash", SCRIPT, str(out), str(budget)], capture_output=True,
+        text=True,
         env=cli_env({"CALLS": str(calls), "PYTHON": str(bin_dir / "python"),
                      "PATH": f"{bin_dir}:{os.environ['PATH']}",
                      "WORKER_DECODERS": "simplejpeg,nvimgcodec_cpu",
@@ -155,3 +158,10 @@ def test_without_the_mps_control_the_stage_is_a_line(tmp_path):
     assert "MPS: nvidia-cuda-mps-control is absent here (no MPS runs)" \
         in summary
     assert not any("--label MPS" in c for c in calls)
+
+
+def test_with_no_time_for_the_jpegs_the_stages_are_a_line(tmp_path):
+    rc, calls, summary = _script(tmp_path, budget=50)
+    assert rc == 0 and _probe_calls(calls) == []
+    assert "SKIP make_jpegs: " in summary
+    assert "SKIP the probe's stages: no JPEGs were made" in summary
