@@ -12,9 +12,10 @@ decoder, one image a call and, as the workers decode, a group of
 host_examples.WINDOW_GROUP a call. Then why 15 `decode: gpu` workers fed
 less than one alone (BENCHMARKS.md, "`decode: gpu` on the H200"): that
 worker path in N processes at once, each its own CUDA context (simplejpeg
-beside it shows what the CPUs' cores and hyperthreads do without a GPU),
-and the trainer path: one process, one decoder, `--batch` windows a call,
-resized by T threads.
+beside it shows what the CPUs' cores and hyperthreads do without a GPU;
+`--jax_step`, a JAX stand-in for the trainer's step timed alone and
+beside them), and the trainer path: one process, one decoder, `--batch`
+windows a call, resized by T threads.
 
     python benchmarks/gpu_decode_probe.py --image_dir DIR [--batch 256]
         [--seconds 8] [--decoders hw,cuda] [--processes 1,8,15]
@@ -255,22 +256,56 @@ def _collect(procs, results, seconds: float):
                    for k, proc in enumerate(procs) if k not in said]
 
 
+def jax_step():
+    """A stand-in for the trainer's step: a jitted chain of 8 matmuls
+    (4096 square in bfloat16 on a GPU, 128 elsewhere), compiled; each
+    call runs it once to the end."""
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    import jax
+    import jax.numpy as jnp
+    size = 4096 if jax.default_backend() == "gpu" else 128
+    x = jnp.full((size, size), 1.0 / size, jnp.bfloat16)
+    chain = jax.jit(lambda a: jax.lax.fori_loop(
+        0, 8, lambda _, b: jnp.tanh(b @ a), a))
+    chain(x).block_until_ready()
+    return lambda: chain(x).block_until_ready()
+
+
+def step_ms(step, seconds: float) -> float:
+    """`step`'s mean wall ms over `seconds`."""
+    count, wall0 = 0, time.perf_counter()
+    while time.perf_counter() - wall0 < seconds:
+        step()
+        count += 1
+    return 1e3 * (time.perf_counter() - wall0) / count
+
+
 def processes_rate(decoder: str, paths, n: int, seconds: float,
-                   label: str = "") -> dict:
+                   label: str = "", step=None) -> dict:
     """worker_rate's loop in `n` spawned processes at once (each its own
     decoder: on a GPU, its own CUDA context), each on its share of
     `paths`, timed together after a barrier: the total and each one's
     img/s, CPU ms per image (all processes' CPU over all their images;
-    each one's), failures, the slowest start."""
+    each one's), failures, the slowest start; with `step` (jax_step),
+    its ms beside them in this process, as the trainer's beside its
+    workers."""
     group = host_examples.WINDOW_GROUP \
         if decoder in host_decode.WINDOW_DECODERS else 1
     ctx = multiprocessing.get_context("spawn")
-    barrier, results = ctx.Barrier(n), ctx.Queue()
+    barrier = ctx.Barrier(n + (step is not None))
+    results = ctx.Queue()
     procs = [ctx.Process(target=_one_process, daemon=True, args=(
         decoder, paths[k::n], k, group, seconds, time.time(), barrier,
         results)) for k in range(n)]
     for proc in procs:
         proc.start()
+    beside = None
+    if step is not None:
+        try:
+            barrier.wait(timeout=READY_S)
+            beside = step_ms(step, seconds)
+        except threading.BrokenBarrierError:  # their errors say why
+            pass
     each = _collect(procs, results, seconds)
     ok = [r for r in each if "error" not in r]
     images = sum(r["images"] for r in ok)
@@ -284,6 +319,7 @@ def processes_rate(decoder: str, paths, n: int, seconds: float,
             "img_s_each": [round(r["img_s"], 1) for r in ok],
             "cpu_ms_each": [round(r["cpu_ms_per_image"], 4) for r in ok],
             "ready_s": max((r["ready_s"] for r in ok), default=None),
+            "step_ms_beside": beside,
             "errors": [r["error"] for r in each if "error" in r]}
 
 
@@ -334,10 +370,13 @@ def _notes(r) -> str:
     """The last column: each process's rates, or the decode call's."""
     if r.get("img_s_each"):
         cpu = r["cpu_ms_each"]
+        step = "" if r.get("step_ms_beside") is None else (
+            f"; JAX step {r['step_ms_alone']:.2f} ms alone, "
+            f"{r['step_ms_beside']:.2f} beside them")
         return (f"each {statistics.mean(r['img_s_each']):,.0f} img/s, "
                 f"{statistics.mean(cpu):.3f} CPU ms/image "
                 f"({min(cpu):.3f}-{max(cpu):.3f}); slowest start "
-                f"{r['ready_s']:.1f} s")
+                f"{r['ready_s']:.1f} s{step}")
     if "decode_ms_per_image" in r:
         return f"decode call {r['decode_ms_per_image']:.3f} ms/image (wall)"
     return "-"
@@ -404,6 +443,10 @@ def _parser():
     p.add_argument("--stages", default=",".join(STAGES),
                    help="comma-separated, of " + ", ".join(STAGES) +
                         " (default all)")
+    p.add_argument("--jax_step", action="store_true",
+                   help="the processes stage also times a JAX stand-in "
+                        "for the trainer's step (8 matmuls) alone and "
+                        "beside each count's processes")
     p.add_argument("--label", default="",
                    help="added to the processes' rows' names (e.g. MPS)")
     p.add_argument("--json", help="also write the rows here")
@@ -445,12 +488,17 @@ def _worker_rows(decoders, images, args):
 
 def _sweep_rows(stages, decoders, paths, images, args):
     """The processes and trainer stages' rows."""
-    rows = []
+    rows, step, alone = [], None, None
+    if args.jax_step and "processes" in stages and args.processes:
+        step = jax_step()
+        alone = step_ms(step, args.sweep_seconds)
+        print(f"JAX step alone: {alone:.2f} ms", flush=True)
     for n in args.processes if "processes" in stages else []:
         for decoder in decoders:
             rows.append(processes_rate(decoder, paths, n, args.sweep_seconds,
                                        f", {args.label}" if args.label
-                                       else ""))
+                                       else "", step))
+            rows[-1]["step_ms_alone"] = alone
             for error in rows[-1]["errors"][:1]:
                 print(f"{rows[-1]['decoder']}: {error}", flush=True)
     window = [d for d in decoders if d in host_decode.WINDOW_DECODERS]

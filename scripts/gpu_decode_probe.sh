@@ -4,29 +4,30 @@
 # JPEGs made here (scripts/make_jpeg_folder.py), then
 # benchmarks/gpu_decode_probe.py in stages, the open questions first:
 # processes (the worker path, nvimgcodec 32 a call and simplejpeg beside
-# it, in 1, 8 and 15 processes at once, each its own CUDA context),
+# it, in 1, 8 and 15 processes at once, each its own CUDA context, and a
+# JAX stand-in for the trainer's step timed alone and beside them),
 # trainer (one process, one decoder, BATCH windows a call resized by 4 and
 # 8 threads), with MPS=1 processes again under MPS (nvimgcodec at the
 # largest count; the daemon from scripts/lib/gpu_stage.sh, stopped on any
 # exit, its log in OUT_DIR/mps_log), then probe (the hardware and CUDA
 # decoders against simplejpeg on one core, the worker path in one
 # process). About 1.5 minutes, estimated (not yet run on a GPU): 17 s to
-# start and make JPEGs, 26 s, 7 s, 8 s and 27 s.
+# start and make JPEGs, 31 s, 7 s, 11 s and 21 s.
 #
 #   bash scripts/gpu_decode_probe.sh OUT_DIR [BUDGET_SECONDS]
 #
 # The wheels arrive in .whl/ (nvidia-nvimgcodec-cu13 and nvidia-nvjpeg for
 # CUDA 13, simplejpeg; cp312 manylinux, as for scripts/gpu_jax_check.sh).
-# IMAGES (2000), BATCH (256), PROBE_SECONDS (4; 8 until 2026-11-30),
+# IMAGES (2000), BATCH (256), PROBE_SECONDS (3; 8 until 2026-11-30),
 # DECODERS (hw,cuda; cpu runs without a GPU and checks the flow),
 # WORKER_DECODERS (simplejpeg,nvimgcodec: an input worker's per-image work
 # with each, a window decoder one image and 32 a call; nvimgcodec_cpu
-# without a GPU),
-# PROCESSES (1,8,15), TRAINER_THREADS (4,8), SWEEP_SECONDS (2: each
-# process and thread count), MPS (1: the MPS stage, where
-# nvidia-cuda-mps-control is on PATH; MPS_PROCESSES, default PROCESSES's
-# last). OUT_DIR gets summary.txt, probe.json (every stage's rows) and
-# the stages' logs. A CPU check of the flow, about 30 s on 2 cores:
+# without a GPU), PROCESSES (1,8,15), TRAINER_THREADS (4,8),
+# SWEEP_SECONDS (2: each process and thread count), JAX_STEP (1; 0: no
+# JAX step), MPS (1: the MPS stage, where nvidia-cuda-mps-control is on
+# PATH; MPS_PROCESSES, default PROCESSES's last). OUT_DIR gets
+# summary.txt, probe.json (every stage's rows) and the stages' logs.
+# A CPU check of the flow, about 30 s on 2 cores:
 #   IMAGES=200 DECODERS=cpu WORKER_DECODERS=simplejpeg,nvimgcodec_cpu \
 #   PROBE_SECONDS=2 PROCESSES=1,2 TRAINER_THREADS=2 \
 #   PYTHON=.venv/bin/python bash scripts/gpu_decode_probe.sh OUT 110
@@ -59,13 +60,15 @@ probe() {  # probe STAGES ARGS...: the probe's stages, rows into probe.json
   local stages=$1; shift
   "$PYTHON" benchmarks/gpu_decode_probe.py --image_dir "$images" \
     --images "${IMAGES:-2000}" --batch "${BATCH:-256}" \
-    --seconds "${PROBE_SECONDS:-4}" --decoders "${DECODERS:-hw,cuda}" \
+    --seconds "${PROBE_SECONDS:-3}" --decoders "${DECODERS:-hw,cuda}" \
     --worker_decoders "$worker_decoders" --processes "$processes" \
     --trainer_threads "${TRAINER_THREADS-4,8}" \
     --sweep_seconds "${SWEEP_SECONDS:-2}" --stages "$stages" \
     --json "$out/probe.json" --append "$@"
 }
-stage processes 30 probe processes
+step=--jax_step
+[ "${JAX_STEP:-1}" = 1 ] || step=
+stage processes 35 probe processes $step
 stage trainer 10 probe trainer
 if [ "${MPS:-0}" = 1 ]; then  # scripts/lib/gpu_stage.sh's mps_start/stop
   mps_dir=/tmp/probe_mps.$$  # its pipes (sockets) stay out of OUT_DIR
@@ -74,14 +77,14 @@ if [ "${MPS:-0}" = 1 ]; then  # scripts/lib/gpu_stage.sh's mps_start/stop
   trap 'exit 130' INT; trap 'exit 143' TERM
   if mps_start "$mps_dir"; then
     say "$mps_line"
-    CUDA_MPS_PIPE_DIRECTORY=$mps_pipe stage processes_mps 10 probe processes \
-      --label MPS --processes "${MPS_PROCESSES:-${processes##*,}}" \
+    CUDA_MPS_PIPE_DIRECTORY=$mps_pipe stage processes_mps 15 probe processes \
+      $step --label MPS --processes "${MPS_PROCESSES:-${processes##*,}}" \
       --worker_decoders "$(tr , '\n' <<< "$worker_decoders" \
         | grep nvimgcodec | paste -sd ,)"
     mps_stop
   fi
   say "$mps_line"
 fi
-stage probe 30 probe decoders,worker
+stage probe 25 probe decoders,worker
 rm -rf "$images"
 say "done"

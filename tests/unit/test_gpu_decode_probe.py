@@ -41,7 +41,7 @@ def _probe(jpegs, out, *args):
 
 def test_the_processes_stage_times_each_count_at_once(jpegs, tmp_path):
     stdout, rows = _probe(jpegs, tmp_path / "probe.json", "--stages",
-                          "processes", "--processes", "1,2")
+                          "processes", "--processes", "1,2", "--jax_step")
     assert [r["decoder"] for r in rows] == [
         "worker path, nvimgcodec_cpu, 32 a call, 1 process",
         "worker path, nvimgcodec_cpu, 32 a call, 2 processes"]
@@ -52,8 +52,10 @@ def test_the_processes_stage_times_each_count_at_once(jpegs, tmp_path):
         assert row["img_s"] == pytest.approx(sum(row["img_s_each"]),
                                              rel=0.01)
         assert row["images"] % 32 == 0 and row["cpu_ms_per_image"] > 0
+        assert row["step_ms_alone"] > 0 and row["step_ms_beside"] > 0
     assert "| worker path, nvimgcodec_cpu, 32 a call, 2 processes | " \
         in stdout
+    assert " beside them |" in stdout
 
 
 def test_the_trainer_stage_adds_its_rows_to_the_file(jpegs, tmp_path):
@@ -131,20 +133,23 @@ def test_the_script_passes_its_knobs_and_runs_mps_between(tmp_path):
     processes, trainer, mps_start, mps, mps_quit, probe = \
         _probe_calls(calls)
     assert "--processes 3,5 --trainer_threads 6 " in processes
-    assert "--stages processes --json" in processes
+    assert processes.endswith("--stages processes --json "
+                              f"{tmp_path}/out/probe.json --append "
+                              "--jax_step")
     assert "--stages trainer " in trainer and "pipe= " in trainer
     pipe = mps_start.split("pipe=")[1]
     assert mps_start.startswith("mps -d ") and pipe.startswith("/tmp/")
     assert f"pipe={pipe} " in mps and mps.endswith(
-        "--label MPS --processes 5 --worker_decoders nvimgcodec_cpu")
+        "--jax_step --label MPS --processes 5 --worker_decoders "
+        "nvimgcodec_cpu")
     assert mps_quit == "mps quit" and not os.path.exists(pipe)
     assert "pipe= " in probe and "--stages decoders,worker " in probe
     assert "END processes_mps: exit 0" in summary
 
 
 def test_a_signal_in_the_mps_stage_still_stops_the_daemon(tmp_path):
-    rc, calls, summary = _script(tmp_path, MPS="1", KILL="1")
-    assert rc == 143
+    rc, calls, summary = _script(tmp_path, MPS="1", KILL="1", JAX_STEP="0")
+    assert rc == 143 and "--jax_step" not in "".join(calls)
     assert [c.split()[0] for c in _probe_calls(calls)] == [
         "python", "python", "mps", "python", "mps"]
     assert _probe_calls(calls)[-1] == "mps quit"
