@@ -1,9 +1,10 @@
-"""scripts/gpu_pending.sh, the one call a GPU session runs, with its three
-stages replaced by stand-ins that record how they were called (each stage
-runs for real in its own tests: test_jax_step_ab.py, the records and probe
-scripts' tests): the budget each stage gets, the A/B's defaults and their
-override, the A/B skipped with a line when too little is left, and the six
-files it packs."""
+"""scripts/gpu_pending.sh, the one call a GPU session runs, with its parts
+replaced by stand-ins that record how they were called (each runs for
+real in its own tests: the records and probe scripts', test_jax_step_ab.py,
+test_gpu_speed_scripts.py, the run script's): the trust runs through the
+run script with their extractor table in OUT_DIR, the budget each part
+gets and the knobs it is given, the XLA-flag A/B on the winner with what
+is left or a line, and the six files it packs."""
 
 import os
 import shutil
@@ -17,17 +18,35 @@ from support.helpers import REPO, cli_env
 # A stand-in stage: records its name, arguments and knobs, writes the
 # files the real one writes.
 STAGE = """#!/usr/bin/env bash
-echo "$(basename "$0") budget=$2 DECODE=${DECODE:-} DTYPES=${DTYPES:-} \\
-STEP_AB_ARGS=${STEP_AB_ARGS:-}" >> "$CALLS"
+echo "$(basename "$0") budget=$2 DECODE=${DECODE:-} DTYPES=${DTYPES:-} \
+TEST_NUM=${TEST_NUM:-} WORKERS=${WORKERS:-} MPS=${MPS:-} BASE=${BASE:-} \
+AB_ARGS=${AB_ARGS:-}" >> "$CALLS"
 mkdir -p "$1"
 echo "[$(basename "$0" .sh)] ran" > "$1/summary.txt"
 for f in $OUTPUTS; do echo x > "$1/$f"; done
 """
 OUTPUTS = {"gpu_decode_probe.sh": "probe.json",
            "gpu_records_check.sh": "records_summary.md records_summary.json",
-           "gpu_jax_step_ab.sh": "ab_verdicts.md ab.json"}
-PACKED = ["ab_verdicts.md", "all.tar.gz", "probe.json",
-          "records_summary.json", "records_summary.md", "summary.txt"]
+           "gpu_jax_speed_ab.sh": "ab_verdicts.md ab.json"}
+# The run script and the extractor, as the trust runs call them.
+RUN_SCRIPT = """#!/usr/bin/env bash
+echo "run_single_node.sh $* TEST_NUM=$TEST_NUM STEPS=$STEPS \
+LOG_STEPS=$LOG_STEPS PARAMS_OVERRIDE=$PARAMS_OVERRIDE" >> "$CALLS"
+mkdir -p "$LOG_DIR/jax/resnet50/bz$1/1n1g"
+for i in $(seq "$TEST_NUM"); do
+  echo "[launch] 1n1g run $i: ok, 7,9${i}0.0 img/s"
+done
+"""
+EXTRACT = """import os, sys
+args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+os.makedirs(args["--output_dir"])
+name = os.path.basename(args["--log_dir"])
+with open(os.path.join(args["--output_dir"], name + "_result.md"), "w") as f:
+    f.write("| table of " + args["--log_dir"] + " |\\n")
+print("wrote", name)
+"""
+PACKED = ["all.tar.gz", "probe.json", "records_summary.json",
+          "records_summary.md", "summary.txt", "trust_result.md"]
 
 
 def _pending(tmp_path, budget, **env):
@@ -38,52 +57,80 @@ def _pending(tmp_path, budget, **env):
     for name, outputs in OUTPUTS.items():
         (root / "scripts" / name).write_text(
             STAGE.replace("$OUTPUTS", outputs))
+    (root / "run_single_node.sh").write_text(RUN_SCRIPT)
+    (root / "extract_tensorflow_logs.py").write_text(EXTRACT)
     calls = tmp_path / "calls"
     out = tmp_path / "out"
     p = subprocess.run(
         ["bash", str(root / "scripts" / "gpu_pending.sh"), str(out),
-         str(budget)], env=cli_env({"CALLS": str(calls), **env}),
+         str(budget)], env=cli_env({"CALLS": str(calls), "PYTHON": "python3",
+                                    **env}),
         capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stdout + p.stderr
+    assert not (root / "result").exists()
     return out, calls.read_text().splitlines()
 
 
-def test_every_stage_runs_in_order_with_its_budget_and_defaults(tmp_path):
+def _budget(call):
+    return int(call.split("budget=")[1].split()[0])
+
+
+def test_every_part_runs_in_order_with_its_budget_and_defaults(tmp_path):
     out, calls = _pending(tmp_path, 560)
-    probe, records, ab = calls
-    assert probe.startswith("gpu_decode_probe.sh budget=110 ")
-    assert records.startswith("gpu_records_check.sh budget=260 DECODE=gpu "
-                              "DTYPES=fp16 ")
+    trust, records, probe, ab = calls
+    assert trust == ("run_single_node.sh 512 fp16 TEST_NUM=3 STEPS=200 "
+                     "LOG_STEPS=50 PARAMS_OVERRIDE=model.model_params."
+                     "bn_statistics=one_pass")
+    assert records.startswith("gpu_records_check.sh budget=300 DECODE=gpu "
+                              "DTYPES=fp16 TEST_NUM=1 WORKERS=8 15 MPS=1 ")
+    assert probe.startswith("gpu_decode_probe.sh budget=90 ")
     # what is left, less 20 s for packing up (the stand-ins take ~0 s; a
     # busy machine's few seconds)
-    budget = int(ab.split("budget=")[1].split()[0])
-    assert 525 <= budget <= 540, ab
-    assert ab.endswith("STEP_AB_ARGS=--dtypes fp16 --only b512,bn_vjp,"
-                       "pool_shifted,bn_pallas,bn_one_pass")
+    assert 525 <= _budget(ab) <= 540, ab
+    assert ab.endswith("BASE=train_dataset.batch_size=512,model.model_"
+                       "params.bn_statistics=one_pass AB_ARGS=--dtypes fp16 "
+                       "--rate 7900 --only conv_fusion,runtime_fusion,"
+                       "cmdbuf_cond,cmdbuf_off")
     assert sorted(os.listdir(out)) == PACKED
+    table = (out / "trust_result.md").read_text()
+    assert table.startswith(f"| table of {out}/work/trust/logs/jax/"
+                            "resnet50/bz512 |")
     summary = (out / "summary.txt").read_text().splitlines()
-    assert summary == ["[gpu_decode_probe] ran", "[gpu_records_check] ran",
-                       "[gpu_jax_step_ab] ran"]
+    assert summary[-3:] == ["[gpu_records_check] ran",
+                            "[gpu_decode_probe] ran",
+                            "[gpu_jax_speed_ab] ran"]
+    assert any(line.endswith("s] END trust runs: 3 ok") for line in summary)
+    assert "[launch] 1n1g run 3: ok, 7,930.0 img/s" in summary
+    assert table.strip() in summary
     with tarfile.open(out / "all.tar.gz") as tar:
-        assert "work/ab/ab.json" in tar.getnames()
+        names = tar.getnames()
+    assert "work/ab/ab_verdicts.md" in names
+    assert "work/trust/result/bz512_result.md" in names
 
 
-def test_the_stages_knobs_pass_through(tmp_path):
+def test_the_knobs_pass_through(tmp_path):
     _, calls = _pending(tmp_path, 560, DECODE="cpu", DTYPES="bf16",
-                        STEP_AB_ARGS="--cpu --only pad4")
-    assert "DECODE=cpu DTYPES=bf16 " in calls[1]
-    assert calls[2].endswith("STEP_AB_ARGS=--cpu --only pad4")
+                        TEST_NUM="2", WORKERS="1 2", MPS="0", TRUST_BATCH="8",
+                        TRUST_RUNS="1", TRUST_STEPS="6", TRUST_LOG_STEPS="2",
+                        TRUST_OVERRIDE="k=v", BASE="a=b",
+                        AB_ARGS="--cpu --only cmdbuf_off")
+    assert calls[0] == ("run_single_node.sh 8 fp16 TEST_NUM=1 STEPS=6 "
+                        "LOG_STEPS=2 PARAMS_OVERRIDE=k=v")
+    assert "DECODE=cpu DTYPES=bf16 TEST_NUM=2 WORKERS=1 2 MPS=0 " in calls[1]
+    assert calls[3].endswith("BASE=a=b AB_ARGS=--cpu --only cmdbuf_off")
 
 
-@pytest.mark.parametrize("budget", [130, 100])
-def test_too_little_left_skips_the_ab_with_a_line(tmp_path, budget):
+@pytest.mark.parametrize("budget, ran", [
+    (170, ["run_single_node.sh", "gpu_records_check.sh",
+           "gpu_decode_probe.sh"]),
+    (50, ["gpu_records_check.sh", "gpu_decode_probe.sh"])])
+def test_too_little_left_skips_with_a_line(tmp_path, budget, ran):
     out, calls = _pending(tmp_path, budget)
-    assert [c.split()[0] for c in calls] == ["gpu_decode_probe.sh",
-                                             "gpu_records_check.sh"]
-    # all there is, under 260: the budget less the seconds the stand-in
-    # probe took (a busy machine's second or two)
-    given = int(calls[1].split("budget=")[1].split()[0])
-    assert budget - 10 <= given <= budget, calls[1]
+    assert [c.split()[0] for c in calls] == ran
+    # all there is, under each part's cap: the budget less the seconds the
+    # stand-ins took (a busy machine's second or two)
+    assert budget - 10 <= _budget(calls[-2]) <= budget, calls[-2]
     summary = (out / "summary.txt").read_text()
-    assert "[gpu-pending] SKIP the A/B: " in summary
-    assert "ab_verdicts.md" not in os.listdir(out)
+    assert "SKIP the XLA-flag A/B: " in summary
+    assert ("SKIP the trust runs: " in summary) == (budget == 50)
+    assert "trust_result.md" in os.listdir(out) or budget == 50
