@@ -16,8 +16,9 @@
 #     workers): the 5,155 img/s ceiling of 15 workers with a context each.
 #     Make JPEGs 43 s, build 6, synthetic ~55, real 70 then ~45 a case.
 #  3. decode probe, 90 s (gpu_decode_probe.sh; its knobs pass through:
-#     PROCESSES, TRAINER_THREADS, MPS...): the decoders alone, in N
-#     processes, and in one trainer process.
+#     PROCESSES, TRAINER_THREADS...; MPS is 1 here unless set, as for the
+#     records): the decoders alone, in N processes (and under MPS), and in
+#     one trainer process.
 #  4. what is left, when at least 160 s: the XLA flags, a process each, on
 #     the winner (gpu_jax_speed_ab.sh: conv_fusion, runtime_fusion,
 #     cmdbuf_cond, cmdbuf_off; a baseline and one candidate need ~160 s),
@@ -34,8 +35,8 @@
 # Knobs: TRUST_BATCH (512), TRUST_OVERRIDE (the winner's model key),
 # TRUST_RUNS (3), TRUST_STEPS (200), TRUST_LOG_STEPS (50); BASE (the A/B's,
 # the winner's batch and key), AB_ARGS; the records check's DECODE (gpu),
-# DTYPES (fp16), TEST_NUM (1), WORKERS ("8 15"), MPS (1), STEPS...; the
-# probe's. A CPU check of the flow, about 2 minutes on 2 cores:
+# DTYPES (fp16), TEST_NUM (1), WORKERS ("8 15"), MPS (1, also the
+# probe's), STEPS...; the probe's. A CPU check of the flow, about 2 minutes on 2 cores:
 #   DECODE=cpu DTYPES=fp32 IMAGES=64 VAL_IMAGES=8 TRAIN_SHARDS=4 BATCH=8 \
 #   STEPS=6 LOG_STEPS=2 DEVICE=cpu WORKERS="1 2" TRUST_BATCH=8 TRUST_RUNS=1 \
 #   TRUST_STEPS=6 TRUST_LOG_STEPS=2 DECODERS=cpu PROBE_SECONDS=2 \
@@ -72,6 +73,7 @@ trust() {
   cp "$dir/result/bz${batch}_result.md" "$out/trust_result.md"
 }
 export PYTHON=${PYTHON:-python3} KERAS_BACKEND=jax PYTHONUNBUFFERED=1
+export MPS=${MPS:-1}
 export JAX_COMPILATION_CACHE_DIR=${JAX_COMPILATION_CACHE_DIR:-/tmp/jax_cache}
 export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0
 if [ -d .whl ] && ! "$PYTHON" -c "import keras" 2>/dev/null; then
@@ -91,8 +93,7 @@ fi
 
 # 2. Records, decode on the GPU: synthetic, real on each WORKERS count, MPS.
 DECODE=${DECODE:-gpu} DTYPES=${DTYPES:-fp16} TEST_NUM=${TEST_NUM:-1} \
-  WORKERS=${WORKERS:-8 15} MPS=${MPS:-1} \
-  bash scripts/gpu_records_check.sh "$work/rec" "$(cap 300)"
+  WORKERS=${WORKERS:-8 15} bash scripts/gpu_records_check.sh "$work/rec" "$(cap 300)"
 
 # 3. The decode probe, its knobs as they come.
 bash scripts/gpu_decode_probe.sh "$work/probe" "$(cap 90)"

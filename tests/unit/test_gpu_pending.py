@@ -84,6 +84,7 @@ def test_every_part_runs_in_order_with_its_budget_and_defaults(tmp_path):
     assert records.startswith("gpu_records_check.sh budget=300 DECODE=gpu "
                               "DTYPES=fp16 TEST_NUM=1 WORKERS=8 15 MPS=1 ")
     assert probe.startswith("gpu_decode_probe.sh budget=90 ")
+    assert " MPS=1 " in probe
     # what is left, less 20 s for packing up (the stand-ins take ~0 s; a
     # busy machine's few seconds)
     assert 525 <= _budget(ab) <= 540, ab
@@ -117,6 +118,7 @@ def test_the_knobs_pass_through(tmp_path):
     assert calls[0] == ("run_single_node.sh 8 fp16 TEST_NUM=1 STEPS=6 "
                         "LOG_STEPS=2 PARAMS_OVERRIDE=k=v")
     assert "DECODE=cpu DTYPES=bf16 TEST_NUM=2 WORKERS=1 2 MPS=0 " in calls[1]
+    assert " MPS=0 " in calls[2]
     assert calls[3].endswith("BASE=a=b AB_ARGS=--cpu --only cmdbuf_off")
 
 
