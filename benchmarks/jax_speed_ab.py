@@ -32,6 +32,7 @@ import dataclasses
 import datetime
 import json
 import os
+import shlex
 import sys
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -296,13 +297,15 @@ def environment(out: str) -> Dict[str, str]:
 
 
 def command(args, dtype: str, cand: Candidate) -> str:
-    """The same A/B on its own, as official-bench-compare runs it."""
+    """The same A/B on its own, as official-bench-compare runs it, quoted
+    for a shell (an XLA flag's list holds single quotes)."""
     config = "" if args.cpu else "--config " + os.path.relpath(
         os.path.join(CONFIG_DIR, GPU_CONFIGS[dtype]), REPO) + " "
     base = base_override(args, dtype)
-    return (f"official-bench-compare {config}--a-override '{base}' "
-            f"--b-override '{base},{cand.override}' --pairs {args.pairs} "
-            f"--warmup_intervals {args.warmup_intervals}")
+    return (f"official-bench-compare {config}--a-override "
+            f"{shlex.quote(base)} --b-override "
+            f"{shlex.quote(base + ',' + cand.override)} --pairs "
+            f"{args.pairs} --warmup_intervals {args.warmup_intervals}")
 
 
 def base_words(base: str) -> str:

@@ -12,6 +12,7 @@ import gzip
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -95,7 +96,7 @@ def test_the_ab_script_writes_the_verdicts(ab_run):
             rows[(dtype, "runtime_fusion")]
     assert "Skipped (budget): none." in table
     assert ("official-bench-compare --config configs/examples/resnet/"
-            "imagenet/gpu_fp16.yaml --a-override 'runtime.backend=jax,"
+            "imagenet/gpu_fp16.yaml --a-override runtime.backend=jax,"
             in table)
     summary = (out / "summary.txt").read_text()
     assert table in summary and summary.count("| precision |") == 1
@@ -177,8 +178,11 @@ def test_the_base_is_on_both_sides_and_held_candidates_are_named():
     assert args.batch == 512
     assert m.base_override(args, "fp16").endswith(
         "validation_dataset.batch_size=512," + base)
-    assert f"--b-override '{m.base_override(args, 'fp16')},runtime." in \
-        m.command(args, "fp16", run[0])
+    # quoted for a shell: the flag's list holds single quotes
+    words = shlex.split(m.command(args, "fp16", run[0]))
+    assert words[words.index("--b-override") + 1] == \
+        m.base_override(args, "fp16") + ",runtime.xla_flags=" \
+        "['--xla_gpu_enable_command_buffer=']"
     text = m.markdown(args, [], held, {"card": "c", "jax": "j",
                                        "keras": "k"}, 1.0)
     assert f"candidate sets it; base on both sides: `{base}`; budget" in text
