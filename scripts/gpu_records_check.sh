@@ -35,6 +35,13 @@ set -u
 # --help prints this header; no OUT_DIR is one usage line, exit 2
 source "$(dirname "$0")/lib/gpu_stage.sh"
 gpu_usage "$0" "${1:-}" && exit 0
+for n in ${WORKERS:-} ${MPS_WORKERS:-}; do
+  case $n in
+    auto|[1-9]|[1-9][0-9]|[1-9][0-9][0-9]) ;;
+    *) echo "gpu_records_check.sh: WORKERS/MPS_WORKERS: '$n' is not a worker count (a positive integer or auto, space-separated: WORKERS=\"8 15\")" >&2
+       exit 2 ;;
+  esac
+done
 out=$1
 budget=${2:-540}
 mkdir -p "$out"

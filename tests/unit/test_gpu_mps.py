@@ -2,10 +2,14 @@
 MPS=1 uses, with a stand-in nvidia-cuda-mps-control: the daemon started
 with its pipes in the folder given, stopped ('quit' on its pipe) by the
 EXIT trap when the script fails after starting it; a missing binary or a
-daemon that does not start is a line and status 1, with nothing to stop."""
+daemon that does not start is a line and status 1, with nothing to stop;
+and gpu_records_check.sh's refusal of a worker count it cannot use, before
+it makes anything."""
 
 import os
 import subprocess
+
+import pytest
 
 from support.helpers import REPO, cli_env
 
@@ -65,3 +69,18 @@ def test_no_binary_or_no_daemon_is_a_line_and_nothing_to_stop(tmp_path):
     failed = f"MPS: the control daemon did not start (its log: {log})"
     assert out == [failed + " (status 1)", failed]
     assert calls == [f"-d pipe={tmp_path / 'mps' / 'pipe'} stdin="]
+
+
+@pytest.mark.parametrize("env", [{"WORKERS": "8,15"},
+                                 {"WORKERS": "8 15", "MPS_WORKERS": "0"}])
+def test_a_worker_count_it_cannot_use_is_refused_first(tmp_path, env):
+    p = subprocess.run(
+        ["bash", os.path.join(REPO, "scripts", "gpu_records_check.sh"),
+         str(tmp_path / "out")], capture_output=True, text=True, timeout=30,
+        env=cli_env(env))
+    assert p.returncode == 2
+    bad = (env.get("MPS_WORKERS") or env["WORKERS"])
+    assert p.stderr == (f"gpu_records_check.sh: WORKERS/MPS_WORKERS: '{bad}' "
+                        "is not a worker count (a positive integer or auto, "
+                        'space-separated: WORKERS="8 15")\n')
+    assert not (tmp_path / "out").exists()
