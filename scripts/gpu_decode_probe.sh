@@ -47,7 +47,7 @@ if ! "$PYTHON" -c "from nvidia import nvimgcodec" 2>/dev/null \
     --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site:$PYTHONPATH
 fi
-images=/tmp/decode_probe_images
+images=/tmp/decode_probe_images.$$  # one per run: two probes at once share nothing
 rm -rf "$images" "$out/probe.json"
 stage make_jpegs 60 "$PYTHON" scripts/make_jpeg_folder.py "$images" \
   --train "${IMAGES:-2000}" --validation 1 --classes 10

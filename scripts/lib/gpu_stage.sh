@@ -8,7 +8,7 @@
 # then `stage NAME SECONDS COMMAND...` writes OUT_DIR/NAME.log and a START /
 # END (or SKIP) line in OUT_DIR/summary.txt. PYTHON picks the interpreter
 # (default python3). Run from the repository's root. mps_start DIR and
-# mps_stop run CUDA's MPS control daemon for the runs given mps_env.
+# mps_stop run CUDA's MPS control daemon (its pipe folder: mps_pipe).
 gpu_usage() {  # gpu_usage SCRIPT FIRST_ARG: its header comment for --help,
   # the one-line usage and exit 2 without OUT_DIR
   case "$2" in
