@@ -95,10 +95,13 @@ def _train(cfg: ExperimentConfig, run: devices_lib.JaxRuntime, dtype: str,
            policy: str, seed: int) -> RunResult:
     rt, keras, jax = cfg.runtime, run.keras, run.jax
 
-    # 2. Plan: replicas, global batch, steps; the files this process owns.
-    eval_files = _eval_files(cfg, run)
+    # 2. Plan: replicas, global batch, steps; the files this process owns,
+    #    found before the model is built (minutes on a GPU): a data_dir
+    #    without them stops the run here.
+    files = {"train": _record_files(cfg.train_dataset, run, True),
+             "validation": _eval_files(cfg, run)}
     plan = _eval_steps_every_process_gives(cfg, run, batch_plan(
-        cfg, len(run.devices)), eval_files)
+        cfg, len(run.devices)), files["validation"])
     cfg = config_lib.replace_keys(cfg, {
         f"{name}.num_devices": plan.num_replicas
         for name in ("train_dataset", "validation_dataset")})
@@ -115,7 +118,7 @@ def _train(cfg: ExperimentConfig, run: devices_lib.JaxRuntime, dtype: str,
     #    on, whatever raises closes the feeds: their workers and shared
     #    memory must not outlive a failed run in a notebook.
     with contextlib.ExitStack() as open_feeds:
-        feeds = _feeds(cfg, run, plan, seed, open_feeds, eval_files)
+        feeds = _feeds(cfg, run, plan, seed, open_feeds, files)
         file_check = file_verdict.start_local(cfg.train_dataset, True)
 
         # 5. Steps, compiled before the clock starts.
@@ -227,15 +230,24 @@ def _write_params(cfg: ExperimentConfig, run, plan: BatchPlan,
     return result_path
 
 
-def _eval_files(cfg: ExperimentConfig, run) -> Optional[List[str]]:
-    """This process's validation record files, found once for the plan
-    and the feed; None when the run does not evaluate on records."""
-    ds = cfg.validation_dataset
-    if not _evaluates(cfg) or ds.builder != "records":
+def _record_files(ds: DatasetConfig, run, training: bool
+                  ) -> Optional[List[str]]:
+    """This process's record files of `ds`, found once for the plan and
+    the feed (ConfigError naming the key and data_dir when there are
+    none); None for builders other than records."""
+    if ds.builder != "records":
         return None
     from official_bench.data.records import host_examples
     return host_examples.process_files(ds, run.process_index,
-                                       run.process_count, False)
+                                       run.process_count, training)
+
+
+def _eval_files(cfg: ExperimentConfig, run) -> Optional[List[str]]:
+    """The validation record files; None when the run does not evaluate
+    on records."""
+    if not _evaluates(cfg):
+        return None
+    return _record_files(cfg.validation_dataset, run, False)
 
 
 def _eval_steps_every_process_gives(cfg: ExperimentConfig, run,
@@ -284,22 +296,23 @@ def _eval_steps_every_process_gives(cfg: ExperimentConfig, run,
 
 def _feeds(cfg: ExperimentConfig, run, plan: BatchPlan, seed: int,
            closing: contextlib.ExitStack,
-           eval_files: Optional[List[str]]) -> Dict[str, Feed]:
+           files: Dict[str, Optional[List[str]]]) -> Dict[str, Feed]:
     """The training feed, and the validation feed when the run evaluates
     (a fresh pass of plan.eval_steps batches each time): synthetic
     batches, or records and Python sources from the host
     (jax_backend/host_feed.py), sharded over the mesh's batch axis. Each
     feed's close() goes on `closing` as soon as the feed exists;
-    records' validation feed reads `eval_files` (_eval_files)."""
+    records' feeds read `files` (_record_files)."""
     from jax.sharding import NamedSharding, PartitionSpec
     sharding = NamedSharding(run.mesh, PartitionSpec(step_lib.AXIS))
     feeds = {"train": _feed(cfg.train_dataset, run, plan.global_batch,
-                            sharding, seed, None)}
+                            sharding, seed, None, files["train"])}
     closing.callback(feeds["train"].close)
     if _evaluates(cfg):
         feeds["validation"] = _feed(cfg.validation_dataset, run,
                                     plan.eval_global_batch, sharding,
-                                    seed + 1, plan.eval_steps, eval_files)
+                                    seed + 1, plan.eval_steps,
+                                    files["validation"])
         closing.callback(feeds["validation"].close)
     return feeds
 

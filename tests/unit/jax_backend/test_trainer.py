@@ -94,6 +94,19 @@ def short_eval_report():
     print(json.dumps({"error": error, "epochs_run": len(steps)}))
 
 
+def no_train_records_report():
+    """train on a data_dir that holds validation records but no train
+    records: what run() raised and whether the model was built (the feed
+    used to find that out after the build, minutes on a GPU)."""
+    from official_bench.jax_backend import trainer
+    data = tempfile.mkdtemp()
+    _records(data, "validation", shards=1)
+    built = []
+    trainer.build_model = lambda *a, **k: built.append(1)
+    error = _records_run(data, train_workers=1, val_examples=4)
+    print(json.dumps({"error": error, "data": data, "built": len(built)}))
+
+
 def lost_peer_while_building_report():
     """Worker 0 of two (as jax.distributed leaves it; the second process
     is not started) whose model building fails in a collective, as it did
@@ -157,6 +170,15 @@ def test_an_evaluation_longer_than_a_pass_is_refused_before_training():
         "(evaluation.steps, else this dataset's num_examples / the global "
         "batch): is num_examples right for these files?"), r
     assert r["epochs_run"] == 0, r
+
+
+def test_a_data_dir_without_train_records_stops_before_the_model():
+    r = keras3_child(__file__, "no_train_records_report")
+    assert r["error"] == (
+        f"ConfigError: train_dataset: no files for split 'train' in "
+        f"data_dir {r['data']!r}; looked for train-* (classic) and "
+        "*-train.tfrecord-* (TFDS, also under <name>/<version>/)"), r
+    assert r["built"] == 0, r
 
 
 def test_the_input_wait_skips_one_wait_per_warm_up_step(monkeypatch):
