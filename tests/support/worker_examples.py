@@ -13,14 +13,19 @@ import time
 
 import numpy as np
 
+from official_bench.config import ConfigError
+
+_ERRORS = {"ValueError": ValueError, "ConfigError": ConfigError}
+
 
 def examples(*, worker_index, num_workers, count=None, size=4, files=(),
              fail_at=None, die_at=None, hang_at=None, progress_dir=None,
-             prefix=""):
+             prefix="", error="ValueError"):
     """The stand-in: `fail_at`, `die_at`, `hang_at` are the example index
     at which the worker that reaches it raises (naming its file), kills
     itself (SIGKILL), or sleeps; it holds its file (files[worker_index])
-    open meanwhile; `prefix` starts the raised message. `progress_dir`
+    open meanwhile; `prefix` starts the raised message, `error` names
+    its class (ValueError, or ConfigError: the project's). `progress_dir`
     gets a file per worker with how many examples it has made."""
     held = open(files[worker_index], "rb") if files else None
     k = worker_index
@@ -28,8 +33,8 @@ def examples(*, worker_index, num_workers, count=None, size=4, files=(),
     while count is None or k < count:
         if k == fail_at:
             where = files[worker_index] if files else "memory"
-            raise ValueError(f"{prefix}bad record {k} in {where}: "
-                             "truncated")
+            raise _ERRORS[error](f"{prefix}bad record {k} in {where}: "
+                                 "truncated")
         if k == die_at:
             os.kill(os.getpid(), signal.SIGKILL)
         if k == hang_at:

@@ -43,6 +43,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from official_bench.config.errors import ConfigError
 from official_bench.host.probes import usable_cores
 from official_bench.host.processes import die_with_parent
 
@@ -51,6 +52,10 @@ SLOTS_PER_WORKER = 2
 DEFAULT_TIMEOUT = 300.0
 SHM_DIR = "/dev/shm"
 OURS = "official_bench: "  # how the project's own error lines begin
+# The project's errors whose message is already a sentence naming the key
+# and the fix: passed on without their class name, as other config errors
+# print (an unexpected KeyError keeps its name: it is the information).
+SENTENCE_ERRORS = (ConfigError,)
 # One thread per worker for the libraries a decoder may use.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                     "MKL_NUM_THREADS", "OPENCV_FOR_THREADS_NUM")
@@ -192,11 +197,20 @@ def _worker_main(index: int, count: int, source: Source, shape: BatchShape,
             if last:
                 return
     except Exception as e:  # noqa: BLE001 - reported by the consumer
-        text = (str(e).strip().splitlines() or [""])[0]
-        ours = text.startswith(OURS)  # the source's own line: as it is
-        conn.send(("error", text[len(OURS):] if ours else
-                   f"{type(e).__name__}: {text}", _reading(source)))
+        conn.send(("error", _error_text(e), _reading(source)))
         raise SystemExit(1)
+
+
+def _error_text(e: Exception) -> str:
+    """A worker's exception as its failure line's end: the first line of
+    its message, after its class name unless it is the project's own line
+    (OURS, then without it) or one of SENTENCE_ERRORS."""
+    text = (str(e).strip().splitlines() or [""])[0]
+    if text.startswith(OURS):
+        return text[len(OURS):]
+    if isinstance(e, SENTENCE_ERRORS):
+        return text
+    return f"{type(e).__name__}: {text}"
 
 
 @contextlib.contextmanager

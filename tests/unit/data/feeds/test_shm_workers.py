@@ -175,6 +175,20 @@ def test_the_projects_own_line_is_passed_on_without_its_type(tmp_path):
         f"{pool.pids[0]}) failed: bad record 2 in {files[0]}: truncated")
 
 
+def test_a_config_error_is_passed_on_without_its_type(tmp_path):
+    """ConfigError's message is a sentence (the key and the fix), printed
+    as other config errors are: no 'ConfigError:' inside the line."""
+    files = _files(tmp_path, 1)
+    pool = _pool(1, files=files, fail_at=2, error="ConfigError")
+    try:
+        message = _error_of(pool)
+    finally:
+        pool.close()
+    assert message == (
+        f"official_bench: train_dataset: input worker 0 of 1 (pid "
+        f"{pool.pids[0]}) failed: bad record 2 in {files[0]}: truncated")
+
+
 def test_a_worker_that_dies_is_named_with_the_file_it_had_open(tmp_path):
     files = _files(tmp_path, 2)
     # worker 0 makes 0, 2, 4, 6 (its first batch), then dies at 8
