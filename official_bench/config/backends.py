@@ -90,6 +90,9 @@ TF_REFUSED = (
      "built on Keras 3's ops (models/stem_pool.py)"),
     ("model.model_params.bn_backward", "autodiff", "the written-out batch "
      "norm backward is a JAX custom_vjp (models/bn_backward.py)"),
+    ("runtime.loss_scale_update", "cond", "the select update replaces "
+     "Keras 3's LossScaleOptimizer conditional in the JAX step "
+     "(jax_backend/loss_scale.py)"),
 )
 
 

@@ -26,6 +26,7 @@ from official_bench.config.schema import (
     DATA_FORMATS,
     DTYPE_ALIASES,
     GPU_THREAD_MODES,
+    LOSS_SCALE_UPDATES,
     LOSSES,
     LR_COMPAT,
     LR_SCHEDULES,
@@ -195,6 +196,8 @@ def strategy_and_devices(rt: RuntimeConfig, b: LayerBuilder) -> None:
             GPU_THREAD_MODES, "gpu_thread_mode")
     _choice(b, "runtime.cpu_kernels", rt.cpu_kernels, CPU_KERNELS,
             "cpu_kernels")
+    _choice(b, "runtime.loss_scale_update", rt.loss_scale_update,
+            LOSS_SCALE_UPDATES, "loss_scale_update")
     _positive(b, "runtime.num_gpus", rt.num_gpus, allow_zero=True,
               maximum=MAX_GPUS, why=" (GPUs per process)")
     _positive(b, "runtime.num_packs", rt.num_packs, maximum=MAX_NUM_PACKS)

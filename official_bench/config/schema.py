@@ -49,6 +49,9 @@ DATA_FORMATS = ("channels_last", "channels_first", "auto")
 BN_STATISTICS = ("two_pass", "one_pass", "pallas")  # models/bn_statistics.py
 BN_BACKWARDS = ("autodiff", "vjp")  # models/bn_backward.py
 STEM_POOLS = ("keras", "shifted")  # models/stem_pool.py
+# runtime.loss_scale_update: fp16's loss-scaled update through Keras'
+# lax.cond, or without it (jax_backend/loss_scale.py).
+LOSS_SCALE_UPDATES = ("cond", "select")
 GPU_THREAD_MODES = ("gpu_private", "gpu_shared", "global")
 # runtime.cpu_kernels: TensorFlow's CPU ops from oneDNN or Eigen; auto picks
 # by the CPU's flags (runtime/cpu_kernels.py, docs/cpu_kernels.md).
@@ -119,6 +122,10 @@ class RuntimeConfig(ConfigNode):
     # or `--xla_<name>`, added to XLA_FLAGS before JAX starts
     # (jax_backend/xla_options.py); refused on tensorflow.
     xla_flags: List[str] = dataclasses.field(default_factory=list)
+    # runtime.backend jax, float16: cond (Keras' LossScaleOptimizer) or
+    # select (no conditional; jax_backend/loss_scale.py); refused on
+    # tensorflow; a no-op without loss scaling.
+    loss_scale_update: str = "cond"
     horovod: HorovodConfig = dataclasses.field(default_factory=HorovodConfig)
 
 

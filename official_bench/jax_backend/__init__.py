@@ -6,6 +6,7 @@ and device count set first), `devices` (which devices, jax.distributed
 across nodes, the DataParallel mesh), `precision` (Keras 3 dtype policies),
 `synthetic` (batches made once on the devices or fed from the host),
 `schedules` (the learning-rate schedules on keras.ops), `step` (the
-per-replica train and eval steps under shard_map), `environment` (what a
-result was measured on).
+per-replica train and eval steps under shard_map), `loss_scale` (fp16's
+update without a conditional), `environment` (what a result was measured
+on).
 """

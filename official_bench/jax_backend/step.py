@@ -8,9 +8,11 @@ can fuse), and so are the BN moving statistics (TensorFlow averages them
 when they are read); the optimizer update then runs identically on every
 replica. The state's buffers are donated, so a step updates them in
 place. A step that float16's loss scaling skips still counts (the
-schedule advances as tf-keras's does). Loss and accuracy are running sums
-on the devices for the epoch; nothing is read back unless the host asks
-(the interval clock does, at interval ends).
+schedule advances as tf-keras's does); `loss_scale_update: select`
+applies or skips it without Keras' conditional (jax_backend/loss_scale.py).
+Loss and accuracy are running sums on the devices for the epoch; nothing
+is read back unless the host asks (the interval clock does, at interval
+ends).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any, Callable, Dict, Optional
 
 from jax.sharding import PartitionSpec as P
 
+from official_bench.jax_backend import loss_scale
 from official_bench.models import jax_axes
 
 AXIS = "batch"  # keras.distribution.DataParallel's batch axis
@@ -63,9 +66,11 @@ def _hits(jnp, probs, labels, one_hot: bool, k: int):
 
 
 
-def build(jax, keras, model, optimizer, loss_fn, mesh, one_hot: bool
-          ) -> Steps:
-    """The train and eval steps for `model` on `mesh`, and their state."""
+def build(jax, keras, model, optimizer, loss_fn, mesh, one_hot: bool,
+          loss_scale_update: str = "cond") -> Steps:
+    """The train and eval steps for `model` on `mesh`, and their state;
+    `loss_scale_update` (cond | select): how a loss-scaled optimizer
+    applies or skips a step (jax_backend/loss_scale.py)."""
     jnp = jax.numpy
     lax = jax.lax
 
@@ -95,8 +100,9 @@ def build(jax, keras, model, optimizer, loss_fn, mesh, one_hot: bool
                 jax_axes.vary(jax, state["trainable"], (AXIS,)))
         grads = lax.pmean(grads, AXIS)
         non_trainable = lax.pmean(non_trainable, AXIS)
-        new_trainable, new_opt_vars = optimizer.stateless_apply(
-            opt_vars, grads, state["trainable"])
+        new_trainable, new_opt_vars = loss_scale.stateless_apply(
+            jax, optimizer, loss_scale_update, opt_vars, grads,
+            state["trainable"])
         new_opt_vars = counted_step(new_opt_vars, opt_vars, counter)
         sums = _add(state["sums"], lax.pmean(loss, AXIS), probs, labels)
         new = {"trainable": new_trainable, "non_trainable": non_trainable,
@@ -118,6 +124,7 @@ def build(jax, keras, model, optimizer, loss_fn, mesh, one_hot: bool
                                    False)
         return _add(sums, lax.pmean(loss, AXIS), probs, labels)
 
+    loss_scale.check(loss_scale_update)
     counter = step_counter_index(optimizer)
     state = initial_state(jax, model, optimizer)
     train = jax.jit(jax.shard_map(

@@ -123,7 +123,8 @@ def _train(cfg: ExperimentConfig, run: devices_lib.JaxRuntime, dtype: str,
 
         # 5. Steps, compiled before the clock starts.
         steps = step_lib.build(jax, keras, model, optimizer, loss_fn,
-                               run.mesh, cfg.train_dataset.one_hot)
+                               run.mesh, cfg.train_dataset.one_hot,
+                               rt.loss_scale_update)
         _compile(steps, feeds["train"], run, plan)
 
         # 6. Measurement: FLOPs (once, before the first step), the interval

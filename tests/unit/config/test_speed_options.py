@@ -43,6 +43,7 @@ def test_the_defaults_change_nothing():
      "model.model_params.bn_statistics"),
     ("model.model_params.stem_pool=shifted", "model.model_params.stem_pool"),
     ("model.model_params.bn_backward=vjp", "model.model_params.bn_backward"),
+    ("runtime.loss_scale_update=select", "runtime.loss_scale_update"),
 ])
 def test_tensorflow_refuses_each_in_one_line(override, key):
     lines = config_error_lines(override)
@@ -55,7 +56,8 @@ def test_every_tensorflow_refusal_is_one_of_these():
         "runtime.xla_flags", "model.model_params.pad_input_channels",
         "model.model_params.bn_statistics",
         "model.model_params.stem_space_to_depth",
-        "model.model_params.stem_pool", "model.model_params.bn_backward"}
+        "model.model_params.stem_pool", "model.model_params.bn_backward",
+        "runtime.loss_scale_update"}
 
 
 def test_bn_statistics_names_its_choices():
