@@ -120,7 +120,8 @@ def build_step(cfg, compilation_cache: bool = False):
     _name_the_update(jax, optimizer)
     steps = step_lib.build(jax, keras, model, optimizer,
                            objectives.build_loss(cfg, keras), run.mesh,
-                           cfg.train_dataset.one_hot)
+                           cfg.train_dataset.one_hot,
+                           cfg.runtime.loss_scale_update)
     sharding = NamedSharding(run.mesh, PartitionSpec(step_lib.AXIS))
     batch = tuple(jax.make_array_from_process_local_data(sharding, part)
                   for part in host_batch(cfg.train_dataset,
@@ -132,13 +133,18 @@ def build_step(cfg, compilation_cache: bool = False):
 def _name_the_update(jax, optimizer) -> None:
     """The optimizer's stateless_apply under kernel_profile.OPTIMIZER_SCOPE,
     so that the HLO op_names of its ops say where they come from (names
-    only: the compiled program is the trainer's)."""
-    apply = optimizer.stateless_apply
+    only: the compiled program is the trainer's); a loss-scale optimizer's
+    inner one too, which runtime.loss_scale_update select calls itself."""
+    for opt in (optimizer, getattr(optimizer, "inner_optimizer", None)):
+        if opt is not None:
+            opt.stateless_apply = _scoped(jax, opt.stateless_apply)
 
+
+def _scoped(jax, apply):
     def scoped(*args, **kwargs):
         with jax.named_scope(kernel_profile.OPTIMIZER_SCOPE):
             return apply(*args, **kwargs)
-    optimizer.stateless_apply = scoped
+    return scoped
 
 
 def capture(args) -> dict:
