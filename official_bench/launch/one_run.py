@@ -32,6 +32,7 @@ from official_bench.launch.outcome import (
     Status,
     could_not_start,
     could_not_write,
+    exit_words,
     judge,
     no_throughput_text,
     node_outcome,
@@ -153,7 +154,8 @@ class OneRun:
         watch = self._progress()
         try:
             wait_all(procs, [w.label for w in workers], self.s.kill_after,
-                     self.peer_failure, watch.poll if watch else None)
+                     self.peer_failure, watch.poll if watch else None,
+                     lambda i: exit_words(workers[i], procs[i]))
         except BaseException as e:
             stop_all(procs, f"launcher interrupted ({e!r})",
                      min(self.s.kill_after, 5.0))

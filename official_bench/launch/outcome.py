@@ -138,7 +138,7 @@ def judge(worker: Worker, proc: TrainerProcess,
     if rc != 0:
         reason, aborted_by_jax = _log_reason(worker.log_path)
         if aborted_by_jax and es.signal_number(rc) == signal.SIGABRT:
-            reason += f" (JAX aborted it: SIGABRT, exit {rc})"
+            reason += f" ({_jax_abort_note(rc)})"
             rc = es.PEER_LOST  # as the trainer exits when it sees the loss
         return Outcome(rc, Status.FAILED, reason, worker.log_path)
     result = result_path(worker)
@@ -146,6 +146,22 @@ def judge(worker: Worker, proc: TrainerProcess,
         return Outcome(rc, Status.FAILED, f"the trainer wrote no {result}",
                        worker.log_path)
     return Outcome(rc, Status.OK, "", worker.log_path)
+
+
+def exit_words(worker: Worker, proc: TrainerProcess) -> str:
+    """A failed process's exit as `judge` gives it, for the line that stops
+    the node's other processes (wait_all): "exit 1", or for a process JAX
+    aborted for a lost peer "exit 4: a peer task went away mid-run; JAX
+    aborted it: SIGABRT, exit 134", as the run's own line says it."""
+    rc = proc.rc
+    if es.signal_number(rc) == signal.SIGABRT and \
+            _log_reason(worker.log_path)[1]:
+        return f"{es.describe(es.PEER_LOST)}; {_jax_abort_note(rc)}"
+    return es.describe(rc)
+
+
+def _jax_abort_note(rc: int) -> str:
+    return f"JAX aborted it: SIGABRT, exit {rc}"
 
 
 def could_not_start(error: OSError, log: str) -> Outcome:

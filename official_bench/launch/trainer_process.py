@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import TYPE_CHECKING, List, Optional, TextIO
+from typing import TYPE_CHECKING, Callable, List, Optional, TextIO
 
 from official_bench.contracts import exit_status as es
 from official_bench.host import processes
@@ -110,12 +110,15 @@ def stop_all(procs: List[TrainerProcess], why: str, grace: float) -> None:
 
 def wait_all(procs: List[TrainerProcess], labels: List[str], kill_after: float,
              poll: Optional[callable] = None,
-             tick: Optional[callable] = None) -> List[int]:
+             tick: Optional[callable] = None,
+             exit_words: Optional[Callable[[int], str]] = None) -> List[int]:
     """Waits for a node's trainer processes; their exit statuses.
 
     One failing stops the node's others (a multi_worker_mirrored peer would
-    otherwise hang in its next collective); `poll()` returning a reason (a
-    peer node failed) stops them all; `tick()` runs at every wake-up (the
+    otherwise hang in its next collective), their reason naming its exit
+    in `exit_words(i)` for process i (outcome.exit_words: as the run's
+    line gives it; default "exit N"); `poll()` returning a reason (a peer
+    node failed) stops them all; `tick()` runs at every wake-up (the
     progress lines).
     """
     grace = min(kill_after, 10.0)
@@ -123,13 +126,14 @@ def wait_all(procs: List[TrainerProcess], labels: List[str], kill_after: float,
     while True:
         if tick is not None:
             tick()
-        for p, label in zip(procs, labels):
+        for i, (p, label) in enumerate(zip(procs, labels)):
             if p.poll() is None or p.rc == 0 or len(procs) == 1:
                 continue
             others = [q for q in procs if q is not p and q.poll() is None]
             if others:
+                words = exit_words(i) if exit_words else es.describe(p.rc)
                 stop_all(others, f"stopped because {label} of this node "
-                         f"failed ({es.describe(p.rc)})", grace)
+                         f"failed ({words})", grace)
         if all(p.poll() is not None for p in procs):
             return [p.rc for p in procs]
         now = time.monotonic()

@@ -37,6 +37,17 @@ STAND_IN = {
     "task1_fails": 'case "$*" in *\'"task_index": 1\'*) '
                    'echo "error: task 1 failed" >&2; exit 1;; esac\n'
                    "exec sleep 60\n",
+    # WORKERS_PER_NODE: task 1 logs its jax.distributed join and JAX's
+    # fatal line for a coordinator gone, then aborts (SIGABRT, 134), as
+    # JAX's coordination client does; the others sleep.
+    "task1_jax_aborts": 'case "$*" in *\'"task_index": 1\'*) '
+                        'echo "official_bench: worker 1 joins 2 process(es) '
+                        'at 127.0.0.1:9 (jax.distributed)"; '
+                        'echo "F client.h:80] Terminating process because '
+                        'the JAX distributed service detected fatal errors. '
+                        'absl::Status: UNAVAILABLE: Failed to send RPC to '
+                        'coordination service." >&2; kill -ABRT $$;; esac\n'
+                        "exec sleep 60\n",
 }
 
 

@@ -104,6 +104,21 @@ def test_local_workers_each_get_a_record_the_first_failure_speaks(plan_of):
                                "this node failed (exit 1)")
 
 
+def test_a_jax_abort_is_named_alike_in_the_run_and_its_siblings(plan_of):
+    """Worker 1 aborted by JAX (exit 134) for its lost coordinator: the
+    run's exit 4 (outcome.judge) and worker 0's reason say the same."""
+    plan = plan_of("task1_jax_aborts", workers_per_node=2, cpu_devices=2)
+    run = plan.runs[0]
+    o = one_run.OneRun(plan, run).execute()
+    assert (o.status, o.rc) == (Status.FAILED, es.PEER_LOST)
+    assert o.reason.endswith("(JAX aborted it: SIGABRT, exit 134)"), o.reason
+    first = _record(run.workers[0])
+    assert first["status"] == "aborted"
+    assert first["reason"] == (
+        "stopped because local worker 1 (task 1) of this node failed "
+        f"({es.describe(es.PEER_LOST)}; JAX aborted it: SIGABRT, exit 134)")
+
+
 def test_a_log_that_cannot_be_written_fails_the_run_and_stops_the_sweep(
         tmp_path, plan_of):
     logs = tmp_path / "logs"
