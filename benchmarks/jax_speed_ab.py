@@ -148,6 +148,11 @@ CANDIDATES = (
     Candidate("bn_vjp", "model.model_params.bn_backward=vjp",
               why="the batch norms' backward written out: two reads of x "
                   "and dy, x the only activation-sized residual"),
+    Candidate("ls_select", "runtime.loss_scale_update=select",
+              dtypes=("fp16",),
+              why="fp16's loss-scaled update without lax.cond: the H200 "
+                  "profile's copies are 1.324 ms a step in fp16, 0.884 in "
+                  "bf16 (+0.44 ms)"),
 )
 
 

@@ -14,10 +14,11 @@ loss read at the block's end (so the device has finished).
 Each block is one run of judge/verdict.py: the ratio of medians with its
 bootstrap interval and verdict (official-bench-compare's rule), and B/A
 round by round (paired: a drift of the card's clock cancels in a round).
-Candidates that change only the model or the batch qualify; one that sets
-runtime.xla_flags does not (XLA reads its flags once per process: that is
-jax_speed_ab.py's). A candidate that fails to build or compile is
-reported, not fatal; one that does not fit the budget is skipped.
+Candidates that change only the model, the batch or the step's update
+(ls_select, fp16 only) qualify; one that sets runtime.xla_flags does not
+(XLA reads its flags once per process: that is jax_speed_ab.py's). A
+candidate that fails to build or compile is reported, not fatal; one that
+does not fit the budget is skipped.
 A Pallas candidate may carry kernel settings after its name
 (`bn_pallas:num_warps=8:tile_elements=4096`, models/pallas_moments.py's
 Tuning), set while its step is traced: the kernel's tiles and Triton
@@ -62,11 +63,12 @@ from official_bench.judge import verdict  # noqa: E402
 # process (jax_speed_ab.py).
 PROCESS_KEYS = ("runtime.xla_flags",)
 # In order of expected value (docs/gpu_speed.md): bf16's stem, then the
-# profile's 55-57% in BN/elementwise, then the batch; then the two added
-# last (the stem pool's and the batch norms' backward).
+# profile's 55-57% in BN/elementwise, then the batch; then the three added
+# last (the stem pool's and the batch norms' backward, fp16's loss-scale
+# update without a conditional).
 DEFAULT_CANDIDATES = ("pad4", "bn_one_pass", "bn_pallas", "s2d", "b512",
                       "s2d_pad4", "pad8", "b384", "b400", "pool_shifted",
-                      "bn_vjp")
+                      "bn_vjp", "ls_select")
 CPU_BATCH = 8
 PALLAS = "model.model_params.bn_statistics=pallas"
 
