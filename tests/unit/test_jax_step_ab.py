@@ -6,7 +6,7 @@ alternation and the verdicts it feeds; the budget's skips before anything
 is built; the candidates it refuses (an XLA flag needs a process of its
 own) or does not know; a Pallas candidate's kernel settings, checked,
 set while it is built and named in its row; --base on both sides, a
-candidate it holds not run."""
+candidate it holds not run; ls_select in process, in fp16 only."""
 
 import json
 import os
@@ -168,6 +168,27 @@ def test_the_base_is_on_both_sides_and_a_candidate_it_holds_is_not_run(
     assert "| fp16 | b512 | `train_dataset.batch_size=512` | - | - | - | - " \
         "| - | - | skipped: in the base already " in table
     assert m.as_json(args, rows, {})["base"] == args.base
+
+
+def test_ls_select_runs_in_process_and_in_fp16_only(monkeypatch):
+    """The loss-scale update is the step's, not XLA's flags: one process
+    holds it; bf16 has no loss scale, so it has no bf16 row; a default."""
+    m = _load()
+    built = []
+
+    def build_side(args, dtype, name, override, *_):
+        built.append((dtype, name, override))
+        return _Stand(name, 1000.0, [])
+    monkeypatch.setattr(m, "build_side", build_side)
+    args = types.SimpleNamespace(budget=1e9, build=1.0, rounds=2, steps=1,
+                                 batch=256, rate=1e6, warmup=1, base="",
+                                 dtypes=["bf16", "fp16"])
+    rows = m.run_all(args, m.candidates(["ls_select"]), lambda line: None)
+    assert [(r.dtype, r.verdict is not None) for r in rows] == [
+        ("fp16", True)]
+    assert built[-1] == ("fp16", "ls_select",
+                         "runtime.loss_scale_update=select")
+    assert "ls_select" in m.DEFAULT_CANDIDATES
 
 
 class _Failing(_Stand):
