@@ -6,8 +6,9 @@ in float16 through step.py, on 1 and on 2 devices, once with Keras'
 conditional (cond) and once with select: steps that skip (an inf in the
 batch), that count and that double the scale (a growth period of 3). The
 tests compare every variable after every step, and look for XLA's
-`conditional` in each compiled step. TensorFlow's one-line refusal of the
-key: config/test_speed_options.py.
+`conditional` in each compiled step. Another child checks that a run
+(official_bench.run) hands the key to step.build. TensorFlow's one-line
+refusal of the key: config/test_speed_options.py.
 """
 
 import json
@@ -136,3 +137,41 @@ def test_an_unknown_update_names_the_choices():
     assert len(lines) == 1 and lines[0].startswith(
         "runtime.loss_scale_update: unknown loss_scale_update 'where'; "
         "valid: cond, select"), lines
+
+
+def trainer_report():
+    """In a child: the key as official_bench.run passes it to step.build
+    (the build stops there, before anything compiles)."""
+    import tempfile
+
+    import official_bench
+    from official_bench.jax_backend import step as step_lib
+    seen = []
+
+    class Stop(BaseException):
+        """Not an Exception: no handler on the way takes it."""
+
+    def build(*args, **kwargs):
+        seen.append(list(args[7:]) + list(kwargs.values()))
+        raise Stop
+    step_lib.build = build
+    cfg = official_bench.load_config(None, json.dumps({
+        "model_dir": tempfile.mkdtemp(),
+        "runtime": {"backend": "jax", "num_gpus": 0,
+                    "distribution_strategy": "one_device",
+                    "loss_scale_update": "select"},
+        "model": {"name": "resnet_cifar", "model_params": {"depth": 8}},
+        "train_dataset": {"builder": "synthetic", "image_size": 8,
+                          "num_classes": 3, "batch_size": 4,
+                          "dtype": "float16"},
+        "train": {"steps": 2, "epochs": 1},
+        "evaluation": {"skip_eval": True}}))
+    try:
+        official_bench.run(cfg)
+    except Stop:
+        pass
+    print(json.dumps({"seen": seen}))
+
+
+def test_the_trainer_passes_the_key_to_the_step():
+    assert keras3_child(__file__, "trainer_report")["seen"] == [["select"]]
