@@ -90,7 +90,8 @@ def _launcher_statuses():
                 getattr(value.value, "id", "") == "es":
             if value.attr == "by_signal":
                 return {es.INTERRUPTED, es.TERMINATED}
-            return {getattr(es, value.attr)}
+            status = getattr(es, value.attr)  # not es.describe(...) text
+            return {status} if isinstance(status, int) else set()
         return set()
 
     found = set()
