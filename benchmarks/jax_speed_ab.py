@@ -66,6 +66,17 @@ class Candidate:
     why: str = ""
 
 
+def precision_problem(cands: Sequence[Candidate], dtypes: Sequence[str]
+                      ) -> Optional[str]:
+    """Why no candidate runs in any of `dtypes` (each is for other
+    precisions), else None."""
+    if any(d in c.dtypes for c in cands for d in dtypes):
+        return None
+    return (f"no candidate runs in {','.join(dtypes)}: "
+            + "; ".join(f"{c.name} is {'/'.join(c.dtypes)} only"
+                        for c in cands))
+
+
 def override_items(text: str) -> List[str]:
     """The `key=value` items of a dotted override, split outside brackets
     and quotes; ValueError naming an item without '='."""
@@ -525,6 +536,9 @@ def main(argv=None) -> int:
     if bad:
         raise SystemExit(f"unknown dtype(s) {', '.join(bad)}; valid: "
                          f"{', '.join(GPU_CONFIGS)}")
+    problem = precision_problem(_candidates(args), args.dtypes)
+    if problem:
+        raise SystemExit(f"--dtypes: {problem}")
     candidates, held = apply_base(args, _candidates(args))
     costs = Costs(args.overhead, args.compile, args.rate)
     if args.dry_run:

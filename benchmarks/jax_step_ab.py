@@ -422,6 +422,9 @@ def main(argv=None) -> int:
         cands = candidates(args.only)
     except ValueError as e:
         p.error(f"--only: {e}")
+    problem = jax_speed_ab.precision_problem(cands, args.dtypes)
+    if problem:
+        p.error(f"--dtypes: {problem}")
     if args.cpu:
         args.batch = min(args.batch, CPU_BATCH)
     try:

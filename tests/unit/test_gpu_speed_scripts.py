@@ -158,6 +158,22 @@ def test_candidates_combine_with_a_plus(capsys):
             m._candidates(args)
 
 
+def test_candidates_of_other_precisions_only_are_one_line(tmp_path):
+    """--only ls_select --dtypes bf16: ls_select is fp16 only, so nothing
+    would run: one line naming the candidate's precision, nothing written
+    (the run used to end in "0 of 0 candidate(s) judged"); with a bf16
+    candidate beside it the plan goes on."""
+    m = _load("jax_speed_ab")
+    out = tmp_path / "ab"
+    with pytest.raises(SystemExit, match=re.escape(
+            "--dtypes: no candidate runs in bf16: ls_select is fp16 only")):
+        m.main(["--out", str(out), "--only", "ls_select", "--dtypes",
+                "bf16"])
+    assert not out.exists()
+    assert m.precision_problem(m._candidates(m.build_parser().parse_args(
+        ["--out", "x", "--only", "ls_select,s2d_pad4"])), ["bf16"]) is None
+
+
 def test_the_base_is_on_both_sides_and_held_candidates_are_named():
     """--base: both sides' override ends with it, its batch is the run's,
     a candidate it holds is listed as such and not run, the table and

@@ -123,7 +123,9 @@ def test_the_budget_skips_before_building_anything():
      "bn_statistics=one_pass", "--base: train_dataset.batch_size=512,model."
      "model_params.bn_statistics=one_pass holds every candidate (b512)"),
     ("pad4 --base one_pass", "--base: one_pass: not of the form "
-                             "key.path=value")])
+                             "key.path=value"),
+    ("ls_select --dtypes bf16", "--dtypes: no candidate runs in bf16: "
+                                "ls_select is fp16 only")])
 def test_candidates_it_cannot_run_are_one_line(only, says):
     p = subprocess.run([sys.executable, os.path.join(
         REPO, "benchmarks", "jax_step_ab.py"), "--out", "x", "--only",
