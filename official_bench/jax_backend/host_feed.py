@@ -13,7 +13,9 @@ to the dataset's dtype, the model's input dtype, and labels one-hot when
 `one_hot`. That runs outside the train step, so the step is the same XLA
 program on synthetic and real data, and one step ahead, so its cost hides
 under the running step; the worker's slot is given back once the device
-holds its copy.
+holds its copy. With `decode: gpu_trainer` the workers pack their batches'
+JPEGs undecoded and TrainerDecode, a thread a batch ahead, decodes their
+windows with one nvImageCodec decoder in this process.
 
 An evaluation feed reads a fresh pass for each evaluation (as Keras'
 evaluate on TensorFlow) and says so in one line when a pass holds fewer
@@ -47,8 +49,14 @@ from official_bench.data.feeds.shm_workers import (
     crowded_workers,
     resolve_workers,
 )
+from official_bench.host.probes import usable_cores
 
 PREFETCH = 2
+DECODE_THREADS = 8  # decode: gpu_trainer's resize threads, at most
+# decode: gpu_trainer: what a worker decodes itself (JPEGs that do not fit
+# a packed batch, a pass's last partial batch): nvImageCodec's CPU decoder,
+# so no worker holds a CUDA context.
+WORKER_WINDOW_DECODER = "nvimgcodec_cpu"
 # A feed's own one-line failures (not a lost peer's).
 INPUT_ERRORS = (InputWorkerError, python_batches.SourceError)
 RECORDS_EXAMPLES = \
@@ -244,14 +252,17 @@ class HostFeed:
 
     def stats(self) -> Dict[str, Any]:
         """What the producer's workers did: images, CPU seconds."""
-        pool = self._producer
+        pool = getattr(self._producer, "pool", self._producer)
         if not isinstance(pool, WorkerPool):
             return {}
         cpu = pool.cpu_seconds()
-        return {"images_decoded": pool.images_made,
-                "worker_cpu_seconds": round(cpu, 3),
-                "decode_images_per_cpu_second": round(
-                    pool.images_made / cpu, 1) if cpu else None}
+        out = {"images_decoded": pool.images_made,
+               "worker_cpu_seconds": round(cpu, 3),
+               "decode_images_per_cpu_second": round(
+                   pool.images_made / cpu, 1) if cpu else None}
+        if pool is not self._producer:
+            out["images_decoded_in_trainer"] = self._producer.decoded
+        return out
 
     def describe(self) -> Dict[str, Any]:
         """result.json's words for this input: builder, decoder, workers
@@ -273,19 +284,143 @@ def _put(out: "queue.Queue", item, stop: threading.Event) -> None:
 
 def records_source(ds: DatasetConfig, files, training: bool, seed: int,
                    decoder: Optional[str] = None,
-                   decode_devices: Sequence[int] = (0,)) -> Source:
+                   decode_devices: Sequence[int] = (0,),
+                   pack_batch: int = 0) -> Source:
     """What each input worker runs: the records reader over `files` (as
     process_files gave them, with this process's share of their records
     where processes share files), decoding with `decoder` (default: the
-    reader's) on the GPUs `decode_devices` where it is a GPU's."""
+    reader's) on the GPUs `decode_devices` where it is a GPU's; with
+    `pack_batch` (decode: gpu_trainer) packing batches of that many for
+    TrainerDecode."""
     from official_bench.data.records import host_examples
     return Source(RECORDS_EXAMPLES,
                   dict(ds=ds, files=list(files), training=training,
                        seed=seed, record_shard=tuple(getattr(
                            files, "record_shard", (0, 1))),
                        decoder=decoder or host_examples.DECODER,
-                       decode_devices=tuple(decode_devices)),
+                       decode_devices=tuple(decode_devices),
+                       pack_batch=pack_batch),
                   tuple(files))
+
+
+def decode_threads() -> int:
+    """decode: gpu_trainer's resize threads: the usable cores, at most
+    DECODE_THREADS."""
+    return max(1, min(DECODE_THREADS, usable_cores()))
+
+
+class TrainerDecode:
+    """decode: gpu_trainer: the workers' packed batches
+    (data/records/packed_batch.py) decoded in this process, one decoder
+    call a batch, resized by `threads` threads; a thread works a batch
+    ahead of next() (a queue of 1). Plain batches pass through. Its
+    failures are one-line InputWorkerErrors; close() stops it and the
+    workers."""
+
+    def __init__(self, pool: WorkerPool, decoder: str, device: int,
+                 threads: int, key: str):
+        from concurrent.futures import ThreadPoolExecutor
+        self.pool, self.key = pool, key
+        self._decoder, self._device = decoder, device
+        self.decoded = 0  # windows decoded here
+        self._resize = ThreadPoolExecutor(threads,
+                                          thread_name_prefix=f"{key}-resize")
+        self._stop = threading.Event()
+        self._reading = threading.Lock()  # a slot read vs close()
+        self._queue: "queue.Queue" = queue.Queue(maxsize=1)
+        self._error: Optional[BaseException] = None
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name=f"{key}-trainer-decode")
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                host = self.pool.next()
+                if host is None:
+                    _put(self._queue, _ENDED, self._stop)
+                    return
+                _put(self._queue, self._decode(host), self._stop)
+        except BaseException as e:  # handed to next()
+            if not self._stop.is_set():
+                self._error = e
+                _put(self._queue, _FAILED, self._stop)
+
+    def _decode(self, host: Batch) -> Batch:
+        from official_bench.data.records import packed_batch
+        if not host.labels[0] & packed_batch.PACKED:
+            return host  # plain: the workers decoded it
+        with self._reading:
+            if self._stop.is_set():
+                raise InputWorkerError("closed")
+            try:
+                items, tags = packed_batch.unpack(host.images)
+            except packed_batch.PackError as e:
+                raise InputWorkerError(
+                    f"official_bench: {self.key}: a batch from the input "
+                    f"workers is not a packed batch: {e}") from None
+            finally:
+                host.release()
+        labels = host.labels & ~packed_batch.PACKED
+        self._finish(items, tags)
+        return Batch(np.stack(items), labels)
+
+    def _finish(self, items: list, tags: list) -> None:
+        """Decodes the Pending items of `items` in place."""
+        from official_bench.data.records import host_decode
+        todo = [k for k, item in enumerate(items)
+                if isinstance(item, host_decode.Pending)]
+        try:
+            crops = host_decode.finish_crops(
+                [items[k] for k in todo], self._decoder, self._device,
+                self._resize.map)
+        except host_decode.DecoderUnavailable as e:
+            raise InputWorkerError(f"official_bench: {self.key}: the "
+                                   f"trainer's decoder failed: {e}") from None
+        for k, crop in zip(todo, crops):
+            if isinstance(crop, host_decode.UndecodableImage):
+                raise InputWorkerError(self._undecodable(items[k], tags[k],
+                                                         crop))
+            items[k] = crop
+        self.decoded += len(todo)
+
+    def _undecodable(self, item, tag, why) -> str:
+        files = self.pool.source.files
+        name = files[tag.file] if tag.file < len(files) else "its file"
+        return (f"official_bench: {self.key}: record {tag.record} in "
+                f"{name}: its JPEG ({len(item.data)} bytes) cannot be "
+                f"decoded ({why}); decode: gpu_trainer decodes in the "
+                "trainer and cannot skip it (skip_bad_records): use "
+                "decode: gpu or cpu, or leave the record out")
+
+    def next(self) -> Optional[Batch]:
+        while True:
+            try:
+                item = self._queue.get(timeout=0.1)
+                break
+            except queue.Empty:
+                if self._stop.is_set():
+                    raise InputWorkerError(f"official_bench: {self.key}: "
+                                           "the input workers were closed")
+        if item is _FAILED:
+            raise self._error
+        return None if item is _ENDED else item
+
+    def close(self) -> None:
+        self._stop.set()
+        with self._reading:
+            self.pool.close()
+        self._thread.join(timeout=10)
+        self._resize.shutdown(wait=False)
+
+
+def trainer_decode_maker(source: Source, ds: DatasetConfig, batch: int,
+                         key: str, workers: int, decoder: str, device: int,
+                         threads: int) -> Callable[[], TrainerDecode]:
+    """A function starting `workers` packing input workers for `source`
+    and the TrainerDecode over them."""
+    make_pool = pool_maker(source, ds, batch, key, workers)
+    return lambda: TrainerDecode(make_pool(), decoder, device, threads, key)
 
 
 def workers_decoder(jax, ds: DatasetConfig, key: str) -> Tuple[str, tuple]:
@@ -294,19 +429,22 @@ def workers_decoder(jax, ds: DatasetConfig, key: str) -> Tuple[str, tuple]:
     out over them. Raises ConfigError without a GPU, without nvImageCodec
     and nvJPEG, or where its decoder does not start on one of them."""
     from official_bench.data.records import host_decode, host_examples
-    if ds.decode != "gpu":
+    if ds.decode == "cpu":
         return host_examples.DECODER, (0,)
     gpus = [d for d in jax.local_devices() if d.platform == "gpu"]
     if not gpus:
         raise ConfigError(
-            f"{key}.decode: 'gpu' needs a GPU; this process's JAX devices "
-            f"are {', '.join(str(d) for d in jax.local_devices())}")
+            f"{key}.decode: {ds.decode!r} needs a GPU; this process's JAX "
+            "devices are "
+            f"{', '.join(str(d) for d in jax.local_devices())}")
     ids = tuple(d.local_hardware_id for d in gpus)
+    if ds.decode == "gpu_trainer":  # one decoder, in this process
+        ids = ids[:1]
     try:
         for device in ids:  # the workers' decoders will start too
             host_decode.start_gpu_decoder(device)
     except host_decode.DecoderUnavailable as e:
-        raise ConfigError(f"{key}.decode: 'gpu': {e}") from e
+        raise ConfigError(f"{key}.decode: {ds.decode!r}: {e}") from e
     return "nvimgcodec", ids
 
 
@@ -341,14 +479,20 @@ def records_feed(jax, ds: DatasetConfig, local_batch: int, sharding, *,
                  os.path.basename(files[0]) if files else "-",
                  os.path.basename(files[-1]) if files else "-", workers,
                  decoder, f" on GPU {', '.join(map(str, gpus))}"
-                 if ds.decode == "gpu" else "")
-    make = pool_maker(records_source(ds, files, training, seed, decoder,
-                                     gpus), ds, local_batch, key, workers)
+                 if ds.decode != "cpu" else "")
+    info = {"builder": "records", "decoder": decoder, "decode": ds.decode,
+            "num_workers": workers, "files": len(files)}
+    if ds.decode == "gpu_trainer":  # the workers pack, this process decodes
+        info["decode_threads"] = decode_threads()
+        make = trainer_decode_maker(
+            records_source(ds, files, training, seed, WORKER_WINDOW_DECODER,
+                           pack_batch=local_batch), ds, local_batch, key,
+            workers, decoder, gpus[0], info["decode_threads"])
+    else:
+        make = pool_maker(records_source(ds, files, training, seed, decoder,
+                                         gpus), ds, local_batch, key, workers)
     return HostFeed(jax, make, sharding, ds, key, uint8=True,
-                    steps_per_pass=steps_per_pass,
-                    info={"builder": "records", "decoder": decoder,
-                          "decode": ds.decode, "num_workers": workers,
-                          "files": len(files)})
+                    steps_per_pass=steps_per_pass, info=info)
 
 
 def check_eval_pass(files, batch: int, steps: int,

@@ -400,14 +400,16 @@ def start_crop(data: bytes, window_fn: WindowFn, size: int, flip: bool,
         raise UndecodableImage(f"{type(e).__name__}: {e}") from e
 
 
-def finish_crops(pending: Sequence[Pending], decoder: str, device: int = 0
+def finish_crops(pending: Sequence[Pending], decoder: str, device: int = 0,
+                 map_fn: Callable = map
                  ) -> List[Union[np.ndarray, UndecodableImage]]:
     """The crops of `pending`, their windows decoded by `decoder` (a
-    window decoder) in one call on GPU `device`; one it gives nothing
-    back for takes the CPU path. An image that cannot be decoded is its
-    UndecodableImage in the list; raises DecoderUnavailable."""
+    window decoder) in one call on GPU `device`, then resized through
+    `map_fn` (a thread pool's map: OpenCV releases the GIL); one it gives
+    nothing back for takes the CPU path. An image that cannot be decoded
+    is its UndecodableImage in the list; raises DecoderUnavailable."""
     windows = _nv_windows(pending, WINDOW_DECODERS[decoder], device)
-    return [finish_crop(p, window) for p, window in zip(pending, windows)]
+    return list(map_fn(finish_crop, pending, windows))
 
 
 def finish_crop(p: Pending, window: Optional[np.ndarray]

@@ -27,6 +27,7 @@ ConfigError (no epoch would make one). TensorFlow-free.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import random
@@ -41,6 +42,7 @@ from official_bench.data.records import (
     crop_sampling,
     example_wire as wire,
     host_decode,
+    packed_batch,
     record_problems as words,
     record_sets,
     set_counts,
@@ -331,7 +333,8 @@ def worker_examples(ds: DatasetConfig, files: Sequence[str], *,
                     skipped: Optional[words.SkippedRecords] = None,
                     decoder: str = DECODER,
                     record_shard: Optional[Tuple[int, int]] = None,
-                    decode_devices: Sequence[int] = (0,)
+                    decode_devices: Sequence[int] = (0,),
+                    pack_batch: int = 0
                     ) -> Iterator[Tuple[np.ndarray, int]]:
     """(uint8 image [image_size, image_size, num_channels], label) of this
     worker's part of `files` (see the module doc). Seeded by `seed`, the
@@ -341,7 +344,9 @@ def worker_examples(ds: DatasetConfig, files: Sequence[str], *,
     skipped records (a new count when not given); `decoder` is one of
     host_decode.DECODERS; `record_shard` is the process's share of each
     file's records, by default the `files` FileShard's; a GPU decoder
-    decodes on decode_devices[worker_index % len(decode_devices)]."""
+    decodes on decode_devices[worker_index % len(decode_devices)].
+    `pack_batch` B (decode: gpu_trainer, a window decoder): B examples at
+    a time packed for the trainer to decode (_packed)."""
     if not files:
         raise ConfigError(f"{record_sets.config_key(training)}: no record "
                           "files for this process")
@@ -369,21 +374,93 @@ def worker_examples(ds: DatasetConfig, files: Sequence[str], *,
         items = shuffled(items, buffer, rng)
     outcomes = (_outcome(item, layout, offset, ds, training, rng, decoder)
                 for item in items)
+    device = decode_devices[worker_index % len(decode_devices)]
+    settle = _Settle(ds, skipped, bad_run)
+    if pack_batch:
+        yield from _packed(settle.made(outcomes), settle, pack_batch, ds,
+                           files, decoder, device, layout.image_key)
+        return
     if decoder in host_decode.WINDOW_DECODERS:
-        outcomes = _in_groups(
-            outcomes, decoder,
-            decode_devices[worker_index % len(decode_devices)],
-            layout.image_key)
-    for outcome in outcomes:
-        if isinstance(outcome, _Made):
-            bad_run.made()
-            yield outcome.pixels, outcome.label
-            continue
+        outcomes = _in_groups(outcomes, decoder, device, layout.image_key)
+    for made in settle.made(outcomes):
+        yield made.pixels, made.label
+
+
+class _Settle:
+    """Outcomes to examples: a _Skip raises BadRecord, or is logged and
+    counted with skip_bad_records."""
+
+    def __init__(self, ds: DatasetConfig, skipped, bad_run: _BadRun):
+        self.ds, self.skipped, self.bad_run = ds, skipped, bad_run
+
+    def made(self, outcomes: Iterator) -> Iterator[_Made]:
+        for outcome in outcomes:
+            if isinstance(outcome, _Made):
+                self.bad_run.made()
+                yield outcome
+            else:
+                self.skip(outcome)
+
+    def skip(self, outcome: _Skip) -> None:
         line = words.message_line(outcome.filename, outcome.index,
                                   outcome.detail)
-        if not ds.skip_bad_records:
+        if not self.ds.skip_bad_records:
             raise BadRecord(line + words.SKIP_HINT, outcome.filename,
                             outcome.index)
-        words.log_skipped(ds.split, skipped, [line], 1)
+        words.log_skipped(self.ds.split, self.skipped, [line], 1)
         if outcome.record:
-            bad_run.skipped(outcome.filename, outcome.index, line)
+            self.bad_run.skipped(outcome.filename, outcome.index, line)
+
+
+def _packed(made: Iterator[_Made], settle: _Settle, batch: int,
+            ds: DatasetConfig, files: Sequence[str], decoder: str,
+            device: int, image_key: str) -> Iterator[Tuple[np.ndarray, int]]:
+    """decode: gpu_trainer: `batch` examples at a time as one packed
+    batch (packed_batch.py), a chunk of its bytes an example, the JPEGs
+    that do not fit decoded here; a last, partial group (a pass's end)
+    goes plain, decoded here."""
+    index = {f: i for i, f in enumerate(files)}
+    shape = (ds.image_size, ds.image_size, ds.num_channels)
+    slot = int(np.prod(shape))
+    while True:
+        group = list(itertools.islice(made, batch))
+        keep = packed_batch.plan([m.pixels for m in group], slot) \
+            if len(group) == batch else None
+        while not _decode_rest(group, keep, settle, decoder, device,
+                               image_key):
+            group += itertools.islice(made, batch - len(group))
+            keep = packed_batch.plan([m.pixels for m in group], slot) \
+                if len(group) == batch else None
+        if keep is None:  # plain: pixels only
+            for m in group:
+                yield m.pixels, m.label
+            if len(group) < batch:
+                return
+            continue
+        chunks = packed_batch.pack(
+            [m.pixels for m in group],
+            [packed_batch.Tag(index.get(m.filename, len(files)), m.index)
+             for m in group], shape)
+        for k, m in enumerate(group):
+            yield chunks[k], m.label | (packed_batch.PACKED if k == 0 else 0)
+
+
+def _decode_rest(group: list, keep, settle: _Settle, decoder: str,
+                 device: int, image_key: str) -> bool:
+    """Decodes here the Pending crops of `group` that `keep` does not
+    send (all of them when it is None), in place; False when one could
+    not be decoded (its record settled as skipped and dropped: the group
+    is to be refilled)."""
+    todo = [k for k, m in enumerate(group) if _pending(m) and
+            (keep is None or not keep[k])]
+    if not todo:
+        return True
+    done = list(_finished([group[k] for k in todo], decoder, device,
+                          image_key))
+    bad = [o for o in done if isinstance(o, _Skip)]
+    for k, outcome in zip(todo, done):
+        group[k] = outcome
+    for outcome in bad:
+        settle.skip(outcome)
+        group.remove(outcome)
+    return not bad

@@ -170,7 +170,41 @@ def feed_report():
         lambda: host_feed.workers_decoder(jax, _ds(decode="gpu"),
                                           "train_dataset"))
     out["window_decoder"] = _window_decoder_batches()
+    out["gpu_trainer_here"] = _error_of_call(
+        lambda: host_feed.workers_decoder(jax, _ds(decode="gpu_trainer"),
+                                          "train_dataset"))
+    out["trainer_decode"] = _trainer_decode_feed(jax, sharding)
     print(json.dumps(out))
+
+
+def _trainer_decode_feed(jax, sharding):
+    """decode: gpu_trainer's stage (nvImageCodec's CPU decoder here) under
+    a feed: two steps, what describe() says, the workers after close()."""
+    import tempfile
+
+    from official_bench.data.build.example_proto import classic_example
+    from official_bench.data.records.framing import frame
+    from support.natural_images import natural_jpeg
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(f"{tmp}/train-00000-of-00001", "wb") as f:
+            for i in range(6):
+                f.write(frame(classic_example(natural_jpeg(i, 48, 36),
+                                              1 + i % 2, 36, 48)))
+        ds = DatasetConfig(builder="records", split="train", image_size=32,
+                           num_classes=2, data_dir=tmp,
+                           worker_timeout_seconds=60.0)
+        from official_bench.data.records import host_examples
+        files = host_examples.process_files(ds, 0, 1, True)
+        make = host_feed.trainer_decode_maker(host_feed.records_source(
+            ds, files, True, 0, "nvimgcodec_cpu", pack_batch=4), ds, 4,
+            "train_dataset", 1, "nvimgcodec_cpu", 0, 2)
+        feed = host_feed.HostFeed(jax, make, sharding, ds, "train_dataset",
+                                  uint8=True, info={"decode": "gpu_trainer"})
+        shapes = [list(feed.next()[0].shape) for _ in range(2)]
+        pids = list(feed._producer.pool.pids)
+        feed.close()
+        return {"shapes": shapes, "describe": feed.describe(),
+                "alive_after_close": _alive(pids)}
 
 
 def _window_decoder_batches():
@@ -308,6 +342,21 @@ def test_input_workers_decode_with_the_window_decoder(report):
     assert r["shape"] == [4, 96, 96, 3] and r["labels_equal"]
     # accurate against fast DCT: about one unit, not the same pixels
     assert 0.3 < r["mad"] < 2.4, r
+
+
+def test_decode_gpu_trainer_without_a_gpu_names_the_devices(report):
+    assert report["gpu_trainer_here"] == [
+        "ConfigError", "train_dataset.decode: 'gpu_trainer' needs a GPU; "
+        "this process's JAX devices are cpu:0, cpu:1"]
+
+
+def test_the_trainers_decoder_feeds_steps_and_says_what_it_did(report):
+    r = report["trainer_decode"]
+    assert r["shapes"] == [[4, 32, 32, 3]] * 2
+    d = r["describe"]
+    assert d["decode"] == "gpu_trainer" and d["images_decoded"] >= 8
+    assert d["images_decoded_in_trainer"] >= 8  # every image a JPEG
+    assert r["alive_after_close"] == []
 
 
 def test_a_failing_worker_ends_the_feed_in_one_line(report):

@@ -1,0 +1,170 @@
+"""decode: gpu_trainer (jax_backend/host_feed.TrainerDecode over workers
+packing with data/records/packed_batch.py), on nvImageCodec's CPU
+decoder: the same batches as decode: gpu for the same records and seed
+(grayscale, CMYK and PNG records, JPEGs too big to pack, an evaluation
+pass's partial batches), and its decode failures as one line."""
+
+import io
+import os
+
+import pytest
+
+from official_bench.config import DatasetConfig
+from official_bench.data.build.example_proto import classic_example
+from official_bench.data.records import host_decode
+from official_bench.data.records.framing import frame
+from official_bench.jax_backend import host_feed
+from support.natural_images import natural_jpeg, natural_pixels
+
+KEY = "train_dataset"
+WINDOWS = "nvimgcodec_cpu"
+
+
+def _png(seed):
+    from PIL import Image
+    buf = io.BytesIO()
+    Image.fromarray(natural_pixels(seed, 40, 30)).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def _images(count, first):
+    """Colour JPEGs of two sizes (the large ones do not fit a packed batch
+    at 48x48); the first file's first three: grayscale, CMYK, PNG."""
+    out = []
+    for i in range(count):
+        seed = first + i
+        side = (160, 120) if i % 3 == 2 else (48, 36)
+        out.append(natural_jpeg(seed, *side))
+    if first == 0:
+        out[:3] = [natural_jpeg(90, 48, 36, mode="L"),
+                   natural_jpeg(91, 48, 36, mode="CMYK"), _png(92)]
+    return out
+
+
+def _write(path, images, labels):
+    with open(path, "wb") as f:
+        for image, label in zip(images, labels):
+            f.write(frame(classic_example(image, label, 36, 48)))
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    """Train and validation records: 7 and 5 images in 2 files each."""
+    root = str(tmp_path_factory.mktemp("packed"))
+    for split in ("train", "validation"):
+        for f, count in enumerate((7, 5)):
+            _write(os.path.join(root, f"{split}-{f:05d}-of-00002"),
+                   _images(count, 7 * f), [1 + 7 * f + i
+                                           for i in range(count)])
+    return root
+
+
+def _ds(data_dir, training, size):
+    return DatasetConfig(builder="records", data_dir=data_dir,
+                         split="train" if training else "validation",
+                         image_size=size, num_classes=12,
+                         shuffle_buffer_size=4, worker_timeout_seconds=60.0)
+
+
+def _batches(producer, count=None):
+    out = []
+    try:
+        while count is None or len(out) < count:
+            b = producer.next()
+            if b is None:
+                break
+            out.append((b.images.copy(), b.labels.tolist()))
+            b.release()
+    finally:
+        producer.close()
+    return out
+
+
+def _both(data_dir, training, size, workers, count=None):
+    """(decode: gpu's batches, gpu_trainer's, windows the trainer
+    decoded)."""
+    from official_bench.data.records import host_examples
+    ds = _ds(data_dir, training, size)
+    files = host_examples.process_files(ds, 0, 1, training)
+    gpu = host_feed.pool_maker(host_feed.records_source(
+        ds, files, training, 5, WINDOWS), ds, 4, KEY, workers)()
+    stage = host_feed.trainer_decode_maker(host_feed.records_source(
+        ds, files, training, 5, WINDOWS, pack_batch=4), ds, 4, KEY,
+        workers, WINDOWS, 0, 2)()
+    return _batches(gpu, count), _batches(stage, count), stage.decoded
+
+
+def _same(ours, theirs):
+    assert len(ours) == len(theirs) > 0
+    for (a, y), (b, z) in zip(ours, theirs):
+        assert y == z and a.shape == b.shape and (a == b).all()
+
+
+def test_training_batches_are_decode_gpus_bit_for_bit(data_dir):
+    gpu, trainer, decoded = _both(data_dir, True, 48, 2, count=4)
+    _same(trainer, gpu)
+    # 16 examples, every record in them: 3 of the 12 are grayscale, CMYK
+    # or PNG, 3 JPEGs too big (some of them): decoded in the workers
+    assert sorted({y for _, labels in gpu for y in labels}) == \
+        list(range(12))
+    assert 0 < decoded < 13
+
+
+def test_an_evaluation_pass_with_its_partial_batches_is_the_same(data_dir):
+    # 7 + 5 records over 2 workers: a packed batch each, then 3 + 1 left
+    # over, joined into a last batch decoded in the workers
+    gpu, trainer, decoded = _both(data_dir, False, 48, 2)
+    assert [labels for _, labels in gpu] == [
+        [0, 1, 2, 3], [7, 8, 9, 10], [4, 5, 6, 11]]
+    _same(trainer, gpu)
+    assert decoded > 0
+
+
+def test_jpegs_bigger_than_their_slots_are_decoded_by_the_workers(data_dir):
+    gpu, trainer, decoded = _both(data_dir, True, 8, 1, count=2)
+    _same(trainer, gpu)
+    assert decoded == 0  # 192-byte slots: no JPEG fits, the batches plain
+
+
+def _failure(data_dir, monkeypatch, broken):
+    from official_bench.data.records import host_examples
+    ds = _ds(data_dir, False, 48)
+    files = host_examples.process_files(ds, 0, 1, False)
+    broken(monkeypatch)
+    stage = host_feed.trainer_decode_maker(host_feed.records_source(
+        ds, files, False, 5, WINDOWS, pack_batch=4), ds, 4, KEY, 1,
+        WINDOWS, 0, 1)()
+    try:
+        with pytest.raises(host_feed.InputWorkerError) as e:
+            stage.next()
+    finally:
+        stage.close()
+    assert "\n" not in str(e.value)
+    return str(e.value), files
+
+
+def test_an_image_the_trainer_cannot_decode_names_its_record(data_dir,
+                                                            monkeypatch):
+    def cut(patch):  # every crop fails after its window is decoded
+        patch.setattr(host_decode, "resize", _raise)
+    line, files = _failure(data_dir, monkeypatch, cut)
+    head, _, rest = line.partition(" in ")
+    assert head.startswith(f"official_bench: {KEY}: record ")
+    assert rest.split(":")[0] in files and ": its JPEG (" in rest
+    assert "cannot be decoded (ValueError: no pixels)" in line
+    assert line.endswith("use decode: gpu or cpu, or leave the record out")
+
+
+def test_a_failing_decoder_ends_the_feed_in_one_line(data_dir, monkeypatch):
+    def fail(patch):
+        def windows(*args):
+            raise host_decode.DecoderUnavailable(
+                "nvImageCodec failed on GPU 0: RuntimeError: CUDA error")
+        patch.setattr(host_decode, "_nv_windows", windows)
+    line, _ = _failure(data_dir, monkeypatch, fail)
+    assert line == (f"official_bench: {KEY}: the trainer's decoder failed: "
+                    "nvImageCodec failed on GPU 0: RuntimeError: CUDA error")
+
+
+def _raise(*args, **kwargs):
+    raise ValueError("no pixels")
