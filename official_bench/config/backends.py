@@ -169,28 +169,30 @@ def read_datasets(cfg: Any) -> List[str]:
 
 
 def _tf_decode(cfg: Any) -> List[Tuple[str, str]]:
-    """decode: gpu on tensorflow, whose tf.data decodes on the CPU (in
-    the datasets the run reads)."""
+    """decode: gpu or gpu_trainer on tensorflow, whose tf.data decodes on
+    the CPU (in the datasets the run reads)."""
     return [(f"{name}.decode", f"{getattr(cfg, name).decode!r} needs "
-             "runtime.backend jax (its input workers decode through "
-             "nvImageCodec); tf.data decodes on the CPU: leave it at 'cpu'")
+             "runtime.backend jax (its input workers or trainer decode "
+             "through nvImageCodec); tf.data decodes on the CPU: leave it "
+             "at 'cpu'")
             for name in read_datasets(cfg)
             if getattr(cfg, name).decode != "cpu"]
 
 
 def _gpu_decode(cfg: Any, datasets: List[str]) -> List[Tuple[str, str]]:
-    """decode: gpu where there are records to decode and GPUs to do it."""
+    """decode: gpu or gpu_trainer where there are records to decode and
+    GPUs to do it."""
     out = []
     for name in datasets:
         ds = getattr(cfg, name)
-        if ds.decode != "gpu":
+        if ds.decode == "cpu":
             continue
         if ds.builder != "records":
-            out.append((f"{name}.decode", f"'gpu' decodes record files' "
-                        f"JPEGs; builder {ds.builder!r} has none: leave it "
-                        "at 'cpu'"))
+            out.append((f"{name}.decode", f"{ds.decode!r} decodes record "
+                        f"files' JPEGs; builder {ds.builder!r} has none: "
+                        "leave it at 'cpu'"))
         elif not cfg.runtime.num_gpus:
-            out.append((f"{name}.decode", "'gpu' needs a GPU, and "
+            out.append((f"{name}.decode", f"{ds.decode!r} needs a GPU, and "
                         "runtime.num_gpus is 0: set num_gpus or decode: "
                         "cpu"))
     return out

@@ -187,9 +187,11 @@ class DatasetConfig(ConfigNode):
     # one worker's batch (data/feeds/shm_workers.py).
     num_workers: Union[int, str] = "auto"
     worker_timeout_seconds: float = 300.0
-    # ... and where those workers decode JPEGs: cpu (simplejpeg) or gpu
-    # (nvImageCodec on the run's GPUs: the card's JPEG engines; only the
-    # crop window is decoded).
+    # ... and where JPEGs are decoded: cpu (simplejpeg, in the workers),
+    # gpu (each worker through nvImageCodec on the run's GPUs: the card's
+    # JPEG engines; only the crop window is decoded) or gpu_trainer (the
+    # workers pack the JPEGs, one nvImageCodec decoder in the trainer's
+    # process decodes their windows).
     decode: str = "cpu"
 
 

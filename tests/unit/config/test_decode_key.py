@@ -1,4 +1,5 @@
-"""train_dataset.decode (config/schema.py): cpu or gpu, refused in one line
+"""train_dataset.decode (config/schema.py): cpu, gpu or gpu_trainer,
+refused in one line
 where it cannot run (config/backends.py): on tensorflow, on a builder
 without record files, and on jax without GPUs; in the datasets the run
 reads only, on both backends."""
@@ -12,34 +13,37 @@ from support.helpers import config_error_lines
 JAX_GPU = "runtime.backend=jax,runtime.num_gpus=1,"
 
 
-def test_cpu_is_the_default_and_gpu_is_taken_on_jax_with_records():
+@pytest.mark.parametrize("decode", ["gpu", "gpu_trainer"])
+def test_cpu_is_the_default_and_gpu_is_taken_on_jax_with_records(decode):
     assert C.load_config().train_dataset.decode == "cpu"
     cfg = C.load_config(params_override=JAX_GPU + (
-        "train_dataset.builder=records,train_dataset.decode=gpu,"
-        "validation_dataset.decode=gpu,evaluation.skip_eval=true"))
-    assert cfg.train_dataset.decode == "gpu"
+        f"train_dataset.builder=records,train_dataset.decode={decode},"
+        f"validation_dataset.decode={decode},evaluation.skip_eval=true"))
+    assert cfg.train_dataset.decode == decode
     assert backends.refusals(cfg) == []
 
 
 def test_an_unknown_value_names_the_valid_ones():
     lines = config_error_lines("train_dataset.decode=nvjpeg")
     assert lines[0].startswith("train_dataset.decode: unknown decode "
-                               "'nvjpeg'; valid: cpu, gpu"), lines
+                               "'nvjpeg'; valid: cpu, gpu, gpu_trainer"), lines
 
 
+@pytest.mark.parametrize("decode", ["gpu", "gpu_trainer"])
 @pytest.mark.parametrize("override, words", [
-    ("train_dataset.decode=gpu",
-     "train_dataset.decode: 'gpu' needs runtime.backend jax"),
-    (JAX_GPU + "train_dataset.decode=gpu",
-     "train_dataset.decode: 'gpu' decodes record files' JPEGs; builder "
+    ("train_dataset.decode={0}",
+     "train_dataset.decode: '{0}' needs runtime.backend jax"),
+    (JAX_GPU + "train_dataset.decode={0}",
+     "train_dataset.decode: '{0}' decodes record files' JPEGs; builder "
      "'synthetic' has none"),
     ("runtime.backend=jax,runtime.num_gpus=0,train_dataset.builder=records,"
-     "train_dataset.decode=gpu,evaluation.skip_eval=true",
-     "train_dataset.decode: 'gpu' needs a GPU, and runtime.num_gpus is 0"),
+     "train_dataset.decode={0},evaluation.skip_eval=true",
+     "train_dataset.decode: '{0}' needs a GPU, and runtime.num_gpus is 0"),
 ])
-def test_refused_in_one_line_where_it_cannot_run(override, words):
-    lines = config_error_lines(override)
-    assert len(lines) == 1 and lines[0].startswith(words), lines
+def test_refused_in_one_line_where_it_cannot_run(override, words, decode):
+    lines = config_error_lines(override.format(decode))
+    assert len(lines) == 1 and lines[0].startswith(words.format(decode)), \
+        lines
 
 
 @pytest.mark.parametrize("override, refused", [
@@ -49,9 +53,10 @@ def test_refused_in_one_line_where_it_cannot_run(override, words):
     ("mode=eval", ["validation_dataset.decode"]),
     ("mode=export_only", []),
 ])
+@pytest.mark.parametrize("decode", ["gpu", "gpu_trainer"])
 def test_tensorflow_refuses_gpu_decode_in_the_datasets_the_run_reads(
-        override, refused):
-    both = "train_dataset.decode=gpu,validation_dataset.decode=gpu"
+        override, refused, decode):
+    both = f"train_dataset.decode={decode},validation_dataset.decode={decode}"
     if not refused:
         C.load_config(params_override=f"{both},{override}")
         return
