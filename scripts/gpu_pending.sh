@@ -9,12 +9,15 @@
 #     extractor's table, written into OUT_DIR. First: the goal is 0.6%
 #     away, three runs settle it, and nothing before them can eat their
 #     time.
-#  2. records, ~300 s (gpu_records_check.sh, fp16, decode: gpu, one run a
-#     case): synthetic first (the denominator of issue 46's
-#     real/synthetic >= 0.95, skipped last time), then real on 8 and on 15
-#     input workers and on 15 under CUDA's MPS (one context for all
-#     workers): the 5,155 img/s ceiling of 15 workers with a context each.
-#     Make JPEGs 43 s, build 6, synthetic ~55, real 70 then ~45 a case.
+#  2. records, ~300 s (gpu_records_check.sh, fp16, one run a case):
+#     synthetic first (the denominator of issue 46's real/synthetic >=
+#     0.95, skipped last time), then real on 15 input workers with decode:
+#     gpu_trainer (one decoder in the trainer's process; never run on a GPU
+#     yet), with decode: gpu, and with gpu under CUDA's MPS (one context
+#     for all workers): the 5,155 img/s ceiling of 15 workers with a
+#     context each. Make JPEGs 43 s, build 6, synthetic ~55, real 70 then
+#     ~45 a case: 264 s; gpu on 8 workers as well would need 309, so
+#     gpu_trainer took its place (DECODES, WORKERS set them).
 #  3. decode probe, 90 s (gpu_decode_probe.sh; its knobs pass through:
 #     PROCESSES, TRAINER_THREADS...; MPS is 1 here unless set, as for the
 #     records): the decoders alone, in N processes (and under MPS), and in
@@ -34,8 +37,9 @@
 # optree, google-crc32c, simplejpeg, nvidia-nvimgcodec-cu13, nvidia-nvjpeg.
 # Knobs: TRUST_BATCH (512), TRUST_OVERRIDE (the winner's model key),
 # TRUST_RUNS (3), TRUST_STEPS (200), TRUST_LOG_STEPS (50); BASE (the A/B's,
-# the winner's batch and key), AB_ARGS; the records check's DECODE (gpu),
-# DTYPES (fp16), TEST_NUM (1), WORKERS ("8 15"), MPS (1, also the
+# the winner's batch and key), AB_ARGS; the records check's DECODES
+# ("gpu_trainer gpu"; DECODE alone where set), DTYPES (fp16), TEST_NUM
+# (1), WORKERS (15), MPS (1, also the
 # probe's), STEPS...; the probe's. A CPU check of the flow, about 2 minutes on 2 cores:
 #   DECODE=cpu DTYPES=fp32 IMAGES=64 VAL_IMAGES=8 TRAIN_SHARDS=4 BATCH=8 \
 #   STEPS=6 LOG_STEPS=2 DEVICE=cpu WORKERS="1 2" TRUST_BATCH=8 TRUST_RUNS=1 \
@@ -91,9 +95,11 @@ else
   note "SKIP the trust runs: $(left) s left"
 fi
 
-# 2. Records, decode on the GPU: synthetic, real on each WORKERS count, MPS.
-DECODE=${DECODE:-gpu} DTYPES=${DTYPES:-fp16} TEST_NUM=${TEST_NUM:-1} \
-  WORKERS=${WORKERS:-8 15} bash scripts/gpu_records_check.sh "$work/rec" "$(cap 300)"
+# 2. Records, decode on the GPU: synthetic, real for each of DECODES on
+# each WORKERS count, MPS (decode: gpu's).
+DECODES=${DECODES:-${DECODE:-gpu_trainer gpu}} DTYPES=${DTYPES:-fp16} \
+  TEST_NUM=${TEST_NUM:-1} WORKERS=${WORKERS:-15} \
+  bash scripts/gpu_records_check.sh "$work/rec" "$(cap 300)"
 
 # 3. The decode probe, its knobs as they come.
 bash scripts/gpu_decode_probe.sh "$work/probe" "$(cap 90)"

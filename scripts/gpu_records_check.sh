@@ -15,11 +15,15 @@
 # LOG_STEPS (50), NUM_WORKERS (train_dataset.num_workers, auto), WORKERS
 # (a sweep, "8 15": a real case per count, named real_w8, real_w15, instead
 # of the one NUM_WORKERS case), DECODE (the real runs' train_dataset.decode:
-# cpu, or gpu with nvImageCodec's wheels in .whl/: nvidia-nvimgcodec-cu13
-# and nvidia-nvjpeg), MPS (1: with DECODE=gpu, one more real case per
-# count in MPS_WORKERS, default the last count, under CUDA's MPS daemon,
-# started for those runs and stopped on every exit: real_w15_mps; a line
-# instead where nvidia-cuda-mps-control is absent), DEVICE (auto; cpu runs
+# cpu, or gpu or gpu_trainer with nvImageCodec's wheels in .whl/:
+# nvidia-nvimgcodec-cu13 and nvidia-nvjpeg), DECODES (several, "gpu_trainer
+# gpu": the real cases for each, named by it, real_gpu_trainer_w15,
+# real_gpu_w8; default DECODE alone, names as above), WORKERS_<decode>
+# (that decode's counts instead of WORKERS: WORKERS_gpu_trainer=15), MPS
+# (1: with decode gpu, one more real case per count in MPS_WORKERS,
+# default the last count, under CUDA's MPS daemon, started for those runs
+# and stopped on every exit: real_w15_mps; a line instead where
+# nvidia-cuda-mps-control is absent), DEVICE (auto; cpu runs
 # the CPU smoke config), DATA_ROOT (where images and records go,
 # /tmp/records_check). The same script at a CPU's scale, in about a minute:
 #   IMAGES=64 VAL_IMAGES=8 TRAIN_SHARDS=4 BATCH=8 DTYPES=fp32 TEST_NUM=1 \
@@ -35,7 +39,17 @@ set -u
 # --help prints this header; no OUT_DIR is one usage line, exit 2
 source "$(dirname "$0")/lib/gpu_stage.sh"
 gpu_usage "$0" "${1:-}" && exit 0
-for n in ${WORKERS:-} ${MPS_WORKERS:-}; do
+decodes=${DECODES:-${DECODE:-cpu}}
+for d in $decodes; do
+  case $d in
+    cpu|gpu|gpu_trainer) ;;
+    *) echo "gpu_records_check.sh: DECODES/DECODE: '$d' is not a decode (cpu, gpu or gpu_trainer, space-separated: DECODES=\"gpu_trainer gpu\")" >&2
+       exit 2 ;;
+  esac
+  count_var=WORKERS_$d
+  sweeps="${sweeps:-} ${!count_var:-}"
+done
+for n in ${WORKERS:-} ${MPS_WORKERS:-} ${sweeps:-}; do
   case $n in
     auto|[1-9]|[1-9][0-9]|[1-9][0-9][0-9]) ;;
     *) echo "gpu_records_check.sh: WORKERS/MPS_WORKERS: '$n' is not a worker count (a positive integer or auto, space-separated: WORKERS=\"8 15\")" >&2
@@ -76,7 +90,7 @@ images=${IMAGES:-20000}; val_images=${VAL_IMAGES:-500}
 batch=${BATCH:-256}; dtypes=${DTYPES:-bf16 fp16}; test_num=${TEST_NUM:-3}
 steps=${STEPS:-200}; log_steps=${LOG_STEPS:-50}; workers=${NUM_WORKERS:-auto}
 device=${DEVICE:-auto}; root=${DATA_ROOT:-/tmp/records_check}
-decode=${DECODE:-cpu}
+on_gpu=$(for d in $decodes; do [ "$d" = cpu ] || echo 1; done | head -n1)
 say "host: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')); $("$PYTHON" --version 2>&1); /dev/shm $(df -h /dev/shm | awk 'NR==2 {print $2}')"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total \
   --format=csv,noheader | sed 's/^/[gpu] /' | tee -a "$out/summary.txt"
@@ -88,7 +102,7 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,m
 if ! missing=$("$PYTHON" -c "
 import importlib.util as u
 need = ['simplejpeg', 'google_crc32c', 'cv2', 'PIL']
-if '$decode' == 'gpu':
+if '$on_gpu':
     need.append('nvidia.nvimgcodec')
 def found(m):
     try:
@@ -139,29 +153,36 @@ fitted() {  # fitted COUNT: the count, or the workers /dev/shm holds
   echo "$n"
 }
 
-# The real cases, "NAME COUNT MPS" each: one per WORKERS count (or the one
-# NUM_WORKERS case, named real), then MPS=1's under the MPS daemon.
+# The real cases, "NAME COUNT MPS DECODE" each, for each of DECODES (its
+# name in the case's when there are several): one per WORKERS count (or
+# the one NUM_WORKERS case, named real), then MPS=1's under the MPS daemon.
 cases=()
-if [ -n "${WORKERS:-}" ]; then
-  for n in $WORKERS; do cases+=("real_w$n $(fitted "$n") 0"); done
-else
-  cases+=("real $(fitted "$workers") 0")
-fi
-if [ "${MPS:-0}" = 1 ] && [ "$decode" != gpu ]; then
-  say "MPS=1 is for DECODE=gpu (each worker's CUDA context): no MPS case with DECODE=$decode"
-elif [ "${MPS:-0}" = 1 ]; then
-  last=${WORKERS:-$workers}
-  for n in ${MPS_WORKERS:-${last##* }}; do
-    cases+=("real_w${n}_mps $(fitted "$n") 1")
-  done
+several=$(echo $decodes | wc -w)
+for d in $decodes; do
+  tag=real; [ "$several" -gt 1 ] && tag=real_$d
+  count_var=WORKERS_$d; counts=${!count_var:-${WORKERS:-}}
+  if [ -n "$counts" ]; then
+    for n in $counts; do cases+=("${tag}_w$n $(fitted "$n") 0 $d"); done
+  else
+    cases+=("$tag $(fitted "$workers") 0 $d")
+  fi
+  if [ "${MPS:-0}" = 1 ] && [ "$d" = gpu ]; then
+    last=${counts:-$workers}
+    for n in ${MPS_WORKERS:-${last##* }}; do
+      cases+=("${tag}_w${n}_mps $(fitted "$n") 1 $d")
+    done
+  fi
+done
+if [ "${MPS:-0}" = 1 ] && ! [[ " $decodes " == *" gpu "* ]]; then
+  say "MPS=1 is for decode gpu (each worker's CUDA context): no MPS case with DECODES=$decodes"
 fi
 
 cpu_line() { { head -n1 /proc/stat; } >> "$1"; nproc > "$1.cores"; }
-run_case() {  # run_case NAME DTYPE [COUNT MPS]: TEST_NUM runs of the run
-  # script; NAME synthetic, or a real case on COUNT workers (under MPS)
+run_case() {  # run_case NAME DTYPE [COUNT MPS DECODE]: TEST_NUM runs of the
+  # run script; NAME synthetic, or a real case on COUNT workers (under MPS)
   local name=$1 dtype=$2 extra=()
   [ "$name" != synthetic ] && extra=(DATA_DIR="$root/records"
-    PARAMS_OVERRIDE="train_dataset.num_workers=$3,train_dataset.decode=$decode")
+    PARAMS_OVERRIDE="train_dataset.num_workers=$3,train_dataset.decode=$5")
   [ "${4:-0}" = 1 ] && extra+=(CUDA_MPS_PIPE_DIRECTORY="$mps_pipe")
   rm -f "$out/cpu_${name}_${dtype}"
   cpu_line "$out/cpu_${name}_${dtype}"
@@ -173,17 +194,17 @@ run_case() {  # run_case NAME DTYPE [COUNT MPS]: TEST_NUM runs of the run
   cpu_line "$out/cpu_${name}_${dtype}"
   return $rc
 }
-real_case() {  # real_case "NAME COUNT MPS" DTYPE: its stage, under MPS
-  # when asked (the daemon started at the first such case)
-  local name count mps need=$next_run
-  read -r name count mps <<< "$1"
+real_case() {  # real_case "NAME COUNT MPS DECODE" DTYPE: its stage, under
+  # MPS when asked (the daemon started at the first such case)
+  local name count mps dec need=$next_run
+  read -r name count mps dec <<< "$1"
   if [ "$mps" = 1 ] && [ -z "${mps_pipe:-}" ]; then
     mps_start "$root/mps"; say "$mps_line"
     [ -n "${mps_pipe:-}" ] || { say "SKIP ${name}_$2: no MPS"; return; }
   fi
   [ -z "$ran_real" ] && need=$first_real
   stage "${name}_$2" "$(runs_need "$need")" run_case "$name" "$2" "$count" \
-    "$mps" && ran_real=1
+    "$mps" "$dec" && ran_real=1
 }
 trap 'mps_stop; [ -n "${mps_line:-}" ] && say "$mps_line"' EXIT
 trap 'exit 130' INT TERM

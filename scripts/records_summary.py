@@ -10,7 +10,8 @@ copies of each run's result.json), OUT_DIR/result_<case>/*_result.json (the
 extractor's tables of the same runs) and OUT_DIR/cpu_<case>_<dtype>
 (/proc/stat's cpu line before and after each case), where <case> is
 synthetic, real, or real_<label> for each real case of a sweep (real_w8,
-real_w15_mps: gpu_records_check.sh's WORKERS and MPS; a row each, against
+real_w15_mps, real_gpu_trainer_w15: gpu_records_check.sh's WORKERS, MPS
+and DECODES; a row each, its decode from its result.json, against
 the one synthetic case, its workers from its result.json); writes
 OUT_DIR/records_summary.json and .md and prints the table.
 The img/s columns are the extractor's 1n1g medians (DLPerf's number, the
@@ -109,9 +110,20 @@ def real_cases(out: str):
     return sorted(names, key=order)
 
 
+DECODES = ("gpu_trainer", "gpu", "cpu")  # gpu_records_check.sh's DECODES
+
+
 def label(name: str) -> str:
-    """A real case's label in the table: 'w15 mps' for real_w15_mps."""
-    return name[len("real_"):].replace("_", " ") if "_" in name else "-"
+    """A real case's label in the table: 'w15 mps' for real_w15_mps,
+    'gpu_trainer w15' for real_gpu_trainer_w15."""
+    if "_" not in name:
+        return "-"
+    rest = name[len("real_"):]
+    decode = next((d for d in DECODES
+                   if rest == d or rest.startswith(d + "_")), None)
+    if decode:
+        rest = rest[len(decode) + 1:]
+    return " ".join(filter(None, [decode] + rest.split("_")))
 
 
 def case(out: str, dtype: str, real, synthetic, extracted=None,
@@ -139,6 +151,7 @@ def case(out: str, dtype: str, real, synthetic, extracted=None,
             os.path.join(out, f"cpu_{name}_{dtype}")),
         "host_busy_cores_synthetic": busy_cores(
             os.path.join(out, f"cpu_synthetic_{dtype}")),
+        "decode": feed.get("decode"),
         "decoder": feed.get("decoder"), "workers": workers,
         "decode_img_s_per_core": per_core,
     }
@@ -157,9 +170,9 @@ def table(rows) -> str:
     head = ("| precision | real case | real img/s | synthetic img/s | "
             "real/synthetic | "
             "input wait | host busy cores, real (whole case, start-up "
-            "too) | decoder | workers | decode img per worker CPU-s | "
-            "workers x per-worker rate / synthetic |")
-    lines = [head, "|" + "---|" * 11]
+            "too) | decode | decoder | workers | decode img per worker "
+            "CPU-s | workers x per-worker rate / synthetic |")
+    lines = [head, "|" + "---|" * 12]
     for r in rows:
         lines.append(
             f"| {r['dtype']} | {r.get('case') or '-'} | "
@@ -168,7 +181,8 @@ def table(rows) -> str:
             f"{_fmt(r['real_over_synthetic'], '{:.3f}')} | "
             f"{_fmt(r['input_wait_fraction'], '{:.1%}')} | "
             f"{_fmt(r['host_busy_cores_real'], '{:.1f}')} | "
-            f"{r['decoder'] or '-'} | {_fmt(r['workers'], '{}')} | "
+            f"{r.get('decode') or '-'} | {r['decoder'] or '-'} | "
+            f"{_fmt(r['workers'], '{}')} | "
             f"{_fmt(r['decode_img_s_per_core'], '{:.0f}')} | "
             f"{_fmt(r.get('cores_x_per_core_over_synthetic'), '{:.2f}')} |")
     return "\n".join(lines)

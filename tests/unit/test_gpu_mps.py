@@ -3,8 +3,8 @@ MPS=1 uses, with a stand-in nvidia-cuda-mps-control: the daemon started
 with its pipes in the folder given, stopped ('quit' on its pipe) by the
 EXIT trap when the script fails after starting it; a missing binary or a
 daemon that does not start is a line and status 1, with nothing to stop;
-and gpu_records_check.sh's refusal of a worker count it cannot use, before
-it makes anything."""
+and gpu_records_check.sh's refusal of a worker count or a decode it cannot
+use, before it makes anything."""
 
 import os
 import subprocess
@@ -83,4 +83,21 @@ def test_a_worker_count_it_cannot_use_is_refused_first(tmp_path, env):
     assert p.stderr == (f"gpu_records_check.sh: WORKERS/MPS_WORKERS: '{bad}' "
                         "is not a worker count (a positive integer or auto, "
                         'space-separated: WORKERS="8 15")\n')
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_decode_it_does_not_know_is_refused_first(tmp_path):
+    def run(env):
+        return subprocess.run(
+            ["bash", os.path.join(REPO, "scripts", "gpu_records_check.sh"),
+             str(tmp_path / "out")], capture_output=True, text=True,
+            timeout=30, env=cli_env(env))
+    p = run({"DECODES": "gpu_trainer nvjpeg"})
+    assert p.returncode == 2
+    assert p.stderr == ("gpu_records_check.sh: DECODES/DECODE: 'nvjpeg' is "
+                        "not a decode (cpu, gpu or gpu_trainer, space-"
+                        'separated: DECODES="gpu_trainer gpu")\n')
+    # a decode's own worker counts are checked as WORKERS' are
+    p = run({"DECODES": "gpu_trainer gpu", "WORKERS_gpu_trainer": "15,8"})
+    assert p.returncode == 2 and "'15,8' is not a worker count" in p.stderr
     assert not (tmp_path / "out").exists()

@@ -18,7 +18,7 @@ from support.helpers import REPO, cli_env
 # A stand-in stage: records its name, arguments and knobs, writes the
 # files the real one writes.
 STAGE = """#!/usr/bin/env bash
-echo "$(basename "$0") budget=$2 DECODE=${DECODE:-} DTYPES=${DTYPES:-} \
+echo "$(basename "$0") budget=$2 DECODES=${DECODES:-} DTYPES=${DTYPES:-} \
 TEST_NUM=${TEST_NUM:-} WORKERS=${WORKERS:-} MPS=${MPS:-} BASE=${BASE:-} \
 AB_ARGS=${AB_ARGS:-}" >> "$CALLS"
 mkdir -p "$1"
@@ -81,8 +81,9 @@ def test_every_part_runs_in_order_with_its_budget_and_defaults(tmp_path):
     assert trust == ("run_single_node.sh 512 fp16 TEST_NUM=3 STEPS=200 "
                      "LOG_STEPS=50 PARAMS_OVERRIDE=model.model_params."
                      "bn_statistics=one_pass")
-    assert records.startswith("gpu_records_check.sh budget=300 DECODE=gpu "
-                              "DTYPES=fp16 TEST_NUM=1 WORKERS=8 15 MPS=1 ")
+    assert records.startswith("gpu_records_check.sh budget=300 DECODES="
+                              "gpu_trainer gpu DTYPES=fp16 TEST_NUM=1 "
+                              "WORKERS=15 MPS=1 ")
     assert probe.startswith("gpu_decode_probe.sh budget=90 ")
     assert " MPS=1 " in probe
     # what is left, less 20 s for packing up (the stand-ins take ~0 s; a
@@ -117,7 +118,7 @@ def test_the_knobs_pass_through(tmp_path):
                         AB_ARGS="--cpu --only cmdbuf_off")
     assert calls[0] == ("run_single_node.sh 8 fp16 TEST_NUM=1 STEPS=6 "
                         "LOG_STEPS=2 PARAMS_OVERRIDE=k=v")
-    assert "DECODE=cpu DTYPES=bf16 TEST_NUM=2 WORKERS=1 2 MPS=0 " in calls[1]
+    assert "DECODES=cpu DTYPES=bf16 TEST_NUM=2 WORKERS=1 2 MPS=0 " in calls[1]
     assert " MPS=0 " in calls[2]
     assert calls[3].endswith("BASE=a=b AB_ARGS=--cpu --only cmdbuf_off")
 

@@ -19,13 +19,14 @@ def summary():
 
 
 def _run(root, data, dtype, index, over_window, wait=None, per_core=None,
-         workers=15):
+         workers=15, decode="cpu", decoder="simplejpeg"):
     path = (root / f"logs_{data}" / "jax" / "resnet50" / "bz256" / "1n1g" /
             f"rn50_b256_{dtype}_{index}.json")
     path.parent.mkdir(parents=True, exist_ok=True)
     result = {"stats": {"images_per_second_over_window": over_window}}
     if data.startswith("real"):
-        result["input"] = {"decoder": "simplejpeg", "num_workers": workers,
+        result["input"] = {"decode": decode, "decoder": decoder,
+                           "num_workers": workers,
                            "decode_images_per_cpu_second": per_core}
         result["input_wait"] = {"fraction": wait}
     path.write_text(json.dumps(result))
@@ -77,7 +78,7 @@ def test_the_extractors_medians_come_first(tmp_path, summary, capsys):
     assert bf16["real_img_s_from"] == "result.json"
     assert bf16["host_busy_cores_real"] is None
     table = (tmp_path / "records_summary.md").read_text()
-    assert "| fp16 | - | 5,493 | 6,808 | 0.807 | 50.0% | 10.7 | " \
+    assert "| fp16 | - | 5,493 | 6,808 | 0.807 | 50.0% | 10.7 | cpu | " \
         "simplejpeg | 15 | 325 | 0.72 |" in table
     assert table in capsys.readouterr().out
 
@@ -109,7 +110,26 @@ def test_a_worker_sweep_is_a_row_per_case(tmp_path, summary, capsys):
         None, None, pytest.approx(16 * 2 / 3)]
     table = (tmp_path / "records_summary.md").read_text()
     assert "| fp16 | w15 mps | 5,600 | 6,800 | 0.824 | 30.0% | 10.7 | " \
-        "simplejpeg | 15 | 400 | 0.88 |" in table
+        "cpu | simplejpeg | 15 | 400 | 0.88 |" in table
+
+
+def test_a_decode_sweep_names_each_cases_decode(tmp_path, summary):
+    """gpu_records_check.sh's DECODES="gpu_trainer gpu": the decode in each
+    case's name, its label and its column."""
+    for name, decode in (("real_gpu_w15", "gpu"),
+                         ("real_gpu_trainer_w15", "gpu_trainer"),
+                         ("real_gpu_w15_mps", "gpu")):
+        _run(tmp_path, name, "fp16", 1, 5000.0, decode=decode,
+             decoder="nvimgcodec")
+    _run(tmp_path, "synthetic", "fp16", 1, 6800.0)
+    assert summary.main([str(tmp_path)]) == 0
+    rows = json.loads((tmp_path / "records_summary.json").read_text())
+    assert [(r["case"], r["decode"], r["mps"]) for r in rows] == [
+        ("gpu_trainer w15", "gpu_trainer", False), ("gpu w15", "gpu", False),
+        ("gpu w15 mps", "gpu", True)]
+    table = (tmp_path / "records_summary.md").read_text()
+    assert "| fp16 | gpu_trainer w15 | 5,000 | 6,800 | 0.735 | - | - | " \
+        "gpu_trainer | nvimgcodec | 15 | - | - |" in table
 
 
 def test_usage_and_nothing_found(tmp_path, summary, capsys):
