@@ -322,7 +322,7 @@ class TrainerDecode:
         from concurrent.futures import ThreadPoolExecutor
         self.pool, self.key = pool, key
         self._decoder, self._device = decoder, device
-        self.decoded = 0  # windows decoded here
+        self.decoded = 0  # windows decoded here, of the batches handed out
         self._resize = ThreadPoolExecutor(threads,
                                           thread_name_prefix=f"{key}-resize")
         self._stop = threading.Event()
@@ -346,10 +346,11 @@ class TrainerDecode:
                 self._error = e
                 _put(self._queue, _FAILED, self._stop)
 
-    def _decode(self, host: Batch) -> Batch:
+    def _decode(self, host: Batch) -> Tuple[Batch, int]:
+        """(the batch decoded, how many windows that took here)."""
         from official_bench.data.records import packed_batch
         if not host.labels[0] & packed_batch.PACKED:
-            return host  # plain: the workers decoded it
+            return host, 0  # plain: the workers decoded it
         with self._reading:
             if self._stop.is_set():
                 raise InputWorkerError("closed")
@@ -362,11 +363,11 @@ class TrainerDecode:
             finally:
                 host.release()
         labels = host.labels & ~packed_batch.PACKED
-        self._finish(items, tags)
-        return Batch(np.stack(items), labels)
+        done = self._finish(items, tags)
+        return Batch(np.stack(items), labels), done
 
-    def _finish(self, items: list, tags: list) -> None:
-        """Decodes the Pending items of `items` in place."""
+    def _finish(self, items: list, tags: list) -> int:
+        """Decodes the Pending items of `items` in place; how many."""
         from official_bench.data.records import host_decode
         todo = [k for k, item in enumerate(items)
                 if isinstance(item, host_decode.Pending)]
@@ -382,7 +383,7 @@ class TrainerDecode:
                 raise InputWorkerError(self._undecodable(items[k], tags[k],
                                                          crop))
             items[k] = crop
-        self.decoded += len(todo)
+        return len(todo)
 
     def _undecodable(self, item, tag, why) -> str:
         files = self.pool.source.files
@@ -404,7 +405,11 @@ class TrainerDecode:
                                            "the input workers were closed")
         if item is _FAILED:
             raise self._error
-        return None if item is _ENDED else item
+        if item is _ENDED:
+            return None
+        batch, decoded = item
+        self.decoded += decoded
+        return batch
 
     def close(self) -> None:
         self._stop.set()
