@@ -166,13 +166,11 @@ def feed_report():
     out["failing"] = _error_of(failing, 10)
     out["failing_alive"] = _alive(failing._producer.pids)
     out["closed_mid_copy"] = _closed_mid_copy(jax, sharding, ds)
-    out["gpu_decode_here"] = _error_of_call(
-        lambda: host_feed.workers_decoder(jax, _ds(decode="gpu"),
-                                          "train_dataset"))
+    out["gpu_decode_here"] = {
+        decode: _error_of_call(lambda decode=decode: host_feed.workers_decoder(
+            jax, _ds(decode=decode), "train_dataset"))
+        for decode in ("gpu", "gpu_trainer")}
     out["window_decoder"] = _window_decoder_batches()
-    out["gpu_trainer_here"] = _error_of_call(
-        lambda: host_feed.workers_decoder(jax, _ds(decode="gpu_trainer"),
-                                          "train_dataset"))
     out["trainer_decode"] = _trainer_decode_feed(jax, sharding)
     print(json.dumps(out))
 
@@ -331,9 +329,10 @@ def test_a_pass_shorter_than_the_evaluation_is_one_line(report):
         "files?")
 
 
-def test_decode_gpu_without_a_gpu_names_the_devices(report):
-    assert report["gpu_decode_here"] == [
-        "ConfigError", "train_dataset.decode: 'gpu' needs a GPU; this "
+@pytest.mark.parametrize("decode", ["gpu", "gpu_trainer"])
+def test_decode_on_a_gpu_without_one_names_the_devices(report, decode):
+    assert report["gpu_decode_here"][decode] == [
+        "ConfigError", f"train_dataset.decode: {decode!r} needs a GPU; this "
         "process's JAX devices are cpu:0, cpu:1"]
 
 
@@ -342,12 +341,6 @@ def test_input_workers_decode_with_the_window_decoder(report):
     assert r["shape"] == [4, 96, 96, 3] and r["labels_equal"]
     # accurate against fast DCT: about one unit, not the same pixels
     assert 0.3 < r["mad"] < 2.4, r
-
-
-def test_decode_gpu_trainer_without_a_gpu_names_the_devices(report):
-    assert report["gpu_trainer_here"] == [
-        "ConfigError", "train_dataset.decode: 'gpu_trainer' needs a GPU; "
-        "this process's JAX devices are cpu:0, cpu:1"]
 
 
 def test_the_trainers_decoder_feeds_steps_and_says_what_it_did(report):

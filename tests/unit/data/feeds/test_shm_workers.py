@@ -163,23 +163,15 @@ def test_an_exception_in_a_worker_is_one_line_naming_worker_and_file(
     assert _gone(pool)
 
 
-def test_the_projects_own_line_is_passed_on_without_its_type(tmp_path):
+@pytest.mark.parametrize("failure", [
+    {"prefix": "official_bench: "},  # the project's own line
+    # ConfigError's message is a sentence (the key and the fix), printed
+    # as other config errors are: no 'ConfigError:' inside the line
+    {"error": "ConfigError"}])
+def test_the_projects_own_errors_are_passed_on_without_their_type(
+        tmp_path, failure):
     files = _files(tmp_path, 1)
-    pool = _pool(1, files=files, fail_at=2, prefix="official_bench: ")
-    try:
-        message = _error_of(pool)
-    finally:
-        pool.close()
-    assert message == (
-        f"official_bench: train_dataset: input worker 0 of 1 (pid "
-        f"{pool.pids[0]}) failed: bad record 2 in {files[0]}: truncated")
-
-
-def test_a_config_error_is_passed_on_without_its_type(tmp_path):
-    """ConfigError's message is a sentence (the key and the fix), printed
-    as other config errors are: no 'ConfigError:' inside the line."""
-    files = _files(tmp_path, 1)
-    pool = _pool(1, files=files, fail_at=2, error="ConfigError")
+    pool = _pool(1, files=files, fail_at=2, **failure)
     try:
         message = _error_of(pool)
     finally:
