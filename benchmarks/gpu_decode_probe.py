@@ -54,6 +54,7 @@ from official_bench.data.records import (  # noqa: E402
     host_decode,
     host_examples,
 )
+from official_bench.host.atomic import write_text_atomic  # noqa: E402
 
 # nvImageCodec 0.9 registers nvJPEG's CUDA decoder as HYBRID_CPU_GPU.
 KINDS = {"hw": "HW_GPU_ONLY", "cuda": "HYBRID_CPU_GPU", "cpu": "CPU_ONLY"}
@@ -518,11 +519,10 @@ def _write_json(path: str, append: bool, args, rows) -> None:
     if append and os.path.exists(path):
         with open(path) as f:
             rows = json.load(f)["rows"] + rows
-    with open(path + ".tmp", "w") as f:
-        json.dump({"batch": args.batch, "seconds": args.seconds,
-                   "sweep_seconds": args.sweep_seconds,
-                   "cpus": os.cpu_count(), "rows": rows}, f, indent=1)
-    os.replace(path + ".tmp", path)
+    write_text_atomic(path, json.dumps(
+        {"batch": args.batch, "seconds": args.seconds,
+         "sweep_seconds": args.sweep_seconds, "cpus": os.cpu_count(),
+         "rows": rows}, indent=1))
 
 
 def main(argv=None) -> int:
