@@ -101,6 +101,14 @@ def base_batch(base: str) -> Optional[int]:
     return None
 
 
+def add_base_option(p: argparse.ArgumentParser) -> None:
+    """--base, as both A/B drivers take it."""
+    p.add_argument("--base", default="",
+                   help="dotted overrides on both sides, candidates judged "
+                        "on top of them (train_dataset.batch_size=512,"
+                        "model.model_params.bn_statistics=one_pass)")
+
+
 def in_base(cand: "Candidate", base: str) -> str:
     """Why `cand` is not run on `base`: every item of its change is in the
     base already, so it would be the base against itself ('' otherwise)."""
@@ -452,10 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rate", type=float, default=Costs.rate,
                    help="estimated img/s, for the budget (default: "
                         "%(default)s)")
-    p.add_argument("--base", default="",
-                   help="dotted overrides on both sides, candidates judged "
-                        "on top of them (train_dataset.batch_size=512,"
-                        "model.model_params.bn_statistics=one_pass)")
+    add_base_option(p)
     p.add_argument("--python", default=sys.executable,
                    help="Python that runs the trainer (default: this one)")
     p.add_argument("--cpu", action="store_true",
@@ -536,10 +541,11 @@ def main(argv=None) -> int:
     if bad:
         raise SystemExit(f"unknown dtype(s) {', '.join(bad)}; valid: "
                          f"{', '.join(GPU_CONFIGS)}")
-    problem = precision_problem(_candidates(args), args.dtypes)
+    candidates = _candidates(args)
+    problem = precision_problem(candidates, args.dtypes)
     if problem:
         raise SystemExit(f"--dtypes: {problem}")
-    candidates, held = apply_base(args, _candidates(args))
+    candidates, held = apply_base(args, candidates)
     costs = Costs(args.overhead, args.compile, args.rate)
     if args.dry_run:
         p = plan(candidates, args.dtypes, args.budget, costs, args.batch,

@@ -401,10 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rate", type=float, default=6500.0,
                    help="estimated img/s, for the budget (default: "
                         "%(default)s)")
-    p.add_argument("--base", default="",
-                   help="dotted overrides on both sides, candidates judged "
-                        "on top of them (train_dataset.batch_size=512,"
-                        "model.model_params.bn_statistics=one_pass)")
+    jax_speed_ab.add_base_option(p)
     p.add_argument("--cpu", action="store_true",
                    help=f"a tiny model on the CPU, batch {CPU_BATCH} (a "
                         "check of the flow)")

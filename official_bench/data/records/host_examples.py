@@ -422,15 +422,18 @@ def _packed(made: Iterator[_Made], settle: _Settle, batch: int,
     index = {f: i for i, f in enumerate(files)}
     shape = (ds.image_size, ds.image_size, ds.num_channels)
     slot = int(np.prod(shape))
+
+    def plan(group: list):  # a whole group's, else None: it goes plain
+        return packed_batch.plan([m.pixels for m in group], slot) \
+            if len(group) == batch else None
+
     while True:
         group = list(itertools.islice(made, batch))
-        keep = packed_batch.plan([m.pixels for m in group], slot) \
-            if len(group) == batch else None
+        keep = plan(group)
         while not _decode_rest(group, keep, settle, decoder, device,
                                image_key):
             group += itertools.islice(made, batch - len(group))
-            keep = packed_batch.plan([m.pixels for m in group], slot) \
-                if len(group) == batch else None
+            keep = plan(group)
         if keep is None:  # plain: pixels only
             for m in group:
                 yield m.pixels, m.label
