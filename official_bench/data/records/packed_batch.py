@@ -98,9 +98,11 @@ def pack(items: Sequence[Item], tags: Sequence[Tag],
     return out.reshape((len(items),) + tuple(shape))
 
 
-def unpack(images: np.ndarray) -> Tuple[List[Item], List[Tag]]:
-    """A packed batch's items (ready pixels copied out, Pending with its
-    JPEG's bytes) and tags; raises PackError naming what is wrong."""
+def unpack(images: np.ndarray, out: Optional[np.ndarray] = None
+           ) -> Tuple[List[Item], List[Tag]]:
+    """A packed batch's items (ready pixels copied out: into out[k], an
+    array shaped as `images`, where given; Pending with its JPEG's bytes)
+    and tags; raises PackError naming what is wrong."""
     n, h, w, c = images.shape
     flat = images.reshape(-1)
     if flat.size < _HEAD.itemsize:
@@ -127,6 +129,9 @@ def unpack(images: np.ndarray) -> Tuple[List[Item], List[Tag]]:
                                  bool(r["adobe"])),
                 tuple(int(v) for v in r["window"]), h, bool(r["flip"]),
                 bool(r["dct"])))
-        else:
+        elif out is None:
             items.append(data.reshape(h, w, c).copy())
+        else:
+            out[k] = data.reshape(h, w, c)
+            items.append(out[k])
     return items, [Tag(int(r["file"]), int(r["record"])) for r in records]

@@ -31,6 +31,17 @@ def test_pending_and_ready_items_come_back_as_they_went():
     assert (out[1] == 7).all() and (out[3] == 9).all()
 
 
+def test_ready_items_are_copied_into_the_given_batch():
+    items = [_pending(100, 0), _pixels(7), _pixels(9)]
+    packed = pb.pack(items, [pb.Tag(0, k) for k in range(3)], SHAPE)
+    batch = np.zeros_like(packed)
+    out, _ = pb.unpack(packed, batch)
+    assert out[0] == items[0] and (batch[0] == 0).all()
+    assert (batch[1] == 7).all() and (batch[2] == 9).all()
+    out[1][0, 0, 0] = 1  # the item is its place in the batch
+    assert batch[1, 0, 0, 0] == 1
+
+
 def test_a_jpeg_that_would_eat_the_later_items_reserve_is_decoded_here():
     # 4 slots of 768 bytes, header 256: 2816 bytes for the items. A JPEG
     # of 600 bytes leaves 2216 of them, under the 3 x 768 still to place.
