@@ -8,10 +8,14 @@ Keras does, outside the gradient) with the textbook minimal backward:
 dbeta = sum(dy), dgamma = sum(dy * xhat), dx = gamma * rstd / N *
 (N * dy - dbeta - xhat * dgamma), which is the whole gradient of x,
 through the statistics included. It saves (x, mean, rstd, gamma), not
-xhat, so the backward reads x and dy twice: once for the two sums, once
-for dx. Autodiff's own backward is the same function: the A/B asks only
-whether XLA fuses this one better. Each layer keeps BatchNormalization's
-variables, config, moving-average updates and inference path.
+xhat, with x in the activation's own dtype (16-bit under a mixed policy;
+the float32 copy is made again in the backward), so the backward reads x
+and dy twice, at 2 bytes an element: once for the two sums, once for dx.
+The casts to and from float32 sit inside the custom_vjp, where autodiff
+has them outside; the arithmetic is the same. Autodiff's own backward is
+the same function: the A/B asks only whether XLA fuses this one better.
+Each layer keeps BatchNormalization's variables, config, moving-average
+updates and inference path.
 """
 
 from __future__ import annotations
@@ -63,18 +67,21 @@ def _define(keras, base: type) -> type:
                                   (self.moving_variance, variance)):
                 moving.assign(ops.cast(moving, x.dtype) * self.momentum
                               + batch * (1.0 - self.momentum))
-            y = normalize(x, mean, variance, ops.cast(self.gamma, x.dtype),
-                          ops.cast(self.beta, x.dtype),
-                          self.axis % len(x.shape), self.epsilon)
-            return ops.cast(y, self.compute_dtype)
+            return normalize(inputs, mean, variance,
+                             ops.cast(self.gamma, x.dtype),
+                             ops.cast(self.beta, x.dtype),
+                             self.axis % len(x.shape), self.epsilon,
+                             keras.backend.standardize_dtype(
+                                 self.compute_dtype))
 
     return VjpBatchNormalization
 
 
 @functools.lru_cache(maxsize=None)
 def _normalize():
-    """normalize(x, mean, variance, gamma, beta, axis, epsilon): the
-    custom_vjp (made at first use: this module imports no JAX)."""
+    """normalize(x, mean, variance, gamma, beta, axis, epsilon,
+    out_dtype): the custom_vjp (made at first use: this module imports no
+    JAX)."""
     import jax
     import jax.numpy as jnp
 
@@ -83,38 +90,44 @@ def _normalize():
         shape[axis] = x.shape[axis]
         return jnp.reshape(v, shape)
 
-    @functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6))
-    def normalize(x, mean, variance, gamma, beta, axis, epsilon):
-        return forward(x, mean, variance, gamma, beta, axis, epsilon)[0]
+    # x in its own dtype, the statistics (and the arithmetic) in float32
+    # or wider; y comes out in out_dtype, dx in x's dtype.
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6, 7))
+    def normalize(x, mean, variance, gamma, beta, axis, epsilon, out_dtype):
+        return forward(x, mean, variance, gamma, beta, axis, epsilon,
+                       out_dtype)[0]
 
-    def forward(x, mean, variance, gamma, beta, axis, epsilon):
+    def forward(x, mean, variance, gamma, beta, axis, epsilon, out_dtype):
+        wide = x.astype(mean.dtype)
         rstd = jax.lax.rsqrt(variance + epsilon)
         scale = gamma * rstd  # Keras' arithmetic: x * scale + offset
-        y = x * channel(scale, x, axis) + channel(beta - mean * scale, x,
-                                                  axis)
-        return y, (x, mean, rstd, gamma)
+        y = wide * channel(scale, x, axis) + channel(beta - mean * scale, x,
+                                                     axis)
+        return y.astype(out_dtype), (x, mean, rstd, gamma)
 
-    def backward(axis, epsilon, saved, dy):
+    def backward(axis, epsilon, out_dtype, saved, dy):
         x, mean, rstd, gamma = saved
+        wide, dy = x.astype(mean.dtype), dy.astype(mean.dtype)
         axes = tuple(a for a in range(x.ndim) if a != axis)
         count = x.size // x.shape[axis]
-        xhat = (x - channel(mean, x, axis)) * channel(rstd, x, axis)
+        xhat = (wide - channel(mean, x, axis)) * channel(rstd, x, axis)
         dbeta = jnp.sum(dy, axis=axes)
         dgamma = jnp.sum(dy * xhat, axis=axes)
         dx = channel(gamma * rstd / count, x, axis) * (
             count * dy - channel(dbeta, x, axis)
             - xhat * channel(dgamma, x, axis))
-        return (dx, jnp.zeros_like(mean), jnp.zeros_like(rstd), dgamma,
-                dbeta)
+        return (dx.astype(x.dtype), jnp.zeros_like(mean),
+                jnp.zeros_like(rstd), dgamma, dbeta)
 
     normalize.defvjp(forward, backward)
 
-    def varying(x, mean, variance, gamma, beta, axis, epsilon):
+    def varying(x, mean, variance, gamma, beta, axis, epsilon, out_dtype):
         # The replicated gamma and beta vary as x does under shard_map, so
         # their gradients are summed over the replicas.
         mean, variance, gamma, beta = (
             jax_axes.vary_like(jax, x, v) for v in (mean, variance, gamma,
                                                     beta))
-        return normalize(x, mean, variance, gamma, beta, axis, epsilon)
+        return normalize(x, mean, variance, gamma, beta, axis, epsilon,
+                         out_dtype)
 
     return varying
