@@ -40,6 +40,16 @@ def looked_for(split: str, layout: str = "auto") -> str:
                         if layout in ("auto", k))
 
 
+def span(paths: List[str]) -> str:
+    """A set's files in a log line: "(first ... last)" by base name, or
+    "(only)" for one file, "(none)" for none."""
+    names = [os.path.basename(p) for p in paths]
+    if not names:
+        return "(none)"
+    return f"({names[0]})" if len(names) == 1 else \
+        f"({names[0]} ... {names[-1]})"
+
+
 @dataclasses.dataclass(frozen=True)
 class FileSystem:
     """How `find` lists files, and a dataset's files are checked: this

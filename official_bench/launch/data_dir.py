@@ -94,7 +94,7 @@ def describe(data_dir: str, keys: Dict[str, Any]) -> str:
     if keys["filenames"]:
         return (f"DATA_DIR {data_dir}: {KEY}.builder {builder} reads "
                 f"{KEY}.filenames ({len(keys['filenames'])} file(s))")
-    names = [os.path.basename(f) for f in train_files(data_dir, keys)]
+    files = train_files(data_dir, keys)
     return (f"DATA_DIR {data_dir}: {KEY}.builder {builder} reads "
-            f"{len(names)} {keys['split']} file(s) ({names[0]}"
-            + (f" ... {names[-1]})" if len(names) > 1 else ")"))
+            f"{len(files)} {keys['split']} file(s) "
+            f"{record_names.span(files)}")

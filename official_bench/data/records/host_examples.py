@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 import random
 import zlib
 from typing import Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
@@ -89,10 +88,8 @@ def process_files(ds: DatasetConfig, process_index: int, process_count: int,
     if layout.name == record_sets.CLASSIC:
         set_counts.check_counts(ds, record_sets.config_key(training),
                                 record_sets.label_offset(ds, layout))
-    logging.info("%s: %d %s record file(s) for split %s (%s ... %s)",
-                 record_sets.config_key(training), len(files), layout.name,
-                 ds.split, os.path.basename(files[0]),
-                 os.path.basename(files[-1]))
+    logging.info("%s", record_sets.files_line(training, files, layout,
+                                              ds.split))
     mine, record_shard = record_sets.shard_files(files, process_count,
                                                  process_index)
     return FileShard(mine, record_shard)

@@ -27,7 +27,6 @@ data/build/record_verify.py checks whole files the same way (build_records
 
 from __future__ import annotations
 
-import os
 from typing import Optional, Sequence
 
 from absl import logging
@@ -49,6 +48,7 @@ from official_bench.data.records.record_sets import (
     CLASSIC,
     Layout,
     config_key,
+    files_line,
     label_offset,
 )
 from official_bench.data.records.set_counts import check_counts
@@ -112,9 +112,7 @@ def records_dataset(ds: DatasetConfig, ctx: tf.distribute.InputContext,
     """The `records` builder (see data.factory.BUILDERS); `skipped` as in
     build_dataset."""
     files, layout = find_files(ds, is_training)
-    logging.info("%s: %d %s record file(s) for split %s (%s ... %s)",
-                 config_key(is_training), len(files), layout.name, ds.split,
-                 os.path.basename(files[0]), os.path.basename(files[-1]))
+    logging.info("%s", files_line(is_training, files, layout, ds.split))
     if layout.name == CLASSIC:
         check_counts(ds, config_key(is_training), label_offset(ds, layout))
     return build_dataset(files, layout, ds, ctx, batch_size, is_training,

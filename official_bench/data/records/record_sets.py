@@ -52,6 +52,14 @@ def config_key(is_training: bool) -> str:
     return "train_dataset" if is_training else "validation_dataset"
 
 
+def files_line(is_training: bool, files: Sequence[str], layout: Layout,
+               split: str) -> str:
+    """The log line naming the files a records pipeline found (both
+    backends)."""
+    return (f"{config_key(is_training)}: {len(files)} {layout.name} record "
+            f"file(s) for split {split} {record_names.span(list(files))}")
+
+
 def label_offset(ds: DatasetConfig, layout: Layout) -> int:
     """What is subtracted from stored labels: `label_offset`, else the
     layout's (classic 1, TFDS 0)."""

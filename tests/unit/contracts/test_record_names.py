@@ -55,3 +55,10 @@ def test_the_latest_tfds_version_wins_as_the_trainer_reads_it(tmp_path):
     latest = _touch(tmp_path / "imagenet2012" / "5.10.0" /
                     "imagenet2012-train.tfrecord-00000-of-00001")
     assert rn.find(str(tmp_path), "train") == [latest]
+
+
+def test_span_names_one_file_once_and_a_set_by_its_ends():
+    assert rn.span(["/d/train-00000-of-00001"]) == "(train-00000-of-00001)"
+    assert rn.span(["/d/train-00000-of-00002", "/d/train-00001-of-00002"]) \
+        == "(train-00000-of-00002 ... train-00001-of-00002)"
+    assert rn.span([]) == "(none)"
