@@ -14,8 +14,9 @@ to the dataset's dtype, the model's input dtype, and labels one-hot when
 program on synthetic and real data, and one step ahead, so its cost hides
 under the running step; the worker's slot is given back once the device
 holds its copy. With `decode: gpu_trainer` the workers pack their batches'
-JPEGs undecoded and TrainerDecode, a thread a batch ahead, decodes their
-windows with one nvImageCodec decoder in this process.
+JPEGs undecoded and TrainerDecode decodes their windows with one
+nvImageCodec decoder in this process, a batch's decoder call beside the
+resizes of the batch before.
 
 An evaluation feed reads a fresh pass for each evaluation (as Keras'
 evaluate on TensorFlow) and says so in one line when a pass holds fewer
@@ -28,7 +29,16 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    List,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Tuple,
+)
 
 import numpy as np
 from absl import logging
@@ -53,6 +63,7 @@ from official_bench.host.probes import usable_cores
 
 PREFETCH = 2
 DECODE_THREADS = 8  # decode: gpu_trainer's resize threads, at most
+AHEAD = 3  # decode: gpu_trainer's batches in flight: read, decoded, resized
 # decode: gpu_trainer: what a worker decodes itself (JPEGs that do not fit
 # a packed batch, a pass's last partial batch): nvImageCodec's CPU decoder,
 # so no worker holds a CUDA context.
@@ -309,13 +320,30 @@ def decode_threads() -> int:
     return max(1, min(DECODE_THREADS, usable_cores()))
 
 
+class _Windows(NamedTuple):
+    """A packed batch between TrainerDecode's stages: its new batch array
+    (ready items in place), labels, items, tags, the Pending items'
+    indices and their decoded windows."""
+    images: np.ndarray
+    labels: np.ndarray
+    items: list
+    tags: list
+    todo: List[int]
+    windows: list
+
+
 class TrainerDecode:
     """decode: gpu_trainer: the workers' packed batches
-    (data/records/packed_batch.py) decoded in this process, one decoder
-    call a batch, resized by `threads` threads; a thread works a batch
-    ahead of next() (a queue of 1). Plain batches pass through. Its
-    failures are one-line InputWorkerErrors; close() stops it and the
-    workers."""
+    (data/records/packed_batch.py) decoded in this process by two threads
+    in a pipeline: "decode" takes a batch (pool.next()), unpacks it into a
+    new batch array, gives its slot back and decodes its windows in one
+    decoder call; "finish" has `threads` threads resize and flip them into
+    that array. So batch n+1's decoder call runs while batch n is resized.
+    At most AHEAD batches are between pool.next() and next() (at batch 512
+    and 224 pixels, 77 MB of crops each and, until resized, its windows:
+    an estimated 140 MB for ImageNet's), handed out in the pool's order.
+    Plain batches pass through. Its failures are one-line
+    InputWorkerErrors; close() stops both threads and the workers."""
 
     def __init__(self, pool: WorkerPool, decoder: str, device: int,
                  threads: int, key: str):
@@ -327,63 +355,77 @@ class TrainerDecode:
                                           thread_name_prefix=f"{key}-resize")
         self._stop = threading.Event()
         self._reading = threading.Lock()  # a slot read vs close()
+        self._ahead = threading.Semaphore(AHEAD)
+        self._windows: "queue.Queue" = queue.Queue(maxsize=1)
         self._queue: "queue.Queue" = queue.Queue(maxsize=1)
-        self._error: Optional[BaseException] = None
-        self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name=f"{key}-trainer-decode")
-        self._thread.start()
+        self._threads = [
+            threading.Thread(target=_stage, daemon=True,
+                             name=f"{key}-trainer-{name}",
+                             args=(take, work, out, self._stop))
+            for name, take, work, out in (
+                ("decode", self._take, self._decode, self._windows),
+                ("finish", lambda: _get(self._windows, self._stop),
+                 self._finish, self._queue))]
+        for thread in self._threads:
+            thread.start()
 
-    def _run(self) -> None:
-        try:
-            while not self._stop.is_set():
-                host = self.pool.next()
-                if host is None:
-                    _put(self._queue, _ENDED, self._stop)
-                    return
-                _put(self._queue, self._decode(host), self._stop)
-        except BaseException as e:  # handed to next()
-            if not self._stop.is_set():
-                self._error = e
-                _put(self._queue, _FAILED, self._stop)
+    def _take(self):
+        """The pool's next batch, once fewer than AHEAD are in flight;
+        _ENDED at its end or on close()."""
+        while not self._ahead.acquire(timeout=0.1):
+            if self._stop.is_set():
+                return _ENDED
+        host = self.pool.next()
+        return _ENDED if host is None else host
 
-    def _decode(self, host: Batch) -> Tuple[Batch, int]:
-        """(the batch decoded, how many windows that took here)."""
-        from official_bench.data.records import packed_batch
+    def _decode(self, host: Batch):
+        """The decode stage: a plain batch as (it, 0), a packed one as
+        _Windows."""
+        from official_bench.data.records import host_decode, packed_batch
         if not host.labels[0] & packed_batch.PACKED:
             return host, 0  # plain: the workers decoded it
+        images = np.empty(host.images.shape, np.uint8)  # new: JAX may alias
         with self._reading:
             if self._stop.is_set():
                 raise InputWorkerError("closed")
             try:
-                items, tags = packed_batch.unpack(host.images)
+                items, tags = packed_batch.unpack(host.images, images)
             except packed_batch.PackError as e:
                 raise InputWorkerError(
                     f"official_bench: {self.key}: a batch from the input "
                     f"workers is not a packed batch: {e}") from None
             finally:
                 host.release()
-        labels = host.labels & ~packed_batch.PACKED
-        done = self._finish(items, tags)
-        return Batch(np.stack(items), labels), done
-
-    def _finish(self, items: list, tags: list) -> int:
-        """Decodes the Pending items of `items` in place; how many."""
-        from official_bench.data.records import host_decode
         todo = [k for k, item in enumerate(items)
                 if isinstance(item, host_decode.Pending)]
         try:
-            crops = host_decode.finish_crops(
-                [items[k] for k in todo], self._decoder, self._device,
-                self._resize.map)
+            windows = host_decode.decode_windows(
+                [items[k] for k in todo], self._decoder, self._device)
         except host_decode.DecoderUnavailable as e:
             raise InputWorkerError(f"official_bench: {self.key}: the "
                                    f"trainer's decoder failed: {e}") from None
-        for k, crop in zip(todo, crops):
-            if isinstance(crop, host_decode.UndecodableImage):
-                raise InputWorkerError(self._undecodable(items[k], tags[k],
-                                                         crop))
-            items[k] = crop
-        return len(todo)
+        return _Windows(images, host.labels & ~packed_batch.PACKED, items,
+                        tags, todo, windows)
+
+    def _finish(self, got) -> Tuple[Batch, int]:
+        """The finish stage: (the batch, how many windows it decoded
+        here)."""
+        if not isinstance(got, _Windows):
+            return got
+        from official_bench.data.records import host_decode
+
+        def place(k: int, window):
+            crop = host_decode.finish_crop(got.items[k], window)
+            if not isinstance(crop, host_decode.UndecodableImage):
+                got.images[k] = crop
+                return None
+            return crop
+        failed = list(self._resize.map(place, got.todo, got.windows))
+        for k, why in zip(got.todo, failed):
+            if why is not None:
+                raise InputWorkerError(self._undecodable(
+                    got.items[k], got.tags[k], why))
+        return Batch(got.images, got.labels), len(got.todo)
 
     def _undecodable(self, item, tag, why) -> str:
         files = self.pool.source.files
@@ -395,28 +437,55 @@ class TrainerDecode:
                 "decode: gpu or cpu, or leave the record out")
 
     def next(self) -> Optional[Batch]:
-        while True:
-            try:
-                item = self._queue.get(timeout=0.1)
-                break
-            except queue.Empty:
-                if self._stop.is_set():
-                    raise InputWorkerError(f"official_bench: {self.key}: "
-                                           "the input workers were closed")
-        if item is _FAILED:
-            raise self._error
+        item = _get(self._queue, self._stop)
+        if self._stop.is_set():
+            raise InputWorkerError(f"official_bench: {self.key}: "
+                                   "the input workers were closed")
+        if isinstance(item, BaseException):
+            raise item
         if item is _ENDED:
             return None
+        self._ahead.release()
         batch, decoded = item
         self.decoded += decoded
         return batch
 
     def close(self) -> None:
+        """Stops both stages (the resizes not yet started dropped) and the
+        workers; each thread is waited for 10 s at most."""
         self._stop.set()
         with self._reading:
             self.pool.close()
-        self._thread.join(timeout=10)
-        self._resize.shutdown(wait=False)
+        self._resize.shutdown(wait=False, cancel_futures=True)
+        for thread in self._threads:
+            thread.join(timeout=10)
+
+
+def _get(source: "queue.Queue", stop: threading.Event):
+    """The next item on `source`; _ENDED once `stop` is set."""
+    while not stop.is_set():
+        try:
+            return source.get(timeout=0.1)
+        except queue.Empty:
+            continue
+    return _ENDED
+
+
+def _stage(take: Callable[[], Any], work: Callable[[Any], Any],
+           out: "queue.Queue", stop: threading.Event) -> None:
+    """A TrainerDecode thread: work(item) of each item take() gives, in
+    order, onto `out`; _ENDED and a failure (the exception, its own or
+    the stage's before) are passed on and end it, as does `stop`."""
+    try:
+        while not stop.is_set():
+            item = take()
+            if item is _ENDED or isinstance(item, BaseException):
+                _put(out, item, stop)
+                return
+            _put(out, work(item), stop)
+    except BaseException as e:  # handed to next()
+        if not stop.is_set():
+            _put(out, e, stop)
 
 
 def trainer_decode_maker(source: Source, ds: DatasetConfig, batch: int,

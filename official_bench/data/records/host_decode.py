@@ -17,11 +17,12 @@ come out RGB with TensorFlow's arithmetic; PNG, GIF, BMP and WebP are
 decoded whole by Pillow, as decode_image does.
 
 `nvimgcodec` (`decode: gpu`) decodes a colour JPEG's crop window alone on
-a GPU through nvImageCodec, several in one call (start_crop draws the
-window and leaves it Pending, finish_crops decodes a group; decode_crop
-is both for one image), then resizes as above; grayscale, CMYK and what
-it gives nothing back for take the CPU path. `nvimgcodec_cpu`: the same
-code on nvImageCodec's CPU decoder (what the tests run). TensorFlow-free.
+a GPU through nvImageCodec, several in one call, then resizes as above
+(start_crop draws the window and leaves it Pending; finish_crops decodes
+a group: decode_windows, one call, then finish_crop on each; decode_crop
+is both for one image); grayscale, CMYK and what it gives nothing back
+for take the CPU path. `nvimgcodec_cpu`: the same code on nvImageCodec's
+CPU decoder (what the tests run). TensorFlow-free.
 """
 
 from __future__ import annotations
@@ -408,8 +409,17 @@ def finish_crops(pending: Sequence[Pending], decoder: str, device: int = 0,
     `map_fn` (a thread pool's map: OpenCV releases the GIL); one it gives
     nothing back for takes the CPU path. An image that cannot be decoded
     is its UndecodableImage in the list; raises DecoderUnavailable."""
-    windows = _nv_windows(pending, WINDOW_DECODERS[decoder], device)
+    windows = decode_windows(pending, decoder, device)
     return list(map_fn(finish_crop, pending, windows))
+
+
+def decode_windows(pending: Sequence[Pending], decoder: str,
+                   device: int = 0) -> List[Optional[np.ndarray]]:
+    """finish_crops' first half: the windows of `pending` decoded by
+    `decoder` (a window decoder) in one call on GPU `device`, for
+    finish_crop; None where the CPU path is to decode. Raises
+    DecoderUnavailable."""
+    return _nv_windows(pending, WINDOW_DECODERS[decoder], device)
 
 
 def finish_crop(p: Pending, window: Optional[np.ndarray]

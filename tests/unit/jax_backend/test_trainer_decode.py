@@ -171,3 +171,152 @@ def test_a_failing_decoder_ends_the_feed_in_one_line(data_dir, monkeypatch):
 
 def _raise(*args, **kwargs):
     raise ValueError("no pixels")
+
+
+# The pipeline itself, over a stand-in pool of packed batches in memory:
+# batch k holds labels 4k..4k+3, the even batches packed (every item a
+# 48x36 colour JPEG, resized to 32), the odd ones plain.
+SIZE = 32
+
+
+class _Pool:
+    """WorkerPool's part TrainerDecode uses: `batches` in turn, then None
+    (or, with `block`, next() waits for close() and says it was
+    closed)."""
+
+    def __init__(self, batches, block=False):
+        from official_bench.data.feeds.shm_workers import Batch
+        self._batches = [Batch(*b) for b in batches]
+        self._block, self.given, self.closed = block, 0, False
+        self._closing = __import__("threading").Event()
+        self.source = type("Source", (), {"files": ["a.rec"]})()
+
+    def next(self):
+        if self.given == len(self._batches):
+            if not self._block:
+                return None
+            self._closing.wait(10)
+            raise host_feed.InputWorkerError("closed")
+        self.given += 1
+        return self._batches[self.given - 1]
+
+    def close(self):
+        self.closed = True
+        self._closing.set()
+
+
+def _pending(k):
+    return host_decode.start_crop(natural_jpeg(k, 48, 36),
+                                  lambda h, w: (0, 0, h, w), SIZE,
+                                  k % 2 == 0, decoder=WINDOWS)
+
+
+def _stand_in_batches(count):
+    """[(images, labels)] as the pool hands them out, and each batch's
+    pixels as decode: gpu's finish_crops makes them."""
+    import numpy as np
+
+    from official_bench.data.records import packed_batch
+    batches, want = [], []
+    for b in range(count):
+        pending = [_pending(4 * b + i) for i in range(4)]
+        pixels = np.stack(host_decode.finish_crops(pending, WINDOWS))
+        labels = np.arange(4 * b, 4 * b + 4, dtype=np.int32)
+        if b % 2:
+            batches.append((pixels, labels))
+        else:
+            packed = packed_batch.pack(
+                pending, [packed_batch.Tag(0, 4 * b + i) for i in range(4)],
+                (SIZE, SIZE, 3))
+            assert packed_batch.plan(pending, packed[0].size) == [True] * 4
+            labels = labels.copy()
+            labels[0] |= packed_batch.PACKED
+            batches.append((packed, labels))
+        want.append(pixels)
+    return batches, want
+
+
+def _overlapping(patch, fail_at=None, undecodable=None):
+    """Each crop of packed batch b (records 4b..4b+3, decoder call b / 2)
+    waits, 2 s at most, for the decoder call of the packed batch after
+    it, where there is one: the calls' sizes, and for each crop of
+    records 0-15 whether that call came. `fail_at`: the call that
+    fails; `undecodable`: the record whose crop cannot be made."""
+    import threading
+    calls, seen = [], []
+    called = [threading.Event() for _ in range(3)]
+    record = {_pending(k).data: k for k in range(20)}
+    real_windows, real_finish = host_decode._nv_windows, \
+        host_decode.finish_crop
+
+    def windows(pending, *args):
+        calls.append(len(pending))
+        called[len(calls) - 1].set()
+        if len(calls) == fail_at:
+            raise host_decode.DecoderUnavailable("CUDA error")
+        return real_windows(pending, *args)
+
+    def finish(p, window):
+        k = record[p.data]
+        if k < 16:
+            seen.append(called[k // 8 + 1].wait(2))
+        if k == undecodable:
+            return host_decode.UndecodableImage("no pixels")
+        return real_finish(p, window)
+    patch.setattr(host_decode, "_nv_windows", windows)
+    patch.setattr(host_decode, "finish_crop", finish)
+    return calls, seen
+
+
+def test_batches_come_out_in_order_as_the_next_ones_decode(monkeypatch):
+    batches, want = _stand_in_batches(5)
+    calls, seen = _overlapping(monkeypatch)
+    stage = host_feed.TrainerDecode(_Pool(batches), WINDOWS, 0, 2, KEY)
+    got = _batches(stage)
+    assert [labels for _, labels in got] == [
+        list(range(4 * b, 4 * b + 4)) for b in range(5)]
+    for (images, _), pixels in zip(got, want):
+        assert images.shape == pixels.shape and (images == pixels).all()
+    assert calls == [4, 4, 4] and stage.decoded == 12
+    # batches 0 and 2 were resized after the decoder call of 2 and 4 began
+    assert seen == [True] * 8
+
+
+def test_a_finish_failure_comes_before_a_later_decode_failure(monkeypatch):
+    # batch 2's crop of record 9 cannot be made while batch 4's decoder
+    # call fails: next() gives batches 0 and 1, then record 9's line
+    batches, _ = _stand_in_batches(5)
+    calls, seen = _overlapping(monkeypatch, fail_at=3, undecodable=9)
+    stage = host_feed.TrainerDecode(_Pool(batches), WINDOWS, 0, 1, KEY)
+    try:
+        assert [stage.next().labels[0] for _ in range(2)] == [0, 4]
+        with pytest.raises(host_feed.InputWorkerError) as e:
+            stage.next()
+    finally:
+        stage.close()
+    assert str(e.value).startswith(
+        f"official_bench: {KEY}: record 9 in a.rec: its JPEG (")
+    assert "cannot be decoded (no pixels)" in str(e.value)
+    assert calls == [4, 4, 4] and seen == [True] * 8  # 4's call failed
+
+
+def test_close_with_every_stage_holding_a_batch_is_prompt():
+    import threading
+    import time
+    batches, _ = _stand_in_batches(5)
+    pool = _Pool(batches[:4], block=True)
+    stage = host_feed.TrainerDecode(pool, WINDOWS, 0, 1, KEY)
+    deadline = time.monotonic() + 10
+    while pool.given < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)  # one more would be taken by now
+    # one batch waits for next(), one is resized and waits, one decoded
+    # waits: host_feed.AHEAD, no more
+    assert pool.given == host_feed.AHEAD == 3
+    start = time.monotonic()
+    stage.close()
+    assert time.monotonic() - start < 2 and pool.closed
+    assert not [t for t in threading.enumerate()
+                if t.name.startswith(f"{KEY}-trainer")]
+    with pytest.raises(host_feed.InputWorkerError, match="were closed"):
+        stage.next()
