@@ -15,7 +15,11 @@ worker path in N processes at once, each its own CUDA context (simplejpeg
 beside it shows what the CPUs' cores and hyperthreads do without a GPU;
 `--jax_step`, a JAX stand-in for the trainer's step timed alone and
 beside them), and the trainer path: one process, one decoder, `--batch`
-windows a call, resized by T threads.
+windows a call, resized by T threads. Then `decode: gpu_trainer`'s own
+code (jax_backend/host_feed.TrainerDecode, its decoder call of a batch
+beside the resizes of the one before) over packed batches in memory,
+against the same work on one thread as before that pipeline, with the
+largest T (stage trainer_decode).
 
     python benchmarks/gpu_decode_probe.py --image_dir DIR [--batch 256]
         [--seconds 8] [--decoders hw,cuda] [--processes 1,8,15]
@@ -59,7 +63,7 @@ from official_bench.host.atomic import write_text_atomic  # noqa: E402
 # nvImageCodec 0.9 registers nvJPEG's CUDA decoder as HYBRID_CPU_GPU.
 KINDS = {"hw": "HW_GPU_ONLY", "cuda": "HYBRID_CPU_GPU", "cpu": "CPU_ONLY"}
 CHECKED = 16  # images per decoder compared with simplejpeg
-STAGES = ("decoders", "worker", "processes", "trainer")
+STAGES = ("decoders", "worker", "processes", "trainer", "trainer_decode")
 READY_S = 90.0  # the most a process may take to read and start its decoder
 
 
@@ -367,6 +371,113 @@ def trainer_rate(decoder: str, images, batch: int, threads: int,
             "decode_ms_per_image": 1e3 * decode_s / count}
 
 
+class PackedPool:
+    """WorkerPool's part TrainerDecode uses, over packed batches in
+    memory: `batches` in turn until `seconds` after the first next(),
+    then None."""
+
+    def __init__(self, batches, seconds: float):
+        from official_bench.data.feeds.shm_workers import Batch
+        self._batches = [Batch(*b) for b in batches]
+        self._seconds, self._end, self.given = seconds, None, 0
+        self.source = type("Source", (), {"files": ["probe"]})()
+
+    def next(self):
+        if self._end is None:
+            self._end = time.perf_counter() + self._seconds
+        if time.perf_counter() >= self._end:
+            return None
+        self.given += 1
+        return self._batches[(self.given - 1) % len(self._batches)]
+
+    def close(self) -> None:
+        pass
+
+
+def packed_batches(decoder: str, images, batch: int, count: int = 2):
+    """`count` batches of `batch` images (224, every other one flipped) as
+    decode: gpu_trainer's workers hand them over: (packed_batch.pack's
+    images, labels with PACKED on the first); a JPEG that does not fit
+    decoded here, as a worker would."""
+    from official_bench.data.records import packed_batch
+    out = []
+    for b in range(count):
+        crops = _start_crops(decoder, images, b * batch, batch)
+        keep = packed_batch.plan(crops, 224 * 224 * 3) or [False] * batch
+        crops = [c if k or not isinstance(c, host_decode.Pending) else
+                 host_decode.finish_crops([c], decoder)[0]
+                 for c, k in zip(crops, keep)]
+        labels = np.arange(batch, dtype=np.int32)
+        labels[0] |= packed_batch.PACKED
+        out.append((packed_batch.pack(crops, [packed_batch.Tag(0, k)
+                                              for k in range(batch)],
+                                      (224, 224, 3)), labels))
+    return out
+
+
+def _serial_decode(pool, decoder: str, threads: int) -> int:
+    """The decode: gpu_trainer thread before its pipeline (one thread:
+    pool.next, unpack, finish_crops' decoder call then resizes on
+    `threads` threads, np.stack): the images."""
+    from official_bench.data.records import packed_batch
+    count = 0
+    with ThreadPoolExecutor(threads) as resize:
+        while True:
+            host = pool.next()
+            if host is None:
+                return count
+            items, _ = packed_batch.unpack(host.images)
+            todo = [k for k, item in enumerate(items)
+                    if isinstance(item, host_decode.Pending)]
+            crops = host_decode.finish_crops([items[k] for k in todo],
+                                             decoder, 0, resize.map)
+            for k, crop in zip(todo, crops):
+                items[k] = crop
+            count += len(np.stack(items))
+
+
+def _pipelined_decode(pool, decoder: str, threads: int) -> int:
+    """jax_backend/host_feed.TrainerDecode over `pool`: the images."""
+    from official_bench.jax_backend.host_feed import TrainerDecode
+    stage = TrainerDecode(pool, decoder, 0, threads, "probe")
+    count = 0
+    try:
+        while True:
+            out = stage.next()
+            if out is None:
+                return count
+            count += len(out.images)
+    finally:
+        stage.close()
+
+
+def trainer_decode_rates(decoder: str, images, batch: int, threads: int,
+                         seconds: float) -> list:
+    """decode: gpu_trainer's decoding in the trainer over packed batches
+    in memory (no workers: the trainer's part alone), before its pipeline
+    (one thread) and as TrainerDecode does it (the decoder call of a batch
+    beside the resizes of the one before), one after the other: their
+    img/s and CPU ms per image; the pipelined row's `ratio` is its img/s
+    over the serial's."""
+    batches = packed_batches(decoder, images, batch)
+    _worker_call(decoder, images, 0, 1)  # starts the decoder
+    rows = []
+    for name, run in (("serial, before", _serial_decode),
+                      ("pipelined, TrainerDecode", _pipelined_decode)):
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        count = run(PackedPool(batches, seconds), decoder, threads)
+        wall = time.perf_counter() - wall0
+        cpu = time.process_time() - cpu0
+        rows.append({"decoder": f"trainer decode, {decoder}, {batch} a "
+                                f"batch, {threads} thread"
+                                f"{'s' if threads > 1 else ''}, {name}",
+                     "threads": threads, "img_s": count / wall,
+                     "cpu_ms_per_image": 1e3 * cpu / max(count, 1),
+                     "failed": 0, "images": count, "mad": None})
+    rows[1]["ratio"] = rows[1]["img_s"] / rows[0]["img_s"]
+    return rows
+
+
 def _notes(r) -> str:
     """The last column: each process's rates, or the decode call's."""
     if r.get("img_s_each"):
@@ -378,6 +489,8 @@ def _notes(r) -> str:
                 f"{statistics.mean(cpu):.3f} CPU ms/image "
                 f"({min(cpu):.3f}-{max(cpu):.3f}); slowest start "
                 f"{r['ready_s']:.1f} s{step}")
+    if "ratio" in r:
+        return f"{r['ratio']:.2f} x the serial row's img/s"
     if "decode_ms_per_image" in r:
         return f"decode call {r['decode_ms_per_image']:.3f} ms/image (wall)"
     return "-"
@@ -511,6 +624,14 @@ def _sweep_rows(stages, decoders, paths, images, args):
             except Exception as e:  # DecoderUnavailable: no GPU here
                 print(f"trainer path, {decoder}, {threads} threads: "
                       f"failed: {e}", flush=True)
+    threads = max(args.trainer_threads, default=0)
+    for decoder in window if "trainer_decode" in stages and threads else []:
+        try:
+            rows += trainer_decode_rates(decoder, images, args.batch,
+                                         threads, args.sweep_seconds)
+        except Exception as e:  # DecoderUnavailable: no GPU here
+            print(f"trainer decode, {decoder}, {threads} threads: "
+                  f"failed: {e}", flush=True)
     return rows
 
 

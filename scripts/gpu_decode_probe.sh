@@ -7,12 +7,14 @@
 # it, in 1, 8 and 15 processes at once, each its own CUDA context, and a
 # JAX stand-in for the trainer's step timed alone and beside them),
 # trainer (one process, one decoder, BATCH windows a call resized by 4 and
-# 8 threads), with MPS=1 processes again under MPS (nvimgcodec at the
+# 8 threads; then decode: gpu_trainer's TrainerDecode, pipelined, against
+# the same work on one thread as before, on packed batches in memory, 8
+# threads), with MPS=1 processes again under MPS (nvimgcodec at the
 # largest count; the daemon from scripts/lib/gpu_stage.sh, stopped on any
 # exit, its log in OUT_DIR/mps_log), then probe (the hardware and CUDA
 # decoders against simplejpeg on one core, the worker path in one
-# process). About 1.5 minutes, estimated (not yet run on a GPU): 17 s to
-# start and make JPEGs, 31 s, 7 s, 11 s and 21 s.
+# process). About 1.6 minutes, estimated (not yet run on a GPU): 17 s to
+# start and make JPEGs, 31 s, 13 s, 11 s and 21 s.
 #
 #   bash scripts/gpu_decode_probe.sh OUT_DIR [BUDGET_SECONDS]
 #
@@ -27,7 +29,7 @@
 # JAX step), MPS (1: the MPS stage, where nvidia-cuda-mps-control is on
 # PATH; MPS_PROCESSES, default PROCESSES's last). OUT_DIR gets
 # summary.txt, probe.json (every stage's rows) and the stages' logs.
-# A CPU check of the flow, about 30 s on 2 cores:
+# A CPU check of the flow, about 36 s on 2 cores:
 #   IMAGES=200 DECODERS=cpu WORKER_DECODERS=simplejpeg,nvimgcodec_cpu \
 #   PROBE_SECONDS=2 PROCESSES=1,2 TRAINER_THREADS=2 \
 #   PYTHON=.venv/bin/python bash scripts/gpu_decode_probe.sh OUT 110
@@ -69,7 +71,7 @@ probe() {  # probe STAGES ARGS...: the probe's stages, rows into probe.json
 step=--jax_step
 [ "${JAX_STEP:-1}" = 1 ] || step=
 stage processes 35 probe processes $step
-stage trainer 10 probe trainer
+stage trainer 16 probe trainer,trainer_decode
 if [ "${MPS:-0}" = 1 ]; then  # scripts/lib/gpu_stage.sh's mps_start/stop
   mps_dir=/tmp/probe_mps.$$  # its pipes (sockets) stay out of OUT_DIR
   trap 'mps_stop; cp -r "$mps_dir/log" "$out/mps_log" 2>/dev/null

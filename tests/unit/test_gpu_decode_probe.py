@@ -58,18 +58,23 @@ def test_the_processes_stage_times_each_count_at_once(jpegs, tmp_path):
     assert " beside them |" in stdout
 
 
-def test_the_trainer_stage_adds_its_rows_to_the_file(jpegs, tmp_path):
+def test_the_trainer_stages_add_their_rows_to_the_file(jpegs, tmp_path):
     out = tmp_path / "probe.json"
     out.write_text(json.dumps({"rows": [{"decoder": "earlier"}]}))
-    stdout, rows = _probe(jpegs, out, "--stages", "trainer",
+    stdout, rows = _probe(jpegs, out, "--stages", "trainer,trainer_decode",
                           "--trainer_threads", "1,2", "--append")
+    decode = "trainer decode, nvimgcodec_cpu, 4 a batch, 2 threads, "
     assert [r["decoder"] for r in rows] == [
         "earlier", "trainer path, nvimgcodec_cpu, 4 a call, 1 thread",
-        "trainer path, nvimgcodec_cpu, 4 a call, 2 threads"]
+        "trainer path, nvimgcodec_cpu, 4 a call, 2 threads",
+        decode + "serial, before", decode + "pipelined, TrainerDecode"]
     for row in rows[1:]:
         assert row["img_s"] > 0 and row["failed"] == 0
-        assert row["images"] % 4 == 0 and row["decode_ms_per_image"] > 0
+        assert row["images"] % 4 == 0 and row["images"] > 0
+    assert all(row["decode_ms_per_image"] > 0 for row in rows[1:3])
+    assert rows[4]["ratio"] == rows[4]["img_s"] / rows[3]["img_s"]
     assert "earlier" not in stdout and "decode call " in stdout
+    assert " x the serial row's img/s |" in stdout
 
 
 @pytest.mark.parametrize("flag,value", [("--processes", "0"),
@@ -136,7 +141,8 @@ def test_the_script_passes_its_knobs_and_runs_mps_between(tmp_path):
     assert processes.endswith("--stages processes --json "
                               f"{tmp_path}/out/probe.json --append "
                               "--jax_step")
-    assert "--stages trainer " in trainer and "pipe= " in trainer
+    assert "--stages trainer,trainer_decode " in trainer
+    assert "pipe= " in trainer
     pipe = mps_start.split("pipe=")[1]
     assert mps_start.startswith("mps -d ") and pipe.startswith("/tmp/")
     assert f"pipe={pipe} " in mps and mps.endswith(
