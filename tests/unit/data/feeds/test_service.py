@@ -1,6 +1,7 @@
-"""builder: service: a real tf.data service dispatcher and two workers on
-127.0.0.1 (python -m official_bench.data.feeds.service), a CLI training run
-through them, and a clear error when no dispatcher is there."""
+"""builder: service: a real tf.data service dispatcher on 127.0.0.1 (python
+-m official_bench.data.feeds.service), a clear error while it has no worker,
+then a CLI training run through two workers; a clear error when no
+dispatcher is there."""
 
 import time
 
@@ -24,25 +25,52 @@ def _records(root):
     return write(root, count=16)
 
 
-def test_trains_through_a_dispatcher_and_two_workers(tmp_path):
+def _service_override(data_dir, address, *extra):
+    return TINY_OVERRIDE + "".join(
+        f",{o}" for o in ("train_dataset.builder=service",
+                          f"train_dataset.data_dir={data_dir}",
+                          f"train_dataset.data_service_address={address}",
+                          *extra))
+
+
+def test_missing_dispatcher_fails_within_the_timeout(tmp_path):
+    data_dir = _records(tmp_path / "data")
+    port = free_ports(1)[0]
+    override = _service_override(data_dir, f"127.0.0.1:{port}",
+                                 "train_dataset.data_service_timeout_seconds"
+                                 "=1")
+    start = time.monotonic()
+    r = cli(["--mode=train", f"--model_dir={tmp_path / 'm'}",
+             f"--params_override={override}"], timeout=300)
+    assert r.returncode != 0
+    assert f"no tf.data service dispatcher at 127.0.0.1:{port} after 1 s" \
+        in r.stdout, r.stdout[-3000:]
+    assert f"--dispatcher --port {port}" in r.stdout
+    assert time.monotonic() - start < 120
+
+
+def test_dispatcher_without_then_with_two_workers(tmp_path):
+    """One dispatcher: first with no worker (TensorFlow's client would wait
+    for one forever; the trainer's probe gives up after the timeout), then
+    with two workers a CLI training run goes through them."""
     data_dir = _records(tmp_path / "data")
     dport, w1, w2 = free_ports(3)
+    address = f"127.0.0.1:{dport}"
     procs = []
     try:
         dispatcher, dlines = start_service("--dispatcher", "--port",
                                            str(dport))
         procs.append(dispatcher)
         assert any("no authentication" in l for l in dlines), dlines
+        _fails_without_workers(tmp_path / "alone", data_dir, address)
         for port in (w1, w2):
             procs.append(start_service("--worker", "--dispatcher_address",
-                                f"127.0.0.1:{dport}", "--port",
-                                str(port))[0])
-        override = TINY_OVERRIDE + (
-            f",train_dataset.builder=service,train_dataset.data_dir="
-            f"{data_dir},train_dataset.data_service_address=127.0.0.1:"
-            f"{dport},train_dataset.image_size=8,"
-            "model.model_params.num_classes=3,train_dataset.num_classes=3,"
-            "validation_dataset.num_classes=3,validation_dataset.image_size=8,"
+                                address, "--port", str(port))[0])
+        override = _service_override(
+            data_dir, address, "train_dataset.image_size=8",
+            "model.model_params.num_classes=3", "train_dataset.num_classes=3",
+            "validation_dataset.num_classes=3",
+            "validation_dataset.image_size=8",
             "runtime.distribution_strategy=one_device")
         r = cli(["--mode=train", f"--model_dir={tmp_path / 'm'}",
                  f"--params_override={override}"], timeout=600)
@@ -54,50 +82,27 @@ def test_trains_through_a_dispatcher_and_two_workers(tmp_path):
         kill_all(procs)
 
 
-def test_missing_dispatcher_fails_within_the_timeout(tmp_path):
-    data_dir = _records(tmp_path / "data")
-    port = free_ports(1)[0]
-    override = TINY_OVERRIDE + (
-        f",train_dataset.builder=service,train_dataset.data_dir={data_dir},"
-        f"train_dataset.data_service_address=127.0.0.1:{port},"
-        "train_dataset.data_service_timeout_seconds=2")
-    start = time.monotonic()
-    r = cli(["--mode=train", f"--model_dir={tmp_path / 'm'}",
-             f"--params_override={override}"], timeout=300)
-    assert r.returncode != 0
-    assert f"no tf.data service dispatcher at 127.0.0.1:{port} after 2 s" \
-        in r.stdout, r.stdout[-3000:]
-    assert f"--dispatcher --port {port}" in r.stdout
-    assert time.monotonic() - start < 120
-
-
-def test_dispatcher_without_workers_fails_within_the_timeout(tmp_path):
-    """A dispatcher with no worker: TensorFlow's client would wait for one
-    forever; the trainer's probe gives up after the timeout."""
+def _fails_without_workers(model_dir, data_dir, address):
+    """The trainer CLI against a dispatcher with no worker: exit FAILED
+    within the 2 s timeout (plus start-up), naming the dispatcher and how
+    to start a worker; no result.json."""
     from official_bench.contracts import exit_status
-    data_dir = _records(tmp_path / "data")
-    port = free_ports(1)[0]
-    dispatcher, _ = start_service("--dispatcher", "--port", str(port))
-    try:
-        override = TINY_OVERRIDE + (
-            f",train_dataset.builder=service,train_dataset.data_dir="
-            f"{data_dir},train_dataset.data_service_address=127.0.0.1:"
-            f"{port},train_dataset.data_service_timeout_seconds=4")
-        start = time.monotonic()
-        r = cli(["--mode=train", f"--model_dir={tmp_path / 'm'}",
-                 f"--params_override={override}"], timeout=300)
-        took = time.monotonic() - start
-    finally:
-        kill_all([dispatcher])
+    override = _service_override(data_dir, address,
+                                 "train_dataset.data_service_timeout_seconds"
+                                 "=2")
+    start = time.monotonic()
+    r = cli(["--mode=train", f"--model_dir={model_dir}",
+             f"--params_override={override}"], timeout=300)
+    took = time.monotonic() - start
     assert r.returncode == exit_status.FAILED, r.stdout[-3000:]
     last = [l for l in r.stdout.splitlines() if l.strip()][-1]
     assert last.startswith(
         f"error: official_bench: the tf.data service dispatcher at "
-        f"127.0.0.1:{port} answers, but no worker served a batch within 4 s "
+        f"{address} answers, but no worker served a batch within 2 s "
         "(train_dataset.data_service_address; "
         "train_dataset.data_service_timeout_seconds)"), r.stdout[-3000:]
-    assert f"--worker --dispatcher_address 127.0.0.1:{port}" in last
-    assert not (tmp_path / "m" / "result.json").exists()
+    assert f"--worker --dispatcher_address {address}" in last
+    assert not (model_dir / "result.json").exists()
     assert took < 200, took
 
 
