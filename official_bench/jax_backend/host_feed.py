@@ -72,7 +72,7 @@ WORKER_WINDOW_DECODER = "nvimgcodec_cpu"
 INPUT_ERRORS = (InputWorkerError, python_batches.SourceError)
 RECORDS_EXAMPLES = \
     "official_bench.data.records.host_examples:worker_examples"
-_ENDED, _FAILED = object(), object()  # the copy thread's last word
+_ENDED = object()  # a producer's end, passed on by the feeds' threads
 
 
 def channel_constants(channels: int):
@@ -172,7 +172,6 @@ class HostFeed:
         self._copying = threading.Lock()
         self._queue: "queue.Queue" = queue.Queue(maxsize=PREFETCH)
         self._served = 0
-        self.error: Optional[BaseException] = None
         if steps_per_pass is None:
             self._start()  # training: decoding starts while XLA compiles
 
@@ -203,36 +202,33 @@ class HostFeed:
 
     def _copy_ahead(self, producer, out: "queue.Queue",
                     stop: threading.Event) -> None:
-        limit = self._steps_per_pass
-        made = 0
-        try:
-            while not stop.is_set() and (limit is None or made < limit):
-                host = producer.next()
-                if host is None:
-                    _put(out, _ENDED, stop)
-                    return
-                with self._copying:
-                    if stop.is_set():  # the producer may be closed already
-                        return
-                    try:
-                        arrays = self._to_devices(host)
-                    finally:
-                        host.release()
-                _put(out, arrays, stop)
-                made += 1
-        except BaseException as e:  # handed to the training thread
-            if not stop.is_set():
-                self.error = e
-                _put(out, _FAILED, stop)
+        limit, made = self._steps_per_pass, [0]
+
+        def take():
+            if limit is not None and made[0] >= limit:
+                return _ENDED  # unread: next() has ended the pass
+            made[0] += 1
+            host = producer.next()
+            return _ENDED if host is None else host
+
+        def copy(host: Batch):
+            with self._copying:
+                if stop.is_set():  # the producer may be closed already
+                    raise InputWorkerError("closed")
+                try:
+                    return self._to_devices(host)
+                finally:
+                    host.release()
+        _stage(take, copy, out, stop)
 
     def next(self):
         """The next step's (images, labels) on the devices."""
         if self._thread is None:
             self._start()
         item = self._queue.get()
-        if item is _FAILED:
+        if isinstance(item, BaseException):  # handed to this thread
             self._end_pass()
-            raise self.error
+            raise item
         if item is _ENDED:
             served = self._served
             self._end_pass()
@@ -473,9 +469,10 @@ def _get(source: "queue.Queue", stop: threading.Event):
 
 def _stage(take: Callable[[], Any], work: Callable[[Any], Any],
            out: "queue.Queue", stop: threading.Event) -> None:
-    """A TrainerDecode thread: work(item) of each item take() gives, in
-    order, onto `out`; _ENDED and a failure (the exception, its own or
-    the stage's before) are passed on and end it, as does `stop`."""
+    """A feed's thread (HostFeed's copy, TrainerDecode's two stages):
+    work(item) of each item take() gives, in order, onto `out`; _ENDED
+    and a failure (the exception, its own or the stage's before) are
+    passed on and end it, as does `stop`."""
     try:
         while not stop.is_set():
             item = take()
