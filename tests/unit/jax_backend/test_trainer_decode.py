@@ -6,7 +6,10 @@ pass's partial batches), and its decode failures as one line."""
 
 import io
 import os
+import threading
+import time
 
+import numpy as np
 import pytest
 
 from official_bench.config import DatasetConfig
@@ -188,7 +191,7 @@ class _Pool:
         from official_bench.data.feeds.shm_workers import Batch
         self._batches = [Batch(*b) for b in batches]
         self._block, self.given, self.closed = block, 0, False
-        self._closing = __import__("threading").Event()
+        self._closing = threading.Event()
         self.source = type("Source", (), {"files": ["a.rec"]})()
 
     def next(self):
@@ -214,8 +217,6 @@ def _pending(k):
 def _stand_in_batches(count):
     """[(images, labels)] as the pool hands them out, and each batch's
     pixels as decode: gpu's finish_crops makes them."""
-    import numpy as np
-
     from official_bench.data.records import packed_batch
     batches, want = [], []
     for b in range(count):
@@ -242,7 +243,6 @@ def _overlapping(patch, fail_at=None, undecodable=None):
     it, where there is one: the calls' sizes, and for each crop of
     records 0-15 whether that call came. `fail_at`: the call that
     fails; `undecodable`: the record whose crop cannot be made."""
-    import threading
     calls, seen = [], []
     called = [threading.Event() for _ in range(3)]
     record = {_pending(k).data: k for k in range(20)}
@@ -301,8 +301,6 @@ def test_a_finish_failure_comes_before_a_later_decode_failure(monkeypatch):
 
 
 def test_close_with_every_stage_holding_a_batch_is_prompt():
-    import threading
-    import time
     batches, _ = _stand_in_batches(5)
     pool = _Pool(batches[:4], block=True)
     stage = host_feed.TrainerDecode(pool, WINDOWS, 0, 1, KEY)
