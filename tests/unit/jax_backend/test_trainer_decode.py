@@ -2,7 +2,9 @@
 packing with data/records/packed_batch.py), on nvImageCodec's CPU
 decoder: the same batches as decode: gpu for the same records and seed
 (grayscale, CMYK and PNG records, JPEGs too big to pack, an evaluation
-pass's partial batches), and its decode failures as one line."""
+pass's partial batches), and its decode failures as one line; over a
+stand-in pool, its pipeline: order, the decoder call beside the resizes,
+failures in order, close() with every stage holding a batch."""
 
 import io
 import os
