@@ -398,8 +398,7 @@ class TrainerDecode:
             windows = host_decode.decode_windows(
                 [items[k] for k in todo], self._decoder, self._device)
         except host_decode.DecoderUnavailable as e:
-            raise InputWorkerError(f"official_bench: {self.key}: the "
-                                   f"trainer's decoder failed: {e}") from None
+            raise self._decoder_failed(e) from None
         return _Windows(images, host.labels & ~packed_batch.PACKED, items,
                         tags, todo, windows)
 
@@ -416,12 +415,19 @@ class TrainerDecode:
                 got.images[k] = crop
                 return None
             return crop
-        failed = list(self._resize.map(place, got.todo, got.windows))
+        try:  # a window's copy from the GPU happens in place()
+            failed = list(self._resize.map(place, got.todo, got.windows))
+        except host_decode.DecoderUnavailable as e:
+            raise self._decoder_failed(e) from None
         for k, why in zip(got.todo, failed):
             if why is not None:
                 raise InputWorkerError(self._undecodable(
                     got.items[k], got.tags[k], why))
         return Batch(got.images, got.labels), len(got.todo)
+
+    def _decoder_failed(self, e: Exception) -> InputWorkerError:
+        return InputWorkerError(f"official_bench: {self.key}: the "
+                                f"trainer's decoder failed: {e}")
 
     def _undecodable(self, item, tag, why) -> str:
         files = self.pool.source.files

@@ -32,6 +32,7 @@ import os
 import sys
 import tempfile
 from typing import (
+    Any,
     Callable,
     Dict,
     List,
@@ -289,12 +290,13 @@ def _start_decoder(nv, kind: str, device: int):
 
 
 def _nv_windows(pending: Sequence[Pending], kind: str,
-                device: int) -> List[Optional[np.ndarray]]:
+                device: int) -> List[Optional[Any]]:
     """The windows of colour JPEGs, RGB, decoded in one call of
-    nvImageCodec; None where it gave nothing back (the CPU path then
-    decides, and the first time a worker says so). Raises
-    DecoderUnavailable when the decoder itself fails (a CUDA error,
-    memory), not an image."""
+    nvImageCodec, as its Images (on the GPU for a GPU decoder: finish_crop
+    copies each to the host, so a thread pool's threads copy them side by
+    side); None where it gave nothing back (the CPU path then decides, and
+    the first time a worker says so). Raises DecoderUnavailable when the
+    decoder itself fails (a CUDA error, memory), not an image."""
     nv, decoder, params = _nv_decoder(kind, device)
     streams, where = [], []
     for k, p in enumerate(pending):
@@ -309,14 +311,14 @@ def _nv_windows(pending: Sequence[Pending], kind: str,
     try:
         images = decoder.decode(streams, params=params) if streams else []
         for k, image in zip(where, images):
-            out[k] = None if image is None else np.asarray(image.cpu())
+            out[k] = image
     except Exception as e:
         raise DecoderUnavailable(
             f"nvImageCodec failed on {_where(kind, device)}: "
             f"{type(e).__name__}: {e}") from e
     for k, p in enumerate(pending):
-        if k in where and (out[k] is None or
-                           out[k].shape != (p.window[2], p.window[3], 3)):
+        if k in where and (out[k] is None or tuple(out[k].shape) !=
+                           (p.window[2], p.window[3], 3)):
             out[k] = _fell_back(len(p.data),
                                 "gave no image of the window back")
     return out
@@ -414,19 +416,21 @@ def finish_crops(pending: Sequence[Pending], decoder: str, device: int = 0,
 
 
 def decode_windows(pending: Sequence[Pending], decoder: str,
-                   device: int = 0) -> List[Optional[np.ndarray]]:
+                   device: int = 0) -> List[Optional[Any]]:
     """finish_crops' first half: the windows of `pending` decoded by
     `decoder` (a window decoder) in one call on GPU `device`, for
-    finish_crop; None where the CPU path is to decode. Raises
-    DecoderUnavailable."""
+    finish_crop (nvImageCodec's Images, still on the GPU); None where the
+    CPU path is to decode. Raises DecoderUnavailable."""
     return _nv_windows(pending, WINDOW_DECODERS[decoder], device)
 
 
-def finish_crop(p: Pending, window: Optional[np.ndarray]
+def finish_crop(p: Pending, window: Optional[Any]
                 ) -> Union[np.ndarray, UndecodableImage]:
-    """The crop of `p` from its decoded `window` (RGB), resized and
-    flipped; None: the CPU path decodes it. An image that cannot be
-    decoded is its UndecodableImage."""
+    """The crop of `p` from its decoded `window` (RGB: an array, or an
+    nvImageCodec Image, copied to the host here), resized and flipped;
+    None: the CPU path decodes it. An image that cannot be decoded is its
+    UndecodableImage; a copy that fails raises DecoderUnavailable."""
+    window = _on_host(window)
     try:
         return resize(window, p.size, p.flip) if window is not None \
             else _cpu_crop(p.data, p.header, p.window, p.size, p.flip, 3,
@@ -435,6 +439,23 @@ def finish_crop(p: Pending, window: Optional[np.ndarray]
         return e
     except Exception as e:  # noqa: BLE001 - the decoders' many kinds
         return UndecodableImage(f"{type(e).__name__}: {e}")
+
+
+def _on_host(window: Optional[Any]) -> Optional[np.ndarray]:
+    """A decoded window as a host array: an nvImageCodec Image copied from
+    the GPU (a CUDA error is the decoder's failure, not the image's)."""
+    if window is None or isinstance(window, np.ndarray):
+        return window
+    try:
+        host = window.cpu()
+    except Exception as e:  # noqa: BLE001 - a CUDA error of any kind
+        raise DecoderUnavailable(f"nvImageCodec could not copy a decoded "
+                                 f"window to the host: {type(e).__name__}: "
+                                 f"{e}") from e
+    if host is None:
+        raise DecoderUnavailable("nvImageCodec could not copy a decoded "
+                                 "window to the host")
+    return np.asarray(host)
 
 
 def _cpu_crop(data: bytes, header, window: Window, size: int, flip: bool,

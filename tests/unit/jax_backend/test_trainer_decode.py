@@ -20,6 +20,7 @@ from official_bench.data.records import host_decode
 from official_bench.data.records.framing import frame
 from official_bench.jax_backend import host_feed
 from support.natural_images import natural_jpeg, natural_pixels
+from support.nv_images import OnTheGpu
 
 KEY = "train_dataset"
 WINDOWS = "nvimgcodec_cpu"
@@ -172,6 +173,22 @@ def test_a_failing_decoder_ends_the_feed_in_one_line(data_dir, monkeypatch):
     line, _ = _failure(data_dir, monkeypatch, fail)
     assert line == (f"official_bench: {KEY}: the trainer's decoder failed: "
                     "nvImageCodec failed on GPU 0: RuntimeError: CUDA error")
+
+
+def test_a_failed_copy_from_the_gpu_ends_the_feed_in_one_line(
+        data_dir, monkeypatch):
+    def lose(patch):  # the windows decode, their copies to the host fail
+        real = host_decode._nv_windows
+
+        def windows(*args):
+            return [None if w is None else OnTheGpu(
+                np.asarray(w), RuntimeError("CUDA error: lost"))
+                for w in real(*args)]
+        patch.setattr(host_decode, "_nv_windows", windows)
+    line, _ = _failure(data_dir, monkeypatch, lose)
+    assert line == (f"official_bench: {KEY}: the trainer's decoder failed: "
+                    "nvImageCodec could not copy a decoded window to the "
+                    "host: RuntimeError: CUDA error: lost")
 
 
 def _raise(*args, **kwargs):

@@ -11,6 +11,8 @@ import os
 import random
 import subprocess
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -19,6 +21,7 @@ from official_bench.data import preprocessing
 from official_bench.data.records import crop_sampling, host_decode
 from official_bench.runtime.keras_setup import tf
 from support.natural_images import EVAL_MAD, natural_jpeg, natural_pixels
+from support.nv_images import OnTheGpu
 
 
 def tf_eval(data, size=224, channels=3, padding=32):
@@ -328,6 +331,37 @@ def test_a_group_is_decoded_in_one_call_as_each_image_alone(monkeypatch):
     out = host_decode.finish_crops([started[0], broken], "nvimgcodec_cpu")
     assert (out[0] == alone[0]).all()
     assert isinstance(out[1], host_decode.UndecodableImage)
+
+
+def test_a_window_is_copied_to_the_host_by_the_thread_finishing_it(
+        monkeypatch):
+    data, window = natural_jpeg(5, 300, 200), (10, 20, 150, 180)
+    nv, decoder, params = host_decode._nv_decoder("cpu", 0)
+    made = []
+
+    class Gpu:
+        def decode(self, streams, **kwargs):
+            made.extend(OnTheGpu(np.asarray(image))
+                        for image in decoder.decode(streams, **kwargs))
+            return made
+    monkeypatch.setitem(host_decode._NV, ("cpu", 0), (nv, Gpu(), params))
+    pending = host_decode.start_crop(data, lambda h, w: window, 64, True,
+                                     decoder="nvimgcodec_cpu")
+    windows = host_decode.decode_windows([pending], "nvimgcodec_cpu")
+    assert windows == made and made[0].copied_on == []  # not by the call
+    with ThreadPoolExecutor(1) as pool:
+        got = pool.submit(host_decode.finish_crop, pending,
+                          windows[0]).result()
+    assert made[0].copied_on and \
+        made[0].copied_on[0] != threading.get_ident()
+    want = host_decode.resize(accurate_window(data, window), 64, True)
+    assert (got == want).all()
+    # a copy that fails is the decoder's failure, not a bad image
+    lost = OnTheGpu(made[0].pixels, RuntimeError("CUDA error: lost"))
+    with pytest.raises(host_decode.DecoderUnavailable,
+                       match="^nvImageCodec could not copy a decoded window "
+                             "to the host: RuntimeError: CUDA error: lost$"):
+        host_decode.finish_crop(pending, lost)
 
 
 def test_a_failing_decoder_is_not_a_bad_image_nor_a_fallback(monkeypatch):
