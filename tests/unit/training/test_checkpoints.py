@@ -67,9 +67,15 @@ def test_export_only_from_named_checkpoint(trained, tmp_path):
 
 
 def test_resume_continues_from_the_checkpoint_step(tmp_path):
+    """Resuming after epoch 1 of 2 runs epoch 2; resuming with train.epochs
+    1 (past the last epoch) is an error and leaves it to run."""
     first = trainer.run(tiny(train=dict(CKPT, epochs=1, steps=3)),
                         model_dir=str(tmp_path))
     assert int(first.model.optimizer.iterations.numpy()) == 3
+    with pytest.raises(C.ConfigError, match="leaves nothing to train"):
+        trainer.run(tiny(train=dict(CKPT, epochs=1, steps=3,
+                                    resume_checkpoint=True)),
+                    model_dir=str(tmp_path))
     again = trainer.run(tiny(train=dict(CKPT, epochs=2, steps=3,
                                         resume_checkpoint=True)),
                         model_dir=str(tmp_path))
@@ -78,15 +84,6 @@ def test_resume_continues_from_the_checkpoint_step(tmp_path):
     assert again.stats.total_steps == 3
     assert [i.start_step for i in again.stats.intervals] == [3]
     assert len(again.history["loss"]) == 1
-
-
-def test_resume_past_the_last_epoch_is_an_error(tmp_path):
-    trainer.run(tiny(train=dict(CKPT, epochs=1, steps=2)),
-                model_dir=str(tmp_path))
-    with pytest.raises(C.ConfigError, match="leaves nothing to train"):
-        trainer.run(tiny(train=dict(CKPT, epochs=1, steps=2,
-                                    resume_checkpoint=True)),
-                    model_dir=str(tmp_path))
 
 
 def test_missing_named_checkpoint_is_named(tmp_path):
