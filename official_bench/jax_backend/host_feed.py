@@ -26,7 +26,6 @@ errors (InputWorkerError, SourceError), raised in the training thread.
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 from typing import (
@@ -44,6 +43,7 @@ import numpy as np
 from absl import logging
 
 from official_bench.config import ConfigError, DatasetConfig
+from official_bench.contracts import record_names
 from official_bench.contracts.imagenet import (
     IMAGENET_MEAN_RGB,
     IMAGENET_STD_RGB,
@@ -153,17 +153,19 @@ class HostFeed:
     """Global (images, labels) arrays for each step, sharded over the
     mesh's batch axis, from `make()`'s producer (next() -> Batch or None
     at its end, close()). With `steps_per_pass` (evaluation) each pass is
-    a new producer and takes that many batches."""
+    a new producer and takes that many batches; `total_steps` (training)
+    is named when the producer ends before them."""
 
     def __init__(self, jax, make: Callable[[], Any], sharding,
                  ds: DatasetConfig, key: str, uint8: bool,
                  steps_per_pass: Optional[int] = None,
-                 info: Optional[Dict[str, Any]] = None):
+                 info: Optional[Dict[str, Any]] = None,
+                 total_steps: Optional[int] = None):
         self._jax, self._make, self._sharding = jax, make, sharding
         self.key, self._ds = key, ds
         self.info: Dict[str, Any] = dict(info or {})
         self._prepare = prepare_fn(jax, ds, sharding, uint8)
-        self._steps_per_pass = steps_per_pass
+        self._steps_per_pass, self._total_steps = steps_per_pass, total_steps
         self._producer: Any = None
         self._thread: Optional[threading.Thread] = None
         self._stop = threading.Event()
@@ -240,7 +242,8 @@ class HostFeed:
 
     def _ended_message(self, served: int) -> str:
         if self._steps_per_pass is None:  # the TensorFlow trainer's words
-            return python_batches.ran_out_message(self._ds, self.key, served)
+            return python_batches.ran_out_message(self._ds, self.key, served,
+                                                  self._total_steps)
         return (f"official_bench: {self.key}: one pass gave {served} "
                 f"batches, the evaluation takes {self._steps_per_pass} "
                 "(evaluation.steps, else this dataset's num_examples / the "
@@ -536,7 +539,8 @@ def pool_maker(source: Source, ds: DatasetConfig, batch: int, key: str,
 def records_feed(jax, ds: DatasetConfig, local_batch: int, sharding, *,
                  training: bool, seed: int, process_index: int,
                  process_count: int, steps_per_pass: Optional[int] = None,
-                 files: Optional[List[str]] = None) -> HostFeed:
+                 files: Optional[List[str]] = None,
+                 total_steps: Optional[int] = None) -> HostFeed:
     """`builder: records` on JAX: this process's files (`files` where the
     caller found them already), decoded by `ds.num_workers` input
     workers."""
@@ -551,11 +555,9 @@ def records_feed(jax, ds: DatasetConfig, local_batch: int, sharding, *,
         logging.warning("%s", crowded)
     decoder, gpus = workers_decoder(jax, ds, key)
     logging.info("official_bench: %s: %d record file(s) for process %d of "
-                 "%d (%s ... %s), %d input worker(s), decoder %s%s", key,
-                 len(files), process_index, process_count,
-                 os.path.basename(files[0]) if files else "-",
-                 os.path.basename(files[-1]) if files else "-", workers,
-                 decoder, f" on GPU {', '.join(map(str, gpus))}"
+                 "%d %s, %d input worker(s), decoder %s%s", key, len(files),
+                 process_index, process_count, record_names.span(files),
+                 workers, decoder, f" on GPU {', '.join(map(str, gpus))}"
                  if ds.decode != "cpu" else "")
     info = {"builder": "records", "decoder": decoder, "decode": ds.decode,
             "num_workers": workers, "files": len(files)}
@@ -569,7 +571,8 @@ def records_feed(jax, ds: DatasetConfig, local_batch: int, sharding, *,
         make = pool_maker(records_source(ds, files, training, seed, decoder,
                                          gpus), ds, local_batch, key, workers)
     return HostFeed(jax, make, sharding, ds, key, uint8=True,
-                    steps_per_pass=steps_per_pass, info=info)
+                    steps_per_pass=steps_per_pass, info=info,
+                    total_steps=total_steps)
 
 
 def check_eval_pass(files, batch: int, steps: int,
@@ -592,8 +595,8 @@ def check_eval_pass(files, batch: int, steps: int,
 
 def python_feed(jax, ds: DatasetConfig, per_replica: int, local_replicas: int,
                 sharding, *, training: bool, seed: int, process_index: int,
-                process_count: int, steps_per_pass: Optional[int] = None
-                ) -> HostFeed:
+                process_count: int, steps_per_pass: Optional[int] = None,
+                total_steps: Optional[int] = None) -> HostFeed:
     """`builder: python` on JAX: the source's numpy batches (in
     `ds.dtype`), `local_replicas` per step."""
     key = "train_dataset" if training else "validation_dataset"
@@ -606,4 +609,5 @@ def python_feed(jax, ds: DatasetConfig, per_replica: int, local_replicas: int,
     return HostFeed(jax, make, sharding, ds, key, uint8=False,
                     steps_per_pass=steps_per_pass,
                     info={"builder": "python",
-                          "python_source": ds.python_source})
+                          "python_source": ds.python_source},
+                    total_steps=total_steps)

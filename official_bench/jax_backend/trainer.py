@@ -307,7 +307,8 @@ def _feeds(cfg: ExperimentConfig, run, plan: BatchPlan, seed: int,
     from jax.sharding import NamedSharding, PartitionSpec
     sharding = NamedSharding(run.mesh, PartitionSpec(step_lib.AXIS))
     feeds = {"train": _feed(cfg.train_dataset, run, plan.global_batch,
-                            sharding, seed, None, files["train"])}
+                            sharding, seed, None, files["train"],
+                            plan.total_steps)}
     closing.callback(feeds["train"].close)
     if _evaluates(cfg):
         feeds["validation"] = _feed(cfg.validation_dataset, run,
@@ -319,16 +320,18 @@ def _feeds(cfg: ExperimentConfig, run, plan: BatchPlan, seed: int,
 
 
 def _feed(ds, run, global_batch: int, sharding, seed: int,
-          eval_steps: Optional[int], files: Optional[List[str]] = None
-          ) -> Feed:
-    """One dataset's feed of this process's share of `global_batch`."""
+          eval_steps: Optional[int], files: Optional[List[str]] = None,
+          total_steps: Optional[int] = None) -> Feed:
+    """One dataset's feed of this process's share of `global_batch`
+    (training: `total_steps` steps, named if the source ends early)."""
     local = global_batch // run.process_count
     if ds.builder == "synthetic":
         return SyntheticFeed(run.jax, ds, local, sharding, seed,
                              run.process_index)
     where = dict(training=eval_steps is None, seed=seed,
                  process_index=run.process_index,
-                 process_count=run.process_count, steps_per_pass=eval_steps)
+                 process_count=run.process_count, steps_per_pass=eval_steps,
+                 total_steps=total_steps)
     if ds.builder == "records":
         return host_feed.records_feed(run.jax, ds, local, sharding,
                                       files=files, **where)

@@ -53,8 +53,9 @@ def test_a_records_feed_with_more_workers_than_cpus_warns(monkeypatch,
     CPUs used to start in silence); its workers start with the pass, so
     this fake JAX (numpy and jit) suffices."""
     import logging
+    import os
     import types
-    monkeypatch.setattr(host_feed.os, "sched_getaffinity",
+    monkeypatch.setattr(os, "sched_getaffinity",
                         lambda pid: {0, 1})
     jax = types.SimpleNamespace(numpy=np, jit=lambda fn, **kw: fn)
     caplog.set_level(logging.WARNING)
@@ -408,25 +409,26 @@ def test_a_python_source_feeds_one_per_replica_batch_per_device():
 def test_a_training_source_that_ends_is_the_tensorflow_trainers_line():
     """The JAX feed said 'the input ended after 2 batches', the TensorFlow
     trainer 'ran out after step 2 of 6': one wording now
-    (python_batches.ran_out_message). JAX stood in for by numpy."""
+    (python_batches.ran_out_message), the feed made as the JAX trainer
+    makes it. JAX stood in for by numpy."""
     from types import SimpleNamespace
 
     from official_bench.data.feeds.shm_workers import InputWorkerError
+    from official_bench.jax_backend import trainer
     jax = SimpleNamespace(numpy=np, jit=lambda f, **kw: f,
                           make_array_from_process_local_data=lambda s, a: a,
                           block_until_ready=lambda x: x)
+    run = SimpleNamespace(jax=jax, process_count=1, process_index=0,
+                          local_devices=[0])
     ds = _ds(builder="python", one_hot=False,
              python_source="support.python_sources:two_batch_source")
-    feed = host_feed.HostFeed(
-        jax, lambda: host_feed.PythonBatches(ds, "train_dataset", 2, 1,
-                                             True, 0, 0, 1),
-        None, ds, "train_dataset", uint8=False)
+    feed = trainer._feed(ds, run, 2, None, 0, None, total_steps=6)
     feed.next()
     feed.next()
     with pytest.raises(InputWorkerError) as e:
         feed.next()
     assert str(e.value) == (
-        "official_bench: the training input ran out after step 2 "
+        "official_bench: the training input ran out after step 2 of 6 "
         "(train_dataset.builder python, python_source "
         "support.python_sources:two_batch_source): a training source must "
         "be endless (the trainer takes train.steps batches); no result "
