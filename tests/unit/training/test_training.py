@@ -68,12 +68,14 @@ def fixed_batch_run():
 
 @pytest.fixture(scope="module")
 def default_run(tmp_path_factory):
-    """tiny() as it is (6 steps, log_steps 2) into a model_dir: its result,
-    absl's records during it and the folder, for the throughput-line and
-    result-file tests."""
+    """tiny() (6 steps, log_steps 2) in mode train_and_eval with a 2-step
+    evaluation, into a model_dir: its result, absl's records during it
+    and the folder, for the throughput-line, result-file and evaluation
+    tests."""
     model_dir = tmp_path_factory.mktemp("default_run")
     with _absl_messages() as messages:
-        r = trainer.run(tiny(), model_dir=str(model_dir))
+        r = trainer.run(tiny(evaluation={"skip_eval": False, "steps": 2}),
+                        model_dir=str(model_dir), mode="train_and_eval")
     return r, list(messages), model_dir
 
 
@@ -232,9 +234,8 @@ def test_result_json_and_params_yaml(default_run):
     assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
 
 
-def test_train_and_eval_reports_validation_metrics():
-    r = trainer.run(tiny(evaluation={"skip_eval": False, "steps": 2}),
-                    mode="train_and_eval")
+def test_train_and_eval_reports_validation_metrics(default_run):
+    r, _, _ = default_run
     assert set(r.evaluation) == {"loss", "accuracy", "top_5_accuracy"}
     assert 0.0 <= r.evaluation["accuracy"] <= 1.0
 
