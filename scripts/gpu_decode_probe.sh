@@ -26,8 +26,8 @@
 # with each, a window decoder one image and 32 a call; nvimgcodec_cpu
 # without a GPU), PROCESSES (1,8,15), TRAINER_THREADS (4,8),
 # SWEEP_SECONDS (2: each process and thread count), JAX_STEP (1; 0: no
-# JAX step), MPS (1: the MPS stage, where nvidia-cuda-mps-control is on
-# PATH; MPS_PROCESSES, default PROCESSES's last). OUT_DIR gets
+# JAX step), MPS (0; 1: the MPS stage, where nvidia-cuda-mps-control is
+# on PATH; MPS_PROCESSES, default PROCESSES's last). OUT_DIR gets
 # summary.txt, probe.json (every stage's rows) and the stages' logs.
 # A CPU check of the flow, about 36 s on 2 cores:
 #   IMAGES=200 DECODERS=cpu WORKER_DECODERS=simplejpeg,nvimgcodec_cpu \
