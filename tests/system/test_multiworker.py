@@ -33,11 +33,11 @@ def test_missing_worker_is_a_clear_timeout(tmp_path):
     w0 = start_worker(tmp_path, (
         f"{TINY_OVERRIDE},runtime.all_reduce_alg=ring,"
         f"runtime.worker_hosts='127.0.0.1:{p0},127.0.0.1:{p1}',"
-        "runtime.task_index=0,runtime.peer_timeout_seconds=3"))
+        "runtime.task_index=0,runtime.peer_timeout_seconds=1"))
     rc, out = finish(w0, 120)
     # TensorFlow ignores SIGTERM there: the watchdog has to SIGKILL it.
     assert exit_status.by_signal(-rc) == exit_status.KILLED, out[-3000:]
-    assert "timeout: worker 0 waited 3 s" in out
+    assert "timeout: worker 0 waited 1 s" in out
     assert f"worker 1 at 127.0.0.1:{p1}" in out
     assert time.monotonic() - start < 100
     assert not (tmp_path / "result.json").exists()
