@@ -167,6 +167,10 @@ CANDIDATES = (
     Candidate("bn_vjp", "model.model_params.bn_backward=vjp",
               why="the batch norms' backward written out: two reads of x "
                   "and dy, x the only activation-sized residual"),
+    Candidate("bn_vjp_relu", "model.model_params.bn_backward=vjp_relu",
+              why="bn_vjp with the ReLU after a batch norm inside it (33 "
+                  "of ResNet-50's 53): its mask recomputed from x, so the "
+                  "backward never reads the ReLU's output"),
     Candidate("ls_select", "runtime.loss_scale_update=select",
               dtypes=("fp16",),
               why="fp16's loss-scaled update without lax.cond: the H200 "

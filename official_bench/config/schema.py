@@ -47,7 +47,7 @@ MIRRORED_ALGS = ("nccl", "hierarchical_copy")
 MULTI_WORKER_ALGS = ("ring", "nccl", "auto")
 DATA_FORMATS = ("channels_last", "channels_first", "auto")
 BN_STATISTICS = ("two_pass", "one_pass", "pallas")  # models/bn_statistics.py
-BN_BACKWARDS = ("autodiff", "vjp")  # models/bn_backward.py
+BN_BACKWARDS = ("autodiff", "vjp", "vjp_relu")  # models/bn_backward.py
 STEM_POOLS = ("keras", "shifted")  # models/stem_pool.py
 # runtime.loss_scale_update: fp16's loss-scaled update through Keras'
 # lax.cond, or without it (jax_backend/loss_scale.py).
@@ -227,7 +227,8 @@ class ModelParams(ConfigNode):
     # gradient.
     stem_pool: str = "keras"
     # autodiff: the batch norms' gradient is JAX's; vjp (jax only): a
-    # written-out minimal backward (models/bn_backward.py), any statistics.
+    # written-out minimal backward (models/bn_backward.py), any statistics;
+    # vjp_relu: vjp, with the ReLU that follows a batch norm inside it.
     bn_backward: str = "autodiff"
 
 

@@ -27,10 +27,13 @@ from official_bench.models.layer_classes import layer_class, require_keras3
 
 
 def batch_norm_layer(keras, statistics: str = "two_pass",
-                     backward: str = "autodiff", **bn_kwargs):
+                     backward: str = "autodiff", relu: bool = False,
+                     **bn_kwargs):
     """A BatchNormalization of `keras` whose training statistics are
     computed as `statistics` says and whose gradient as `backward` does
-    (models/bn_backward.py); the other arguments are its own."""
+    (models/bn_backward.py); `relu`: a ReLU follows, taken inside where
+    `backward` is vjp_relu (fused_relu() says whether); the other
+    arguments are its own."""
     if statistics not in CHOICES:
         raise ValueError(f"unknown bn_statistics {statistics!r}; valid: "
                          f"{', '.join(CHOICES)}")
@@ -38,9 +41,15 @@ def batch_norm_layer(keras, statistics: str = "two_pass",
         raise ValueError(f"unknown bn_backward {backward!r}; valid: "
                          f"{', '.join(BACKWARDS)}")
     cls = _statistics_class(keras, statistics)
-    if backward == "vjp":
-        cls = vjp_batch_norm_class(keras, cls)
-    return cls(**bn_kwargs)
+    if backward == "autodiff":
+        return cls(**bn_kwargs)
+    return vjp_batch_norm_class(keras, cls)(
+        fused_relu=fused_relu(backward, relu), **bn_kwargs)
+
+
+def fused_relu(backward: str, relu: bool) -> bool:
+    """Whether a batch norm that a ReLU follows (`relu`) takes it in."""
+    return relu and backward == "vjp_relu"
 
 
 def _statistics_class(keras, statistics: str) -> type:

@@ -24,7 +24,7 @@ from official_bench.contracts.imagenet import (
     IMAGENET_MEAN_RGB,
     IMAGENET_STD_RGB,
 )
-from official_bench.models.bn_statistics import batch_norm_layer
+from official_bench.models.bn_statistics import batch_norm_layer, fused_relu
 from official_bench.models.channel_pad import padded_conv2d
 from official_bench.models.layer_classes import layer_class
 from official_bench.models.stem_pool import stem_max_pool
@@ -92,9 +92,12 @@ def conv(x, filters: int, kernel: int, stride: int, opts: BlockOptions,
     return opts.layers.Conv2D(**args)(x)
 
 
-def batch_norm(x, opts: BlockOptions, name: str, zero_gamma: bool = False):
+def batch_norm(x, opts: BlockOptions, name: str, zero_gamma: bool = False,
+               relu: bool = False):
+    """`relu`: a ReLU follows (the layer takes it in under bn_backward
+    vjp_relu)."""
     return batch_norm_layer(
-        opts.keras, opts.bn_statistics, opts.bn_backward,
+        opts.keras, opts.bn_statistics, opts.bn_backward, relu,
         axis=opts.bn_axis, momentum=BN_MOMENTUM, epsilon=BN_EPSILON,
         gamma_initializer="zeros" if zero_gamma else "ones", name=name)(x)
 
@@ -103,8 +106,8 @@ def conv_bn(x, filters, kernel, stride, opts, name, relu=True,
             zero_gamma=False, pad_channels=None, space_to_depth=False):
     x = conv(x, filters, kernel, stride, opts, name + "_conv", pad_channels,
              space_to_depth)
-    x = batch_norm(x, opts, name + "_bn", zero_gamma=zero_gamma)
-    if relu:
+    x = batch_norm(x, opts, name + "_bn", zero_gamma=zero_gamma, relu=relu)
+    if relu and not fused_relu(opts.bn_backward, relu):
         x = opts.layers.Activation("relu", name=name + "_relu")(x)
     return x
 

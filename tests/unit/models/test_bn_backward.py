@@ -19,21 +19,30 @@ from support import model_counts
 from support.helpers import config_error_lines, keras3_child
 
 BN = dict(momentum=0.9, epsilon=1e-5, name="bn")
-# (statistics, dtype, data_format): each against two_pass with autodiff
-CASES = (("two_pass", "float32", "channels_last"),
-         ("two_pass", "float32", "channels_first"),
-         ("two_pass", "mixed_float16", "channels_last"),
-         ("one_pass", "float32", "channels_last"),
-         ("pallas", "mixed_float16", "channels_last"))
+# (statistics, dtype, data_format, backward): each against two_pass with
+# autodiff (vjp_relu: a batch norm then a ReLU layer, against one layer)
+CASES = (("two_pass", "float32", "channels_last", "vjp"),
+         ("two_pass", "float32", "channels_first", "vjp"),
+         ("two_pass", "mixed_float16", "channels_last", "vjp"),
+         ("one_pass", "float32", "channels_last", "vjp"),
+         ("pallas", "mixed_float16", "channels_last", "vjp"),
+         ("two_pass", "float32", "channels_first", "vjp_relu"),
+         ("one_pass", "mixed_float16", "channels_last", "vjp_relu"))
 STEPS, LR = 2, 0.1
 
 
-def _bn_model(keras, statistics, backward, shape, dtype, data_format):
+def _bn_model(keras, statistics, backward, shape, dtype, data_format,
+              relu=False):
+    """A batch norm, then a ReLU where `relu` (inside it under
+    vjp_relu)."""
     inputs = keras.Input(shape, dtype=dtype.replace("mixed_", ""))
     layer = batch_norm_layer(
-        keras, statistics, backward, dtype=dtype,
+        keras, statistics, backward, relu, dtype=dtype,
         axis=1 if data_format == "channels_first" else -1, **BN)
-    return keras.Model(inputs, layer(inputs))
+    y = layer(inputs)
+    if relu and backward != "vjp_relu":
+        y = keras.layers.Activation("relu", dtype=dtype)(y)
+    return keras.Model(inputs, y)
 
 
 def _train(jax, model, x):
@@ -87,30 +96,38 @@ def compare_in_keras3():
     # 16 channels: the narrowest the Pallas kernel tiles (pallas_moments)
     x = (rng.standard_normal((16, 5, 5, 16)) * 2 + 1).astype("float32")
     out = {"diff": {}, "residuals": {}}
-    for statistics, dtype, data_format in CASES:
+    for statistics, dtype, data_format, backward in CASES:
         xs = x.astype(dtype.replace("mixed_", ""))
         if data_format == "channels_first":
             xs = xs.transpose(0, 3, 1, 2)
+        relu = backward == "vjp_relu"
         ref, got = (_train(jax, _bn_model(keras, s, b, xs.shape[1:], dtype,
-                                          data_format), xs)
+                                          data_format, relu), xs)
                     for s, b in (("two_pass", "autodiff"),
-                                 (statistics, "vjp")))
-        out["diff"]["/".join((statistics, dtype, data_format))] = [
+                                 (statistics, backward)))
+        out["diff"]["/".join((statistics, dtype, data_format, backward))] = [
             float(np.abs(a - b).max() / np.abs(a).max())
             for a, b in zip(ref, got)]
-    for backward in ("autodiff", "vjp"):
+        if relu:  # the ReLU's zeros where Keras' ReLU layer has them
+            y_ref, y_got = ref[0], got[0]
+            out["relu_zeros"] = out.get("relu_zeros", []) + [
+                int((y_ref == 0).sum()), int((y_got == 0).sum()),
+                int(((y_ref == 0) != (y_got == 0)).sum())]
+    for backward, relu in (("autodiff", False), ("vjp", False),
+                           ("autodiff", True), ("vjp_relu", True)):
         for dtype in ("float32", "mixed_float16"):
             xs = x.astype(dtype.replace("mixed_", ""))
             model = _bn_model(keras, "two_pass", backward, x.shape[1:],
-                              dtype, "channels_last")
-            out["residuals"][f"{backward}/{dtype}"] = _activation_residuals(
-                jax, model, xs)
+                              dtype, "channels_last", relu)
+            name = f"{backward}{'+relu' if relu else ''}/{dtype}"
+            out["residuals"][name] = _activation_residuals(jax, model, xs)
     small = (",model.model_params.depth=8,train_dataset.image_size=8,"
              "train_dataset.num_classes=10")
     out["resnet_cifar"] = {b: _resnet(keras, b, "resnet_cifar", small)
-                           for b in ("autodiff", "vjp")}
-    out["resnet50"] = _resnet(keras, "vjp", extra=(
+                           for b in ("autodiff", "vjp", "vjp_relu")}
+    out["resnet50"] = {b: _resnet(keras, b, extra=(
         ",train_dataset.image_size=32,train_dataset.num_classes=1000"))
+        for b in ("vjp", "vjp_relu")}
     print(json.dumps(out))
 
 
@@ -135,16 +152,37 @@ def test_it_keeps_x_alone_for_the_backward(compared):
     assert len(residuals["autodiff/float32"]) > 1, residuals
     # under a mixed policy, x is kept in its 16 bits, not as a float32 copy
     assert residuals["vjp/mixed_float16"] == ["float16"], residuals
+    # with the ReLU inside: still x alone (its mask is recomputed), where
+    # a batch norm and a ReLU layer keep more
+    for dtype, kept in (("float32", "float32"), ("mixed_float16",
+                                                  "float16")):
+        assert residuals[f"vjp_relu+relu/{dtype}"] == [kept], residuals
+        assert len(residuals[f"autodiff+relu/{dtype}"]) > 1, residuals
+
+
+def test_the_fused_relu_zeroes_what_keras_relu_layer_zeroes(compared):
+    # per vjp_relu case: Keras' zeros, ours, and where they differ
+    zeros = compared["relu_zeros"]
+    assert len(zeros) == 2 * 3
+    for ref, got, differ in zip(zeros[::3], zeros[1::3], zeros[2::3]):
+        assert ref == got > 0 and differ == 0, zeros
 
 
 def test_the_resnets_keep_their_weights_and_flops(compared):
-    plain, built = (compared["resnet_cifar"][b] for b in ("autodiff", "vjp"))
+    plain = compared["resnet_cifar"]["autodiff"]
     assert plain["bn_classes"] == ["BatchNormalization"]
-    assert built["bn_classes"] == ["VjpBatchNormalization"]
-    for key in ("trainable", "macs"):
-        assert built[key] == plain[key] > 0, key
-    assert compared["resnet50"]["trainable"] == 25_557_032
-    assert compared["resnet50"]["bn_classes"] == ["VjpBatchNormalization"]
+    for backward in ("vjp", "vjp_relu"):
+        built = compared["resnet_cifar"][backward]
+        assert built["bn_classes"] == ["VjpBatchNormalization"]
+        for key in ("trainable", "macs"):
+            assert built[key] == plain[key] > 0, key
+        assert sum(built["relus"]) == sum(plain["relus"]) > 0
+        r50 = compared["resnet50"][backward]
+        assert r50["trainable"] == 25_557_032
+        assert r50["bn_classes"] == ["VjpBatchNormalization"]
+    # ResNet-50: 33 ReLUs after a batch norm, 16 after a block's add
+    assert compared["resnet50"]["vjp"]["relus"] == [49, 0]
+    assert compared["resnet50"]["vjp_relu"]["relus"] == [16, 33]
 
 
 def test_tf_keras_and_other_backends_are_refused():
@@ -152,7 +190,7 @@ def test_tf_keras_and_other_backends_are_refused():
     with pytest.raises(ValueError, match="bn_backward vjp needs Keras 3"):
         batch_norm_layer(keras, "two_pass", "vjp", **BN)
     with pytest.raises(ValueError, match="unknown bn_backward 'fast'; "
-                                         "valid: autodiff, vjp$"):
+                                         "valid: autodiff, vjp, vjp_relu$"):
         batch_norm_layer(keras, "two_pass", "fast", **BN)
 
     class TorchKeras3:
@@ -176,5 +214,6 @@ def test_the_config_takes_it_on_jax_only():
     assert "needs runtime.backend jax" in lines[0]
     lines = config_error_lines(
         "runtime.backend=jax,model.model_params.bn_backward=fast")
-    assert any("unknown bn_backward 'fast'; valid: autodiff, vjp" in line
+    assert any("unknown bn_backward 'fast'; valid: autodiff, vjp, vjp_relu"
+               in line
                for line in lines), lines
