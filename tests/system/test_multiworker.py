@@ -107,14 +107,17 @@ def _sampling_workers(tmp_path, override, steps, which=(0, 1),
 def test_two_workers_train_together_identically_without_leaking_threads(
         tmp_path):
     """Two workers, one configured by TF_CONFIG, train 100 steps together
-    with the same weights and the global step losses; with the default
+    on batches resident on each replica's device
+    (train_dataset.synthetic_location=device) with the same weights and
+    the global step losses; with the default
     config no per-collective timeout threads pile up (with the old 300 s
     default, runtime.collective_timeout_seconds=300, each worker grows ~14
     threads per step: 1,120 between the two samples, measured, against
     < 30 allowed; with the default its count is flat from step 10 on)."""
     _, workers, threads = _sampling_workers(
         tmp_path, "runtime.seed=7,train.steps=100,"
-        "train.time_history.log_steps=20", (20, 100), tf_config=True)
+        "train.time_history.log_steps=20,"
+        "train_dataset.synthetic_location=device", (20, 100), tf_config=True)
     try:
         codes = [w.finish(600) for w in workers]
     finally:
@@ -127,6 +130,7 @@ def test_two_workers_train_together_identically_without_leaking_threads(
     chief = json.loads((tmp_path / "result.json").read_text())
     other = json.loads((tmp_path / "result_worker1.json").read_text())
     assert chief["environment"]["num_workers"] == 2
+    assert chief["config"]["train_dataset"]["synthetic_location"] == "device"
     assert chief["history"]["loss"] == pytest.approx(other["history"]["loss"])
     assert "Using TF_CONFIG from the environment" in outs[1]
     assert chief["stats"]["num_replicas"] == 2
