@@ -326,15 +326,15 @@ def test_bad_input_is_a_clear_error(tmp_path, knobs, status, words):
 
 
 @pytest.mark.parametrize("index, words", [
-    (0, "waited 3 s at 'hello'; not arrived: node 1 (127.0.0.1:{w1})"),
-    (1, "waited 3 s at 'hello' but the barrier of node 0 (127.0.0.1:{w0}) "
+    (0, "waited 1 s at 'hello'; not arrived: node 1 (127.0.0.1:{w1})"),
+    (1, "waited 1 s at 'hello' but the barrier of node 0 (127.0.0.1:{w0}) "
         "at 127.0.0.1:{b} did not answer"),
 ])
 def test_peer_that_never_arrives(tmp_path, index, words):
     w0, w1, b = free_ports(3)
     start = time.monotonic()
     out = script("two", tmp_path, "4", NODES=f"127.0.0.1:{w0},127.0.0.1:{w1}",
-                 BARRIER_PORT=b, TASK_INDEX=index, BARRIER_TIMEOUT=3,
+                 BARRIER_PORT=b, TASK_INDEX=index, BARRIER_TIMEOUT=1,
                  DEVICE="cpu", PYTHON_CHECK_TIMEOUT=0)  # timing: barrier only
     elapsed = time.monotonic() - start
     assert out.returncode == exit_status.BARRIER_TIMEOUT, (out.stdout,
@@ -458,7 +458,7 @@ def test_wrong_secret_on_node_1_is_a_clear_error(tmp_path):
     stub = _stub_trainer(tmp_path)
     w0, w1, b = free_ports(3)
     common = dict(NODES=f"127.0.0.1:{w0},127.0.0.1:{w1}", BARRIER_PORT=b,
-                  BARRIER_TIMEOUT=8, DEVICE="cpu", PYTHON_CHECK_TIMEOUT=0)
+                  BARRIER_TIMEOUT=5, DEVICE="cpu", PYTHON_CHECK_TIMEOUT=0)
     start = time.monotonic()
     procs = []
     for index, secret in enumerate(("right", "wrong")):
@@ -476,7 +476,7 @@ def test_wrong_secret_on_node_1_is_a_clear_error(tmp_path):
         in out1
     assert "Set the same BARRIER_SECRET or BARRIER_SECRET_FILE on every " \
         "node" in out1
-    assert took1 < 8 + 5, took1  # not waiting out the barrier timeout
+    assert took1 < 5 + 5, took1  # not waiting out the barrier timeout
     assert procs[0].returncode == 75, out0
     assert re.search(r"dropped a message from 127\.0\.0\.1:\d+ \(claiming "
                      r"node 1\): authentication failed", out0), out0
@@ -590,7 +590,7 @@ def test_interrupted_launcher_stops_its_trainer(tmp_path):
     pid_file = tmp_path / "pid"
     proc = subprocess.Popen(
         ["bash", SCRIPTS["single"], "4", "--python", stub],
-        cwd=tmp_path, env=clean_env(tmp_path, DEVICE="cpu", KILL_AFTER=2,
+        cwd=tmp_path, env=clean_env(tmp_path, DEVICE="cpu", KILL_AFTER=1,
                                     STUBBORN_PID=pid_file,
                                     PYTHON_CHECK_TIMEOUT=0),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -791,7 +791,7 @@ def test_failing_worker_on_one_node_is_reported_on_all(tmp_path):
             break
     common = dict(NODES=f"127.0.0.1:{w0},127.0.0.1:{w1}", BARRIER_PORT=b,
                   BARRIER_TIMEOUT=30, DEVICE="cpu", WORKERS_PER_NODE=2,
-                  KILL_AFTER=2, PYTHON_CHECK_TIMEOUT=0,
+                  KILL_AFTER=1, PYTHON_CHECK_TIMEOUT=0,
                   STUBBORN_PID=tmp_path / "pids")
     start = time.monotonic()
     (rc0, out0), (rc1, out1) = _start_pair(
