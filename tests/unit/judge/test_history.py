@@ -235,17 +235,21 @@ def test_import_a_log_tree_once(tmp_path):
     assert rows[0].num_intervals == 5  # DLPerf's window 100-600
 
 
-def _trained(model_dir, *override):
-    out = subprocess.run(
-        trainer_cmd(model_dir, ",".join((TINY_OVERRIDE,) + override)),
-        cwd=REPO, env=cli_env(), capture_output=True, text=True, timeout=600)
-    assert out.returncode == exit_status.OK, out.stdout + out.stderr[-3000:]
-    return out.stdout + out.stderr
+def _trained(messages, model_dir, *override):
+    """trainer.run in this process, as the CLI runs it (the CLI's own runs
+    with a history: the corrupt-history test below and the run scripts'
+    tests); what the CLI would print of it, from absl's records."""
+    from official_bench import trainer
+    first = len(messages)
+    trainer.run(None, mode="train", model_dir=model_dir,
+                params_override=",".join((TINY_OVERRIDE,) + override))
+    return "\n".join(messages[first:])
 
 
 @pytest.mark.slow
-def test_trainer_appends_its_run_and_history_off_writes_nothing(tmp_path):
-    log = _trained(str(tmp_path / "on" / "model"))
+def test_trainer_appends_its_run_and_history_off_writes_nothing(
+        tmp_path, absl_messages):
+    log = _trained(absl_messages, str(tmp_path / "on" / "model"))
     db = tmp_path / "on" / "model" / history_db.FILE_NAME
     assert log.count("official_bench: history: ") == 1
     assert f"official_bench: history: {db} (run appended, " in log
@@ -258,7 +262,8 @@ def test_trainer_appends_its_run_and_history_off_writes_nothing(tmp_path):
     result = json.loads((tmp_path / "on" / "model" / "result.json")
                         .read_text())
     assert row.run_key == row_from_result(result, "import", "x").run_key
-    log = _trained(str(tmp_path / "off" / "model"), "history.enabled=false")
+    log = _trained(absl_messages, str(tmp_path / "off" / "model"),
+                   "history.enabled=false")
     assert "history" not in log
     assert not os.path.exists(tmp_path / "off" / "model" /
                               history_db.FILE_NAME)
