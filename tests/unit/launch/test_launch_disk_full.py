@@ -65,7 +65,9 @@ def test_launcher_log_on_full_disk_stops_sweep(tmp_path):
     logs = tmp_path / "logs"
     _mount_tmpfs(logs)
     try:
-        proc = start(tmp_path, "3", SLEEP_SECONDS="8")
+        # The sleep before run 2 is the time to fill the disk in (well
+        # under a second; 8 s before, 4 s is still ample).
+        proc = start(tmp_path, "3", SLEEP_SECONDS="4")
         wait_for(proc, "1n1g run 1: ok")
         _fill(logs)
         rc, out = finish(proc)
