@@ -81,10 +81,23 @@ def default_run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def yaml_run(tmp_path_factory):
-    """official_bench.run on a YAML path with an override (2 steps)."""
+    """official_bench.run as in a notebook: a YAML path with an override
+    (train.steps=5 with log_steps 100), absl's verbosity WARNING (nobody
+    set it up). Its result, absl's records during it and the verbosity
+    after it."""
+    from absl import logging as absl_logging
     f = tmp_path_factory.mktemp("yaml_run") / "c.yaml"
     f.write_text(yaml.safe_dump(tiny()))
-    return official_bench.run(str(f), params_override="train.steps=2")
+    with _absl_messages() as messages:
+        before = absl_logging.get_verbosity()
+        absl_logging.set_verbosity(absl_logging.WARNING)
+        try:
+            r = official_bench.run(str(f), params_override=(
+                "train.steps=5,train.time_history.log_steps=100"))
+            after = absl_logging.get_verbosity()
+        finally:
+            absl_logging.set_verbosity(before)
+    return r, list(messages), after
 
 
 def test_one_device_loss_finite_and_falling_on_fixed_batch(fixed_batch_run):
@@ -244,7 +257,7 @@ def test_twice_in_one_process_and_package_api(yaml_run):
     """The first run is yaml_run's (official_bench.run too)."""
     cfg = official_bench.load_config(params_override="train.steps=2")
     assert cfg.train.steps == 2
-    first = yaml_run
+    first, _, _ = yaml_run
     second = official_bench.run(tiny(model={"model_params": {"depth": 14}},
                                      train={"steps": 4}))
     assert first.model.name == "resnet8_cifar"
@@ -254,7 +267,7 @@ def test_twice_in_one_process_and_package_api(yaml_run):
 
 
 def test_api_accepts_a_yaml_path_with_overrides(yaml_run):
-    assert yaml_run.stats.total_steps == 2
+    assert yaml_run[0].stats.total_steps == 5
 
 
 def test_horovod_missing_gives_install_hint():
@@ -387,19 +400,13 @@ def test_log_steps_must_be_a_multiple_of_steps_per_loop():
                       "train.time_history.log_steps=5")
 
 
-def test_notebook_short_run_reports_and_logs_without_set_up(absl_messages):
+def test_notebook_short_run_reports_and_logs_without_set_up(yaml_run):
     """train.steps=5 with log_steps 100: stats from the whole run, and the
     summary reaches the log although nobody set absl's verbosity."""
     from absl import logging as absl_logging
-    before = absl_logging.get_verbosity()
-    absl_logging.set_verbosity(absl_logging.WARNING)
-    try:
-        r = trainer.run(tiny(train={"steps": 5, "time_history": {
-            "log_steps": 100}}))
-        assert absl_logging.get_verbosity() == absl_logging.WARNING
-    finally:
-        absl_logging.set_verbosity(before)
+    r, messages, after = yaml_run
+    assert after == absl_logging.WARNING
     assert r.stats.basis == "whole_run"
     assert r.stats.average_examples_per_second > 0
     assert any("over the whole run, warm-up included" in m
-               for m in absl_messages)
+               for m in messages)
