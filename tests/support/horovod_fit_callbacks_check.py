@@ -2,9 +2,11 @@
 support.helpers.horovod_env), one process (hvd.init()
 works alone with Gloo).
 
-Trains a tiny model through trainer.run with distribution_strategy horovod,
-checkpoints and TensorBoard on (rank 0's callbacks are a superset of the
-other ranks'), and records every CallbackList that model.fit builds. Prints
+Trains and evaluates a tiny model through trainer.run with
+distribution_strategy horovod, checkpoints, export and TensorBoard on (rank
+0's callbacks are a superset of the other ranks'), and records every
+CallbackList that model.fit builds (the test also reads the run's
+result.json and SavedModel: the package on the venv's TensorFlow). Prints
 one JSON line: for the fit's list, the callbacks and whether tf-keras will
 convert each batch's logs to numpy; and the same for that list plus
 Horovod's BroadcastGlobalVariablesCallback, which is what the check exists
@@ -34,8 +36,9 @@ def main(model_dir):
     trainer.run(params_override=TINY_OVERRIDE + ",train.steps=4,"
                 "runtime.distribution_strategy=horovod,"
                 "train.callbacks.enable_checkpoint_and_export=true,"
-                "train.callbacks.enable_tensorboard=true",
-                model_dir=model_dir, mode="train")
+                "train.callbacks.enable_tensorboard=true,"
+                "evaluation.skip_eval=false,evaluation.steps=1",
+                model_dir=model_dir, mode="train_and_eval")
     keras.callbacks.CallbackList.__init__ = original
     fit_lists = [c for c in built if c._history is not None]
     assert len(fit_lists) == 1, [c.callbacks for c in built]

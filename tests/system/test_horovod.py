@@ -24,7 +24,6 @@ from official_bench.training import checkpoints
 from support.callback_logs import forces_numpy_batch_logs
 from support.helpers import (
     REPO,
-    TINY_OVERRIDE,
     failure_text,
     horovod_env,
     horovod_venv,
@@ -319,7 +318,9 @@ def test_broadcast_and_xla_step_for_every_optimizer_kind(venv):
 def test_horovod_fit_keeps_batch_logs_as_tensors(venv, tmp_path):
     """The CallbackList model.fit builds in a Horovod run (rank 0, with
     checkpoints and TensorBoard) does not force numpy logs; with Horovod's
-    BroadcastGlobalVariablesCallback added it would."""
+    BroadcastGlobalVariablesCallback added it would. The same run (mode
+    train_and_eval, checkpoints and export on) shows the package supports
+    the Horovod environment's TensorFlow too."""
     p = _run(venv, [os.path.join(venv, "bin", "python"),
                     os.path.join(TESTS,
                                  "support/horovod_fit_callbacks_check.py"),
@@ -335,6 +336,10 @@ def test_horovod_fit_keeps_batch_logs_as_tensors(venv, tmp_path):
     assert got["calls_batch_hooks"] is True
     assert got["forces_numpy"] is False
     assert got["with_broadcast_callback_forces_numpy"] is True
+    result = json.load(open(tmp_path / "result.json"))
+    assert result["environment"]["tensorflow"].startswith("2.18")
+    assert result["evaluation"]["accuracy"] >= 0.0
+    assert os.path.exists(tmp_path / "saved_model" / "saved_model.pb")
 
 
 XLA_PROBE = """
@@ -358,19 +363,3 @@ def test_allreduce_inside_xla_fails_on_this_build(venv):
     assert p.returncode == 0, failure_text(p.stdout)
     assert "XLA ALLREDUCE FAILED" in p.stdout, failure_text(p.stdout)
     assert "HorovodAllreduce" in p.stdout
-
-
-def test_trainer_runs_on_tensorflow_218(venv, tmp_path):
-    """The package supports the Horovod environment's TensorFlow too."""
-    p = _run(venv, [
-        os.path.join(venv, "bin", "python"), "-m",
-        "official_bench.classifier_trainer", "--mode=train_and_eval",
-        f"--model_dir={tmp_path}",
-        f"--params_override={TINY_OVERRIDE},train.steps=4,"
-        "evaluation.skip_eval=false,evaluation.steps=1,"
-        "train.callbacks.enable_checkpoint_and_export=true"], timeout=300)
-    assert p.returncode == 0, failure_text(p.stdout)
-    result = json.load(open(tmp_path / "result.json"))
-    assert result["environment"]["tensorflow"].startswith("2.18")
-    assert result["evaluation"]["accuracy"] >= 0.0
-    assert os.path.exists(tmp_path / "saved_model" / "saved_model.pb")
