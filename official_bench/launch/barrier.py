@@ -49,6 +49,9 @@ IDLE_TIMEOUT = 10.0
 # Log lines per kind of rejected connection before they are only counted
 # (every 100th is logged with the count), so a flood cannot fill the log.
 LOG_FIRST = 5
+# Seconds the accept loop waits for a connection before it looks at
+# `stopping` again (close() also wakes it at once).
+ACCEPT_POLL = 0.5
 _HEX_NONCE = re.compile(r"^[0-9a-f]{%d}$" % (2 * auth.NONCE_BYTES))
 
 
@@ -208,6 +211,8 @@ class Coordinator:
         self.conn_lock = threading.Lock()
         self.rejected: Dict[str, int] = {}  # kind -> count (for the log)
         self.stopping = threading.Event()
+        # close() writes to the pair, so the accept loop stops at once.
+        self._wake_read, self._wake_write = socket.socketpair()
         self.listeners = listen_sockets(host, port)
         self.addresses = [_peer_text(s.getsockname()) for s in self.listeners]
         self.thread = threading.Thread(target=self._accept_loop,
@@ -219,9 +224,12 @@ class Coordinator:
     def _accept_loop(self) -> None:
         while not self.stopping.is_set():
             try:
-                ready, _, _ = select.select(self.listeners, [], [], 0.5)
+                ready, _, _ = select.select(
+                    self.listeners + [self._wake_read], [], [], ACCEPT_POLL)
             except (OSError, ValueError):
                 return  # closed
+            if self._wake_read in ready:
+                return
             for listener in ready:
                 try:
                     sock, peer = listener.accept()
@@ -490,9 +498,13 @@ class Coordinator:
                     break
                 self.cond.wait(0.2)
         self.stopping.set()
+        try:
+            self._wake_write.send(b"x")
+        except OSError:
+            pass  # closed twice: the loop has stopped already
         self.thread.join(5)
-        for listener in self.listeners:
-            listener.close()
+        for sock in (*self.listeners, self._wake_read, self._wake_write):
+            sock.close()
         with self.conn_lock:
             for conn in self.connections:
                 if not conn.authenticated:

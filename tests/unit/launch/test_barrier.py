@@ -35,6 +35,19 @@ def coordinator():
         c.close(linger=0.5)
 
 
+def test_close_stops_the_accept_loop_without_waiting_out_its_poll(
+        monkeypatch):
+    # every test's coordinator used to wait up to 0.5 s here on close()
+    monkeypatch.setattr(barrier_lib, "ACCEPT_POLL", 30.0)
+    c = Coordinator(free_port(), 2, PLAN, host="127.0.0.1")
+    time.sleep(0.1)  # the loop is in its select
+    start = time.monotonic()
+    c.close(linger=0)
+    assert not c.thread.is_alive()
+    assert time.monotonic() - start < 3
+    c.close(linger=0)  # a second close is harmless
+
+
 def client(port, node, plan=PLAN, instance=None):
     return Client("127.0.0.1", port, node, instance or f"inst{node}", plan)
 
