@@ -113,6 +113,14 @@ def compare_in_keras3():
             out["relu_zeros"] = out.get("relu_zeros", []) + [
                 int((y_ref == 0).sum()), int((y_got == 0).sum()),
                 int(((y_ref == 0) != (y_got == 0)).sum())]
+            # and inference: the moving statistics' path applies it too
+            ref_m, got_m = (_bn_model(keras, s, b, xs.shape[1:], dtype,
+                                      data_format, True)
+                            for s, b in (("two_pass", "autodiff"),
+                                         (statistics, backward)))
+            out.setdefault("inference", []).append(float(np.abs(
+                np.asarray(ref_m(xs, training=False), "float64")
+                - np.asarray(got_m(xs, training=False), "float64")).max()))
     for backward, relu in (("autodiff", False), ("vjp", False),
                            ("autodiff", True), ("vjp_relu", True)):
         for dtype in ("float32", "mixed_float16"):
@@ -166,6 +174,7 @@ def test_the_fused_relu_zeroes_what_keras_relu_layer_zeroes(compared):
     assert len(zeros) == 2 * 3
     for ref, got, differ in zip(zeros[::3], zeros[1::3], zeros[2::3]):
         assert ref == got > 0 and differ == 0, zeros
+    assert compared["inference"] == [0.0, 0.0]  # in inference too
 
 
 def test_the_resnets_keep_their_weights_and_flops(compared):
