@@ -15,7 +15,7 @@
 # LOG_STEPS (50), NUM_WORKERS (train_dataset.num_workers, auto), WORKERS
 # (a sweep, "8 15": a real case per count, named real_w8, real_w15, instead
 # of the one NUM_WORKERS case), DECODE (the real runs' train_dataset.decode:
-# cpu, or gpu or gpu_trainer with nvImageCodec's wheels in .whl/:
+# cpu, or cpu_window, gpu or gpu_trainer with nvImageCodec's wheels in .whl/:
 # nvidia-nvimgcodec-cu13 and nvidia-nvjpeg), DECODES (several, "gpu_trainer
 # gpu": the real cases for each, named by it, real_gpu_trainer_w15,
 # real_gpu_w8; default DECODE alone, names as above), WORKERS_<decode>
@@ -42,8 +42,8 @@ gpu_usage "$0" "${1:-}" && exit 0
 decodes=${DECODES:-${DECODE:-cpu}}
 for d in $decodes; do
   case $d in
-    cpu|gpu|gpu_trainer) ;;
-    *) echo "gpu_records_check.sh: DECODES/DECODE: '$d' is not a decode (cpu, gpu or gpu_trainer, space-separated: DECODES=\"gpu_trainer gpu\")" >&2
+    cpu|cpu_window|gpu|gpu_trainer) ;;
+    *) echo "gpu_records_check.sh: DECODES/DECODE: '$d' is not a decode (cpu, cpu_window, gpu or gpu_trainer, space-separated: DECODES=\"gpu_trainer gpu\")" >&2
        exit 2 ;;
   esac
   count_var=WORKERS_$d

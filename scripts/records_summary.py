@@ -110,7 +110,9 @@ def real_cases(out: str):
     return sorted(names, key=order)
 
 
-DECODES = ("gpu_trainer", "gpu", "cpu")  # gpu_records_check.sh's DECODES
+# gpu_records_check.sh's DECODES (cpu_window before cpu: the longer name
+# first, as names are matched by their start)
+DECODES = ("gpu_trainer", "gpu", "cpu_window", "cpu")
 
 
 def label(name: str) -> str:

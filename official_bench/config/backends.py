@@ -19,6 +19,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, List, Tuple
 
+# The train_dataset.decode choices that decode on a GPU.
+GPU_DECODES = ("gpu", "gpu_trainer")
+
 
 @dataclasses.dataclass(frozen=True)
 class BackendTraits:
@@ -169,8 +172,8 @@ def read_datasets(cfg: Any) -> List[str]:
 
 
 def _tf_decode(cfg: Any) -> List[Tuple[str, str]]:
-    """decode: gpu or gpu_trainer on tensorflow, whose tf.data decodes on
-    the CPU (in the datasets the run reads)."""
+    """decode other than cpu on tensorflow, whose tf.data decodes with
+    TensorFlow's own decoder (in the datasets the run reads)."""
     return [(f"{name}.decode", f"{getattr(cfg, name).decode!r} needs "
              "runtime.backend jax (its input workers or trainer decode "
              "through nvImageCodec); tf.data decodes on the CPU: leave it "
@@ -180,8 +183,8 @@ def _tf_decode(cfg: Any) -> List[Tuple[str, str]]:
 
 
 def _gpu_decode(cfg: Any, datasets: List[str]) -> List[Tuple[str, str]]:
-    """decode: gpu or gpu_trainer where there are records to decode and
-    GPUs to do it."""
+    """decode other than cpu where there are records to decode, and GPUs
+    where it decodes on them (gpu, gpu_trainer)."""
     out = []
     for name in datasets:
         ds = getattr(cfg, name)
@@ -191,7 +194,7 @@ def _gpu_decode(cfg: Any, datasets: List[str]) -> List[Tuple[str, str]]:
             out.append((f"{name}.decode", f"{ds.decode!r} decodes record "
                         f"files' JPEGs; builder {ds.builder!r} has none: "
                         "leave it at 'cpu'"))
-        elif not cfg.runtime.num_gpus:
+        elif ds.decode in GPU_DECODES and not cfg.runtime.num_gpus:
             out.append((f"{name}.decode", f"{ds.decode!r} needs a GPU, and "
                         "runtime.num_gpus is 0: set num_gpus or decode: "
                         "cpu"))

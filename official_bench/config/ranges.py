@@ -24,6 +24,7 @@ from official_bench.config.schema import (
     BUILDERS,
     CPU_KERNELS,
     DATA_FORMATS,
+    DECODES,
     DTYPE_ALIASES,
     GPU_THREAD_MODES,
     LOSS_SCALE_UPDATES,
@@ -280,8 +281,7 @@ def dataset(ds: DatasetConfig, name: str, b: LayerBuilder) -> None:
     _choice(b, f"{name}.dtype", ds.dtype, tuple(DTYPE_ALIASES), "dtype")
     _choice(b, f"{name}.layout", ds.layout, ("auto", "classic", "tfds"),
             "layout")
-    _choice(b, f"{name}.decode", ds.decode, ("cpu", "gpu", "gpu_trainer"),
-            "decode")
+    _choice(b, f"{name}.decode", ds.decode, DECODES, "decode")
     for key, maximum in (("image_size", MAX_IMAGE_SIZE),
                          ("num_classes", MAX_CLASSES),
                          ("num_examples", MAX_EXAMPLES),

@@ -47,6 +47,7 @@ MIRRORED_ALGS = ("nccl", "hierarchical_copy")
 MULTI_WORKER_ALGS = ("ring", "nccl", "auto")
 DATA_FORMATS = ("channels_last", "channels_first", "auto")
 BN_STATISTICS = ("two_pass", "one_pass", "pallas")  # models/bn_statistics.py
+DECODES = ("cpu", "cpu_window", "gpu", "gpu_trainer")  # train_dataset.decode
 BN_BACKWARDS = ("autodiff", "vjp", "vjp_relu")  # models/bn_backward.py
 STEM_POOLS = ("keras", "shifted")  # models/stem_pool.py
 # runtime.loss_scale_update: fp16's loss-scaled update through Keras'
@@ -188,10 +189,11 @@ class DatasetConfig(ConfigNode):
     num_workers: Union[int, str] = "auto"
     worker_timeout_seconds: float = 300.0
     # ... and where JPEGs are decoded: cpu (simplejpeg, in the workers),
-    # gpu (each worker through nvImageCodec on the run's GPUs: the card's
-    # JPEG engines; only the crop window is decoded) or gpu_trainer (the
-    # workers pack the JPEGs, one nvImageCodec decoder in the trainer's
-    # process decodes their windows).
+    # cpu_window (nvImageCodec's CPU decoder in the workers, the crop
+    # window alone), gpu (each worker through nvImageCodec on the run's
+    # GPUs: the card's JPEG engines; only the crop window is decoded) or
+    # gpu_trainer (the workers pack the JPEGs, one nvImageCodec decoder in
+    # the trainer's process decodes their windows).
     decode: str = "cpu"
 
 

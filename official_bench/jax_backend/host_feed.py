@@ -43,6 +43,7 @@ import numpy as np
 from absl import logging
 
 from official_bench.config import ConfigError, DatasetConfig
+from official_bench.config.backends import GPU_DECODES
 from official_bench.contracts import record_names
 from official_bench.contracts.imagenet import (
     IMAGENET_MEAN_RGB,
@@ -505,12 +506,19 @@ def trainer_decode_maker(source: Source, ds: DatasetConfig, batch: int,
 
 def workers_decoder(jax, ds: DatasetConfig, key: str) -> Tuple[str, tuple]:
     """(decoder, GPU ordinals) the input workers decode `ds` with:
-    `decode: gpu` is nvImageCodec on this process's GPUs, workers shared
-    out over them. Raises ConfigError without a GPU, without nvImageCodec
-    and nvJPEG, or where its decoder does not start on one of them."""
+    `decode: cpu_window` is nvImageCodec's CPU decoder, `gpu` nvImageCodec
+    on this process's GPUs, workers shared out over them. Raises
+    ConfigError without a GPU, without nvImageCodec and nvJPEG, or where
+    its decoder does not start on one of them."""
     from official_bench.data.records import host_decode, host_examples
     if ds.decode == "cpu":
         return host_examples.DECODER, (0,)
+    if ds.decode == "cpu_window":
+        try:
+            host_decode.start_cpu_decoder()
+        except host_decode.DecoderUnavailable as e:
+            raise ConfigError(f"{key}.decode: 'cpu_window': {e}") from e
+        return "nvimgcodec_cpu", (0,)
     gpus = [d for d in jax.local_devices() if d.platform == "gpu"]
     if not gpus:
         raise ConfigError(
@@ -558,7 +566,7 @@ def records_feed(jax, ds: DatasetConfig, local_batch: int, sharding, *,
                  "%d %s, %d input worker(s), decoder %s%s", key, len(files),
                  process_index, process_count, record_names.span(files),
                  workers, decoder, f" on GPU {', '.join(map(str, gpus))}"
-                 if ds.decode != "cpu" else "")
+                 if ds.decode in GPU_DECODES else "")
     info = {"builder": "records", "decoder": decoder, "decode": ds.decode,
             "num_workers": workers, "files": len(files)}
     if ds.decode == "gpu_trainer":  # the workers pack, this process decodes

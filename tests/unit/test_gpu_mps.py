@@ -95,7 +95,8 @@ def test_a_decode_it_does_not_know_is_refused_first(tmp_path):
     p = run({"DECODES": "gpu_trainer nvjpeg"})
     assert p.returncode == 2
     assert p.stderr == ("gpu_records_check.sh: DECODES/DECODE: 'nvjpeg' is "
-                        "not a decode (cpu, gpu or gpu_trainer, space-"
+                        "not a decode (cpu, cpu_window, gpu or "
+                        "gpu_trainer, space-"
                         'separated: DECODES="gpu_trainer gpu")\n')
     # a decode's own worker counts are checked as WORKERS' are
     p = run({"DECODES": "gpu_trainer gpu", "WORKERS_gpu_trainer": "15,8"})

@@ -118,13 +118,15 @@ def test_a_decode_sweep_names_each_cases_decode(tmp_path, summary):
     case's name, its label and its column."""
     for name, decode in (("real_gpu_w15", "gpu"),
                          ("real_gpu_trainer_w15", "gpu_trainer"),
-                         ("real_gpu_w15_mps", "gpu")):
+                         ("real_gpu_w15_mps", "gpu"),
+                         ("real_cpu_window_w15", "cpu_window")):
         _run(tmp_path, name, "fp16", 1, 5000.0, decode=decode,
              decoder="nvimgcodec")
     _run(tmp_path, "synthetic", "fp16", 1, 6800.0)
     assert summary.main([str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "records_summary.json").read_text())
     assert [(r["case"], r["decode"], r["mps"]) for r in rows] == [
+        ("cpu_window w15", "cpu_window", False),
         ("gpu_trainer w15", "gpu_trainer", False), ("gpu w15", "gpu", False),
         ("gpu w15 mps", "gpu", True)]
     table = (tmp_path / "records_summary.md").read_text()

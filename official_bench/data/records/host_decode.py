@@ -269,6 +269,13 @@ def start_gpu_decoder(device: int) -> None:
     del _NV["gpu", device]
 
 
+def start_cpu_decoder() -> None:
+    """The same check for nvImageCodec's CPU decoder (decode:
+    cpu_window)."""
+    _nv_decoder("cpu", 0)
+    del _NV["cpu", 0]
+
+
 def _start_decoder(nv, kind: str, device: int):
     kinds = nv.BackendKind
     if kind == "cpu":  # one thread: a worker is one core's work

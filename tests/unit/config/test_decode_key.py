@@ -1,8 +1,8 @@
-"""train_dataset.decode (config/schema.py): cpu, gpu or gpu_trainer,
-refused in one line
-where it cannot run (config/backends.py): on tensorflow, on a builder
-without record files, and on jax without GPUs; in the datasets the run
-reads only, on both backends."""
+"""train_dataset.decode (config/schema.py): cpu, cpu_window, gpu or
+gpu_trainer, refused in one line where it cannot run
+(config/backends.py): on tensorflow, on a builder without record files,
+and (gpu, gpu_trainer) on jax without GPUs; in the datasets the run reads
+only, on both backends."""
 
 import pytest
 
@@ -23,14 +23,22 @@ def test_cpu_is_the_default_and_gpu_is_taken_on_jax_with_records(decode):
     assert backends.refusals(cfg) == []
 
 
+def test_cpu_window_is_taken_on_jax_with_records_without_gpus():
+    cfg = C.load_config(params_override=(
+        "runtime.backend=jax,runtime.num_gpus=0,train_dataset.builder="
+        "records,train_dataset.decode=cpu_window,evaluation.skip_eval=true"))
+    assert cfg.train_dataset.decode == "cpu_window"
+    assert backends.refusals(cfg) == []
+
+
 def test_an_unknown_value_names_the_valid_ones():
     lines = config_error_lines("train_dataset.decode=nvjpeg")
-    assert lines[0].startswith("train_dataset.decode: unknown decode "
-                               "'nvjpeg'; valid: cpu, gpu, gpu_trainer"), lines
+    assert lines[0].startswith(
+        "train_dataset.decode: unknown decode 'nvjpeg'; valid: cpu, "
+        "cpu_window, gpu, gpu_trainer"), lines
 
 
-@pytest.mark.parametrize("decode", ["gpu", "gpu_trainer"])
-@pytest.mark.parametrize("override, words", [
+REFUSALS = [
     ("train_dataset.decode={0}",
      "train_dataset.decode: '{0}' needs runtime.backend jax"),
     (JAX_GPU + "train_dataset.decode={0}",
@@ -39,7 +47,15 @@ def test_an_unknown_value_names_the_valid_ones():
     ("runtime.backend=jax,runtime.num_gpus=0,train_dataset.builder=records,"
      "train_dataset.decode={0},evaluation.skip_eval=true",
      "train_dataset.decode: '{0}' needs a GPU, and runtime.num_gpus is 0"),
-])
+]
+
+
+@pytest.mark.parametrize("override, words, decode", [
+    (override, words, decode)
+    for decode in ("gpu", "gpu_trainer", "cpu_window")
+    for override, words in REFUSALS
+    # cpu_window needs no GPU (taken above)
+    if not (decode == "cpu_window" and "needs a GPU" in words)])
 def test_refused_in_one_line_where_it_cannot_run(override, words, decode):
     lines = config_error_lines(override.format(decode))
     assert len(lines) == 1 and lines[0].startswith(words.format(decode)), \
@@ -53,7 +69,7 @@ def test_refused_in_one_line_where_it_cannot_run(override, words, decode):
     ("mode=eval", ["validation_dataset.decode"]),
     ("mode=export_only", []),
 ])
-@pytest.mark.parametrize("decode", ["gpu", "gpu_trainer"])
+@pytest.mark.parametrize("decode", ["gpu", "gpu_trainer", "cpu_window"])
 def test_tensorflow_refuses_gpu_decode_in_the_datasets_the_run_reads(
         override, refused, decode):
     both = f"train_dataset.decode={decode},validation_dataset.decode={decode}"

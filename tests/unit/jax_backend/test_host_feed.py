@@ -337,6 +337,28 @@ def test_decode_on_a_gpu_without_one_names_the_devices(report, decode):
         "process's JAX devices are cpu:0, cpu:1"]
 
 
+def test_cpu_window_decodes_in_the_workers_on_nvimgcodecs_cpu_decoder(
+        monkeypatch):
+    """decode: cpu_window needs no GPU (no JAX asked): the workers' window
+    decoder on the CPU, the path the test below runs; a decoder that does
+    not start is one line naming the key."""
+    from official_bench.config import ConfigError
+    from official_bench.data.records import host_decode
+    ds = _ds(decode="cpu_window")
+    assert host_feed.workers_decoder(None, ds, "train_dataset") == (
+        "nvimgcodec_cpu", (0,))
+
+    def missing():
+        raise host_decode.DecoderUnavailable(
+            "nvImageCodec is not importable (ImportError: no module)")
+    monkeypatch.setattr(host_decode, "start_cpu_decoder", missing)
+    with pytest.raises(ConfigError) as e:
+        host_feed.workers_decoder(None, ds, "train_dataset")
+    assert str(e.value) == ("train_dataset.decode: 'cpu_window': "
+                            "nvImageCodec is not importable (ImportError: "
+                            "no module)")
+
+
 def test_input_workers_decode_with_the_window_decoder(report):
     r = report["window_decoder"]
     assert r["shape"] == [4, 96, 96, 3] and r["labels_equal"]
