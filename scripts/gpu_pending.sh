@@ -17,7 +17,9 @@
 #     for all workers): the 5,155 img/s ceiling of 15 workers with a
 #     context each. Make JPEGs 43 s, build 6, synthetic ~55, real 70 then
 #     ~45 a case: 264 s; gpu on 8 workers as well would need 309, so
-#     gpu_trainer took its place (DECODES, WORKERS set them).
+#     gpu_trainer took its place (DECODES, WORKERS set them). Last,
+#     cpu_window (nvImageCodec's CPU decoder on the window, in the
+#     workers) where the budget still holds a case, else a line.
 #  3. decode probe, 90 s (gpu_decode_probe.sh; its knobs pass through:
 #     PROCESSES, TRAINER_THREADS...; MPS is 1 here unless set, as for the
 #     records): the decoders alone, in N processes (and under MPS), and in
@@ -38,8 +40,8 @@
 # Knobs: TRUST_BATCH (512), TRUST_OVERRIDE (the winner's model key),
 # TRUST_RUNS (3), TRUST_STEPS (200), TRUST_LOG_STEPS (50); BASE (the A/B's,
 # the winner's batch and key), AB_ARGS; the records check's DECODES
-# ("gpu_trainer gpu"; DECODE alone where set), DTYPES (fp16), TEST_NUM
-# (1), WORKERS (15), MPS (1, also the
+# ("gpu_trainer gpu cpu_window"; DECODE alone where set), DTYPES
+# (fp16), TEST_NUM (1), WORKERS (15), MPS (1, also the
 # probe's), STEPS...; the probe's. A CPU check of the flow, about 2 minutes on 2 cores:
 #   DECODE=cpu DTYPES=fp32 IMAGES=64 VAL_IMAGES=8 TRAIN_SHARDS=4 BATCH=8 \
 #   STEPS=6 LOG_STEPS=2 DEVICE=cpu WORKERS="1 2" TRUST_BATCH=8 TRUST_RUNS=1 \
@@ -97,7 +99,7 @@ fi
 
 # 2. Records, decode on the GPU: synthetic, real for each of DECODES on
 # each WORKERS count, MPS (decode: gpu's).
-DECODES=${DECODES:-${DECODE:-gpu_trainer gpu}} DTYPES=${DTYPES:-fp16} \
+DECODES=${DECODES:-${DECODE:-gpu_trainer gpu cpu_window}} DTYPES=${DTYPES:-fp16} \
   TEST_NUM=${TEST_NUM:-1} WORKERS=${WORKERS:-15} \
   bash scripts/gpu_records_check.sh "$work/rec" "$(cap 300)"
 
