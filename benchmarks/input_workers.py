@@ -3,7 +3,7 @@ run: images per second per core, and 1 -> 2 input workers.
 
     .venv/bin/python benchmarks/input_workers.py [--images 300]
         [--seconds 6] [--rounds 3] [--image_size 224] [--batch 32]
-        [--workers 1,2]
+        [--workers 1,2] [--decoders simplejpeg,nvimgcodec_cpu]
 
 The JPEGs are input_pipeline.py's (ImageNet-like, ~500x375 at quality 90),
 written as classic TFRecords once; every pipeline reads those files:
@@ -15,7 +15,10 @@ written as classic TFRecords once; every pipeline reads those files:
               (data/feeds/shm_workers.py) running the records reader's
               worker_examples (decode, crop, flip, resize in numpy/the
               decoder), whole uint8 batches back through shared memory;
-              the process is pinned to N cores
+              the process is pinned to N cores; with --decoders, the same
+              for each decoder after the first (workers=N nvimgcodec_cpu:
+              decode: cpu_window's window decode on nvImageCodec's CPU
+              decoder)
 Rates are images per wall second and per CPU second (every thread of the
 process, plus the workers' CPU time from /proc): the per-CPU-second rate is
 the per-core rate, which a busy neighbour distorts least. Pipelines run in
@@ -51,8 +54,10 @@ def measure_tf_data(make, batch: int, seconds: float):
 
 
 def measure_workers(files, size: int, batch: int, workers: int,
-                    seconds: float, cores, warmup_batches: int = 3):
-    """(img per wall s, img per CPU s) of `workers` input workers."""
+                    seconds: float, cores, warmup_batches: int = 3,
+                    decoder: str = None):
+    """(img per wall s, img per CPU s) of `workers` input workers decoding
+    with `decoder` (default: the records reader's)."""
     from official_bench.config import DatasetConfig
     from official_bench.data.feeds.shm_workers import (
         BatchShape,
@@ -65,7 +70,7 @@ def measure_workers(files, size: int, batch: int, workers: int,
     previous = os.sched_getaffinity(0)
     os.sched_setaffinity(0, cores)  # the workers inherit it
     try:
-        pool = WorkerPool(records_source(ds, files, True, 0),
+        pool = WorkerPool(records_source(ds, files, True, 0, decoder),
                           BatchShape(batch, size, size, 3), workers,
                           timeout=600.0)
     finally:
@@ -103,24 +108,35 @@ def main(argv=None) -> int:
                    help="images per batch (default 32)")
     p.add_argument("--workers", default="1,2",
                    help="comma-separated worker counts (default 1,2)")
+    p.add_argument("--decoders", default="simplejpeg",
+                   help="the workers' decoders, comma-separated, the first "
+                        "as the workers=N rows (default simplejpeg; "
+                        "nvimgcodec_cpu: decode: cpu_window's)")
     args = p.parse_args(argv)
     counts = [int(w) for w in args.workers.split(",")]
+    decoders = args.decoders.split(",")
+    from official_bench.data.records import host_decode
+    unknown = [d for d in decoders if d not in host_decode.DECODERS]
+    if unknown:
+        p.error(f"--decoders {','.join(unknown)}: valid: "
+                f"{', '.join(host_decode.DECODERS)}")
     available = sorted(os.sched_getaffinity(0))
     if max(counts) > len(available):
         p.error(f"--workers {max(counts)}: only {len(available)} cores")
     import input_pipeline
 
-    from official_bench.data.records import host_examples
     with tempfile.TemporaryDirectory() as tmp:
         jpegs = input_pipeline.make_jpegs(args.images)
         files = input_pipeline.write_records(tmp, jpegs)
         mean_kib = statistics.mean(len(j[0]) for j in jpegs) / 1024
         print(f"{len(jpegs)} JPEGs, mean {mean_kib:.0f} KiB, in "
               f"{len(files)} TFRecord files; image_size={args.image_size}, "
-              f"batch={args.batch}; TF-free decoder "
-              f"{host_examples.DECODER}", flush=True)
+              f"batch={args.batch}; TF-free decoders "
+              f"{', '.join(decoders)}", flush=True)
         tf_make = tf_data_maker(files, args.image_size, args.batch)
-        names = ["tf.data"] + [f"workers={n}" for n in counts]
+        rows = [(f"workers={n}" + (f" {d}" if d != decoders[0] else ""),
+                 n, d) for d in decoders for n in counts]
+        names = ["tf.data"] + [name for name, _, _ in rows]
         wall = {n: [] for n in names}
         per_cpu = {n: [] for n in names}
         for r in range(args.rounds):
@@ -129,29 +145,34 @@ def main(argv=None) -> int:
             os.sched_setaffinity(0, available)
             wall["tf.data"].append(w)
             per_cpu["tf.data"].append(c)
-            for n in counts:
+            for name, n, decoder in rows:
                 w, c = measure_workers(files, args.image_size, args.batch,
-                                       n, args.seconds, available[-n:])
-                wall[f"workers={n}"].append(w)
-                per_cpu[f"workers={n}"].append(c)
+                                       n, args.seconds, available[-n:],
+                                       decoder=decoder)
+                wall[name].append(w)
+                per_cpu[name].append(c)
             print(f"round {r + 1} (img per CPU-s): " + ", ".join(
                 f"{k} {v[-1]:.1f}" for k, v in per_cpu.items()), flush=True)
-    return report(names, wall, per_cpu, counts, args)
+    return report(names, wall, per_cpu, counts, args, decoders)
 
 
-def report(names, wall, per_cpu, counts, args) -> int:
+def report(names, wall, per_cpu, counts, args, decoders) -> int:
     med_wall = {n: statistics.median(wall[n]) for n in names}
     med_cpu = {n: statistics.median(per_cpu[n]) for n in names}
-    print(f"\n{'pipeline':<12} {'img/CPU-s':>10} {'img/s wall':>11}   "
+    print(f"\n{'pipeline':<27} {'img/CPU-s':>10} {'img/s wall':>11}   "
           "per-round img/CPU-s")
     for n in names:
-        print(f"{n:<12} {med_cpu[n]:10.1f} {med_wall[n]:11.1f}   "
+        print(f"{n:<27} {med_cpu[n]:10.1f} {med_wall[n]:11.1f}   "
               + " ".join(f"{v:.1f}" for v in per_cpu[n]))
     ratios = {f"per core workers={n} / tf.data":
               med_cpu[f"workers={n}"] / med_cpu["tf.data"] for n in counts}
     if 1 in counts and 2 in counts:
         ratios["wall workers=2 / workers=1"] = \
             med_wall["workers=2"] / med_wall["workers=1"]
+    for d in decoders[1:]:
+        for n in counts:
+            ratios[f"per core workers={n} {d} / {decoders[0]}"] = \
+                med_cpu[f"workers={n} {d}"] / med_cpu[f"workers={n}"]
     print("ratios:")
     for k, v in ratios.items():
         print(f"  {k}: {v:.2f}x")
