@@ -63,12 +63,12 @@ from official_bench.judge import verdict  # noqa: E402
 # process (jax_speed_ab.py).
 PROCESS_KEYS = ("runtime.xla_flags",)
 # In order of expected value (docs/gpu_speed.md): bf16's stem, then the
-# profile's 55-57% in BN/elementwise, then the batch; then the three added
+# profile's 55-57% in BN/elementwise, then the batch; then the four added
 # last (the stem pool's and the batch norms' backward, fp16's loss-scale
-# update without a conditional).
+# update without a conditional, the ReLU inside the batch norm).
 DEFAULT_CANDIDATES = ("pad4", "bn_one_pass", "bn_pallas", "s2d", "b512",
                       "s2d_pad4", "pad8", "b384", "b400", "pool_shifted",
-                      "bn_vjp", "ls_select")
+                      "bn_vjp", "ls_select", "bn_vjp_relu")
 CPU_BATCH = 8
 PALLAS = "model.model_params.bn_statistics=pallas"
 

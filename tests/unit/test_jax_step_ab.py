@@ -193,6 +193,15 @@ def test_ls_select_runs_in_process_and_in_fp16_only(monkeypatch):
     assert "ls_select" in m.DEFAULT_CANDIDATES
 
 
+def test_every_in_process_candidate_is_a_default():
+    """A candidate jax_speed_ab defines that this driver can run (no XLA
+    flag) is in its default list, so a new one is not left out."""
+    m = _load()
+    runnable = [c.name for c in m.jax_speed_ab.CANDIDATES
+                if not any(key in c.override for key in m.PROCESS_KEYS)]
+    assert sorted(m.DEFAULT_CANDIDATES) == sorted(runnable)
+
+
 class _Failing(_Stand):
     def block(self, steps):
         raise RuntimeError("RESOURCE_EXHAUSTED: out of memory\nmore")
