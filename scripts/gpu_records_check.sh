@@ -90,7 +90,8 @@ images=${IMAGES:-20000}; val_images=${VAL_IMAGES:-500}
 batch=${BATCH:-256}; dtypes=${DTYPES:-bf16 fp16}; test_num=${TEST_NUM:-3}
 steps=${STEPS:-200}; log_steps=${LOG_STEPS:-50}; workers=${NUM_WORKERS:-auto}
 device=${DEVICE:-auto}; root=${DATA_ROOT:-/tmp/records_check}
-on_gpu=$(for d in $decodes; do [ "$d" = cpu ] || echo 1; done | head -n1)
+# nvImageCodec: every decode but cpu uses it (cpu_window its CPU decoder)
+uses_nv=$(for d in $decodes; do [ "$d" = cpu ] || echo 1; done | head -n1)
 say "host: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')); $("$PYTHON" --version 2>&1); /dev/shm $(df -h /dev/shm | awk 'NR==2 {print $2}')"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total \
   --format=csv,noheader | sed 's/^/[gpu] /' | tee -a "$out/summary.txt"
@@ -102,7 +103,7 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,m
 if ! missing=$("$PYTHON" -c "
 import importlib.util as u
 need = ['simplejpeg', 'google_crc32c', 'cv2', 'PIL']
-if '$on_gpu':
+if '$uses_nv':
     need.append('nvidia.nvimgcodec')
 def found(m):
     try:
