@@ -342,15 +342,25 @@ class TrainerDecode:
     At most AHEAD batches are between pool.next() and next() (at batch 512
     and 224 pixels, 77 MB of crops each and, until resized, its windows:
     an estimated 140 MB for ImageNet's), handed out in the pool's order.
-    Plain batches pass through. Its failures are one-line
-    InputWorkerErrors; close() stops both threads and the workers."""
+    Plain batches pass through. An image no decoder can read ends the run
+    with its record's line and the skip hint; with `ds.skip_bad_records`
+    it is logged and counted as the workers' bad records are (`skipped`:
+    this process's count) and, the batch's size being static, its slot
+    takes a copy of another image of the batch, with that image's label
+    (on TensorFlow the next record takes its place). Its failures are
+    one-line InputWorkerErrors; close() stops both threads and the
+    workers."""
 
     def __init__(self, pool: WorkerPool, decoder: str, device: int,
-                 threads: int, key: str):
+                 threads: int, key: str,
+                 ds: Optional[DatasetConfig] = None):
         from concurrent.futures import ThreadPoolExecutor
-        self.pool, self.key = pool, key
+
+        from official_bench.data.records import record_problems
+        self.pool, self.key, self._ds = pool, key, ds
         self._decoder, self._device = decoder, device
         self.decoded = 0  # windows decoded here, of the batches handed out
+        self.skipped = record_problems.SkippedRecords()  # skip_bad_records
         self._resize = ThreadPoolExecutor(threads,
                                           thread_name_prefix=f"{key}-resize")
         self._stop = threading.Event()
@@ -423,24 +433,57 @@ class TrainerDecode:
             failed = list(self._resize.map(place, got.todo, got.windows))
         except host_decode.DecoderUnavailable as e:
             raise self._decoder_failed(e) from None
-        for k, why in zip(got.todo, failed):
-            if why is not None:
-                raise InputWorkerError(self._undecodable(
-                    got.items[k], got.tags[k], why))
-        return Batch(got.images, got.labels), len(got.todo)
+        bad = [k for k, why in zip(got.todo, failed) if why is not None]
+        if bad:
+            self._settle(got, bad, failed[got.todo.index(bad[0])])
+        return Batch(got.images, got.labels), len(got.todo) - len(bad)
+
+    def _settle(self, got: _Windows, bad: List[int], why) -> None:
+        """The batch's undecodable images (indices `bad`; `why`: the
+        first's error): InputWorkerError naming the first, or with
+        skip_bad_records each logged and counted and its slot filled with
+        the next image of the batch that decoded (cyclically), label too;
+        InputWorkerError where none did."""
+        from official_bench.data.records import record_problems as words
+        if self._ds is None or not self._ds.skip_bad_records:
+            raise InputWorkerError(self._undecodable(
+                got.items[bad[0]], got.tags[bad[0]], why) + words.SKIP_HINT)
+        lines = [self._bad_line(got.items[k], got.tags[k]) for k in bad]
+        for line in lines:
+            words.log_skipped(self._ds.split, self.skipped, [line], 1)
+        good = sorted(set(range(len(got.items))) - set(bad))
+        if not good:
+            raise InputWorkerError(
+                f"official_bench: {self.key}: the trainer skipped all "
+                f"{len(bad)} image(s) of a batch as bad (skip_bad_records: "
+                f"true) and can make no batch of it; the last: {lines[-1]}")
+        for k in bad:
+            twin = next((j for j in good if j > k), good[0])
+            got.images[k], got.labels[k] = got.images[twin], got.labels[twin]
 
     def _decoder_failed(self, e: Exception) -> InputWorkerError:
         return InputWorkerError(f"official_bench: {self.key}: the "
                                 f"trainer's decoder failed: {e}")
 
-    def _undecodable(self, item, tag, why) -> str:
+    def _file(self, tag) -> str:
         files = self.pool.source.files
-        name = files[tag.file] if tag.file < len(files) else "its file"
+        return files[tag.file] if tag.file < len(files) else "its file"
+
+    def _undecodable(self, item, tag, why) -> str:
         return (f"official_bench: {self.key}: record {tag.record} in "
-                f"{name}: its JPEG ({len(item.data)} bytes) cannot be "
-                f"decoded ({why}); decode: gpu_trainer decodes in the "
-                "trainer and cannot skip it (skip_bad_records): use "
-                "decode: gpu or cpu, or leave the record out")
+                f"{self._file(tag)}: its JPEG ({len(item.data)} bytes) "
+                f"cannot be decoded ({why})")
+
+    def _bad_line(self, item, tag) -> str:
+        """The workers' line for a record whose image does not decode."""
+        from official_bench.data.records import (
+            record_problems as words,
+            record_sets,
+        )
+        layout = record_sets.layout_for(self._ds, self.pool.source.files,
+                                        self.key)
+        detail = words.undecodable(layout.image_key).format(len(item.data))
+        return words.message_line(self._file(tag), tag.record, detail)
 
     def next(self) -> Optional[Batch]:
         item = _get(self._queue, self._stop)
@@ -501,7 +544,8 @@ def trainer_decode_maker(source: Source, ds: DatasetConfig, batch: int,
     """A function starting `workers` packing input workers for `source`
     and the TrainerDecode over them."""
     make_pool = pool_maker(source, ds, batch, key, workers)
-    return lambda: TrainerDecode(make_pool(), decoder, device, threads, key)
+    return lambda: TrainerDecode(make_pool(), decoder, device, threads, key,
+                                 ds)
 
 
 def workers_decoder(jax, ds: DatasetConfig, key: str) -> Tuple[str, tuple]:

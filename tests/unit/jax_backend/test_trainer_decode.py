@@ -16,7 +16,7 @@ import pytest
 
 from official_bench.config import DatasetConfig
 from official_bench.data.build.example_proto import classic_example
-from official_bench.data.records import host_decode
+from official_bench.data.records import host_decode, record_problems
 from official_bench.data.records.framing import frame
 from official_bench.jax_backend import host_feed
 from support.natural_images import natural_jpeg, natural_pixels
@@ -161,7 +161,82 @@ def test_an_image_the_trainer_cannot_decode_names_its_record(data_dir,
     assert head.startswith(f"official_bench: {KEY}: record ")
     assert rest.split(":")[0] in files and ": its JPEG (" in rest
     assert "cannot be decoded (ValueError: no pixels)" in line
-    assert line.endswith("use decode: gpu or cpu, or leave the record out")
+    assert line.endswith(record_problems.SKIP_HINT)
+
+
+def _cut(seed):
+    """A JPEG cut at its scan: the workers read its header and pack it;
+    no decoder can decode it."""
+    data = natural_jpeg(seed, 48, 36)
+    return data[:data.index(b"\xff\xda")]
+
+
+def _bad_pass(tmp_path, bad, skip):
+    """TrainerDecode over 1 worker and an evaluation pass of one file's
+    8 records (labels 0-7), the records `bad` cut JPEGs: two packed
+    batches of 4. (the stage, its file, the cut JPEGs' sizes)."""
+    path = str(tmp_path / "validation-00000-of-00001")
+    images = [_cut(i) if i in bad else natural_jpeg(i, 48, 36)
+              for i in range(8)]
+    _write(path, images, [1 + i for i in range(8)])
+    ds = DatasetConfig(builder="records", data_dir=str(tmp_path),
+                       split="validation", image_size=48, num_classes=8,
+                       worker_timeout_seconds=60.0, skip_bad_records=skip)
+    stage = host_feed.trainer_decode_maker(host_feed.records_source(
+        ds, [path], False, 5, WINDOWS, pack_batch=4), ds, 4, KEY, 1,
+        WINDOWS, 0, 1)()
+    return stage, path, {i: len(images[i]) for i in bad}
+
+
+def _skipped_line(path, record, size):
+    return record_problems.message_line(path, record, record_problems
+                                        .undecodable("image/encoded")
+                                        .format(size))
+
+
+def test_a_skipped_undecodable_image_takes_a_copy_of_the_next(
+        tmp_path, absl_messages):
+    stage, path, sizes = _bad_pass(tmp_path, {2}, True)
+    got = _batches(stage)
+    assert [labels for _, labels in got] == [[0, 1, 3, 3], [4, 5, 6, 7]]
+    images = got[0][0]
+    assert images.shape == (4, 48, 48, 3) and (images[2] == images[3]).all()
+    assert not (images[1] == images[3]).all()
+    warned = [m for m in absl_messages if "skip" in m]
+    assert warned == [
+        _skipped_line(path, 2, sizes[2]) +
+        "; skipped (skip_bad_records: true)",
+        "official_bench: 1 bad record(s) skipped in validation so far"]
+    assert stage.skipped.count("validation") == 1 and stage.decoded == 7
+
+
+def test_without_skip_an_undecodable_image_ends_with_the_hint(tmp_path):
+    stage, path, sizes = _bad_pass(tmp_path, {2}, False)
+    try:
+        with pytest.raises(host_feed.InputWorkerError) as e:
+            stage.next()
+    finally:
+        stage.close()
+    line = str(e.value)
+    assert line.startswith(f"official_bench: {KEY}: record 2 in {path}: "
+                           f"its JPEG ({sizes[2]} bytes) cannot be decoded")
+    assert line.endswith(record_problems.SKIP_HINT) and "\n" not in line
+
+
+def test_a_batch_with_no_image_decoded_ends_in_one_line(tmp_path,
+                                                      absl_messages):
+    stage, path, sizes = _bad_pass(tmp_path, {0, 1, 2, 3}, True)
+    try:
+        with pytest.raises(host_feed.InputWorkerError) as e:
+            stage.next()
+    finally:
+        stage.close()
+    assert str(e.value) == (
+        f"official_bench: {KEY}: the trainer skipped all 4 image(s) of a "
+        "batch as bad (skip_bad_records: true) and can make no batch of "
+        f"it; the last: {_skipped_line(path, 3, sizes[3])}")
+    assert "official_bench: 4 bad record(s) skipped in validation so far" \
+        in absl_messages
 
 
 def test_a_failing_decoder_ends_the_feed_in_one_line(data_dir, monkeypatch):
