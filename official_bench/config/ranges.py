@@ -282,6 +282,10 @@ def dataset(ds: DatasetConfig, name: str, b: LayerBuilder) -> None:
     _choice(b, f"{name}.layout", ds.layout, ("auto", "classic", "tfds"),
             "layout")
     _choice(b, f"{name}.decode", ds.decode, DECODES, "decode")
+    _in_range(b, f"{name}.worker_decode_share", ds.worker_decode_share, 0,
+              1, high_open=True, why=" (the share of decode: gpu_trainer's "
+              "JPEGs the input workers decode; 1, every image in the "
+              "workers: use decode: cpu_window)")
     for key, maximum in (("image_size", MAX_IMAGE_SIZE),
                          ("num_classes", MAX_CLASSES),
                          ("num_examples", MAX_EXAMPLES),

@@ -219,6 +219,18 @@ def service_builder(ds: DatasetConfig, name: str, b: LayerBuilder) -> None:
                 "workers; set it to false (bad records then stop the run)")
 
 
+def worker_share_needs_gpu_trainer(ds: DatasetConfig, name: str,
+                                   b: LayerBuilder) -> None:
+    """worker_decode_share splits decode: gpu_trainer's batches only."""
+    key = f"{name}.worker_decode_share"
+    if ds.worker_decode_share and ds.decode != "gpu_trainer" and \
+            not b.reported(key):
+        b.error(key, f"{ds.worker_decode_share} applies to decode: "
+                f"gpu_trainer (the share of its JPEGs the input workers "
+                f"decode), the decode is {ds.decode!r}; set decode: "
+                "gpu_trainer or leave this at 0")
+
+
 def data_dir_needs_a_reader(cfg: ExperimentConfig, b: LayerBuilder) -> None:
     """A data_dir (--data_dir sets both datasets') on a dataset this mode
     reads with a builder that ignores it would train on other data than

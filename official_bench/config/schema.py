@@ -195,6 +195,10 @@ class DatasetConfig(ConfigNode):
     # gpu_trainer (the workers pack the JPEGs, one nvImageCodec decoder in
     # the trainer's process decodes their windows).
     decode: str = "cpu"
+    # decode: gpu_trainer: the share of each packed batch's colour JPEGs
+    # the workers decode themselves (their windows, on nvImageCodec's CPU
+    # decoder) instead of the trainer's decoder, spread evenly; in [0, 1).
+    worker_decode_share: float = 0.0
 
 
 @dataclasses.dataclass

@@ -59,6 +59,7 @@ def validate(cfg: ExperimentConfig, b: LayerBuilder) -> None:
 
 def _validate_dataset(ds: DatasetConfig, name: str, b: LayerBuilder) -> None:
     ranges.dataset(ds, name, b)
+    rules.worker_share_needs_gpu_trainer(ds, name, b)
     rules.feed_needs_its_source(ds, name, b)
     ranges.feed(ds, name, b)
     rules.synthetic_on_device(ds, name, b)

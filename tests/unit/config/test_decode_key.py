@@ -78,3 +78,39 @@ def test_tensorflow_refuses_gpu_decode_in_the_datasets_the_run_reads(
         return
     lines = config_error_lines(",".join(filter(None, [both, override])))
     assert [line.split(":")[0] for line in lines] == refused, lines
+
+
+GPU_TRAINER = (JAX_GPU + "train_dataset.builder=records,train_dataset."
+               "decode=gpu_trainer,evaluation.skip_eval=true,")
+
+
+def test_worker_decode_share_is_taken_with_gpu_trainer():
+    assert C.load_config().train_dataset.worker_decode_share == 0.0
+    cfg = C.load_config(params_override=GPU_TRAINER +
+                        "train_dataset.worker_decode_share=0.5")
+    assert cfg.train_dataset.worker_decode_share == 0.5
+    assert backends.refusals(cfg) == []
+
+
+@pytest.mark.parametrize("share", ["1.0", "-0.25", "1.5"])
+def test_a_share_outside_0_1_is_one_line_with_the_range(share):
+    lines = config_error_lines(GPU_TRAINER +
+                               f"train_dataset.worker_decode_share={share}")
+    assert len(lines) == 1 and lines[0].startswith(
+        "train_dataset.worker_decode_share: must be in [0, 1) (the share "
+        "of decode: gpu_trainer's JPEGs the input workers decode; 1, every "
+        "image in the workers: use decode: cpu_window), got "
+        f"{float(share)}"), lines
+
+
+@pytest.mark.parametrize("decode", ["cpu", "gpu"])
+def test_a_share_without_gpu_trainer_is_one_line_naming_the_decode(decode):
+    lines = config_error_lines(
+        JAX_GPU + "train_dataset.builder=records,evaluation.skip_eval=true,"
+        f"train_dataset.decode={decode},"
+        "train_dataset.worker_decode_share=0.5")
+    assert len(lines) == 1 and lines[0].startswith(
+        "train_dataset.worker_decode_share: 0.5 applies to decode: "
+        "gpu_trainer (the share of its JPEGs the input workers decode), "
+        f"the decode is '{decode}'; set decode: gpu_trainer or leave this "
+        "at 0"), lines
