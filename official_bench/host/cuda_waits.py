@@ -9,7 +9,11 @@ holds a core busy. `block_waits` sets CU_CTX_SCHED_BLOCKING_SYNC on a
 device's primary context, the one the CUDA runtime (and so nvImageCodec)
 uses, through the driver library by ctypes: nothing to install. Call it
 before the process's first CUDA call, as the flags of an active context
-may not change on every driver.
+may not change on every driver. Not for a process where JAX runs: XLA
+sets an inactive primary context's flags itself when it makes its
+context, from TF_CUDA_PLATFORM_GPU_DEVICE_SCHEDULE (spin, yield,
+blocking_sync; unset: CUDA's default), and only logs an active one's
+that differ (openxla/xla, stream_executor/cuda/cuda_context.cc).
 """
 
 from __future__ import annotations
