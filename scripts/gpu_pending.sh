@@ -50,7 +50,8 @@
 # A/Bs': the winner's batch and key), AB_ARGS; the records check's DECODES
 # ("gpu_trainer gpu cpu_window"; DECODE alone where set), DTYPES
 # (fp16), TEST_NUM (1), WORKERS (15), MPS (1, also the
-# probe's), STEPS...; the probe's. A CPU check of the flow, about 2 minutes on 2 cores:
+# probe's), STEPS...; the probe's. A CPU check of the flow, all five parts, about
+# 3 minutes on 2 cores (2 min 51 s on 2026-11-30, another job beside it):
 #   DECODE=cpu DTYPES=fp32 IMAGES=64 VAL_IMAGES=8 TRAIN_SHARDS=4 BATCH=8 \
 #   STEPS=6 LOG_STEPS=2 DEVICE=cpu WORKERS="1 2" TRUST_BATCH=8 TRUST_RUNS=1 \
 #   TRUST_STEPS=6 TRUST_LOG_STEPS=2 DECODERS=cpu PROBE_SECONDS=2 \
