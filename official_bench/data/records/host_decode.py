@@ -283,11 +283,12 @@ def _start_decoder(nv, kind: str, device: int):
                              max_num_cpu_threads=1,
                              backends=[nv.Backend(kinds.CPU_ONLY)],
                              options=":fancy_upsampling=1")
-    else:  # the JPEG engines, else nvJPEG's CUDA decoder (a hybrid kind)
+    else:  # the JPEG engines, else nvJPEG's CUDA decoder (a hybrid kind:
+        # nvImageCodec 0.9 has no GPU_ONLY JPEG decoder); one CPU thread
+        # keeps every call on the engines' one batched path
         decoder = nv.Decoder(
             device_id=device, max_num_cpu_threads=1,
             backends=[nv.Backend(kinds.HW_GPU_ONLY),
-                      nv.Backend(kinds.GPU_ONLY),
                       nv.Backend(kinds.HYBRID_CPU_GPU)],
             options=":fancy_upsampling=1 "
                     "nvjpeg_cuda_decoder:hybrid_huffman_threshold=0")
