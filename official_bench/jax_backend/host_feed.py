@@ -66,8 +66,8 @@ PREFETCH = 2
 DECODE_THREADS = 8  # decode: gpu_trainer's resize threads, at most
 AHEAD = 3  # decode: gpu_trainer's batches in flight: read, decoded, resized
 # decode: gpu_trainer: what a worker decodes itself (JPEGs that do not fit
-# a packed batch, a pass's last partial batch): nvImageCodec's CPU decoder,
-# so no worker holds a CUDA context.
+# a packed batch, its worker_decode_share of them, a pass's last partial
+# batch): nvImageCodec's CPU decoder, so no worker holds a CUDA context.
 WORKER_WINDOW_DECODER = "nvimgcodec_cpu"
 # A feed's own one-line failures (not a lost peer's).
 INPUT_ERRORS = (InputWorkerError, python_batches.SourceError)
@@ -588,6 +588,18 @@ def pool_maker(source: Source, ds: DatasetConfig, batch: int, key: str,
                               ds.worker_timeout_seconds)
 
 
+def records_info(ds: DatasetConfig, decoder: str, workers: int,
+                 files: int) -> Dict[str, Any]:
+    """result.json's words for a records feed before it runs; decode:
+    gpu_trainer adds its resize threads and the workers' share."""
+    info = {"builder": "records", "decoder": decoder, "decode": ds.decode,
+            "num_workers": workers, "files": files}
+    if ds.decode == "gpu_trainer":
+        info["decode_threads"] = decode_threads()
+        info["worker_decode_share"] = ds.worker_decode_share
+    return info
+
+
 def records_feed(jax, ds: DatasetConfig, local_batch: int, sharding, *,
                  training: bool, seed: int, process_index: int,
                  process_count: int, steps_per_pass: Optional[int] = None,
@@ -611,10 +623,8 @@ def records_feed(jax, ds: DatasetConfig, local_batch: int, sharding, *,
                  process_index, process_count, record_names.span(files),
                  workers, decoder, f" on GPU {', '.join(map(str, gpus))}"
                  if ds.decode in GPU_DECODES else "")
-    info = {"builder": "records", "decoder": decoder, "decode": ds.decode,
-            "num_workers": workers, "files": len(files)}
+    info = records_info(ds, decoder, workers, len(files))
     if ds.decode == "gpu_trainer":  # the workers pack, this process decodes
-        info["decode_threads"] = decode_threads()
         make = trainer_decode_maker(
             records_source(ds, files, training, seed, WORKER_WINDOW_DECODER,
                            pack_batch=local_batch), ds, local_batch, key,

@@ -414,14 +414,17 @@ def _packed(made: Iterator[_Made], settle: _Settle, batch: int,
             device: int, image_key: str) -> Iterator[Tuple[np.ndarray, int]]:
     """decode: gpu_trainer: `batch` examples at a time as one packed
     batch (packed_batch.py), a chunk of its bytes an example, the JPEGs
-    that do not fit decoded here; a last, partial group (a pass's end)
-    goes plain, decoded here."""
+    that do not fit and ds.worker_decode_share of them decoded here (a
+    group refilled after a bad record shares out its JPEGs still
+    undecoded anew); a last, partial group (a pass's end) goes plain,
+    decoded here."""
     index = {f: i for i, f in enumerate(files)}
     shape = (ds.image_size, ds.image_size, ds.num_channels)
     slot = int(np.prod(shape))
 
     def plan(group: list):  # a whole group's, else None: it goes plain
-        return packed_batch.plan([m.pixels for m in group], slot) \
+        return packed_batch.plan([m.pixels for m in group], slot,
+                                 ds.worker_decode_share) \
             if len(group) == batch else None
 
     while True:

@@ -6,13 +6,15 @@ images: a header (MAGIC, count, one ITEM record each), then each item's
 bytes: a pending crop's JPEG (window, flip, JPEG header: a
 host_decode.Pending), a ready item's S pixels. `plan` keeps S bytes in
 reserve for every item not yet placed, so a JPEG that would eat into it
-is decoded by the worker instead; a batch where no JPEG fits goes plain
-(its pixels, no header). PACKED, set on the first label, tells the two
-apart. TensorFlow-free.
+is decoded by the worker instead, as is a share of the JPEGs picked
+evenly (`worker_takes`: worker_decode_share); a batch where no JPEG
+travels goes plain (its pixels, no header). PACKED, set on the first
+label, tells the two apart. TensorFlow-free.
 """
 
 from __future__ import annotations
 
+import math
 from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -48,17 +50,28 @@ def header_bytes(count: int) -> int:
     return _HEAD.itemsize + count * ITEM.itemsize
 
 
-def plan(items: Sequence[Item], slot: int) -> Optional[List[bool]]:
+def worker_takes(k: int, share: float) -> bool:
+    """Whether the k-th Pending item of a batch (from 0) is decoded by the
+    worker under `share` in [0, 1): spread evenly, floor(k * share) items
+    of the first k (0.5: items 1, 3, 5 ...; 0: none)."""
+    return math.floor((k + 1) * share) > math.floor(k * share)
+
+
+def plan(items: Sequence[Item], slot: int, share: float = 0.0
+         ) -> Optional[List[bool]]:
     """Which Pending items travel as JPEG bytes (True) in a batch of
-    len(items) slots of `slot` bytes: each one whose bytes leave `slot`
-    bytes for every later item; the others are decoded by the worker.
-    None: none fits (the batch goes plain, every item decoded)."""
+    len(items) slots of `slot` bytes: each one not taken by the worker
+    (`worker_takes` under `share`) whose bytes leave `slot` bytes for
+    every later item; the others are decoded by the worker. None: none
+    travels (the batch goes plain, every item decoded)."""
     budget = len(items) * slot - header_bytes(len(items))
-    used, keep = 0, []
+    used, keep, pending = 0, [], 0
     for j, item in enumerate(items):
         later = slot * (len(items) - j - 1)
         fits = isinstance(item, Pending) and \
+            not worker_takes(pending, share) and \
             used + len(item.data) + later <= budget
+        pending += isinstance(item, Pending)
         keep.append(fits)
         used += len(item.data) if fits else slot
     return keep if any(keep) else None

@@ -375,6 +375,19 @@ def test_the_trainers_decoder_feeds_steps_and_says_what_it_did(report):
     assert r["alive_after_close"] == []
 
 
+def test_result_json_gives_gpu_trainers_threads_and_worker_share():
+    info = host_feed.records_info(
+        _ds(decode="gpu_trainer", worker_decode_share=0.5), "nvimgcodec",
+        15, 64)
+    assert info == {"builder": "records", "decoder": "nvimgcodec",
+                    "decode": "gpu_trainer", "num_workers": 15, "files": 64,
+                    "decode_threads": host_feed.decode_threads(),
+                    "worker_decode_share": 0.5}
+    assert set(host_feed.records_info(_ds(decode="gpu"), "nvimgcodec", 15,
+                                      64)) == {
+        "builder", "decoder", "decode", "num_workers", "files"}
+
+
 def test_a_failing_worker_ends_the_feed_in_one_line(report):
     kind, message = report["failing"]
     assert kind == "InputWorkerError"

@@ -2,7 +2,9 @@
 packing with data/records/packed_batch.py), on nvImageCodec's CPU
 decoder: the same batches as decode: gpu for the same records and seed
 (grayscale, CMYK and PNG records, JPEGs too big to pack, an evaluation
-pass's partial batches), and its decode failures as one line; over a
+pass's partial batches), a worker_decode_share's split (the same
+pixels, that share of each batch's JPEGs decoded in the worker, a bad one
+the worker's skip), and its decode failures as one line; over a
 stand-in pool, its pipeline: order, the decoder call beside the resizes,
 failures in order, close() with every stage holding a batch."""
 
@@ -171,17 +173,19 @@ def _cut(seed):
     return data[:data.index(b"\xff\xda")]
 
 
-def _bad_pass(tmp_path, bad, skip):
+def _bad_pass(tmp_path, bad, skip, share=0.0):
     """TrainerDecode over 1 worker and an evaluation pass of one file's
     8 records (labels 0-7), the records `bad` cut JPEGs: two packed
-    batches of 4. (the stage, its file, the cut JPEGs' sizes)."""
+    batches of 4, `share` of their JPEGs decoded in the worker. (the
+    stage, its file, the cut JPEGs' sizes)."""
     path = str(tmp_path / "validation-00000-of-00001")
     images = [_cut(i) if i in bad else natural_jpeg(i, 48, 36)
               for i in range(8)]
     _write(path, images, [1 + i for i in range(8)])
     ds = DatasetConfig(builder="records", data_dir=str(tmp_path),
                        split="validation", image_size=48, num_classes=8,
-                       worker_timeout_seconds=60.0, skip_bad_records=skip)
+                       worker_timeout_seconds=60.0, skip_bad_records=skip,
+                       worker_decode_share=share)
     stage = host_feed.trainer_decode_maker(host_feed.records_source(
         ds, [path], False, 5, WINDOWS, pack_batch=4), ds, 4, KEY, 1,
         WINDOWS, 0, 1)()
@@ -237,6 +241,47 @@ def test_a_batch_with_no_image_decoded_ends_in_one_line(tmp_path,
         f"it; the last: {_skipped_line(path, 3, sizes[3])}")
     assert "official_bench: 4 bad record(s) skipped in validation so far" \
         in absl_messages
+
+
+def _sent(monkeypatch):
+    """How many JPEGs each packed batch the trainer unpacks holds."""
+    from official_bench.data.records import packed_batch
+    counts, real = [], packed_batch.unpack
+
+    def unpack(*args):
+        items, tags = real(*args)
+        counts.append(sum(isinstance(item, host_decode.Pending)
+                          for item in items))
+        return items, tags
+    monkeypatch.setattr(packed_batch, "unpack", unpack)
+    return counts
+
+
+@pytest.mark.parametrize("share, sent", [(0.5, [2, 2]), (0.25, [3, 3])])
+def test_a_worker_share_splits_each_batch_with_the_same_pixels(
+        tmp_path, monkeypatch, share, sent):
+    counts = _sent(monkeypatch)
+    whole, _, _ = _bad_pass(tmp_path, set(), False)
+    want = _batches(whole)
+    assert counts == [4, 4] and whole.decoded == 8
+    del counts[:]
+    split, _, _ = _bad_pass(tmp_path, set(), False, share)
+    _same(_batches(split), want)
+    assert counts == sent and split.decoded == sum(sent)
+
+
+def test_a_bad_jpeg_of_the_workers_share_is_their_skip(tmp_path,
+                                                       monkeypatch):
+    # record 1, the first batch's second JPEG, is the worker's at 0.5: it
+    # skips it and refills the batch with record 4; of the JPEGs still
+    # undecoded (0, 2, 4) it decodes 2, the trainer 0 and 4
+    counts = _sent(monkeypatch)
+    stage, _, _ = _bad_pass(tmp_path, {1}, True, 0.5)
+    got = _batches(stage)
+    # (the 3 records left make no batch of 4)
+    assert [labels for _, labels in got] == [[0, 2, 3, 4]]
+    assert counts == [2] and stage.decoded == 2
+    assert stage.skipped.count("validation") == 0  # the trainer's
 
 
 def test_a_failing_decoder_ends_the_feed_in_one_line(data_dir, monkeypatch):

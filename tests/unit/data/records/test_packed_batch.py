@@ -76,3 +76,27 @@ def test_bytes_that_are_no_packed_batch_are_a_clear_error():
     records[0]["length"] = 10 ** 6
     with pytest.raises(pb.PackError, match="item 0: bytes"):
         pb.unpack(packed)
+
+
+def test_a_worker_share_takes_jpegs_spread_evenly():
+    # the k-th JPEG (from 0) is the worker's when floor((k + 1) * share)
+    # > floor(k * share): 0.5 every other one, 0.25 every fourth
+    assert [k for k in range(8) if pb.worker_takes(k, 0.5)] == [1, 3, 5, 7]
+    assert [k for k in range(8) if pb.worker_takes(k, 0.25)] == [3, 7]
+    assert not any(pb.worker_takes(k, 0.0) for k in range(100))
+    items = [_pending(40, 0), _pixels(1), _pending(40, 1), _pending(40, 2),
+             _pending(40, 3)]
+    assert pb.plan(items, 768) == [True, False, True, True, True]
+    assert pb.plan(items, 768, 0.5) == [True, False, False, True, False]
+
+
+def test_a_worker_share_composes_with_the_room_rule():
+    # the 600-byte JPEG does not fit (see above), so is decoded here
+    # whatever the share; the share counts it among the JPEGs
+    items = [_pending(600), _pending(40, 1), _pending(40, 2), _pixels(1)]
+    assert pb.plan(items, 768, 0.5) == [False, False, True, False]
+    assert pb.plan([_pending(40), _pending(40, 1), _pixels(1)], 768,
+                   0.5) == [True, False, False]
+    # the room rule and the share leave no JPEG to travel: plain
+    assert pb.plan([_pending(600), _pending(40, 1), _pixels(1),
+                    _pixels(2)], 768, 0.5) is None
