@@ -16,10 +16,14 @@
 # (a sweep, "8 15": a real case per count, named real_w8, real_w15, instead
 # of the one NUM_WORKERS case), DECODE (the real runs' train_dataset.decode:
 # cpu, or cpu_window, gpu or gpu_trainer with nvImageCodec's wheels in .whl/:
-# nvidia-nvimgcodec-cu13 and nvidia-nvjpeg), DECODES (several, "gpu_trainer
-# gpu": the real cases for each, named by it, real_gpu_trainer_w15,
-# real_gpu_w8; default DECODE alone, names as above), WORKERS_<decode>
-# (that decode's counts instead of WORKERS: WORKERS_gpu_trainer=15), MPS
+# nvidia-nvimgcodec-cu13 and nvidia-nvjpeg; gpu_trainer:SHARE, SHARE 0.01 to
+# 0.99, sets train_dataset.worker_decode_share too, the workers decoding
+# that share of each batch), DECODES (several, "gpu_trainer gpu": the real
+# cases for each, named by it, real_gpu_trainer_w15, real_gpu_w8, and
+# gpu_trainer:0.5's real_gpu_trainer_s50_w15 (a share's case is named so
+# alone too); default DECODE alone, names as above), WORKERS_<decode>
+# (that decode's counts instead of WORKERS: WORKERS_gpu_trainer=15, for
+# its shares too unless WORKERS_gpu_trainer_s50 gives theirs), MPS
 # (1: with decode gpu, one more real case per count in MPS_WORKERS,
 # default the last count, under CUDA's MPS daemon, started for those runs
 # and stopped on every exit: real_w15_mps; a line instead where
@@ -40,14 +44,33 @@ set -u
 source "$(dirname "$0")/lib/gpu_stage.sh"
 gpu_usage "$0" "${1:-}" && exit 0
 decodes=${DECODES:-${DECODE:-cpu}}
+decode_name() {  # decode_name DECODE: gpu_trainer:0.5 -> gpu_trainer_s50
+  local share=${1#*:} pct
+  [ "$share" = "$1" ] && { echo "$1"; return; }
+  pct=${share#0.}; [ ${#pct} = 1 ] && pct=${pct}0
+  echo "${1%%:*}_s$pct"
+}
+decode_counts() {  # decode_counts DECODE: its WORKERS_<name> or _<decode>
+  local by_name=WORKERS_$(decode_name "$1") by_decode=WORKERS_${1%%:*}
+  echo "${!by_name:-${!by_decode:-}}"
+}
 for d in $decodes; do
+  bad_share=
   case $d in
     cpu|cpu_window|gpu|gpu_trainer) ;;
-    *) echo "gpu_records_check.sh: DECODES/DECODE: '$d' is not a decode (cpu, cpu_window, gpu or gpu_trainer, space-separated: DECODES=\"gpu_trainer gpu\")" >&2
+    gpu_trainer:0.[0-9]|gpu_trainer:0.[0-9][0-9])
+      case ${d#*:} in
+        0.0|0.00) bad_share=1 ;;
+      esac ;;
+    gpu_trainer:*) bad_share=1 ;;
+    *) echo "gpu_records_check.sh: DECODES/DECODE: '$d' is not a decode (cpu, cpu_window, gpu, gpu_trainer or gpu_trainer:SHARE, space-separated: DECODES=\"gpu_trainer gpu gpu_trainer:0.5\")" >&2
        exit 2 ;;
   esac
-  count_var=WORKERS_$d
-  sweeps="${sweeps:-} ${!count_var:-}"
+  if [ -n "$bad_share" ]; then
+    echo "gpu_records_check.sh: DECODES/DECODE: '$d': the share is not 0.01 to 0.99 with at most two decimals (gpu_trainer:0.5: train_dataset.worker_decode_share=0.5)" >&2
+    exit 2
+  fi
+  sweeps="${sweeps:-} $(decode_counts "$d")"
 done
 for n in ${WORKERS:-} ${MPS_WORKERS:-} ${sweeps:-}; do
   case $n in
@@ -160,8 +183,9 @@ fitted() {  # fitted COUNT: the count, or the workers /dev/shm holds
 cases=()
 several=$(echo $decodes | wc -w)
 for d in $decodes; do
-  tag=real; [ "$several" -gt 1 ] && tag=real_$d
-  count_var=WORKERS_$d; counts=${!count_var:-${WORKERS:-}}
+  tag=real; { [ "$several" -gt 1 ] || [ "${d#*:}" != "$d" ]; } &&
+    tag=real_$(decode_name "$d")
+  counts=$(decode_counts "$d"); counts=${counts:-${WORKERS:-}}
   if [ -n "$counts" ]; then
     for n in $counts; do cases+=("${tag}_w$n $(fitted "$n") 0 $d"); done
   else
@@ -181,9 +205,11 @@ fi
 cpu_line() { { head -n1 /proc/stat; } >> "$1"; nproc > "$1.cores"; }
 run_case() {  # run_case NAME DTYPE [COUNT MPS DECODE]: TEST_NUM runs of the
   # run script; NAME synthetic, or a real case on COUNT workers (under MPS)
-  local name=$1 dtype=$2 extra=()
+  local name=$1 dtype=$2 extra=() dec=${5:-} share=
+  [ "${dec#*:}" != "$dec" ] &&
+    share=",train_dataset.worker_decode_share=${dec#*:}"
   [ "$name" != synthetic ] && extra=(DATA_DIR="$root/records"
-    PARAMS_OVERRIDE="train_dataset.num_workers=$3,train_dataset.decode=$5")
+    PARAMS_OVERRIDE="train_dataset.num_workers=$3,train_dataset.decode=${dec%%:*}$share")
   [ "${4:-0}" = 1 ] && extra+=(CUDA_MPS_PIPE_DIRECTORY="$mps_pipe")
   rm -f "$out/cpu_${name}_${dtype}"
   cpu_line "$out/cpu_${name}_${dtype}"

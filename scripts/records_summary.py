@@ -10,8 +10,9 @@ copies of each run's result.json), OUT_DIR/result_<case>/*_result.json (the
 extractor's tables of the same runs) and OUT_DIR/cpu_<case>_<dtype>
 (/proc/stat's cpu line before and after each case), where <case> is
 synthetic, real, or real_<label> for each real case of a sweep (real_w8,
-real_w15_mps, real_gpu_trainer_w15: gpu_records_check.sh's WORKERS, MPS
-and DECODES; a row each, its decode from its result.json, against
+real_w15_mps, real_gpu_trainer_w15, real_gpu_trainer_s50_w15:
+gpu_records_check.sh's WORKERS, MPS and DECODES; a row each, its decode
+and gpu_trainer's worker_decode_share from its result.json, against
 the one synthetic case, its workers from its result.json); writes
 OUT_DIR/records_summary.json and .md and prints the table.
 The img/s columns are the extractor's 1n1g medians (DLPerf's number, the
@@ -117,7 +118,8 @@ DECODES = ("gpu_trainer", "gpu", "cpu_window", "cpu")
 
 def label(name: str) -> str:
     """A real case's label in the table: 'w15 mps' for real_w15_mps,
-    'gpu_trainer w15' for real_gpu_trainer_w15."""
+    'gpu_trainer w15' for real_gpu_trainer_w15, 'gpu_trainer s50 w15' for
+    real_gpu_trainer_s50_w15 (worker_decode_share 0.5)."""
     if "_" not in name:
         return "-"
     rest = name[len("real_"):]
@@ -154,6 +156,7 @@ def case(out: str, dtype: str, real, synthetic, extracted=None,
         "host_busy_cores_synthetic": busy_cores(
             os.path.join(out, f"cpu_synthetic_{dtype}")),
         "decode": feed.get("decode"),
+        "worker_decode_share": feed.get("worker_decode_share"),
         "decoder": feed.get("decoder"), "workers": workers,
         "decode_img_s_per_core": per_core,
     }
@@ -166,6 +169,13 @@ def case(out: str, dtype: str, real, synthetic, extracted=None,
 
 def _fmt(v, spec="{:,.0f}"):
     return "-" if v is None else spec.format(v)
+
+
+def _decode(row) -> str:
+    """The decode column: gpu_trainer's share of the workers with it."""
+    share = row.get("worker_decode_share")
+    return (row.get("decode") or "-") + (f" (workers {share:g})" if share
+                                         else "")
 
 
 def table(rows) -> str:
@@ -183,7 +193,7 @@ def table(rows) -> str:
             f"{_fmt(r['real_over_synthetic'], '{:.3f}')} | "
             f"{_fmt(r['input_wait_fraction'], '{:.1%}')} | "
             f"{_fmt(r['host_busy_cores_real'], '{:.1f}')} | "
-            f"{r.get('decode') or '-'} | {r['decoder'] or '-'} | "
+            f"{_decode(r)} | {r['decoder'] or '-'} | "
             f"{_fmt(r['workers'], '{}')} | "
             f"{_fmt(r['decode_img_s_per_core'], '{:.0f}')} | "
             f"{_fmt(r.get('cores_x_per_core_over_synthetic'), '{:.2f}')} |")

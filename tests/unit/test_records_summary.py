@@ -19,7 +19,7 @@ def summary():
 
 
 def _run(root, data, dtype, index, over_window, wait=None, per_core=None,
-         workers=15, decode="cpu", decoder="simplejpeg"):
+         workers=15, decode="cpu", decoder="simplejpeg", share=None):
     path = (root / f"logs_{data}" / "jax" / "resnet50" / "bz256" / "1n1g" /
             f"rn50_b256_{dtype}_{index}.json")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -28,6 +28,8 @@ def _run(root, data, dtype, index, over_window, wait=None, per_core=None,
         result["input"] = {"decode": decode, "decoder": decoder,
                            "num_workers": workers,
                            "decode_images_per_cpu_second": per_core}
+        if share is not None:
+            result["input"]["worker_decode_share"] = share
         result["input_wait"] = {"fraction": wait}
     path.write_text(json.dumps(result))
 
@@ -132,6 +134,26 @@ def test_a_decode_sweep_names_each_cases_decode(tmp_path, summary):
     table = (tmp_path / "records_summary.md").read_text()
     assert "| fp16 | gpu_trainer w15 | 5,000 | 6,800 | 0.735 | - | - | " \
         "gpu_trainer | nvimgcodec | 15 | - | - |" in table
+
+
+def test_a_gpu_trainer_share_is_a_row_of_its_own(tmp_path, summary):
+    """gpu_records_check.sh's DECODES="gpu_trainer gpu_trainer:0.5": the
+    share in the case's label and beside its decode."""
+    for name, share in (("real_gpu_trainer_w15", 0.0),
+                        ("real_gpu_trainer_s50_w15", 0.5)):
+        _run(tmp_path, name, "fp16", 1, 5000.0 + 1000 * share,
+             decode="gpu_trainer", decoder="nvimgcodec", share=share)
+    _run(tmp_path, "synthetic", "fp16", 1, 6800.0)
+    assert summary.main([str(tmp_path)]) == 0
+    rows = json.loads((tmp_path / "records_summary.json").read_text())
+    assert [(r["case"], r["decode"], r["worker_decode_share"],
+             r["real_img_s"]) for r in rows] == [
+        ("gpu_trainer s50 w15", "gpu_trainer", 0.5, 5500.0),
+        ("gpu_trainer w15", "gpu_trainer", 0.0, 5000.0)]
+    table = (tmp_path / "records_summary.md").read_text()
+    assert "| fp16 | gpu_trainer s50 w15 | 5,500 | 6,800 | 0.809 | - | - " \
+        "| gpu_trainer (workers 0.5) | nvimgcodec | 15 | - | - |" in table
+    assert "| gpu_trainer | nvimgcodec |" in table
 
 
 def test_usage_and_nothing_found(tmp_path, summary, capsys):
