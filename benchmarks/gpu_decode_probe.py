@@ -19,11 +19,13 @@ windows a call, resized by T threads. Then `decode: gpu_trainer`'s own
 code (jax_backend/host_feed.TrainerDecode, its decoder call of a batch
 beside the resizes of the one before) over packed batches in memory,
 against the same work on one thread as before that pipeline, with the
-largest T (stage trainer_decode).
+largest T (stage trainer_decode), and with `--worker_shares` the same
+with that share of each batch's JPEGs decoded beforehand, as
+worker_decode_share's workers do (their part not timed).
 
     python benchmarks/gpu_decode_probe.py --image_dir DIR [--batch 256]
         [--seconds 8] [--decoders hw,cuda] [--processes 1,8,15]
-        [--trainer_threads 4,8] [--json OUT.json]
+        [--trainer_threads 4,8] [--worker_shares 0,0.5] [--json OUT.json]
 
 DIR is searched for *.JPEG / *.jpg (scripts/make_jpeg_folder.py makes
 ImageNet-like ones). `--decoders cpu` with `--worker_decoders
@@ -394,16 +396,19 @@ class PackedPool:
         pass
 
 
-def packed_batches(decoder: str, images, batch: int, count: int = 2):
+def packed_batches(decoder: str, images, batch: int, count: int = 2,
+                   share: float = 0.0):
     """`count` batches of `batch` images (224, every other one flipped) as
     decode: gpu_trainer's workers hand them over: (packed_batch.pack's
-    images, labels with PACKED on the first); a JPEG that does not fit
-    decoded here, as a worker would."""
+    images, labels with PACKED on the first); a JPEG that does not fit,
+    and `share` of them (worker_decode_share), decoded here, as a worker
+    would."""
     from official_bench.data.records import packed_batch
     out = []
     for b in range(count):
         crops = _start_crops(decoder, images, b * batch, batch)
-        keep = packed_batch.plan(crops, 224 * 224 * 3) or [False] * batch
+        keep = packed_batch.plan(crops, 224 * 224 * 3, share) or \
+            [False] * batch
         crops = [c if k or not isinstance(c, host_decode.Pending) else
                  host_decode.finish_crops([c], decoder)[0]
                  for c, k in zip(crops, keep)]
@@ -452,14 +457,15 @@ def _pipelined_decode(pool, decoder: str, threads: int) -> int:
 
 
 def trainer_decode_rates(decoder: str, images, batch: int, threads: int,
-                         seconds: float) -> list:
+                         seconds: float, share: float = 0.0) -> list:
     """decode: gpu_trainer's decoding in the trainer over packed batches
     in memory (no workers: the trainer's part alone), before its pipeline
     (one thread) and as TrainerDecode does it (the decoder call of a batch
     beside the resizes of the one before), one after the other: their
     img/s and CPU ms per image; the pipelined row's `ratio` is its img/s
-    over the serial's."""
-    batches = packed_batches(decoder, images, batch)
+    over the serial's. `share`: that share of each batch's JPEGs arrives
+    decoded (the rows' images count them; their decoding is not timed)."""
+    batches = packed_batches(decoder, images, batch, share=share)
     _worker_call(decoder, images, 0, 1)  # starts the decoder
     rows = []
     for name, run in (("serial, before", _serial_decode),
@@ -470,8 +476,11 @@ def trainer_decode_rates(decoder: str, images, batch: int, threads: int,
         cpu = time.process_time() - cpu0
         rows.append({"decoder": f"trainer decode, {decoder}, {batch} a "
                                 f"batch, {threads} thread"
-                                f"{'s' if threads > 1 else ''}, {name}",
-                     "threads": threads, "img_s": count / wall,
+                                f"{'s' if threads > 1 else ''}, {name}"
+                                + (f", worker share {share:g}" if share
+                                   else ""),
+                     "threads": threads, "worker_share": share,
+                     "img_s": count / wall,
                      "cpu_ms_per_image": 1e3 * cpu / max(count, 1),
                      "failed": 0, "images": count, "mad": None})
     rows[1]["ratio"] = rows[1]["img_s"] / rows[0]["img_s"]
@@ -525,6 +534,19 @@ def _counts(text: str):
     return counts
 
 
+def _shares(text: str):
+    """'0,0.5' -> [0.0, 0.5], each in [0, 1): an argparse type."""
+    try:
+        shares = [float(c) for c in text.split(",")]
+    except ValueError:
+        shares = [-1.0]
+    if not all(0 <= s < 1 for s in shares):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of shares from 0 to "
+            "under 1 (e.g. 0,0.5)")
+    return shares
+
+
 def _parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--image_dir", required=True,
@@ -551,6 +573,10 @@ def _parser():
                         "(default 1,8,15)")
     p.add_argument("--trainer_threads", type=_counts, default="4,8",
                    help="resize threads of the trainer path (default 4,8)")
+    p.add_argument("--worker_shares", type=_shares, default="0",
+                   help="the trainer_decode stage's worker_decode_share "
+                        "values: that share of each batch's JPEGs decoded "
+                        "before the trainer's part (default 0)")
     p.add_argument("--sweep_seconds", type=float, default=2.0,
                    help="seconds each process count and thread count is "
                         "timed (default 2)")
@@ -626,12 +652,14 @@ def _sweep_rows(stages, decoders, paths, images, args):
                       f"failed: {e}", flush=True)
     threads = max(args.trainer_threads, default=0)
     for decoder in window if "trainer_decode" in stages and threads else []:
-        try:
-            rows += trainer_decode_rates(decoder, images, args.batch,
-                                         threads, args.sweep_seconds)
-        except Exception as e:  # DecoderUnavailable: no GPU here
-            print(f"trainer decode, {decoder}, {threads} threads: "
-                  f"failed: {e}", flush=True)
+        for share in args.worker_shares:
+            try:
+                rows += trainer_decode_rates(decoder, images, args.batch,
+                                             threads, args.sweep_seconds,
+                                             share)
+            except Exception as e:  # DecoderUnavailable: no GPU here
+                print(f"trainer decode, {decoder}, {threads} threads, "
+                      f"worker share {share:g}: failed: {e}", flush=True)
     return rows
 
 

@@ -1,5 +1,6 @@
 """benchmarks/gpu_decode_probe.py's processes and trainer stages on
-nvImageCodec's CPU decoder, its refusal of bad counts, and
+nvImageCodec's CPU decoder (trainer_decode at worker shares too), its
+refusal of bad counts and shares, and
 scripts/gpu_decode_probe.sh's knobs and MPS daemon with stand-ins for
 Python and nvidia-cuda-mps-control (the probe's other stages:
 test_gpu_speed_scripts.py)."""
@@ -77,9 +78,35 @@ def test_the_trainer_stages_add_their_rows_to_the_file(jpegs, tmp_path):
     assert " x the serial row's img/s |" in stdout
 
 
+def test_the_trainer_decode_stage_times_each_worker_share(jpegs, tmp_path):
+    from official_bench.data.records import host_decode, packed_batch
+    stdout, rows = _probe(jpegs, tmp_path / "probe.json", "--stages",
+                          "trainer_decode", "--trainer_threads", "2",
+                          "--worker_shares", "0,0.5")
+    decode = "trainer decode, nvimgcodec_cpu, 4 a batch, 2 threads, "
+    assert [(r["decoder"], r["worker_share"]) for r in rows] == [
+        (decode + "serial, before", 0.0),
+        (decode + "pipelined, TrainerDecode", 0.0),
+        (decode + "serial, before, worker share 0.5", 0.5),
+        (decode + "pipelined, TrainerDecode, worker share 0.5", 0.5)]
+    assert all(r["img_s"] > 0 and r["images"] % 4 == 0 for r in rows)
+    # at 0.5 the packed batches hold every other JPEG
+    probe = load_script("benchmarks", "gpu_decode_probe.py")
+    images = [((jpegs / f"{k}.JPEG").read_bytes(), (0, 0, 200, 300))
+              for k in range(4)]
+    for share, sent in ((0.0, 4), (0.5, 2)):
+        for packed, _ in probe.packed_batches("nvimgcodec_cpu", images, 4,
+                                              share=share):
+            items, _ = packed_batch.unpack(packed)
+            assert sum(isinstance(i, host_decode.Pending)
+                       for i in items) == sent
+
+
 @pytest.mark.parametrize("flag,value", [("--processes", "0"),
                                         ("--processes", "x"),
-                                        ("--trainer_threads", "2,,4")])
+                                        ("--trainer_threads", "2,,4"),
+                                        ("--worker_shares", "0,1"),
+                                        ("--worker_shares", "half")])
 def test_a_bad_count_is_refused_naming_its_flag(flag, value, capsys):
     probe = load_script("benchmarks", "gpu_decode_probe.py")
     with pytest.raises(SystemExit) as e:
