@@ -21,7 +21,10 @@ beside the resizes of the one before) over packed batches in memory,
 against the same work on one thread as before that pipeline, with the
 largest T (stage trainer_decode), and with `--worker_shares` the same
 with that share of each batch's JPEGs decoded beforehand, as
-worker_decode_share's workers do (their part not timed).
+worker_decode_share's workers do (their part not timed). With
+`--blocking_sync` each process of the processes stage first sets its CUDA
+waits to block instead of spin (host/cuda_waits.py: CUDA spins a core
+through each wait of a process with one context), its rows marked so.
 
     python benchmarks/gpu_decode_probe.py --image_dir DIR [--batch 256]
         [--seconds 8] [--decoders hw,cuda] [--processes 1,8,15]
@@ -60,6 +63,7 @@ from official_bench.data.records import (  # noqa: E402
     host_decode,
     host_examples,
 )
+from official_bench.host import cuda_waits  # noqa: E402
 from official_bench.host.atomic import write_text_atomic  # noqa: E402
 
 # nvImageCodec 0.9 registers nvJPEG's CUDA decoder as HYBRID_CPU_GPU.
@@ -220,12 +224,17 @@ def worker_rate(decoder: str, images, seconds: float, group: int = 1
 
 
 def _one_process(decoder: str, paths, seed: int, group: int,
-                 seconds: float, spawned: float, barrier, results) -> None:
-    """One of processes_rate's: its images read, its decoder started (one
-    call), then worker_rate after the barrier; its row, or its error, put
-    on `results`."""
-    error = None
+                 seconds: float, spawned: float, barrier, results,
+                 blocking: bool = False) -> None:
+    """One of processes_rate's: its images read, its CUDA waits set to
+    block (`blocking`), its decoder started (one call), then worker_rate
+    after the barrier; its row, or its error, put on `results`."""
+    error, waits = None, "CUDA's default"
     try:
+        if blocking:
+            why = cuda_waits.block_waits(0)
+            waits = "blocking sync" if why is None else \
+                f"blocking sync not set: {why}"
         images = load(paths, seed)
         _worker_call(decoder, images, 0, group)
         ready = time.time() - spawned
@@ -239,7 +248,7 @@ def _one_process(decoder: str, paths, seed: int, group: int,
         results.put({"k": seed, "error": error})
         return
     row = worker_rate(decoder, images, seconds, group)
-    results.put({**row, "k": seed, "ready_s": ready})
+    results.put({**row, "k": seed, "ready_s": ready, "waits": waits})
 
 
 def _collect(procs, results, seconds: float):
@@ -288,14 +297,15 @@ def step_ms(step, seconds: float) -> float:
 
 
 def processes_rate(decoder: str, paths, n: int, seconds: float,
-                   label: str = "", step=None) -> dict:
+                   label: str = "", step=None, blocking: bool = False
+                   ) -> dict:
     """worker_rate's loop in `n` spawned processes at once (each its own
-    decoder: on a GPU, its own CUDA context), each on its share of
-    `paths`, timed together after a barrier: the total and each one's
-    img/s, CPU ms per image (all processes' CPU over all their images;
-    each one's), failures, the slowest start; with `step` (jax_step),
-    its ms beside them in this process, as the trainer's beside its
-    workers."""
+    decoder: on a GPU, its own CUDA context, its waits blocking with
+    `blocking`), each on its share of `paths`, timed together after a
+    barrier: the total and each one's img/s, CPU ms per image (all
+    processes' CPU over all their images; each one's), failures, the
+    slowest start, how they waited; with `step` (jax_step), its ms beside
+    them in this process, as the trainer's beside its workers."""
     group = host_examples.WINDOW_GROUP \
         if decoder in host_decode.WINDOW_DECODERS else 1
     ctx = multiprocessing.get_context("spawn")
@@ -303,7 +313,7 @@ def processes_rate(decoder: str, paths, n: int, seconds: float,
     results = ctx.Queue()
     procs = [ctx.Process(target=_one_process, daemon=True, args=(
         decoder, paths[k::n], k, group, seconds, time.time(), barrier,
-        results)) for k in range(n)]
+        results, blocking)) for k in range(n)]
     for proc in procs:
         proc.start()
     beside = None
@@ -327,6 +337,7 @@ def processes_rate(decoder: str, paths, n: int, seconds: float,
             "cpu_ms_each": [round(r["cpu_ms_per_image"], 4) for r in ok],
             "ready_s": max((r["ready_s"] for r in ok), default=None),
             "step_ms_beside": beside,
+            "waits": sorted({r["waits"] for r in ok}),
             "errors": [r["error"] for r in each if "error" in r]}
 
 
@@ -494,10 +505,12 @@ def _notes(r) -> str:
         step = "" if r.get("step_ms_beside") is None else (
             f"; JAX step {r['step_ms_alone']:.2f} ms alone, "
             f"{r['step_ms_beside']:.2f} beside them")
+        waits = [w for w in r.get("waits", []) if w != "CUDA's default"]
         return (f"each {statistics.mean(r['img_s_each']):,.0f} img/s, "
                 f"{statistics.mean(cpu):.3f} CPU ms/image "
                 f"({min(cpu):.3f}-{max(cpu):.3f}); slowest start "
-                f"{r['ready_s']:.1f} s{step}")
+                f"{r['ready_s']:.1f} s{step}"
+                + "".join(f"; {w}" for w in waits))
     if "ratio" in r:
         return f"{r['ratio']:.2f} x the serial row's img/s"
     if "decode_ms_per_image" in r:
@@ -589,6 +602,11 @@ def _parser():
                         "beside each count's processes")
     p.add_argument("--label", default="",
                    help="added to the processes' rows' names (e.g. MPS)")
+    p.add_argument("--blocking_sync", action="store_true",
+                   help="each process of the processes stage sets its "
+                        "CUDA waits to block, not spin, before its decoder "
+                        "starts (host/cuda_waits.py); the rows say whether "
+                        "it could")
     p.add_argument("--json", help="also write the rows here")
     p.add_argument("--append", action="store_true",
                    help="add the rows to those --json's file has")
@@ -637,7 +655,7 @@ def _sweep_rows(stages, decoders, paths, images, args):
         for decoder in decoders:
             rows.append(processes_rate(decoder, paths, n, args.sweep_seconds,
                                        f", {args.label}" if args.label
-                                       else "", step))
+                                       else "", step, args.blocking_sync))
             rows[-1]["step_ms_alone"] = alone
             for error in rows[-1]["errors"][:1]:
                 print(f"{rows[-1]['decoder']}: {error}", flush=True)

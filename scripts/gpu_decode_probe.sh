@@ -9,12 +9,16 @@
 # trainer (one process, one decoder, BATCH windows a call resized by 4 and
 # 8 threads; then decode: gpu_trainer's TrainerDecode, pipelined, against
 # the same work on one thread as before, on packed batches in memory, 8
-# threads), with MPS=1 processes again under MPS (nvimgcodec at the
-# largest count; the daemon from scripts/lib/gpu_stage.sh, stopped on any
-# exit, its log in OUT_DIR/mps_log), then probe (the hardware and CUDA
-# decoders against simplejpeg on one core, the worker path in one
-# process). About 1.6 minutes, estimated (not yet run on a GPU): 17 s to
-# start and make JPEGs, 31 s, 13 s, 11 s and 21 s.
+# threads, at each of WORKER_SHARES: the share of each batch's JPEGs
+# worker_decode_share leaves to the workers), processes_block
+# (nvimgcodec's processes at the largest count again, each with CUDA's
+# waits set to block instead of spin: host/cuda_waits.py), with MPS=1
+# processes again under MPS (nvimgcodec at the largest count; the daemon
+# from scripts/lib/gpu_stage.sh, stopped on any exit, its log in
+# OUT_DIR/mps_log), then probe (the hardware and CUDA decoders against
+# simplejpeg on one core, the worker path in one process). About 1.9
+# minutes, estimated (not yet run on a GPU): 17 s to start and make
+# JPEGs, 31 s, 18 s, 11 s, 11 s and 21 s.
 #
 #   bash scripts/gpu_decode_probe.sh OUT_DIR [BUDGET_SECONDS]
 #
@@ -22,6 +26,7 @@
 # CUDA 13, simplejpeg; cp312 manylinux, as for scripts/gpu_jax_check.sh).
 # IMAGES (2000), BATCH (256), PROBE_SECONDS (3; 8 until 2026-11-30),
 # DECODERS (hw,cuda; cpu runs without a GPU and checks the flow),
+# WORKER_SHARES (0,0.5), BLOCKING (1; 0: no processes_block stage),
 # WORKER_DECODERS (simplejpeg,nvimgcodec: an input worker's per-image work
 # with each, a window decoder one image and 32 a call; nvimgcodec_cpu
 # without a GPU), PROCESSES (1,8,15), TRAINER_THREADS (4,8),
@@ -29,7 +34,7 @@
 # JAX step), MPS (0; 1: the MPS stage, where nvidia-cuda-mps-control is
 # on PATH; MPS_PROCESSES, default PROCESSES's last). OUT_DIR gets
 # summary.txt, probe.json (every stage's rows) and the stages' logs.
-# A CPU check of the flow, about 36 s on 2 cores:
+# A CPU check of the flow, about 46 s on 2 cores:
 #   IMAGES=200 DECODERS=cpu WORKER_DECODERS=simplejpeg,nvimgcodec_cpu \
 #   PROBE_SECONDS=2 PROCESSES=1,2 TRAINER_THREADS=2 \
 #   PYTHON=.venv/bin/python bash scripts/gpu_decode_probe.sh OUT 110
@@ -71,7 +76,13 @@ probe() {  # probe STAGES ARGS...: the probe's stages, rows into probe.json
 step=--jax_step
 [ "${JAX_STEP:-1}" = 1 ] || step=
 stage processes 35 probe processes $step
-stage trainer 16 probe trainer,trainer_decode
+stage trainer 20 probe trainer,trainer_decode \
+  --worker_shares "${WORKER_SHARES:-0,0.5}"
+nv_decoders=$(tr , '\n' <<< "$worker_decoders" | grep nvimgcodec | paste -sd ,)
+if [ "${BLOCKING:-1}" = 1 ] && [ -n "$nv_decoders" ] && [ -n "$processes" ]; then
+  stage processes_block 12 probe processes $step --label "blocking sync" \
+    --blocking_sync --processes "${processes##*,}" --worker_decoders "$nv_decoders"
+fi
 if [ "${MPS:-0}" = 1 ]; then  # scripts/lib/gpu_stage.sh's mps_start/stop
   mps_dir=/tmp/probe_mps.$$  # its pipes (sockets) stay out of OUT_DIR
   trap 'mps_stop; cp -r "$mps_dir/log" "$out/mps_log" 2>/dev/null
@@ -81,8 +92,7 @@ if [ "${MPS:-0}" = 1 ]; then  # scripts/lib/gpu_stage.sh's mps_start/stop
     say "$mps_line"
     CUDA_MPS_PIPE_DIRECTORY=$mps_pipe stage processes_mps 15 probe processes \
       $step --label MPS --processes "${MPS_PROCESSES:-${processes##*,}}" \
-      --worker_decoders "$(tr , '\n' <<< "$worker_decoders" \
-        | grep nvimgcodec | paste -sd ,)"
+      --worker_decoders "$nv_decoders"
     mps_stop
   fi
   say "$mps_line"

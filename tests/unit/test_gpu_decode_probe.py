@@ -57,6 +57,26 @@ def test_the_processes_stage_times_each_count_at_once(jpegs, tmp_path):
     assert "| worker path, nvimgcodec_cpu, 32 a call, 2 processes | " \
         in stdout
     assert " beside them |" in stdout
+    assert [r["waits"] for r in rows] == [["CUDA's default"]] * 2
+
+
+def test_blocking_sync_is_set_in_each_process_or_says_why(jpegs, tmp_path):
+    stdout, rows = _probe(jpegs, tmp_path / "probe.json", "--stages",
+                          "processes", "--processes", "2", "--blocking_sync",
+                          "--label", "blocking sync")
+    row, = rows
+    assert row["decoder"] == ("worker path, nvimgcodec_cpu, 32 a call, 2 "
+                              "processes, blocking sync")
+    assert row["errors"] == [] and row["images"] > 0
+    # no GPU here: each process says, once, why its waits could not block
+    # (on a GPU machine, "blocking sync")
+    waits, = row["waits"]
+    if os.path.exists("/dev/nvidiactl"):
+        assert waits == "blocking sync"
+    else:
+        assert waits.startswith("blocking sync not set: no CUDA driver "
+                                "library (libcuda.so.1")
+    assert f"; {waits} |" in stdout
 
 
 def test_the_trainer_stages_add_their_rows_to_the_file(jpegs, tmp_path):
@@ -162,14 +182,19 @@ def test_the_script_passes_its_knobs_and_runs_mps_between(tmp_path):
     rc, calls, summary = _script(tmp_path, MPS="1", PROCESSES="3,5",
                                  TRAINER_THREADS="6")
     assert rc == 0, summary
-    processes, trainer, mps_start, mps, mps_quit, probe = \
+    processes, trainer, block, mps_start, mps, mps_quit, probe = \
         _probe_calls(calls)
     assert "--processes 3,5 --trainer_threads 6 " in processes
     assert processes.endswith("--stages processes --json "
                               f"{tmp_path}/out/probe.json --append "
                               "--jax_step")
     assert "--stages trainer,trainer_decode " in trainer
+    assert trainer.endswith(" --worker_shares 0,0.5")
     assert "pipe= " in trainer
+    assert block.endswith("--stages processes --json "
+                          f"{tmp_path}/out/probe.json --append --jax_step "
+                          "--label blocking sync --blocking_sync "
+                          "--processes 5 --worker_decoders nvimgcodec_cpu")
     pipe = mps_start.split("pipe=")[1]
     assert mps_start.startswith("mps -d ") and pipe.startswith("/tmp/")
     assert f"pipe={pipe} " in mps and mps.endswith(
@@ -184,7 +209,7 @@ def test_a_signal_in_the_mps_stage_still_stops_the_daemon(tmp_path):
     rc, calls, summary = _script(tmp_path, MPS="1", KILL="1", JAX_STEP="0")
     assert rc == 143 and "--jax_step" not in "".join(calls)
     assert [c.split()[0] for c in _probe_calls(calls)] == [
-        "python", "python", "mps", "python", "mps"]
+        "python", "python", "python", "mps", "python", "mps"]
     assert _probe_calls(calls)[-1] == "mps quit"
 
 
