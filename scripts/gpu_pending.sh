@@ -19,17 +19,19 @@
 #     synthetic first (the denominator of issue 46's real/synthetic >=
 #     0.95, skipped last time), then real on 15 input workers with decode:
 #     gpu_trainer (one decoder in the trainer's process; never run on a GPU
-#     yet), with decode: gpu, and with gpu under CUDA's MPS (one context
-#     for all workers): the 5,155 img/s ceiling of 15 workers with a
-#     context each. Make JPEGs 43 s, build 6, synthetic ~55, real 70 then
-#     ~45 a case: 264 s; gpu on 8 workers as well would need 309, so
-#     gpu_trainer took its place (DECODES, WORKERS set them). Last,
-#     cpu_window (nvImageCodec's CPU decoder on the window, in the
-#     workers) where the budget still holds a case, else a line.
+#     yet), gpu_trainer:0.5 (the workers decode every other JPEG on the
+#     CPU, worker_decode_share: CPU and GPU rates add up), decode: gpu
+#     (the 5,155 img/s ceiling of 15 workers with a context each), and gpu
+#     under CUDA's MPS (one context for all workers). Make JPEGs 43 s,
+#     build 6, synthetic ~55, real 70 then ~45 a case: 264 s to gpu, so
+#     MPS's case is the first a short budget skips (DECODES, WORKERS set
+#     them). Last, cpu_window (nvImageCodec's CPU decoder on the window,
+#     in the workers) where the budget still holds a case, else a line.
 #  3. decode probe, 90 s (gpu_decode_probe.sh; its knobs pass through:
-#     PROCESSES, TRAINER_THREADS...; MPS is 1 here unless set, as for the
-#     records): the decoders alone, in N processes (and under MPS), and in
-#     one trainer process.
+#     PROCESSES, TRAINER_THREADS, WORKER_SHARES, BLOCKING...; MPS is 1 here
+#     unless set, as for the records): the decoders alone, in N processes
+#     (with CUDA's waits blocking, and under MPS), and in one trainer
+#     process.
 #  4. xla, what is left, when at least 160 s: the XLA flags, a process
 #     each, on the winner (gpu_jax_speed_ab.sh: conv_fusion,
 #     runtime_fusion, cmdbuf_cond, cmdbuf_off; a baseline and one
@@ -48,7 +50,7 @@
 # batch 512 and model key, with part 0's winner where it ran; set, they
 # win), TRUST_RUNS (3), TRUST_STEPS (200), TRUST_LOG_STEPS (50); BASE (both
 # A/Bs': the winner's batch and key), AB_ARGS; the records check's DECODES
-# ("gpu_trainer gpu cpu_window"; DECODE alone where set), DTYPES
+# ("gpu_trainer gpu_trainer:0.5 gpu cpu_window"; DECODE alone where set), DTYPES
 # (fp16), TEST_NUM (1), WORKERS (15), MPS (1, also the
 # probe's), STEPS...; the probe's. A CPU check of the flow, all five parts, about
 # 3 minutes on 2 cores (2 min 51 s on 2026-11-30, another job beside it):
@@ -148,7 +150,7 @@ fi
 
 # 2. Records, decode on the GPU: synthetic, real for each of DECODES on
 # each WORKERS count, MPS (decode: gpu's).
-want records && DECODES=${DECODES:-${DECODE:-gpu_trainer gpu cpu_window}} \
+want records && DECODES=${DECODES:-${DECODE:-gpu_trainer gpu_trainer:0.5 gpu cpu_window}} \
   DTYPES=${DTYPES:-fp16} TEST_NUM=${TEST_NUM:-1} WORKERS=${WORKERS:-15} \
   bash scripts/gpu_records_check.sh "$work/rec" "$(cap 300)"
 

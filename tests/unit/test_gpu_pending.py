@@ -124,8 +124,8 @@ def test_every_part_runs_in_order_with_its_budget_and_defaults(tmp_path):
                      "bn_statistics=one_pass,model.model_params."
                      "bn_backward=vjp_relu")
     assert records.startswith("gpu_records_check.sh budget=300 DECODES="
-                              "gpu_trainer gpu cpu_window DTYPES=fp16 "
-                              "TEST_NUM=1 WORKERS=15 MPS=1 ")
+                              "gpu_trainer gpu_trainer:0.5 gpu cpu_window "
+                              "DTYPES=fp16 TEST_NUM=1 WORKERS=15 MPS=1 ")
     assert probe.startswith("gpu_decode_probe.sh budget=90 ")
     assert " MPS=1 " in probe
     # what is left, less 20 s for packing up (the stand-ins take ~0 s; a
