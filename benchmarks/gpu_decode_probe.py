@@ -23,7 +23,7 @@ largest T (stage trainer_decode), and with `--worker_shares` the same
 with that share of each batch's JPEGs decoded beforehand, as
 worker_decode_share's workers do (their part not timed). With
 `--blocking_sync` each process of the processes stage first sets its CUDA
-waits to block instead of spin (host/cuda_waits.py: CUDA spins a core
+waits to block instead of spin (host/cuda_driver.py: CUDA spins a core
 through each wait of a process with one context), its rows marked so.
 
     python benchmarks/gpu_decode_probe.py --image_dir DIR [--batch 256]
@@ -63,7 +63,7 @@ from official_bench.data.records import (  # noqa: E402
     host_decode,
     host_examples,
 )
-from official_bench.host import cuda_waits  # noqa: E402
+from official_bench.host import cuda_driver  # noqa: E402
 from official_bench.host.atomic import write_text_atomic  # noqa: E402
 
 # nvImageCodec 0.9 registers nvJPEG's CUDA decoder as HYBRID_CPU_GPU.
@@ -232,7 +232,7 @@ def _one_process(decoder: str, paths, seed: int, group: int,
     error, waits = None, "CUDA's default"
     try:
         if blocking:
-            why = cuda_waits.block_waits(0)
+            why = cuda_driver.block_waits(0)
             waits = "blocking sync" if why is None else \
                 f"blocking sync not set: {why}"
         images = load(paths, seed)
@@ -452,10 +452,14 @@ def _serial_decode(pool, decoder: str, threads: int) -> int:
             count += len(np.stack(items))
 
 
-def _pipelined_decode(pool, decoder: str, threads: int) -> int:
-    """jax_backend/host_feed.TrainerDecode over `pool`: the images."""
+def _pipelined_decode(pool, decoder: str, threads: int,
+                      own_streams: bool = True) -> int:
+    """jax_backend/host_feed.TrainerDecode over `pool` (on a GPU, a CUDA
+    stream per batch in flight, else every batch on the default stream):
+    the images."""
     from official_bench.jax_backend.host_feed import TrainerDecode
-    stage = TrainerDecode(pool, decoder, 0, threads, "probe")
+    stage = TrainerDecode(pool, decoder, 0, threads, "probe",
+                          own_streams=own_streams)
     count = 0
     try:
         while True:
@@ -475,12 +479,18 @@ def trainer_decode_rates(decoder: str, images, batch: int, threads: int,
     beside the resizes of the one before), one after the other: their
     img/s and CPU ms per image; the pipelined row's `ratio` is its img/s
     over the serial's. `share`: that share of each batch's JPEGs arrives
-    decoded (the rows' images count them; their decoding is not timed)."""
+    decoded (the rows' images count them; their decoding is not timed).
+    At share 0, a third row: the pipeline with every batch on CUDA's
+    default stream, as before it had streams of its own."""
     batches = packed_batches(decoder, images, batch, share=share)
     _worker_call(decoder, images, 0, 1)  # starts the decoder
     rows = []
-    for name, run in (("serial, before", _serial_decode),
-                      ("pipelined, TrainerDecode", _pipelined_decode)):
+    runs = [("serial, before", _serial_decode),
+            ("pipelined, TrainerDecode", _pipelined_decode)]
+    if not share:
+        runs.append(("pipelined, TrainerDecode, default stream",
+                     lambda *args: _pipelined_decode(*args, False)))
+    for name, run in runs:
         cpu0, wall0 = time.process_time(), time.perf_counter()
         count = run(PackedPool(batches, seconds), decoder, threads)
         wall = time.perf_counter() - wall0
@@ -494,7 +504,8 @@ def trainer_decode_rates(decoder: str, images, batch: int, threads: int,
                      "img_s": count / wall,
                      "cpu_ms_per_image": 1e3 * cpu / max(count, 1),
                      "failed": 0, "images": count, "mad": None})
-    rows[1]["ratio"] = rows[1]["img_s"] / rows[0]["img_s"]
+    for row in rows[1:]:
+        row["ratio"] = row["img_s"] / rows[0]["img_s"]
     return rows
 
 
@@ -605,7 +616,7 @@ def _parser():
     p.add_argument("--blocking_sync", action="store_true",
                    help="each process of the processes stage sets its "
                         "CUDA waits to block, not spin, before its decoder "
-                        "starts (host/cuda_waits.py); the rows say whether "
+                        "starts (host/cuda_driver.py); the rows say whether "
                         "it could")
     p.add_argument("--json", help="also write the rows here")
     p.add_argument("--append", action="store_true",

@@ -12,13 +12,13 @@
 # threads, at each of WORKER_SHARES: the share of each batch's JPEGs
 # worker_decode_share leaves to the workers), processes_block
 # (nvimgcodec's processes at the largest count again, each with CUDA's
-# waits set to block instead of spin: host/cuda_waits.py), with MPS=1
+# waits set to block instead of spin: host/cuda_driver.py), with MPS=1
 # processes again under MPS (nvimgcodec at the largest count; the daemon
 # from scripts/lib/gpu_stage.sh, stopped on any exit, its log in
 # OUT_DIR/mps_log), then probe (the hardware and CUDA decoders against
 # simplejpeg on one core, the worker path in one process). About 1.9
 # minutes, estimated (not yet run on a GPU): 17 s to start and make
-# JPEGs, 31 s, 18 s, 11 s, 11 s and 21 s.
+# JPEGs, 31 s, 20 s, 11 s, 11 s and 21 s.
 #
 #   bash scripts/gpu_decode_probe.sh OUT_DIR [BUDGET_SECONDS]
 #
@@ -76,7 +76,7 @@ probe() {  # probe STAGES ARGS...: the probe's stages, rows into probe.json
 step=--jax_step
 [ "${JAX_STEP:-1}" = 1 ] || step=
 stage processes 35 probe processes $step
-stage trainer 20 probe trainer,trainer_decode \
+stage trainer 22 probe trainer,trainer_decode \
   --worker_shares "${WORKER_SHARES:-0,0.5}"
 nv_decoders=$(tr , '\n' <<< "$worker_decoders" | grep nvimgcodec | paste -sd ,)
 if [ "${BLOCKING:-1}" = 1 ] && [ -n "$nv_decoders" ] && [ -n "$processes" ]; then

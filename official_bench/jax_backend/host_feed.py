@@ -273,6 +273,7 @@ class HostFeed:
                    pool.images_made / cpu, 1) if cpu else None}
         if pool is not self._producer:
             out["images_decoded_in_trainer"] = self._producer.decoded
+            out["decode_streams"] = len(self._producer.streams)
         return out
 
     def describe(self) -> Dict[str, Any]:
@@ -347,18 +348,27 @@ class TrainerDecode:
     it is logged and counted as the workers' bad records are (`skipped`:
     this process's count) and, the batch's size being static, its slot
     takes a copy of another image of the batch, with that image's label
-    (on TensorFlow the next record takes its place). Its failures are
-    one-line InputWorkerErrors; close() stops both threads and the
-    workers."""
+    (on TensorFlow the next record takes its place). On a GPU each batch
+    in flight has a CUDA stream of its own (`streams`, AHEAD + 1 in turn):
+    nvImageCodec orders a decoder call on the stream it is given and
+    copies each window on it, so on one shared stream a batch's copies
+    would wait for the next batch's call, and that call for them; where
+    streams cannot be made (`own_streams` False, no driver) every batch
+    shares the default stream, said once. Its failures are one-line
+    InputWorkerErrors; close() stops both threads and the workers."""
 
     def __init__(self, pool: WorkerPool, decoder: str, device: int,
                  threads: int, key: str,
-                 ds: Optional[DatasetConfig] = None):
+                 ds: Optional[DatasetConfig] = None,
+                 own_streams: bool = True):
         from concurrent.futures import ThreadPoolExecutor
 
         from official_bench.data.records import record_problems
         self.pool, self.key, self._ds = pool, key, ds
         self._decoder, self._device = decoder, device
+        self.streams = decoder_streams(decoder, device, key) \
+            if own_streams else [0]
+        self._calls = 0  # decoder calls so far: batch n's stream
         self.decoded = 0  # windows decoded here, of the batches handed out
         self.skipped = record_problems.SkippedRecords()  # skip_bad_records
         self._resize = ThreadPoolExecutor(threads,
@@ -408,9 +418,12 @@ class TrainerDecode:
                 host.release()
         todo = [k for k, item in enumerate(items)
                 if isinstance(item, host_decode.Pending)]
+        stream = self.streams[self._calls % len(self.streams)]
+        self._calls += 1
         try:
             windows = host_decode.decode_windows(
-                [items[k] for k in todo], self._decoder, self._device)
+                [items[k] for k in todo], self._decoder, self._device,
+                stream)
         except host_decode.DecoderUnavailable as e:
             raise self._decoder_failed(e) from None
         return _Windows(images, host.labels & ~packed_batch.PACKED, items,
@@ -508,6 +521,24 @@ class TrainerDecode:
         self._resize.shutdown(wait=False, cancel_futures=True)
         for thread in self._threads:
             thread.join(timeout=10)
+
+
+def decoder_streams(decoder: str, device: int, key: str) -> List[int]:
+    """TrainerDecode's CUDA streams: AHEAD + 1 for a GPU decoder (a batch
+    in flight each), else [0], the default stream (for a GPU decoder with
+    a line saying why)."""
+    from official_bench.data.records import host_decode
+    from official_bench.host import cuda_driver
+    if host_decode.WINDOW_DECODERS.get(decoder) != "gpu":
+        return [0]
+    try:
+        return cuda_driver.new_streams(device, AHEAD + 1)
+    except cuda_driver.CudaDriverError as e:
+        logging.warning(
+            "official_bench: %s: the trainer's decoder shares CUDA's "
+            "default stream (%s), so each batch's copies to the host wait "
+            "for the next batch's decoding", key, e)
+        return [0]
 
 
 def _get(source: "queue.Queue", stop: threading.Event):

@@ -297,14 +297,15 @@ def _start_decoder(nv, kind: str, device: int):
     return nv, decoder, params
 
 
-def _nv_windows(pending: Sequence[Pending], kind: str,
-                device: int) -> List[Optional[Any]]:
+def _nv_windows(pending: Sequence[Pending], kind: str, device: int,
+                stream: int = 0) -> List[Optional[Any]]:
     """The windows of colour JPEGs, RGB, decoded in one call of
     nvImageCodec, as its Images (on the GPU for a GPU decoder: finish_crop
     copies each to the host, so a thread pool's threads copy them side by
-    side); None where it gave nothing back (the CPU path then decides, and
-    the first time a worker says so). Raises DecoderUnavailable when the
-    decoder itself fails (a CUDA error, memory), not an image."""
+    side, on `stream`, the CUDA stream the call is ordered on); None where
+    it gave nothing back (the CPU path then decides, and the first time a
+    worker says so). Raises DecoderUnavailable when the decoder itself
+    fails (a CUDA error, memory), not an image."""
     nv, decoder, params = _nv_decoder(kind, device)
     streams, where = [], []
     for k, p in enumerate(pending):
@@ -317,7 +318,8 @@ def _nv_windows(pending: Sequence[Pending], kind: str,
             _fell_back(len(p.data), "could not parse it")
     out: List[Optional[np.ndarray]] = [None] * len(pending)
     try:
-        images = decoder.decode(streams, params=params) if streams else []
+        images = decoder.decode(streams, params=params,
+                                cuda_stream=stream) if streams else []
         for k, image in zip(where, images):
             out[k] = image
     except Exception as e:
@@ -424,12 +426,13 @@ def finish_crops(pending: Sequence[Pending], decoder: str, device: int = 0,
 
 
 def decode_windows(pending: Sequence[Pending], decoder: str,
-                   device: int = 0) -> List[Optional[Any]]:
+                   device: int = 0, stream: int = 0) -> List[Optional[Any]]:
     """finish_crops' first half: the windows of `pending` decoded by
-    `decoder` (a window decoder) in one call on GPU `device`, for
-    finish_crop (nvImageCodec's Images, still on the GPU); None where the
-    CPU path is to decode. Raises DecoderUnavailable."""
-    return _nv_windows(pending, WINDOW_DECODERS[decoder], device)
+    `decoder` (a window decoder) in one call on GPU `device`, ordered on
+    CUDA stream `stream` (0: the default stream), for finish_crop
+    (nvImageCodec's Images, still on the GPU, copied on that stream);
+    None where the CPU path is to decode. Raises DecoderUnavailable."""
+    return _nv_windows(pending, WINDOW_DECODERS[decoder], device, stream)
 
 
 def finish_crop(p: Pending, window: Optional[Any]

@@ -372,6 +372,7 @@ def test_the_trainers_decoder_feeds_steps_and_says_what_it_did(report):
     d = r["describe"]
     assert d["decode"] == "gpu_trainer" and d["images_decoded"] >= 8
     assert d["images_decoded_in_trainer"] >= 8  # every image a JPEG
+    assert d["decode_streams"] == 1  # the CPU decoder: no streams to make
     assert r["alive_after_close"] == []
 
 

@@ -457,3 +457,54 @@ def test_close_with_every_stage_holding_a_batch_is_prompt():
                 if t.name.startswith(f"{KEY}-trainer")]
     with pytest.raises(host_feed.InputWorkerError, match="were closed"):
         stage.next()
+
+
+def _streams_seen(patch):
+    """The CUDA stream each decoder call was given (the calls themselves
+    made on the CPU decoder, which has none)."""
+    seen, real = [], host_decode._nv_windows
+
+    def windows(pending, kind, device, stream=0):
+        seen.append(stream)
+        return real(pending, kind, device)
+    patch.setattr(host_decode, "_nv_windows", windows)
+    return seen
+
+
+def test_each_batch_in_flight_decodes_on_a_stream_of_its_own(monkeypatch):
+    # on one stream a batch's copies would queue behind the next batch's
+    # decoder call: AHEAD + 1 streams in turn
+    batches, want = _stand_in_batches(10)  # 5 packed
+    seen = _streams_seen(monkeypatch)
+    monkeypatch.setattr(host_feed, "decoder_streams",
+                        lambda *args: [21, 22, 23, 24])
+    stage = host_feed.TrainerDecode(_Pool(batches), WINDOWS, 0, 2, KEY)
+    got = _batches(stage)
+    assert all((images == pixels).all()
+               for (images, _), pixels in zip(got, want))
+    assert seen == [21, 22, 23, 24, 21] and stage.streams == [21, 22, 23, 24]
+    seen.clear()
+    stage = host_feed.TrainerDecode(_Pool(batches), WINDOWS, 0, 2, KEY,
+                                    own_streams=False)
+    assert len(_batches(stage)) == 10 and seen == [0] * 5
+
+
+def test_streams_are_made_for_a_gpu_decoder_only(monkeypatch,
+                                                absl_messages):
+    from official_bench.host import cuda_driver
+    asked = []
+
+    def streams(device, count):
+        asked.append((device, count))
+        if device == 3:
+            raise cuda_driver.CudaDriverError("no CUDA driver library (x)")
+        return list(range(count))
+    monkeypatch.setattr(cuda_driver, "new_streams", streams)
+    assert host_feed.decoder_streams(WINDOWS, 1, KEY) == [0] and asked == []
+    assert host_feed.decoder_streams("nvimgcodec", 1, KEY) == [0, 1, 2, 3]
+    assert asked == [(1, host_feed.AHEAD + 1)]
+    assert host_feed.decoder_streams("nvimgcodec", 3, KEY) == [0]
+    assert absl_messages == [
+        f"official_bench: {KEY}: the trainer's decoder shares CUDA's "
+        "default stream (no CUDA driver library (x)), so each batch's "
+        "copies to the host wait for the next batch's decoding"]

@@ -442,3 +442,24 @@ def test_its_import_lines_about_unused_codecs_are_dropped():
     assert p.returncode == 0 and p.stdout.strip() == "imported", p.stderr
     assert "Failed to load" not in p.stderr and "[ERROR]" not in \
         p.stderr, p.stderr
+
+
+def test_the_decoder_call_is_ordered_on_the_stream_it_is_given(monkeypatch):
+    # nvImageCodec orders the call and each window's copy on cuda_stream
+    # (gpu_trainer gives each batch in flight a stream of its own)
+    nv, decoder, params = host_decode._nv_decoder("cpu", 0)
+    given = []
+
+    class Recording:
+        def decode(self, streams, **kwargs):
+            given.append(kwargs.pop("cuda_stream"))
+            return decoder.decode(streams, **kwargs)
+    monkeypatch.setitem(host_decode._NV, ("cpu", 0),
+                        (nv, Recording(), params))
+    pending = host_decode.start_crop(natural_jpeg(6, 120, 90),
+                                     lambda h, w: (0, 0, h, w), 32, False,
+                                     decoder="nvimgcodec_cpu")
+    assert host_decode.decode_windows([pending], "nvimgcodec_cpu", 0,
+                                      77)[0] is not None
+    host_decode.decode_windows([pending], "nvimgcodec_cpu")
+    assert given == [77, 0]
