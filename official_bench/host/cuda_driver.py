@@ -18,18 +18,22 @@ one's that differ (openxla/xla, stream_executor/cuda/cuda_context.cc).
 nvImageCodec calls that must not queue behind each other (its decode
 makes the caller's stream wait for the decode, and Image.cpu() copies on
 that stream and waits for all of it: one shared stream chains every
-batch's copies to the next batch's decode).
+batch's copies to the next batch's decode). `synchronize`: one thread
+waits for such a stream, so that the threads copying its windows after
+it do not each wait (each spinning a core) for the decode itself.
 """
 
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 CU_CTX_SCHED_BLOCKING_SYNC = 0x04
 CU_STREAM_NON_BLOCKING = 0x01
 _SCHED_MASK = 0x07
 LIBRARY = "libcuda.so.1"
+# device: (driver, its primary context), retained once for the process
+_PRIMARY: Dict[int, Tuple[Any, ctypes.c_void_p]] = {}
 
 
 class CudaDriverError(RuntimeError):
@@ -102,18 +106,38 @@ def block_waits(device: int, load: Callable[[], Any] = _driver
     return None
 
 
+def _primary(device: int, load: Callable[[], Any]
+             ) -> Tuple[Any, ctypes.c_void_p]:
+    """The driver and GPU `device`'s primary context, retained once (for
+    the process's life, as the runtime's own is)."""
+    if device not in _PRIMARY:
+        cuda = _load(load)
+        dev, context = _device(cuda, device), ctypes.c_void_p()
+        _call(cuda, device, "cuDevicePrimaryCtxRetain",
+              ctypes.byref(context), dev)
+        _PRIMARY[device] = (cuda, context)
+    return _PRIMARY[device]
+
+
+def _in_context(device: int, load: Callable[[], Any],
+                work: Callable[[Any], Any]) -> Any:
+    """work(driver) with `device`'s primary context current on this
+    thread, popped after."""
+    cuda, context = _primary(device, load)
+    _call(cuda, device, "cuCtxPushCurrent", context)
+    try:
+        return work(cuda)
+    finally:
+        _call(cuda, device, "cuCtxPopCurrent",
+              ctypes.byref(ctypes.c_void_p()))
+
+
 def new_streams(device: int, count: int,
                 load: Callable[[], Any] = _driver) -> List[int]:
     """`count` non-blocking streams on GPU `device`'s primary context (kept
     for the process's life, as the context is), as the integers
     nvImageCodec's cuda_stream takes. Raises CudaDriverError."""
-    cuda = _load(load)
-    dev = _device(cuda, device)
-    context, popped = ctypes.c_void_p(), ctypes.c_void_p()
-    _call(cuda, device, "cuDevicePrimaryCtxRetain", ctypes.byref(context),
-          dev)
-    _call(cuda, device, "cuCtxPushCurrent", context)
-    try:
+    def make(cuda) -> List[int]:
         streams = []
         for _ in range(count):
             stream = ctypes.c_void_p()
@@ -121,5 +145,12 @@ def new_streams(device: int, count: int,
                   CU_STREAM_NON_BLOCKING)
             streams.append(stream.value)
         return streams
-    finally:
-        _call(cuda, device, "cuCtxPopCurrent", ctypes.byref(popped))
+    return _in_context(device, load, make)
+
+
+def synchronize(device: int, stream: int,
+                load: Callable[[], Any] = _driver) -> None:
+    """Waits (the GIL released, as ctypes does) for all work on `stream`
+    of GPU `device`. Raises CudaDriverError."""
+    _in_context(device, load, lambda cuda: _call(
+        cuda, device, "cuStreamSynchronize", ctypes.c_void_p(stream)))

@@ -324,13 +324,14 @@ def decode_threads() -> int:
 class _Windows(NamedTuple):
     """A packed batch between TrainerDecode's stages: its new batch array
     (ready items in place), labels, items, tags, the Pending items'
-    indices and their decoded windows."""
+    indices, their decoded windows and the CUDA stream they are on."""
     images: np.ndarray
     labels: np.ndarray
     items: list
     tags: list
     todo: List[int]
     windows: list
+    stream: int = 0
 
 
 class TrainerDecode:
@@ -352,9 +353,12 @@ class TrainerDecode:
     in flight has a CUDA stream of its own (`streams`, AHEAD + 1 in turn):
     nvImageCodec orders a decoder call on the stream it is given and
     copies each window on it, so on one shared stream a batch's copies
-    would wait for the next batch's call, and that call for them; where
-    streams cannot be made (`own_streams` False, no driver) every batch
-    shares the default stream, said once. Its failures are one-line
+    would wait for the next batch's call, and that call for them; the
+    finish thread waits for a batch's stream once before the resize
+    threads copy its windows, so they do not each wait (CUDA spins a
+    core through a wait) for its decoding. Where streams cannot be made
+    (`own_streams` False, no driver) every batch shares the default
+    stream, said once. Its failures are one-line
     InputWorkerErrors; close() stops both threads and the workers."""
 
     def __init__(self, pool: WorkerPool, decoder: str, device: int,
@@ -427,7 +431,7 @@ class TrainerDecode:
         except host_decode.DecoderUnavailable as e:
             raise self._decoder_failed(e) from None
         return _Windows(images, host.labels & ~packed_batch.PACKED, items,
-                        tags, todo, windows)
+                        tags, todo, windows, stream)
 
     def _finish(self, got) -> Tuple[Batch, int]:
         """The finish stage: (the batch, how many windows it decoded
@@ -435,6 +439,12 @@ class TrainerDecode:
         if not isinstance(got, _Windows):
             return got
         from official_bench.data.records import host_decode
+        from official_bench.host import cuda_driver
+        if got.stream:  # one thread waits for the decoding, not each copy
+            try:
+                cuda_driver.synchronize(self._device, got.stream)
+            except cuda_driver.CudaDriverError as e:
+                raise self._decoder_failed(e) from None
 
         def place(k: int, window):
             crop = host_decode.finish_crop(got.items[k], window)

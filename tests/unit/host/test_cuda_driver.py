@@ -1,7 +1,8 @@
 """host/cuda_driver.py against a stand-in for the CUDA driver's C API (no
 GPU here): the calls in order with their arguments, the flags read back,
-the streams made on the primary context, and each way it cannot as one
-line. On a machine with a GPU the last tests call the driver for real."""
+the streams made and waited for on the primary context (retained once),
+and each way it cannot as one line. On a machine with a GPU the last
+tests call the driver for real."""
 
 import ctypes
 import os
@@ -14,6 +15,11 @@ from official_bench.host import cuda_driver
 from support.helpers import REPO, cli_env
 
 ON_GPU = os.path.exists("/dev/nvidiactl")
+
+
+@pytest.fixture(autouse=True)
+def no_context_yet(monkeypatch):
+    monkeypatch.setattr(cuda_driver, "_PRIMARY", {})
 
 
 class Driver:
@@ -63,6 +69,9 @@ class Driver:
 
     def cuCtxPopCurrent_v2(self, ref):
         return self._code("Pop")
+
+    def cuStreamSynchronize(self, stream):
+        return self._code("Sync", stream.value)
 
     def cuGetErrorName(self, code, ref):
         ref._obj.value = {100: b"CUDA_ERROR_NO_DEVICE"}.get(code)
@@ -116,6 +125,20 @@ def test_streams_are_made_non_blocking_on_the_primary_context():
                               ("Pop",)]
 
 
+def test_a_stream_is_waited_for_in_its_context_retained_once():
+    cuda = Driver()
+    cuda_driver.synchronize(1, 0x501, lambda: cuda)
+    cuda_driver.synchronize(1, 0x502, lambda: cuda)
+    assert cuda.calls == [("cuInit", 0), ("cuDeviceGet", 1), ("Retain", 11),
+                          ("Push", 0xC0), ("Sync", 0x501), ("Pop",),
+                          ("Push", 0xC0), ("Sync", 0x502), ("Pop",)]
+    cuda.fail["Sync"] = 700
+    with pytest.raises(cuda_driver.CudaDriverError) as e:
+        cuda_driver.synchronize(1, 0x501, lambda: cuda)
+    assert str(e.value) == "cuStreamSynchronize failed on GPU 1: CUresult 700"
+    assert cuda.calls[-1] == ("Pop",)
+
+
 def test_a_stream_that_cannot_be_made_is_one_error_and_pops_the_context():
     cuda = Driver(fail={"StreamCreate": 2})
     with pytest.raises(cuda_driver.CudaDriverError) as e:
@@ -128,7 +151,8 @@ def test_a_stream_that_cannot_be_made_is_one_error_and_pops_the_context():
                                        "tests above cover the calls")
 def test_on_a_gpu_the_driver_is_called_for_real():
     code = ("from official_bench.host import cuda_driver as c; "
-            "print(c.block_waits(0), len(set(c.new_streams(0, 2))))")
+            "w = c.block_waits(0); s = c.new_streams(0, 2); "
+            "c.synchronize(0, s[1]); print(w, len(set(s)))")
     p = subprocess.run([sys.executable, "-c", code], cwd=REPO,
                        env=cli_env(), capture_output=True, text=True,
                        timeout=60)

@@ -471,11 +471,32 @@ def _streams_seen(patch):
     return seen
 
 
+def _waits_and_crops(patch, fail=None):
+    """In order: each stream the finish thread waited for (and its
+    thread's name), "c" for each crop made; `fail`: the wait's error."""
+    from official_bench.host import cuda_driver
+    events, real = [], host_decode.finish_crop
+
+    def synchronize(device, stream):
+        events.append((stream, threading.current_thread().name))
+        if fail:
+            raise cuda_driver.CudaDriverError(fail)
+
+    def finish(p, window):
+        events.append("c")
+        return real(p, window)
+    patch.setattr(cuda_driver, "synchronize", synchronize)
+    patch.setattr(host_decode, "finish_crop", finish)
+    return events
+
+
 def test_each_batch_in_flight_decodes_on_a_stream_of_its_own(monkeypatch):
     # on one stream a batch's copies would queue behind the next batch's
-    # decoder call: AHEAD + 1 streams in turn
+    # decoder call: AHEAD + 1 streams in turn, each waited for once by
+    # the finish thread before the resize threads copy its windows
     batches, want = _stand_in_batches(10)  # 5 packed
     seen = _streams_seen(monkeypatch)
+    events = _waits_and_crops(monkeypatch)
     monkeypatch.setattr(host_feed, "decoder_streams",
                         lambda *args: [21, 22, 23, 24])
     stage = host_feed.TrainerDecode(_Pool(batches), WINDOWS, 0, 2, KEY)
@@ -483,10 +504,30 @@ def test_each_batch_in_flight_decodes_on_a_stream_of_its_own(monkeypatch):
     assert all((images == pixels).all()
                for (images, _), pixels in zip(got, want))
     assert seen == [21, 22, 23, 24, 21] and stage.streams == [21, 22, 23, 24]
+    finish = f"{KEY}-trainer-finish"
+    assert events == [e for s in seen for e in [(s, finish)] + ["c"] * 4]
     seen.clear()
+    events.clear()
     stage = host_feed.TrainerDecode(_Pool(batches), WINDOWS, 0, 2, KEY,
                                     own_streams=False)
     assert len(_batches(stage)) == 10 and seen == [0] * 5
+    assert events == ["c"] * 20  # the default stream: no wait of its own
+
+
+def test_a_failed_wait_for_a_stream_ends_the_feed_in_one_line(monkeypatch):
+    batches, _ = _stand_in_batches(2)
+    _waits_and_crops(monkeypatch, fail="cuStreamSynchronize failed on GPU "
+                                       "0: CUDA_ERROR_LAUNCH_FAILED")
+    monkeypatch.setattr(host_feed, "decoder_streams", lambda *args: [21])
+    stage = host_feed.TrainerDecode(_Pool(batches), WINDOWS, 0, 1, KEY)
+    try:
+        with pytest.raises(host_feed.InputWorkerError) as e:
+            stage.next()
+    finally:
+        stage.close()
+    assert str(e.value) == (
+        f"official_bench: {KEY}: the trainer's decoder failed: "
+        "cuStreamSynchronize failed on GPU 0: CUDA_ERROR_LAUNCH_FAILED")
 
 
 def test_streams_are_made_for_a_gpu_decoder_only(monkeypatch,
