@@ -35,6 +35,7 @@ import importlib
 import mmap
 import multiprocessing
 import os
+import secrets
 import signal
 import threading
 import time
@@ -51,6 +52,9 @@ SPAWN = multiprocessing.get_context("spawn")
 SLOTS_PER_WORKER = 2
 DEFAULT_TIMEOUT = 300.0
 SHM_DIR = "/dev/shm"
+# A pool's segments in SHM_DIR: the process that made them and the worker,
+# so one left behind names its owner (and a test finds its own).
+SHM_PREFIX = "official_bench_"
 OURS = "official_bench: "  # how the project's own error lines begin
 # The project's errors whose message is already a sentence naming the key
 # and the fix: passed on without their class name, as other config errors
@@ -136,6 +140,12 @@ def crowded_workers(workers: int, key: str) -> Optional[str]:
 def resolve_workers(value) -> int:
     """A dataset's num_workers ("auto" or a positive int) as a count."""
     return auto_workers() if value == "auto" else int(value)
+
+
+def segment_name(parent: int, worker: int) -> str:
+    """The shared memory name of process `parent`'s input worker `worker`
+    (a random tail: a pool started again in the process gets new ones)."""
+    return f"{SHM_PREFIX}{parent}_{worker}_{secrets.token_hex(4)}"
 
 
 def _slot_views(buf, shape: BatchShape, slots: int):
@@ -350,7 +360,8 @@ class WorkerPool:
         parent = os.getpid()
         for i in range(self.num_workers):
             shm = shared_memory.SharedMemory(
-                create=True, size=self.slots * self.shape.slot_bytes)
+                name=segment_name(parent, i), create=True,
+                size=self.slots * self.shape.slot_bytes)
             self._shms.append(shm)
             self._views.append(_slot_views(shm.buf, self.shape, self.slots))
             ours, theirs = SPAWN.Pipe()

@@ -37,7 +37,11 @@ def _records(folder, split, shards=2, per_shard=4):
 
 
 def _shared_memory():
-    return {n for n in os.listdir("/dev/shm") if n.startswith("psm_")}
+    """This process's input workers' shared memory (other tests' pools,
+    beside it on the machine, are not its)."""
+    from official_bench.data.feeds import shm_workers
+    ours = f"{shm_workers.SHM_PREFIX}{os.getpid()}_"
+    return {n for n in os.listdir("/dev/shm") if n.startswith(ours)}
 
 
 def _records_run(data, train_workers, val_examples):

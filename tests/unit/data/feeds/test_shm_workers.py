@@ -390,3 +390,18 @@ def test_close_from_another_thread_mid_next_reads_no_unmapped_slot():
         "got": "official_bench: train_dataset: the input workers were "
                "closed"}, out.stderr
     assert "Traceback" not in out.stderr, out.stderr
+
+
+def test_a_pools_shared_memory_names_its_process_and_worker():
+    pool = WorkerPool(Source(EXAMPLES), BatchShape(2, 4, 4, 3), 2)
+    try:
+        names = pool.shm_names
+        assert all(os.path.exists(os.path.join("/dev/shm", n))
+                   for n in names)
+    finally:
+        pool.close()
+    prefix = f"official_bench_{os.getpid()}_"
+    assert [n[:len(prefix) + 2] for n in names] == [prefix + "0_",
+                                                    prefix + "1_"]
+    assert len(set(names)) == 2 and not any(
+        os.path.exists(os.path.join("/dev/shm", n)) for n in names)
