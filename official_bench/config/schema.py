@@ -192,8 +192,8 @@ class DatasetConfig(ConfigNode):
     # cpu_window (nvImageCodec's CPU decoder in the workers, the crop
     # window alone), gpu (each worker through nvImageCodec on the run's
     # GPUs: the card's JPEG engines; only the crop window is decoded) or
-    # gpu_trainer (the workers pack the JPEGs, one nvImageCodec decoder in
-    # the trainer's process decodes their windows).
+    # gpu_trainer (the workers pack the JPEGs, nvImageCodec decoders in
+    # the trainer's process, one per GPU, decode their windows).
     decode: str = "cpu"
     # decode: gpu_trainer: the share of each packed batch's colour JPEGs
     # the workers decode themselves (their windows, on nvImageCodec's CPU

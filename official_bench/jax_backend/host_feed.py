@@ -37,6 +37,7 @@ from typing import (
     Optional,
     Sequence,
     Tuple,
+    Union,
 )
 
 import numpy as np
@@ -63,7 +64,7 @@ from official_bench.data.feeds.shm_workers import (
 from official_bench.host.probes import usable_cores
 
 PREFETCH = 2
-DECODE_THREADS = 8  # decode: gpu_trainer's resize threads, at most
+DECODE_THREADS = 8  # decode: gpu_trainer's resize threads per GPU, at most
 AHEAD = 3  # decode: gpu_trainer's batches in flight: read, decoded, resized
 # decode: gpu_trainer: what a worker decodes itself (JPEGs that do not fit
 # a packed batch, its worker_decode_share of them, a pass's last partial
@@ -315,23 +316,24 @@ def records_source(ds: DatasetConfig, files, training: bool, seed: int,
                   tuple(files))
 
 
-def decode_threads() -> int:
+def decode_threads(gpus: int = 1) -> int:
     """decode: gpu_trainer's resize threads: the usable cores, at most
-    DECODE_THREADS."""
-    return max(1, min(DECODE_THREADS, usable_cores()))
+    DECODE_THREADS for each of the `gpus` it decodes on."""
+    return max(1, min(DECODE_THREADS * gpus, usable_cores()))
 
 
 class _Windows(NamedTuple):
     """A packed batch between TrainerDecode's stages: its new batch array
     (ready items in place), labels, items, tags, the Pending items'
-    indices, their decoded windows and the CUDA stream they are on."""
+    indices, their decoded windows and the (GPU, CUDA stream) of each
+    decoder call that made them."""
     images: np.ndarray
     labels: np.ndarray
     items: list
     tags: list
     todo: List[int]
     windows: list
-    stream: int = 0
+    streams: Tuple[Tuple[int, int], ...] = ()
 
 
 class TrainerDecode:
@@ -358,21 +360,29 @@ class TrainerDecode:
     threads copy its windows, so they do not each wait (CUDA spins a
     core through a wait) for its decoding. Where streams cannot be made
     (`own_streams` False, no driver) every batch shares the default
-    stream, said once. Its failures are one-line
+    stream, said once. With several GPUs (`devices`) each has a decoder
+    and decodes its contiguous share of each batch's windows, the calls
+    side by side (a thread each). Its failures are one-line
     InputWorkerErrors; close() stops both threads and the workers."""
 
-    def __init__(self, pool: WorkerPool, decoder: str, device: int,
-                 threads: int, key: str,
+    def __init__(self, pool: WorkerPool, decoder: str,
+                 devices: Union[int, Sequence[int]], threads: int, key: str,
                  ds: Optional[DatasetConfig] = None,
                  own_streams: bool = True):
         from concurrent.futures import ThreadPoolExecutor
 
         from official_bench.data.records import record_problems
         self.pool, self.key, self._ds = pool, key, ds
-        self._decoder, self._device = decoder, device
-        self.streams = decoder_streams(decoder, device, key) \
-            if own_streams else [0]
-        self._calls = 0  # decoder calls so far: batch n's stream
+        self._decoder = decoder
+        self._devices = (devices,) if isinstance(devices, int) \
+            else tuple(devices)
+        self._rings = {d: decoder_streams(decoder, d, key) if own_streams
+                       else [0] for d in self._devices}
+        self.streams = [s for d in self._devices for s in self._rings[d]]
+        self._calls = 0  # batches decoded so far: batch n's streams
+        self._calls_pool = ThreadPoolExecutor(
+            len(self._devices), thread_name_prefix=f"{key}-decoders") \
+            if len(self._devices) > 1 else None
         self.decoded = 0  # windows decoded here, of the batches handed out
         self.skipped = record_problems.SkippedRecords()  # skip_bad_records
         self._resize = ThreadPoolExecutor(threads,
@@ -422,16 +432,28 @@ class TrainerDecode:
                 host.release()
         todo = [k for k, item in enumerate(items)
                 if isinstance(item, host_decode.Pending)]
-        stream = self.streams[self._calls % len(self.streams)]
+        calls = self._shares([items[k] for k in todo])
         self._calls += 1
         try:
-            windows = host_decode.decode_windows(
-                [items[k] for k in todo], self._decoder, self._device,
-                stream)
+            if self._calls_pool is None:
+                windows = [host_decode.decode_windows(*call) for call in calls]
+            else:
+                windows = list(self._calls_pool.map(
+                    lambda call: host_decode.decode_windows(*call), calls))
         except host_decode.DecoderUnavailable as e:
             raise self._decoder_failed(e) from None
         return _Windows(images, host.labels & ~packed_batch.PACKED, items,
-                        tags, todo, windows, stream)
+                        tags, todo, [w for part in windows for w in part],
+                        tuple((d, s) for _, _, d, s in calls))
+
+    def _shares(self, pending: list) -> list:
+        """decode_windows' arguments for each GPU: its contiguous share of
+        `pending` and this batch's stream of its ring."""
+        n, count = len(self._devices), len(pending)
+        return [(pending[i * count // n:(i + 1) * count // n], self._decoder,
+                 device, ring[self._calls % len(ring)])
+                for i, (device, ring) in enumerate(
+                    (d, self._rings[d]) for d in self._devices)]
 
     def _finish(self, got) -> Tuple[Batch, int]:
         """The finish stage: (the batch, how many windows it decoded
@@ -440,11 +462,12 @@ class TrainerDecode:
             return got
         from official_bench.data.records import host_decode
         from official_bench.host import cuda_driver
-        if got.stream:  # one thread waits for the decoding, not each copy
-            try:
-                cuda_driver.synchronize(self._device, got.stream)
-            except cuda_driver.CudaDriverError as e:
-                raise self._decoder_failed(e) from None
+        try:  # one thread waits for the decoding, not each copy
+            for device, stream in got.streams:
+                if stream:
+                    cuda_driver.synchronize(device, stream)
+        except cuda_driver.CudaDriverError as e:
+            raise self._decoder_failed(e) from None
 
         def place(k: int, window):
             crop = host_decode.finish_crop(got.items[k], window)
@@ -529,6 +552,8 @@ class TrainerDecode:
         with self._reading:
             self.pool.close()
         self._resize.shutdown(wait=False, cancel_futures=True)
+        if self._calls_pool is not None:
+            self._calls_pool.shutdown(wait=False, cancel_futures=True)
         for thread in self._threads:
             thread.join(timeout=10)
 
@@ -580,19 +605,21 @@ def _stage(take: Callable[[], Any], work: Callable[[Any], Any],
 
 
 def trainer_decode_maker(source: Source, ds: DatasetConfig, batch: int,
-                         key: str, workers: int, decoder: str, device: int,
-                         threads: int) -> Callable[[], TrainerDecode]:
+                         key: str, workers: int, decoder: str,
+                         devices: Union[int, Sequence[int]], threads: int
+                         ) -> Callable[[], TrainerDecode]:
     """A function starting `workers` packing input workers for `source`
-    and the TrainerDecode over them."""
+    and the TrainerDecode over them, decoding on `devices`."""
     make_pool = pool_maker(source, ds, batch, key, workers)
-    return lambda: TrainerDecode(make_pool(), decoder, device, threads, key,
-                                 ds)
+    return lambda: TrainerDecode(make_pool(), decoder, devices, threads,
+                                 key, ds)
 
 
 def workers_decoder(jax, ds: DatasetConfig, key: str) -> Tuple[str, tuple]:
     """(decoder, GPU ordinals) the input workers decode `ds` with:
     `decode: cpu_window` is nvImageCodec's CPU decoder, `gpu` nvImageCodec
-    on this process's GPUs, workers shared out over them. Raises
+    on this process's GPUs, workers shared out over them (`gpu_trainer`:
+    the trainer's decoders, one on each). Raises
     ConfigError without a GPU, without nvImageCodec and nvJPEG, or where
     its decoder does not start on one of them."""
     from official_bench.data.records import host_decode, host_examples
@@ -611,8 +638,6 @@ def workers_decoder(jax, ds: DatasetConfig, key: str) -> Tuple[str, tuple]:
             "devices are "
             f"{', '.join(str(d) for d in jax.local_devices())}")
     ids = tuple(d.local_hardware_id for d in gpus)
-    if ds.decode == "gpu_trainer":  # one decoder, in this process
-        ids = ids[:1]
     try:
         for device in ids:  # the workers' decoders will start too
             host_decode.start_gpu_decoder(device)
@@ -630,13 +655,14 @@ def pool_maker(source: Source, ds: DatasetConfig, batch: int, key: str,
 
 
 def records_info(ds: DatasetConfig, decoder: str, workers: int,
-                 files: int) -> Dict[str, Any]:
+                 files: int, gpus: int = 1) -> Dict[str, Any]:
     """result.json's words for a records feed before it runs; decode:
-    gpu_trainer adds its resize threads and the workers' share."""
+    gpu_trainer adds its resize threads (for its `gpus`) and the
+    workers' share."""
     info = {"builder": "records", "decoder": decoder, "decode": ds.decode,
             "num_workers": workers, "files": files}
     if ds.decode == "gpu_trainer":
-        info["decode_threads"] = decode_threads()
+        info["decode_threads"] = decode_threads(gpus)
         info["worker_decode_share"] = ds.worker_decode_share
     return info
 
@@ -664,12 +690,12 @@ def records_feed(jax, ds: DatasetConfig, local_batch: int, sharding, *,
                  process_index, process_count, record_names.span(files),
                  workers, decoder, f" on GPU {', '.join(map(str, gpus))}"
                  if ds.decode in GPU_DECODES else "")
-    info = records_info(ds, decoder, workers, len(files))
+    info = records_info(ds, decoder, workers, len(files), len(gpus))
     if ds.decode == "gpu_trainer":  # the workers pack, this process decodes
         make = trainer_decode_maker(
             records_source(ds, files, training, seed, WORKER_WINDOW_DECODER,
                            pack_batch=local_batch), ds, local_batch, key,
-            workers, decoder, gpus[0], info["decode_threads"])
+            workers, decoder, gpus, info["decode_threads"])
     else:
         make = pool_maker(records_source(ds, files, training, seed, decoder,
                                          gpus), ds, local_batch, key, workers)

@@ -389,6 +389,15 @@ def test_result_json_gives_gpu_trainers_threads_and_worker_share():
         "builder", "decoder", "decode", "num_workers", "files"}
 
 
+def test_gpu_trainers_resize_threads_grow_with_its_gpus(monkeypatch):
+    monkeypatch.setattr(host_feed, "usable_cores", lambda: 100)
+    assert [host_feed.decode_threads(n) for n in (1, 2, 8)] == [8, 16, 64]
+    monkeypatch.setattr(host_feed, "usable_cores", lambda: 12)
+    assert [host_feed.decode_threads(n) for n in (1, 2, 8)] == [8, 12, 12]
+    assert host_feed.records_info(_ds(decode="gpu_trainer"), "nvimgcodec",
+                                  15, 64, 2)["decode_threads"] == 12
+
+
 def test_a_failing_worker_ends_the_feed_in_one_line(report):
     kind, message = report["failing"]
     assert kind == "InputWorkerError"
@@ -469,3 +478,21 @@ def test_a_training_source_that_ends_is_the_tensorflow_trainers_line():
         "support.python_sources:two_batch_source): a training source must "
         "be endless (the trainer takes train.steps batches); no result "
         "written")
+
+
+@pytest.mark.parametrize("decode", ["gpu", "gpu_trainer"])
+def test_a_gpu_decode_starts_a_decoder_on_each_of_the_processs_gpus(
+        monkeypatch, decode):
+    # gpu_trainer too: the trainer decodes each GPU's share of a batch on
+    # that GPU (one decoder on the first would feed all of them)
+    import types
+
+    from official_bench.data.records import host_decode
+    started = []
+    monkeypatch.setattr(host_decode, "start_gpu_decoder", started.append)
+    gpu = [types.SimpleNamespace(platform="gpu", local_hardware_id=k)
+           for k in (2, 3)]
+    jax = types.SimpleNamespace(local_devices=lambda: gpu)
+    assert host_feed.workers_decoder(jax, _ds(decode=decode),
+                                     "train_dataset") == ("nvimgcodec", (2, 3))
+    assert started == [2, 3]

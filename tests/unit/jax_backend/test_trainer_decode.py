@@ -549,3 +549,30 @@ def test_streams_are_made_for_a_gpu_decoder_only(monkeypatch,
         f"official_bench: {KEY}: the trainer's decoder shares CUDA's "
         "default stream (no CUDA driver library (x)), so each batch's "
         "copies to the host wait for the next batch's decoding"]
+
+
+def test_several_gpus_each_decode_their_share_of_a_batch(monkeypatch):
+    # each device's decoder takes its contiguous half of a batch's windows
+    # on a stream of its own ring, the calls side by side; the finish
+    # thread waits for each; the pixels are one device's
+    from official_bench.host import cuda_driver
+    batches, want = _stand_in_batches(4)  # 2 packed
+    calls, waits, real = [], [], host_decode._nv_windows
+
+    def windows(pending, kind, device, stream=0):
+        calls.append((len(pending), device, stream))
+        return real(pending, kind, device)
+    monkeypatch.setattr(host_decode, "_nv_windows", windows)
+    monkeypatch.setattr(cuda_driver, "synchronize",
+                        lambda device, stream: waits.append((device, stream)))
+    monkeypatch.setattr(host_feed, "decoder_streams", lambda decoder, device,
+                        key: [10 + 100 * device + k for k in range(4)])
+    stage = host_feed.TrainerDecode(_Pool(batches), WINDOWS, (0, 1), 2, KEY)
+    got = _batches(stage)
+    assert all((images == pixels).all()
+               for (images, _), pixels in zip(got, want))
+    assert len(got) == 4 and stage.decoded == 8
+    assert sorted(calls[:2]) == [(2, 0, 10), (2, 1, 110)]
+    assert sorted(calls[2:]) == [(2, 0, 11), (2, 1, 111)]
+    assert waits == [(0, 10), (1, 110), (0, 11), (1, 111)]
+    assert stage.streams == [10, 11, 12, 13, 110, 111, 112, 113]
