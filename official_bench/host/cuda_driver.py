@@ -65,15 +65,21 @@ def _name(cuda: Any, code: int) -> str:
 
 def _entry(cuda: Any, name: str) -> Callable[..., int]:
     """A driver entry point by its cuda.h name (its _v2 symbol where the
-    header maps it to one)."""
-    try:
-        return getattr(cuda, name + "_v2")
-    except AttributeError:
-        return getattr(cuda, name)
+    header maps it to one); CudaDriverError where the library has
+    neither."""
+    for symbol in (name + "_v2", name):
+        try:
+            return getattr(cuda, symbol)
+        except AttributeError:
+            pass
+    raise CudaDriverError(f"the CUDA driver library has no {name}")
 
 
 def _call(cuda: Any, device: int, name: str, *args) -> None:
-    code = _entry(cuda, name)(*args)
+    try:
+        code = _entry(cuda, name)(*args)
+    except ctypes.ArgumentError as e:
+        raise CudaDriverError(f"{name} on GPU {device}: {e}") from e
     if code != 0:
         raise CudaDriverError(f"{name} failed on GPU {device}: "
                               f"{_name(cuda, code)}")

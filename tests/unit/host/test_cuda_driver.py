@@ -139,6 +139,27 @@ def test_a_stream_is_waited_for_in_its_context_retained_once():
     assert cuda.calls[-1] == ("Pop",)
 
 
+class Without:
+    """A driver lacking one entry point (an old one, say)."""
+
+    def __init__(self, driver, name):
+        self.driver, self.name = driver, name
+
+    def __getattr__(self, symbol):
+        if symbol.startswith(self.name):
+            raise AttributeError(symbol)
+        return getattr(self.driver, symbol)
+
+
+def test_a_driver_without_an_entry_point_is_one_error():
+    cuda = Driver()
+    with pytest.raises(cuda_driver.CudaDriverError) as e:
+        cuda_driver.synchronize(0, 0x501, lambda: Without(
+            cuda, "cuStreamSynchronize"))
+    assert str(e.value) == "the CUDA driver library has no cuStreamSynchronize"
+    assert cuda.calls[-1] == ("Pop",)
+
+
 def test_a_stream_that_cannot_be_made_is_one_error_and_pops_the_context():
     cuda = Driver(fail={"StreamCreate": 2})
     with pytest.raises(cuda_driver.CudaDriverError) as e:
