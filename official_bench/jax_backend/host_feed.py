@@ -378,7 +378,6 @@ class TrainerDecode:
             else tuple(devices)
         self._rings = {d: decoder_streams(decoder, d, key) if own_streams
                        else [0] for d in self._devices}
-        self.streams = [s for d in self._devices for s in self._rings[d]]
         self._calls = 0  # batches decoded so far: batch n's streams
         self._calls_pool = ThreadPoolExecutor(
             len(self._devices), thread_name_prefix=f"{key}-decoders") \
@@ -449,11 +448,16 @@ class TrainerDecode:
     def _shares(self, pending: list) -> list:
         """decode_windows' arguments for each GPU: its contiguous share of
         `pending` and this batch's stream of its ring."""
-        n, count = len(self._devices), len(pending)
+        n, count = len(self._rings), len(pending)
         return [(pending[i * count // n:(i + 1) * count // n], self._decoder,
                  device, ring[self._calls % len(ring)])
-                for i, (device, ring) in enumerate(
-                    (d, self._rings[d]) for d in self._devices)]
+                for i, (device, ring) in enumerate(self._rings.items())]
+
+    @property
+    def streams(self) -> List[int]:
+        """Every CUDA stream the decoders use, GPU by GPU ([0]: the
+        default stream)."""
+        return [s for ring in self._rings.values() for s in ring]
 
     def _finish(self, got) -> Tuple[Batch, int]:
         """The finish stage: (the batch, how many windows it decoded
