@@ -137,6 +137,17 @@ def test_jpegs_bigger_than_their_slots_are_decoded_by_the_workers(data_dir):
     assert decoded == 0  # 192-byte slots: no JPEG fits, the batches plain
 
 
+def _first_error(stage) -> str:
+    """The InputWorkerError the stage's first next() raises, the stage
+    closed after."""
+    try:
+        with pytest.raises(host_feed.InputWorkerError) as e:
+            stage.next()
+    finally:
+        stage.close()
+    return str(e.value)
+
+
 def _failure(data_dir, monkeypatch, broken):
     from official_bench.data.records import host_examples
     ds = _ds(data_dir, False, 48)
@@ -145,13 +156,9 @@ def _failure(data_dir, monkeypatch, broken):
     stage = host_feed.trainer_decode_maker(host_feed.records_source(
         ds, files, False, 5, WINDOWS, pack_batch=4), ds, 4, KEY, 1,
         WINDOWS, 0, 1)()
-    try:
-        with pytest.raises(host_feed.InputWorkerError) as e:
-            stage.next()
-    finally:
-        stage.close()
-    assert "\n" not in str(e.value)
-    return str(e.value), files
+    line = _first_error(stage)
+    assert "\n" not in line
+    return line, files
 
 
 def test_an_image_the_trainer_cannot_decode_names_its_record(data_dir,
@@ -216,12 +223,7 @@ def test_a_skipped_undecodable_image_takes_a_copy_of_the_next(
 
 def test_without_skip_an_undecodable_image_ends_with_the_hint(tmp_path):
     stage, path, sizes = _bad_pass(tmp_path, {2}, False)
-    try:
-        with pytest.raises(host_feed.InputWorkerError) as e:
-            stage.next()
-    finally:
-        stage.close()
-    line = str(e.value)
+    line = _first_error(stage)
     assert line.startswith(f"official_bench: {KEY}: record 2 in {path}: "
                            f"its JPEG ({sizes[2]} bytes) cannot be decoded")
     assert line.endswith(record_problems.SKIP_HINT) and "\n" not in line
@@ -230,12 +232,7 @@ def test_without_skip_an_undecodable_image_ends_with_the_hint(tmp_path):
 def test_a_batch_with_no_image_decoded_ends_in_one_line(tmp_path,
                                                       absl_messages):
     stage, path, sizes = _bad_pass(tmp_path, {0, 1, 2, 3}, True)
-    try:
-        with pytest.raises(host_feed.InputWorkerError) as e:
-            stage.next()
-    finally:
-        stage.close()
-    assert str(e.value) == (
+    assert _first_error(stage) == (
         f"official_bench: {KEY}: the trainer skipped all 4 image(s) of a "
         "batch as bad (skip_bad_records: true) and can make no batch of "
         f"it; the last: {_skipped_line(path, 3, sizes[3])}")
@@ -520,12 +517,7 @@ def test_a_failed_wait_for_a_stream_ends_the_feed_in_one_line(monkeypatch):
                                        "0: CUDA_ERROR_LAUNCH_FAILED")
     monkeypatch.setattr(host_feed, "decoder_streams", lambda *args: [21])
     stage = host_feed.TrainerDecode(_Pool(batches), WINDOWS, 0, 1, KEY)
-    try:
-        with pytest.raises(host_feed.InputWorkerError) as e:
-            stage.next()
-    finally:
-        stage.close()
-    assert str(e.value) == (
+    assert _first_error(stage) == (
         f"official_bench: {KEY}: the trainer's decoder failed: "
         "cuStreamSynchronize failed on GPU 0: CUDA_ERROR_LAUNCH_FAILED")
 
