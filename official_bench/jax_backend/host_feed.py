@@ -630,24 +630,26 @@ def workers_decoder(jax, ds: DatasetConfig, key: str) -> Tuple[str, tuple]:
     if ds.decode == "cpu":
         return host_examples.DECODER, (0,)
     if ds.decode == "cpu_window":
-        try:
-            host_decode.start_cpu_decoder()
-        except host_decode.DecoderUnavailable as e:
-            raise ConfigError(f"{key}.decode: 'cpu_window': {e}") from e
-        return "nvimgcodec_cpu", (0,)
+        kind, ids = "cpu", (0,)
+    else:
+        kind, ids = "gpu", _gpu_ids(jax, ds, key)
+    try:
+        for device in ids:  # the workers' decoders will start too
+            host_decode.check_decoder(kind, device)
+    except host_decode.DecoderUnavailable as e:
+        raise ConfigError(f"{key}.decode: {ds.decode!r}: {e}") from e
+    return ("nvimgcodec_cpu" if kind == "cpu" else "nvimgcodec"), ids
+
+
+def _gpu_ids(jax, ds: DatasetConfig, key: str) -> tuple:
+    """This process's GPU ordinals; ConfigError where it has none."""
     gpus = [d for d in jax.local_devices() if d.platform == "gpu"]
     if not gpus:
         raise ConfigError(
             f"{key}.decode: {ds.decode!r} needs a GPU; this process's JAX "
             "devices are "
             f"{', '.join(str(d) for d in jax.local_devices())}")
-    ids = tuple(d.local_hardware_id for d in gpus)
-    try:
-        for device in ids:  # the workers' decoders will start too
-            host_decode.start_gpu_decoder(device)
-    except host_decode.DecoderUnavailable as e:
-        raise ConfigError(f"{key}.decode: {ds.decode!r}: {e}") from e
-    return "nvimgcodec", ids
+    return tuple(d.local_hardware_id for d in gpus)
 
 
 def pool_maker(source: Source, ds: DatasetConfig, batch: int, key: str,

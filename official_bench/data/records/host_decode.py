@@ -261,19 +261,12 @@ def _where(kind: str, device: int) -> str:
     return "its CPU decoder" if kind == "cpu" else f"GPU {device}"
 
 
-def start_gpu_decoder(device: int) -> None:
-    """Start (and drop) nvImageCodec's GPU decoder on `device`: a check,
-    in the process that starts the workers, that theirs will start.
-    Raises DecoderUnavailable."""
-    _nv_decoder("gpu", device)
-    del _NV["gpu", device]
-
-
-def start_cpu_decoder() -> None:
-    """The same check for nvImageCodec's CPU decoder (decode:
-    cpu_window)."""
-    _nv_decoder("cpu", 0)
-    del _NV["cpu", 0]
+def check_decoder(kind: str, device: int = 0) -> None:
+    """Start (and drop) nvImageCodec's `kind` decoder ("gpu" on `device`,
+    "cpu"): a check, in the process that starts the workers, that theirs
+    will start. Raises DecoderUnavailable."""
+    _nv_decoder(kind, device)
+    del _NV[kind, device]
 
 
 def _start_decoder(nv, kind: str, device: int):

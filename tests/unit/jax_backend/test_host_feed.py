@@ -348,10 +348,11 @@ def test_cpu_window_decodes_in_the_workers_on_nvimgcodecs_cpu_decoder(
     assert host_feed.workers_decoder(None, ds, "train_dataset") == (
         "nvimgcodec_cpu", (0,))
 
-    def missing():
+    def missing(kind, device):
+        assert (kind, device) == ("cpu", 0)
         raise host_decode.DecoderUnavailable(
             "nvImageCodec is not importable (ImportError: no module)")
-    monkeypatch.setattr(host_decode, "start_cpu_decoder", missing)
+    monkeypatch.setattr(host_decode, "check_decoder", missing)
     with pytest.raises(ConfigError) as e:
         host_feed.workers_decoder(None, ds, "train_dataset")
     assert str(e.value) == ("train_dataset.decode: 'cpu_window': "
@@ -489,10 +490,11 @@ def test_a_gpu_decode_starts_a_decoder_on_each_of_the_processs_gpus(
 
     from official_bench.data.records import host_decode
     started = []
-    monkeypatch.setattr(host_decode, "start_gpu_decoder", started.append)
+    monkeypatch.setattr(host_decode, "check_decoder",
+                        lambda kind, device: started.append((kind, device)))
     gpu = [types.SimpleNamespace(platform="gpu", local_hardware_id=k)
            for k in (2, 3)]
     jax = types.SimpleNamespace(local_devices=lambda: gpu)
     assert host_feed.workers_decoder(jax, _ds(decode=decode),
                                      "train_dataset") == ("nvimgcodec", (2, 3))
-    assert started == [2, 3]
+    assert started == [("gpu", 2), ("gpu", 3)]
