@@ -121,7 +121,8 @@ def refusals(cfg: Any) -> List[Tuple[str, str]]:
     if t.name == "tensorflow":
         return [(key, f"{_get(cfg, key)!r} needs runtime.backend jax: {why}")
                 for key, default, why in TF_REFUSED
-                if _get(cfg, key) != default] + _tf_decode(cfg)
+                if _get(cfg, key) != default] + _tf_decode(cfg) + \
+            _unread_input_keys(cfg, read_datasets(cfg))
     what = f"runtime.backend {t.name} runs"
     out = []
     rt = cfg.runtime
@@ -152,7 +153,7 @@ def refusals(cfg: Any) -> List[Tuple[str, str]]:
             out.append((key, f"{_get(cfg, key)!r}: {why} need runtime."
                         f"backend tensorflow; leave it at {default!r} with "
                         f"{t.name}"))
-    out += _gpu_decode(cfg, datasets)
+    out += _gpu_decode(cfg, datasets) + _unread_input_keys(cfg, datasets)
     scale = rt.loss_scale
     if scale is not None and scale != "dynamic":
         out.append(("runtime.loss_scale", f"{scale!r}: {what} float16 with "
@@ -180,6 +181,38 @@ def _tf_decode(cfg: Any) -> List[Tuple[str, str]]:
              "at 'cpu'")
             for name in read_datasets(cfg)
             if getattr(cfg, name).decode != "cpu"]
+
+
+# (dataset key, its default): read by the JAX backend's input workers
+# (jax_backend/host_feed.py's records_feed) and nothing else.
+INPUT_WORKER_KEYS = (("num_workers", "auto"),
+                     ("worker_timeout_seconds", 300.0))
+# The builders whose record reading skip_bad_records steers (service
+# refuses it in config/rules.py).
+SKIP_READERS = ("records", "tfds", "service")
+
+
+def _unread_input_keys(cfg: Any, datasets: List[str]) -> List[Tuple[str, str]]:
+    """Input keys set in a dataset the run reads, where nothing reads them:
+    the input workers' keys off JAX's records feed, skip_bad_records with a
+    builder that reads no record files."""
+    workers = "the JAX backend's input workers read it, with builder records"
+    out = []
+    for name in datasets:
+        ds = getattr(cfg, name)
+        where = (f"runtime.backend {cfg.runtime.backend}"
+                 if cfg.runtime.backend != "jax" else
+                 f"builder {ds.builder!r}")
+        if cfg.runtime.backend != "jax" or ds.builder != "records":
+            out += [(f"{name}.{key}", f"{getattr(ds, key)!r} has no effect "
+                     f"with {where} ({workers}); remove it")
+                    for key, default in INPUT_WORKER_KEYS
+                    if getattr(ds, key) != default]
+        if ds.skip_bad_records and ds.builder not in SKIP_READERS:
+            out.append((f"{name}.skip_bad_records", f"true has no effect "
+                        f"with builder {ds.builder!r} (the records and tfds "
+                        "builders read it); remove it"))
+    return out
 
 
 def _gpu_decode(cfg: Any, datasets: List[str]) -> List[Tuple[str, str]]:

@@ -18,6 +18,7 @@ from typing import Any, Callable, List, Tuple
 
 from official_bench.config import ranges, rules
 from official_bench.config.builder import LayerBuilder
+from official_bench.config.paths import datasets_read
 from official_bench.config.schema import (
     DTYPE_ALIASES,
     DatasetConfig,
@@ -40,8 +41,9 @@ def validate(cfg: ExperimentConfig, b: LayerBuilder) -> None:
     rules.horovod_knobs_need_horovod(rt, b)
     rules.reduction(rt, b)
     rules.xla_can_compile_the_step(rt, b)
+    read = [name for name, _ in datasets_read(cfg)]
     for name in ("train_dataset", "validation_dataset"):
-        _validate_dataset(getattr(cfg, name), name, b)
+        _validate_dataset(getattr(cfg, name), name, name in read, b)
     rules.data_dir_needs_a_reader(cfg, b)
     rules.input_placement(cfg, b)
     ranges.model(cfg.model, b)
@@ -57,9 +59,13 @@ def validate(cfg: ExperimentConfig, b: LayerBuilder) -> None:
     ranges.check_numbers(cfg, b)  # last: keys with their own range report that
 
 
-def _validate_dataset(ds: DatasetConfig, name: str, b: LayerBuilder) -> None:
+def _validate_dataset(ds: DatasetConfig, name: str, read: bool,
+                      b: LayerBuilder) -> None:
+    """`read`: the run reads this dataset; keys that depend on its decode
+    are checked only then, as decode itself is (config/backends.py)."""
     ranges.dataset(ds, name, b)
-    rules.worker_share_needs_gpu_trainer(ds, name, b)
+    if read:
+        rules.worker_share_needs_gpu_trainer(ds, name, b)
     rules.feed_needs_its_source(ds, name, b)
     ranges.feed(ds, name, b)
     rules.synthetic_on_device(ds, name, b)

@@ -167,7 +167,9 @@ def test_num_workers_is_auto_or_a_count(value, expected):
         "train_dataset": {"builder": "records", "num_workers": value}})
     assert cfg.train_dataset.num_workers == expected
     assert C.load_config(params_override=(
-        "train_dataset.num_workers=4")).train_dataset.num_workers == 4
+        "runtime.backend=jax,train_dataset.builder=records,"
+        "evaluation.skip_eval=true,train_dataset.num_workers=4")
+    ).train_dataset.num_workers == 4
 
 
 @pytest.mark.parametrize("value", ["many", 0, -2, 4096])
