@@ -15,7 +15,7 @@ import difflib
 import functools
 import re
 import typing
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 # The source named for a leaf no layer set.
 DEFAULTS = "defaults"
@@ -40,9 +40,13 @@ def _unknown_key(key: Any, path: str, fields: Mapping[str, Any]) -> str:
 class LayerBuilder:
     """Merges layers into a typed config, remembering each leaf's source."""
 
-    def __init__(self) -> None:
+    def __init__(self, valid: Callable[[str], Optional[str]] = lambda path:
+                 None) -> None:
+        """`valid(path)`: the values a key takes, added to its type error
+        (None: the type says it all)."""
         self.sources: Dict[str, str] = {}
         self.errors: List[str] = []
+        self.valid = valid
 
     def error(self, path: str, message: str) -> None:
         source = self.sources.get(path, DEFAULTS)
@@ -101,9 +105,11 @@ class LayerBuilder:
             if ok:
                 kwargs[f.name] = converted
             else:
+                takes = self.valid(path)
                 self.error(path, f"expected {_type_name(hints[f.name])}, got "
                                  f"{type(value).__name__} {value!r}"
-                                 f"{_yaml_bool_hint(value, hints[f.name])}")
+                                 f"{_yaml_bool_hint(value, hints[f.name])}"
+                                 f"{'; ' + takes if takes else ''}")
         return cls(**kwargs)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any, List, Mapping, Optional, Sequence, Union
 
-from official_bench.config import frozen, loading, validate
+from official_bench.config import frozen, loading, ranges, validate
 from official_bench.config.builder import Layer, LayerBuilder
 from official_bench.config.schema import (
     ConfigError,
@@ -83,7 +83,7 @@ def build_config(layers: Sequence[Layer], model_type: str = "resnet",
     the layer it came from. The config returned is frozen (config/frozen.py):
     a derived value makes a new one with config.replace_keys.
     """
-    b = LayerBuilder()
+    b = LayerBuilder(valid=ranges.valid_values)
     tree = base_config(model_type, dataset)
     for source, layer in layers:
         if layer is None:

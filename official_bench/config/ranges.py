@@ -14,7 +14,7 @@ import dataclasses
 import math
 import os
 import re
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from official_bench.config.builder import LayerBuilder
 from official_bench.config.schema import (
@@ -93,7 +93,52 @@ MAX_WIDTH = 64  # resnet_cifar filter multiplier
 MAX_XLA_FLAGS = 64  # runtime.xla_flags entries
 # runtime.xla_flags: one XLA option as XLA_FLAGS spells it; XLA_FLAGS is
 # split at white space, so a value cannot hold any.
+LAYOUTS = ("auto", "classic", "tfds")  # dataset layout (records)
 XLA_FLAG = re.compile(r"--(xla_[a-z0-9_]+)(=\S*)?")
+
+
+def _one_of(valid: Sequence[str]) -> str:
+    return f"valid: {', '.join(valid)}"
+
+
+# What the keys with choices or a range take, for their type errors
+# (valid_values); the ranges themselves are checked below.
+_VALID = {
+    "mode": _one_of(MODES),
+    "runtime.backend": _one_of(BACKENDS),
+    "runtime.distribution_strategy": _one_of(STRATEGIES),
+    "runtime.gpu_thread_mode": _one_of(GPU_THREAD_MODES),
+    "runtime.cpu_kernels": _one_of(CPU_KERNELS),
+    "runtime.loss_scale_update": _one_of(LOSS_SCALE_UPDATES),
+    "model.name": _one_of(MODEL_NAMES),
+    "model.optimizer.name": _one_of(OPTIMIZERS),
+    "model.learning_rate.name": _one_of(LR_SCHEDULES),
+    "model.loss.name": _one_of(LOSSES),
+    "model.model_params.data_format": _one_of(DATA_FORMATS),
+    "model.model_params.bn_statistics": _one_of(BN_STATISTICS),
+    "model.model_params.bn_backward": _one_of(BN_BACKWARDS),
+    "model.model_params.stem_pool": _one_of(STEM_POOLS),
+}
+_DATASET_VALID = {
+    "builder": _one_of(BUILDERS),
+    "dtype": _one_of(tuple(DTYPE_ALIASES)),
+    "layout": _one_of(LAYOUTS),
+    "decode": _one_of(DECODES),
+    "synthetic_location": _one_of(SYNTHETIC_LOCATIONS),
+    "num_workers": f"must be 'auto' or 1..{MAX_INPUT_WORKERS}",
+    "worker_decode_share": "must be in [0, 1)",
+    "worker_timeout_seconds": f"must be > 0 and <= {MAX_SECONDS:g}",
+}
+
+
+def valid_values(path: str) -> Optional[str]:
+    """The values key `path` takes where it has choices or a range, for
+    its type error (config/builder.py), e.g. "valid: cpu, cpu_window,
+    ..."; None for the others."""
+    head, _, key = path.partition(".")
+    if head in ("train_dataset", "validation_dataset"):
+        return _DATASET_VALID.get(key)
+    return _VALID.get(path)
 
 
 def _choice(b: LayerBuilder, path: str, value: Any, valid: Sequence[str],
@@ -279,8 +324,7 @@ def dataset(ds: DatasetConfig, name: str, b: LayerBuilder) -> None:
     """A dataset's choices, sizes, augmentation and python_source."""
     _choice(b, f"{name}.builder", ds.builder, BUILDERS, "builder")
     _choice(b, f"{name}.dtype", ds.dtype, tuple(DTYPE_ALIASES), "dtype")
-    _choice(b, f"{name}.layout", ds.layout, ("auto", "classic", "tfds"),
-            "layout")
+    _choice(b, f"{name}.layout", ds.layout, LAYOUTS, "layout")
     _choice(b, f"{name}.decode", ds.decode, DECODES, "decode")
     _in_range(b, f"{name}.worker_decode_share", ds.worker_decode_share, 0,
               1, high_open=True, why=" (the share of decode: gpu_trainer's "
@@ -340,8 +384,11 @@ def feed(ds: DatasetConfig, name: str, b: LayerBuilder) -> None:
     if workers != "auto" and not b.reported(f"{name}.num_workers") and (
             isinstance(workers, str) or
             not 1 <= workers <= MAX_INPUT_WORKERS):
+        quoted = isinstance(workers, str) and workers.strip().isdigit()
         b.error(f"{name}.num_workers", f"must be 'auto' or 1.."
-                f"{MAX_INPUT_WORKERS}, got {workers!r}")
+                f"{MAX_INPUT_WORKERS}, got {workers!r}" +
+                (f": a string; write {workers.strip()} without quotes"
+                 if quoted else ""))
 
 
 def service_address(ds: DatasetConfig, name: str, b: LayerBuilder) -> None:

@@ -61,7 +61,9 @@ def test_an_unquoted_off_says_to_quote_it():
     assert config_error_lines("runtime.distribution_strategy=off")[0] == (
         "runtime.distribution_strategy: expected str, got bool False; YAML "
         "reads an unquoted off, no or false as a boolean: quote the word "
-        "('off') (from --params_override 'runtime.distribution_strategy="
+        "('off'); valid: off, one_device, mirrored, multi_worker_mirrored, "
+        "horovod, parameter_server (from --params_override "
+        "'runtime.distribution_strategy="
         "off')")
     assert C.load_config(params_override="runtime.distribution_strategy="
                          "'off'").runtime.distribution_strategy == "off"
