@@ -54,6 +54,9 @@ classifier_trainer.
         --config_file=configs/examples/resnet/imagenet/gpu.yaml \\
         --params_override='runtime.num_gpus=8'
 
+The same on JAX (Keras 3, no TensorFlow):
+--params_override='runtime.backend=jax,runtime.num_gpus=8'.
+
 Layering: built-in defaults (per --model_type/--dataset) < --config_file <
 --params_override < the explicit flags below.
 

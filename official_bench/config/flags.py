@@ -34,17 +34,21 @@ flags.DEFINE_string("dataset", None,
                     "cifar10 (32x32, 10 classes). Default imagenet.")
 flags.DEFINE_string("model_dir", None,
                     "Where params.yaml, result.json (and checkpoints) go. "
-                    "Default: model_dir/run-<time> under the current dir.")
+                    "Default: the config's model_dir (from --config_file or "
+                    "--params_override), else model_dir/run-<time> under "
+                    "the current dir.")
 flags.DEFINE_string("data_dir", None,
                     "Data directory for both train and validation datasets "
-                    "(not needed with builder: synthetic).")
+                    "(builders records, tfds, service, python read it; "
+                    "synthetic and zmq do not, and refuse it: exit 2).")
 flags.DEFINE_string("config_file", None,
                     "YAML config, e.g. configs/examples/resnet/imagenet/"
                     "gpu.yaml or a DLPerf/Model Garden r2.3 YAML.")
 flags.DEFINE_string("params_override", None,
                     "Overrides on top of --config_file: a YAML/JSON string "
                     "('runtime: {num_gpus: 0}'), dotted pairs "
-                    "('train.steps=100,runtime.num_gpus=0') or a YAML file.")
+                    "('train.steps=100,runtime.num_gpus=0') or a YAML file; "
+                    "'runtime.backend=jax' trains with Keras 3 on JAX.")
 flags.DEFINE_integer("log_steps", None,
                      "Steps per TimeHistory line (train.time_history."
                      "log_steps; default 100).")

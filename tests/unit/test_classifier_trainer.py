@@ -93,6 +93,14 @@ def test_help_lists_model_garden_flags():
                  "--data_dir", "--config_file", "--params_override",
                  "--log_steps", "--num_gpus", "--[no]run_eagerly"):
         assert flag in p.stdout
+    # What the trainer does, as docs/configuration.md says it (wrapping
+    # aside): synthetic refuses --data_dir; the config's model_dir first.
+    text = " ".join(p.stdout.split())
+    for words in ("synthetic and zmq do not, and refuse it: exit 2",
+                  "Default: the config's model_dir (from --config_file or "
+                  "--params_override), else model_dir/run-<time>",
+                  "'runtime.backend=jax' trains with Keras 3 on JAX"):
+        assert words in text, p.stdout
 
 
 def test_bad_config_exits_2_naming_the_key(tmp_path):
