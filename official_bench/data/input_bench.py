@@ -16,6 +16,9 @@ input alone is not clearly faster, the run is input-bound. The elements
 stay on the host (no copy to a device), and nothing else competes for the
 CPU, so on a CPU-only machine this is an upper bound for what the pipeline
 delivers while training.
+
+TensorFlow backend only: a `runtime.backend: jax` config is refused (exit 2)
+naming benchmarks/input_workers.py, the JAX input workers' benchmark.
 """
 
 from __future__ import annotations
@@ -48,7 +51,9 @@ def parse_args(argv):
                    help="as the trainer's: picks the built-in defaults "
                         "(default imagenet)")
     p.add_argument("--seconds", type=float, default=30.0,
-                   help="how long to pull batches (default 30)")
+                   help="how long to pull batches (default 30); it stops "
+                        "sooner at the config's train.steps (or its "
+                        "epochs' steps)")
     args = p.parse_args(argv)
     if args.seconds <= 0:
         p.error(f"--seconds must be > 0, got {args.seconds}")
@@ -132,6 +137,19 @@ def summary(stats) -> str:
                "; whole run, warm-up included") + ")")
 
 
+def backend_refusal(backend: str) -> Optional[str]:
+    """Why this tool cannot measure `backend`'s input; None for
+    tensorflow, whose tf.data pipeline it builds."""
+    if backend == "tensorflow":
+        return None
+    return (f"input_bench: runtime.backend {backend}: this tool measures "
+            "the TensorFlow backend's tf.data pipeline, which a JAX run does "
+            "not use; its input workers' benchmark is benchmarks/"
+            "input_workers.py in the repository (python benchmarks/"
+            "input_workers.py --workers 1,2), or drop runtime.backend=jax "
+            "to measure tf.data")
+
+
 def main(argv: Optional[list] = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     logging.use_absl_handler()  # the trainer's line format
@@ -142,6 +160,9 @@ def main(argv: Optional[list] = None) -> int:
             config_file=args.config_file,
             params_override=args.params_override, overrides={},
             model_type=args.model_type, dataset=args.dataset)
+        refusal = backend_refusal(cfg.runtime.backend)
+        if refusal:
+            raise config_lib.ConfigError(refusal)
         stats = bench(cfg, args.seconds)
     except config_lib.ConfigError as e:
         print(f"error: {e}", file=sys.stderr)

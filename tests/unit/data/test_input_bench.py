@@ -26,6 +26,27 @@ def _run(*extra, seconds="3"):
         text=True, timeout=240)
 
 
+def test_jax_is_refused_naming_the_input_workers_benchmark(capsys):
+    """It builds tf.data's pipeline, which a JAX run does not use: exit 2
+    before TensorFlow or the pipeline starts."""
+    assert input_bench.main([
+        "--params_override=runtime.backend=jax"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "error: input_bench: runtime.backend jax: this tool measures the "
+        "TensorFlow backend's tf.data pipeline") and \
+        "benchmarks/input_workers.py" in err, err
+    assert os.path.isfile(os.path.join(REPO, "benchmarks",
+                                       "input_workers.py"))
+
+
+def test_seconds_help_says_the_steps_end_it_sooner(capsys):
+    with pytest.raises(SystemExit):
+        input_bench.parse_args(["--help"])
+    assert "stops sooner at the config's train.steps" in " ".join(
+        capsys.readouterr().out.split())
+
+
 def test_bad_seconds_is_a_usage_error():
     with pytest.raises(SystemExit) as e:
         input_bench.parse_args(["--seconds=0"])
