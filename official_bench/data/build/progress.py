@@ -20,8 +20,13 @@ class Progress:
         self.last = 0.0
 
     def update(self, done: int, force: bool = False) -> None:
+        """A line for `done` images; `force`: the split's last one. The
+        workers count the last images before their shards are reported
+        written, so a line at the total waits for that last one (it was
+        printed twice)."""
         now = time.monotonic()
-        if not force and now - self.last < self.every:
+        if not force and (now - self.last < self.every or
+                          done >= self.total):
             return
         self.last = now
         elapsed = max(now - self.start, 1e-9)
