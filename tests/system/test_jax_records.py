@@ -253,7 +253,8 @@ def test_one_process_failing_ends_both_in_one_line_each(tmp_path):
         "runtime.distribution_strategy": "multi_worker_mirrored",
         "runtime.peer_timeout_seconds": 120, "train.steps": 40,
         "train_dataset.builder": "python", "train_dataset.python_source":
-            "support.python_sources:second_pipeline_failing_source"})
+            "support.python_sources:second_pipeline_failing_source",
+        "train_dataset.num_workers": "auto"})  # records' key: refused here
     rcs, outs, mark = _two_processes(tmp_path, override, "train", 240)
     errors = [[line for line in out.splitlines()
                if line.startswith("error: ")] for out in outs]
@@ -272,7 +273,8 @@ def test_a_python_source_trains_on_jax(tmp_path):
     source = "official_bench.data.feeds.python_loader:synthetic_source"
     rc, out, mark = _run(tmp_path, _override(**{
         "train_dataset.builder": "python",
-        "train_dataset.python_source": source}), tmp_path)
+        "train_dataset.python_source": source,
+        "train_dataset.num_workers": "auto"}), tmp_path)  # records' key
     assert rc == 0, out[-4000:]
     result = json.loads((tmp_path / "run" / "result.json").read_text())
     assert result["input"] == {"builder": "python", "python_source": source}
