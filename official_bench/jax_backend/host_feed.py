@@ -624,16 +624,18 @@ def workers_decoder(jax, ds: DatasetConfig, key: str) -> Tuple[str, tuple]:
     `decode: cpu_window` is nvImageCodec's CPU decoder, `gpu` nvImageCodec
     on this process's GPUs, workers shared out over them (`gpu_trainer`:
     the trainer's decoders, one on each). Raises
-    ConfigError without a GPU, without nvImageCodec and nvJPEG, or where
-    its decoder does not start on one of them."""
+    ConfigError without the CPU path's modules (simplejpeg, OpenCV: every
+    decode needs them), without a GPU, without nvImageCodec and nvJPEG,
+    or where its decoder does not start on one of them."""
     from official_bench.data.records import host_decode, host_examples
-    if ds.decode == "cpu":
-        return host_examples.DECODER, (0,)
-    if ds.decode == "cpu_window":
-        kind, ids = "cpu", (0,)
-    else:
-        kind, ids = "gpu", _gpu_ids(jax, ds, key)
     try:
+        host_decode.check_cpu_path()
+        if ds.decode == "cpu":
+            return host_examples.DECODER, (0,)
+        if ds.decode == "cpu_window":
+            kind, ids = "cpu", (0,)
+        else:
+            kind, ids = "gpu", _gpu_ids(jax, ds, key)
         for device in ids:  # the workers' decoders will start too
             host_decode.check_decoder(kind, device)
     except host_decode.DecoderUnavailable as e:
@@ -677,10 +679,12 @@ def records_feed(jax, ds: DatasetConfig, local_batch: int, sharding, *,
                  training: bool, seed: int, process_index: int,
                  process_count: int, steps_per_pass: Optional[int] = None,
                  files: Optional[List[str]] = None,
-                 total_steps: Optional[int] = None) -> HostFeed:
+                 total_steps: Optional[int] = None,
+                 decoder: Optional[Tuple[str, tuple]] = None) -> HostFeed:
     """`builder: records` on JAX: this process's files (`files` where the
     caller found them already), decoded by `ds.num_workers` input
-    workers."""
+    workers (with `decoder`, where the caller has it from
+    workers_decoder already)."""
     from official_bench.data.records import host_examples
     key = "train_dataset" if training else "validation_dataset"
     if files is None:
@@ -690,7 +694,7 @@ def records_feed(jax, ds: DatasetConfig, local_batch: int, sharding, *,
     crowded = crowded_workers(workers, key)
     if crowded:
         logging.warning("%s", crowded)
-    decoder, gpus = workers_decoder(jax, ds, key)
+    decoder, gpus = decoder or workers_decoder(jax, ds, key)
     logging.info("official_bench: %s: %d record file(s) for process %d of "
                  "%d %s, %d input worker(s), decoder %s%s", key, len(files),
                  process_index, process_count, record_names.span(files),

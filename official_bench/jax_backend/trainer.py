@@ -95,11 +95,13 @@ def _train(cfg: ExperimentConfig, run: devices_lib.JaxRuntime, dtype: str,
            policy: str, seed: int) -> RunResult:
     rt, keras, jax = cfg.runtime, run.keras, run.jax
 
-    # 2. Plan: replicas, global batch, steps; the files this process owns,
-    #    found before the model is built (minutes on a GPU): a data_dir
-    #    without them stops the run here.
+    # 2. Plan: replicas, global batch, steps; the files this process owns
+    #    and the decoders its input workers will use, found and checked
+    #    before the model is built (minutes on a GPU): a data_dir without
+    #    them, or a decode library missing, stops the run here.
     files = {"train": _record_files(cfg.train_dataset, run, True),
              "validation": _eval_files(cfg, run)}
+    decoders = _decoders(cfg, run)
     plan = _eval_steps_every_process_gives(cfg, run, batch_plan(
         cfg, len(run.devices)), files["validation"])
     cfg = config_lib.replace_keys(cfg, {
@@ -118,7 +120,7 @@ def _train(cfg: ExperimentConfig, run: devices_lib.JaxRuntime, dtype: str,
     #    on, whatever raises closes the feeds: their workers and shared
     #    memory must not outlive a failed run in a notebook.
     with contextlib.ExitStack() as open_feeds:
-        feeds = _feeds(cfg, run, plan, seed, open_feeds, files)
+        feeds = _feeds(cfg, run, plan, seed, open_feeds, files, decoders)
         file_check = file_verdict.start_local(cfg.train_dataset, True)
 
         # 5. Steps, compiled before the clock starts.
@@ -251,6 +253,20 @@ def _eval_files(cfg: ExperimentConfig, run) -> Optional[List[str]]:
     return _record_files(cfg.validation_dataset, run, False)
 
 
+def _decoders(cfg: ExperimentConfig, run) -> Dict[str, Optional[tuple]]:
+    """The (decoder, GPU ordinals) of each records feed's input workers
+    (host_feed.workers_decoder: ConfigError naming the key and what is
+    missing), checked once here and kept for the feeds; None for other
+    builders."""
+    datasets = {"train": (cfg.train_dataset, "train_dataset")}
+    if _evaluates(cfg):
+        datasets["validation"] = (cfg.validation_dataset,
+                                  "validation_dataset")
+    return {name: host_feed.workers_decoder(run.jax, ds, key)
+            if ds.builder == "records" else None
+            for name, (ds, key) in datasets.items()}
+
+
 def _eval_steps_every_process_gives(cfg: ExperimentConfig, run,
                                     plan: BatchPlan,
                                     files: Optional[List[str]]
@@ -297,31 +313,35 @@ def _eval_steps_every_process_gives(cfg: ExperimentConfig, run,
 
 def _feeds(cfg: ExperimentConfig, run, plan: BatchPlan, seed: int,
            closing: contextlib.ExitStack,
-           files: Dict[str, Optional[List[str]]]) -> Dict[str, Feed]:
+           files: Dict[str, Optional[List[str]]],
+           decoders: Dict[str, Optional[tuple]]) -> Dict[str, Feed]:
     """The training feed, and the validation feed when the run evaluates
     (a fresh pass of plan.eval_steps batches each time): synthetic
     batches, or records and Python sources from the host
     (jax_backend/host_feed.py), sharded over the mesh's batch axis. Each
     feed's close() goes on `closing` as soon as the feed exists;
-    records' feeds read `files` (_record_files)."""
+    records' feeds read `files` (_record_files) with `decoders`
+    (_decoders)."""
     from jax.sharding import NamedSharding, PartitionSpec
     sharding = NamedSharding(run.mesh, PartitionSpec(step_lib.AXIS))
     feeds = {"train": _feed(cfg.train_dataset, run, plan.global_batch,
                             sharding, seed, None, files["train"],
-                            plan.total_steps)}
+                            plan.total_steps, decoders["train"])}
     closing.callback(feeds["train"].close)
     if _evaluates(cfg):
         feeds["validation"] = _feed(cfg.validation_dataset, run,
                                     plan.eval_global_batch, sharding,
                                     seed + 1, plan.eval_steps,
-                                    files["validation"])
+                                    files["validation"],
+                                    decoder=decoders["validation"])
         closing.callback(feeds["validation"].close)
     return feeds
 
 
 def _feed(ds, run, global_batch: int, sharding, seed: int,
           eval_steps: Optional[int], files: Optional[List[str]] = None,
-          total_steps: Optional[int] = None) -> Feed:
+          total_steps: Optional[int] = None,
+          decoder: Optional[tuple] = None) -> Feed:
     """One dataset's feed of this process's share of `global_batch`
     (training: `total_steps` steps, named if the source ends early)."""
     local = global_batch // run.process_count
@@ -334,7 +354,7 @@ def _feed(ds, run, global_batch: int, sharding, seed: int,
                  total_steps=total_steps)
     if ds.builder == "records":
         return host_feed.records_feed(run.jax, ds, local, sharding,
-                                      files=files, **where)
+                                      files=files, decoder=decoder, **where)
     replicas = len(run.local_devices)  # python: one batch per replica
     return host_feed.python_feed(run.jax, ds, local // replicas, replicas,
                                  sharding, **where)

@@ -27,6 +27,7 @@ CPU decoder (what the tests run). TensorFlow-free.
 
 from __future__ import annotations
 
+import importlib
 import io
 import os
 import sys
@@ -51,7 +52,14 @@ DECODER = "simplejpeg"
 # nvImageCodec's: the window alone, on the GPU or on its CPU decoder.
 WINDOW_DECODERS = {"nvimgcodec": "gpu", "nvimgcodec_cpu": "cpu"}
 DECODERS = ("simplejpeg", "opencv", "pillow") + tuple(WINDOW_DECODERS)
-NVIMGCODEC_WHEELS = "nvidia-nvimgcodec-cu13 and nvidia-nvjpeg"
+NVIMGCODEC_WHEELS = ("nvidia-nvimgcodec-cu13 and nvidia-nvjpeg "
+                     '(pip install -e ".[gpu_decode]")')
+# The CPU path's modules and their wheels (the jax extra): every decode
+# resizes with OpenCV and decodes grayscale and CMYK JPEGs with
+# simplejpeg; Pillow reads PNG, GIF, BMP and WebP.
+WHEELS = {"simplejpeg": "simplejpeg", "cv2": "opencv-python-headless",
+          "PIL.Image": "pillow"}
+CPU_PATH = ("simplejpeg", "cv2")
 # nvImageCodec's lines on import about codecs this suite never asks for,
 # and about nvJPEG (import_nvimgcodec says that in its own words).
 _LOAD_COMPLAINTS = ("nvjpeg", "nvJPEG", "nvtiff", "nvTIFF")
@@ -66,7 +74,29 @@ class UndecodableImage(ValueError):
 
 
 class DecoderUnavailable(RuntimeError):
-    """A decoder could not be loaded or started (not one image's fault)."""
+    """A decoder could not be loaded or started, or a module it needs
+    imported (not one image's fault)."""
+
+
+def _module(name: str):
+    """Module `name` of the CPU path (WHEELS); raises DecoderUnavailable
+    naming it and its wheel where it cannot be imported: a missing
+    library is the decoder's failure, never an undecodable image."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:  # missing, or a library it needs (libGL)
+        raise DecoderUnavailable(
+            f"{name.split('.')[0]} is not importable ({type(e).__name__}: "
+            f"{e}); install {WHEELS[name]} (pip install -e \".[jax]\")"
+        ) from e
+
+
+def check_cpu_path() -> None:
+    """Imports the CPU path's modules (CPU_PATH), which every decode uses:
+    a check, in the process that starts the workers, that theirs will
+    import. Raises DecoderUnavailable."""
+    for name in CPU_PATH:
+        _module(name)
 
 
 class Pending(NamedTuple):
@@ -132,7 +162,7 @@ def _scale_for(height: int, width: int, need_h: int, need_w: int) -> int:
 
 
 def _simplejpeg(data, header, need, channels):
-    import simplejpeg
+    simplejpeg = _module("simplejpeg")
     height, width, components, adobe = header
     scale = _scale_for(height, width, *need)
     size = dict(min_height=-(-height // scale), min_width=-(-width // scale),
@@ -148,7 +178,7 @@ def _simplejpeg(data, header, need, channels):
 
 def _cv2():
     """OpenCV, on this thread only: a loader worker is one core's work."""
-    import cv2
+    cv2 = _module("cv2")
     if cv2.getNumThreads() != 1:
         cv2.setNumThreads(1)
     return cv2
@@ -171,8 +201,7 @@ def _opencv(data, header, need, channels):
 
 
 def _pillow_jpeg(data, header, need, channels):
-    from PIL import Image
-    image = Image.open(io.BytesIO(data))
+    image = _module("PIL.Image").open(io.BytesIO(data))
     height, width, components, _ = header
     scale = _scale_for(height, width, *need)
     mode = "L" if channels == 1 else ("CMYK" if components == 4 else "RGB")
@@ -341,7 +370,7 @@ def decode_other(data: bytes, channels: int) -> np.ndarray:
     """A PNG, GIF, BMP or WebP, decoded whole by Pillow (its first frame),
     as tf.io.decode_image: alpha dropped, 16-bit samples to their high
     byte, grayscale and palettes expanded."""
-    from PIL import Image
+    Image = _module("PIL.Image")
     image = Image.open(io.BytesIO(data))
     if image.mode in ("I;16", "I;16B", "I;16L"):
         image = Image.fromarray((np.asarray(image) >> 8).astype(np.uint8))
@@ -370,7 +399,7 @@ def decode_crop(data: bytes, window_fn: WindowFn, size: int, flip: bool,
     `dct_scaling` a JPEG may be decoded at 1/2, 1/4 or 1/8 of its size
     when the crop stays at least `size` (else always whole); a window
     decoder decodes the window alone, on GPU `device`. Raises
-    UndecodableImage."""
+    UndecodableImage, or DecoderUnavailable (a module missing)."""
     crop = start_crop(data, window_fn, size, flip, channels, decoder,
                       dct_scaling)
     if isinstance(crop, Pending):
@@ -386,7 +415,7 @@ def start_crop(data: bytes, window_fn: WindowFn, size: int, flip: bool,
     """decode_crop up to the decode: a colour JPEG that a window decoder
     takes comes back Pending, its window drawn (for finish_crops); any
     other image comes back done, on the CPU path. Raises
-    UndecodableImage."""
+    UndecodableImage, or DecoderUnavailable (a module missing)."""
     try:
         if not is_jpeg(data):
             image = decode_other(data, channels)
@@ -433,7 +462,8 @@ def finish_crop(p: Pending, window: Optional[Any]
     """The crop of `p` from its decoded `window` (RGB: an array, or an
     nvImageCodec Image, copied to the host here), resized and flipped;
     None: the CPU path decodes it. An image that cannot be decoded is its
-    UndecodableImage; a copy that fails raises DecoderUnavailable."""
+    UndecodableImage; a copy that fails or a module missing raises
+    DecoderUnavailable."""
     window = _on_host(window)
     try:
         return resize(window, p.size, p.flip) if window is not None \
@@ -441,6 +471,8 @@ def finish_crop(p: Pending, window: Optional[Any]
                            DECODER, p.dct_scaling)
     except UndecodableImage as e:
         return e
+    except DecoderUnavailable:
+        raise
     except Exception as e:  # noqa: BLE001 - the decoders' many kinds
         return UndecodableImage(f"{type(e).__name__}: {e}")
 

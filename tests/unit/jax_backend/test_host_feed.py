@@ -481,6 +481,27 @@ def test_a_training_source_that_ends_is_the_tensorflow_trainers_line():
         "written")
 
 
+@pytest.mark.parametrize("decode,module,wheel", [
+    ("cpu", "simplejpeg", "simplejpeg"),
+    ("cpu", "cv2", "opencv-python-headless"),
+    ("cpu_window", "cv2", "opencv-python-headless")])
+def test_a_missing_decode_library_is_one_line_before_the_workers_start(
+        monkeypatch, decode, module, wheel):
+    """Every decode resizes with OpenCV and decodes some JPEGs with
+    simplejpeg: checked here, as the trainer does before building the
+    model (a missing one was each record's 'cannot be decoded')."""
+    import sys
+
+    from official_bench.config import ConfigError
+    monkeypatch.setitem(sys.modules, module, None)  # import raises
+    with pytest.raises(ConfigError) as e:
+        host_feed.workers_decoder(None, _ds(decode=decode), "train_dataset")
+    assert str(e.value) == (
+        f"train_dataset.decode: {decode!r}: {module} is not importable "
+        f"(ModuleNotFoundError: import of {module} halted; None in "
+        f'sys.modules); install {wheel} (pip install -e ".[jax]")')
+
+
 @pytest.mark.parametrize("decode", ["gpu", "gpu_trainer"])
 def test_a_gpu_decode_starts_a_decoder_on_each_of_the_processs_gpus(
         monkeypatch, decode):

@@ -111,6 +111,26 @@ def no_train_records_report():
     print(json.dumps({"error": error, "data": data, "built": len(built)}))
 
 
+def no_decoder_report():
+    """train_and_eval on records with simplejpeg not importable: what
+    run() raised, whether the model was built and what model_dir holds
+    (a missing decoder was each record's 'cannot be decoded as an
+    image', found by the input workers after the build)."""
+    import sys
+
+    from official_bench.jax_backend import trainer
+    data = tempfile.mkdtemp()
+    _records(data, "train")
+    _records(data, "validation", shards=1)
+    sys.modules["simplejpeg"] = None  # import raises
+    built = []
+    trainer.build_model = lambda *a, **k: built.append(1)
+    error = _records_run(data, train_workers=1, val_examples=4)
+    run_dir = os.path.join(data, "run")
+    print(json.dumps({"error": error, "built": len(built), "written": sorted(
+        os.listdir(run_dir)) if os.path.isdir(run_dir) else []}))
+
+
 def lost_peer_while_building_report():
     """Worker 0 of two (as jax.distributed leaves it; the second process
     is not started) whose model building fails in a collective, as it did
@@ -183,6 +203,15 @@ def test_a_data_dir_without_train_records_stops_before_the_model():
         f"data_dir {r['data']!r}; looked for train-* (classic) and "
         "*-train.tfrecord-* (TFDS, also under <name>/<version>/)"), r
     assert r["built"] == 0, r
+
+
+def test_a_missing_decoder_stops_the_run_before_the_model():
+    r = keras3_child(__file__, "no_decoder_report")
+    assert r["error"] == (
+        "ConfigError: train_dataset.decode: 'cpu': simplejpeg is not "
+        "importable (ModuleNotFoundError: import of simplejpeg halted; None "
+        "in sys.modules); install simplejpeg (pip install -e \".[jax]\")"), r
+    assert (r["built"], r["written"]) == (0, []), r
 
 
 def test_the_input_wait_skips_one_wait_per_warm_up_step(monkeypatch):

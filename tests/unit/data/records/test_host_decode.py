@@ -388,10 +388,29 @@ def test_no_nvimgcodec_is_one_error_naming_the_wheels(monkeypatch, failure):
         def broken():
             raise failure
         monkeypatch.setattr(host_decode, "_import_quietly", broken)
-    with pytest.raises(host_decode.DecoderUnavailable,
-                       match="install nvidia-nvimgcodec-cu13 and "
-                             "nvidia-nvjpeg"):
+    with pytest.raises(host_decode.DecoderUnavailable) as e:
         our_eval(natural_jpeg(0, 64, 48), decoder="nvimgcodec_cpu")
+    assert str(e.value).endswith(
+        '; install nvidia-nvimgcodec-cu13 and nvidia-nvjpeg '
+        '(pip install -e ".[gpu_decode]")'), e.value
+
+
+@pytest.mark.parametrize("module,wheel", [
+    ("simplejpeg", "simplejpeg"), ("cv2", "opencv-python-headless")])
+def test_a_missing_cpu_library_is_the_decoders_failure(monkeypatch, module,
+                                                        wheel):
+    """Not importable: DecoderUnavailable naming it and its wheel, from
+    the check and from a decode (was UndecodableImage: 'cannot be decoded
+    as an image')."""
+    monkeypatch.setitem(sys.modules, module, None)  # import raises
+    line = (f"{module} is not importable (ModuleNotFoundError: import of "
+            f"{module} halted; None in sys.modules); install {wheel} "
+            '(pip install -e ".[jax]")')
+    for call in (host_decode.check_cpu_path,
+                 lambda: our_eval(natural_jpeg(0, 64, 48))):
+        with pytest.raises(host_decode.DecoderUnavailable) as e:
+            call()
+        assert str(e.value) == line
 
 
 def test_no_nvjpeg_is_refused_for_the_gpu_only(monkeypatch):

@@ -499,3 +499,27 @@ def test_a_bad_image_in_a_group_is_that_records_line_in_order(
         with pytest.raises(host_examples.BadRecord) as bad:
             next(stream)
         assert str(bad.value) == line + record_problems.SKIP_HINT
+
+
+@pytest.mark.parametrize("skip", [False, True])
+@pytest.mark.parametrize("decoder,module,wheel", [
+    ("simplejpeg", "simplejpeg", "simplejpeg"),
+    ("simplejpeg", "cv2", "opencv-python-headless"),
+    ("nvimgcodec_cpu", "cv2", "opencv-python-headless")])
+def test_a_missing_decoder_library_is_the_decoders_failure(
+        tmp_path, monkeypatch, skip, decoder, module, wheel):
+    """A decode library that cannot be imported was each record's
+    'cannot be decoded as an image' (skipped one by one with
+    skip_bad_records): it is the decoder's one error, naming it."""
+    import sys
+
+    from official_bench.data.records import host_decode
+    numbered_tree(tmp_path, files=1, per_file=2)
+    ds = numbered_cfg(tmp_path, files=1, per_file=2, skip_bad_records=skip)
+    files = host_examples.process_files(ds, 0, 1, False)
+    monkeypatch.setitem(sys.modules, module, None)  # import raises
+    with pytest.raises(host_decode.DecoderUnavailable) as e:
+        labels(ds, files, decoder=decoder)
+    assert str(e.value).startswith(f"{module} is not importable ("), e.value
+    assert str(e.value).endswith(
+        f'; install {wheel} (pip install -e ".[jax]")'), e.value
