@@ -178,8 +178,11 @@ def extract(log_dir: str, warmup_batches: int = DEFAULT_WARMUP_BATCHES,
             + log_dir + "".join("\n  " + w for w in warnings))
     chosen = None
     if window == AUTO_WINDOW:
-        chosen = warmup_batches, train_batches = windows.auto_window(
-            runs, method)
+        chosen = windows.auto_window(runs, method)
+        # None: every run failed or is unreadable; DLPerf's window then,
+        # and "no usable run" below names each one's reason
+        warmup_batches, train_batches = chosen or windows.given_or_dlperf(
+            None, None)
         _check_options(warmup_batches, train_batches, method, spread_warn)
     outcomes = [measure_log(run, path, warmup_batches, train_batches, method)
                 for run, path in runs]

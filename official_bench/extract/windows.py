@@ -108,9 +108,11 @@ def given_window(warmup: Optional[int], train: Optional[int]
 
 
 def auto_window(runs: Sequence[Tuple[RunId, str]],
-                method: str = "mean") -> Tuple[int, int]:
+                method: str = "mean") -> Optional[Tuple[int, int]]:
     """``--window auto``: the longest window every run covers after its
-    first (warm-up) interval, as ``(warmup_batches, train_batches)``.
+    first (warm-up) interval, as ``(warmup_batches, train_batches)``;
+    None when no run may choose one (each unreadable or unable to count:
+    the caller excludes them with their reasons).
 
     Runs that cannot count anyway (unreadable, failed for the launcher,
     crashed with a traceback before the finish line, cut in the middle of
@@ -119,7 +121,7 @@ def auto_window(runs: Sequence[Tuple[RunId, str]],
     they are excluded later with their reason. DLPerf's defaults are never
     changed by this: it applies only when asked for.
     """
-    spans, intervals = [], {}
+    spans, intervals, may_choose = [], {}, 0
     for _, path in runs:
         try:
             parsed = logparse.parse_log_file(path)
@@ -127,10 +129,13 @@ def auto_window(runs: Sequence[Tuple[RunId, str]],
             continue
         if _cannot_count(parsed, path, method):
             continue
+        may_choose += 1
         span = steps_covered(parsed.intervals)
         if span:
             spans.append(span)
             intervals[path] = parsed.intervals
+    if not may_choose:
+        return None
     window = common_window(spans)
     if window is None:
         raise ExtractError(

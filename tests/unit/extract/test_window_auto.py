@@ -72,6 +72,26 @@ def test_runs_without_a_common_window(tmp_path):
         extract.extract(str(logs), window="auto")
 
 
+def test_runs_that_all_failed_are_no_usable_run_not_a_window(tmp_path):
+    """Every run failed for the launcher (a sweep whose decoder was
+    missing): the error names each run's failure, as without --window,
+    rather than blaming the window."""
+    from official_bench.contracts import run_status
+    logs = tmp_path / "bz16"
+    times = dict(started=1.0, ended=2.0, node=0, host="h")
+    for index in (1, 2):
+        path = kit.write_run(logs, "1n1g", [], batch=16, index=index,
+                             log_steps=10, finished=False,
+                             exception="ConfigError: no decoder")
+        run_status.write_status(path, status="failed", rc=2,
+                                reason="bad configuration", **times)
+    with pytest.raises(ExtractError) as e:
+        extract.extract(str(logs), window="auto")
+    assert str(e.value).startswith("no usable run under "), str(e.value)
+    assert "share no steps" not in str(e.value)
+    assert str(e.value).count("the launcher saw this run failed") == 2
+
+
 def test_runs_of_other_log_steps_sharing_steps_but_no_interval(tmp_path):
     """Steps 10-12 are every run's, but no interval of the log_steps-3 run
     lies inside them: one error naming it, not a window that counts
