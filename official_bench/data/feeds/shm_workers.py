@@ -15,8 +15,9 @@ order and what is left under a batch is dropped (drop_remainder).
 A failure stops the pool with one line (InputWorkerError) naming the worker
 and the file: a source's exception (its message), a worker that died (its
 signal), a worker with no batch for `timeout` seconds (a dead mount, a
-lock). The file is the one the exception names, else the record file the
-worker had open when last seen (/proc/PID/fd). close() ends the workers
+lock). The file is the one the exception names, else the one the worker
+said it was opening or reading (records/file_note.py), else the one it
+had open when last seen (/proc/PID/fd). close() ends the workers
 and unmaps and unlinks the memory, also while another thread is in next()
 (a lock keeps the unmapping and next()'s reads of a slot apart; a batch
 handed out must be copied before close(), which the consumer orders);
@@ -45,6 +46,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from official_bench.config.errors import ConfigError
+from official_bench.data.records import file_note
 from official_bench.host.probes import usable_cores
 from official_bench.host.processes import die_with_parent
 
@@ -181,11 +183,15 @@ def _attach(name: str, size: int) -> mmap.mmap:
 
 
 def _worker_main(index: int, count: int, source: Source, shape: BatchShape,
-                 shm_name: str, slots: int, conn, parent_pid: int) -> None:
+                 shm_name: str, slots: int, conn, parent_pid: int,
+                 noted=None) -> None:
     """A worker: batches into its slots until its source ends; messages
     ("batch", slot, n, last, file), or ("error", text, file) and exit
-    status 1 (file: the one it has open, or None)."""
+    status 1 (file: the one it has open, or None). `noted`: the shared
+    int file_note.note sets."""
     die_with_parent(parent_pid)
+    if noted is not None:
+        file_note.start(noted, source.files)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for name in THREAD_VARIABLES:
         os.environ.setdefault(name, "1")
@@ -332,6 +338,7 @@ class WorkerPool:
         self._turn = 0
         self._ended: List[bool] = [False] * num_workers
         self._last_file: List[Optional[str]] = [None] * num_workers
+        self._noted: List[Any] = []  # each worker's file_note int
         self._cpu: List[float] = [0.0] * num_workers
         self._carry: Optional[Tuple[np.ndarray, np.ndarray]] = None
         self._carried = 0
@@ -365,10 +372,11 @@ class WorkerPool:
             self._shms.append(shm)
             self._views.append(_slot_views(shm.buf, self.shape, self.slots))
             ours, theirs = SPAWN.Pipe()
+            self._noted.append(SPAWN.RawValue("q", 0))
             proc = SPAWN.Process(
                 target=_worker_main, name=f"input-worker-{i}", daemon=True,
                 args=(i, self.num_workers, self.source, self.shape, shm.name,
-                      self.slots, theirs, parent))
+                      self.slots, theirs, parent, self._noted[i]))
             with sigint_blocked():
                 proc.start()
             theirs.close()  # so a dead worker reads as end-of-file here
@@ -388,19 +396,23 @@ class WorkerPool:
                 f"{self.num_workers} (pid {self._procs[i].pid})")
 
     def _file(self, i: int) -> str:
-        """The file worker i has open now, or had when last heard from."""
-        seen = open_file_of(self._procs[i].pid, self.source.files) or \
-            self._last_file[i]
-        if seen:
-            return seen
+        """"opening F" or "reading F": the file worker i said it is on
+        (file_note), else the one it has open now or had when last heard
+        from."""
         files = self.source.files
-        return (f"one of its {len(files)} files ({files[0]}, ...)" if files
-                else "its source")
+        said = file_note.noted(self._noted[i].value, files)
+        if said:
+            return said
+        seen = open_file_of(self._procs[i].pid, files) or self._last_file[i]
+        if seen:
+            return f"reading {seen}"
+        return (f"reading one of its {len(files)} files ({files[0]}, ...)"
+                if files else "reading its source")
 
     def _failed(self, i: int, text: str) -> InputWorkerError:
         named = any(f in text or os.path.basename(f) in text
                     for f in self.source.files)
-        where = "" if named else f" reading {self._file(i)}"
+        where = "" if named else f" {self._file(i)}"
         return InputWorkerError(f"{self._who(i)} failed{where}: {text}")
 
     def _receive(self, i: int):
@@ -412,7 +424,7 @@ class WorkerPool:
             if left <= 0:
                 raise InputWorkerError(
                     f"{self._who(i)} made no batch within {self.timeout:g} s "
-                    f"({self.key}.worker_timeout_seconds) while reading "
+                    f"({self.key}.worker_timeout_seconds) while "
                     f"{self._file(i)}; is it blocked (a dead mount, a "
                     "lock)?")
             try:
@@ -424,7 +436,7 @@ class WorkerPool:
                 proc.join(2.0)
                 raise InputWorkerError(
                     f"{self._who(i)} died ({_death(proc.exitcode)}) while "
-                    f"reading {self._file(i)}") from None
+                    f"{self._file(i)}") from None
 
     def next(self) -> Optional[Batch]:
         """The next whole batch, or None once every worker has ended."""

@@ -40,6 +40,7 @@ from official_bench.config import ConfigError, DatasetConfig
 from official_bench.data.records import (
     crop_sampling,
     example_wire as wire,
+    file_note,
     host_decode,
     packed_batch,
     record_problems as words,
@@ -47,7 +48,11 @@ from official_bench.data.records import (
     set_counts,
 )
 from official_bench.data.records.framing import Problem, count_records
-from official_bench.data.records.host_reader import Item, interleave
+from official_bench.data.records.host_reader import (
+    Item,
+    interleave,
+    read_file,
+)
 
 DECODER = host_decode.DECODER  # the loader writes it into result.json
 # Windows a window decoder (decode: gpu) decodes in one call: fewer
@@ -153,7 +158,7 @@ def _epochs(files: List[str], sizes: List[int], keep: Tuple[int, int],
                 random.Random(f"{name}/files/{epoch}")))
         kept = readable = 0
         for item in interleave([files[i] for i in order],
-                               [sizes[i] for i in order]):
+                               [sizes[i] for i in order], reader=_noted):
             record = not isinstance(item, Problem)
             readable += record
             if (item[1] if record else item.index) % k_count == k_index:
@@ -167,6 +172,20 @@ def _epochs(files: List[str], sizes: List[int], keep: Tuple[int, int],
         if per_epoch is not None:
             per_epoch.append(kept)
         epoch += 1
+
+
+def _noted(path: str, size: int) -> Iterator[Item]:
+    """read_file, the worker saying before each read that it is opening
+    (its first) or reading `path` (file_note): a worker stalled on a file
+    (a dead mount, a FIFO) is named with that file."""
+    items, opening = read_file(path, size), True
+    while True:
+        file_note.note(path, opening)
+        item = next(items, None)
+        if item is None:
+            return
+        opening = False
+        yield item
 
 
 def _no_record_message(files: List[str], readable: int,

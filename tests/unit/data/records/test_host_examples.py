@@ -523,3 +523,37 @@ def test_a_missing_decoder_library_is_the_decoders_failure(
     assert str(e.value).startswith(f"{module} is not importable ("), e.value
     assert str(e.value).endswith(
         f'; install {wheel} (pip install -e ".[jax]")'), e.value
+
+
+def test_a_worker_stalled_opening_a_file_names_that_file(tmp_path):
+    """Worker 1 of 2 reads files 1 and 3 a record from each in turn; file
+    3 is a FIFO whose open() never returns (as on a dead mount): the line
+    named file 1, the one /proc showed open, a healthy file."""
+    import time
+
+    from official_bench.data.feeds import shm_workers
+    from official_bench.jax_backend import host_feed
+    numbered_tree(tmp_path, files=4, per_file=2)
+    ds = numbered_cfg(tmp_path, files=4, per_file=2)
+    files = host_examples.process_files(ds, 0, 1, True)
+    os.remove(files[3])
+    os.mkfifo(files[3])
+    pool = shm_workers.WorkerPool(
+        host_feed.records_source(ds, files, True, 0),
+        shm_workers.BatchShape(4, 8, 8, 3), 2)
+    try:
+        deadline = time.monotonic() + 60  # spawning, on a loaded machine
+        while time.monotonic() < deadline and shm_workers.open_file_of(
+                pool.pids[1], files) is None:
+            time.sleep(0.05)
+        pool.timeout = 2.0
+        with pytest.raises(shm_workers.InputWorkerError) as e:
+            for _ in range(4):
+                pool.next().release()
+    finally:
+        pool.close()
+    assert str(e.value) == (
+        f"official_bench: train_dataset: input worker 1 of 2 (pid "
+        f"{pool.pids[1]}) made no batch within 2 s (train_dataset."
+        f"worker_timeout_seconds) while opening {files[3]}; is it blocked "
+        "(a dead mount, a lock)?")
