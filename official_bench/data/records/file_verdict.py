@@ -4,8 +4,9 @@ results, wait for the check and stop or count.
 
 With `skip_bad_records: false` a truncated or corrupt file stops the run
 with the bad-record line (`stop_if_bad` between steps, as soon as the
-check finds it; else `finish` at the end), exit 1; with `true` each such
-file is logged as skipped and counted once. The TensorFlow backend calls
+check finds it; else `finish` at the end), exit 1; with `true` `finish`
+logs each such file once more and counts the distinct files (the readers
+log it at every pass: docs/data.md). The TensorFlow backend calls
 these through file_check.py (its fit callback); a JAX loop calls them
 itself. `start_local` starts the check on this machine's files, without
 TensorFlow. TensorFlow-free.
