@@ -17,7 +17,7 @@ stay on the host (no copy to a device), and nothing else competes for the
 CPU, so on a CPU-only machine this is an upper bound for what the pipeline
 delivers while training.
 
-TensorFlow backend only: a `runtime.backend: jax` config is refused (exit 2)
+TensorFlow backend only: a `runtime.backend: jax` config is refused (CONFIG)
 naming benchmarks/input_workers.py, the JAX input workers' benchmark.
 """
 
