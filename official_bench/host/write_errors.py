@@ -1,11 +1,13 @@
 """One line for a file a command could not write.
 
-A full disk, a quota, a read-only mount, a missing permission or a file
-where a folder should be (or the reverse) would end in a Python traceback
-from wherever the write happened. Every writer (the trainer's params.yaml,
-result.json, checkpoints and SavedModel; the launcher's logs and status
-files; the extractor; the TFRecord builder; the doctor; the run history)
-wraps its write in :func:`writing`, which turns those causes into
+A full disk, a quota, a read-only mount, a missing permission, a file
+where a folder should be (or the reverse) or a broken symbolic link on the
+way (a scratch link whose target is not mounted) would end in a Python
+traceback from wherever the write happened. Every writer (the trainer's
+params.yaml, result.json, checkpoints and SavedModel; the launcher's logs
+and status files; the extractor; the TFRecord builder; the doctor; the
+run history) wraps its write in :func:`writing`, which turns those causes
+into
 :class:`NotWritable`: a message that names the path, what was being
 written and, for the disk's causes, the free space there. Entry points
 print it as their one ``error:`` line and exit with
@@ -51,11 +53,11 @@ class NotWritable(OSError):
     """
 
     def __init__(self, err: int, path: str, what: str,
-                 free_bytes: Optional[int]):
+                 free_bytes: Optional[int], cause: Optional[str] = None):
         self.path = path
         self.what = what
         self.free_bytes = free_bytes
-        super().__init__(err, _message(err, path, what, free_bytes))
+        super().__init__(err, _message(err, path, what, free_bytes, cause))
 
     def __str__(self) -> str:
         return self.strerror or ""
@@ -87,8 +89,10 @@ def human_bytes(count: int) -> str:
     raise AssertionError("unreachable")
 
 
-def _message(err: int, path: str, what: str,
-             free: Optional[int]) -> str:
+def _message(err: int, path: str, what: str, free: Optional[int],
+             cause: Optional[str] = None) -> str:
+    if cause is not None:  # a cause in the path (a broken link)
+        return f"cannot write {what} to {path}: {cause}"
     cause = _CAUSE.get(err, os.strerror(err))
     if err in _PATH_ERRNOS:
         return f"cannot write {what} to {path}: {cause}"
@@ -104,10 +108,58 @@ def as_not_writable(exc: OSError, path: str, what: str) -> OSError:
         return exc
     if _file_above(exc, path):  # makedirs(exist_ok=True) on a file
         return NotWritable(errno.ENOTDIR, path, what, None)
+    if exc.errno == errno.ENOENT:  # only a broken link is the user's
+        for probe in (exc.filename, path):
+            link = broken_link_on_way(probe) if isinstance(probe, str) \
+                else None
+            if link:
+                return NotWritable(errno.ENOENT, path, what, None,
+                                   broken_link_cause(link))
+        return exc
     if exc.errno not in NOT_WRITABLE_ERRNOS:
         return exc
     # The failing file may be a temporary or a file inside ``path``.
     return NotWritable(exc.errno, path, what, free_bytes(path))
+
+
+def _nearest_entry(path: str) -> str:
+    """``path`` or its nearest parent that exists (a dangling link counts:
+    it exists as a link)."""
+    probe = os.path.abspath(path)
+    while not os.path.lexists(probe) and os.path.dirname(probe) != probe:
+        probe = os.path.dirname(probe)
+    return probe
+
+
+def broken_link_on_way(path: str) -> Optional[str]:
+    """The symbolic link whose target is missing that stands at ``path``
+    or where a folder above it should be, or None."""
+    probe = _nearest_entry(path)
+    if os.path.islink(probe) and not os.path.exists(probe):
+        return probe
+    return None
+
+
+def broken_link_cause(link: str) -> str:
+    """The words for a dangling link (the launcher's, launch/preflight.py)."""
+    try:
+        target = f" (to {os.readlink(link)})"
+    except OSError:
+        target = ""
+    return f"{link} is a broken symbolic link{target}"
+
+
+def check_folder(folder: str, what: str) -> None:
+    """NotWritable when ``folder`` cannot be or become a folder: a broken
+    symbolic link or a file where it or a folder above it should be. Found
+    without writing anything, so an entry point can ask before its slow
+    start; permissions and free space are left to the writes."""
+    link = broken_link_on_way(folder)
+    if link:
+        raise NotWritable(errno.ENOENT, folder, what, None,
+                          broken_link_cause(link))
+    if not os.path.isdir(_nearest_entry(folder)):
+        raise NotWritable(errno.ENOTDIR, folder, what, None)
 
 
 def _file_above(exc: OSError, path: str) -> bool:

@@ -1,6 +1,7 @@
 """host/write_errors: which OSErrors become one user-facing line."""
 
 import errno
+import os
 
 import pytest
 
@@ -45,3 +46,39 @@ def test_other_errors_pass_through_unchanged(tmp_path):
 def test_human_bytes():
     assert write_errors.human_bytes(512) == "512 B"
     assert write_errors.human_bytes(3 * 1024 ** 2) == "3.0 MiB"
+
+
+def test_a_broken_link_on_the_way_is_one_line(tmp_path):
+    """A real makedirs under a dangling link (ENOENT, e.g. a scratch link
+    whose target is not mounted) names the link, as the launcher does; a
+    plain ENOENT stays as it was (above)."""
+    link = tmp_path / "scratch"
+    link.symlink_to(tmp_path / "not-mounted")
+    target = link / "run" / "params.yaml"
+    with pytest.raises(write_errors.NotWritable) as info:
+        with write_errors.writing(str(target), "the run's configuration"):
+            os.makedirs(target.parent, exist_ok=True)
+    assert str(info.value) == (
+        f"cannot write the run's configuration to {target}: {link} is a "
+        f"broken symbolic link (to {tmp_path / 'not-mounted'})")
+    assert info.value.errno == errno.ENOENT
+
+
+def test_check_folder_finds_a_broken_link_or_a_file_without_writing(
+        tmp_path):
+    link = tmp_path / "scratch"
+    link.symlink_to(tmp_path / "gone")
+    blocker = tmp_path / "afile"
+    blocker.write_text("")
+    for folder, cause in ((link / "md", f"{link} is a broken symbolic link "
+                                        f"(to {tmp_path / 'gone'})"),
+                          (link, f"{link} is a broken symbolic link "
+                                 f"(to {tmp_path / 'gone'})"),
+                          (blocker / "md",
+                           "a part of the path is a file, not a folder")):
+        with pytest.raises(write_errors.NotWritable) as info:
+            write_errors.check_folder(str(folder), "the run's files")
+        assert str(info.value) == \
+            f"cannot write the run's files to {folder}: {cause}"
+    write_errors.check_folder(str(tmp_path / "new" / "md"), "the run's files")
+    assert sorted(os.listdir(tmp_path)) == ["afile", "scratch"]
