@@ -7,8 +7,7 @@ traceback from wherever the write happened. Every writer (the trainer's
 params.yaml, result.json, checkpoints and SavedModel; the launcher's logs
 and status files; the extractor; the TFRecord builder; the doctor; the
 run history) wraps its write in :func:`writing`, which turns those causes
-into
-:class:`NotWritable`: a message that names the path, what was being
+into :class:`NotWritable`: a message that names the path, what was being
 written and, for the disk's causes, the free space there. Entry points
 print it as their one ``error:`` line and exit with
 ``exit_status.NOT_WRITABLE``; other OSErrors pass through unchanged.
