@@ -22,11 +22,6 @@ from official_bench.config.flags import (
     parse_flags,
     start_main,
 )
-from official_bench.config.paths import (
-    check_checkpoint,
-    check_local_dirs,
-    check_python_sources,
-)
 from official_bench.contracts import exit_status
 
 # --help's exit statuses (contracts/exit_status.help_text).
@@ -95,18 +90,18 @@ def main(argv) -> int:
     refused = start_main(argv)
     if refused is not None:
         return refused
-    # 1. The config and the cluster (TF_CONFIG, hosts, task index), before
-    #    TensorFlow starts: a typo ends in a second.
-    from official_bench import config as config_lib
-    from official_bench.runtime.cluster import resolve_cluster
+    # 1. The config, what it names on this machine and the cluster
+    #    (TF_CONFIG, hosts, task index), before TensorFlow starts: a typo
+    #    or a missing folder ends in a second.
+    from official_bench import config as config_lib, trainer
+    from official_bench.host.write_errors import NotWritable
     try:
         cfg = config_from_flags(model_dir=_default_model_dir())
-        check_local_dirs(cfg)
-        check_checkpoint(cfg)
-        check_python_sources(cfg)
-        resolve_cluster(cfg.runtime, quiet=True)
+        trainer.check_before_start(cfg)
     except config_lib.ConfigError as e:
         return _fail(str(e), exit_status.CONFIG, e)
+    except NotWritable as e:
+        return _fail(str(e), exit_status.NOT_WRITABLE, e)
     # oneDNN or Eigen: TensorFlow reads TF_ENABLE_ONEDNN_OPTS only when it
     # loads, so it is set now (runtime/cpu_kernels.py).
     from official_bench.runtime import cpu_kernels

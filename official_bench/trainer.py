@@ -1,7 +1,9 @@
 """The training entry: config in, RunResult out.
 
 The CLI, the run scripts and notebooks all come through here. `run` loads
-the config; `train_and_evaluate` hands it to the backend it names
+the config; `train_and_evaluate` checks what it names on this machine
+before TensorFlow loads (`check_before_start`), then hands it to the
+backend it names
 (`runtime.backend`): training/tf_trainer.py (tf-keras and tf.distribute,
 the default) or jax_backend/trainer.py (Keras 3 on JAX), each reading top
 to bottom in labelled steps; both return training/run_result.RunResult.
@@ -22,8 +24,10 @@ from typing import Any, Mapping, Optional, Union
 from absl import logging
 
 from official_bench import config as config_lib
-from official_bench.config import ExperimentConfig
+from official_bench.config import ExperimentConfig, paths
+from official_bench.host import write_errors
 from official_bench.measure.stages import Stage
+from official_bench.runtime.cluster import resolve_cluster
 from official_bench.training.run_result import RunResult
 
 # runtime.backend -> the module whose train_and_evaluate runs it.
@@ -46,8 +50,7 @@ def run(config: ConfigLike = None, *, params_override=None,
     cfg = run_config(config, params_override=params_override,
                      model_dir=model_dir, mode=mode, model_type=model_type,
                      dataset=dataset)
-    with _info_logging():
-        return train_and_evaluate(cfg)
+    return train_and_evaluate(cfg)
 
 
 def run_config(config: ConfigLike = None, *, params_override=None,
@@ -86,10 +89,33 @@ def _info_logging():
             logging.set_verbosity(before)
 
 
+def check_before_start(cfg: ExperimentConfig) -> None:
+    """What the config names on this machine and the cluster, checked in a
+    fraction of a second before TensorFlow loads: ConfigError for a
+    missing data_dir, checkpoint, python_source or a bad cluster;
+    NotWritable for a model_dir that cannot become a folder (a broken
+    symbolic link or a file on its way)."""
+    paths.check_local_dirs(cfg)
+    paths.check_checkpoint(cfg)
+    paths.check_python_sources(cfg)
+    resolve_cluster(cfg.runtime, quiet=True)
+    if cfg.model_dir and "://" not in cfg.model_dir:
+        write_errors.check_folder(cfg.model_dir, "the run's files (model_dir)")
+
+
 def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:
     """Runs one experiment described by a validated config (any mode) on
-    the backend it names (runtime.backend)."""
+    the backend it names (runtime.backend), after check_before_start.
+    Shows the run's lines in a notebook as run() does."""
+    if not isinstance(cfg, ExperimentConfig):
+        raise TypeError(
+            f"train_and_evaluate takes an ExperimentConfig (from "
+            f"official_bench.load_config or trainer.run_config), got "
+            f"{type(cfg).__name__}; use official_bench.run() for a dict or "
+            "a YAML path")
+    check_before_start(cfg)
     backend = cfg.runtime.backend
-    with Stage(f"loading {BACKEND_LOADS[backend]}"):
-        module = importlib.import_module(BACKEND_MODULES[backend])
-    return module.train_and_evaluate(cfg)
+    with _info_logging():
+        with Stage(f"loading {BACKEND_LOADS[backend]}"):
+            module = importlib.import_module(BACKEND_MODULES[backend])
+        return module.train_and_evaluate(cfg)

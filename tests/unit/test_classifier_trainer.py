@@ -86,6 +86,22 @@ def test_bad_config_ends_before_tensorflow_once(tmp_path, flags, words):
     assert words in last and p.stderr.count(words) == 1, p.stderr
 
 
+def test_model_dir_under_a_broken_link_ends_before_tensorflow(tmp_path):
+    """A model_dir that cannot be made (a dangling scratch link on its way)
+    is the launcher's one line and exit 5, before TensorFlow loads."""
+    link = tmp_path / "scratch"
+    link.symlink_to(tmp_path / "not-mounted")
+    p = subprocess.run([sys.executable, "-c", BEFORE_TF,
+                        f"--model_dir={link / 'md'}"], cwd=REPO,
+                       env=cli_env(), capture_output=True, text=True,
+                       timeout=120)
+    assert p.stdout.split() == [str(exit_status.NOT_WRITABLE), "False"], \
+        p.stderr
+    assert p.stderr.rstrip().splitlines()[-1] == (
+        f"error: cannot write the run's files (model_dir) to {link / 'md'}: "
+        f"{link} is a broken symbolic link (to {tmp_path / 'not-mounted'})")
+
+
 def test_help_lists_model_garden_flags():
     p = cli(["--help"], timeout=120)
     assert p.returncode == exit_status.OK

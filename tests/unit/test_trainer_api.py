@@ -1,0 +1,49 @@
+"""The notebook API (official_bench.run, trainer.train_and_evaluate) in a
+fresh process: what the CLI checks before TensorFlow loads, it checks
+before TensorFlow loads too."""
+
+import subprocess
+import sys
+
+from support.helpers import REPO, cli_env
+
+# Each call's exception, and whether TensorFlow was imported by then.
+CALLS = """
+import sys
+import official_bench
+from official_bench import trainer
+config, model_dir = sys.argv[1:]
+calls = [
+    lambda: official_bench.run(
+        config, model_dir=model_dir + "/ok",
+        params_override="train_dataset.builder=records,"
+                        "train_dataset.data_dir=/nonexistent/imagenet"),
+    lambda: official_bench.run(config, model_dir=model_dir + "/link/md"),
+    lambda: trainer.train_and_evaluate(config),
+]
+for call in calls:
+    try:
+        call()
+    except Exception as e:
+        print(type(e).__name__, "|", e)
+print("tensorflow" in sys.modules)
+"""
+
+
+def test_api_checks_before_tensorflow_and_refuses_a_non_config(tmp_path):
+    (tmp_path / "link").symlink_to(tmp_path / "not-mounted")
+    config = "configs/examples/resnet/imagenet/cpu_smoke.yaml"
+    p = subprocess.run([sys.executable, "-c", CALLS, config, str(tmp_path)],
+                       cwd=REPO, env=cli_env(), capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == [
+        "ConfigError | train_dataset.data_dir '/nonexistent/imagenet' does "
+        "not exist or is not a directory",
+        f"NotWritable | cannot write the run's files (model_dir) to "
+        f"{tmp_path}/link/md: {tmp_path}/link is a broken symbolic link "
+        f"(to {tmp_path}/not-mounted)",
+        "TypeError | train_and_evaluate takes an ExperimentConfig (from "
+        "official_bench.load_config or trainer.run_config), got str; use "
+        "official_bench.run() for a dict or a YAML path",
+        "False"], p.stderr
