@@ -47,3 +47,27 @@ def test_api_checks_before_tensorflow_and_refuses_a_non_config(tmp_path):
         "official_bench.load_config or trainer.run_config), got str; use "
         "official_bench.run() for a dict or a YAML path",
         "False"], p.stderr
+
+
+def test_train_and_evaluate_shows_info_lines_as_run_does(tmp_path,
+                                                         monkeypatch):
+    """absl hides INFO until a program asks; a notebook calling
+    train_and_evaluate(cfg) sees the run's lines as run()'s caller does,
+    and gets its verbosity back."""
+    import types
+
+    from absl import logging
+
+    from official_bench import trainer
+    backend = types.ModuleType("fake_backend")
+    backend.train_and_evaluate = lambda cfg: logging.get_verbosity()
+    monkeypatch.setitem(sys.modules, "fake_backend", backend)
+    monkeypatch.setitem(trainer.BACKEND_MODULES, "tensorflow", "fake_backend")
+    cfg = trainer.run_config(model_dir=str(tmp_path))
+    before = logging.get_verbosity()
+    logging.set_verbosity(logging.WARNING)
+    try:
+        assert trainer.train_and_evaluate(cfg) == logging.INFO
+        assert logging.get_verbosity() == logging.WARNING
+    finally:
+        logging.set_verbosity(before)
