@@ -15,13 +15,13 @@ runtime.backend: jax, with Keras 3 on JAX, and TensorFlow is never imported
 
 __version__ = "0.1.0"
 
-_FROM_CONFIG = ("ConfigError", "ExperimentConfig", "load_config")
+_FROM_CONFIG = ("ConfigError", "ExperimentConfig")
 
 
 def __getattr__(name):
-    """ConfigError, ExperimentConfig, load_config come from config on first
-    use, so that `python -m official_bench.launch` starts (and can say what
-    is missing) under a Python without PyYAML."""
+    """ConfigError and ExperimentConfig come from config on first use, so
+    that `python -m official_bench.launch` starts (and can say what is
+    missing) under a Python without PyYAML."""
     if name in _FROM_CONFIG:
         from official_bench import config
         return getattr(config, name)
@@ -30,6 +30,14 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(_FROM_CONFIG))
+
+
+def load_config(config=None, params_override=None, **kwargs):
+    """official_bench.config.load_config, its errors naming the API's
+    arguments ("params_override", not the CLI's "--params_override")."""
+    from official_bench import config as config_lib
+    kwargs.setdefault("overrides_from", "load_config() arguments")
+    return config_lib.load_config(config, params_override, **kwargs)
 
 
 def run(config=None, **kwargs):

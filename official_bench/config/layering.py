@@ -37,7 +37,8 @@ def layers_of(config: ConfigLike = None,
     over the defaults; each source is how an error will name that layer.
 
     `overrides_from` names the last layer: "flags" for the CLI, the API's
-    keyword arguments for trainer.run. `defaults`: an entry point's own
+    keyword arguments for trainer.run; any other than "flags" also names
+    params_override without the CLI's "--". `defaults`: an entry point's own
     defaults (the CLI's model_dir/run-<stamp>), the first layer, so the
     config file and every later layer win over them.
     """
@@ -50,20 +51,30 @@ def layers_of(config: ConfigLike = None,
             layers.append((f"file {path}", loading.read_yaml_file(path)))
     elif isinstance(config, ExperimentConfig):
         layers.append(("ExperimentConfig", frozen.settings(config)))
-    elif config is not None:
+    elif isinstance(config, Mapping):
         layers.append(("config dict", config))
+    elif config is not None:
+        raise ConfigError(f"config: expected a YAML path, a mapping or an "
+                          f"ExperimentConfig, got {type(config).__name__}")
     if params_override is not None:
         items = (params_override if isinstance(params_override, (list, tuple))
                  else [params_override])
-        layers += [_override_layer(item) for item in items
+        name = _flag("params_override", overrides_from)
+        layers += [_override_layer(item, name) for item in items
                    if item is not None]
     if overrides:
         layers.append((overrides_from, overrides))
     return layers
 
 
-def _override_layer(item: Any) -> Layer:
-    """One params_override: a mapping, or what --params_override takes."""
+def _flag(key: str, overrides_from: str) -> str:
+    """How errors name an argument: the CLI's flag, or the API's keyword."""
+    return f"--{key}" if overrides_from == "flags" else key
+
+
+def _override_layer(item: Any, name: str) -> Layer:
+    """One params_override: a mapping, or what --params_override takes;
+    `name` is how errors name the argument."""
     if isinstance(item, Mapping):
         return ("params_override dict", item)
     if not isinstance(item, (str, os.PathLike)):
@@ -71,20 +82,23 @@ def _override_layer(item: Any) -> Layer:
                           f"mapping (or a list of those), got "
                           f"{type(item).__name__} {item!r}")
     text = os.fspath(item)
-    return (f"--params_override {loading.describe(text)}",
-            loading.parse_params_override(text))
+    return (f"{name} {loading.describe(text)}",
+            loading.parse_params_override(text, name))
 
 
 def build_config(layers: Sequence[Layer], model_type: str = "resnet",
-                 dataset: str = "imagenet") -> ExperimentConfig:
+                 dataset: str = "imagenet",
+                 overrides_from: str = "flags") -> ExperimentConfig:
     """Merges (source, mapping) layers over the defaults; strict.
+    `overrides_from`: as layers_of's (how model_type and dataset are named).
 
     Raises one ConfigError listing every problem, each with its key path and
     the layer it came from. The config returned is frozen (config/frozen.py):
     a derived value makes a new one with config.replace_keys.
     """
     b = LayerBuilder(valid=ranges.valid_values)
-    tree = base_config(model_type, dataset)
+    tree = base_config(model_type, dataset,
+                       flag=_flag("", overrides_from))
     for source, layer in layers:
         if layer is None:
             continue
@@ -121,4 +135,5 @@ def load_config(config_file: ConfigLike = None,
     return build_config(
         layers_of(config_file, params_override, overrides, overrides_from,
                   defaults),
-        model_type=model_type, dataset=dataset)
+        model_type=model_type, dataset=dataset,
+        overrides_from=overrides_from)

@@ -168,45 +168,47 @@ def _split_top_level(text: str, sep: str = ",") -> List[str]:
 _DOTTED_ASSIGNMENT = re.compile(r"^\s*[A-Za-z_][\w.]*\s*=")
 
 
-def parse_params_override(text: str) -> Dict[str, Any]:
+def parse_params_override(text: str, name: str = "--params_override"
+                          ) -> Dict[str, Any]:
     """Parses --params_override: a YAML file, a YAML/JSON string, or
-    a.b=1,c=2."""
+    a.b=1,c=2. `name` is how its errors name it (the API's keyword
+    argument is "params_override")."""
     text = text.strip()
     if not text:
         return {}
     if os.path.isfile(text):
         return read_yaml_file(text)
     if os.path.isdir(text):
-        raise ConfigError(f"--params_override {text!r} is a folder; give "
+        raise ConfigError(f"{name} {text!r} is a folder; give "
                           "a YAML file, a mapping or a.b=value pairs")
     if (text.endswith((".yaml", ".yml")) and "\n" not in text
             and ":" not in text):
-        raise ConfigError(f"--params_override file {text!r} does not exist")
+        raise ConfigError(f"{name} file {text!r} does not exist")
     if _DOTTED_ASSIGNMENT.match(text):
         tree: Dict[str, Any] = {}
         for item in _split_top_level(text):
             if "=" not in item:
-                raise ConfigError(f"--params_override item {item!r} is not "
+                raise ConfigError(f"{name} item {item!r} is not "
                                   "of the form key.path=value")
             key, raw = item.split("=", 1)
             try:
-                value = _safe_load(raw, f"--params_override "
+                value = _safe_load(raw, f"{name} "
                                    f"{key.strip()}") if raw.strip() else None
             except yaml.YAMLError as e:
-                raise ConfigError(f"--params_override {key.strip()}: cannot "
+                raise ConfigError(f"{name} {key.strip()}: cannot "
                                   f"parse value {raw!r}: {e}")
             try:
                 dotted_keys.put(tree, key.strip(), value)
             except dotted_keys.TreeError as e:
-                raise ConfigError(f"--params_override: {e}")
+                raise ConfigError(f"{name}: {e}")
         return tree
     try:
-        data = _safe_load(text, "--params_override")
+        data = _safe_load(text, name)
     except yaml.YAMLError as e:
-        raise ConfigError(f"--params_override is not valid YAML/JSON and not "
+        raise ConfigError(f"{name} is not valid YAML/JSON and not "
                           f"a file: {e}")
     if not isinstance(data, dict):
-        raise ConfigError(f"--params_override must be a mapping, a file or "
+        raise ConfigError(f"{name} must be a mapping, a file or "
                           f"a.b=value pairs; got {text!r}")
     return data
 

@@ -421,14 +421,15 @@ DATASET_PRESETS: Dict[str, Dict[str, Any]] = {
 }
 
 
-def base_config(model_type: str = "resnet",
-                dataset: str = "imagenet") -> Dict[str, Any]:
-    """The defaults layer for a model type and dataset, as a nested dict."""
+def base_config(model_type: str = "resnet", dataset: str = "imagenet",
+                flag: str = "--") -> Dict[str, Any]:
+    """The defaults layer for a model type and dataset, as a nested dict.
+    `flag`: what goes before "model_type" in an error ("" from the API)."""
     if model_type not in MODEL_NAMES:
-        raise ConfigError(f"unknown --model_type {model_type!r}; valid: "
+        raise ConfigError(f"unknown {flag}model_type {model_type!r}; valid: "
                           f"{', '.join(MODEL_NAMES)}")
     if dataset not in DATASET_PRESETS:
-        raise ConfigError(f"unknown --dataset {dataset!r}; valid: "
+        raise ConfigError(f"unknown {flag}dataset {dataset!r}; valid: "
                           f"{', '.join(DATASET_PRESETS)}")
     tree = dataclasses.asdict(ExperimentConfig())
     tree["model"]["name"] = model_type

@@ -71,3 +71,30 @@ def test_train_and_evaluate_shows_info_lines_as_run_does(tmp_path,
         assert logging.get_verbosity() == logging.WARNING
     finally:
         logging.set_verbosity(before)
+
+
+def test_api_errors_name_its_arguments_not_the_clis_flags():
+    """Errors raised through the API name its keyword arguments; the CLI's
+    "--params_override" / "--model_type" stay the CLI's (test_config)."""
+    import pytest
+
+    import official_bench
+    from official_bench import trainer
+    config = "configs/examples/resnet/imagenet/cpu_smoke.yaml"
+    calls = [
+        (lambda: official_bench.load_config(
+            config, params_override="train.stepz=2"),
+         "(from params_override 'train.stepz=2')"),
+        (lambda: trainer.run_config(config, params_override="train.steps"),
+         "params_override must be a mapping, a file or a.b=value pairs"),
+        (lambda: trainer.run_config(config, model_type="vgg"),
+         "unknown model_type 'vgg'; valid: resnet, resnet_cifar"),
+        (lambda: trainer.run_config(config, dataset="cifar"),
+         "unknown dataset 'cifar'; valid: imagenet, cifar10"),
+        (lambda: official_bench.load_config(5),
+         "config: expected a YAML path, a mapping or an ExperimentConfig, "
+         "got int")]
+    for call, words in calls:
+        with pytest.raises(official_bench.ConfigError) as info:
+            call()
+        assert words in str(info.value) and "--" not in str(info.value)

@@ -152,7 +152,7 @@ def test_one_layering_function_names_each_layer():
     layers = C.layers_of(cfg, ["train.steps=4", {"train": {"epochs": 2}}],
                          {"mode": "train"}, overrides_from="run() arguments")
     assert [source for source, _ in layers] == [
-        "ExperimentConfig", "--params_override 'train.steps=4'",
+        "ExperimentConfig", "params_override 'train.steps=4'",
         "params_override dict", "run() arguments"]
     built = C.build_config(layers)
     assert (built.train.steps, built.train.epochs, built.mode) == \
