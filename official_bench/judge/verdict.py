@@ -21,7 +21,9 @@ the intervals alone, which says little. The resampling uses Python's
 Verdict: ``faster`` when the whole interval lies above 1, ``slower`` when it
 lies below 1, otherwise "no difference measurable at this spread". The runs
 counted on each side are part of the verdict, because two runs per side make a
-wide interval that says little.
+wide interval that says little. A side of one run of one interval, against a
+side of one run, shows no spread at all: its bootstrap would give an interval
+of zero width, so the verdict is "too few to judge" with no interval (NaN).
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from typing import List, Optional, Sequence, Tuple
 FASTER = "faster"
 SLOWER = "slower"
 NO_DIFFERENCE = "no difference measurable at this spread"
-VERDICTS = (FASTER, SLOWER, NO_DIFFERENCE)
+TOO_FEW = "too few to judge"
+VERDICTS = (FASTER, SLOWER, NO_DIFFERENCE, TOO_FEW)
 
 DEFAULT_RESAMPLES = 2000
 DEFAULT_LEVEL = 0.95
@@ -59,13 +62,35 @@ class Verdict:
     verdict: str
 
     def describe(self, a: str = "A", b: str = "B") -> str:
-        """One line: 'B/A 1.100 [1.091, 1.108] (95%): faster (3 vs 3 runs)'."""
+        """One line: 'B/A 1.100 [1.091, 1.108] (95%): faster (3 vs 3 runs)',
+        or with too few runs 'B/A 0.590, no interval: too few to judge (1
+        vs 1 runs): ...' (too_few_reason)."""
+        if self.verdict == TOO_FEW:
+            return (f"{b}/{a} {self.ratio:.3f}, no interval: {self.verdict} "
+                    f"({self.runs_b} vs {self.runs_a} runs): "
+                    + self.too_few_reason(a, b))
         return (f"{b}/{a} {self.ratio:.3f} [{self.low:.3f}, {self.high:.3f}] "
                 f"({self.level * 100:.0f}%): {self.verdict} "
                 f"({self.runs_b} vs {self.runs_a} runs)")
 
+    def too_few_reason(self, a: str = "A", b: str = "B") -> str:
+        """Why a TOO_FEW verdict has no interval, and what gives one."""
+        thin = [name for name, runs, intervals in
+                ((a, self.runs_a, self.intervals_a),
+                 (b, self.runs_b, self.intervals_b))
+                if runs == 1 and intervals == 1]
+        return (f"{' and '.join(thin)} {'is' if len(thin) == 1 else 'are'} "
+                "one run of one counted interval and neither side has two "
+                "runs to show a spread; count two or more intervals a run "
+                "(a longer window: --window auto, or more steps) or compare "
+                "two or more runs a side")
+
     def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """The fields; no interval (TOO_FEW) is null, not NaN."""
+        out = dataclasses.asdict(self)
+        if self.verdict == TOO_FEW:
+            out["low"] = out["high"] = None
+        return out
 
 
 def run_speed(run: Run) -> float:
@@ -155,6 +180,13 @@ def _percentile(ordered: Sequence[float], q: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
 
 
+def too_few(runs_a: Sequence[Run], runs_b: Sequence[Run]) -> bool:
+    """Whether a side shows no spread to bootstrap: one run of one interval,
+    with no second run on the other side to borrow from (module doc)."""
+    return any(len(mine) == 1 and len(mine[0]) == 1 and len(other) < 2
+               for mine, other in ((runs_a, runs_b), (runs_b, runs_a)))
+
+
 def decide(low: float, high: float) -> str:
     """The verdict for a ratio interval: only an interval that excludes 1.0
     says anything."""
@@ -175,6 +207,13 @@ def compare_runs(a: Sequence[Run], b: Sequence[Run], *,
     if resamples < 100:
         raise ValueError(f"resamples is {resamples}, expected >= 100")
     runs_a, runs_b = _check_side(a, "A"), _check_side(b, "B")
+    median_a, median_b = side_median(runs_a), side_median(runs_b)
+    counts = (len(runs_a), len(runs_b), sum(map(len, runs_a)),
+              sum(map(len, runs_b)))
+    if too_few(runs_a, runs_b):
+        nan = float("nan")
+        return Verdict(median_a, median_b, median_b / median_a, nan, nan,
+                       level, *counts, TOO_FEW)
     rng = random.Random(seed)
     boot_a = _bootstrap_medians(runs_a, resamples, rng,
                                 run_deviations(runs_b))
@@ -183,10 +222,8 @@ def compare_runs(a: Sequence[Run], b: Sequence[Run], *,
     ratios = sorted(mb / ma for ma, mb in zip(boot_a, boot_b))
     tail = (1 - level) / 2
     low, high = _percentile(ratios, tail), _percentile(ratios, 1 - tail)
-    median_a, median_b = side_median(runs_a), side_median(runs_b)
     return Verdict(median_a, median_b, median_b / median_a, low, high, level,
-                   len(runs_a), len(runs_b), sum(map(len, runs_a)),
-                   sum(map(len, runs_b)), decide(low, high))
+                   *counts, decide(low, high))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,7 +240,10 @@ class RoundRatios:
 
     def describe(self, a: str = "A", b: str = "B") -> str:
         """'B/A by round: 1.035 0.953 ...; median 0.992 [..] (95%, paired),
-        lowest 0.953'."""
+        lowest 0.953'; one round has no interval (NaN)."""
+        if len(self.ratios) < 2:
+            return (f"{b}/{a} by round: {self.median:.3f}; one round, no "
+                    "interval (two or more rounds give one)")
         return (f"{b}/{a} by round: " +
                 " ".join(f"{r:.3f}" for r in self.ratios) +
                 f"; median {self.median:.3f} [{self.low:.3f}, "
@@ -224,8 +264,11 @@ def round_ratios(a: Sequence[Run], b: Sequence[Run], *,
                          f"{len(runs_b)}: pairing needs the same rounds")
     ratios = tuple(run_speed(rb) / run_speed(ra)
                    for ra, rb in zip(runs_a, runs_b))
-    rng = random.Random(seed)
     n = len(ratios)
+    if n < 2:  # one ratio: resampling it gives it back, not an interval
+        nan = float("nan")
+        return RoundRatios(ratios, ratios[0], nan, nan, level)
+    rng = random.Random(seed)
     boot = sorted(statistics.median(ratios[rng.randrange(n)]
                                     for _ in range(n))
                   for _ in range(resamples))

@@ -93,6 +93,27 @@ def test_verdict_is_deterministic_and_one_run_still_gets_an_interval():
         verdict.compare_runs([], b)
 
 
+def test_one_interval_a_side_is_too_few_to_judge():
+    """1 run of 1 interval against 1 run (no spread to bootstrap): no
+    interval, no faster/slower; two runs a side (or two intervals) judge."""
+    for a, b in (([[100.0]], [[59.0]]), ([[100.0]], [[59.0, 60.0]])):
+        v = verdict.compare_runs(a, b)
+        assert v.verdict == verdict.TOO_FEW and v.ratio < 0.61
+        assert v.as_dict()["low"] is None and v.as_dict()["high"] is None
+        assert v.describe().startswith(
+            "B/A 0.59") and ", no interval: too few to judge (1 vs 1 runs)" \
+            in v.describe() and "[" not in v.describe()
+    assert verdict.compare_runs([[100.0], [101.0]], [[59.0], [60.0]]
+                                ).verdict == verdict.SLOWER
+    assert verdict.compare_runs([[100.0], [101.0]], [[59.0]]
+                                ).verdict == verdict.SLOWER
+    assert verdict.compare_runs([[100.0, 99.0]], [[59.0, 60.0]]
+                                ).verdict == verdict.SLOWER
+    one = verdict.round_ratios([[100.0]], [[59.0]])
+    assert one.describe() == ("B/A by round: 0.590; one round, no interval "
+                              "(two or more rounds give one)")
+
+
 def test_round_ratios_cancel_a_drift_both_sides_share():
     """Rounds whose machine speed drifts by 15% while B is 3% faster in
     each: the unpaired interval holds 1.0, the paired one excludes it."""

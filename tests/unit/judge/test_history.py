@@ -154,6 +154,26 @@ def test_slow_down_exits_with_slower(tmp_path):
                           f"spread: {CASE}\n")
 
 
+@pytest.mark.parametrize("intervals", [1, 2])
+def test_one_interval_against_one_is_too_few_to_judge(tmp_path, intervals):
+    """The first night: one earlier run, one latest, one counted interval
+    each: no spread, so no interval and no "slower" (exit 0); with two
+    intervals a run the same runs are judged."""
+    db = str(tmp_path / "h.sqlite")
+    history_db.append(db, [_row([100.0] * intervals, 1e9),
+                           _row([59.0] * (intervals - 1) + [60.0], 2e9)])
+    out = _history("--db", db)
+    if intervals == 2:
+        assert out.returncode == exit_status.SLOWER, out.stdout + out.stderr
+        return
+    assert out.returncode == exit_status.OK, out.stdout + out.stderr
+    assert out.stdout.startswith(
+        f"{SETUP}, tensorflow, steps 10-20, /tmp/x: latest/earlier 0.600, "
+        "no interval: too few to judge (1 vs 1 runs): earlier and latest "
+        "are one run of one counted interval"), out.stdout
+    assert "[" not in out.stdout and out.stderr == ""
+
+
 def test_same_speed_passes_and_case_listing(tmp_path):
     db = str(tmp_path / "h.sqlite")
     _fill(db, [100.0] * 7)
