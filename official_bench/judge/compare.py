@@ -188,6 +188,16 @@ def counts_problem(result: result_json.RunResultFile) -> Optional[str]:
             "replicas)")
 
 
+def warmup_counted_note(name: str, stats: dict) -> str:
+    """Why a result.json whose trainer counted its warm-up
+    (``stats.warmup_excluded`` false: no interval after warmup_steps) is
+    left out, as the extractor's window leaves a warm-up out."""
+    return (f"{name}: excluded: its counted intervals include the warm-up "
+            "(stats.warmup_excluded false: no interval after its "
+            f"warmup_steps {stats.get('warmup_steps')}); run more steps, or "
+            "count it in a window with --warmup_batches/--train_batches")
+
+
 def _read_result_files(path: str, files: Sequence[str],
                        window: Optional[Tuple[int, int]]) -> SideRuns:
     """Runs of a folder of result.json files (module doc): each counted in
@@ -208,8 +218,11 @@ def _read_result_files(path: str, files: Sequence[str],
                               "dtype to name its case; skipped")
             continue
         if window is None:
-            counted = counting.recorded_counted(_stats(name),
-                                                result.intervals)
+            stats = _stats(name)
+            if stats.get("warmup_excluded") is False:
+                side.notes.append(warmup_counted_note(name, stats))
+                continue
+            counted = counting.recorded_counted(stats, result.intervals)
         else:
             counted = counting.in_window(result.intervals, *window)
         if not counted:

@@ -68,6 +68,7 @@ class CaseCheck:
     rows: List[Row]
     verdict: Optional[verdict.Verdict]
     left_out: List[str] = dataclasses.field(default_factory=list)
+    warmup: Optional[str] = None  # warmup_note's
 
 
 # ---------------------------------------------------------------- checking
@@ -81,17 +82,33 @@ def _left_out(row: Row) -> Optional[str]:
             f"the comparison: {problem}")
 
 
+def warmup_note(label: str, rows: Sequence[Row]) -> Optional[str]:
+    """A note naming the runs whose counted window starts at step 0, so
+    counts the first interval's warm-up (graph tracing): a run the trainer
+    found too short to leave it out. The window is part of the case, so
+    they are compared only with each other; None when there are none."""
+    ids = [str(r.id or "?") for r in rows
+           if r.intervals != "[]" and json.loads(r.intervals)[0][0] == 0]
+    if not ids:
+        return None
+    return (f"{label}: run(s) {', '.join(ids)} count from step 0, their "
+            "warm-up (graph tracing) included (too short to leave it out, "
+            "or a window from step 0): compared only with each other, and "
+            "slower than a run that leaves its warm-up out")
+
+
 def check_case(label: str, rows: List[Row], seed: int = verdict.DEFAULT_SEED
                ) -> CaseCheck:
     """The latest usable run (B) against every earlier one (A)."""
     left_out = {id(r): _left_out(r) for r in rows}
     usable = [r for r in rows if left_out[id(r)] is None]
     notes = [f"{label}: {why}" for why in left_out.values() if why]
+    warmup = warmup_note(label, rows)
     if len(usable) < 2:
-        return CaseCheck(label, rows, None, notes)
+        return CaseCheck(label, rows, None, notes, warmup)
     earlier = [r.interval_rates for r in usable[:-1]]
     return CaseCheck(label, rows, verdict.compare_runs(
-        earlier, [usable[-1].interval_rates], seed=seed), notes)
+        earlier, [usable[-1].interval_rates], seed=seed), notes, warmup)
 
 
 def select(rows: Sequence[Row], case: Optional[str]) -> Dict[str, List[Row]]:
@@ -148,7 +165,7 @@ def checks_json(checks: Sequence[CaseCheck]) -> str:
         "case": c.label, "runs": len(c.rows),
         "latest": dataclasses.asdict(c.rows[-1]),
         "verdict": c.verdict.as_dict() if c.verdict else None,
-        "left_out": c.left_out}
+        "left_out": c.left_out, "warmup_counted": c.warmup}
         for c in checks], indent=2) + "\n"
 
 
@@ -342,7 +359,7 @@ def _run(args: argparse.Namespace) -> int:
     checks = [check_case(label, case_rows)
               for label, case_rows in select(rows, args.case).items()]
     for check in checks:
-        for note in check.left_out:
+        for note in check.left_out + [check.warmup] * bool(check.warmup):
             print(f"note: {note}", file=sys.stderr)
     if args.json:
         print(checks_json(checks), end="")

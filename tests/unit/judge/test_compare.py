@@ -158,6 +158,39 @@ def test_result_json_folders(tmp_path):
     assert row.verdict.intervals_a == 15
 
 
+def test_one_run_a_side_and_a_run_that_counted_its_warm_up(tmp_path,
+                                                             capsys):
+    """result.json folders of one usable run each (the walk's notebook
+    runs): the table says too few to judge, with no interval, exit 0; a
+    run whose trainer counted its warm-up (stats.warmup_excluded false) is
+    left out with a note naming it."""
+    for side, runs in (("a", [[(0, 10, 20.0), (10, 20, 100.0)]]),
+                       ("b", [[(0, 10, 20.0), (10, 20, 59.0)],
+                              [(0, 10, 5.0)]])):
+        for k, intervals in enumerate(runs):
+            data = logkit.result_json(intervals, 8, 1, logkit.environment(
+                num_replicas=1, num_workers=1, dtype="fp32"))
+            data["stats"]["warmup_steps"] = 10
+            data["stats"]["warmup_excluded"] = len(intervals) > 1
+            d = tmp_path / side / f"run{k}"
+            d.mkdir(parents=True)
+            logkit.write_json(str(d / "result.json"), data)
+    code = compare.main(["--a", str(tmp_path / "a"),
+                         "--b", str(tmp_path / "b")])
+    out, err = capsys.readouterr()
+    assert code == exit_status.OK, err
+    row, reason = out.splitlines()[2:4]
+    assert row.split() == ["1n1g", "b8", "fp32", "100.00", "59.00", "0.590",
+                           "none", "1/1", "too", "few", "to", "judge"]
+    assert reason.startswith("1n1g b8 fp32: too few to judge: A and B are "
+                             "one run of one counted interval")
+    assert err == (f"note: {tmp_path / 'b' / 'run1' / 'result.json'}: "
+                   "excluded: its counted intervals include the warm-up "
+                   "(stats.warmup_excluded false: no interval after its "
+                   "warmup_steps 10); run more steps, or count it in a "
+                   "window with --warmup_batches/--train_batches\n")
+
+
 def test_errors_name_the_directory(tmp_path):
     out = _cli("--a", str(tmp_path / "missing"), "--b", str(tmp_path))
     assert out.returncode == exit_status.FAILED

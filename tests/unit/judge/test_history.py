@@ -174,6 +174,25 @@ def test_one_interval_against_one_is_too_few_to_judge(tmp_path, intervals):
     assert "[" not in out.stdout and out.stderr == ""
 
 
+def test_runs_that_counted_their_warm_up_are_named(tmp_path):
+    """Runs too short for their warm-up steps count from step 0, the
+    tracing in their first interval: a note names them (their own case)."""
+    db = str(tmp_path / "h.sqlite")
+    rows = []
+    for k, rate in enumerate((100.0, 101.0)):
+        data = _result([rate])
+        data["stats"]["warmup_steps"] = 50  # more steps than the run had
+        rows.append(row_from_result(data, "trainer", "/tmp/x", 1e9 + k))
+    history_db.append(db, rows + [_row([100.0], 2e9)])
+    out = _history("--db", db)
+    assert out.returncode == exit_status.OK, out.stdout + out.stderr
+    assert out.stderr == (
+        f"note: {SETUP}, tensorflow, steps 0-20, /tmp/x: run(s) 1, 2 count "
+        "from step 0, their warm-up (graph tracing) included (too short to "
+        "leave it out, or a window from step 0): compared only with each "
+        "other, and slower than a run that leaves its warm-up out\n")
+
+
 def test_same_speed_passes_and_case_listing(tmp_path):
     db = str(tmp_path / "h.sqlite")
     _fill(db, [100.0] * 7)
