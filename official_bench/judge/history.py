@@ -350,8 +350,10 @@ def _run(args: argparse.Namespace) -> int:
                                          args.train_batches, args.window)
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
+        stored = (f"; {read - added} already in the history"
+                  if read > added else "")
         print(f"imported {added} new run(s) of {read} usable in "
-              f"{args.import_dir} into {args.db}")
+              f"{args.import_dir} into {args.db}{stored}")
         return exit_status.OK
     rows = history_db.read_rows(args.db)
     if not rows:

@@ -264,9 +264,11 @@ def test_import_a_log_tree_once(tmp_path):
     out = _history("--db", db, "--import", str(tmp_path / "logs"))
     assert out.returncode == exit_status.OK, out.stderr
     assert "imported 3 new run(s) of 3 usable" in out.stdout
+    assert "already" not in out.stdout
     assert "rn50_b128_fp32_4.log: left out: truncated" in out.stderr
     out = _history("--db", db, "--import", str(tmp_path / "logs"))
-    assert "imported 0 new run(s) of 3 usable" in out.stdout
+    assert out.stdout.startswith("imported 0 new run(s) of 3 usable")
+    assert out.stdout.endswith("; 3 already in the history\n"), out.stdout
     rows = history_db.read_rows(db)
     assert [r.case_label for r in rows] == [
         f"1n1g b128 fp32, tensorflow, steps 100-600, {tmp_path / 'logs'}"
