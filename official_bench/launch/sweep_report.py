@@ -69,10 +69,8 @@ class SweepReport:
                 rate = self._rate_text(run, node) if verdict.ok else ""
                 self.log(f"{run.name}: {who}ok{kept}{rate}")
             else:
-                how = "a file could not be written" if o.cannot_write \
-                    else es.describe(o.rc)
                 self.log(f"{run.name}: {who}{o.status.value.upper()} "
-                         f"({how})"
+                         f"({_how(o)})"
                          f"{': ' + o.reason if o.reason else ''}"
                          f"; log {o.log}")
 
@@ -93,8 +91,9 @@ class SweepReport:
         for run, verdict in self.results:
             everyone = verdict.outcomes
             status = ", ".join(
-                f"node {k} {o.status.value}" if len(everyone) > 1
-                else o.status.value for k, o in sorted(everyone.items()))
+                (f"node {k} " if len(everyone) > 1 else "") + o.status.value
+                + ("" if o.ok else f" ({_how(o)})")
+                for k, o in sorted(everyone.items()))
             kept = " (reused)" if verdict.reused else ""
             # A run that failed on any node measured nothing valid: its
             # intervals so far are no throughput to show.
@@ -128,6 +127,12 @@ class SweepReport:
             argv += ["--warmup_batches", str(window[0]),
                      "--train_batches", str(window[1])]
         return shlex.join(argv) + note
+
+
+def _how(o) -> str:
+    """Why a run's outcome on a node is not ok, in a few words."""
+    return "a file could not be written" if o.cannot_write \
+        else es.describe(o.rc)
 
 
 def _relative(path: str) -> str:

@@ -575,8 +575,8 @@ def test_run_timeout_escalates_to_sigkill(tmp_path):
     # ON_FAILURE=continue (default): run 2 still ran, and failed the same way.
     assert f"exit {exit_status.KILLED}: killed (SIGKILL)" in out.stdout
     assert out.stdout.count("FAILED (exit 137: killed (SIGKILL))") == 2
-    assert "1n1g run 1: failed" in out.stdout and \
-        "1n1g run 2: failed" in out.stdout
+    assert "1n1g run 1: failed (exit 137: killed (SIGKILL))" in out.stdout \
+        and "1n1g run 2: failed (exit 137: killed (SIGKILL))" in out.stdout
     assert elapsed < 20, elapsed
     log = tmp_path / "logs/tensorflow/resnet50/bz4/1n1g/rn50_b4_fp32_1.log"
     text = log.read_text()
