@@ -92,7 +92,8 @@ def main(argv) -> int:
         return refused
     # 1. The config, what it names on this machine and the cluster
     #    (TF_CONFIG, hosts, task index), before TensorFlow starts: a typo
-    #    or a missing folder ends in a second.
+    #    or a missing folder ends in a second (train_and_evaluate repeats
+    #    the check for the API's callers; it costs microseconds).
     from official_bench import config as config_lib, trainer
     from official_bench.host.write_errors import NotWritable
     try:

@@ -3,10 +3,10 @@
 The CLI, the run scripts and notebooks all come through here. `run` loads
 the config; `train_and_evaluate` checks what it names on this machine
 before TensorFlow loads (`check_before_start`), then hands it to the
-backend it names
-(`runtime.backend`): training/tf_trainer.py (tf-keras and tf.distribute,
-the default) or jax_backend/trainer.py (Keras 3 on JAX), each reading top
-to bottom in labelled steps; both return training/run_result.RunResult.
+backend it names (`runtime.backend`): training/tf_trainer.py (tf-keras and
+tf.distribute, the default) or jax_backend/trainer.py (Keras 3 on JAX),
+each reading top to bottom in labelled steps; both return
+training/run_result.RunResult.
 TensorFlow-free, so a JAX run starts where TensorFlow is not installed.
 
     from official_bench import trainer
