@@ -42,6 +42,7 @@ from official_bench.contracts import (
     run_backend,
 )
 from official_bench.contracts.throughput import (
+    Interval,
     ReadInterval,
     images_per_second_over_window,
 )
@@ -188,14 +189,18 @@ def counts_problem(result: result_json.RunResultFile) -> Optional[str]:
             "replicas)")
 
 
-def warmup_counted_note(name: str, stats: dict) -> str:
+def warmup_counted_note(name: str, stats: dict,
+                        intervals: Sequence[Interval]) -> str:
     """Why a result.json whose trainer counted its warm-up
     (``stats.warmup_excluded`` false: no interval after warmup_steps) is
-    left out, as the extractor's window leaves a warm-up out."""
+    left out, as the extractor's window leaves a warm-up out; with two
+    intervals or more, the window that counts all but the first."""
+    after = (f", or count it after its first interval: --warmup_batches "
+             f"{intervals[0].end_step}" if len(intervals) > 1 else "")
     return (f"{name}: excluded: its counted intervals include the warm-up "
             "(stats.warmup_excluded false: no interval after its "
-            f"warmup_steps {stats.get('warmup_steps')}); run more steps, or "
-            "count it in a window with --warmup_batches/--train_batches")
+            f"warmup_steps {stats.get('warmup_steps')}); run more steps"
+            + after)
 
 
 def _read_result_files(path: str, files: Sequence[str],
@@ -220,7 +225,8 @@ def _read_result_files(path: str, files: Sequence[str],
         if window is None:
             stats = _stats(name)
             if stats.get("warmup_excluded") is False:
-                side.notes.append(warmup_counted_note(name, stats))
+                side.notes.append(warmup_counted_note(name, stats,
+                                                      result.intervals))
                 continue
             counted = counting.recorded_counted(stats, result.intervals)
         else:

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from official_bench.contracts import exit_status
+from official_bench.contracts.throughput import Interval
 from official_bench.judge import compare, verdict
 from support import logkit
 from support.helpers import REPO, TINY_OVERRIDE, cli_env
@@ -187,8 +188,12 @@ def test_one_run_a_side_and_a_run_that_counted_its_warm_up(tmp_path,
     assert err == (f"note: {tmp_path / 'b' / 'run1' / 'result.json'}: "
                    "excluded: its counted intervals include the warm-up "
                    "(stats.warmup_excluded false: no interval after its "
-                   "warmup_steps 10); run more steps, or count it in a "
-                   "window with --warmup_batches/--train_batches\n")
+                   "warmup_steps 10); run more steps\n")
+    note = compare.warmup_counted_note(
+        "r.json", {"warmup_steps": 50},
+        [Interval(0, 10, 1.0, 5.0), Interval(10, 20, 1.0, 9.0)])
+    assert note.endswith("run more steps, or count it after its first "
+                         "interval: --warmup_batches 10")
 
 
 def test_errors_name_the_directory(tmp_path):
