@@ -31,12 +31,17 @@ def no_probe(monkeypatch):
      "cannot write the doctor's report to {f}/doctor.json: a part of"),
     (["--workdir", "{d}", "--output", "{d}"],
      "cannot write the doctor's report to {d}: a folder is in the file's"),
+    (["--workdir", "{link}/doc"],  # a scratch link whose target is gone
+     "cannot write the checks' run folders to {link}/doc/runs: {link} is a "
+     "broken symbolic link"),
 ])
 def test_unwritable_workdir_or_output_is_exit_5_before_the_checks(
         no_probe, tmp_path, capsys, args, words):
     f = tmp_path / "a_file"
     f.write_text("")
-    names = {"f": str(f), "d": str(tmp_path / "wd")}
+    names = {"f": str(f), "d": str(tmp_path / "wd"),
+             "link": str(tmp_path / "scratch")}
+    (tmp_path / "scratch").symlink_to(tmp_path / "not-mounted")
     (tmp_path / "wd").mkdir()
     argv = [a.format(**names) for a in args] + ["--only", "cpu-fp32-*"]
     assert cli.main(argv, out=lambda line: None) == es.NOT_WRITABLE
