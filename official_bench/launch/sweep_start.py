@@ -181,6 +181,7 @@ def run_with_claims(plan: Plan, stamp: str, cannot_run: Optional[str],
                 if text:
                     say(plan, f"error: this node: {text}; telling the "
                         "other nodes", stream=sys.stderr)
+            _say_if_refused_at_hello(plan, survey)
             link = NodeLink.open(plan)
             status, surveys = _hello(plan, link, stamp, {
                 "cannot_run": cannot_run, "cannot_write": cannot_write,
@@ -255,6 +256,21 @@ def _hello(plan: Plan, link: NodeLink, stamp: str,
     if head_stamp and head_stamp != stamp:
         plan.restamp(head_stamp)
     return None, {k: v.get("existing") or {} for k, v in hello.items()}
+
+
+def _say_if_refused_at_hello(plan: Plan, survey: Dict) -> None:
+    """Before waiting for the other nodes: a note when this node's own
+    tree already refuses the sweep (runs of it there, neither RESUME nor
+    OVERWRITE), so a node started alone does not wait in silence for the
+    refusal the meeting will give."""
+    s = plan.settings
+    refused = resume.decide(s.resume, s.overwrite,
+                            [r.name for r in plan.runs],
+                            {plan.index: survey}, plan.index,
+                            plan.log_root).problem
+    if refused:
+        say(plan, f"note: this node's log tree already refuses the sweep "
+            f"(exit {es.LOGS_IN_USE} once the nodes meet): {refused}")
 
 
 def settle_logs(plan: Plan, surveys: Dict[int, Dict], stamp: str

@@ -376,3 +376,24 @@ def test_an_ok_run_whose_log_names_no_command_is_not_kept(tmp_path):
     (tmp_path / "rn50_b4_fp32_1.log").write_text("a log without header\n")
     assert resume.survey([_run(tmp_path, 1)])["1n1g run 1"].startswith(
         f"ok, {resume.OTHER_SETUP}: its log ")
+
+
+def test_a_node_started_alone_says_its_tree_refuses_before_waiting(
+        tmp_path):
+    """Node 0 of a two-node re-run, started alone, with its run 1 ok in
+    its tree and neither RESUME nor OVERWRITE: before waiting at the
+    barrier it says that the meeting will refuse the sweep (exit 6)."""
+    _tree_run(tmp_path / "logs" / "tensorflow" / "resnet50" / "bz4" /
+              "2n1g", 1)
+    w0, w1, barrier = free_ports(3)
+    out = script("two", tmp_path, "4", "fp32", "1", "--python",
+                 _fake(tmp_path, "ok"), timeout=60, **dict(
+                     RUN_DEFAULTS, NODES=f"127.0.0.1:{w0},127.0.0.1:{w1}",
+                     TASK_INDEX="0", BARRIER_PORT=str(barrier),
+                     BARRIER_TIMEOUT="2"))
+    assert out.returncode == exit_status.BARRIER_TIMEOUT, out.stderr
+    note, _, rest = out.stdout.partition("note: this node's log tree "
+                                         "already refuses the sweep")
+    assert rest.startswith(f" (exit {exit_status.LOGS_IN_USE} once the "
+                           "nodes meet): "), out.stdout
+    assert "already holds runs of this sweep: 2n1g run 1 (ok" in rest, rest
