@@ -397,6 +397,19 @@ def test_failed_write_keeps_the_previous_result(tmp_path, capsys, monkeypatch):
     assert _temp_files(tmp_path) == []
 
 
+def test_output_dir_under_a_broken_link_names_the_link(tmp_path, capsys):
+    """A scratch link whose target is gone: exit 5 naming the link (was
+    exit 1 with a raw errno)."""
+    link = tmp_path / "scratch"
+    link.symlink_to(tmp_path / "not-mounted")
+    status, _, err = run_cli(capsys, "--log_dir", FIXTURE, "--output_dir",
+                             link / "res", "--no_plot")
+    assert status == exit_status.NOT_WRITABLE
+    assert err.splitlines()[-1] == (
+        f"error: cannot write the extractor's results to {link / 'res'}: "
+        f"{link} is a broken symbolic link (to {tmp_path / 'not-mounted'})")
+
+
 # ---- --compare --------------------------------------------------------------
 
 DLPERF_FP32 = {"rn50": {
