@@ -51,7 +51,7 @@ DOC_FILES = ["README.md", "BENCHMARKS.md"] + sorted(
 ALLOWED_COMMANDS = {
     "pip", "pip3", "git", "cd", ".", "source", "export", "apt-get", "ls",
     "cat", "chmod", "tensorboard", "tfds", "nvidia-smi", "ss", "uptime",
-    "lscpu", "date", "squeue", "scancel", "echo",
+    "lscpu", "date", "squeue", "scancel", "echo", "wait",
     # container engines and runtimes (docs/containers.md, docs/kubernetes.md)
     "docker", "podman", "enroot", "apptainer", "nvidia-ctk", "kubectl",
 }
