@@ -363,7 +363,7 @@ def markdown(args, rows: Sequence[Row], skipped, env, used: float) -> str:
         v = r.comparison.verdict
         out.append(f"| {r.dtype} | {r.candidate.name} | `{change}` | "
                    f"{v.median_a:,.1f} | {v.median_b:,.1f} | {v.ratio:.3f} "
-                   f"| [{v.low:.3f}, {v.high:.3f}] | {v.runs_a}/{v.runs_b} "
+                   f"| {v.interval_text()} | {v.runs_a}/{v.runs_b} "
                    f"| {v.verdict} |")
     out += ["", "Skipped (budget): " + ("; ".join(
         f"{d} {n} ({why})" for d, n, why in skipped

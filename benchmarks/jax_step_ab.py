@@ -284,7 +284,7 @@ def markdown(args, rows: Sequence[Row], env, used: float) -> str:
             continue
         v, p = r.verdict, r.paired
         out.append(f"{head} {v.median_a:,.1f} | {v.median_b:,.1f} | "
-                   f"{v.ratio:.3f} | [{v.low:.3f}, {v.high:.3f}] | "
+                   f"{v.ratio:.3f} | {v.interval_text()} | "
                    f"{p.median:.3f} [{p.low:.3f}, {p.high:.3f}] | "
                    f"{v.runs_a}/{v.runs_b} | {v.verdict} |")
     return "\n".join(out) + "\n"

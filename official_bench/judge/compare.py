@@ -406,13 +406,6 @@ def _num(value: Optional[float]) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def _interval(v: verdict.Verdict) -> str:
-    """'[0.981, 1.020]', or 'none' where too few runs give none."""
-    if v.verdict == verdict.TOO_FEW:
-        return "none"
-    return f"[{v.low:.3f}, {v.high:.3f}]"
-
-
 def table(rows: Sequence[CaseComparison], a_label: str = "",
           b_label: str = "") -> str:
     """The verdict table (plain text, one line per case, then a legend)."""
@@ -425,7 +418,7 @@ def table(rows: Sequence[CaseComparison], a_label: str = "",
         v = row.verdict
         lines.append(
             f"{row.label:<{width}} {v.median_a:>9.2f} {v.median_b:>9.2f} "
-            f"{v.ratio:>6.3f} {_interval(v):>15} "
+            f"{v.ratio:>6.3f} {v.interval_text():>15} "
             f"{f'{v.runs_a}/{v.runs_b}':>5}  {v.verdict}")
     lines += [f"{row.label}: {row.verdict.verdict}: "
               f"{row.verdict.too_few_reason()}" for row in rows

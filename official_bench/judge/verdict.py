@@ -19,11 +19,10 @@ the intervals alone, which says little. The resampling uses Python's
 ``random.Random(seed)``: the same input gives the same interval anywhere.
 
 Verdict: ``faster`` when the whole interval lies above 1, ``slower`` when it
-lies below 1, otherwise "no difference measurable at this spread". The runs
-counted on each side are part of the verdict, because two runs per side make a
-wide interval that says little. A side of one run of one interval, against a
-side of one run, shows no spread at all: its bootstrap would give an interval
-of zero width, so the verdict is "too few to judge" with no interval (NaN).
+lies below 1, otherwise "no difference measurable at this spread"; the runs
+counted on each side are part of it (two a side give a wide interval). One
+run of one interval against one run shows no spread at all (a zero-width
+interval), so that verdict is "too few to judge", with no interval (NaN).
 """
 
 from __future__ import annotations
@@ -72,6 +71,12 @@ class Verdict:
         return (f"{b}/{a} {self.ratio:.3f} [{self.low:.3f}, {self.high:.3f}] "
                 f"({self.level * 100:.0f}%): {self.verdict} "
                 f"({self.runs_b} vs {self.runs_a} runs)")
+
+    def interval_text(self) -> str:
+        """'[0.981, 1.020]', or 'none' where too few runs give none."""
+        if self.verdict == TOO_FEW:
+            return "none"
+        return f"[{self.low:.3f}, {self.high:.3f}]"
 
     def too_few_reason(self, a: str = "A", b: str = "B") -> str:
         """Why a TOO_FEW verdict has no interval, and what gives one."""
