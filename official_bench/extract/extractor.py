@@ -175,7 +175,8 @@ def extract(log_dir: str, warmup_batches: int = DEFAULT_WARMUP_BATCHES,
     if not runs:
         raise ExtractError(
             "no logs named {N}n{G}g/rn50_b{B}_{fp32|fp16|bf16}_{i}.log under "
-            + log_dir + "".join("\n  " + w for w in warnings))
+            + log_dir + logparse.below_hint(log_dir)
+            + "".join("\n  " + w for w in warnings))
     chosen = None
     if window == AUTO_WINDOW:
         chosen = windows.auto_window(runs, method)

@@ -119,6 +119,28 @@ class ParsedLog:
     num_lines: int = 0
 
 
+def trees_below(path: str, limit: int = 5) -> List[str]:
+    """The log trees (folders whose {N}n{G}g/ subfolders hold run logs)
+    at any depth below ``path``, at most ``limit``, for the hint of a
+    command given a LOG_DIR root (LOG_DIR/<backend>/resnet50/bz<B>)."""
+    trees = set()
+    for log in glob.iglob(os.path.join(glob.escape(path), "**", "*",
+                                       "rn50_b*.log"), recursive=True):
+        case_dir = os.path.dirname(log)
+        if log_tree.parse_case_name(os.path.basename(case_dir)) and \
+                log_tree.parse_log_name(os.path.basename(log)):
+            trees.add(os.path.dirname(case_dir))
+    return sorted(trees)[:limit]
+
+
+def below_hint(path: str) -> str:
+    """'; the log trees below it: A, B (give one of them)', or ''."""
+    trees = trees_below(path)
+    if not trees:
+        return ""
+    return f"; the log trees below it: {', '.join(trees)} (give one of them)"
+
+
 def find_logs(log_dir: str) -> Tuple[List[Tuple[RunId, str]],
                                     List[Tuple[str, str]]]:
     """List the runs under ``log_dir`` as in ``{log_dir}/*/*.log``.

@@ -259,7 +259,8 @@ def read_side(path: str, warmup: Optional[int] = None,
         if not files:
             raise ExtractError(
                 f"{path} holds neither logs {{N}}n{{G}}g/rn50_b{{B}}_"
-                f"{{dtype}}_{{i}}.log nor result.json files")
+                f"{{dtype}}_{{i}}.log nor result.json files"
+                + logparse.below_hint(path))
         side = _read_result_files(path, files,
                                   windows.given_window(warmup, train))
     if not side.runs:

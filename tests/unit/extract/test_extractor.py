@@ -220,6 +220,22 @@ def test_directory_without_logs(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+def test_a_log_dir_root_names_the_log_trees_below_it(tmp_path, capsys):
+    """--log_dir LOG_DIR (the run scripts' root, not its bz tree): the
+    error names the trees below it; compare's side error does too."""
+    from official_bench.judge import compare
+    tree = tmp_path / "tensorflow" / "resnet50" / "bz16"
+    kit.write_run(tree, "1n1g", [10, 20], batch=16)
+    status, _, err = run_cli(capsys, "--log_dir", tmp_path)
+    assert status == 1
+    assert f"under {tmp_path}; the log trees below it: {tree} (give one " \
+        "of them)" in err, err
+    with pytest.raises(ExtractError) as e:
+        compare.read_side(str(tmp_path))
+    assert str(e.value).endswith(f"nor result.json files; the log trees "
+                                 f"below it: {tree} (give one of them)")
+
+
 def test_all_runs_excluded(tmp_path, capsys):
     kit.write_run(tmp_path, "1n1g", [10, 20], finished=False)
     kit.write_lines(kit.log_path(tmp_path, "1n8g"),
