@@ -121,7 +121,7 @@ def as_not_writable(exc: OSError, path: str, what: str) -> OSError:
     return NotWritable(exc.errno, path, what, free_bytes(path))
 
 
-def _nearest_entry(path: str) -> str:
+def nearest_entry(path: str) -> str:
     """``path`` or its nearest parent that exists (a dangling link counts:
     it exists as a link)."""
     probe = os.path.abspath(path)
@@ -133,7 +133,7 @@ def _nearest_entry(path: str) -> str:
 def broken_link_on_way(path: str) -> Optional[str]:
     """The symbolic link whose target is missing that stands at ``path``
     or where a folder above it should be, or None."""
-    probe = _nearest_entry(path)
+    probe = nearest_entry(path)
     if os.path.islink(probe) and not os.path.exists(probe):
         return probe
     return None
@@ -157,7 +157,7 @@ def check_folder(folder: str, what: str) -> None:
     if link:
         raise NotWritable(errno.ENOENT, folder, what, None,
                           broken_link_cause(link))
-    if not os.path.isdir(_nearest_entry(folder)):
+    if not os.path.isdir(nearest_entry(folder)):
         raise NotWritable(errno.ENOTDIR, folder, what, None)
 
 

@@ -20,6 +20,8 @@ import os
 import subprocess
 from typing import Dict, List, Optional, Sequence
 
+from official_bench.host import write_errors
+
 # What the trainer's Python must import, per runtime.backend
 # (config/backends.py): import name -> pip package, for the messages.
 BACKEND_MODULES = {
@@ -182,13 +184,12 @@ def not_a_directory(folder: str) -> Optional[str]:
     """Why `folder` cannot be or become a directory ("/x/logs is a file,
     not a directory": the nearest existing path on the way is not one), or
     None. Permissions are left to the writes themselves."""
-    probe = os.path.abspath(folder)
-    while not os.path.lexists(probe):
-        probe = os.path.dirname(probe)
+    probe = write_errors.nearest_entry(folder)
     if os.path.isdir(probe):
         return None
     if os.path.isfile(probe):
         return f"{probe} is a file, not a directory"
-    if not os.path.exists(probe):
-        return f"{probe} is a broken symbolic link"
+    link = write_errors.broken_link_on_way(folder)
+    if link:
+        return write_errors.broken_link_cause(link)
     return f"{probe} is not a directory"

@@ -25,7 +25,8 @@ def test_not_a_directory_names_the_path_in_the_way(tmp_path):
         f"{afile} is a file, not a directory"
     os.symlink(tmp_path / "gone", tmp_path / "link")
     assert preflight.not_a_directory(str(tmp_path / "link" / "x")) == \
-        f"{tmp_path / 'link'} is a broken symbolic link"
+        f"{tmp_path / 'link'} is a broken symbolic link (to " \
+        f"{tmp_path / 'gone'})"
 
 
 def _refused(out, setting, value, source, folder):
