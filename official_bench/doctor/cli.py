@@ -323,12 +323,16 @@ def main(argv: Optional[Sequence[str]] = None,
     except ValueError as e:
         parser.error(str(e))
     if args.list:
-        if machine.no_gpu and any(c.skip == machine.no_gpu for c in selected):
+        # the gpus row as the run will judge it: SKIP on a machine with none
+        gpus_skip = _gpus_row(machine, args).result == report.SKIP
+        if machine.no_gpu and any(c.skip == machine.no_gpu or c.name == "gpus"
+                                  and gpus_skip for c in selected):
             out("official-bench-doctor: "
                 f"{report.skipped_line(machine.no_gpu)}")
         for c in selected:
-            skip = report.NO_GPU_SHORT if c.skip and c.skip == machine.no_gpu \
-                else c.skip
+            skip = report.NO_GPU_SHORT if (
+                c.skip and c.skip == machine.no_gpu
+                or c.name == "gpus" and gpus_skip) else c.skip
             out(f"{c.name:<34} {'SKIP: ' + skip if skip else 'run'}")
         return es.OK
     try:  # before any check runs: a check's minutes are not lost
@@ -337,10 +341,7 @@ def main(argv: Optional[Sequence[str]] = None,
         return _not_writable(e)
     facts = dict(machine.to_json(), workdir=workdir)
     no_gpu = machine.no_gpu
-    results = [machine.backend_row(),
-               env_checks.gpus_row(machine.facts, machine.smi,
-                                   machine.diagnosis, machine.reader_desc,
-                                   args.require_gpu, machine.backend)]
+    results = [machine.backend_row(), _gpus_row(machine, args)]
     if no_gpu:  # the one place the reason is said (report.shown_detail)
         out(f"official-bench-doctor: {report.skipped_line(no_gpu)}")
     timeouts = ({"gpu": args.timeout, "cpu": args.timeout} if args.timeout
@@ -384,6 +385,13 @@ def _check_writable(workdir: str, output: str) -> None:
             raise NotWritable(errno.EACCES, path, what, None)
     if os.path.isdir(output):
         raise NotWritable(errno.EISDIR, output, "the doctor's report", None)
+
+
+def _gpus_row(machine, args) -> "report.CheckResult":
+    """The gpus row from what `gather` found (no probe runs again)."""
+    return env_checks.gpus_row(machine.facts, machine.smi, machine.diagnosis,
+                               machine.reader_desc, args.require_gpu,
+                               machine.backend)
 
 
 def _not_writable(error: NotWritable) -> int:

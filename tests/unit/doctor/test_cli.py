@@ -128,4 +128,5 @@ def test_cli_list_and_bad_only_on_this_machine(capsys):
     listed = [l.split()[0] for l in lines[2:]]
     assert listed == ["tensorflow", "gpus", "1gpu-fp32-channels_last-xla_off",
                       "cpu-mirrored-2dev", "cpu-multi_worker-2x1"]
+    assert lines[3].endswith("SKIP: no GPU (reason above)")  # gpus, as run
     assert lines[4].endswith("SKIP: no GPU (reason above)")
