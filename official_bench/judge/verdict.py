@@ -68,7 +68,7 @@ class Verdict:
             return (f"{b}/{a} {self.ratio:.3f}, no interval: {self.verdict} "
                     f"({self.runs_b} vs {self.runs_a} runs): "
                     + self.too_few_reason(a, b))
-        return (f"{b}/{a} {self.ratio:.3f} [{self.low:.3f}, {self.high:.3f}] "
+        return (f"{b}/{a} {self.ratio:.3f} {self.interval_text()} "
                 f"({self.level * 100:.0f}%): {self.verdict} "
                 f"({self.runs_b} vs {self.runs_a} runs)")
 
