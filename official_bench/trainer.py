@@ -25,6 +25,7 @@ from absl import logging
 
 from official_bench import config as config_lib
 from official_bench.config import ExperimentConfig, paths
+from official_bench.data.records import record_problems
 from official_bench.host import write_errors
 from official_bench.measure.stages import Stage
 from official_bench.runtime.cluster import resolve_cluster
@@ -115,6 +116,7 @@ def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:
             "a YAML path")
     check_before_start(cfg)
     backend = cfg.runtime.backend
+    record_problems.PROCESS.clear()  # this run's records_skipped
     with _info_logging():
         with Stage(f"loading {BACKEND_LOADS[backend]}"):
             module = importlib.import_module(BACKEND_MODULES[backend])

@@ -20,6 +20,7 @@ from official_bench.contracts import (
     flops as flops_contract,
     utilisation as usage_contract,
 )
+from official_bench.data.records import record_problems
 from official_bench.measure import mfu, stats as stats_lib, wait_meter
 from official_bench.measure.intervals import IntervalClock
 from official_bench.measure.sampling import Sampler
@@ -64,19 +65,25 @@ def finish(end: RunEnd) -> RunResult:
     stats = statistics(end)
     usage = end.sampler.summary() if end.sampler else None
     flops_item, peak = flops(end, stats)
+    skipped = records_skipped(end.cfg)
     if stats is not None:
         logging.info(stats.summary() + mfu.summary_text(flops_item, peak) +
                      wait_meter.note(end.input_wait) +
-                     end.guard.summary_note() +
+                     end.guard.summary_note() + _skipped_note(skipped) +
                      usage_contract.summary_text(usage) + end.summary_note)
     record = None
     if end.result_path:
+        fields = end.guard.result_fields()
+        warnings = fields.pop("warnings", []) + _skipped_warnings(skipped)
+        if warnings:
+            fields["warnings"] = warnings
         record = run_record.write_result(
             end.result_path, end.cfg, stats=stats,
             environment=end.environment, history=end.history,
             evaluation=end.evaluation,
             model=run_record.model_summary(end.model), task=end.task,
-            extra=dict(end.guard.result_fields(), input_wait=end.input_wait,
+            extra=dict(fields, input_wait=end.input_wait,
+                       records_skipped=skipped,
                        **{usage_contract.KEY: usage,
                           flops_contract.KEY: flops_item}, **end.extra))
     # The history: after the timed loop, so it cannot show in img/s.
@@ -86,6 +93,34 @@ def finish(end: RunEnd) -> RunResult:
                      model_dir=end.cfg.model_dir,
                      result_path=end.result_path, model=end.model,
                      flops=flops_item)
+
+
+def records_skipped(cfg: ExperimentConfig) -> Optional[Dict[str, int]]:
+    """result.json's records_skipped: the bad records this process skipped
+    in this run, per split of each dataset with skip_bad_records (its
+    input workers' included); None where no dataset skips."""
+    splits = [ds.split for ds in (cfg.train_dataset, cfg.validation_dataset)
+              if ds.skip_bad_records]
+    if not splits:
+        return None
+    return {split: record_problems.PROCESS.count(split) for split in splits}
+
+
+def _skipped_note(skipped: Optional[Dict[str, int]]) -> str:
+    """The summary line's words for skipped records; "" for none."""
+    total = sum((skipped or {}).values())
+    if not total:
+        return ""
+    return f"; {total} bad record(s) skipped (" + ", ".join(
+        f"{split} {n}" for split, n in skipped.items() if n) + ")"
+
+
+def _skipped_warnings(skipped: Optional[Dict[str, int]]) -> List[str]:
+    """result.json's warnings for skipped records (the extractor passes
+    them on)."""
+    return [f"{n} bad record(s) skipped in {split} (skip_bad_records: "
+            "true): the run read the rest"
+            for split, n in (skipped or {}).items() if n]
 
 
 def statistics(end: RunEnd) -> Optional[stats_lib.ThroughputStats]:

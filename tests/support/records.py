@@ -27,9 +27,11 @@ def write_records(root, count=8):
     return str(root)
 
 
-def train_on_records(data_dir, model_dir, batch, examples, shuffle):
+def train_on_records(data_dir, model_dir, batch, examples, shuffle,
+                     **train_keys):
     """The trainer CLI on a tiny CIFAR ResNet (depth 8) reading the 8x8,
-    2-class classic records in `data_dir`; the finished process."""
+    2-class classic records in `data_dir` (`train_keys`: more of
+    train_dataset's keys); the finished process."""
     import json
     import subprocess
     import sys
@@ -41,7 +43,7 @@ def train_on_records(data_dir, model_dir, batch, examples, shuffle):
         "train_dataset": {"builder": "records", "image_size": 8,
                           "num_classes": 2, "batch_size": batch,
                           "num_examples": examples,
-                          "shuffle_buffer_size": shuffle},
+                          "shuffle_buffer_size": shuffle, **train_keys},
         "validation_dataset": {"builder": "records", "image_size": 8,
                                "num_classes": 2},
         "model": {"model_params": {"depth": 8}}, "train": {"epochs": 1}}

@@ -183,6 +183,12 @@ def test_records_train_and_evaluate_on_jax_with_input_workers(tmp_path):
     assert skipped, out[-4000:]
     assert "official_bench: 1 of 4 record file(s) truncated or corrupt " \
         "in train" in out, out[-4000:]
+    # The workers' skips reach result.json through their batch messages;
+    # the framing check's line at the end (one per bad file) is not a
+    # record skipped, and a worker's skips after its last batch are not
+    # counted.
+    assert 1 <= result["records_skipped"]["train"] <= len(skipped) - 1
+    assert "bad record(s) skipped (train " in out, out[-4000:]
 
 
 def test_a_truncated_shard_is_one_line_and_leaves_no_worker(tmp_path):

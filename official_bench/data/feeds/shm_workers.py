@@ -46,7 +46,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from official_bench.config.errors import ConfigError
-from official_bench.data.records import file_note
+from official_bench.data.records import file_note, record_problems
 from official_bench.host.probes import usable_cores
 from official_bench.host.processes import die_with_parent
 
@@ -186,9 +186,10 @@ def _worker_main(index: int, count: int, source: Source, shape: BatchShape,
                  shm_name: str, slots: int, conn, parent_pid: int,
                  noted=None) -> None:
     """A worker: batches into its slots until its source ends; messages
-    ("batch", slot, n, last, file), or ("error", text, file) and exit
-    status 1 (file: the one it has open, or None). `noted`: the shared
-    int file_note.note sets."""
+    ("batch", slot, n, last, skipped, file), or ("error", text, file) and
+    exit status 1 (file: the one it has open, or None; skipped: the
+    records it skipped so far, per split). `noted`: the shared int
+    file_note.note sets."""
     die_with_parent(parent_pid)
     if noted is not None:
         file_note.start(noted, source.files)
@@ -209,7 +210,8 @@ def _worker_main(index: int, count: int, source: Source, shape: BatchShape,
             slot = free.popleft()
             n = _fill(examples, images[slot], labels[slot])
             last = n < shape.batch_size
-            conn.send(("batch", slot, n, last, _reading(source)))
+            conn.send(("batch", slot, n, last,
+                       record_problems.PROCESS.counts(), _reading(source)))
             if last:
                 return
     except Exception as e:  # noqa: BLE001 - reported by the consumer
@@ -338,6 +340,7 @@ class WorkerPool:
         self._turn = 0
         self._ended: List[bool] = [False] * num_workers
         self._last_file: List[Optional[str]] = [None] * num_workers
+        self._skipped: List[Dict[str, int]] = [{} for _ in range(num_workers)]
         self._noted: List[Any] = []  # each worker's file_note int
         self._cpu: List[float] = [0.0] * num_workers
         self._carry: Optional[Tuple[np.ndarray, np.ndarray]] = None
@@ -465,7 +468,8 @@ class WorkerPool:
         self._last_file[i] = message[-1] or self._last_file[i]
         if message[0] == "error":
             raise self._failed(i, message[1])
-        _, slot, n, last, _ = message
+        _, slot, n, last, skipped, _ = message
+        self._count_skipped(i, skipped)
         self._ended[i] = last
         self.images_made += n
         images, labels = self._views[i]
@@ -476,6 +480,14 @@ class WorkerPool:
         else:
             self._join(images[slot][:n], labels[slot][:n])
             self._free(i, slot)
+
+    def _count_skipped(self, i: int, skipped: Dict[str, int]) -> None:
+        """Worker i's new skipped records, into this process's count."""
+        for split, total in skipped.items():
+            new = total - self._skipped[i].get(split, 0)
+            if new:
+                record_problems.PROCESS.add(split, new)
+        self._skipped[i] = skipped
 
     def _free(self, i: int, slot: int) -> None:
         if not self._closed and not self._ended[i]:

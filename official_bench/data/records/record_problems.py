@@ -87,12 +87,29 @@ class SkippedRecords:
                 return sum(self._counts.values())
             return self._counts.get(split, 0)
 
+    def counts(self) -> Dict[str, int]:
+        """Skipped so far, per split (a copy)."""
+        with self._lock:
+            return dict(self._counts)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._counts.clear()
+
+
+# Every record this process skipped, from any pipeline; an input worker's
+# count reaches its trainer's in its batch messages (shm_workers). The
+# trainer clears it when a run starts; result.json's records_skipped.
+PROCESS = SkippedRecords()
+
 
 def log_skipped(split: str, skipped: SkippedRecords, lines: Iterable[str],
                 count: int) -> int:
     """Logs each message line as skipped, counts `count` more for `split`
     and logs the running total; returns it."""
     total = skipped.add(split, int(count))
+    if skipped is not PROCESS:
+        PROCESS.add(split, int(count))
     for line in lines:
         logging.warning("%s; skipped (skip_bad_records: true)", line)
     logging.warning("official_bench: %d bad record(s) skipped in %s so far",

@@ -104,3 +104,33 @@ def test_the_backend_s_wall_time_wins_over_the_clock_s(tmp_path):
     # The clock ran 6 steps of 0.5 s (3 s); the backend measured 9 s.
     stats = run_end.statistics(_end(tmp_path, wall_time=9.0))
     assert stats.wall_time == 9.0
+
+
+def test_the_records_a_run_skipped_are_in_result_json_and_its_summary(
+        tmp_path, absl_messages):
+    """records_skipped: this process's count per split of each dataset
+    that skips (the trainer clears it when a run starts), a warning the
+    extractor passes on, and the summary line's words; none without
+    skip_bad_records."""
+    from official_bench.data.records import record_problems
+    end = _end(tmp_path)
+    skipping = dataclasses.replace(end, cfg=C.replace_keys(
+        end.cfg, {"train_dataset.skip_bad_records": True}))
+    record_problems.PROCESS.clear()
+    try:
+        record_problems.PROCESS.add("train", 3)
+        record_problems.PROCESS.add("other", 5)  # no dataset reads it
+        run_end.finish(skipping)
+        record = json.loads((tmp_path / "result.json").read_text())
+        assert record["records_skipped"] == {"train": 3}
+        assert record["warnings"] == [
+            "3 bad record(s) skipped in train (skip_bad_records: true): "
+            "the run read the rest"]
+        summary = [m for m in absl_messages if "run finished" in m]
+        assert "; 3 bad record(s) skipped (train 3)" in summary[-1]
+        run_end.finish(end)
+        record = json.loads((tmp_path / "result.json").read_text())
+        assert record["records_skipped"] is None
+        assert "warnings" not in record
+    finally:
+        record_problems.PROCESS.clear()

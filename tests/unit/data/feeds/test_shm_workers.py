@@ -123,6 +123,21 @@ def _wait_for(predicate, timeout=60.0):
         time.sleep(0.1)
 
 
+def test_the_workers_skipped_records_reach_this_processs_count():
+    """A worker's skips (skip_bad_records) are counted in its process; its
+    batch messages carry them to the trainer's count (result.json's
+    records_skipped), each once however many batches repeat them."""
+    from official_bench.data.records import record_problems
+    before = record_problems.PROCESS.count("train")
+    # 40 examples over 2 workers, every 5th skipped: 0, 5, ..., 35.
+    with _pool(2, count=40, skip_every=5) as pool:
+        got = _take(pool, 20)
+        assert pool.next() is None
+    assert sum(len(labels) for labels, _ in got) == 32
+    assert all(k % 5 for labels, _ in got for k in labels)
+    assert record_problems.PROCESS.count("train") - before == 8
+
+
 def test_workers_stop_when_their_slots_are_full(tmp_path):
     """2 slots of 4 examples per worker: each makes 8 and waits until the
     consumer gives a slot back."""

@@ -4,6 +4,7 @@ Every iteration runs in a daemon thread with a deadline, so a regression
 that makes the pipeline hang fails the test instead of stalling the run.
 """
 
+import json
 import logging
 import os
 import re
@@ -223,3 +224,29 @@ def test_training_cli_stops_at_the_named_bad_record(tmp_path):
     # The CLI ends with that line, not only inside TensorFlow's traceback.
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("error: official_bench: bad record 7 in ")
+
+
+def test_a_training_run_that_skips_says_how_many_in_result_json(tmp_path):
+    """Through the trainer with skip_bad_records: the run trains on, and
+    result.json's records_skipped holds a count the log's "so far" lines
+    gave (the pipeline may read ahead and skip more after the count is
+    taken), with a warning for the extractor. A block's bad records are
+    reported at the block's end (32 records): 40 images in a fixed order
+    pass the first block's end, whose record 0 is bad."""
+    for split in ("train", "validation"):
+        write(tmp_path / f"{split}-00000-of-00001", [
+            classic_example(b"junk" if (split == "train" and i == 0)
+                            else jpeg(), 1 + i % 2, 8, 8) for i in range(40)])
+    proc = train_on_records(tmp_path, tmp_path / "model", batch=4,
+                            examples=40, shuffle=1, skip_bad_records=True,
+                            deterministic=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    so_far = [int(n) for n in re.findall(
+        r"official_bench: (\d+) bad record\(s\) skipped in train so far",
+        proc.stderr)]
+    record = json.loads((tmp_path / "model" / "result.json").read_text())
+    count = record["records_skipped"]["train"]
+    assert count >= 1 and count in so_far, (count, so_far)
+    assert record["warnings"] == [
+        f"{count} bad record(s) skipped in train (skip_bad_records: "
+        "true): the run read the rest"]
