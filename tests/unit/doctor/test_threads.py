@@ -53,3 +53,16 @@ def test_thread_count_of_a_gone_process_is_none():
     p = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                        capture_output=True, text=True)
     assert threads.thread_count(int(p.stdout)) is None
+
+
+def test_the_verdict_takes_the_peak_not_a_sample_taken_at_exit():
+    """A worker's last sample may come while it exits (its threads gone):
+    compared with it, a leak read as shrinking ('124->2')."""
+    quiet = [{1: 124, 2: 20}, {1: 126, 2: 21}, {1: 2, 2: 1}]
+    verdict = threads.stable(quiet, [1, 2])
+    assert verdict.ok, verdict.text
+    assert verdict.text == ("threads w0 124 after warm-up, peak 126, "
+                            "w1 20 after warm-up, peak 21")
+    leaked = [{1: 10}, {1: 60}, {1: 3}]
+    verdict = threads.stable(leaked, [1])
+    assert not verdict.ok and "thread leak" in verdict.text, verdict.text
