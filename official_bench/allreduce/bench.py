@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import statistics
 import sys
+import textwrap
 import time
 from typing import Callable, List, Optional, Tuple
 
@@ -54,6 +55,15 @@ first device alone, after a wait that long and back to back, side by side
 and the scaling model charges them in its no-overlap bound. The run scripts
 run it with BENCH=allreduce.
 """
+
+# --help's exit statuses (contracts/exit_status.help_text).
+EXIT_STATUSES = {
+    exit_status.OK: "every size measured",
+    exit_status.FAILED: "a buffer of --sizes does not fit on the devices",
+    exit_status.CONFIG: "bad flags or config",
+    exit_status.CLUSTER: "a cluster (TF_CONFIG, worker hosts) that cannot "
+                         "be used",
+}
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("sizes", "model,64K,1M,16M",
@@ -467,8 +477,10 @@ def main(argv) -> int:
 
 def run_main() -> None:
     """Console-script entry (official-bench-allreduce)."""
+    usage = USAGE + "\n" + textwrap.fill(
+        exit_status.help_text(EXIT_STATUSES), 76)
     if trainer_flags.answer_help(
-            sys.argv, USAGE, ("all-reduce flags", sys.modules[__name__])):
+            sys.argv, usage, ("all-reduce flags", sys.modules[__name__])):
         sys.exit(exit_status.OK)
     app.run(lambda argv: sys.exit(main(argv)),
             flags_parser=trainer_flags.parse_flags)

@@ -35,11 +35,20 @@ from official_bench.contracts import exit_status
 from official_bench.host.flag_errors import OneLineParser
 from official_bench.host.terminal import help_formatter
 
+# --help's exit statuses (contracts/exit_status.help_text).
+EXIT_STATUSES = {
+    exit_status.OK: "measured",
+    exit_status.FAILED: "the pipeline failed (a bad record: its line)",
+    exit_status.CONFIG: "bad flags or config, or a JAX config (this tool "
+                        "measures tf.data)",
+}
+
 
 def parse_args(argv):
     p = OneLineParser(
         prog="official-bench-input-bench",
         description="Images/second of the training input pipeline alone.",
+        epilog=exit_status.help_text(EXIT_STATUSES),
         formatter_class=help_formatter())
     p.add_argument("--config_file", default=None,
                    help="the trainer's YAML config")

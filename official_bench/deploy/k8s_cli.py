@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from typing import List, Optional, Sequence
 
 import yaml
 
-from official_bench.contracts.exit_status import CONFIG
+from official_bench.contracts.exit_status import CONFIG, OK, help_text
 from official_bench.deploy import kubernetes as k8s
 from official_bench.host.flag_errors import OneLineParser
 
@@ -37,9 +38,18 @@ docs/kubernetes.md: logs, kubectl cp, the extractor.
 """
 
 
+# --help's exit statuses (contracts/exit_status.help_text).
+EXIT_STATUSES = {
+    OK: "the manifests printed",
+    CONFIG: "a bad flag, or a name or image Kubernetes would refuse (one "
+            "line, nothing on stdout)",
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(
-        prog=PROG, epilog=EXAMPLES,
+        prog=PROG, epilog=EXAMPLES + "\n" + textwrap.fill(
+            help_text(EXIT_STATUSES), 79),
         formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(
             prog, width=79),
         description="Prints Kubernetes manifests (YAML, stdout) that run "
@@ -126,7 +136,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return CONFIG
     sys.stdout.write(text)
-    return 0
+    return OK
 
 
 def run_main() -> None:
