@@ -114,9 +114,9 @@ TABLE: Tuple[ExitStatus, ...] = (
                short="interrupted (SIGINT)"),
     ExitStatus(KILLED, "KILLED", "killed by SIGKILL (128 + 9): a "
                "multi-worker peer did not arrive within "
-               "`runtime.peer_timeout_seconds` (after a line `official_bench: "
-               "timeout: worker 0 waited 300 s ...; not reachable: worker 1 "
-               "at host:port`), or a run still going KILL_AFTER seconds "
+               "`runtime.peer_timeout_seconds` (its last line `error: "
+               "official_bench: timeout: worker 0 waited 300 s ...; not "
+               "reachable: worker 1 at host:port`), or a run still going KILL_AFTER seconds "
                "after RUN_TIMEOUT's SIGTERM",
                short="killed (SIGKILL)"),
     ExitStatus(TERMINATED, "TERMINATED", "stopped by SIGTERM (128 + 15): "

@@ -92,8 +92,10 @@ def _watch(parent: int, timeout: float, me: str, peers: Dict[str, str],
                 me, deadline - time.monotonic(), unreachable(peers)),
                 flush=True)
             next_report = time.monotonic() + 30.0
-    print(timeout_message(me, timeout, unreachable(peers), waiting_for),
-          flush=True)
+    # The trainer's last line (it is killed next), an error line as every
+    # other failure's is (docs/exit_status.md).
+    print("error: " + timeout_message(me, timeout, unreachable(peers),
+                                      waiting_for), flush=True)
     try:
         os.kill(parent, signal.SIGKILL)
     except ProcessLookupError:
