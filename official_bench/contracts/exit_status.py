@@ -116,8 +116,8 @@ TABLE: Tuple[ExitStatus, ...] = (
                "multi-worker peer did not arrive within "
                "`runtime.peer_timeout_seconds` (its last line `error: "
                "official_bench: timeout: worker 0 waited 300 s ...; not "
-               "reachable: worker 1 at host:port`), or a run still going KILL_AFTER seconds "
-               "after RUN_TIMEOUT's SIGTERM",
+               "reachable: worker 1 at host:port`), or a run still going "
+               "KILL_AFTER seconds after RUN_TIMEOUT's SIGTERM",
                short="killed (SIGKILL)"),
     ExitStatus(TERMINATED, "TERMINATED", "stopped by SIGTERM (128 + 15): "
                "the trainer ends after the current step (or loop) with "
