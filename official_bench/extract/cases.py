@@ -272,9 +272,11 @@ def summarize(outcomes: Iterable[RunOutcome], method: str = "mean",
                 entry[subject.KEY] = measured
             rate = entry[OVER_WINDOW_KEY] if entry[OVER_WINDOW_KEY] \
                 is not None else medians[case]
+            devices = model_flops.peak_devices(
+                entry["num_nodes"], entry["num_devices"],
+                (measured or {}).get("device_kind"))
             flops = model_flops.case_flops(
-                [o.flops for o in runs if o.ok], rate,
-                entry["num_devices"], label, warns)
+                [o.flops for o in runs if o.ok], rate, devices, label, warns)
             if flops is not None:
                 entry[model_flops.KEY] = flops
             if medians[case] is None:

@@ -13,10 +13,10 @@ each case came to the hardware:
   (docs/mfu.md, "which average"), so that one run gives one MFU in
   result.json and in the table; ``median_speed`` (DLPerf's mean of the
   interval rates) only where a case has no such figure;
-* MFU = achieved / (peak per device x the case's devices, nodes x GPUs),
-  with the contract's :func:`~official_bench.contracts.flops.mfu`, so that
-  the extractor, the trainer's summary and the compare and history commands
-  share one definition.
+* MFU = achieved / (peak per device x devices), the contract's
+  :func:`~official_bench.contracts.flops.mfu` (one definition for all), over
+  the devices the trainer counts (:func:`peak_devices`): nodes x GPUs, or
+  one per node on CPUs, whose logical devices share the CPU's peak.
 
 The record's own ``devices`` should equal the case's device count; when it
 does not (a result.json copied into the wrong ``{N}n{G}g`` directory, a
@@ -52,6 +52,14 @@ def why_no_mfu(record: FlopsRecord) -> str:
             "runtime.peak_tflops)")
 
 
+def peak_devices(num_nodes: int, num_devices: int,
+                 device_kind: Optional[str]) -> int:
+    """The devices a case's peak is counted over, as the trainer counts
+    them: one per node on CPUs (``device_kind`` "cpu"), else the case's
+    ``num_devices`` (nodes x GPUs)."""
+    return num_nodes if device_kind == "cpu" else num_devices
+
+
 def case_flops(records: Sequence[Optional[FlopsRecord]],
                images_per_second: Optional[float], devices: int, label: str,
                warnings: List[str]) -> Optional[Dict[str, Any]]:
@@ -60,7 +68,7 @@ def case_flops(records: Sequence[Optional[FlopsRecord]],
 
     ``records``: the counted runs' records (None for runs without one);
     ``images_per_second``: the case's images / time over the counted
-    window (module doc); ``devices``: the case's nodes x GPUs per node.
+    window (module doc); ``devices``: the case's :func:`peak_devices`.
     Appends to ``warnings`` where the records disagree with each other or
     with the case.
     """

@@ -207,8 +207,9 @@ FLOPS_NOTE = ("TFLOP/s: images/s over window (images / time over the "
               "trainer's MFU, not the mean of interval rates above) x "
               "training GFLOP per image (3 x 2 x forward multiply-adds) / "
               "1000; MFU: TFLOP/s / "
-              "(dense peak per device x gpu_num), the trainer's peak for the "
-              "run's precision")
+              "(dense peak per device x devices), the trainer's peak for the "
+              "run's precision and its devices: gpu_num on GPUs, node_num on "
+              "CPUs (a node's logical CPU devices share one CPU)")
 
 
 def markdown_flops(model_result: ModelResult) -> str:

@@ -129,6 +129,47 @@ def test_devices_that_disagree_with_the_case_warn(tmp_path):
         round(590 * GFLOP / 1000 / (312 * 2), 4)
 
 
+def cpu_tree(root):
+    """1n1g at 30 img/s and 1n2g (two logical CPU devices, CPU_DEVICES=1,2)
+    at 29 on one CPU, with the trainer's records: one device, the CPU's
+    whole peak (measure/mfu.py run_devices)."""
+    logs = root / "bz8"
+    for case, rate in (("1n1g", 30.0), ("1n2g", 29.0)):
+        replicas = kit.devices(case)
+        rates = [5.0] + [rate] * 5
+        path = kit.write_run(logs, case, rates, batch=8)
+        env = kit.environment(
+            gpu_names=[], num_replicas=replicas,
+            devices=[f"/job:localhost/replica:0/task:0/device:CPU:{i}"
+                     for i in range(replicas)])
+        data = kit.result_json([(k * 100, k * 100 + 100, e)
+                                for k, e in enumerate(rates)],
+                               8 * replicas, replicas, env=env)
+        data["flops"] = flops(1, peak=1.5, device="AMD EPYC",
+                              source="CPU fp32 peak at 2.60 GHz")
+        kit.write_json(path[:-4] + ".json", data)
+    return str(logs)
+
+
+def test_a_cpu_case_of_logical_devices_has_the_trainers_mfu(tmp_path):
+    # the trainer divides by one CPU; so must the extractor, silently
+    extraction = extract.extract(cpu_tree(tmp_path))
+    for case, rate in (("1n1g", 30.0), ("1n2g", 29.0)):
+        got = extraction.result["rn50"][case][model_flops.KEY]
+        trainers = flops_contract.FlopsRecord(
+            GFLOP, devices=1, peak_tflops_per_device=1.5).mfu_at(rate)
+        assert got["mfu"] == round(trainers, 4)
+        assert got["achieved_tflops_per_device"] == got["achieved_tflops"]
+    assert not [w for w in extraction.warnings if "flops" in w]
+
+
+def test_peak_devices_count_gpus_or_one_cpu_per_node():
+    assert model_flops.peak_devices(2, 16, "gpu") == 16
+    assert model_flops.peak_devices(2, 16, None) == 16
+    assert model_flops.peak_devices(1, 2, "cpu") == 1
+    assert model_flops.peak_devices(2, 4, "cpu") == 2
+
+
 def test_mfu_is_drawn_beside_the_speedup(tmp_path):
     pytest.importorskip("matplotlib", reason="matplotlib is not installed")
     result = extract.extract(tree(tmp_path)).result
