@@ -347,6 +347,33 @@ def model(cfg: ExperimentConfig, b: LayerBuilder) -> None:
                 "(train_dataset.one_hot: true, categorical_crossentropy)")
 
 
+def nchw_on_the_cpu(cfg: ExperimentConfig) -> bool:
+    """A TensorFlow run that builds a channels_first model and runs it on
+    the CPU (export_only builds and saves without running it)."""
+    return (cfg.model.model_params.data_format == "channels_first" and
+            cfg.runtime.num_gpus == 0 and cfg.runtime.backend == "tensorflow"
+            and cfg.mode != "export_only")
+
+
+def nchw_needs_onednn(why: str) -> str:
+    """The refusal of channels_first on Eigen's CPU kernels, whose pooling
+    and convolutions take NHWC only ("Default MaxPoolingOp only supports
+    NHWC on device type CPU"); oneDNN's take NCHW. `why`: why Eigen."""
+    return (f"channels_first cannot run on the CPU with Eigen's kernels "
+            f"({why}): they take NHWC only; set model.model_params."
+            "data_format to channels_last or auto, or runtime.cpu_kernels "
+            "to onednn")
+
+
+def channels_first_on_eigen(cfg: ExperimentConfig, b: LayerBuilder) -> None:
+    """runtime.cpu_kernels eigen with channels_first on the CPU; where
+    auto resolves to Eigen, the TensorFlow trainer refuses it once
+    TensorFlow says so (runtime/cpu_kernels.nchw_refusal)."""
+    if nchw_on_the_cpu(cfg) and cfg.runtime.cpu_kernels == "eigen":
+        b.error("model.model_params.data_format",
+                nchw_needs_onednn("runtime.cpu_kernels eigen"))
+
+
 def steps_per_loop(tr: TrainConfig, b: LayerBuilder) -> None:
     """Loops and TimeHistory's intervals: TimeHistory times whole loops."""
     if b.reported("train.steps_per_loop") or \

@@ -50,6 +50,7 @@ def validate(cfg: ExperimentConfig, b: LayerBuilder) -> None:
     rules.r23_compat_schedule(cfg.model.learning_rate, b)
     ranges.learning_rate(cfg.model.learning_rate, b)
     rules.model(cfg, b)
+    rules.channels_first_on_eigen(cfg, b)
     ranges.train(cfg.train, b)
     rules.steps_per_loop(cfg.train, b)
     ranges.evaluation(cfg.evaluation, b)

@@ -22,8 +22,9 @@ def resolve_data_format(requested: str, num_gpus: int,
     (XLA assigns the convolutions' layouts itself, and NHWC is the layout
     its GPU convolutions are fastest in).
 
-    CPU: TensorFlow's CPU kernels train NHWC (Model Garden r2.3 chose
-    channels_last there too), and grappler's layout optimizer leaves a
+    CPU: channels_last, as Model Garden r2.3 chose; Eigen's CPU kernels
+    take NHWC only (oneDNN's take NCHW too: config/rules.py refuses
+    channels_first on Eigen), and grappler's layout optimizer leaves a
     CPU-only graph's layout alone by default.
 
     GPU: cuDNN's float32 convolutions are fastest in NCHW, as Model Garden

@@ -31,6 +31,7 @@ from typing import Any, Dict, Mapping, MutableMapping, Optional
 
 from absl import logging
 
+from official_bench.config import rules
 from official_bench.host import cpu_features
 
 ENV = "TF_ENABLE_ONEDNN_OPTS"
@@ -167,6 +168,19 @@ def settle(requested: str, num_gpus: int, dtype: str) -> Optional[bool]:
         "imports TensorFlow", _state(enabled), _state(wanted), requested,
         decision.reason, ENV, ENV, decision.value)
     return enabled
+
+
+def nchw_refusal(cfg: Any, enabled: Optional[bool]) -> Optional[str]:
+    """The error for a channels_first CPU run (config/rules.nchw_on_the_cpu)
+    that TensorFlow reports running on Eigen (`enabled` False, settle's
+    answer): runtime.cpu_kernels auto keeping an environment's or
+    TensorFlow's own default of Eigen; eigen itself is refused with the
+    config. None when it can run."""
+    if not rules.nchw_on_the_cpu(cfg) or enabled is not False:
+        return None
+    return "model.model_params.data_format: " + rules.nchw_needs_onednn(
+        f"oneDNN is off: runtime.cpu_kernels {cfg.runtime.cpu_kernels}, "
+        f"{ENV}={os.environ.get(ENV, 'unset')}")
 
 
 def record(requested: str) -> Dict[str, Any]:

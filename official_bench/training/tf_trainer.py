@@ -53,7 +53,10 @@ def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:
     # 1. Runtime: devices, threads, cluster, precision.
     replica_devices, cluster = prepare_runtime(rt)
     dtype = config_lib.compute_dtype(cfg)
-    cpu_kernels.settle(rt.cpu_kernels, rt.num_gpus, dtype)
+    refused = cpu_kernels.nchw_refusal(
+        cfg, cpu_kernels.settle(rt.cpu_kernels, rt.num_gpus, dtype))
+    if refused:  # Eigen's CPU kernels would fail at the first step
+        raise ConfigError(refused)
     if rt.seed is not None:
         keras.utils.set_random_seed(rt.seed)
     policy = precision.set_policy(dtype)

@@ -247,3 +247,30 @@ def test_an_unknown_key_names_the_nearest_valid_one():
         "'num_workers'? valid keys here: " in text
     assert "train.stpes: unknown key; did you mean 'steps'?" in text
     assert "model.zzz: unknown key; valid keys here: " in text  # none near
+
+
+NCHW = "model.model_params.data_format=channels_first,runtime.num_gpus=0"
+
+
+@pytest.mark.parametrize("extra, refused", [
+    ("runtime.cpu_kernels=eigen", True),
+    ("runtime.cpu_kernels=onednn", False),
+    ("runtime.cpu_kernels=auto", False),  # the trainer asks TensorFlow
+    ("runtime.cpu_kernels=eigen,mode=export_only", False),  # runs nothing
+    ("runtime.cpu_kernels=eigen,runtime.backend=jax", False),
+])
+def test_channels_first_on_eigen_cpu_kernels_is_refused(extra, refused):
+    """peers 8: Eigen's CPU pooling and convolutions take NHWC only; the
+    run died at its first step with TensorFlow's traceback."""
+    override = f"{NCHW},{extra}"
+    if not refused:
+        C.load_config(params_override=override)
+        return
+    with pytest.raises(C.ConfigError) as e:
+        C.load_config(params_override=override)
+    (line,) = str(e.value).splitlines()[1:]
+    assert line.strip().startswith(
+        "model.model_params.data_format: channels_first cannot run on the "
+        "CPU with Eigen's kernels (runtime.cpu_kernels eigen): they take "
+        "NHWC only; set model.model_params.data_format to channels_last or "
+        "auto, or runtime.cpu_kernels to onednn (from --params_override")

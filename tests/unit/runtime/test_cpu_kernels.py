@@ -203,3 +203,37 @@ def test_official_bench_run_sets_the_kernels_before_tensorflow(tmp_path):
     line = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")]
     assert json.loads(line[0][7:]) == ["eigen", False], p.stdout
     assert "was imported before" not in p.stderr
+
+
+def test_nchw_refusal_needs_eigen_in_effect():
+    """channels_first on the CPU is refused where TensorFlow says oneDNN is
+    off, whatever runtime.cpu_kernels asked (auto keeps the default)."""
+    from official_bench import config as C
+    cfg = C.load_config(params_override="model.model_params.data_format="
+                        "channels_first,runtime.num_gpus=0")
+    line = ck.nchw_refusal(cfg, False)
+    assert line.startswith("model.model_params.data_format: channels_first "
+                           "cannot run on the CPU with Eigen's kernels "
+                           "(oneDNN is off: runtime.cpu_kernels auto, "
+                           f"{ck.ENV}="), line
+    assert "runtime.cpu_kernels to onednn" in line
+    assert ck.nchw_refusal(cfg, True) is None
+    assert ck.nchw_refusal(cfg, None) is None
+    last = C.load_config(params_override="runtime.num_gpus=0")
+    assert ck.nchw_refusal(last, False) is None
+
+
+def test_channels_first_on_default_eigen_is_one_line_exit_2(tmp_path):
+    """auto with TF_ENABLE_ONEDNN_OPTS=0: refused once TensorFlow reports
+    Eigen, before the model is built; not its traceback at the first step
+    (peers 8)."""
+    p = cli([f"--model_dir={tmp_path}", "--mode=train",
+             f"--params_override={TINY_OVERRIDE},"
+             "model.model_params.data_format=channels_first"],
+            env={ck.ENV: "0"}, timeout=300)
+    assert p.returncode == exit_status.CONFIG, p.stdout[-3000:]
+    assert "Traceback" not in p.stdout
+    assert p.stdout.rstrip().splitlines()[-1].startswith(
+        "error: model.model_params.data_format: channels_first cannot run "
+        f"on the CPU with Eigen's kernels (oneDNN is off: runtime.cpu_kernels"
+        f" auto, {ck.ENV}=0)"), p.stdout[-3000:]
