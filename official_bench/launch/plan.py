@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from official_bench import config as config_lib
 from official_bench.config import dotted_keys
-from official_bench.contracts import exit_status as es, log_tree
+from official_bench.contracts import dtypes, exit_status as es, log_tree
 from official_bench.contracts.trainer_command import (
     TRAINER_MODULE,
     trainer_argv,
@@ -310,6 +310,7 @@ def make_plan(settings: Settings, stamp: str,
                      "unset)")
     _check_devices(devices, config_file, notes)
     batch = _batch_size(settings, user, yaml_tree)
+    _check_tree_names(settings, devices, config_file, yaml_tree, user)
     _check_launcher(settings, backend)
     nodeset = _nodes(settings, config_file, yaml_tree, user, notes,
                      identity_fn, resolver)
@@ -370,6 +371,53 @@ def _batch_size(settings: Settings, user: Dict[str, Any],
     return settings.batch or \
         dotted_keys.get(user, "train_dataset.batch_size") or \
         dotted_keys.get(yaml_tree, "train_dataset.batch_size") or 128
+
+
+def _check_tree_names(settings: Settings, devices: Devices,
+                      config_file: str, yaml_tree: Dict[str, Any],
+                      user: Dict[str, Any]) -> None:
+    """BATCH and DTYPE name the log tree (bz{B}/rn50_b{B}_{dtype}_{i}.log):
+    a config layer the trainer follows over them that says otherwise would
+    file the run under names it did not run. One line naming both."""
+    asked = dotted_keys.get(user, "train_dataset.batch_size")
+    if settings.batch and asked is not None and asked != settings.batch:
+        knob = settings.describe("batch").replace("'", "")
+        raise PlanError(
+            f"{knob} contradicts train_dataset.batch_size {asked} "
+            f"(PARAMS_OVERRIDE): the trainer follows PARAMS_OVERRIDE and "
+            f"would run batch {asked}, filed under bz{settings.batch}; set "
+            "one of them, or the same batch in both")
+    found = _trainer_dtype(settings, devices, config_file, yaml_tree, user)
+    if found is not None and found[0] != settings.dtype:
+        short, key, value, layer = found
+        knob = settings.describe("dtype").replace("'", "")
+        raise PlanError(
+            f"{knob} contradicts {key} {value} ({layer}): the trainer "
+            f"follows the config and would run {short}, filed as "
+            f"{settings.dtype}; set one of them, or the same precision in "
+            "both")
+
+
+def _trainer_dtype(settings: Settings, devices: Devices, config_file: str,
+                   yaml_tree: Dict[str, Any], user: Dict[str, Any]
+                   ) -> Optional[Tuple[str, str, Any, str]]:
+    """(short name, key, value, layer) of the precision the trainer would
+    compute in, where a config layer names it (config/validate.py's
+    compute_dtype: runtime.mixed_precision_dtype wins over
+    train_dataset.dtype; PARAMS_OVERRIDE over the file, whose
+    train_dataset.dtype the launcher sets on a CPU run that is not fp32).
+    None: no layer names it, or a spelling the config check refuses."""
+    launcher_sets_dtype = devices.kind == "cpu" and settings.dtype != "fp32"
+    for key in ("runtime.mixed_precision_dtype", "train_dataset.dtype"):
+        layers = [("PARAMS_OVERRIDE", user)]
+        if not (key == "train_dataset.dtype" and launcher_sets_dtype):
+            layers.append((config_file, yaml_tree))
+        for layer, tree in layers:
+            value = dotted_keys.get(tree, key)
+            if value is not None:
+                short = dtypes.TO_SHORT.get(str(value).lower())
+                return None if short is None else (short, key, value, layer)
+    return None
 
 
 def _check_launcher(settings: Settings, backend: Backend) -> None:
