@@ -244,6 +244,24 @@ def gpu_summary(gpu_names: List[str]) -> str:
                      for n in sorted(set(gpu_names)))
 
 
+def counted_steps_text(model_result: ModelResult) -> str:
+    """"steps 10-30": the steps the section's runs counted; the window
+    asked beside them when the runs counted less (they ended before
+    --train_batches, or logged off its steps)."""
+    first = next(iter(model_result.values()))
+    asked = (first.get("warmup_batches"), first.get("train_batches"))
+    counted: List[Tuple[int, int]] = []
+    for e in model_result.values():
+        for run in e.get("run_details") or []:
+            steps = tuple(run.get("counted_steps") or ())
+            if len(steps) == 2 and steps not in counted:
+                counted.append(steps)
+    if not counted or counted == [asked]:
+        return f"steps {asked[0]}-{asked[1]}"
+    return ("steps " + ", ".join(f"{a}-{b}" for a, b in sorted(counted))
+            + f" (the window asked was {asked[0]}-{asked[1]})")
+
+
 def notes(model_result: ModelResult) -> List[str]:
     """Notes under a table (method, baseline, exclusions, warnings), as
     text."""
@@ -252,8 +270,7 @@ def notes(model_result: ModelResult) -> List[str]:
     if "method" in first:
         kind = "mean interval" if first["method"] == "mean" else "clock-time"
         found.append(f"samples/s: median over runs of the per-run {kind} "
-                     f"throughput, steps {first.get('warmup_batches')}-"
-                     f"{first.get('train_batches')}")
+                     f"throughput, {counted_steps_text(model_result)}")
     baselines = {e.get("speedup_baseline") for e in model_result.values()}
     baselines.discard(None)
     if baselines and baselines != {"1n1g"}:

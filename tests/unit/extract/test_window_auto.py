@@ -4,7 +4,7 @@ DLPerf's defaults and numbers do not move when it is not asked for."""
 
 import pytest
 
-from official_bench.extract import extractor as extract
+from official_bench.extract import extractor as extract, tables
 from official_bench.extract.errors import ExtractError
 from support import logkit as kit
 
@@ -169,3 +169,18 @@ def test_a_run_excluded_whatever_the_window_does_not_choose_it(tmp_path):
     (excluded,) = out.result["rn50"]["1n1g"]["excluded"]
     assert excluded["index"] == 3 and "steps go backward" in \
         excluded["reason"]
+
+
+def test_an_explicit_window_past_the_runs_end_notes_the_steps_counted(
+        tmp_path):
+    logs = tmp_path / "bz16"
+    for index in (1, 2):
+        kit.write_run(logs, "1n1g", [5.0] + [100.0] * 2, batch=16,
+                      index=index, log_steps=10)
+    result = extract.extract(str(logs), 10, 600).result
+    assert ("samples/s: median over runs of the per-run mean interval "
+            "throughput, steps 10-30 (the window asked was 10-600)"
+            in tables.notes(result["rn50"]))
+    within = extract.extract(str(logs), 10, 30).result
+    assert ("samples/s: median over runs of the per-run mean interval "
+            "throughput, steps 10-30" in tables.notes(within["rn50"]))
