@@ -17,6 +17,8 @@ import re
 import typing
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
+from official_bench.config import peer_keys
+
 # The source named for a leaf no layer set.
 DEFAULTS = "defaults"
 
@@ -64,6 +66,8 @@ class LayerBuilder:
                 self.error(path, _unknown_key(key, path, fields))
                 continue
             sub = dataclass_of(hints[key])
+            if path == "train.metrics" and isinstance(value, list):
+                value = self._metrics_list(path, value, source)
             if sub is not None and isinstance(value, Mapping):
                 if not isinstance(tree.get(key), dict):
                     tree[key] = dataclasses.asdict(sub())
@@ -71,6 +75,15 @@ class LayerBuilder:
             else:
                 tree[key] = copy.deepcopy(value)
                 self._mark(path, value, source)
+
+    def _metrics_list(self, path: str, names: list, source: str
+                      ) -> Mapping[str, bool]:
+        """train.metrics as Model Garden's list of names (peer_keys)."""
+        mapping, unknown = peer_keys.metrics_from_list(names)
+        if unknown:
+            self.sources[path] = source
+            self.error(path, peer_keys.metrics_list_error(unknown))
+        return mapping
 
     def reported(self, path: str) -> bool:
         """True when `path` already has an error (one message per key)."""
@@ -98,7 +111,9 @@ class LayerBuilder:
                 elif isinstance(value, Mapping):
                     kwargs[f.name] = self.build(sub, value, path + ".")
                 else:
-                    self.error(path, f"expected a mapping, got "
+                    listed = " (or a list of names)" if path == \
+                        "train.metrics" else ""
+                    self.error(path, f"expected a mapping{listed}, got "
                                      f"{type(value).__name__} {value!r}")
                 continue
             ok, converted = _coerce(value, hints[f.name])

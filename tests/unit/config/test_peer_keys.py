@@ -1,0 +1,51 @@
+"""Keys and flags as peer tools write them (config/peer_keys.py): Model
+Garden's list form of train.metrics, keys at another level or under another
+name, and peers' trainer flags, each answered with our key."""
+
+import pytest
+
+from official_bench import config as C
+from official_bench.training.objectives import wanted_metrics
+
+
+def _errors(override):
+    with pytest.raises(C.ConfigError) as e:
+        C.load_config(params_override=override)
+    return [line.strip() for line in str(e.value).splitlines()[1:]]
+
+
+@pytest.mark.parametrize("names, wanted", [
+    ("[accuracy, top_5]", (True, True)),  # Model Garden's ResNet config
+    ("[top_5]", (False, True)),
+    ("[acc]", (True, False)),
+    ("[top_1, top_5]", (True, True)),
+    ("[]", (False, False)),
+])
+def test_metrics_list_form_turns_on_the_named_ones(names, wanted):
+    """peers 6: the list was refused as 'expected a mapping'."""
+    cfg = C.load_config(params_override=f"{{train: {{metrics: {names}}}}}")
+    assert wanted_metrics(cfg) == wanted
+
+
+def test_metrics_mapping_form_is_kept_and_a_later_list_replaces_it(tmp_path):
+    cfg = C.load_config(params_override="train.metrics.top_5=false")
+    assert wanted_metrics(cfg) == (True, False)
+    f = tmp_path / "mg.yaml"
+    f.write_text("train:\n  metrics:\n  - accuracy\n")
+    cfg = C.load_config(f, "train.metrics.top_5=true")
+    assert wanted_metrics(cfg) == (True, True)
+    cfg = C.load_config({"train": {"metrics": {"top_5": True}}},
+                        {"train": {"metrics": ["accuracy"]}})
+    assert wanted_metrics(cfg) == (True, False)
+
+
+def test_unknown_metric_names_are_refused_with_the_valid_ones():
+    (line,) = _errors("{train: {metrics: [accuracy, top5]}}")
+    assert line.startswith(
+        "train.metrics: unknown metric name(s) 'top5'; valid: acc, accuracy,"
+        " top_1, top_5 (a list, as Model Garden writes it), or a mapping "
+        "{accuracy: bool, top_5: bool} (from --params_override"), line
+    (line,) = _errors("{train: {metrics: top_5}}")
+    assert line.startswith("train.metrics: expected a mapping (or a list of "
+                           "names), got str 'top_5'"), line
+
