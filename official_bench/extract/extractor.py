@@ -463,9 +463,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also show this run history (official-bench-"
                         "history's file) over time in the HTML page")
     p.add_argument("--json_only", dest="table", action="store_false",
-                   help="print DLPerf's result JSON alone on stdout, as "
-                        "DLPerf's extractor does (for scripts); default: "
-                        "the JSON, then the Markdown table of "
+                   help="print the result JSON alone on stdout (for "
+                        "scripts): {name}_result.json's text, DLPerf's keys "
+                        "and values and more (not DLPerf's stdout); "
+                        "default: the JSON, then the Markdown table of "
                         "{name}_result.md")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--plot", dest="plot", action="store_const", const=True,
@@ -485,8 +486,9 @@ def window_note(window: Tuple[int, int]) -> str:
 
 
 def stdout_text(extraction: Extraction, table: bool = True) -> str:
-    """What the extractor prints: DLPerf's result JSON, byte for byte, then
-    (unless --json_only) the Markdown a person reads, as in
+    """What the extractor prints: the result JSON as written to
+    {name}_result.json (DLPerf's keys and values, and more: docs/extractor.md
+    "Outputs"), then (unless --json_only) the Markdown a person reads, as in
     {name}_result.md with the all-reduce table."""
     text = result_json_text(extraction.result)
     if not table:
