@@ -26,9 +26,13 @@ Layer = Tuple[str, Mapping[str, Any]]
 
 
 def _unknown_key(key: Any, path: str, fields: Mapping[str, Any]) -> str:
-    """The error for a key the schema lacks; a dotted key whose head is a
-    field ({'train.steps': 3}) gets the nesting it needs."""
+    """The error for a key the schema lacks; a key a peer tool places or
+    names otherwise gets ours (config/peer_keys.py), a dotted key whose
+    head is a field ({'train.steps': 3}) the nesting it needs."""
     head, _, rest = str(key).partition(".")
+    peer = peer_keys.key_hint(path)
+    if peer:
+        return peer
     if rest and head in fields:
         return (f"unknown key: a dotted key inside a mapping is not split; "
                 f"nest it as {head}: {{{rest}: ...}}, or give '{path}=...' "

@@ -49,3 +49,40 @@ def test_unknown_metric_names_are_refused_with_the_valid_ones():
     assert line.startswith("train.metrics: expected a mapping (or a list of "
                            "names), got str 'top_5'"), line
 
+
+def test_keys_at_another_level_name_ours_not_a_dump(tmp_path):
+    """peers 7: Model Garden's examples YAML puts model_dir and mode under
+    runtime and spells model.name model_name; the errors listed all 32
+    runtime keys and suggested 'model_params'."""
+    f = tmp_path / "gpu.yaml"
+    f.write_text("runtime:\n  model_dir: /tmp/x\n  mode: train\n"
+                 "model:\n  model_name: resnet\n")
+    with pytest.raises(C.ConfigError) as e:
+        C.load_config(f)
+    lines = [line.strip() for line in str(e.value).splitlines()[1:]]
+    source = f" (from file {f})"
+    assert lines == [
+        "runtime.model_dir: unknown key here; model_dir is a top-level key "
+        "(not under runtime)" + source,
+        "runtime.mode: unknown key here; mode is a top-level key (not under "
+        "runtime)" + source,
+        "model.model_name: unknown key; did you mean 'name'? (model.name, as "
+        "in Model Garden r2.3)" + source]
+
+
+def test_every_peer_key_names_a_key_of_ours():
+    """The table's targets exist, and its sources do not (else they would
+    load, not be refused)."""
+    from official_bench.config import peer_keys
+    tree = C.load_config().as_dict()
+
+    def has(path):
+        node = tree
+        for part in path.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return False
+            node = node[part]
+        return True
+    for theirs, ours in peer_keys.KEYS.items():
+        assert has(ours) and not has(theirs), (theirs, ours)
+
