@@ -448,6 +448,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="warn when a case's runs have a coefficient of "
                         "variation above this many percent (default: "
                         "%(default)s)")
+    p.add_argument("--batch_size_per_device", type=int, metavar="N",
+                   help="accepted for DLPerf's command lines and ignored, "
+                        "as DLPerf's extractors did: the batch comes from "
+                        "the log names (rn50_b{B}_...)")
     p.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"),
                    help="print (and write to --output_dir) a side-by-side "
                         "table of two result files instead of extracting")
@@ -483,6 +487,13 @@ def window_note(window: Tuple[int, int]) -> str:
             "longest window every run covers after its first (warm-up) "
             f"interval (= --warmup_batches {window[0]} --train_batches "
             f"{window[1]})")
+
+
+def ignored_batch_note(batch: int) -> str:
+    """The line saying DLPerf's unused --batch_size_per_device is ignored."""
+    return (f"--batch_size_per_device {batch} is ignored, as in DLPerf's "
+            "extractors: each log's batch per device comes from its name "
+            "(rn50_b{B}_{dtype}_{i}.log)")
 
 
 def stdout_text(extraction: Extraction, table: bool = True) -> str:
@@ -539,6 +550,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"{parser.prog}: error: {conflict}; see --help",
               file=sys.stderr)
         return exit_status.CONFIG
+    if args.batch_size_per_device is not None:
+        _print_lines("note: ",
+                     [ignored_batch_note(args.batch_size_per_device)])
     window = windows.given_or_dlperf(args.warmup_batches,
                                      args.train_batches)
     try:  # a bad flag value is bad usage, before any file is read

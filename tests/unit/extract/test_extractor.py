@@ -287,6 +287,23 @@ def test_help_explains_the_flags(capsys):
         assert flag in out
 
 
+def test_dlperfs_batch_size_per_device_is_accepted_and_ignored(tmp_path,
+                                                               capsys):
+    # DLPerf's extractors defined it, unused (716bace..07f0bf7): its
+    # command lines run unchanged, the batch still comes from the tree
+    out_dir = tmp_path / "o"
+    plain = run_cli(capsys, "--log_dir", FIXTURE, "--output_dir", out_dir,
+                    "--no_plot", "--json_only")
+    status, out, err = run_cli(capsys, "--log_dir", FIXTURE, "--output_dir",
+                               out_dir, "--no_plot", "--json_only",
+                               "--batch_size_per_device", "16")
+    assert status == 0 and out == plain[1]
+    assert ("note: --batch_size_per_device 16 is ignored, as in DLPerf's "
+            "extractors: each log's batch per device comes from its name "
+            "(rn50_b{B}_{dtype}_{i}.log)") in err
+    assert json.loads(out)["rn50"]["1n1g"]["batch_size_per_device"] == 128
+
+
 def test_library_raises_instead_of_exiting(tmp_path):
     with pytest.raises(ExtractError, match="does not exist"):
         extract.extract(str(tmp_path / "missing"))
