@@ -15,7 +15,7 @@ from typing import Optional
 
 from absl import flags, logging
 
-from official_bench.config import dotted_keys
+from official_bench.config import dotted_keys, peer_keys
 from official_bench.contracts import exit_status
 from official_bench.host import flag_errors
 from official_bench.host.terminal import fitted_absl_help
@@ -120,8 +120,7 @@ def parse_flags(argv):
     try:
         return FLAGS(argv)
     except flags.UnrecognizedFlagError as e:
-        message = flag_errors.unknown_flag(
-            "--" + e.flagname, ["--" + name for name in FLAGS])
+        message = _unknown_flag(e.flagname, str(e.flagvalue))
     except flags.Error as e:
         message = re.sub(r"invalid literal for int\(\) with base 10: .*",
                          "not an integer", str(e))
@@ -136,6 +135,23 @@ def parse_flags(argv):
                 message.split("=", 1)[1].split(":", 1)[0], values)
     print(f"error: {' '.join(message.split())}; see --help", file=sys.stderr)
     raise SystemExit(exit_status.CONFIG)
+
+
+def _unknown_flag(name: str, arg: str) -> str:
+    """A peer's flag (config/peer_keys.py) is told the config key it sets
+    here; any other is offered the nearest of the flags --help lists,
+    never absl's own (--verbosity, --run_with_pdb, ...)."""
+    value = arg.split("=", 1)[1] if "=" in arg else None
+    hint = peer_keys.flag_hint(name, value)
+    if hint:
+        return f"unknown flag --{name}; {hint}"
+    # absl names a module run as __main__ by its path: ours are all but
+    # absl's own (its --help family belongs to no module).
+    ours = [f"--{flag.name}" for module, defined
+            in FLAGS.flags_by_module_dict().items()
+            if module.split(".")[0] != "absl" for flag in defined]
+    # A typo is close; a peer's other flag (--iter_unit) is near nothing.
+    return flag_errors.unknown_flag("--" + name, ours, cutoff=0.7)
 
 
 def start_main(argv) -> Optional[int]:

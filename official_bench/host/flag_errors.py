@@ -24,22 +24,24 @@ from typing import Iterable, Optional
 CONFIG = 2  # contracts/exit_status.CONFIG (host/ sits below contracts/)
 
 
-def closest(word: str, valid: Iterable[str]) -> Optional[str]:
-    """The valid word nearest `word` (difflib), or None if none is near."""
-    found = difflib.get_close_matches(word, list(valid), n=1, cutoff=0.5)
+def closest(word: str, valid: Iterable[str],
+            cutoff: float = 0.5) -> Optional[str]:
+    """The valid word nearest `word` (difflib, similarity at least
+    `cutoff`), or None if none is near."""
+    found = difflib.get_close_matches(word, list(valid), n=1, cutoff=cutoff)
     return found[0] if found else None
 
 
-def suggestion(word: str, valid: Iterable[str]) -> str:
+def suggestion(word: str, valid: Iterable[str], cutoff: float = 0.5) -> str:
     """' (did you mean X?)' or '' when nothing valid is near."""
-    near = closest(word, valid)
+    near = closest(word, valid, cutoff)
     return f" (did you mean {near}?)" if near else ""
 
 
-def unknown_flag(flag: str, valid: Iterable[str]) -> str:
+def unknown_flag(flag: str, valid: Iterable[str], cutoff: float = 0.5) -> str:
     """'unknown flag --x (did you mean --y?)', `flag` without its value."""
     name = flag.split("=", 1)[0]
-    return f"unknown flag {name}{suggestion(name, valid)}"
+    return f"unknown flag {name}{suggestion(name, valid, cutoff)}"
 
 
 _NUMBER = re.compile(r"^-\d+(\.\d*)?([eE][-+]?\d+)?$|^-\.\d+$")

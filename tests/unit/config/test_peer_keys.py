@@ -85,4 +85,69 @@ def test_every_peer_key_names_a_key_of_ours():
         return True
     for theirs, ours in peer_keys.KEYS.items():
         assert has(ours) and not has(theirs), (theirs, ours)
+    for key, _ in peer_keys.FLAGS.values():
+        assert has(key), key
 
+
+# parse_flags in a fresh process, for each argument on stdin: its one
+# error line.
+FLAG_ERRORS = """
+import sys
+from absl import flags
+from official_bench import classifier_trainer  # noqa: F401 (its flags)
+from official_bench.config.flags import parse_flags
+for arg in sys.stdin.read().splitlines():
+    try:
+        parse_flags(["classifier_trainer", arg])
+    except SystemExit:
+        pass
+    flags.FLAGS.unparse_flags()
+"""
+
+
+def test_peer_flags_name_our_key_and_absl_flags_are_never_offered():
+    """peers 5: --precision was offered --showprefixforinfo, --worker_hosts
+    --verbosity, --iter_unit --run_with_pdb (absl's own flags)."""
+    import subprocess
+    import sys
+
+    from support.helpers import REPO, cli_env
+    cases = {
+        "--precision=fp16": "unknown flag --precision; it is the config key "
+        "train_dataset.dtype here: --params_override=train_dataset.dtype="
+        "float16; see --help",
+        "--worker_hosts=a:1,b:2": "unknown flag --worker_hosts; it is the "
+        "config key runtime.worker_hosts here: --params_override=runtime."
+        "worker_hosts='a:1,b:2'; see --help",
+        "--use_xla": "unknown flag --use_xla; it is the config key runtime."
+        "enable_xla here: --params_override=runtime.enable_xla=true; see "
+        "--help",
+        "--data_format=NCHW": "unknown flag --data_format; it is the config "
+        "key model.model_params.data_format here: --params_override=model."
+        "model_params.data_format=channels_first; see --help",
+        "--task_index": "unknown flag --task_index; it is the config key "
+        "runtime.task_index here: --params_override=runtime.task_index="
+        "<value>; see --help",
+        "--iter_unit=batch": "unknown flag --iter_unit; see --help",
+        "--all_reduce_alg=nccl": "unknown flag --all_reduce_alg; it is the "
+        "config key runtime.all_reduce_alg here: --params_override=runtime."
+        "all_reduce_alg=nccl; see --help",
+        "--model_dri=/x": "unknown flag --model_dri (did you mean "
+        "--model_dir?); see --help",
+        "--verbos": "unknown flag --verbos (did you mean --verbose?); see "
+        "--help",
+    }
+    p = subprocess.run([sys.executable, "-c", FLAG_ERRORS], cwd=REPO,
+                       env=cli_env(), input="\n".join(cases) + "\n",
+                       capture_output=True, text=True, timeout=120)
+    lines = [line for line in p.stderr.splitlines()
+             if line.startswith("error: ")]
+    assert lines == [f"error: {want}" for want in cases.values()], p.stderr
+
+
+def test_the_flag_table_names_no_flag_the_trainer_defines():
+    from absl import flags
+
+    from official_bench import classifier_trainer  # noqa: F401
+    from official_bench.config import peer_keys
+    assert not set(peer_keys.FLAGS) & set(flags.FLAGS)
