@@ -173,7 +173,7 @@ class Coordinator:
     Requests (the body)::
 
       {"op": "meet", "round": "start 2n8g run 3", "node": k,
-       "instance": "<random id of this launcher>", "plan": "<digest>",
+       "instance": "<random id of this launcher>", "plan": {<field>: ..},
        "payload": {...}, "timeout": seconds}
       reply {"ok": true, "round": ..., "payloads": {"0": {...}, "1": {...}}}
          or {"ok": false, "error": "...", "missing": [..], "fatal": bool}
@@ -188,7 +188,7 @@ class Coordinator:
     without a plan digest when its Python cannot even make the plan.
     """
 
-    def __init__(self, port: int, num_nodes: int, plan: str,
+    def __init__(self, port: int, num_nodes: int, plan: Any,
                  host: Union[str, Sequence[str]] = "127.0.0.1",
                  describe=None, key: auth.BarrierKey = auth.OPEN,
                  log=None, max_connections: Optional[int] = None,
@@ -387,11 +387,12 @@ class Coordinator:
                 and isinstance(payload, dict) and payload.get("cannot_run"):
             return node  # it cannot plan; it comes to say why (see Client)
         if request.get("plan") != self.plan:
+            who = self.describe(node)
             raise _Refused(
-                f"{self.describe(node)} runs a different plan than node 0 "
-                f"(node 0: {self.plan}; {self.describe(node)}: "
-                f"{request.get('plan')}); start every node with the same "
-                "BATCH, DTYPE, TEST_NUM, GPUS and node list", fatal_all=True)
+                f"{who} runs a different plan than node 0: "
+                f"{plan_difference(self.plan, request.get('plan'), who)}; "
+                "start every node with the same settings (DATA_DIR, PYTHON, "
+                "GPU_IDS and the timeouts may differ)", fatal_all=True)
         return node
 
     def _seen(self, node: int) -> float:
@@ -511,6 +512,19 @@ class Coordinator:
                     conn.drop()
 
 
+def plan_difference(ours: Any, theirs: Any, who: str) -> str:
+    """What differs between node 0's plan and another node's: the fields
+    whose values differ, when both are field mappings (plan.py's
+    Plan.digest), else both plans whole."""
+    if not (isinstance(ours, dict) and isinstance(theirs, dict)):
+        return f"node 0: {ours}; {who}: {theirs}"
+    keys = list(ours) + [k for k in theirs if k not in ours]
+    return "; ".join(
+        f"{k}: node 0 {ours.get(k, '(unset)')}, {who.split(' (')[0]} "
+        f"{theirs.get(k, '(unset)')}"
+        for k in keys if ours.get(k) != theirs.get(k))
+
+
 class _Refused(Exception):
     """The coordinator refuses a request (a bad node index, a second
     launcher on one index, another plan); `fatal_all`: every node stops."""
@@ -529,10 +543,13 @@ class Client:
     """One launcher's side: meet and peek at node 0's coordinator."""
 
     def __init__(self, host: str, port: int, node: int, instance: str,
-                 plan: str, coordinator_name: str = "node 0",
+                 plan: Any, coordinator_name: str = "node 0",
                  key: auth.BarrierKey = auth.OPEN,
-                 log: Optional[Callable[[str], None]] = None):
+                 log: Optional[Callable[[str], None]] = None,
+                 port_from: str = ""):
         self.host, self.port = host, port
+        # How the port was chosen, for the "did not answer" line.
+        self.port_from = port_from
         self.node, self.instance, self.plan = node, instance, plan
         self.coordinator_name = coordinator_name
         self.key = key
@@ -648,7 +665,8 @@ class Client:
         raise BarrierError(
             f"waited {timeout:.0f} s at '{round_name}' but the barrier of "
             f"{self.coordinator_name} at {self.address} did not answer (last "
-            f"error: {self.last_error}); is the script running there?",
+            f"error: {self.last_error}); is the script running there?"
+            + (f" {self.port_from}" if self.port_from else ""),
             missing=[0])
 
     contacted = False

@@ -27,6 +27,23 @@ LOST_AFTER = 30.0  # + KILL_AFTER: silence that means a launcher stopped
 SILENT_SAY = 5.0
 
 
+def port_from(plan: Plan) -> str:
+    """How this node chose node 0's barrier port: each node decides it
+    from its own settings, so a node with another BARRIER_PORT or
+    WORKERS_PER_NODE looks on another port."""
+    s, port = plan.settings, plan.barrier[1]
+    if s.barrier_port:
+        how = f"BARRIER_PORT={port} ({s.source('barrier_port')})"
+    else:
+        per_node = plan.workers_per_node
+        how = (f"the default BARRIER_PORT: 1 + the highest worker port on "
+               f"node 0's host ({port - 1} with WORKERS_PER_NODE="
+               f"{per_node})")
+    return (f"This node looked on port {port}, {how}; node 0 decides its "
+            "own from its settings, so a node started with another "
+            "BARRIER_PORT or WORKERS_PER_NODE listens elsewhere.")
+
+
 class NodeLink:
     """Owns the barrier's client of this node and, on node 0, the barrier
     itself (its coordinator), until close()."""
@@ -57,7 +74,8 @@ class NodeLink:
         client = barrier_lib.Client(
             host, port, plan.index, uuid.uuid4().hex, digest,
             coordinator_name=node_name(plan, 0), key=key,
-            log=lambda m: say(plan, m, stream=sys.stderr))
+            log=lambda m: say(plan, m, stream=sys.stderr),
+            port_from=port_from(plan))
         return cls(plan, client, coordinator)
 
     def hello(self, stamp: str,

@@ -239,26 +239,62 @@ class Plan:
         for run in self.runs:
             run.restamp(stamp)
 
-    def digest(self) -> str:
-        """What every node must agree on (checked at the first barrier)."""
+    def digest(self) -> Dict[str, str]:
+        """What every node must agree on for its trainers to join, field by
+        field (checked at the first barrier, which names the fields that
+        differ): the sweep's shape, the trainer's config (the config
+        file's content, not its path, and the overrides but those that may
+        differ per node: NODE_LOCAL_KEYS) and what decides each run's
+        course. DATA_DIR, PYTHON, GPU_IDS and the timeouts may differ."""
+        s = self.settings
+        with open(self.config_file, "rb") as f:
+            content = hashlib.sha1(f.read()).hexdigest()[:12]
         fields = {
-            "mode": self.settings.mode, "batch": self.batch,
-            "bench": self.settings.bench,
-            "dtype": self.dtype, "test_num": self.settings.test_num,
-            "cases": [r.case for r in self.runs if r.index == 1],
-            "nodes": self.nodeset.worker_hosts if self.nodeset else "",
-            "device": self.devices.kind,
-            "workers_per_node": self.workers_per_node,
+            "script": s.script, "BATCH": self.batch, "DTYPE": self.dtype,
+            "TEST_NUM": s.test_num, "BENCH": s.bench,
+            "cases": ",".join(r.case for r in self.runs if r.index == 1),
+            "node list": self.nodeset.worker_hosts if self.nodeset else "",
+            "DEVICE": self.devices.kind,
+            "WORKERS_PER_NODE": self.workers_per_node,
+            "BACKEND": self.backend.name, "LAUNCHER": s.launcher,
+            "ON_FAILURE": s.on_failure,
+            "RESUME/OVERWRITE": "RESUME=1" if s.resume else
+            "OVERWRITE=1" if s.overwrite else "neither",
+            "config file content": f"sha1 {content}",
+            "bench arguments": " ".join(Bench.of(s).args),
         }
-        if self.backend.name != backend_choice.DEFAULT:
-            fields["backend"] = self.backend.name
-        text = json.dumps(fields, sort_keys=True)
-        short = hashlib.sha1(text.encode()).hexdigest()[:8]
-        return (f"{self.settings.mode} bz{self.batch} {self.dtype} "
-                f"x{self.settings.test_num} workers/node "
-                f"{self.workers_per_node} cases "
-                f"{','.join(fields['cases'])} nodes {fields['nodes']} "
-                f"[{short}]")
+        for key, value in _leaves(self.overrides):
+            if key.rpartition(".")[2] not in NODE_LOCAL_KEYS and \
+                    key not in NODE_LOCAL_KEYS:
+                where = OVERRIDE_SOURCES.get(key)
+                fields[f"trainer's {key}" + (f" ({where})" if where
+                                             else "")] = value
+        return {k: v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+                for k, v in fields.items()}
+
+
+# Trainer overrides that may differ from node to node (a dotted key, or
+# the last part of one): not in Plan.digest.
+NODE_LOCAL_KEYS = frozenset({"runtime.task_index",
+                             "runtime.peer_timeout_seconds", "data_dir",
+                             "model_dir"})
+# The knobs that set a trainer override besides PARAMS_OVERRIDE (named
+# where nodes differ).
+OVERRIDE_SOURCES = {
+    "train.steps": "STEPS / PARAMS_OVERRIDE",
+    "train.time_history.log_steps": "LOG_STEPS / PARAMS_OVERRIDE",
+    **{f"{ds}.builder": "DATA_DIR set or not / PARAMS_OVERRIDE"
+       for ds in ("train_dataset", "validation_dataset")}}
+
+
+def _leaves(tree: Dict[str, Any], prefix: str = ""):
+    """(dotted key, value) of every leaf of a nested dict."""
+    for key, value in tree.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            yield from _leaves(value, dotted + ".")
+        else:
+            yield dotted, value
 
 
 # --------------------------------------------------------------------------
