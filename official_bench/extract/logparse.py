@@ -133,11 +133,26 @@ def trees_below(path: str, limit: int = 5) -> List[str]:
     return sorted(trees)[:limit]
 
 
+def case_folder_hint(path: str) -> str:
+    """'; 1n1g is a case folder of the log tree P (give P)' when ``path``
+    is a {N}n{G}g folder holding run logs, else ''."""
+    folder = os.path.normpath(path)
+    case = os.path.basename(folder)
+    if not log_tree.parse_case_name(case) or not any(
+            log_tree.parse_log_name(os.path.basename(log)) for log in
+            glob.iglob(os.path.join(glob.escape(folder), "rn50_b*.log"))):
+        return ""
+    parent = os.path.dirname(folder) or os.curdir
+    return (f"; {case} is a case folder of the log tree {parent} "
+            f"(give {parent})")
+
+
 def below_hint(path: str) -> str:
-    """'; the log trees below it: A, B (give one of them)', or ''."""
+    """'; the log trees below it: A, B (give one of them)', the case
+    folder's hint for a {N}n{G}g folder given instead of its tree, or ''."""
     trees = trees_below(path)
     if not trees:
-        return ""
+        return case_folder_hint(path)
     return f"; the log trees below it: {', '.join(trees)} (give one of them)"
 
 

@@ -236,6 +236,22 @@ def test_a_log_dir_root_names_the_log_trees_below_it(tmp_path, capsys):
                                  f"below it: {tree} (give one of them)")
 
 
+def test_a_case_folder_names_its_log_tree(tmp_path, capsys,
+                                         monkeypatch):
+    """--log_dir .../bz16/1n1g (a case, not its tree): the error names the
+    tree to give, also for a relative path and a trailing slash."""
+    tree = tmp_path / "bz16"
+    kit.write_run(tree, "1n1g", [10, 20], batch=16)
+    status, _, err = run_cli(capsys, "--log_dir", tree / "1n1g")
+    assert status == 1
+    assert (f"under {tree / '1n1g'}; 1n1g is a case folder of the log tree "
+            f"{tree} (give {tree})") in err, err
+    monkeypatch.chdir(tree)
+    status, _, err = run_cli(capsys, "--log_dir", "1n1g/")
+    assert status == 1
+    assert "; 1n1g is a case folder of the log tree . (give .)" in err, err
+
+
 def test_all_runs_excluded(tmp_path, capsys):
     kit.write_run(tmp_path, "1n1g", [10, 20], finished=False)
     kit.write_lines(kit.log_path(tmp_path, "1n8g"),
