@@ -67,6 +67,8 @@ def finish(end: RunEnd) -> RunResult:
     flops_item, peak = flops(end, stats)
     skipped = records_skipped(end.cfg)
     if stats is not None:
+        # Model Garden's last lines; ours, the summary, stays the last.
+        logging.info("Run stats:\n%s", run_stats(end, stats))
         logging.info(stats.summary() + mfu.summary_text(flops_item, peak) +
                      wait_meter.note(end.input_wait) +
                      end.guard.summary_note() + _skipped_note(skipped) +
@@ -93,6 +95,26 @@ def finish(end: RunEnd) -> RunResult:
                      model_dir=end.cfg.model_dir,
                      result_path=end.result_path, model=end.model,
                      flops=flops_item)
+
+
+def run_stats(end: RunEnd, stats: stats_lib.ThroughputStats
+              ) -> Dict[str, float]:
+    """Model Garden's closing `Run stats:` dict (its common.build_stats),
+    for harnesses that grep it, with the keys this run can fill: the last
+    evaluation's and the last epoch's loss and top-1, and
+    avg_exp_per_second, this run's average (the mean of its interval rates
+    after warm-up; Model Garden's counted warm-up in)."""
+    out: Dict[str, float] = {}
+    ev, hist = end.evaluation or {}, end.history or {}
+    for key, value in (("accuracy_top_1", ev.get("accuracy")),
+                       ("eval_loss", ev.get("loss")),
+                       ("loss", (hist.get("loss") or [None])[-1]),
+                       ("training_accuracy_top_1",
+                        (hist.get("accuracy") or [None])[-1])):
+        if value is not None:
+            out[key] = float(value)
+    out["avg_exp_per_second"] = stats.average_examples_per_second
+    return out
 
 
 def records_skipped(cfg: ExperimentConfig) -> Optional[Dict[str, int]]:

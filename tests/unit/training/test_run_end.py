@@ -134,3 +134,22 @@ def test_the_records_a_run_skipped_are_in_result_json_and_its_summary(
         assert "warnings" not in record
     finally:
         record_problems.PROCESS.clear()
+
+
+def test_model_gardens_run_stats_line_ends_a_timed_run(tmp_path,
+                                                     absl_messages):
+    """peers 13: Model Garden's classifier_trainer ends with `Run stats:`
+    and a dict harnesses grep for avg_exp_per_second."""
+    import ast
+    run_end.finish(_end(tmp_path, history={"loss": [2.0, 1.5],
+                                           "accuracy": [0.1, 0.25]},
+                        evaluation={"loss": 1.75, "accuracy": 0.5,
+                                    "top_5_accuracy": 0.9}))
+    lines = [m for m in absl_messages if m.startswith("Run stats:\n")]
+    assert len(lines) == 1, absl_messages
+    assert ast.literal_eval(lines[0].split("\n", 1)[1]) == {
+        "accuracy_top_1": 0.5, "eval_loss": 1.75, "loss": 1.5,
+        "training_accuracy_top_1": 0.25, "avg_exp_per_second": 16.0}
+    absl_messages.clear()
+    run_end.finish(_end(tmp_path, clock=False))
+    assert not [m for m in absl_messages if m.startswith("Run stats:")]
