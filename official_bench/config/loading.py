@@ -117,28 +117,29 @@ def check_layer_shape(layer: Mapping[str, Any], source: str) -> None:
         stack.extend((v, p, depth + 1, inner) for p, v in items)
 
 
-def read_yaml_file(path: str) -> Dict[str, Any]:
-    """Reads a YAML mapping; a missing file or bad YAML names the file."""
+def read_yaml_file(path: str, what: str = "config file") -> Dict[str, Any]:
+    """Reads a YAML mapping; a missing file or bad YAML names the file as
+    `what` (the config file, or a --params_override file)."""
     if os.path.isdir(path):
-        raise ConfigError(f"config file {path!r} is a directory, not a YAML "
+        raise ConfigError(f"{what} {path!r} is a directory, not a YAML "
                           "file")
     if not os.path.isfile(path):
-        raise ConfigError(f"config file {path!r} does not exist")
+        raise ConfigError(f"{what} {path!r} does not exist")
     try:
         with open(path, encoding="utf-8") as f:
-            data = _safe_load(f, f"config file {path!r}")
+            data = _safe_load(f, f"{what} {path!r}")
     except yaml.YAMLError as e:
-        raise ConfigError(f"config file {path!r} is not valid YAML: {e}")
+        raise ConfigError(f"{what} {path!r} is not valid YAML: {e}")
     except UnicodeDecodeError as e:
-        raise ConfigError(f"config file {path!r} is not UTF-8 text (byte "
+        raise ConfigError(f"{what} {path!r} is not UTF-8 text (byte "
                           f"{e.start}: {e.reason})")
     except OSError as e:
-        raise ConfigError(f"config file {path!r} cannot be read: "
+        raise ConfigError(f"{what} {path!r} cannot be read: "
                           f"{e.strerror}")
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"config file {path!r} must hold a mapping, "
+        raise ConfigError(f"{what} {path!r} must hold a mapping, "
                           f"got {type(data).__name__}")
     return data
 
@@ -177,7 +178,7 @@ def parse_params_override(text: str, name: str = "--params_override"
     if not text:
         return {}
     if os.path.isfile(text):
-        return read_yaml_file(text)
+        return read_yaml_file(text, f"{name} file")
     if os.path.isdir(text):
         raise ConfigError(f"{name} {text!r} is a folder; give "
                           "a YAML file, a mapping or a.b=value pairs")

@@ -79,8 +79,9 @@ class ThroughputStats:
             + "; median "
             f"{self.median_examples_per_second:.2f}, "
             f"{self.per_replica_examples_per_second:.2f} per replica, "
-            f"{self.num_replicas} replicas x {self.per_replica_batch_size} "
-            f"images), step time mean {self.step_time_mean * 1e3:.1f} ms "
+            f"{_count(self.num_replicas, 'replica')} x "
+            f"{_count(self.per_replica_batch_size, 'image')}), step time "
+            f"mean {self.step_time_mean * 1e3:.1f} ms "
             f"median {self.step_time_median * 1e3:.1f} ms p99 "
             f"{self.step_time_p99 * 1e3:.1f} ms, {self.num_images} images in "
             f"{self.wall_time:.1f} s"
@@ -89,6 +90,11 @@ class ThroughputStats:
             + (f" (profiled steps {self.excluded_steps[0]}.."
                f"{self.excluded_steps[1]} left out)"
                if self.excluded_steps else ""))
+
+
+def _count(n: int, noun: str) -> str:
+    """'1 replica', '8 replicas'."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def percentile(values: List[float], q: float) -> float:

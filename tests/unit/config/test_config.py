@@ -226,6 +226,12 @@ def test_a_key_given_twice_is_refused_with_both_lines(tmp_path):
                     "on lines 1 and 1")
     assert "key 'a' is given twice" in _error(
         params_override="train.steps={a: 1, a: 2}")
+    # a --params_override file is named as that, not as the config file
+    # (peers 14)
+    f.write_text("train:\n  steps: 4\n  steps: 5\n")
+    assert _error(params_override=str(f)) == (
+        f"--params_override file {str(f)!r}: key 'train.steps' is given "
+        "twice, on lines 2 and 3 (YAML would keep the last); remove one")
 
 
 def test_keys_a_merge_brings_in_may_be_overridden(tmp_path):

@@ -354,3 +354,16 @@ def test_a_resumed_run_leaves_its_own_first_interval_out():
     assert s.images_per_second_over_window == pytest.approx(10.0)
     assert s.step_time_mean == pytest.approx(1.0)
     assert s.step_time_samples == 30
+
+
+@pytest.mark.parametrize("replicas, batch, words", [
+    (1, 16, "1 replica x 16 images"), (2, 1, "2 replicas x 1 image"),
+    (8, 4, "8 replicas x 4 images")])
+def test_summary_counts_replicas_and_images_in_words(replicas, batch, words):
+    """peers 14: the summary said '1 replicas x 16 images'."""
+    intervals = [Interval(0, 1, 1.0, replicas * batch),
+                 Interval(1, 2, 1.0, replicas * batch)]
+    s = stats.compute_stats(intervals, [1.0, 1.0], 0, total_steps=2,
+                            wall_time=2.0, global_batch=replicas * batch,
+                            num_replicas=replicas, log_steps=1)
+    assert f" per replica, {words}), step time" in s.summary(), s.summary()
