@@ -14,6 +14,7 @@ import re
 import shutil
 from typing import List, Optional, Tuple
 
+from official_bench.contracts import exit_status as es
 from official_bench.host import gpus as host_gpus
 from official_bench.launch.errors import PlanError
 from official_bench.launch.horovodrun import Horovod
@@ -128,15 +129,18 @@ def choose_devices(settings: Settings,
                          "(CPU_DEVICES sets the CPU cases)")
     else:
         available, how = count_gpus(settings)
-    if settings.device == "gpu" and available == 0:
-        raise PlanError(f"DEVICE=gpu but no GPU is visible ({how})")
-    if settings.gpus is not None and available == 0 and \
-            settings.device != "cpu":
-        raise PlanError(
-            f"GPUS={','.join(map(str, settings.gpus))} "
-            f"({settings.source('gpus')}) asks for GPUs, but no GPU is "
-            f"visible ({how}); unset GPUS for a CPU run (CPU_DEVICES sets "
-            "its cases), or set DEVICE=cpu")
+    problem = _no_gpu_problem(settings, available, how)
+    if problem and not settings.dry_run:
+        raise PlanError(problem)
+    if problem:
+        # The plan preview of a GPU node, from a login node or a laptop.
+        available = max(settings.gpus or [settings.workers_per_node,
+                                          SINGLE_NODE_GPUS[-1]])
+        how = "assumed by this dry run: none is visible here"
+        if notes is not None:
+            notes.append(f"{problem}; this dry run plans as if {available} "
+                         f"GPU(s) were visible; a real run stops here (exit "
+                         f"{es.CONFIG})")
     if settings.workers_per_node > 1:
         return _one_device_per_worker(settings, available, how)
     if available == 0:
@@ -153,6 +157,22 @@ def choose_devices(settings: Settings,
                    for g in SINGLE_NODE_GPUS if g > available]
         return Devices("gpu", available, how, counts, skipped)
     return Devices("gpu", available, how, [available])
+
+
+def _no_gpu_problem(settings: Settings, available: int,
+                    how: str) -> Optional[str]:
+    """Why GPUs are asked for (DEVICE=gpu, GPUS) and none is visible; or
+    None."""
+    if available or settings.device == "cpu":
+        return None
+    if settings.device == "gpu":
+        return f"DEVICE=gpu but no GPU is visible ({how})"
+    if settings.gpus is not None:
+        return (f"GPUS={','.join(map(str, settings.gpus))} "
+                f"({settings.source('gpus')}) asks for GPUs, but no GPU is "
+                f"visible ({how}); unset GPUS for a CPU run (CPU_DEVICES "
+                "sets its cases), or set DEVICE=cpu")
+    return None
 
 
 def _one_device_per_worker(settings: Settings, available: int,

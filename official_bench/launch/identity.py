@@ -180,10 +180,15 @@ def reject_aliases(nodes: Sequence[Node], machines: Sequence[int],
         seen[key] = i
 
 
+class NotInList(NodeError):
+    """No node of the list is this machine (match_index)."""
+
+
 def match_index(nodes: Sequence[Node], identity: Identity,
                 resolver: Callable[[str], List[str]] = resolve_host,
                 where: str = "the node list") -> tuple:
-    """(index, how) of the one node that is this machine, or NodeError."""
+    """(index, how) of the one node that is this machine, or NodeError
+    (NotInList when none is)."""
     matches: List[tuple] = []
     tried: List[str] = []
     resolved: Dict[str, List[str]] = {}
@@ -222,7 +227,7 @@ def match_index(nodes: Sequence[Node], identity: Identity,
             "one this is (several workers on one machine need distinct "
             "ports and an explicit TASK_INDEX each)")
     addresses = ", ".join(sorted(identity.addresses)) or "none"
-    raise NodeError(
+    raise NotInList(
         f"this machine is not in {where} "
         f"[{', '.join(n.address for n in nodes)}]. Tried: TASK_INDEX (not "
         f"set); Slurm (not used); hostname {identity.hostname!r} against "

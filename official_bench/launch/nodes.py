@@ -27,6 +27,7 @@ from typing import Callable, List, Optional
 from official_bench.contracts.tf_config import tf_config_json
 from official_bench.launch.identity import (
     Identity,
+    NotInList,
     local_identity,
     match_index,
     memoized,
@@ -138,6 +139,7 @@ def resolve(settings: Settings, config_hosts: Optional[str],
             "host:port (or HOSTFILE, or run it with srun inside a Slurm "
             "job, or set runtime.worker_hosts in the config)")
 
+    notes: List[str] = []
     # Names resolved before any comparison, whatever gives the index.
     machines = same_machines(nodes, resolver)
     reject_aliases(nodes, machines, where, resolver)
@@ -149,19 +151,40 @@ def resolve(settings: Settings, config_hosts: Optional[str],
     elif slurm_index is not None:
         index, how = slurm_index, slurm_how
     else:
-        identity = identity_fn()
-        index, why = match_index(nodes, identity, resolver, where)
-        how = f"matched this machine: {why}"
+        index, how = _match(settings, nodes, identity_fn(), resolver, where,
+                            notes)
     if not 0 <= index < len(nodes):
         raise NodeError(f"task index {index} ({how}) is outside {where}, "
                         f"which has {len(nodes)} nodes (0..{len(nodes) - 1})")
-    ns = NodeSet(nodes, index, where, how, machines=machines,
+    ns = NodeSet(nodes, index, where, how, notes=notes, machines=machines,
                  unresolved=unresolvable(nodes, where, resolver))
     if slurm_index is not None and not settings.slurm.get("SLURM_STEP_ID"):
         ns.notes.append("in a Slurm job but not in a job step: start the "
                         "script on every node with srun --ntasks-per-node=1, "
                         "or the other nodes never arrive")
     return _check_count(ns, settings)
+
+
+def _match(settings: Settings, nodes: List[Node], identity: Identity,
+           resolver: Callable[[str], List[str]], where: str,
+           notes: List[str]) -> tuple:
+    """(index, how) of the node that is this machine. A dry run on a
+    machine that is none of them (a login node, a laptop) shows node 0's
+    plan, with a note; a real run stops (NotInList)."""
+    try:
+        index, why = match_index(nodes, identity, resolver, where)
+    except NotInList:
+        if not settings.dry_run:
+            raise
+        notes.append(
+            f"this machine ({identity.hostname}) is not in {where}, so this "
+            f"dry run shows node 0's plan ({nodes[0].address}); set "
+            f"TASK_INDEX=k (0..{len(nodes) - 1}) to see node k's. A real "
+            "run here stops (exit 3) unless TASK_INDEX says which node this "
+            "is")
+        return 0, "node 0, shown by this dry run: this machine is not in " \
+            "the list"
+    return index, f"matched this machine: {why}"
 
 
 def barrier_address(nodeset: NodeSet, barrier_port: Optional[int],

@@ -357,7 +357,7 @@ def make_plan(settings: Settings, stamp: str,
                                             horovod, notes)
     data_problem = _check_data_dir(settings, merged, yaml_tree, notes)
     cluster = _cluster(settings, nodeset, horovod, merged)
-    barrier, bind = _barrier(settings, nodeset, horovod, resolver)
+    barrier, bind = _barrier(settings, nodeset, horovod, resolver, notes)
     interpreter = trainer_interpreter(settings, horovod)
     runs = _runs(settings, backend.name, devices, config_file, batch, stamp,
                  nodeset, horovod, merged, cluster, interpreter)
@@ -588,10 +588,11 @@ def _cluster(settings: Settings, nodeset: Optional[nodes_lib.NodeSet],
 
 
 def _barrier(settings: Settings, nodeset: Optional[nodes_lib.NodeSet],
-             horovod: Optional[Horovod], resolver
+             horovod: Optional[Horovod], resolver, notes: List[str]
              ) -> Tuple[Optional[Tuple[str, int]], Optional[List[str]]]:
     """(node 0's barrier host and port, the addresses node 0 listens on):
-    LAUNCHER=tf on several nodes only; (None, None) otherwise."""
+    LAUNCHER=tf on several nodes only; (None, None) otherwise. A dry run
+    notes where node 0's barrier could not listen."""
     if nodeset is None or horovod is not None:
         return None, None
     try:
@@ -601,8 +602,17 @@ def _barrier(settings: Settings, nodeset: Optional[nodes_lib.NodeSet],
         raise PlanError(str(e))
     bind = None
     if nodeset.index == 0:
-        bind = nodes_lib.barrier_bind(nodeset, settings.barrier_bind,
-                                      resolver)
+        try:
+            bind = nodes_lib.barrier_bind(nodeset, settings.barrier_bind,
+                                          resolver)
+        except NodeError as e:
+            # A dry run (a login node that does not know node 0's name)
+            # notes it, as it notes any node that does not resolve.
+            if not settings.dry_run:
+                raise
+            if not nodeset.unresolved or resolver(nodeset.nodes[0].host):
+                notes.append(f"{e}; a real run stops here (exit "
+                             f"{es.CLUSTER})")
     return barrier, bind
 
 

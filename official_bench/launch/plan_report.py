@@ -102,7 +102,9 @@ def open_ports(plan: Plan) -> List[str]:
     ports = []
     if plan.uses_barrier and plan.index == 0:
         ports.append(f"barrier {plan.barrier[1]} on "
-                     f"{', '.join(plan.barrier_bind or ['?'])}")
+                     + (", ".join(plan.barrier_bind) if plan.barrier_bind
+                        else f"{plan.barrier[0]} (not usable here: see the "
+                        "note)"))
     run = plan.runs[0] if plan.runs else None
     workers = [w.address for w in run.workers if w.address] if run else []
     if not workers and plan.nodeset is not None and plan.horovod is None:

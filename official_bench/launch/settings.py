@@ -152,8 +152,8 @@ KNOBS: List[Knob] = [
          "GPU counts per node to run, e.g. 1,2,4,8",
          "GPU counts per node to run, e.g. 1,2,4,8; default: single: 1,2,4,8 "
          "(those the machine has), two/multi: all visible GPUs. Set where "
-         "no GPU is visible: an error, exit 2 (DEVICE=cpu: not used, with a "
-         "note)",
+         "no GPU is visible: an error, exit 2 (a dry run assumes them, with "
+         "a note; DEVICE=cpu: not used, with a note)",
          section="devices"),
     Knob("gpu_ids", "str", None,
          "GPUs to use, e.g. 0,1,2,3",
@@ -323,7 +323,11 @@ KNOBS: List[Knob] = [
          section="flow"),
     Knob("dry_run", "bool", False,
          "print the plan; run nothing",
-         "print the cluster, TF_CONFIG, commands and paths; run nothing",
+         "print the cluster, TF_CONFIG, commands and paths; run nothing. "
+         "Works off the nodes too (a login node): on a machine not in the "
+         "node list it shows node 0's plan (TASK_INDEX picks another); "
+         "what would stop a real run here (a host that does not resolve, "
+         "no GPU) is a note",
          section="flow"),
     # Launcher.
     Knob("launcher", "choice", "tf",

@@ -232,8 +232,7 @@ def test_gpu_planning_without_gpus_via_gpu_ids(tmp_path):
                       GPU_IDS="0", GPUS="1,2")
     assert too_many.returncode == 2
     assert "asks for [2] GPU(s) per node but 1 are visible" in too_many.stderr
-    none = script("single", tmp_path, "--dry-run", DEVICE="gpu",
-                  GPU_IDS="-1")
+    none = script("single", tmp_path, DEVICE="gpu", GPU_IDS="-1")
     assert none.returncode == 2 and "no GPU is visible" in none.stderr
 
 
@@ -867,10 +866,10 @@ def test_failed_run_footer_is_not_a_measurement(tmp_path):
 
 def test_gpus_without_a_visible_gpu_is_refused_unless_device_cpu(tmp_path):
     """GPUS asks for GPUs: on a machine without one that is an error, as
-    DEVICE=gpu is; DEVICE=cpu runs the CPU plan and says that GPUS is not
-    used."""
+    DEVICE=gpu is (a dry run only notes it: test_dry_run_anywhere.py);
+    DEVICE=cpu runs the CPU plan and says that GPUS is not used."""
     out = script("single", tmp_path, "4", "fp32", "1", "--gpus", "8",
-                 "--dry-run", PATH=fake_smi(tmp_path, 0))
+                 TEST_NUM=1, PATH=fake_smi(tmp_path, 0))
     assert out.returncode == exit_status.CONFIG, out.stdout + out.stderr
     assert out.stderr.strip().splitlines()[-1] == (
         "error: run_single_node.sh: GPUS=8 (command line) asks for GPUs, "
