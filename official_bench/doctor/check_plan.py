@@ -80,7 +80,7 @@ class CheckSpec:
 
 def single_name(device: str, dtype: str, data_format: str, xla: bool,
                 backend: str = "tensorflow") -> str:
-    """1gpu-fp16-channels_first-xla_on; cpu-fp32-xla_off (CPU is NHWC);
+    """1gpu-fp16-channels_first-xla_on; cpu-fp32-xla_off (CPU: NHWC);
     on jax, where XLA is always on and the layout is XLA's, 1gpu-fp16 and
     cpu-fp16."""
     if backend == "jax":
@@ -139,7 +139,7 @@ def plan_cpu(horovod_skip: Optional[str], quick: bool = False,
              skip: Optional[str] = None) -> List[CheckSpec]:
     """The CPU subset: one device, mirrored over 2 logical CPUs, 2 workers.
 
-    CPU runs use channels_last only: TensorFlow's CPU convolutions are NHWC.
+    CPU runs use channels_last only: Eigen's CPU kernels train NHWC only.
     """
     runs = [("fp32", False)] if quick else [
         ("fp32", False), ("fp32", True), ("bf16", False), ("fp16", False)]
