@@ -67,6 +67,8 @@ def start(settings: Settings) -> int:
             print(f"error: {settings.script}: {cannot_write}",
                   file=sys.stderr)
             return es.NOT_WRITABLE
+    if settings.dry_run:
+        _note_old_runs(plan)
     plan_report.describe(plan)
     if plan.horovod is not None and plan.horovod.idle:
         say(plan, f"LAUNCHER=horovod: nothing to run on node {plan.index}: "
@@ -78,6 +80,30 @@ def start(settings: Settings) -> int:
         plan_report.print_dry_run(plan)
         return es.OK
     return _sweep(plan, stamp, cannot_run, cannot_write)
+
+
+def _note_old_runs(plan: Plan) -> None:
+    """A dry run says what a real run would do with the runs of this sweep
+    already in this node's tree (resume.py): stop (exit LOGS_IN_USE), or
+    what RESUME=1 keeps / OVERWRITE=1 replaces."""
+    s = plan.settings
+    names = [r.name for r in plan.runs]
+    survey = resume.survey(plan.runs)
+    decision = resume.decide(s.resume, s.overwrite, names,
+                             {plan.index: survey}, plan.index, plan.log_root)
+    if decision.problem:
+        plan.notes.append(f"{decision.problem}; a real run stops here "
+                          f"(exit {es.LOGS_IN_USE})")
+    elif s.resume and decision.reuse:
+        rest = "nothing to run" if len(decision.reuse) == len(names) \
+            else "runs the others"
+        plan.notes.append(f"RESUME=1: a real run keeps "
+                          f"{', '.join(decision.reuse)} (status ok) and "
+                          f"{rest}")
+    elif s.overwrite and decision.replace:
+        plan.notes.append(f"OVERWRITE=1: a real run replaces "
+                          f"{', '.join(decision.replace)} once every run "
+                          "is ok")
 
 
 def output_problem(plan: Plan) -> Optional[str]:

@@ -397,3 +397,31 @@ def test_a_node_started_alone_says_its_tree_refuses_before_waiting(
     assert rest.startswith(f" (exit {exit_status.LOGS_IN_USE} once the "
                            "nodes meet): "), out.stdout
     assert "already holds runs of this sweep: 2n1g run 1 (ok" in rest, rest
+
+
+def test_a_dry_run_notes_what_a_real_run_does_with_the_old_runs(tmp_path):
+    """A tree holding this sweep's runs: the dry run exits 0 and notes
+    that a real run stops with exit 6 (naming RESUME=1 and OVERWRITE=1),
+    or what RESUME=1 keeps / OVERWRITE=1 replaces; nothing is touched."""
+    assert _sweep(tmp_path, test_num="2").returncode == 0
+    case = tmp_path / "logs" / "tensorflow" / "resnet50" / "bz4" / "1n1g"
+    before = snapshot(case)
+    notes = {}
+    for knob in ("", "RESUME", "OVERWRITE"):
+        out = _sweep(tmp_path, test_num="2", DRY_RUN="1",
+                     **({knob: "1"} if knob else {}))
+        assert out.returncode == 0, out.stdout + out.stderr
+        notes[knob] = [line for line in out.stdout.splitlines()
+                       if "a real run" in line]
+    (refused,) = notes[""]
+    assert "already holds runs of this sweep: 1n1g run 1 (ok), 1n1g run 2 " \
+        "(ok); nothing was touched. Re-run with RESUME=1" in refused
+    assert "or OVERWRITE=1" in refused
+    assert refused.endswith("; a real run stops here (exit 6)")
+    assert notes["RESUME"] == ["[launch] note: RESUME=1: a real run keeps "
+                               "1n1g run 1, 1n1g run 2 (status ok) and "
+                               "nothing to run"]
+    assert notes["OVERWRITE"] == ["[launch] note: OVERWRITE=1: a real run "
+                                  "replaces 1n1g run 1, 1n1g run 2 once "
+                                  "every run is ok"]
+    assert snapshot(case) == before
