@@ -480,6 +480,9 @@ def shown_in_help(knob: Knob, mode: Optional[str]) -> bool:
 def build_parser(mode: Optional[str] = None) -> argparse.ArgumentParser:
     script = MODES.get(mode or "", "python -m official_bench.launch MODE")
     parser = OneLineParser(
+        # No abbreviations: a peer tool's --model=resnet50 is not
+        # --model-dir, and --bat is no flag.
+        allow_abbrev=False,
         prog=f"bash {script}" if mode else "python -m official_bench.launch",
         usage=(f"bash {script} [BATCH] [DTYPE] [TEST_NUM] [options]" if mode
                else "python -m official_bench.launch {single,two,multi}\n"

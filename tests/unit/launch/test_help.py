@@ -134,3 +134,19 @@ def test_docs_exit_status_section_names_the_same_statuses():
     named = {int(n) for n in re.findall(r"(?<![\w=])(\d+)(?=[ /.,])",
                                         section)}
     assert named == set(settings_lib.EXIT_WORDS), section
+
+
+@pytest.mark.parametrize("args, flag, closest", [
+    (["--model=resnet50"], "--model", "--model-dir"),  # tf_cnn_benchmarks'
+    (["--model", "resnet50", "16"], "--model", "--model-dir"),
+    (["--bat", "16"], "--bat", "--batch"),
+    (["--data", "/x"], "--data", "--data-dir"),
+])
+def test_an_abbreviation_is_an_unknown_flag(tmp_path, args, flag, closest):
+    """No prefix of an option is taken for it (argparse's allow_abbrev):
+    one line naming the flag and the closest one, exit 2."""
+    out = script("single", tmp_path, *args, "--dry-run")
+    assert out.returncode == 2, out.stdout
+    assert out.stdout == ""
+    assert out.stderr == (f"bash run_single_node.sh: error: unknown flag "
+                          f"{flag} (did you mean {closest}?); see --help\n")
