@@ -13,6 +13,7 @@ import shlex
 import subprocess
 from typing import List, Optional, Tuple
 
+from official_bench.contracts import exit_status as es
 from official_bench.launch import preflight
 from official_bench.launch.errors import PlanError
 from official_bench.launch.node_list import NodeError
@@ -47,7 +48,14 @@ def make_horovod(settings: Settings, nodeset: Optional[NodeSet],
     LAUNCHER=tf."""
     if settings.launcher != "horovod":
         return None
-    venv, venv_from, horovodrun, hvd_python = find_horovod(settings)
+    try:
+        venv, venv_from, horovodrun, hvd_python = find_horovod(settings)
+    except MissingVenv as e:
+        if not settings.dry_run:
+            raise
+        # The commands are worth seeing before a 6-minute build.
+        venv, venv_from, horovodrun, hvd_python = e.found
+        notes.append(f"{e}; a real run stops here (exit {es.CONFIG})")
     horovod = Horovod(venv, venv_from, horovodrun, hvd_python,
                       horovod_hosts(nodeset), horovodrun_options(settings),
                       idle=nodeset is not None and nodeset.index > 0)
@@ -76,9 +84,18 @@ def default_horovod_venv(settings: Settings) -> str:
     return venv
 
 
+class MissingVenv(PlanError):
+    """The Horovod venv lacks horovodrun or python; owns what find_horovod
+    found (venv, how, horovodrun, python), which a dry run still shows."""
+
+    def __init__(self, message: str, found: Tuple[str, str, str, str]):
+        super().__init__(message)
+        self.found = found
+
+
 def find_horovod(settings: Settings) -> Tuple[str, str, str, str]:
-    """(venv, how it was chosen, horovodrun, python); PlanError with the way
-    to build it when horovodrun or python is missing."""
+    """(venv, how it was chosen, horovodrun, python); MissingVenv with the
+    way to build it when horovodrun or python is missing."""
     if settings.horovod_venv:
         venv = settings.horovod_venv
         how = f"HOROVOD_VENV ({settings.source('horovod_venv')})"
@@ -91,13 +108,14 @@ def find_horovod(settings: Settings) -> Tuple[str, str, str, str]:
     missing = [p for p in (horovodrun, python)
                if not (os.path.isfile(p) and os.access(p, os.X_OK))]
     if missing:
-        raise PlanError(
+        raise MissingVenv(
             f"LAUNCHER=horovod needs horovodrun and python in the Horovod "
             f"venv {venv} ({how}), but {' and '.join(missing)} "
             f"{'is' if len(missing) == 1 else 'are'} not there: run `make "
             "horovod` (scripts/install_horovod.sh builds Horovod 0.28.1 "
             "with TensorFlow 2.18 into that venv), or set HOROVOD_VENV to an "
-            "environment whose bin/ holds horovodrun and python")
+            "environment whose bin/ holds horovodrun and python",
+            (venv, how, horovodrun, python))
     return venv, how, horovodrun, python
 
 

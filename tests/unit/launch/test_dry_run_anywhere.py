@@ -93,3 +93,22 @@ def test_gpus_asked_for_on_a_machine_without_one(tmp_path, args, knobs,
                   **knobs)
     assert real.returncode == exit_status.CONFIG
     assert words in real.stderr
+
+
+def test_horovod_commands_before_the_venv_is_built(tmp_path):
+    """LAUNCHER=horovod without its venv: the dry run shows the horovodrun
+    commands and notes `make horovod`; a real run stops (exit 2)."""
+    knobs = dict(LAUNCHER="horovod", HOROVOD_VENV=str(tmp_path / "nohvd"),
+                 NODES="gpu-no-such-host1,gpu-no-such-host2", TASK_INDEX=0,
+                 TEST_NUM=1)
+    out = script("two", tmp_path, "8", "fp32", "--dry-run", **knobs)
+    assert out.returncode == exit_status.OK, out.stderr
+    assert f"{tmp_path}/nohvd/bin/horovodrun -np 2 -H gpu-no-such-host1:1," \
+        "gpu-no-such-host2:1" in out.stdout
+    (note,) = [line for line in out.stdout.splitlines()
+               if "LAUNCHER=horovod needs horovodrun" in line]
+    assert "run `make horovod`" in note
+    assert note.endswith("; a real run stops here (exit 2)")
+    real = script("two", tmp_path, "8", "fp32", **knobs)
+    assert real.returncode == exit_status.CONFIG
+    assert "LAUNCHER=horovod needs horovodrun" in real.stderr
