@@ -17,7 +17,6 @@ from __future__ import annotations
 import sys
 from typing import Mapping, Optional, Sequence
 
-from official_bench.contracts import exit_status as es
 from official_bench.launch import launcher_python, settings as settings_lib
 
 
@@ -27,8 +26,9 @@ def main(argv: Optional[Sequence[str]] = None,
     try:
         settings = settings_lib.parse(argv, environ)
     except settings_lib.SettingsError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return es.CONFIG
+        print(f"error: {e.script + ': ' if e.script else ''}{e}",
+              file=sys.stderr)
+        return e.status
     try:
         from official_bench.launch import sweep_start
     except ImportError as e:

@@ -50,7 +50,16 @@ MAX_SECONDS = 1e9
 
 
 class SettingsError(ValueError):
-    """A knob has a bad value; the message names the knob and its source."""
+    """A knob has a bad value; the message names the knob and its source.
+    `status`: the exit status it ends with (CONFIG; CLUSTER for a task
+    index, a node-list problem); `script`: the run script, where the line
+    names it."""
+
+    def __init__(self, message: str, status: int = es.CONFIG,
+                 script: str = ""):
+        super().__init__(message)
+        self.status = status
+        self.script = script
 
 
 @dataclasses.dataclass(frozen=True)
@@ -684,7 +693,14 @@ def parse(argv: Sequence[str], environ: Optional[Mapping[str, str]] = None,
             values[knob.name] = knob.default
             sources[knob.name] = "default"
             continue
-        values[knob.name] = _convert(knob, raw, source)
+        try:
+            values[knob.name] = _convert(knob, raw, source)
+        except SettingsError as e:
+            if knob.name != "task_index" or mode not in MODES:
+                raise
+            # A node index the launcher cannot use: the node/index status,
+            # as one out of range gets (nodes.py).
+            raise SettingsError(str(e), es.CLUSTER, MODES[mode])
         sources[knob.name] = source
     for name in ("worker_port", "barrier_port"):
         port = values[name]

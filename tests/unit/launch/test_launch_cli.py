@@ -79,6 +79,18 @@ def test_bad_knob_values(env, words):
         settings_lib.parse([], environ=env, mode="two")
 
 
+@pytest.mark.parametrize("value", ["-1", "abc", "1.0"])
+def test_a_malformed_task_index_is_the_node_index_status(tmp_path, value):
+    """Exit 3, as an index out of range, with the script's name."""
+    out = script("two", tmp_path, "--dry-run", TASK_INDEX=value,
+                 NODES="10.200.0.1:1,10.200.0.2:1")
+    assert out.returncode == exit_status.CLUSTER, out.stderr
+    assert out.stderr == (f"error: run_two_node.sh: TASK_INDEX={value!r} "
+                          "(env TASK_INDEX) is not an integer >= 0\n")
+    out = script("two", tmp_path, "--dry-run", TEST_NUM="x")
+    assert out.returncode == exit_status.CONFIG
+
+
 def test_only_settings_reads_the_environment():
     """Environment variables are read in one place: settings.py."""
     folder = os.path.join(REPO, "official_bench", "launch")
