@@ -46,6 +46,27 @@ class BarrierKey:
     def open(self) -> bool:
         return not self.key
 
+    @property
+    def brief(self) -> str:
+        """Where it came from in a few words, which node 0's barrier tells
+        a node whose key does not verify: never the key, nor a file's
+        path."""
+        if self.open:
+            return "none (not inside a Slurm job, no BARRIER_SECRET)"
+        if self.secret:
+            return self.source.split(" ")[0]  # BARRIER_SECRET[_FILE]
+        return self.source.split(" (")[0]  # derived from Slurm job N
+
+    def mismatch_fix(self, other: str) -> str:
+        """What to do when this key and `other` (the other side's brief)
+        differ."""
+        slurm = any(t.startswith("derived from Slurm job")
+                    for t in (self.brief, other))
+        return ("Run every node's launcher inside the same Slurm job (srun), "
+                "or set" if slurm else "Set") + \
+            (" the same BARRIER_SECRET or BARRIER_SECRET_FILE on every node"
+             + ("" if slurm else " (or none on any)"))
+
 
 OPEN = BarrierKey(b"", "none", False)
 

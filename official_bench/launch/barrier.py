@@ -160,7 +160,8 @@ class Coordinator:
                 "mac": HMAC(key, "request", Ns, Nc, body)}
       server   {"nonce": Nc, "body": "<reply JSON text>",
                 "mac": HMAC(key, "reply", Ns, Nc, body)}
-          or   {"ok": false, "auth_failed": true, "error": "..."}
+          or   {"ok": false, "auth_failed": true, "error": "...",
+                "key": "<where node 0's key came from: auth.BarrierKey.brief>"}
 
     Ns and Nc are fresh random nonces of this connection (auth.new_nonce):
     the server issues a new Ns each time, so a recorded request's tag
@@ -334,12 +335,14 @@ class Coordinator:
                          + (f" (claiming node {claim.group(1)})" if claim
                             else "")
                          + ": authentication failed (a stranger, or a node "
-                         "with a different BARRIER_SECRET)")
+                         "with another key; this node's key: "
+                         f"{self.key.brief})")
             self._send(conn, {"ok": False, "auth_failed": True,
                               "error": "authentication failed: node 0's "
                               "barrier " + ("uses a secret"
                                             if not self.key.open else
-                                            "is open (no secret there)")})
+                                            "is open (no secret there)"),
+                              "key": self.key.brief})
             return
         conn.authenticated = True
         try:
@@ -536,7 +539,13 @@ class _Refused(Exception):
 
 class _AuthFailed(Exception):
     """The coordinator refused this node's key, or its reply did not carry
-    this node's key."""
+    this node's key; owns what to do about it (`fix`)."""
+
+    def __init__(self, message: str, fix: str = ""):
+        super().__init__(message)
+        self.fix = fix or ("Set the same BARRIER_SECRET or "
+                           "BARRIER_SECRET_FILE on every node (or none on "
+                           "any)")
 
 
 class Client:
@@ -600,9 +609,15 @@ class Client:
         s.settimeout(timeout)
         envelope = self._read_line(f, "reply")
         if envelope.get("auth_failed"):
+            theirs = envelope.get("key")
+            if not isinstance(theirs, str):
+                raise _AuthFailed(
+                    f"{envelope.get('error', 'authentication failed')}"
+                    f", this node's key: {self._key_text()}")
             raise _AuthFailed(
-                f"{envelope.get('error', 'authentication failed')}"
-                f", this node's key: {self._key_text()}")
+                f"authentication failed: node 0's key: {theirs[:200]}; this "
+                f"node's key: {self.key.brief}", self.key.mismatch_fix(
+                    theirs))
         if not auth.verify(self.key.key, "reply", server_nonce, client_nonce,
                            envelope.get("body"), envelope.get("mac")):
             raise _AuthFailed(
@@ -616,12 +631,12 @@ class Client:
     def _key_text(self) -> str:
         return "none (open)" if self.key.open else self.key.source
 
-    def _auth_error(self, round_name: str, e: Exception) -> BarrierError:
+    def _auth_error(self, round_name: str, e: "_AuthFailed"
+                    ) -> BarrierError:
         return BarrierError(
             f"at '{round_name}': barrier {e} (barrier of "
-            f"{self.coordinator_name} at {self.address}). Set the same "
-            "BARRIER_SECRET or BARRIER_SECRET_FILE on every node (or none "
-            "on any)", fatal=True)
+            f"{self.coordinator_name} at {self.address}). {e.fix}",
+            fatal=True)
 
     def meet(self, round_name: str, payload: Any, timeout: float,
              stale_after: Optional[float] = None,

@@ -355,7 +355,8 @@ def test_open_coordinator_refuses_a_client_with_a_secret():
     c = Coordinator(port, 2, PLAN, host="127.0.0.1", log=lambda m: None)
     try:
         with pytest.raises(BarrierError, match="authentication failed: node "
-                           r"0's barrier is open \(no secret there\)"):
+                           r"0's key: none \(not inside a Slurm job, no "
+                           "BARRIER_SECRET\\); this node's key: "):
             real(port, 1).meet("hello", {}, 5)
     finally:
         c.close(linger=0.5)
@@ -447,3 +448,40 @@ def test_forged_reply_is_not_believed():
     finally:
         t.join(5)
         server.close()
+
+
+@pytest.mark.parametrize("head, node, words, fix", [
+    (auth.slurm_key({"SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "vm"}),
+     auth.OPEN,
+     "node 0's key: derived from Slurm job 7; this node's key: none (not "
+     "inside a Slurm job, no BARRIER_SECRET)",
+     "Run every node's launcher inside the same Slurm job (srun), or set "
+     "the same BARRIER_SECRET or BARRIER_SECRET_FILE on every node"),
+    (auth.OPEN,
+     auth.slurm_key({"SLURM_JOB_ID": "8", "SLURM_JOB_NODELIST": "vm"}),
+     "node 0's key: none (not inside a Slurm job, no BARRIER_SECRET); this "
+     "node's key: derived from Slurm job 8",
+     "Run every node's launcher inside the same Slurm job (srun)"),
+    (auth.choose_key("a", "BARRIER_SECRET_FILE /secret/path", {}),
+     auth.choose_key("b", "BARRIER_SECRET (env)", {}),
+     "node 0's key: BARRIER_SECRET_FILE; this node's key: BARRIER_SECRET",
+     "Set the same BARRIER_SECRET or BARRIER_SECRET_FILE on every node (or "
+     "none on any)"),
+])
+def test_a_key_mismatch_names_both_sides_sources(head, node, words, fix):
+    """Slurm on one node only (cluster walk 5): the line says where each
+    side's key came from and the fix; never a key or a file's path."""
+    port = free_port()
+    c = Coordinator(port, 2, PLAN, host="127.0.0.1", key=head,
+                    log=lambda m: None)
+    try:
+        with pytest.raises(BarrierError) as e:
+            Client("127.0.0.1", port, 1, "i1", PLAN, key=node).meet(
+                "hello", {}, 5)
+    finally:
+        c.close(linger=0)
+    text = str(e.value)
+    assert e.value.fatal
+    assert f"barrier authentication failed: {words} (barrier of node 0 " \
+        f"at 127.0.0.1:{port}). {fix}" in text, text
+    assert "/secret/path" not in text

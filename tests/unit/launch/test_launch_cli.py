@@ -483,8 +483,8 @@ def test_wrong_secret_on_node_1_is_a_clear_error(tmp_path):
     took1 = time.monotonic() - start
     out0 = procs[0].communicate(timeout=70)[0]
     assert procs[1].returncode == 3, out1
-    assert "barrier authentication failed: node 0's barrier uses a secret" \
-        in out1
+    assert "barrier authentication failed: node 0's key: BARRIER_SECRET; " \
+        "this node's key: BARRIER_SECRET" in out1
     assert "Set the same BARRIER_SECRET or BARRIER_SECRET_FILE on every " \
         "node" in out1
     assert took1 < 8 + 5, took1  # not waiting out the barrier timeout
