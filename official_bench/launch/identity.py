@@ -48,7 +48,9 @@ def _fib_trie_addresses(path: str = "/proc/net/fib_trie") -> Set[str]:
             text = line.strip()
             if text.startswith("|--"):
                 last = text[3:].strip()
-            elif "host LOCAL" in text and last:
+            elif text.startswith("/32 host LOCAL") and last:
+                # /8 host LOCAL is 127.0.0.0/8's route: a network, not an
+                # address of an interface.
                 found.add(last)
     return found
 

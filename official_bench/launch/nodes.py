@@ -139,7 +139,7 @@ def resolve(settings: Settings, config_hosts: Optional[str],
             "host:port (or HOSTFILE, or run it with srun inside a Slurm "
             "job, or set runtime.worker_hosts in the config)")
 
-    notes: List[str] = []
+    notes = _unused_lists(settings, where, in_slurm)
     # Names resolved before any comparison, whatever gives the index.
     machines = same_machines(nodes, resolver)
     reject_aliases(nodes, machines, where, resolver)
@@ -163,6 +163,24 @@ def resolve(settings: Settings, config_hosts: Optional[str],
                         "script on every node with srun --ntasks-per-node=1, "
                         "or the other nodes never arrive")
     return _check_count(ns, settings)
+
+
+def _unused_lists(settings: Settings, where: str,
+                  in_slurm: bool) -> List[str]:
+    """A note naming the node lists that the one used (`where`) wins over:
+    HOSTFILE, and the Slurm job's (whose key the barrier still uses)."""
+    unused = []
+    if settings.nodes and settings.hostfile:
+        unused.append(f"HOSTFILE {settings.hostfile}")
+    if in_slurm and settings.use_slurm != "no" and \
+            (settings.nodes or settings.hostfile):
+        unused.append(f"Slurm job {settings.slurm.get('SLURM_JOB_ID')}'s "
+                      "node list (its key still signs the barrier unless "
+                      "BARRIER_SECRET is set: start every node inside the "
+                      "job)")
+    if not unused:
+        return []
+    return [f"node list from {where}; not used: {'; '.join(unused)}"]
 
 
 def _match(settings: Settings, nodes: List[Node], identity: Identity,
@@ -234,11 +252,12 @@ def barrier_bind(nodeset: NodeSet, override: Optional[str] = None,
         if remote:
             raise NodeError(
                 f"node 0's host {head.host!r} resolves here to "
-                f"{', '.join(addrs)} (loopback), but {remote[0].address} is "
-                "another machine and could not reach a barrier there. Use "
-                "node 0's network address in the node list, fix /etc/hosts, "
-                "or set BARRIER_BIND (e.g. node 0's address, or 0.0.0.0 for "
-                "every interface)")
+                f"{', '.join(addrs)} (loopback), but {remote[0].address} "
+                "has a network address: a node on another machine could "
+                "not reach a barrier on loopback. Use node 0's network "
+                "address in the node list, fix /etc/hosts, or set "
+                "BARRIER_BIND (e.g. node 0's address, or 0.0.0.0 for every "
+                "interface)")
     return addrs
 
 

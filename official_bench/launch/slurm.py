@@ -110,8 +110,11 @@ def slurm_nodes(slurm: Dict[str, str], default_port: int,
     var = next((v for v in ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST",
                             "SLURM_NODELIST") if slurm.get(v)), None)
     if var is None:
-        raise NodeError("USE_SLURM: no SLURM_JOB_NODELIST/SLURM_NODELIST in "
-                        "the environment")
+        raise NodeError(
+            f"SLURM_JOB_ID={slurm.get('SLURM_JOB_ID')} is set (a Slurm job), "
+            "but no SLURM_STEP_NODELIST/SLURM_JOB_NODELIST/SLURM_NODELIST "
+            "gives its node list; set NODES (or HOSTFILE), or USE_SLURM=no "
+            "to leave Slurm out")
     hosts = expand_hostlist(slurm[var])
     where = f"Slurm {var}={slurm[var]!r}"
     per_node_var = "SLURM_STEP_TASKS_PER_NODE" \

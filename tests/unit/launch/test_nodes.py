@@ -387,3 +387,51 @@ def test_barrier_binds_to_node_0s_own_address():
     assert nodes.barrier_bind(local, None, _aliases) == ["127.0.0.1"]
     with pytest.raises(NodeError, match="does not resolve"):
         nodes.barrier_bind(ns, None, lambda h: [])
+
+
+# -- wording (cluster walk 10, 13) ---------------------------------------------
+
+
+def test_a_node_list_that_wins_over_others_says_so(tmp_path):
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text(f"{C}:1\n{A}:1\n")
+    ns = resolve(make_settings(nodes=f"{A}:1,{B}:1", task_index=0,
+                               hostfile=str(hostfile), **SLURM))
+    assert ns.notes == [
+        f"node list from NODES (env NODES); not used: HOSTFILE {hostfile}; "
+        "Slurm job 42's node list (its key still signs the barrier unless "
+        "BARRIER_SECRET is set: start every node inside the job)"]
+    ns = resolve(make_settings(nodes=f"{A}:1,{B}:1", task_index=0,
+                               use_slurm="no", **SLURM))
+    assert ns.notes == []
+
+
+def test_a_slurm_job_without_a_node_list_names_what_to_set():
+    with pytest.raises(NodeError) as e:
+        resolve(make_settings(slurm_job_id="42"))
+    assert str(e.value) == (
+        "SLURM_JOB_ID=42 is set (a Slurm job), but no SLURM_STEP_NODELIST/"
+        "SLURM_JOB_NODELIST/SLURM_NODELIST gives its node list; set NODES "
+        "(or HOSTFILE), or USE_SLURM=no to leave Slurm out")
+
+
+def test_loopback_node_0_does_not_call_a_local_address_another_machine():
+    ns = resolve_aliases(make_settings(nodes=f"box:1,{B}:1", task_index=0))
+    looped = lambda h: ["127.0.0.1"] if h == "box" else _aliases(h)  # noqa
+    with pytest.raises(NodeError) as e:
+        nodes.barrier_bind(ns, None, looped)
+    assert f"(loopback), but {B}:1 has a network address: a node on " \
+        "another machine could not reach a barrier on loopback" in \
+        str(e.value)
+    assert "is another machine" not in str(e.value)
+
+
+def test_interface_addresses_are_hosts_not_the_loopback_network(tmp_path):
+    trie = tmp_path / "fib_trie"
+    trie.write_text("Main:\n  +-- 0.0.0.0/0 3 0 5\n"
+                    "     |-- 127.0.0.0\n        /8 host LOCAL\n"
+                    "     |-- 127.0.0.1\n        /32 host LOCAL\n"
+                    "     |-- 192.0.2.2\n        /32 host LOCAL\n"
+                    "     |-- 192.0.2.255\n        /32 link BROADCAST\n")
+    assert identity._fib_trie_addresses(str(trie)) == {"127.0.0.1",
+                                                       "192.0.2.2"}
