@@ -389,7 +389,7 @@ def test_barrier_binds_to_node_0s_own_address():
         nodes.barrier_bind(ns, None, lambda h: [])
 
 
-# -- wording (cluster walk 10, 13) ---------------------------------------------
+# -- wording (cluster walk 10, 13) --------------------------------------------
 
 
 def test_a_node_list_that_wins_over_others_says_so(tmp_path):
