@@ -74,14 +74,21 @@ def rate_text(gbps):
     return "%.3g GB/s" % gbps if gbps >= 1 else "%.3g MB/s" % (gbps * 1e3)
 
 
+# The communication's share of the 1-device step (c / T1) from which each
+# label applies, highest first; below the last, "compute-bound".
+# docs/scaling_model.md, "The label".
+SHARE_LABELS = ((1.0, "{}-dominated"), (0.5, "{}-heavy"),
+                (0.05, "mostly compute"))
+
+
 def _weight(fraction, latency_bound):
-    """Words for the communication's share of the 1-device step; which
-    kind of communication dominates it."""
+    """The label for the communication's share of the 1-device step
+    (SHARE_LABELS); latency_bound names the round trips, not the
+    gradient, as the larger part of it."""
     kind = "latency" if latency_bound else "communication"
-    if fraction >= 1:
-        return kind + "-dominated"
-    if fraction >= 0.05:
-        return kind + "-bound"
+    for share, words in SHARE_LABELS:
+        if fraction >= share:
+            return words.format(kind)
     return "compute-bound"
 
 

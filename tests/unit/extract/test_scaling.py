@@ -59,7 +59,7 @@ def test_bounds_and_words(tree):
         "lower": round(2 * 1.28 / 1.88, 4), "upper": 2.0}
     # hidden = (T1 + A - step) / A with step = 2 T1 / 1.5
     hidden = (1.28 + 0.6 - 2 * 1.28 / 1.5) / 0.6
-    assert ("communication-bound: all-reduce of 3.9 KiB at 0.00667 MB/s bus "
+    assert ("mostly compute: all-reduce of 3.9 KiB at 0.00667 MB/s bus "
             "bandwidth takes 600.0 ms, 47% of the 1-device step (1280.0 ms)"
             in m["explanation"])
     assert "measured 1.50 is inside: about %.0f%% of the all-reduce is " \
@@ -72,7 +72,7 @@ def test_bounds_and_words(tree):
     assert rn50["1n1g"]["speedup_bounds"] == {"lower": 1.0, "upper": 1.0}
     assert "scaling_model" not in rn50["1n1g"]
     notes = tables.notes(rn50)
-    assert any(n.startswith("scaling model: 1n2g communication-bound")
+    assert any(n.startswith("scaling model: 1n2g mostly compute")
                for n in notes)
 
 
@@ -173,6 +173,16 @@ def test_latency_words_when_the_gradient_dominates():
         "18.0 ms; together 159% of the 1-device step (200.0 ms)")
     assert m["lower"] == pytest.approx(0.4 / 0.518)
     assert m["verdict"] == "inside"
+
+
+@pytest.mark.parametrize("share, latency, label", [
+    (0.049, False, "compute-bound"), (0.05, False, "mostly compute"),
+    (0.08, True, "mostly compute"), (0.49, False, "mostly compute"),
+    (0.5, False, "communication-heavy"), (0.99, True, "latency-heavy"),
+    (1.0, False, "communication-dominated"), (3.0, True, "latency-dominated")])
+def test_share_labels(share, latency, label):
+    # "-bound" is never said of communication under 100% of the step.
+    assert scaling._weight(share, latency) == label
 
 
 def test_model_arithmetic():
