@@ -6,7 +6,8 @@ published TF 2.3 ResNet-50 numbers, on paper: no run, no GPU.
 Inputs, all stated here:
 - DLPerf's median img/s (docs/dlperf.md's table: V100-SXM2-16GB, TF 2.3, steps
   100-600): 1n1g gives the 1-GPU step T1 = batch / img/s;
-- the gradient: ResNet-50 v1.5's 25.6 M parameters in float32 (102.4 MB;
+- the gradient: ResNet-50 v1.5's 25,557,032 trainable parameters in float32
+  (102,228,128 bytes, what `BENCH=allreduce --sizes=model` all-reduces;
   under mixed precision the variables, hence the gradients, stay float32);
 - bus bandwidths (assumed, not measured here): within a node over NVLink
   NVLINK_BUSBW; across nodes a 100 Gbit/s link, at line rate (12.5 GB/s)
@@ -18,7 +19,7 @@ Inputs, all stated here:
 
 from official_bench.extract import scaling
 
-PARAMETERS = 25.6e6
+PARAMETERS = 25_557_032  # trainable: the gradient's elements
 GRADIENT_BYTES = 4 * PARAMETERS
 NVLINK_BUSBW = 100.0  # GB/s, V100 SXM2 8-GPU hybrid cube mesh (assumed)
 INTER_NODE = {"100 Gbit/s at line rate": 12.5, "6 GB/s (nccl-tests #29)": 6.0}
