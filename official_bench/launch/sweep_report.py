@@ -120,7 +120,12 @@ class SweepReport:
             argv += ["--output_dir", os.path.join("result", backend)]
         window = progress.extractor_window(runs)
         note = ""
-        if window == (0, 0):
+        if s.bench == "allreduce":
+            # Its runs log no intervals; the tree's training runs set it.
+            argv += ["--window", "auto"]
+            note = ("  (an all-reduce sweep times no steps: --window auto "
+                    "takes the window from the tree's training runs)")
+        elif window == (0, 0):
             note = ("  (no common window after the first interval: run "
                     "more steps, STEPS, or fewer steps per line, LOG_STEPS)")
         elif window is not None:

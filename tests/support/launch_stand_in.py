@@ -32,6 +32,9 @@ STAND_IN = {
                  "\nwith W(\"worker 0\", {\"worker 1\": \"127.0.0.1:9\"}, "
                  "3.0):\n    time.sleep(30)'\n",
     "no_result": 'echo "stand-in trainer forgot its result"\n',
+    # BENCH=allreduce: the all-reduce tool's record, no intervals.
+    "allreduce_ok": 'mkdir -p "$md" && echo \'{"results": []}\' > '
+                    '"$md/allreduce.json"\n',
     "sleep": 'echo "stand-in trainer sleeping"\nexec sleep 60\n',
     # WORKERS_PER_NODE: task 1 fails at once, the others sleep.
     "task1_fails": 'case "$*" in *\'"task_index": 1\'*) '

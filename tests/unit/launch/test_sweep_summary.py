@@ -56,3 +56,18 @@ def test_the_extract_line_keeps_backends_apart(plan_of, capsys):
             if "--output_dir" in argv else []
         assert given == expected, (backend, argv)
         assert f"/{backend}/resnet50/bz4" in argv[argv.index("--log_dir") + 1]
+
+
+def test_an_allreduce_sweeps_extract_line_takes_the_trees_window(plan_of,
+                                                                  capsys):
+    """BENCH=allreduce runs log no TimeHistory intervals: the line said to
+    run more steps and gave no window flags, so the command it printed
+    exited 1 on the tree's own training runs; it gives --window auto."""
+    import shlex
+    plan = plan_of("allreduce_ok", bench="allreduce")
+    assert Runner(plan).run_all() == es.OK
+    line = [ln for ln in capsys.readouterr().out.splitlines()
+            if "extract: " in ln][-1]
+    assert "run more steps" not in line, line
+    argv = shlex.split(line.split("extract: ", 1)[1].split("  (")[0])
+    assert argv[argv.index("--window") + 1] == "auto", argv
