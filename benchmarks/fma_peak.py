@@ -19,6 +19,8 @@ do not share FMA units (not SMT siblings of one host core). Where the
 measured figure is above peaks.py's (a hypervisor shows the nominal clock,
 not the boost), a run's MFU against peaks.py can pass 100%; the line ends
 with the runtime.peak_tflops override that divides by the measured one.
+On busy cores (busy_reasons: load, scaling over cores, implied clock) the
+figures are not a peak: a warning replaces the override.
 
     .venv/bin/python benchmarks/fma_peak.py
     .venv/bin/python benchmarks/fma_peak.py --seconds 5 --repeats 5
@@ -155,21 +157,65 @@ def best(exe: str, kind: int, args, cpus: List[int]) -> float:
                for _ in range(args.repeats))
 
 
+# Busy cores, not a peak: below this scaling from one core to 2 or more,
+# or an implied clock below this share of the nominal one.
+MIN_SCALING = 1.5
+MIN_CLOCK_SHARE = 0.6
+
+
+def busy_reasons(load: float, cores: int, scaling: float,
+                 clock_ghz: Optional[float],
+                 nominal_ghz: Optional[float]) -> List[str]:
+    """Why the measured figures are not the cores' peak ([] if none):
+    load, the 1-minute load average before measuring; scaling, all cores'
+    rate over one core's; clock_ghz, the clock the rate implies."""
+    reasons = []
+    if load >= cores:
+        reasons.append(f"load average {load:.2f} >= the {cores} cores "
+                       "measured")
+    if cores >= 2 and scaling < MIN_SCALING:
+        reasons.append(f"{cores} cores gave {scaling:.2f}x one core "
+                       f"(< {MIN_SCALING}x)")
+    if clock_ghz and nominal_ghz and \
+            clock_ghz < MIN_CLOCK_SHARE * nominal_ghz:
+        reasons.append(f"the implied {clock_ghz:.2f} GHz is under "
+                       f"{MIN_CLOCK_SHARE:.0%} of the nominal "
+                       f"{nominal_ghz:.2f} GHz")
+    return reasons
+
+
+def _against_peaks(precision: str, every: float, cores: int,
+                   facts: peaks.CpuFacts):
+    """(words, implied clock in GHz) against host/peaks.py's figure."""
+    per_cycle, why = peaks.cpu_flop_per_cycle(facts, precision)
+    clock = every / cores / per_cycle
+    assumed = peaks.cpu_peak(facts, precision)
+    words = f"; at {per_cycle} FLOP/cycle/core ({why}) that is {clock:.2f} GHz"
+    if assumed:
+        words += (f"; host/peaks.py assumes {assumed.tflops * 1000:.1f} "
+                  f"GFLOP/s at {facts.clock_ghz:.2f} GHz "
+                  f"({facts.clock_source}): measured / assumed = "
+                  f"{every / (assumed.tflops * 1000):.3f}")
+    return words, clock
+
+
 def report(name: str, precision: str, one: float, every: float,
-           cpus: List[int], facts: Optional[peaks.CpuFacts]) -> None:
+           cpus: List[int], facts: Optional[peaks.CpuFacts],
+           load: float = 0.0) -> None:
     line = (f"{name}: 1 core {one:.1f} GFLOP/s, {len(cpus)} cores "
             f"{every:.1f} GFLOP/s ({every / one:.2f}x one core)")
+    clock = None
     if facts:
-        per_cycle, why = peaks.cpu_flop_per_cycle(facts, precision)
-        clock = every / len(cpus) / per_cycle
-        assumed = peaks.cpu_peak(facts, precision)
-        line += (f"; at {per_cycle} FLOP/cycle/core ({why}) that is "
-                 f"{clock:.2f} GHz")
-        if assumed:
-            line += (f"; host/peaks.py assumes {assumed.tflops * 1000:.1f} "
-                     f"GFLOP/s at {facts.clock_ghz:.2f} GHz "
-                     f"({facts.clock_source}): measured / assumed = "
-                     f"{every / (assumed.tflops * 1000):.3f}")
+        words, clock = _against_peaks(precision, every, len(cpus), facts)
+        line += words
+    reasons = busy_reasons(load, len(cpus), every / one, clock,
+                           facts.clock_ghz if facts else None)
+    if reasons:
+        print(line + "\n  WARNING: the cores were busy (" +
+              "; ".join(reasons) + "): these figures are not their peak, "
+              "so no runtime.peak_tflops override is given; rerun on a "
+              "quiet machine", flush=True)
+        return
     print(line + f"\n  MFU against the measured figure: --params_override="
           f"runtime.peak_tflops={every / 1000:.3f} ({precision} runs on "
           "these cores)", flush=True)
@@ -179,8 +225,9 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     facts = peaks.read_cpu_facts()
     cpus = sorted(os.sched_getaffinity(0))
+    load = os.getloadavg()[0]
     print(f"CPU: {facts.model if facts else 'unknown'}; cores {cpus}; "
-          f"load {os.getloadavg()[0]:.2f}; best of {args.repeats} x "
+          f"load {load:.2f}; best of {args.repeats} x "
           f"{args.seconds:g} s", flush=True)
     with tempfile.TemporaryDirectory(prefix="fma_peak_") as work:
         exe = build(work)
@@ -190,7 +237,7 @@ def main(argv=None) -> int:
         for name, precision, kind in kinds:
             one = best(exe, kind, args, cpus[:1])
             every = best(exe, kind, args, cpus)
-            report(name, precision, one, every, cpus, facts)
+            report(name, precision, one, every, cpus, facts, load)
     return 0
 
 

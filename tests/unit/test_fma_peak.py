@@ -33,6 +33,37 @@ def test_report_derives_the_clock_from_the_measured_rate(capsys):
     assert "that is 1.50 GHz" in capsys.readouterr().out
 
 
+def test_busy_cores_are_named_and_quiet_ones_pass():
+    module = _load()
+    assert module.busy_reasons(0.9, 2, 1.95, 3.6, 2.6) == []
+    # One core measured: scaling says nothing.
+    assert module.busy_reasons(0.5, 1, 1.0, 3.6, 2.6) == []
+    # The walk's loaded run: load 38.85, 1.01x, 0.53 GHz of 2.60.
+    reasons = module.busy_reasons(38.85, 2, 1.01, 0.53, 2.6)
+    assert len(reasons) == 3
+    assert "load average 38.85 >= the 2 cores measured" in reasons
+    assert "2 cores gave 1.01x one core (< 1.5x)" in reasons
+    assert ("the implied 0.53 GHz is under 60% of the nominal 2.60 GHz"
+            in reasons)
+    # Each alone is enough; an unknown clock skips the clock test.
+    assert len(module.busy_reasons(2.0, 2, 1.9, 3.0, 2.6)) == 1
+    assert len(module.busy_reasons(0.1, 2, 1.4, 3.0, 2.6)) == 1
+    assert module.busy_reasons(0.1, 2, 1.9, 1.0, None) == []
+
+
+def test_busy_cores_give_a_warning_instead_of_the_override(capsys):
+    module = _load()
+    # 2 cores at 1.01x one core, at load 38.85: 0.51 GHz implied.
+    module.report("fp32 FMA", "fp32", 32.5, 32.8, [0, 1], FACTS, 38.85)
+    out = capsys.readouterr().out
+    assert "WARNING: the cores were busy (load average 38.85" in out
+    assert "no runtime.peak_tflops override is given" in out
+    assert "--params_override" not in out
+    module.report("fp32 FMA", "fp32", 64.0, 128.0, [0, 1], FACTS, 0.5)
+    out = capsys.readouterr().out
+    assert "runtime.peak_tflops=0.128" in out and "WARNING" not in out
+
+
 @pytest.mark.skipif(not shutil.which("gcc"), reason="needs gcc to build "
                     "the kernel (the report's arithmetic is tested above)")
 def test_kernel_runs_on_this_cpu_and_gives_a_plausible_rate(tmp_path):
