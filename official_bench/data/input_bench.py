@@ -2,9 +2,12 @@
 
     python -m official_bench.data.input_bench --config_file=cfg.yaml \\
         --params_override=... --seconds=30
-    official-bench-input-bench --config_file=cfg.yaml --seconds=30
+    official-bench-input-bench --config_file=MODEL_DIR/params.yaml
 
-Builds exactly the training pipeline this process would feed the model
+It takes the trainer's flags that shape the training input (--config_file,
+--params_override, --model_type, --dataset, --data_dir, --num_gpus, layered
+as the trainer layers them); a run's params.yaml is its whole config. It
+builds exactly the training pipeline this process would feed the model
 (same builder, config, per-replica batch, input pipeline id from TF_CONFIG
 or runtime.worker_hosts/task_index) and pulls elements as fast as it can
 for --seconds (or the run's steps, whichever ends first). One "step" is one
@@ -59,6 +62,11 @@ def parse_args(argv):
     p.add_argument("--dataset", default="imagenet",
                    help="as the trainer's: picks the built-in defaults "
                         "(default imagenet)")
+    p.add_argument("--data_dir", default=None,
+                   help="as the trainer's: both datasets' data_dir")
+    p.add_argument("--num_gpus", type=int, default=None,
+                   help="as the trainer's: runtime.num_gpus (the replicas "
+                        "this process feeds)")
     p.add_argument("--seconds", type=float, default=30.0,
                    help="how long to pull batches (default 30); it stops "
                         "sooner at the config's train.steps (or its "
@@ -67,6 +75,25 @@ def parse_args(argv):
     if args.seconds <= 0:
         p.error(f"--seconds must be > 0, got {args.seconds}")
     return args
+
+
+def load_config(args):
+    """The config the trainer would build from the same flags (its
+    --data_dir and --num_gpus are a top layer, as in config/flags.py), in
+    mode train: only the training pipeline is built, so a validation
+    dataset the run's --mode did not read is not checked."""
+    from official_bench import config as config_lib
+    from official_bench.config import dotted_keys
+    overrides: dict = {"mode": "train"}
+    if args.data_dir is not None:
+        for name in ("train_dataset", "validation_dataset"):
+            dotted_keys.put(overrides, f"{name}.data_dir", args.data_dir)
+    if args.num_gpus is not None:
+        dotted_keys.put(overrides, "runtime.num_gpus", args.num_gpus)
+    return config_lib.load_config(
+        config_file=args.config_file, params_override=args.params_override,
+        overrides=overrides, model_type=args.model_type,
+        dataset=args.dataset)
 
 
 def local_replicas(cfg, replica_devices) -> int:
@@ -112,8 +139,8 @@ def bench(cfg, seconds: float, log_fn=logging.info):
     history = timing.TimeHistory(worker_batch, th.log_steps, total,
                                  progress_seconds=th.progress_seconds,
                                  log_fn=log_fn)
-    log_fn("official_bench: input_bench: %s builder, worker %d of %d, %d "
-           "local replica(s) x %d images, for %g s", cfg.train_dataset.builder,
+    log_fn("official_bench: input_bench: %s, worker %d of %d, %d local "
+           "replica(s) x %d images, for %g s", measured(cfg.train_dataset),
            cluster.task_index, workers, local, per_replica, seconds)
     iterator = iter(dataset)
     history.on_train_begin()
@@ -135,10 +162,18 @@ def bench(cfg, seconds: float, log_fn=logging.info):
         log_steps=th.log_steps)
 
 
-def summary(stats) -> str:
+def measured(ds) -> str:
+    """What was measured, so a wrong config shows: builder, data, image
+    size."""
+    where = f" from {ds.data_dir}" if ds.data_dir else ""
+    return (f"{ds.builder} builder{where}, {ds.image_size}x{ds.image_size} "
+            "images")
+
+
+def summary(stats, ds) -> str:
     return (f"official_bench: input_bench: {stats.total_steps} steps, "
             f"{stats.average_examples_per_second:.2f} images/second from this "
-            f"worker's input pipeline alone (median "
+            f"worker's input pipeline alone ({measured(ds)}; median "
             f"{stats.median_examples_per_second:.2f}; "
             f"{stats.num_replicas} local replica(s) x "
             f"{stats.per_replica_batch_size} images"
@@ -165,10 +200,7 @@ def main(argv: Optional[list] = None) -> int:
     logging.set_verbosity(logging.INFO)
     from official_bench import config as config_lib
     try:
-        cfg = config_lib.load_config(
-            config_file=args.config_file,
-            params_override=args.params_override, overrides={},
-            model_type=args.model_type, dataset=args.dataset)
+        cfg = load_config(args)
         refusal = backend_refusal(cfg.runtime.backend)
         if refusal:
             raise config_lib.ConfigError(refusal)
@@ -182,7 +214,7 @@ def main(argv: Optional[list] = None) -> int:
             raise
         print(f"error: {ours.group(0).strip()}", file=sys.stderr)
         return exit_status.FAILED
-    logging.info(summary(stats))
+    logging.info(summary(stats, cfg.train_dataset))
     return exit_status.OK
 
 

@@ -13,6 +13,7 @@ the first element waits for pipeline start-up and tracing).
 
 from __future__ import annotations
 
+import shlex
 import threading
 from typing import Dict, List, Optional
 
@@ -92,18 +93,28 @@ def is_input_bound(summary: Optional[Dict]) -> bool:
     return bool(summary) and summary["fraction"] > INPUT_BOUND_FRACTION
 
 
-TF_DATA_HINT = ("measure the input pipeline alone with: python -m "
-                "official_bench.data.input_bench <the same --config_file/"
-                "--params_override> --seconds=30")
+def tf_data_hint(params_path: Optional[str] = None) -> str:
+    """What to run next on an input-bound TensorFlow run: input_bench on
+    the run's params.yaml (its whole config: builder, data_dir, image size,
+    batch) where the run wrote one, else the flags to copy."""
+    command = "python -m official_bench.data.input_bench"
+    if params_path:
+        return (f"measure the input pipeline alone with: {command} "
+                f"--config_file={shlex.quote(params_path)} --seconds=30 "
+                "(the run's own config)")
+    return (f"measure the input pipeline alone with: {command} "
+            "--seconds=30 and this run's --config_file, --params_override, "
+            "--model_type, --dataset, --data_dir and --num_gpus")
 
 
 def warn_if_input_bound(summary: Optional[Dict],
-                        hint: str = TF_DATA_HINT) -> None:
-    """A warning with what to do next (`hint`: by default the tf.data
-    input_bench command) when the steps waited for input more than
+                        hint: Optional[str] = None) -> None:
+    """A warning with what to do next (`hint`: by default tf_data_hint's
+    flags to copy) when the steps waited for input more than
     INPUT_BOUND_FRACTION of the time."""
     if is_input_bound(summary):
         logging.warning(
             "official_bench: input-bound: steps waited for input %.0f%% of "
             "the time (%.1f ms per element); %s",
-            100 * summary["fraction"], summary["mean_wait_ms"], hint)
+            100 * summary["fraction"], summary["mean_wait_ms"],
+            hint or tf_data_hint())

@@ -310,7 +310,10 @@ def _input_wait(cfg: ExperimentConfig, prep: Prepared):
     local_replicas = prep.plan.num_replicas // prep.dist.num_workers
     wait = wait_meter.TRAIN_METER.summary(wait_meter.warmup_skip(
         cfg.train.time_history.warmup_steps, local_replicas))
-    wait_meter.warn_if_input_bound(wait)
+    params = os.path.join(cfg.model_dir, "params.yaml") \
+        if cfg.model_dir and prep.dist.is_chief else None
+    wait_meter.warn_if_input_bound(wait, wait_meter.tf_data_hint(
+        params if params and os.path.isfile(params) else None))
     return wait
 
 

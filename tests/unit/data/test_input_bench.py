@@ -4,6 +4,7 @@ import os
 import re
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -51,6 +52,47 @@ def test_bad_seconds_is_a_usage_error():
     with pytest.raises(SystemExit) as e:
         input_bench.parse_args(["--seconds=0"])
     assert e.value.code == 2
+
+
+def test_the_trainers_data_flags_layer_as_the_trainers(tmp_path):
+    """--data_dir (both datasets), --model_type, --dataset and --num_gpus as
+    the trainer takes them: without --data_dir, a copy of the trainer's
+    flags was refused, and dropping --model_type/--dataset measured
+    ImageNet's 224x224 defaults."""
+    cfg = input_bench.load_config(input_bench.parse_args([
+        "--model_type=resnet_cifar", "--dataset=cifar10",
+        f"--data_dir={tmp_path}", "--num_gpus=0",
+        "--params_override=train_dataset.builder=records"]))
+    assert cfg.train_dataset.data_dir == str(tmp_path) == \
+        cfg.validation_dataset.data_dir
+    assert (cfg.train_dataset.image_size, cfg.runtime.num_gpus) == (32, 0)
+
+
+def test_a_runs_params_yaml_is_its_whole_input(tmp_path):
+    """The input-bound warning's command: --config_file=params.yaml alone
+    gives the run's training dataset, whatever the defaults."""
+    from official_bench import config as C
+    run = C.load_config(None, "train_dataset.builder=records",
+                        {"train_dataset": {"data_dir": str(tmp_path)}},
+                        model_type="resnet_cifar", dataset="cifar10")
+    params = tmp_path / "params.yaml"
+    params.write_text(run.to_yaml())
+    cfg = input_bench.load_config(input_bench.parse_args(
+        [f"--config_file={params}"]))
+    assert cfg.train_dataset == run.train_dataset
+
+
+def test_the_result_line_names_builder_data_and_image_size():
+    from official_bench.config.schema import DatasetConfig
+    stats = types.SimpleNamespace(
+        total_steps=10, average_examples_per_second=100.0,
+        median_examples_per_second=101.0, num_replicas=1,
+        per_replica_batch_size=8, basis="intervals")
+    line = input_bench.summary(stats, DatasetConfig(
+        builder="records", data_dir="/data/rec", image_size=32))
+    assert "images/second from this worker's input pipeline alone (records " \
+           "builder from /data/rec, 32x32 images; median 101.00; 1 local " \
+           "replica(s) x 8 images)" in line, line
 
 
 @pytest.mark.slow

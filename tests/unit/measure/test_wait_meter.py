@@ -48,3 +48,15 @@ def test_the_warm_up_skip_is_the_warm_up_steps_waits():
     assert wait_meter.warmup_skip(3, 4) == 12
     assert wait_meter.warmup_skip(0, 2) == 2
     assert wait_meter.warmup_skip(2, 0) == 2  # no replica count: one wait
+
+
+def test_the_tf_data_hint_gives_the_runs_params_yaml_or_the_flags():
+    """The command reproduces the run: its params.yaml (the whole config),
+    else the trainer's flags that shape the input, named to copy."""
+    own = wait_meter.tf_data_hint("/runs/my run/params.yaml")
+    assert "python -m official_bench.data.input_bench --config_file=" \
+           "'/runs/my run/params.yaml' --seconds=30" in own
+    copy = wait_meter.tf_data_hint(None)
+    for flag in ("--config_file", "--params_override", "--model_type",
+                 "--dataset", "--data_dir", "--num_gpus"):
+        assert flag in copy, copy

@@ -99,6 +99,26 @@ def test_input_wait_skips_the_warm_up_of_every_local_replica(prep):
     assert (wait["skipped_elements"], wait["elements"]) == (skip, 10 - skip)
 
 
+def test_the_input_bound_warning_gives_input_bench_the_runs_params_yaml(
+        tmp_path, absl_messages):
+    """The chief wrote the run's whole config to model_dir/params.yaml:
+    the command the warning gives reads it, so data_dir, model_type and
+    dataset need not be copied (they were dropped, measuring ImageNet's
+    defaults)."""
+    run = _prepared(tmp_path)
+    wait_meter.TRAIN_METER.reset()
+    try:
+        for k in range(6):  # every element waits 0.5 s of each 1 s
+            wait_meter.TRAIN_METER.record(k - 0.5, k)
+        tf_trainer._input_wait(run.cfg, run)
+    finally:
+        wait_meter.TRAIN_METER.reset()
+    bound = [m for m in absl_messages if "input-bound" in m]
+    params = tmp_path / "params.yaml"
+    assert params.is_file() and len(bound) == 1, bound
+    assert f"input_bench --config_file={params} --seconds=30" in bound[0]
+
+
 def test_unmetered_strategies_have_no_input_wait(prep, monkeypatch):
     monkeypatch.setattr(prep.dist, "traits", types.SimpleNamespace(
         measures_input_wait=False))
