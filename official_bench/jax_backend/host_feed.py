@@ -721,15 +721,12 @@ def check_eval_pass(files, batch: int, steps: int,
     `batch` (their records, 16 bytes read per record, over the batch: the
     most the feed can give). The feed would say so at the first
     evaluation, after the training it waited for."""
-    from official_bench.data.records import host_examples
-    records = host_examples.records_of(files)
-    if records // batch < steps:
-        raise ConfigError(
-            f"{key}: one pass over its {len(files)} file(s) gives at most "
-            f"{records // batch} batches of {batch} ({records} records), "
-            f"the evaluation takes {steps} (evaluation.steps, else this "
-            "dataset's num_examples / the global batch): is num_examples "
-            "right for these files?")
+    from official_bench.data.records import host_examples, set_counts
+    problem = set_counts.eval_pass_problem(
+        key, f"one pass over its {len(files)} file(s)",
+        host_examples.records_of(files), batch, steps)
+    if problem:
+        raise ConfigError(problem)
 
 
 def python_feed(jax, ds: DatasetConfig, per_replica: int, local_replicas: int,

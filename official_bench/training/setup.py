@@ -15,6 +15,7 @@ from absl import logging
 from official_bench import config as config_lib
 from official_bench.config import ExperimentConfig
 from official_bench.data.fit_input import fit_input
+from official_bench.data.records import set_counts
 from official_bench.host.atomic import write_text_atomic
 from official_bench.host.write_errors import writing
 from official_bench.measure import environment
@@ -68,6 +69,11 @@ class Prepared:
             **cpu_kernels.record(self.cfg.runtime.cpu_kernels))
 
     def validation_data(self):
+        # An evaluation the records cannot fill is refused, as on JAX, not
+        # cut short (Keras stops at the end of the data and reports it).
+        set_counts.check_eval_pass(self.cfg.validation_dataset,
+                                   self.plan.eval_global_batch,
+                                   self.plan.eval_steps)
         return fit_input(self.dist, self.cfg.validation_dataset,
                          self.plan.eval_global_batch, False,
                          (self.cfg.runtime.seed or 0) + 1).data

@@ -5,7 +5,11 @@ classes is a ConfigError naming both numbers. A num_examples that
 disagrees is one warning naming both, once per data_dir and split:
 num_examples sets the steps of an epoch (and of an evaluation), so 1281167
 on a small set trains an 'epoch' of thousands of passes over it without a
-word; not an error. TensorFlow-free.
+word; not an error. An evaluation longer than one pass over the validation
+records is an error (eval_pass_problem's words, for both backends): the
+evaluation would stop early and report the batches it got. A num_classes
+larger than the classes is a warning (a head with unused outputs).
+TensorFlow-free.
 """
 
 from __future__ import annotations
@@ -59,16 +63,70 @@ def mismatches(ds: DatasetConfig, key: str, records: Optional[int],
     return lines
 
 
+def surplus_classes(ds: DatasetConfig, key: str, classes: Optional[int],
+                    offset: int) -> Optional[str]:
+    """The line for a num_classes larger than `classes` 1-based labels
+    less `offset` need: outputs no label trains (the --dataset default of
+    10 or 1000 on a set of another size)."""
+    if classes is None or ds.num_classes <= classes + 1 - offset:
+        return None
+    need = classes + 1 - offset
+    return (f"{key}.num_classes is {ds.num_classes} but data_dir "
+            f"{ds.data_dir} ({MANIFEST}) has {classes} classes, labels up to "
+            f"{classes - offset} with label_offset {offset}: the model has "
+            f"{ds.num_classes - need} outputs no label trains; set "
+            f"{key}.num_classes={need}")
+
+
 def check_counts(ds: DatasetConfig, key: str, offset: int) -> None:
     """For a local data_dir with a manifest: a num_classes too small for
     its classes is a ConfigError now, naming both numbers (the run would
     stop at the first label past it, or skip them all as bad records);
-    a num_examples that disagrees is a warning, once."""
+    a num_examples that disagrees, or a num_classes larger than the
+    classes, is a warning, once."""
     if ds.filenames or not ds.data_dir or "://" in ds.data_dir:
         return
     records, classes = read_counts(ds.data_dir, ds.split)
     for line in mismatches(ds, key, None, classes, offset):
         raise ConfigError(line)
     if _warned(ds.data_dir, ds.split):
-        for line in mismatches(ds, key, records, None, offset):
+        surplus = surplus_classes(ds, key, classes, offset)
+        for line in mismatches(ds, key, records, None, offset) + \
+                ([surplus] if surplus else []):
             logging.warning("%s", line)
+
+
+def eval_pass_problem(key: str, source: str, records: int, batch: int,
+                      steps: int) -> Optional[str]:
+    """The line for an evaluation of `steps` batches of `batch` that one
+    pass over `records` records (from `source`) cannot fill; None when it
+    can. Both backends' words."""
+    most = records // batch
+    if most >= steps:
+        return None
+    fix = (f"lower {key}.batch_size (one global batch is more than the "
+           "records) or give it more records") if most == 0 else \
+        (f"set {key}.num_examples={records} (and evaluation.steps, if set, "
+         f"to at most {most})")
+    return (f"{key}: {source} gives at most {most} batches of {batch} "
+            f"({records} records), the evaluation takes {steps} "
+            "(evaluation.steps, else this dataset's num_examples / the "
+            f"global batch): {fix}")
+
+
+def check_eval_pass(ds: DatasetConfig, batch: int, steps: int,
+                    key: str = "validation_dataset") -> None:
+    """Before training, where a local data_dir's manifest counts the
+    validation records: a ConfigError when one pass over them cannot give
+    the evaluation's `steps` batches of `batch`."""
+    if ds.builder != "records" or ds.layout == "tfds" or ds.filenames or \
+            not ds.data_dir or "://" in ds.data_dir:
+        return
+    records, _ = read_counts(ds.data_dir, ds.split)
+    if records is None:
+        return
+    problem = eval_pass_problem(
+        key, f"one pass over data_dir {ds.data_dir} ({MANIFEST})", records,
+        batch, steps)
+    if problem:
+        raise ConfigError(problem)

@@ -93,7 +93,8 @@ def test_an_evaluation_longer_than_a_pass_is_refused_before_training(
         "validation_dataset: one pass over its 2 file(s) gives at most 2 "
         "batches of 2 (5 records), the evaluation takes 3 "
         "(evaluation.steps, else this dataset's num_examples / the global "
-        "batch): is num_examples right for these files?")
+        "batch): set validation_dataset.num_examples=5 (and "
+        "evaluation.steps, if set, to at most 2)")
 
 
 def _stand_in(**kwargs):

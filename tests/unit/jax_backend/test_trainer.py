@@ -192,7 +192,8 @@ def test_an_evaluation_longer_than_a_pass_is_refused_before_training():
         "ConfigError: validation_dataset: one pass over its 1 file(s) gives "
         "at most 1 batches of 4 (4 records), the evaluation takes 3 "
         "(evaluation.steps, else this dataset's num_examples / the global "
-        "batch): is num_examples right for these files?"), r
+        "batch): set validation_dataset.num_examples=4 (and "
+        "evaluation.steps, if set, to at most 1)"), r
     assert r["epochs_run"] == 0, r
 
 

@@ -119,6 +119,22 @@ def test_the_input_bound_warning_gives_input_bench_the_runs_params_yaml(
     assert f"input_bench --config_file={params} --seconds=30" in bound[0]
 
 
+def test_an_evaluation_the_records_cannot_fill_is_refused(tmp_path):
+    """Keras ran out of data after 1 of 1250 batches and the run reported
+    that batch's accuracy, exit 0; now the validation input is refused
+    before it is built, as on JAX (set_counts.check_eval_pass)."""
+    import json
+    (tmp_path / "build_records.json").write_text(json.dumps(
+        {"classes": ["a"], "splits": {"validation": {"records": 12}}}))
+    run = _prepared(validation_dataset={
+        "builder": "records", "data_dir": str(tmp_path),
+        "num_examples": 10000, "batch_size": 8})
+    with pytest.raises(ConfigError, match=r"gives at most 1 batches of 8 "
+                       r"\(12 records\), the evaluation takes 1250 .*set "
+                       "validation_dataset.num_examples=12"):
+        run.validation_data()
+
+
 def test_unmetered_strategies_have_no_input_wait(prep, monkeypatch):
     monkeypatch.setattr(prep.dist, "traits", types.SimpleNamespace(
         measures_input_wait=False))

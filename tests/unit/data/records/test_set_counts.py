@@ -100,3 +100,67 @@ def test_once_is_true_for_a_key_the_first_time_only():
     once = Once()
     assert once("/d", "train") and once("/d", "validation")
     assert not once("/d", "train")
+
+
+def test_too_many_classes_are_one_warning_naming_both(tmp_path, monkeypatch,
+                                                      caplog):
+    """It passed silently: --dataset=cifar10's 10 classes on a 5-class set
+    trained a head with 5 outputs no label uses."""
+    monkeypatch.setattr(set_counts, "_warned", Once())
+    caplog.set_level(logging.WARNING)
+    ds = DatasetConfig(data_dir=manifest(tmp_path), split="train",
+                       num_examples=31, num_classes=10)
+    set_counts.check_counts(ds, "train_dataset", 1)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"train_dataset.num_classes is 10 but data_dir {tmp_path} "
+        "(build_records.json) has 5 classes, labels up to 4 with "
+        "label_offset 1: the model has 5 outputs no label trains; set "
+        "train_dataset.num_classes=5"]
+
+
+@pytest.mark.parametrize("num_classes, offset, surplus", [
+    (5, 1, False), (6, 1, True), (6, 0, False), (7, 0, True)])
+def test_the_exact_class_count_is_no_surplus(num_classes, offset, surplus):
+    ds = DatasetConfig(data_dir="/d", num_classes=num_classes)
+    assert bool(set_counts.surplus_classes(ds, "train_dataset", 5,
+                                           offset)) == surplus
+    assert set_counts.surplus_classes(ds, "train_dataset", None, 0) is None
+
+
+def _validation(tmp_path, records=12, **kwargs):
+    (tmp_path / "build_records.json").write_text(json.dumps({
+        "classes": ["a", "b", "c"],
+        "splits": {"validation": {"records": records}}}))
+    return DatasetConfig(**dict(dict(
+        builder="records", data_dir=str(tmp_path), split="validation"),
+        **kwargs))
+
+
+def test_an_evaluation_longer_than_the_records_is_refused(tmp_path):
+    """TensorFlow ran out of data after 1 of 1250 batches and reported the
+    accuracy of 8 images, exit 0 (JAX refused): now both refuse, in one
+    set of words, naming the value to set."""
+    ds = _validation(tmp_path)
+    set_counts.check_eval_pass(ds, 8, 1)  # one whole batch of 8
+    with pytest.raises(ConfigError) as e:
+        set_counts.check_eval_pass(ds, 8, 1250)
+    assert str(e.value) == (
+        f"validation_dataset: one pass over data_dir {tmp_path} "
+        "(build_records.json) gives at most 1 batches of 8 (12 records), the "
+        "evaluation takes 1250 (evaluation.steps, else this dataset's "
+        "num_examples / the global batch): set "
+        "validation_dataset.num_examples=12 (and evaluation.steps, if set, "
+        "to at most 1)")
+    with pytest.raises(ConfigError, match="lower validation_dataset."
+                       "batch_size .one global batch is more than the "
+                       "records"):
+        set_counts.check_eval_pass(ds, 16, 1)
+
+
+def test_the_eval_pass_is_checked_only_where_the_manifest_counts(tmp_path):
+    for ds in (_validation(tmp_path, builder="synthetic"),
+               _validation(tmp_path, layout="tfds"),
+               _validation(tmp_path, filenames=["x"]),
+               DatasetConfig(builder="records", data_dir=str(tmp_path / "n"),
+                             split="validation")):
+        set_counts.check_eval_pass(ds, 8, 1250)  # nothing to compare
