@@ -26,6 +26,7 @@ contracts/exit_status.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import sys
 import threading
@@ -45,7 +46,7 @@ WAIT_NOTE_SECONDS = 60.0  # a line each minute the source makes no batch
 EXIT_STATUSES = {
     exit_status.OK: "after --max_batches (or when --send_timeout_seconds "
                     "pass with no trainer taking batches)",
-    exit_status.FAILED: "a failing source",
+    exit_status.FAILED: "a failing source (a bad record: its line)",
     exit_status.CONFIG: "bad arguments (pyzmq missing, an endpoint ZMQ "
                         "refuses, a --python_source that does not import)",
 }
@@ -107,6 +108,9 @@ def parse_args(argv):
     p.add_argument("--num_shards", type=int, default=1,
                    help="producers splitting the data between them "
                         "(default 1)")
+    p.add_argument("--skip_bad_records", action="store_true",
+                   help="--records: skip and count bad records (the "
+                        "dataset key skip_bad_records) instead of stopping")
     p.add_argument("--seed", type=int, default=0,
                    help="shuffle and crop seed (default 0)")
     p.add_argument("--name", default=None,
@@ -151,23 +155,49 @@ def make_batches(args) -> Iterable:
     return _user_source(args)
 
 
+class RecordsError(Exception):
+    """The records pipeline's own line for a bad record (FAILED)."""
+
+
 def _records(args) -> Iterable:
-    """The records builder's training batches, as numpy (imports TF)."""
+    """The records builder's training batches, as numpy (imports TF).
+    num_examples is the manifest's count, where there is one: the producer
+    has no flag for it, and an endless stream does not use it."""
     from official_bench.config import DatasetConfig
+    from official_bench.data.records import set_counts
     from official_bench.data.records.pipeline import records_dataset
     from official_bench.runtime.keras_setup import tf
     uint8 = args.dtype == "uint8"
+    counted, _ = set_counts.read_counts(args.records, args.split)
     ds = DatasetConfig(builder="records", data_dir=args.records,
                        split=args.split, image_size=args.image_size,
                        num_channels=args.num_channels,
                        num_classes=args.num_classes, one_hot=False,
                        dtype="float32" if uint8 else args.dtype,
-                       transfer_uint8=uint8)
+                       transfer_uint8=uint8,
+                       skip_bad_records=args.skip_bad_records,
+                       **({"num_examples": counted} if counted else {}))
     ctx = tf.distribute.InputContext(num_input_pipelines=args.num_shards,
                                      input_pipeline_id=args.shard)
     data = records_dataset(ds, ctx, args.batch_size, True, args.seed)
-    return ((images, labels.astype("int32"))
-            for images, labels in data.as_numpy_iterator())
+    return _numpy_batches(data, tf.errors.OpError)
+
+
+def _numpy_batches(data, op_error) -> Iterable:
+    """`data`'s batches as numpy; a bad record's op error (its message
+    holds the pipeline's "official_bench: bad record ..." line) becomes a
+    RecordsError with that line, the hint naming this tool's flag."""
+    from official_bench.data.records.record_problems import SKIP_HINT
+    try:
+        for images, labels in data.as_numpy_iterator():
+            yield images, labels.astype("int32")
+    except op_error as e:
+        ours = re.search(r"official_bench: ([^\]\n]*)", str(e))
+        if not ours:
+            raise
+        raise RecordsError(ours.group(1).strip().replace(
+            SKIP_HINT, "; run the producer with --skip_bad_records to skip "
+            "bad records")) from None
 
 
 def _user_source(args) -> Iterable:
@@ -330,8 +360,8 @@ def main(argv: Optional[list] = None) -> int:
     except ConfigError as e:  # a --python_source that does not import
         print(f"error: zmq_producer {name}: {e}", file=sys.stderr)
         return exit_status.CONFIG
-    except (batch_spec.BadBatch, SourceError, FileNotFoundError,
-            ValueError) as e:
+    except (batch_spec.BadBatch, SourceError, RecordsError,
+            FileNotFoundError, ValueError) as e:
         print(f"error: zmq_producer {name}: {e}", file=sys.stderr)
         return exit_status.FAILED
     finally:

@@ -2,6 +2,8 @@
 the source as the trainer does, its failures are one line, bad numbers
 are bad usage, and a bound endpoint is warned about."""
 
+import re
+
 import pytest
 
 zmq = pytest.importorskip("zmq")
@@ -162,3 +164,48 @@ def test_a_receive_waiting_when_training_ends_returns_at_once():
     thread, got = _receiving(_endpoint(), 0.6)
     thread.join(10)
     assert "no batch for 0.6 s" in got["error"]
+
+
+def _truncated_records(tmp_path):
+    """8 classic records (12x12, labels 1..3) cut inside the fifth."""
+    from support.records import write_records
+    root = write_records(str(tmp_path / "rec"))
+    path = tmp_path / "rec" / "train-00000-of-00001"
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) * 9 // 16])
+    return root
+
+
+def test_a_bad_record_is_one_line_naming_the_producers_flag(tmp_path,
+                                                             capsys):
+    """It was a 25-line TensorFlow traceback, its hint a dataset key the
+    producer cannot set."""
+    args = ["--records", _truncated_records(tmp_path), "--batch_size", "2",
+            "--image_size", "12", "--num_classes", "3",
+            "--send_timeout_seconds", "2", "--connect", _endpoint()]
+    assert zmq_producer.main(args) == 1
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert "Traceback" not in err
+    assert re.match(r"error: zmq_producer \S+: bad record \d+ in \S+: "
+                    "corrupt or truncated", last), last
+    assert last.endswith("; run the producer with --skip_bad_records to skip "
+                         "bad records"), last
+
+
+def test_skip_bad_records_sends_the_good_ones(tmp_path, capsys):
+    ep = _endpoint()
+    pull = zmq.Context.instance().socket(zmq.PULL)
+    pull.setsockopt(zmq.LINGER, 0)
+    pull.bind(ep)
+    try:
+        status = zmq_producer.main(
+            ["--records", _truncated_records(tmp_path), "--batch_size", "2",
+             "--image_size", "12", "--num_classes", "3", "--max_batches",
+             "4", "--skip_bad_records", "--connect", ep])
+        assert status == 0, capsys.readouterr().err
+        for _ in range(4):
+            assert pull.poll(10000)
+            pull.recv_multipart()
+    finally:
+        pull.close()
