@@ -81,12 +81,33 @@ def warmup_skip(warmup_steps: int, waits_per_step: int) -> int:
     return max(1, warmup_steps) * max(1, waits_per_step)
 
 
-def note(summary: Optional[Dict]) -> str:
-    """The summary line's input-wait part."""
+def note(summary: Optional[Dict], unmeasured: Optional[str] = None) -> str:
+    """The summary line's input-wait part: the wait, else why there is
+    none (`unmeasured`, unmeasured_note's words)."""
     if not summary:
-        return ""
+        return f", input wait {unmeasured}" if unmeasured else ""
     return (f", input wait {100 * summary['fraction']:.1f}% "
             f"({summary['mean_wait_ms']:.1f} ms per element)")
+
+
+def unmeasured_note(*, unmetered_strategy: Optional[str], timed: bool,
+                    steps: Optional[int], warmup_steps: int) -> str:
+    """Why a run has no input wait (result.json's input_wait_note): a
+    strategy whose datasets are not metered, an untimed run, or too few
+    steps past the warm-up steps' elements, which are left out."""
+    if unmetered_strategy:
+        return (f"not measured under {unmetered_strategy} (its datasets "
+                "are not metered)")
+    if not timed:
+        return ("not measured: the run is untimed "
+                "(train.callbacks.enable_time_history: false)")
+    warmup = max(1, warmup_steps)
+    if steps is not None and steps <= warmup + 1:
+        return (f"not measured: {steps} step(s), too few past the {warmup} "
+                "warm-up step(s) it leaves out (train.time_history."
+                f"warmup_steps {warmup_steps}); run more steps or lower "
+                "warmup_steps")
+    return "not measured: fewer than two input elements after the warm-up"
 
 
 def is_input_bound(summary: Optional[Dict]) -> bool:

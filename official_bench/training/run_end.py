@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from absl import logging
 
-from official_bench.config import ExperimentConfig
+from official_bench.config import ExperimentConfig, strategies
 from official_bench.contracts import (
     flops as flops_contract,
     utilisation as usage_contract,
@@ -66,11 +66,12 @@ def finish(end: RunEnd) -> RunResult:
     usage = end.sampler.summary() if end.sampler else None
     flops_item, peak = flops(end, stats)
     skipped = records_skipped(end.cfg)
+    wait_note = None if end.input_wait else _unmeasured_wait(end, stats)
     if stats is not None:
         # Model Garden's last lines; ours, the summary, stays the last.
         logging.info("Run stats:\n%s", run_stats(end, stats))
         logging.info(stats.summary() + mfu.summary_text(flops_item, peak) +
-                     wait_meter.note(end.input_wait) +
+                     wait_meter.note(end.input_wait, wait_note) +
                      end.guard.summary_note() + _skipped_note(skipped) +
                      usage_contract.summary_text(usage) + end.summary_note)
     record = None
@@ -85,7 +86,7 @@ def finish(end: RunEnd) -> RunResult:
             evaluation=end.evaluation,
             model=run_record.model_summary(end.model), task=end.task,
             extra=dict(fields, input_wait=end.input_wait,
-                       records_skipped=skipped,
+                       input_wait_note=wait_note, records_skipped=skipped,
                        **{usage_contract.KEY: usage,
                           flops_contract.KEY: flops_item}, **end.extra))
     # The history: after the timed loop, so it cannot show in img/s.
@@ -126,6 +127,19 @@ def records_skipped(cfg: ExperimentConfig) -> Optional[Dict[str, int]]:
     if not splits:
         return None
     return {split: record_problems.PROCESS.count(split) for split in splits}
+
+
+def _unmeasured_wait(end: RunEnd,
+                     stats: Optional[stats_lib.ThroughputStats]) -> str:
+    """Why this run has no input wait (wait_meter.unmeasured_note)."""
+    rt = end.cfg.runtime
+    unmetered = rt.backend == "tensorflow" and not strategies.traits(
+        rt.distribution_strategy).measures_input_wait
+    return wait_meter.unmeasured_note(
+        unmetered_strategy=rt.distribution_strategy if unmetered else None,
+        timed=end.clock is not None,
+        steps=stats.total_steps if stats else None,
+        warmup_steps=end.cfg.train.time_history.warmup_steps)
 
 
 def _skipped_note(skipped: Optional[Dict[str, int]]) -> str:

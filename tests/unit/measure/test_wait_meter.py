@@ -60,3 +60,22 @@ def test_the_tf_data_hint_gives_the_runs_params_yaml_or_the_flags():
     for flag in ("--config_file", "--params_override", "--model_type",
                  "--dataset", "--data_dir", "--num_gpus"):
         assert flag in copy, copy
+
+
+def test_why_a_run_has_no_input_wait():
+    def why(**kw):
+        return wait_meter.unmeasured_note(**dict(dict(
+            unmetered_strategy=None, timed=True, steps=6, warmup_steps=2),
+            **kw))
+    assert why(unmetered_strategy="horovod") == (
+        "not measured under horovod (its datasets are not metered)")
+    assert "untimed" in why(timed=False)
+    assert why(steps=3).startswith("not measured: 3 step(s), too few past "
+                                   "the 2 warm-up step(s)")
+    assert why(steps=2, warmup_steps=0).startswith(
+        "not measured: 2 step(s), too few past the 1 warm-up")
+    assert why(steps=4) == ("not measured: fewer than two input elements "
+                            "after the warm-up")
+    assert wait_meter.note(None, "not measured: x") == \
+        ", input wait not measured: x"
+    assert wait_meter.note(None) == ""

@@ -81,6 +81,27 @@ def test_an_untimed_run_writes_no_statistics(tmp_path, absl_messages):
     record = json.loads((tmp_path / "result.json").read_text())
     assert record["stats"] is None and result.stats is None
     assert not [m for m in absl_messages if "run finished" in m]
+    assert record["input_wait_note"].startswith("not measured: the run is "
+                                                "untimed")
+
+
+def test_a_run_without_an_input_wait_says_why(tmp_path, absl_messages):
+    """A 6-step run at the default warm-up (100 steps) had input_wait null
+    and no word, which read as 'not measured for this strategy'."""
+    end = _end(tmp_path)
+    run_end.finish(dataclasses.replace(end, cfg=C.replace_keys(
+        end.cfg, {"train.time_history.warmup_steps": 100})))
+    record = json.loads((tmp_path / "result.json").read_text())
+    note = ("not measured: 6 step(s), too few past the 100 warm-up step(s) "
+            "it leaves out (train.time_history.warmup_steps 100); run more "
+            "steps or lower warmup_steps")
+    assert record["input_wait"] is None and record["input_wait_note"] == note
+    summary = [m for m in absl_messages if "run finished" in m]
+    assert summary[0].endswith(", input wait " + note), summary[0]
+    run_end.finish(_end(tmp_path, input_wait={"fraction": 0.1,
+                                              "mean_wait_ms": 1.0}))
+    record = json.loads((tmp_path / "result.json").read_text())
+    assert record["input_wait_note"] is None  # measured
 
 
 def test_a_process_without_a_result_file_writes_none(tmp_path):
