@@ -183,8 +183,14 @@ def find_files(ds: DatasetConfig, is_training: bool,
             f"{key}: no files for split {ds.split!r} in data_dir "
             f"{data_dir!r}; looked for "
             f"{record_names.looked_for(ds.split, ds.layout)}"
-            f"{image_folder_hint(data_dir, fs)}")
+            f"{image_folder_hint(data_dir, fs)}"
+            f"{'' if is_training else NO_EVAL_HINT}")
     return files, layout
+
+
+# The way out for a set without a validation split.
+NO_EVAL_HINT = ("; to train without evaluating, run --mode=train or set "
+                "evaluation.skip_eval: true")
 
 
 def image_folder_hint(data_dir: str, fs: FileSystem = LOCAL) -> str:

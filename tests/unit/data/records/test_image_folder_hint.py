@@ -1,7 +1,8 @@
 """A data_dir that holds an image folder (train/<class>/*.jpg), the input
 of official-bench-build-records, instead of the records built from it: the
 error line says to build them (found on both backends through
-record_sets.find_files). It used to list the record file patterns only."""
+record_sets.find_files). It used to list the record file patterns only.
+A missing validation split's line names the way to train without it."""
 
 import pytest
 
@@ -37,3 +38,18 @@ def test_other_folders_keep_the_plain_line(tmp_path):
     message = _error(tmp_path)
     assert message.endswith("(TFDS, also under <name>/<version>/)")
     assert record_sets.image_folder_hint(str(tmp_path)) == ""
+
+
+def test_a_missing_validation_split_names_the_way_out(tmp_path):
+    """A train-only set ended in the files looked for and nothing to do."""
+    (tmp_path / "train-00000-of-00001").write_bytes(b"")
+    message = _error(tmp_path, "validation")
+    assert message.startswith("validation_dataset: no files for split "
+                              "'validation'")
+    assert message.endswith("; to train without evaluating, run "
+                            "--mode=train or set evaluation.skip_eval: "
+                            "true"), message
+    only_validation = tmp_path / "v"
+    only_validation.mkdir()
+    (only_validation / "validation-00000-of-00001").write_bytes(b"")
+    assert "skip_eval" not in _error(only_validation, "train")
