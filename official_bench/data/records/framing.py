@@ -65,9 +65,16 @@ def walk(read_at: Callable[[int, int], bytes], size: int,
     return _frames(read_at, size, filename)[1]
 
 
-def count_records(path: str) -> int:
-    """The whole records at the start of a local file (all of them when
-    its framing is sound): 16 bytes read per record."""
+def count_records(path: str, opener: Optional[Callable] = None) -> int:
+    """The whole records at the start of a file (all of them when its
+    framing is sound): 16 bytes read per record. A local file is read with
+    os.pread, others with what `opener(path, "rb")` opens (seek + read)."""
+    if opener is not None:
+        with opener(path, "rb") as f:
+            def read_at(offset, n):
+                f.seek(offset)
+                return f.read(n)
+            return _frames(read_at, f.size(), path)[0]
     fd = os.open(path, os.O_RDONLY)
     try:
         return _frames(lambda off, n: os.pread(fd, n, off),

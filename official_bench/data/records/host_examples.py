@@ -220,32 +220,43 @@ class _BadRun:
     def skipped(self, filename: str, index: int, line: str) -> None:
         self.records.add((filename, index))
         if self.per_epoch and len(self.records) >= self.per_epoch[-1]:
-            raise ConfigError(
-                f"{self.key}: a loader worker skipped all "
-                f"{self.per_epoch[-1]} record(s) of its share as bad "
-                f"(skip_bad_records: true) and can make no batch; the "
-                f"last: {line}")
+            raise ConfigError(words.all_skipped(
+                self.key, "a loader worker", self.per_epoch[-1], line))
 
 
 class _Bad(Exception):
-    """A record's problem: the detail of its message line."""
+    """A record's problem: the detail of its message line; `hint`: offer
+    SKIP_HINT (not when a setting is wrong)."""
+
+    def __init__(self, detail: str, hint: bool = True):
+        super().__init__(detail)
+        self.hint = hint
 
 
 def _parse(record: bytes, layout: record_sets.Layout):
-    """(image bytes, raw label, boxes) as the TensorFlow path's feature
-    spec reads them (record_guard._feature_spec)."""
+    """(image bytes, raw label, boxes, words for a missing label key or
+    "") as the TensorFlow path's feature spec reads them
+    (record_guard._feature_spec, Decoder.label_problem)."""
+    other = record_sets.other_layout(layout)
     keys = [layout.image_key, layout.label_key]
     if layout.has_boxes:
         keys += [f"image/object/bbox/{s}" for s in BOX_SIDES]
     try:
-        features = wire.parse_example(record, keys)
+        features = wire.parse_example(
+            record, keys + [other.image_key, other.label_key])
         image = wire.fixed(features, layout.image_key, wire.BYTES, b"")
         label = wire.fixed(features, layout.label_key, wire.INT64, -1)
         sides = [wire.var_len(features, k, wire.FLOAT) for k in keys[2:]]
     except wire.ParseError as e:
         raise _Bad(words.not_an_example(layout.image_key, layout.label_key)
                    .format(len(record))) from e
-    return image, label, crop_sampling.clip_boxes(*sides) if sides else []
+    def has(key):  # as a VarLenFeature: one value or more
+        return bool(features.get(key, (None, []))[1])
+    missing = "" if has(layout.label_key) else words.missing_label(
+        layout, other if has(other.image_key) and has(other.label_key)
+        else None)
+    return (image, label, crop_sampling.clip_boxes(*sides) if sides else [],
+            missing)
 
 
 def _example(record: bytes, layout, offset: int, ds: DatasetConfig,
@@ -253,10 +264,12 @@ def _example(record: bytes, layout, offset: int, ds: DatasetConfig,
              ) -> Tuple[Union[np.ndarray, host_decode.Pending], int]:
     """(crop, label); a window decoder's colour JPEG crop is Pending, its
     window drawn (_in_groups decodes it). Raises _Bad."""
-    image, raw_label, boxes = _parse(record, layout)
+    image, raw_label, boxes, missing = _parse(record, layout)
     label = raw_label - offset
-    if not 0 <= label < ds.num_classes:
-        raise _Bad(words.label_outside(raw_label, offset, ds.num_classes))
+    if missing or not 0 <= label < ds.num_classes:
+        detail, wrong_setting = words.label_problem(
+            raw_label, offset, ds.num_classes, missing)
+        raise _Bad(detail, hint=not wrong_setting)
     if training:
         def window(height, width):
             return crop_sampling.train_window(
@@ -293,6 +306,7 @@ class _Skip(NamedTuple):
     index: int
     detail: str
     record: bool
+    hint: bool = True  # offer SKIP_HINT
 
 
 def _outcome(item, layout, offset: int, ds: DatasetConfig, training: bool,
@@ -304,7 +318,7 @@ def _outcome(item, layout, offset: int, ds: DatasetConfig, training: bool,
         pixels, label = _example(record, layout, offset, ds, training, rng,
                                  decoder)
     except _Bad as bad:
-        return _Skip(filename, index, str(bad), True)
+        return _Skip(filename, index, str(bad), True, bad.hint)
     return _Made(pixels, label, filename, index)
 
 
@@ -421,7 +435,8 @@ class _Settle:
         line = words.message_line(outcome.filename, outcome.index,
                                   outcome.detail)
         if not self.ds.skip_bad_records:
-            raise BadRecord(line + words.SKIP_HINT, outcome.filename,
+            hint = words.SKIP_HINT if outcome.hint else ""
+            raise BadRecord(line + hint, outcome.filename,
                             outcome.index)
         words.log_skipped(self.ds.split, self.skipped, [line], 1)
         if outcome.record:

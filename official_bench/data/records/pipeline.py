@@ -20,9 +20,9 @@ Bad data becomes a status naming the file and the record instead of an
 anonymous TensorFlow error: each file's reader checks that it read the whole
 file (record_reader.py), and each record is parsed and decoded inside a guard
 (record_guard.py). With `skip_bad_records: false` (default) the first one
-stops the input; with `true` it is dropped and counted (bad_records.py).
-data/build/record_verify.py checks whole files the same way (build_records
---verify).
+stops the input; with `true` it is dropped and counted, and a training
+pipeline whose every record is bad stops (bad_records.py).
+data/build/record_verify.py checks whole files the same way (--verify).
 """  # noqa: E501
 
 from __future__ import annotations
@@ -32,7 +32,11 @@ from typing import Optional, Sequence
 from absl import logging
 
 from official_bench.config import DatasetConfig
-from official_bench.data.records.bad_records import keep_or_log
+from official_bench.data.records.bad_records import (
+    BadRun,
+    keep_or_log,
+    share_records,
+)
 from official_bench.data.records.record_files import file_sizes, find_files
 from official_bench.data.records.record_guard import (
     GUARD_BLOCK,
@@ -89,8 +93,12 @@ def build_dataset(files: Sequence[str], layout: Layout, ds: DatasetConfig,
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=bool(ds.deterministic))
     if not strict:
+        run = BadRun(config_key(True), lambda: share_records(
+            files, ctx.num_input_pipelines, ctx.input_pipeline_id)) \
+            if is_training else None
         dataset = dataset.filter(keep_or_log(
-            ds.split, skipped if skipped is not None else SkippedRecords()))
+            ds.split, skipped if skipped is not None else SkippedRecords(),
+            run))
     dataset = dataset.batch(batch_size, drop_remainder=True)
 
     def select(image, label, *_):

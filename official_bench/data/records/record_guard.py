@@ -22,13 +22,17 @@ from official_bench.data.records.record_problems import (
     BAD_LABEL,
     BLOCK_FAILED,
     END_OK,
+    LABEL_ABOVE,
+    LABEL_BELOW,
     LABEL_OUTSIDE,
     OK,
     SKIP_HINT,
+    WRONG_SETTING,
+    missing_label,
     not_an_example,
     undecodable,
 )
-from official_bench.data.records.record_sets import Layout
+from official_bench.data.records.record_sets import Layout, other_layout
 from official_bench.runtime.keras_setup import tf
 
 GUARD_BLOCK = 32  # records per error-catching inner dataset (<= 62)
@@ -57,6 +61,18 @@ def _boxes(parsed, layout: Layout) -> tf.Tensor:
     boxes = tf.clip_by_value(boxes, 0.0, 1.0)
     valid = (boxes[:, 2] > boxes[:, 0]) & (boxes[:, 3] > boxes[:, 1])
     return tf.boolean_mask(boxes, valid)
+
+
+def _missing(mask, positions):
+    """Which `positions` the bit `mask` has not seen come out."""
+    return tf.equal(tf.bitwise.bitwise_and(
+        tf.bitwise.right_shift(mask, positions), 1), 0)
+
+
+def _seen(mask, position):
+    """`mask` with `position` (a marker's -1: 0) noted."""
+    return mask | tf.bitwise.left_shift(tf.constant(1, tf.int64),
+                                        tf.maximum(position, 0))
 
 
 # decode_fn(image_bytes, boxes, seed) -> one image as build_dataset emits it
@@ -108,15 +124,47 @@ class Decoder:
                     tf.constant(""))
 
         def bad():
-            reader_ok = tf.equal(status, OK)
-            why = tf.cond(reader_ok, lambda: tf.strings.format(
-                LABEL_OUTSIDE, (raw_label, self.label_offset,
-                                self.label_offset + self.ds.num_classes - 1,
-                                self.label_offset, self.ds.num_classes)),
-                lambda: detail)
-            return self.placeholder(tf.where(reader_ok, BAD_LABEL, status),
-                                    filename, index, why)
+            code, why = tf.cond(
+                tf.equal(status, OK),
+                lambda: self.label_problem(record, raw_label),
+                lambda: (status, detail))
+            return self.placeholder(code, filename, index, why)
         return tf.cond(tf.equal(status, OK) & in_range, image, bad)
+
+    def label_problem(self, record, raw_label):
+        """(status, words) for a label outside the range, chosen as
+        record_problems.label_problem chooses: a missing key (naming the
+        other layout's keys when the record has them), a label just below
+        or past the range (WRONG_SETTING), else BAD_LABEL."""
+        layout, other = self.layout, other_layout(self.layout)
+        offset, n = self.label_offset, self.ds.num_classes
+        keys = tf.io.parse_single_example(record, {
+            layout.label_key: tf.io.VarLenFeature(tf.int64),
+            other.image_key: tf.io.VarLenFeature(tf.string),
+            other.label_key: tf.io.VarLenFeature(tf.int64)})
+
+        def has(key):
+            return tf.size(keys[key].values) > 0
+
+        def words(template, *extra):
+            fields = (raw_label, offset, offset + n - 1, offset, n, *extra)
+            return lambda: (tf.constant(WRONG_SETTING),
+                            tf.strings.format(template, fields))
+        missing = tf.cond(
+            has(other.image_key) & has(other.label_key),
+            lambda: tf.constant(missing_label(layout, other)),
+            lambda: tf.constant(missing_label(layout)))
+        cases = [(tf.logical_not(has(layout.label_key)),
+                  lambda: (tf.constant(WRONG_SETTING), missing))]
+        if offset >= 1:
+            cases.append((tf.equal(raw_label, offset - 1),
+                          words(LABEL_BELOW, raw_label, raw_label)))
+        cases.append((tf.equal(raw_label, offset + n),
+                      words(LABEL_ABOVE, offset + 1, offset + 1, n + 1)))
+        outside = words(LABEL_OUTSIDE)
+        return tf.case(cases, default=lambda: (tf.constant(BAD_LABEL),
+                                               outside()[1]),
+                       exclusive=False)
 
     def _image(self, parsed, seed):
         ds = self.ds
@@ -184,7 +232,8 @@ class Decoder:
         that the end of the block can still raise). Otherwise bad records stay
         in the stream with their status, and the block ends with a marker:
         END_OK, or BLOCK_FAILED with the count in `label` and one message line
-        per missing record in `detail` (see bad_records.keep_or_log).
+        per missing record in `detail`; either marker's `index` is the block's
+        count of good records (see bad_records.keep_or_log).
         """
         n = tf.shape(block[0])[0]
         positions = tf.range(n, dtype=tf.int64)
@@ -199,11 +248,6 @@ class Decoder:
         stream = good.concatenate(tf.data.Dataset.from_tensors(
             (*marker, tf.constant(-1, tf.int64))))
 
-        def missing_of(mask):
-            seen = tf.bitwise.bitwise_and(
-                tf.bitwise.right_shift(mask, positions), 1)
-            return tf.equal(seen, 0)
-
         def failure_lines(missing):
             where = tf.where(missing)[:, 0]
             failed = tf.data.Dataset.from_tensor_slices(
@@ -214,10 +258,6 @@ class Decoder:
             text = lines.reduce(tf.constant(""), lambda a, b: tf.strings.join(
                 [a, b], separator="\n"))
             return tf.size(where, tf.int32), tf.strings.strip(text)
-
-        def seen(mask, position):
-            return mask | tf.bitwise.left_shift(tf.constant(1, tf.int64),
-                                                tf.maximum(position, 0))
 
         if strict:
             def strict_step(state, element):
@@ -230,7 +270,7 @@ class Decoder:
                 # that failed, known now rather than at the end of the block.
                 below = positions < tf.where(is_end, tf.cast(n, tf.int64),
                                              position)
-                missing = missing_of(mask) & below
+                missing = _missing(mask, positions) & below
                 failed = bad_record | tf.reduce_any(missing)
 
                 def stop():
@@ -238,30 +278,36 @@ class Decoder:
                         decoded[3], decoded[4], decoded[5]),
                         lambda: tf.strings.split(
                             failure_lines(missing)[1], "\n")[0])
+                    hint = tf.where(bad_record & tf.equal(
+                        status, WRONG_SETTING), "", SKIP_HINT)
                     check = tf.debugging.Assert(tf.constant(False), [
-                        tf.strings.join([text, SKIP_HINT])])
+                        tf.strings.join([text, hint])])
                     with tf.control_dependencies([check]):
                         return tf.identity(mask)
                 mask = tf.cond(failed, stop, lambda: mask)
-                return (seen(mask, position), tuple(decoded)), previous
+                return (_seen(mask, position), tuple(decoded)), previous
 
             initial = (tf.constant(0, tf.int64), marker)
             return stream.scan(initial, strict_step).skip(1)
 
-        def step(mask, element):
+        def step(state, element):
+            mask, made = state
             *decoded, position = element
+            made += tf.cast((position >= 0) & tf.equal(decoded[2], OK),
+                            tf.int64)
 
             def finish():
-                missing = missing_of(mask)
+                missing = _missing(mask, positions)
+                image, _, _, filename, _, _ = marker
 
                 def failed_marker():
                     count, text = failure_lines(missing)
-                    image, _, _, filename, index, _ = marker
                     return (image, count, tf.constant(BLOCK_FAILED, tf.int32),
-                            filename, index, text)
+                            filename, made, text)
                 return tf.cond(tf.reduce_any(missing), failed_marker,
-                               lambda: tuple(decoded))
+                               lambda: (*decoded[:4], made, decoded[5]))
             out = tf.cond(position >= 0, lambda: tuple(decoded), finish)
-            return seen(mask, position), out
+            return (_seen(mask, position), made), out
 
-        return stream.scan(tf.constant(0, tf.int64), step)
+        return stream.scan((tf.constant(0, tf.int64),
+                            tf.constant(0, tf.int64)), step)

@@ -15,13 +15,15 @@ from __future__ import annotations
 import collections
 import re
 import threading
-from typing import Dict, Iterable, Optional
+from typing import Dict, Iterable, Optional, Tuple
 
 from absl import logging
 
 # Record status codes carried through the TensorFlow pipeline.
-OK, END_OK, CORRUPT_FILE, BAD_EXAMPLE, BAD_IMAGE, BAD_LABEL, BLOCK_FAILED = \
-    range(7)
+# WRONG_SETTING: a label that says a setting is wrong (the layout,
+# label_offset), not the record: its error offers no SKIP_HINT.
+(OK, END_OK, CORRUPT_FILE, BAD_EXAMPLE, BAD_IMAGE, BAD_LABEL, BLOCK_FAILED,
+ WRONG_SETTING) = range(8)
 
 PREFIX = "official_bench: bad record "
 SKIP_HINT = ("; set skip_bad_records: true in the dataset config to skip "
@@ -40,6 +42,16 @@ GONE = ("the file cannot be read (listed, then gone when its size was "
 # A record: {raw label, offset, last label, offset, num_classes}.
 LABEL_OUTSIDE = ("label {} is outside {}..{} (label_offset {}, num_classes "
                  "{})")
+# Just below the range: LABEL_OUTSIDE's, then {first label} twice.
+LABEL_BELOW = LABEL_OUTSIDE + (": the labels likely start at {}, so "
+                               "label_offset is likely wrong (set "
+                               "label_offset: {})")
+# Just past the range: LABEL_OUTSIDE's, then {offset + 1} twice and
+# {num_classes + 1}.
+LABEL_ABOVE = LABEL_OUTSIDE + (": one past the last label, so label_offset "
+                               "or num_classes is likely wrong (set "
+                               "label_offset: {} if the labels start at {}, "
+                               "or num_classes: {})")
 
 
 def not_an_example(image_key: str, label_key: str) -> str:
@@ -56,8 +68,53 @@ def undecodable(image_key: str) -> str:
 
 
 def label_outside(raw_label: int, offset: int, num_classes: int) -> str:
-    return LABEL_OUTSIDE.format(raw_label, offset, offset + num_classes - 1,
-                                offset, num_classes)
+    return LABEL_OUTSIDE.format(*_range_fields(raw_label, offset,
+                                               num_classes))
+
+
+def _range_fields(raw_label: int, offset: int, num_classes: int) -> tuple:
+    return raw_label, offset, offset + num_classes - 1, offset, num_classes
+
+
+def missing_label(layout, other=None) -> str:
+    """A record without the `layout`'s label key; `other` is the layout
+    whose image and label keys it has instead (None: neither). No
+    apostrophes: TensorFlow's assertion message escapes them."""
+    words = (f"the record has no {layout.label_key} (layout {layout.name} "
+             f"reads {layout.image_key} + {layout.label_key})")
+    if other is None:
+        return words
+    return (f"{words}; it has {other.image_key} + {other.label_key} "
+            f"(layout {other.name}): set layout: {other.name} and list the "
+            "files in filenames")
+
+
+def label_problem(raw_label: int, offset: int, num_classes: int,
+                  missing: str = "") -> Tuple[str, bool]:
+    """(the words, whether a setting is wrong) for a label outside the
+    range: `missing` (missing_label's words) when the key is absent; a
+    label just below or just past the range most likely means a wrong
+    label_offset (or num_classes), with the value to set; else
+    LABEL_OUTSIDE. record_guard.Decoder chooses the same way in
+    TensorFlow."""
+    fields = _range_fields(raw_label, offset, num_classes)
+    if missing:
+        return missing, True
+    if offset >= 1 and raw_label == offset - 1:
+        return LABEL_BELOW.format(*fields, raw_label, raw_label), True
+    if raw_label == offset + num_classes:
+        return LABEL_ABOVE.format(*fields, offset + 1, offset + 1,
+                                  num_classes + 1), True
+    return LABEL_OUTSIDE.format(*fields), False
+
+
+def all_skipped(key: str, who: str, count: int, line: str) -> str:
+    """Why a training input stops with skip_bad_records: `who` (a loader
+    worker, the input pipeline) skipped every one of the `count` records
+    of its share since its last good one; `line` is the last skipped."""
+    return (f"{key}: {who} skipped all {count} record(s) of its share as "
+            "bad (skip_bad_records: true) and can make no batch; the last: "
+            f"{line}")
 
 
 def message_line(filename: str, index: int, detail: str) -> str:

@@ -48,6 +48,11 @@ TFDS_LAYOUT = Layout(TFDS, "image", "label", 0, False)
 LAYOUTS = {CLASSIC: CLASSIC_LAYOUT, TFDS: TFDS_LAYOUT}
 
 
+def other_layout(layout: Layout) -> Layout:
+    """The layout a record without `layout`'s label key may be in."""
+    return TFDS_LAYOUT if layout.name == CLASSIC else CLASSIC_LAYOUT
+
+
 def config_key(is_training: bool) -> str:
     return "train_dataset" if is_training else "validation_dataset"
 

@@ -86,25 +86,26 @@ def bad_tree(root):
     return str(root)
 
 
-@pytest.mark.parametrize("make,where,why", [
+@pytest.mark.parametrize("make,where,why,hint", [
     (lambda: [classic_example(b"\xff\xd8garbage", 1, 8, 8)],
-     "record 0", r"image/encoded \(9 bytes\) cannot be decoded"),
+     "record 0", r"image/encoded \(9 bytes\) cannot be decoded", True),
     (lambda: [b"\x00\x01\x02"], "record 0",
-     "not a tf.train.Example"),
-    (lambda: good(2) + [classic_example(jpeg(), 4, 8, 8)], "record 2",
-     r"label 4 is outside 1\.\.3"),
+     "not a tf.train.Example", True),
+    (lambda: good(2) + [classic_example(jpeg(), 7, 8, 8)], "record 2",
+     r"label 7 is outside 1\.\.3", True),
+    # just outside: the offset is likely wrong (test_label_problems.py)
     (lambda: good(2) + [classic_example(jpeg(), 0, 8, 8)], "record 2",
-     r"label 0 is outside 1\.\.3"),
+     r"label 0 is outside 1\.\.3 .*set label_offset: 0", False),
 ])
 def test_strict_error_names_file_record_and_reason(tmp_path, make, where,
-                                                   why):
+                                                   why, hint):
     path = write(tmp_path / "train-00000-of-00001", make())
     out = collect(build(tmp_path, skip=False))
     assert "error" in out, out
     message = str(out["error"])
     assert f"bad {where} in {path}" in message
     assert re.search(why, message), message
-    assert "skip_bad_records: true" in message
+    assert ("skip_bad_records: true" in message) == hint
 
 
 def test_strict_corrupt_record_names_the_file(tmp_path):
@@ -250,3 +251,34 @@ def test_a_training_run_that_skips_says_how_many_in_result_json(tmp_path):
     assert record["warnings"] == [
         f"{count} bad record(s) skipped in train (skip_bad_records: "
         "true): the run read the rest"]
+
+
+@pytest.mark.parametrize("records", [
+    lambda: [classic_example(b"x", 1, 8, 8)] * 3,  # undecodable images
+    lambda: [classic_example(jpeg(), 9, 8, 8)] * 40,  # labels out of range
+])
+def test_all_records_bad_skip_stops_a_training_pipeline(tmp_path, records):
+    """A training pipeline repeats: skipping every record went on forever.
+    It stops once it has skipped all of its share with no good record."""
+    path = write(tmp_path / "train-00000-of-00001", records())
+    out = collect(build(tmp_path, skip=True, training=True))
+    message = str(out.get("error"))
+    count = len(records())
+    assert (f"official_bench: train_dataset: the input pipeline skipped all "
+            f"{count} record(s) of its share as bad (skip_bad_records: true)"
+            " and can make no batch; the last: official_bench: bad record "
+            ) in message, out
+    assert path in message
+
+
+def test_bad_run_needs_every_record_of_the_share():
+    counted = []
+    run = bad_records.BadRun("train_dataset", lambda: counted.append(1) or 3)
+    assert run.skipped([("f", 0), ("f", 1)], "l") == ""
+    assert not counted  # short runs are not counted
+    run.good(1)  # a good record ends the run
+    assert run.skipped([("f", 1), ("f", 2)], "l") == ""
+    assert run.skipped([("f", 1)], "l") == ""  # seen again: counted
+    assert counted == [1]
+    assert "skipped all 3 record(s)" in run.skipped([("f", 0)], "last")
+    assert bad_records.share_records([], 1, 0) == 0
