@@ -175,9 +175,9 @@ def test_missing_peer_is_one_timeout_line(tmp_path):
     assert exit_status.lookup(rc).code == exit_status.KILLED, out[-3000:]
     timeouts = [l for l in out.splitlines() if "official_bench: timeout:" in l]
     assert timeouts == [
-        "official_bench: timeout: worker 0 waited 8 s (runtime.peer_timeout_"
-        f"seconds) for jax.distributed at 127.0.0.1:{p0}; not reachable: "
-        f"worker 1 at 127.0.0.1:{p1}"], out[-3000:]
+        "error: official_bench: timeout: worker 0 waited 8 s (runtime.peer_"
+        f"timeout_seconds) for jax.distributed at 127.0.0.1:{p0}; not "
+        f"reachable: worker 1 at 127.0.0.1:{p1}"], out[-3000:]
     assert took < 60, took
     assert not (tmp_path / "result.json").exists()
 
