@@ -178,15 +178,16 @@ def test_two_workers_on_loopback(tmp_path):
 def test_the_time_grows_with_the_buffer_on_cpu_replicas(tmp_path):
     """Mirrored over 2 logical CPU devices reduces with add_n: buffers made
     in the graph (tf.ones) were constant-folded, so 64 KB and 64 MB both
-    "took" ~0.4 ms (175 GB/s on 2 cores). A thousand times the bytes must
-    take several times as long (measured here: 18x); not a speed target,
-    a check that the bytes are moved at all."""
-    p = bench([f"--model_dir={tmp_path}", "--sizes=64K,64M",
+    "took" ~0.4 ms (175 GB/s on 2 cores). Four thousand times the bytes
+    must take at least twice as long (18x for 1,000x when quiet; a loaded
+    machine stretches the small one's dispatch to 3 ms against 9 ms for
+    64 MB); not a speed target, a check that the bytes are moved at all."""
+    p = bench([f"--model_dir={tmp_path}", "--sizes=64K,256M",
                "--dtypes=float32", "--iters=5", "--warmup=2",
                "--compute_wait_cycles=0",
                f"--params_override={TINY},runtime.distribution_strategy="
                "mirrored,runtime.cpu_devices=2"])
     assert p.returncode == 0, p.stdout[-3000:]
     small, large = [l for l in map(parse_line, p.stdout.splitlines()) if l]
-    assert (small.nbytes, large.nbytes) == (65536, 64 << 20)
-    assert large.seconds > 4 * small.seconds, (small, large)
+    assert (small.nbytes, large.nbytes) == (65536, 256 << 20)
+    assert large.seconds > 2 * small.seconds, (small, large)
