@@ -67,11 +67,6 @@ def undecodable(image_key: str) -> str:
     return image_key + " ({} bytes) cannot be decoded as an image"
 
 
-def label_outside(raw_label: int, offset: int, num_classes: int) -> str:
-    return LABEL_OUTSIDE.format(*_range_fields(raw_label, offset,
-                                               num_classes))
-
-
 def _range_fields(raw_label: int, offset: int, num_classes: int) -> tuple:
     return raw_label, offset, offset + num_classes - 1, offset, num_classes
 

@@ -68,14 +68,21 @@ def surplus_classes(ds: DatasetConfig, key: str, classes: Optional[int],
     """The line for a num_classes larger than `classes` 1-based labels
     less `offset` need: outputs no label trains (the --dataset default of
     10 or 1000 on a set of another size)."""
-    if classes is None or ds.num_classes <= classes + 1 - offset:
+    need = None if classes is None else classes + 1 - offset
+    if need is None or ds.num_classes <= need:
         return None
-    need = classes + 1 - offset
     return (f"{key}.num_classes is {ds.num_classes} but data_dir "
             f"{ds.data_dir} ({MANIFEST}) has {classes} classes, labels up to "
             f"{classes - offset} with label_offset {offset}: the model has "
             f"{ds.num_classes - need} outputs no label trains; set "
             f"{key}.num_classes={need}")
+
+
+def _local_manifest_dir(ds: DatasetConfig) -> bool:
+    """Whether `ds` reads a local data_dir (not a file list, not a remote
+    one), where a build_records manifest can be read."""
+    return bool(ds.data_dir) and not ds.filenames and \
+        "://" not in ds.data_dir
 
 
 def check_counts(ds: DatasetConfig, key: str, offset: int) -> None:
@@ -84,7 +91,7 @@ def check_counts(ds: DatasetConfig, key: str, offset: int) -> None:
     stop at the first label past it, or skip them all as bad records);
     a num_examples that disagrees, or a num_classes larger than the
     classes, is a warning, once."""
-    if ds.filenames or not ds.data_dir or "://" in ds.data_dir:
+    if not _local_manifest_dir(ds):
         return
     records, classes = read_counts(ds.data_dir, ds.split)
     for line in mismatches(ds, key, None, classes, offset):
@@ -119,8 +126,8 @@ def check_eval_pass(ds: DatasetConfig, batch: int, steps: int,
     """Before training, where a local data_dir's manifest counts the
     validation records: a ConfigError when one pass over them cannot give
     the evaluation's `steps` batches of `batch`."""
-    if ds.builder != "records" or ds.layout == "tfds" or ds.filenames or \
-            not ds.data_dir or "://" in ds.data_dir:
+    if ds.builder != "records" or ds.layout == "tfds" or \
+            not _local_manifest_dir(ds):
         return
     records, _ = read_counts(ds.data_dir, ds.split)
     if records is None:
