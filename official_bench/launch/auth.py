@@ -32,6 +32,9 @@ import secrets
 from typing import Mapping, Optional
 
 PROTOCOL = "official_bench barrier v1"
+SAME_SECRET = "the same BARRIER_SECRET or BARRIER_SECRET_FILE on every node"
+# What to do when the nodes' keys differ (none derived from a Slurm job).
+SECRET_FIX = f"Set {SAME_SECRET} (or none on any)"
 NONCE_BYTES = 16
 
 
@@ -62,10 +65,10 @@ class BarrierKey:
         differ."""
         slurm = any(t.startswith("derived from Slurm job")
                     for t in (self.brief, other))
-        return ("Run every node's launcher inside the same Slurm job (srun), "
-                "or set" if slurm else "Set") + \
-            (" the same BARRIER_SECRET or BARRIER_SECRET_FILE on every node"
-             + ("" if slurm else " (or none on any)"))
+        if slurm:
+            return ("Run every node's launcher inside the same Slurm job "
+                    f"(srun), or set {SAME_SECRET}")
+        return SECRET_FIX
 
 
 OPEN = BarrierKey(b"", "none", False)

@@ -543,9 +543,7 @@ class _AuthFailed(Exception):
 
     def __init__(self, message: str, fix: str = ""):
         super().__init__(message)
-        self.fix = fix or ("Set the same BARRIER_SECRET or "
-                           "BARRIER_SECRET_FILE on every node (or none on "
-                           "any)")
+        self.fix = fix or auth.SECRET_FIX
 
 
 class Client:
