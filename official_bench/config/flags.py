@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 from absl import flags, logging
 
@@ -64,25 +64,29 @@ flags.DEFINE_string("tpu", None, "Accepted for r2.3 compatibility; TPUs are "
                                  "not supported.")
 
 
-def flag_overrides() -> dict:
-    """The explicit flags as a config layer (only flags actually given)."""
+def flag_overrides(values: Optional[Mapping[str, Any]] = None) -> dict:
+    """The explicit flags as a config layer (only flags actually given):
+    the parsed flags', or those in `values` (flag name -> value, None: not
+    given) for an entry point that parses some of them itself
+    (data/input_bench.py)."""
     tree: dict = {}
+    get = (lambda name: getattr(FLAGS, name)) if values is None \
+        else values.get
 
     def put(path, value):
         if value is not None:
             dotted_keys.put(tree, path, value)
 
-    put("mode", FLAGS.mode)
-    put("model_dir", FLAGS.model_dir)
-    if FLAGS.model_type is not None:
-        put("model.name", FLAGS.model_type)
-    put("train_dataset.data_dir", FLAGS.data_dir)
-    put("validation_dataset.data_dir", FLAGS.data_dir)
-    put("train.time_history.log_steps", FLAGS.log_steps)
-    put("runtime.num_gpus", FLAGS.num_gpus)
-    put("runtime.run_eagerly", FLAGS.run_eagerly)
-    put("runtime.profile_steps", _steps_pair(FLAGS.profile_steps))
-    put("runtime.tpu", FLAGS.tpu)
+    put("mode", get("mode"))
+    put("model_dir", get("model_dir"))
+    put("model.name", get("model_type"))
+    put("train_dataset.data_dir", get("data_dir"))
+    put("validation_dataset.data_dir", get("data_dir"))
+    put("train.time_history.log_steps", get("log_steps"))
+    put("runtime.num_gpus", get("num_gpus"))
+    put("runtime.run_eagerly", get("run_eagerly"))
+    put("runtime.profile_steps", _steps_pair(get("profile_steps")))
+    put("runtime.tpu", get("tpu"))
     return tree
 
 

@@ -83,17 +83,12 @@ def load_config(args):
     mode train: only the training pipeline is built, so a validation
     dataset the run's --mode did not read is not checked."""
     from official_bench import config as config_lib
-    from official_bench.config import dotted_keys
-    overrides: dict = {"mode": "train"}
-    if args.data_dir is not None:
-        for name in ("train_dataset", "validation_dataset"):
-            dotted_keys.put(overrides, f"{name}.data_dir", args.data_dir)
-    if args.num_gpus is not None:
-        dotted_keys.put(overrides, "runtime.num_gpus", args.num_gpus)
+    from official_bench.config.flags import flag_overrides
     return config_lib.load_config(
         config_file=args.config_file, params_override=args.params_override,
-        overrides=overrides, model_type=args.model_type,
-        dataset=args.dataset)
+        overrides=flag_overrides({"mode": "train", "data_dir": args.data_dir,
+                                  "num_gpus": args.num_gpus}),
+        model_type=args.model_type, dataset=args.dataset)
 
 
 def local_replicas(cfg, replica_devices) -> int:
