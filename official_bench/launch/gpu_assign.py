@@ -16,7 +16,7 @@ from typing import List, Optional, Tuple
 
 from official_bench.contracts import exit_status as es
 from official_bench.host import gpus as host_gpus
-from official_bench.launch.errors import PlanError
+from official_bench.launch.errors import PlanError, dry_run_note
 from official_bench.launch.horovodrun import Horovod
 from official_bench.launch.nodes import NodeSet
 from official_bench.launch.settings import Settings
@@ -138,9 +138,9 @@ def choose_devices(settings: Settings,
                                           SINGLE_NODE_GPUS[-1]])
         how = "assumed by this dry run: none is visible here"
         if notes is not None:
-            notes.append(f"{problem}; this dry run plans as if {available} "
-                         f"GPU(s) were visible; a real run stops here (exit "
-                         f"{es.CONFIG})")
+            notes.append(dry_run_note(
+                f"{problem}; this dry run plans as if {available} GPU(s) "
+                "were visible", es.CONFIG))
     if settings.workers_per_node > 1:
         return _one_device_per_worker(settings, available, how)
     if available == 0:

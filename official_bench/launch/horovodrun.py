@@ -15,7 +15,7 @@ from typing import List, Optional, Tuple
 
 from official_bench.contracts import exit_status as es
 from official_bench.launch import preflight
-from official_bench.launch.errors import PlanError
+from official_bench.launch.errors import PlanError, dry_run_note
 from official_bench.launch.node_list import NodeError
 from official_bench.launch.nodes import NodeSet
 from official_bench.launch.settings import Settings
@@ -55,7 +55,7 @@ def make_horovod(settings: Settings, nodeset: Optional[NodeSet],
             raise
         # The commands are worth seeing before a 6-minute build.
         venv, venv_from, horovodrun, hvd_python = e.found
-        notes.append(f"{e}; a real run stops here (exit {es.CONFIG})")
+        notes.append(dry_run_note(str(e), es.CONFIG))
     horovod = Horovod(venv, venv_from, horovodrun, hvd_python,
                       horovod_hosts(nodeset), horovodrun_options(settings),
                       idle=nodeset is not None and nodeset.index > 0)

@@ -33,7 +33,7 @@ from official_bench.launch import (
     preflight,
 )
 from official_bench.launch.backend_choice import Backend
-from official_bench.launch.errors import PlanError
+from official_bench.launch.errors import PlanError, dry_run_note
 from official_bench.launch.gpu_assign import (
     Devices,
     choose_devices,
@@ -381,8 +381,7 @@ def _check_data_dir(settings: Settings, merged: Dict[str, Any],
     problem = data_dir_lib.problem(settings.data_dir,
                                    settings.describe("data_dir"), keys)
     if problem and settings.dry_run:
-        notes.append(f"{problem}; a real run stops here "
-                     f"(exit {es.CONFIG})")
+        notes.append(dry_run_note(problem, es.CONFIG))
         return None
     if not problem:
         notes.append(data_dir_lib.describe(settings.data_dir, keys))
@@ -611,8 +610,7 @@ def _barrier(settings: Settings, nodeset: Optional[nodes_lib.NodeSet],
             if not settings.dry_run:
                 raise
             if not nodeset.unresolved or resolver(nodeset.nodes[0].host):
-                notes.append(f"{e}; a real run stops here (exit "
-                             f"{es.CLUSTER})")
+                notes.append(dry_run_note(str(e), es.CLUSTER))
     return barrier, bind
 
 

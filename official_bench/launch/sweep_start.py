@@ -25,7 +25,7 @@ from official_bench.host.write_errors import NotWritable
 from official_bench.launch import plan_report, preflight, resume
 from official_bench.launch.barrier import BarrierError
 from official_bench.launch.claims import ClaimError, Claims, claim_name
-from official_bench.launch.errors import PlanError
+from official_bench.launch.errors import PlanError, dry_run_note
 from official_bench.launch.node_link import NodeLink
 from official_bench.launch.node_list import NodeError
 from official_bench.launch.plan import Bench, Plan, make_plan
@@ -51,8 +51,7 @@ def start(settings: Settings) -> int:
         print(f"error: {settings.script}: {unresolved[0]}", file=sys.stderr)
         return es.CLUSTER
     for problem in unresolved:
-        plan.notes.append(f"{problem}; a real run stops here "
-                          f"(exit {es.CLUSTER})")
+        plan.notes.append(dry_run_note(problem, es.CLUSTER))
     cannot_run = None
     if not settings.dry_run and not (plan.horovod and plan.horovod.idle):
         # DATA_DIR's problem first: it needs no interpreter check to say.
@@ -92,8 +91,8 @@ def _note_old_runs(plan: Plan) -> None:
     decision = resume.decide(s.resume, s.overwrite, names,
                              {plan.index: survey}, plan.index, plan.log_root)
     if decision.problem:
-        plan.notes.append(f"{decision.problem}; a real run stops here "
-                          f"(exit {es.LOGS_IN_USE})")
+        plan.notes.append(dry_run_note(decision.problem,
+                                       es.LOGS_IN_USE))
     elif s.resume and decision.reuse:
         rest = "nothing to run" if len(decision.reuse) == len(names) \
             else "runs the others"
