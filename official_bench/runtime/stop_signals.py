@@ -16,17 +16,23 @@ install ours after the strategy exists (taking the signal back), and:
   128+signal after saying so;
 - a second signal ends it at once, except a repeat of the first within
   SAME_STOP_SECONDS (one sender's copies, as `timeout`'s).
+
+Before the steps a Ctrl-C is Python's KeyboardInterrupt, which the entry
+point turns into one line naming the stage; `ctrl_c_kept` makes sure a
+library that swallows it (TensorFlow's import does, now and then) does not
+make the run go on as if nothing happened.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
 import sys
 import threading
 import time
-from typing import Callable, Optional
+from typing import Callable, Iterator, List, Optional
 
 from official_bench.contracts import exit_status
 
@@ -51,6 +57,33 @@ class RunStopped(RuntimeError):
     @property
     def exit_status(self) -> int:
         return exit_status.by_signal(self.signum)
+
+
+@contextlib.contextmanager
+def ctrl_c_kept() -> Iterator[None]:
+    """A SIGINT inside the block raises KeyboardInterrupt as usual and, if
+    the block still ends normally (a bare `except:` in a library took the
+    KeyboardInterrupt: one Ctrl-C in six during TensorFlow's import on
+    2 cores), raises it again at the block's end. Does nothing where
+    SIGINT is not Python's default handler (ignored, as in a background
+    job, or someone else's) or outside the main thread."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+    seen: List[int] = []
+
+    def on_sigint(signum, frame):
+        seen.append(signum)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if seen:
+        raise KeyboardInterrupt
 
 
 class StopOnSignal:
