@@ -5,7 +5,7 @@ TensorFlow is imported). The flags are the `flags` line of /proc/cpuinfo
 (Linux on x86); elsewhere there is none and every rule here answers "don't
 know" (None), so the callers leave TensorFlow's own choice alone.
 
-Three rules, each a small function so the tests can feed it any flag set:
+Four rules, each a small function so the tests can feed it any flag set:
 
 - `tensorflow_enables_onednn`: what TensorFlow 2.21 does by itself on Linux
   (`DefaultOneDnnPolicy` in tensorflow/core/util/port.cc: oneDNN on only
@@ -14,7 +14,10 @@ Three rules, each a small function so the tests can feed it any flag set:
   BENCHMARKS.md, "CPU kernels": oneDNN beat Eigen on every x86 CPU with
   AVX2 and FMA we ran, AVX2-only included, where TensorFlow leaves it off);
 - `has_bf16_units`: the cores compute bfloat16 natively (AVX512_BF16 or
-  AMX-BF16); without them bfloat16 is emulated and far slower than float32.
+  AMX-BF16); without them bfloat16 is emulated and far slower than float32;
+- `onednn_takes_bf16`: TensorFlow 2.21's oneDNN runs bfloat16 ops at all
+  (`IsDataTypeSupportedByOneDNNOnThisCPU` in tensorflow/core/util/util.cc:
+  AVX512F or AVX_NE_CONVERT); elsewhere they fall back to Eigen.
 """
 
 from __future__ import annotations
@@ -28,6 +31,12 @@ TENSORFLOW_ONEDNN_FLAGS = ("avx512_vnni", "avx512_bf16", "avx_vnni",
 # Where oneDNN measured faster than Eigen (BENCHMARKS.md, "CPU kernels").
 ONEDNN_FASTER_FLAGS = ("avx2", "fma")
 BF16_UNIT_FLAGS = ("avx512_bf16", "amx_bf16")
+# TensorFlow 2.21 util.cc: oneDNN takes bfloat16 with AVX512F or
+# AVX_NE_CONVERT. Linux keeps AVX_NE_CONVERT for KVM and does not list it
+# in cpuinfo; every CPU with it has AVX_VNNI, so only a CPU without both
+# flags below is known to lack it.
+ONEDNN_BF16_FLAGS = ("avx512f", "avx_ne_convert")
+ONEDNN_BF16_HINT = "avx_vnni"
 
 Flags = FrozenSet[str]
 
@@ -91,3 +100,15 @@ def has_bf16_units(flags: Optional[Flags]) -> Optional[bool]:
     if flags is None:
         return None
     return any(f in flags for f in BF16_UNIT_FLAGS)
+
+
+def onednn_takes_bf16(flags: Optional[Flags]) -> Optional[bool]:
+    """Whether TensorFlow's oneDNN runs bfloat16 ops on this CPU (else they
+    fall back to Eigen); None without flags, or where only AVX_NE_CONVERT,
+    which cpuinfo does not list, could tell (an AVX_VNNI CPU without
+    AVX512F)."""
+    if flags is None:
+        return None
+    if any(f in flags for f in ONEDNN_BF16_FLAGS):
+        return True
+    return None if ONEDNN_BF16_HINT in flags else False

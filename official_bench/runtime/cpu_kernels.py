@@ -140,6 +140,30 @@ def _state(enabled: Optional[bool]) -> str:
     return {True: "oneDNN", False: "Eigen", None: "unknown"}[enabled]
 
 
+def bf16_on_eigen(dtype: str, num_gpus: int,
+                  flags: Optional[cpu_features.Flags],
+                  onednn: Optional[bool]) -> Optional[str]:
+    """Where oneDNN is on but TensorFlow runs a bfloat16 CPU run's bf16 ops
+    on Eigen (its "oneDNN supports DT_BFLOAT16 only on platforms with
+    AVX-512" line), the words that say so; else None."""
+    if dtype != "bfloat16" or num_gpus > 0 or onednn is not True:
+        return None
+    if cpu_features.onednn_takes_bf16(flags) is not False:
+        return None
+    return "bf16 ops on Eigen: no AVX-512"
+
+
+def kernels_note(requested: str, dtype: str, num_gpus: int,
+                 flags: Optional[cpu_features.Flags],
+                 onednn: Optional[bool]) -> str:
+    """The summary line's part from the facts: e.g. ', CPU kernels oneDNN
+    (auto)', or ', CPU kernels oneDNN (auto; bf16 ops on Eigen: no
+    AVX-512)'."""
+    eigen = bf16_on_eigen(dtype, num_gpus, flags, onednn)
+    tail = f"; {eigen}" if eigen else ""
+    return f", CPU kernels {_state(onednn)} ({requested}{tail})"
+
+
 def settle(requested: str, num_gpus: int, dtype: str) -> Optional[bool]:
     """Logs, once TensorFlow is loaded, which kernels are in effect and why;
     when that differs from what the config asks for, how to change it; and
@@ -155,9 +179,10 @@ def settle(requested: str, num_gpus: int, dtype: str) -> Optional[bool]:
         decision = decide(requested, num_gpus, os.environ, flags)
     wanted = None if decision.value is None else decision.value == "1"
     if wanted is None or enabled is None or wanted == enabled:
-        logging.info("official_bench: CPU kernels: %s (%s=%s; %s)",
-                     _state(enabled), ENV, os.environ.get(ENV, "unset"),
-                     decision.reason)
+        eigen = bf16_on_eigen(dtype, num_gpus, flags, enabled)
+        logging.info("official_bench: CPU kernels: %s%s (%s=%s; %s)",
+                     _state(enabled), f", {eigen}" if eigen else "", ENV,
+                     os.environ.get(ENV, "unset"), decision.reason)
         return enabled
     logging.warning(
         "official_bench: CPU kernels: %s, not the %s that runtime.cpu_kernels "
@@ -190,9 +215,11 @@ def record(requested: str) -> Dict[str, Any]:
             "tf_enable_onednn_opts": os.environ.get(ENV)}
 
 
-def summary_note(requested: str) -> str:
-    """The summary line's part: e.g. ', CPU kernels oneDNN (auto)'."""
-    return f", CPU kernels {_state(onednn_enabled())} ({requested})"
+def summary_note(requested: str, dtype: str, num_gpus: int) -> str:
+    """kernels_note for this process: its CPU's flags and TensorFlow's
+    answer."""
+    return kernels_note(requested, dtype, num_gpus, cpu_features.read_flags(),
+                        onednn_enabled())
 
 
 def bf16_warning(dtype: str, num_gpus: int,

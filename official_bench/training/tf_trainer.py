@@ -299,7 +299,8 @@ def _run_end(prep: Prepared, hist, evaluation, wall: float,
         excluded_steps=cbs.profile.traced if cbs.profile else None,
         sampler=cbs.sampler,
         input_wait=_input_wait(cfg, prep) if cbs.timed else None,
-        summary_note=cpu_kernels.summary_note(cfg.runtime.cpu_kernels))
+        summary_note=cpu_kernels.summary_note(
+            cfg.runtime.cpu_kernels, prep.dtype, cfg.runtime.num_gpus))
 
 
 def _input_wait(cfg: ExperimentConfig, prep: Prepared):

@@ -41,6 +41,7 @@ def test_no_flags_line_means_unknown_and_every_rule_says_so():
     assert cf.onednn_is_faster(flags) is None
     assert cf.tensorflow_enables_onednn(flags) is None
     assert cf.has_bf16_units(flags) is None
+    assert cf.onednn_takes_bf16(flags) is None
     assert cf.read_flags("/nonexistent/cpuinfo") is None
 
 
@@ -67,6 +68,17 @@ def test_bf16_units_are_avx512_bf16_or_amx():
     # avx512f alone (Skylake) emulates bfloat16, as AVX2 does
     assert cf.has_bf16_units(SKYLAKE_SP) is False
     assert cf.has_bf16_units(AVX2_EPYC) is False
+
+
+def test_onednn_takes_bf16_with_avx512f():
+    """TensorFlow 2.21 util.cc: AVX512F or AVX_NE_CONVERT; cpuinfo does not
+    list the latter, so an AVX_VNNI CPU without AVX512F is unknown."""
+    assert cf.onednn_takes_bf16(SKYLAKE_SP) is True
+    assert cf.onednn_takes_bf16(AVX512_BF16_EPYC) is True
+    assert cf.onednn_takes_bf16(frozenset({"avx_ne_convert"})) is True
+    assert cf.onednn_takes_bf16(AVX2_EPYC) is False
+    assert cf.onednn_takes_bf16(AVX2_EPYC | {"avx_vnni"}) is None
+    assert cf.onednn_takes_bf16(None) is None
 
 
 def test_this_machine_is_read(tmp_path):

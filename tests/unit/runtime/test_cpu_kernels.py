@@ -117,6 +117,36 @@ def test_bf16_warning_where_the_cores_lack_bf16_units(monkeypatch):
     assert line in said
 
 
+def test_summary_says_bf16_ops_fall_back_to_eigen_without_avx512(
+        monkeypatch):
+    """oneDNN on, bfloat16 on the CPU: TensorFlow runs bf16 ops on Eigen
+    unless the CPU has AVX512F (util.cc); the summary must not say oneDNN
+    alone there (this VM: AVX2, no AVX-512)."""
+    note = ck.kernels_note("auto", "bfloat16", 0, AVX2, True)
+    assert note == (", CPU kernels oneDNN (auto; bf16 ops on Eigen: no "
+                    "AVX-512)")
+    plain = ", CPU kernels oneDNN (auto)"
+    assert ck.kernels_note("auto", "bfloat16", 0, BF16, True) == plain
+    assert ck.kernels_note("auto", "float32", 0, AVX2, True) == plain
+    assert ck.kernels_note("auto", "bfloat16", 1, AVX2, True) == plain
+    assert ck.kernels_note("auto", "bfloat16", 0, None, True) == plain
+    # AVX_VNNI without AVX512F: AVX_NE_CONVERT may be there, unlisted
+    vnni = AVX2 | frozenset({"avx_vnni"})
+    assert ck.kernels_note("auto", "bfloat16", 0, vnni, True) == plain
+    assert ck.kernels_note("eigen", "bfloat16", 0, AVX2, False) == \
+        ", CPU kernels Eigen (eigen)"
+    # the process's own facts, and the start line says it too
+    monkeypatch.setattr(ck, "onednn_enabled", lambda: True)
+    monkeypatch.setattr(ck.cpu_features, "read_flags", lambda: AVX2)
+    assert ck.summary_note("auto", "bfloat16", 0) == note
+    said = []
+    monkeypatch.setattr(logging, "info", lambda fmt, *a: said.append(fmt % a))
+    monkeypatch.setattr(ck, "_applied", None)
+    ck.settle("auto", 0, "bfloat16")
+    assert said and said[0].startswith(
+        "official_bench: CPU kernels: oneDNN, bf16 ops on Eigen: no AVX-512 (")
+
+
 def test_notebook_line_says_what_is_in_effect_and_how_to_change(
         monkeypatch):
     """TensorFlow loaded before official_bench could set the variable,
