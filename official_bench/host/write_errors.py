@@ -8,8 +8,9 @@ params.yaml, result.json, checkpoints and SavedModel; the launcher's logs
 and status files; the extractor; the TFRecord builder; the doctor; the
 run history) wraps its write in :func:`writing`, which turns those causes
 into :class:`NotWritable`: a message that names the path, what was being
-written and, for the disk's causes, the free space there. Entry points
-print it as their one ``error:`` line and exit with
+written and, for the disk's causes, the free space there (a kernel file
+system that takes no new entries, /proc or /sys, is named as such). Entry
+points print it as their one ``error:`` line and exit with
 ``exit_status.NOT_WRITABLE``; other OSErrors pass through unchanged.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import shutil
 from typing import Iterator, Optional
 
@@ -31,6 +33,10 @@ NOT_WRITABLE_ERRNOS = frozenset(
     if code is not None)
 # Causes in the path itself, where the free space says nothing.
 _PATH_ERRNOS = (errno.ENOTDIR, errno.EISDIR)
+MOUNTS = "/proc/self/mounts"
+# Kernel file systems that take no new file or folder from anyone (mkdir
+# says ENOENT on proc, EPERM on sysfs).
+NO_ENTRY_FILE_SYSTEMS = ("proc", "sysfs")
 
 _CAUSE = {
     errno.ENOSPC: "no space left on the device",
@@ -107,13 +113,18 @@ def as_not_writable(exc: OSError, path: str, what: str) -> OSError:
         return exc
     if _file_above(exc, path):  # makedirs(exist_ok=True) on a file
         return NotWritable(errno.ENOTDIR, path, what, None)
-    if exc.errno == errno.ENOENT:  # only a broken link is the user's
+    if exc.errno == errno.ENOENT:  # a broken link or /proc is the user's
         for probe in (exc.filename, path):
             link = broken_link_on_way(probe) if isinstance(probe, str) \
                 else None
             if link:
                 return NotWritable(errno.ENOENT, path, what, None,
                                    broken_link_cause(link))
+    if exc.errno in (errno.ENOENT, errno.EPERM):
+        kernel = refuses_entries(path)
+        if kernel:
+            return NotWritable(exc.errno, path, what, None, kernel)
+    if exc.errno == errno.ENOENT:
         return exc
     if exc.errno not in NOT_WRITABLE_ERRNOS:
         return exc
@@ -148,17 +159,62 @@ def broken_link_cause(link: str) -> str:
     return f"{link} is a broken symbolic link{target}"
 
 
+def _mount_field(text: str) -> str:
+    """A mounts field with its octal escapes (\\040 for a space) undone."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), text)
+
+
+def file_system_type(path: str, mounts: str = MOUNTS) -> Optional[str]:
+    """The type ("ext4", "proc") of the file system holding the existing
+    ``path``: the last-mounted longest mount point above it; None where
+    the mount table cannot be read (not Linux)."""
+    try:
+        with open(mounts, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    real = os.path.realpath(path)
+    best, kind = -1, None
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        point = _mount_field(fields[1])
+        inside = real == point or real.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= best:
+            best, kind = len(point), fields[2]
+    return kind
+
+
+def refuses_entries(path: str, mounts: str = MOUNTS) -> Optional[str]:
+    """Why nothing can be made at ``path``: its nearest existing folder is
+    on a kernel file system that takes no new file or folder (/proc,
+    /sys); else None."""
+    probe = nearest_entry(path)
+    if not os.path.isdir(probe):
+        return None
+    kind = file_system_type(probe, mounts)
+    if kind not in NO_ENTRY_FILE_SYSTEMS:
+        return None
+    return (f"{probe} is on the kernel's {kind} file system, which takes no "
+            "new files or folders")
+
+
 def check_folder(folder: str, what: str) -> None:
     """NotWritable when ``folder`` cannot be or become a folder: a broken
-    symbolic link or a file where it or a folder above it should be. Found
-    without writing anything, so an entry point can ask before its slow
-    start; permissions and free space are left to the writes."""
+    symbolic link or a file where it or a folder above it should be, or a
+    kernel file system (/proc) under it. Found without writing anything,
+    so an entry point can ask before its slow start; permissions and free
+    space are left to the writes."""
     link = broken_link_on_way(folder)
     if link:
         raise NotWritable(errno.ENOENT, folder, what, None,
                           broken_link_cause(link))
     if not os.path.isdir(nearest_entry(folder)):
         raise NotWritable(errno.ENOTDIR, folder, what, None)
+    kernel = refuses_entries(folder)
+    if kernel:
+        raise NotWritable(errno.EPERM, folder, what, None, kernel)
 
 
 def _file_above(exc: OSError, path: str) -> bool:

@@ -182,11 +182,11 @@ def cannot_run_text(described: str, problem: str, fix: str,
 
 def not_a_directory(folder: str) -> Optional[str]:
     """Why `folder` cannot be or become a directory ("/x/logs is a file,
-    not a directory": the nearest existing path on the way is not one), or
-    None. Permissions are left to the writes themselves."""
+    not a directory": the nearest existing path on the way is not one, or
+    one on /proc), or None. Permissions are left to the writes themselves."""
     probe = write_errors.nearest_entry(folder)
     if os.path.isdir(probe):
-        return None
+        return write_errors.refuses_entries(folder)
     if os.path.isfile(probe):
         return f"{probe} is a file, not a directory"
     link = write_errors.broken_link_on_way(folder)

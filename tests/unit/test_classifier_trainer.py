@@ -102,6 +102,22 @@ def test_model_dir_under_a_broken_link_ends_before_tensorflow(tmp_path):
         f"{link} is a broken symbolic link (to {tmp_path / 'not-mounted'})")
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="no /proc")
+def test_model_dir_on_proc_ends_before_tensorflow():
+    """/proc takes no folder (mkdir says ENOENT there): one line naming
+    model_dir and exit 5, not a FileNotFoundError traceback."""
+    p = subprocess.run([sys.executable, "-c", BEFORE_TF,
+                        "--model_dir=/proc/x/run"], cwd=REPO,
+                       env=cli_env(), capture_output=True, text=True,
+                       timeout=120)
+    assert p.stdout.split() == [str(exit_status.NOT_WRITABLE), "False"], \
+        p.stderr
+    assert p.stderr.rstrip().splitlines()[-1] == (
+        "error: cannot write the run's files (model_dir) to /proc/x/run: "
+        "/proc is on the kernel's proc file system, which takes no new "
+        "files or folders")
+
+
 def test_help_lists_model_garden_flags():
     p = cli(["--help"], timeout=120)
     assert p.returncode == exit_status.OK

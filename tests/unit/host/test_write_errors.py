@@ -82,3 +82,57 @@ def test_check_folder_finds_a_broken_link_or_a_file_without_writing(
             f"cannot write the run's files to {folder}: {cause}"
     write_errors.check_folder(str(tmp_path / "new" / "md"), "the run's files")
     assert sorted(os.listdir(tmp_path)) == ["afile", "scratch"]
+
+
+PROC = pytest.mark.skipif(not os.path.isfile(write_errors.MOUNTS),
+                          reason="no /proc mount table (not Linux)")
+
+
+@PROC
+def test_proc_takes_no_folder_and_says_so(tmp_path):
+    """/proc answers mkdir with ENOENT (and /sys with EPERM): a real
+    makedirs there is one line naming the kernel file system, and
+    check_folder finds it without writing."""
+    target = "/proc/x/run/params.yaml"
+    with pytest.raises(write_errors.NotWritable) as info:
+        with write_errors.writing(target, "the run's configuration"):
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+    assert str(info.value) == (
+        f"cannot write the run's configuration to {target}: /proc is on the "
+        "kernel's proc file system, which takes no new files or folders")
+    for folder, near, kind in (("/proc/x/run", "/proc", "proc"),
+                               ("/proc/self/y", "/proc/self", "proc"),
+                               ("/proc", "/proc", "proc"),
+                               ("/sys/x", "/sys", "sysfs")):
+        if not os.path.isdir(near):
+            continue
+        with pytest.raises(write_errors.NotWritable) as info:
+            write_errors.check_folder(folder, "the run's files")
+        assert str(info.value) == (
+            f"cannot write the run's files to {folder}: {near} is on the "
+            f"kernel's {kind} file system, which takes no new files or "
+            "folders")
+    assert write_errors.refuses_entries(str(tmp_path / "new")) is None
+
+
+def test_file_system_type_reads_the_mount_table(tmp_path):
+    """The longest mount point above the path, the later of two at one
+    point, with the table's octal escapes undone; None without a table."""
+    spaced = tmp_path / "a b"
+    (spaced / "deep").mkdir(parents=True)
+    mounts = tmp_path / "mounts"
+    escaped = str(spaced).replace(" ", "\\040")
+    mounts.write_text(f"rootfs / ext4 rw 0 0\n"
+                      f"tmpfs {escaped} tmpfs rw 0 0\n"
+                      f"proc {escaped} proc rw 0 0\n"
+                      "short line\n")
+    assert write_errors.file_system_type(str(spaced / "deep"),
+                                         str(mounts)) == "proc"
+    assert write_errors.file_system_type(str(tmp_path), str(mounts)) == \
+        "ext4"
+    assert write_errors.refuses_entries(str(spaced / "deep" / "x"),
+                                        str(mounts)) == (
+        f"{spaced / 'deep'} is on the kernel's proc file system, which "
+        "takes no new files or folders")
+    assert write_errors.file_system_type(
+        str(tmp_path), str(tmp_path / "none")) is None

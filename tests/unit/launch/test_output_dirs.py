@@ -29,6 +29,21 @@ def test_not_a_directory_names_the_path_in_the_way(tmp_path):
         f"{tmp_path / 'gone'})"
 
 
+def test_log_dir_on_proc_is_refused_by_a_dry_run(tmp_path):
+    """/proc takes no folder: one line and exit 5 before any run, as for a
+    file in the way, not a FileNotFoundError traceback."""
+    if not os.path.isdir("/proc/self"):
+        return
+    out = script("single", tmp_path, "4", "fp32", "1", "--dry-run",
+                 DEVICE="cpu", LOG_DIR="/proc/x")
+    assert out.returncode == es.NOT_WRITABLE, out.stdout + out.stderr
+    assert out.stderr.strip().splitlines()[-1] == (
+        "error: run_single_node.sh: LOG_DIR='/proc/x' (env LOG_DIR): cannot "
+        "make the log folder /proc/x/tensorflow/resnet50/bz4/1n1g: /proc is "
+        "on the kernel's proc file system, which takes no new files or "
+        "folders")
+
+
 def _refused(out, setting, value, source, folder):
     assert out.returncode == es.NOT_WRITABLE, out.stdout + out.stderr
     assert "Traceback" not in out.stderr, out.stderr
