@@ -157,7 +157,8 @@ def summary_line(check: CaseCheck) -> str:
     if check.verdict is None:
         return (f"{check.label}: {len(check.rows)} run, nothing earlier to "
                 "compare with")
-    return f"{check.label}: " + check.verdict.describe("earlier", "latest")
+    return f"{check.label}: " + check.verdict.describe(
+        "earlier", "latest", verdict.MORE_STEPS)
 
 
 def checks_json(checks: Sequence[CaseCheck]) -> str:

@@ -43,6 +43,11 @@ DEFAULT_LEVEL = 0.95
 DEFAULT_SEED = 0
 
 Run = Sequence[float]  # one run's counted interval rates (examples/second)
+# How a run gets more counted intervals, where the window can be chosen
+# (compare); the history keeps the window its runs were counted in.
+MORE_INTERVALS = "a longer window: --window auto, or more steps"
+MORE_STEPS = "more steps a run; the history keeps the window its runs " \
+    "were counted in"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,14 +65,15 @@ class Verdict:
     intervals_b: int
     verdict: str
 
-    def describe(self, a: str = "A", b: str = "B") -> str:
+    def describe(self, a: str = "A", b: str = "B",
+                 more_intervals: str = MORE_INTERVALS) -> str:
         """One line: 'B/A 1.100 [1.091, 1.108] (95%): faster (3 vs 3 runs)',
         or with too few runs 'B/A 0.590, no interval: too few to judge (1
         vs 1 runs): ...' (too_few_reason)."""
         if self.verdict == TOO_FEW:
             return (f"{b}/{a} {self.ratio:.3f}, no interval: {self.verdict} "
                     f"({self.runs_b} vs {self.runs_a} runs): "
-                    + self.too_few_reason(a, b))
+                    + self.too_few_reason(a, b, more_intervals))
         return (f"{b}/{a} {self.ratio:.3f} {self.interval_text()} "
                 f"({self.level * 100:.0f}%): {self.verdict} "
                 f"({self.runs_b} vs {self.runs_a} runs)")
@@ -78,8 +84,11 @@ class Verdict:
             return "none"
         return f"[{self.low:.3f}, {self.high:.3f}]"
 
-    def too_few_reason(self, a: str = "A", b: str = "B") -> str:
-        """Why a TOO_FEW verdict has no interval, and what gives one."""
+    def too_few_reason(self, a: str = "A", b: str = "B",
+                       more_intervals: str = MORE_INTERVALS) -> str:
+        """Why a TOO_FEW verdict has no interval, and what gives one
+        (`more_intervals`: how the command at hand counts more intervals a
+        run)."""
         thin = [name for name, runs, intervals in
                 ((a, self.runs_a, self.intervals_a),
                  (b, self.runs_b, self.intervals_b))
@@ -87,8 +96,7 @@ class Verdict:
         return (f"{' and '.join(thin)} {'is' if len(thin) == 1 else 'are'} "
                 "one run of one counted interval and neither side has two "
                 "runs to show a spread; count two or more intervals a run "
-                "(a longer window: --window auto, or more steps) or compare "
-                "two or more runs a side")
+                f"({more_intervals}) or compare two or more runs a side")
 
     def as_dict(self) -> dict:
         """The fields; no interval (TOO_FEW) is null, not NaN."""

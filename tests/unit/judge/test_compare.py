@@ -185,6 +185,7 @@ def test_one_run_a_side_and_a_run_that_counted_its_warm_up(tmp_path,
                            "none", "1/1", "too", "few", "to", "judge"]
     assert reason.startswith("1n1g b8 fp32: too few to judge: A and B are "
                              "one run of one counted interval")
+    assert "(a longer window: --window auto, or more steps)" in reason
     assert err == (f"note: {tmp_path / 'b' / 'run1' / 'result.json'}: "
                    "excluded: its counted intervals include the warm-up "
                    "(stats.warmup_excluded false: no interval after its "

@@ -171,6 +171,9 @@ def test_one_interval_against_one_is_too_few_to_judge(tmp_path, intervals):
         f"{SETUP}, tensorflow, steps 10-20, /tmp/x: latest/earlier 0.600, "
         "no interval: too few to judge (1 vs 1 runs): earlier and latest "
         "are one run of one counted interval"), out.stdout
+    # The history keeps the runs' window: no --window to suggest here.
+    assert "(more steps a run; the history keeps the window" in out.stdout
+    assert "--window" not in out.stdout
     assert "[" not in out.stdout and out.stderr == ""
 
 
