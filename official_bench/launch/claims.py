@@ -174,16 +174,16 @@ class Claims:
         self._made: List[tuple] = []
         self.notes: List[str] = []  # stale claims taken over
 
-    def take(self, folder: str, name: str) -> None:
+    def take(self, folder: str, name: str,
+             root: Optional[str] = None) -> None:
         """Claims `folder` (created if needed). ClaimError when another
         live launcher, or one on another host, holds it; NotWritable when
-        the claim cannot be written."""
+        the claim cannot be written. `root` (LOG_DIR): see _removable_top."""
         path = os.path.join(folder, name)
-        self._made.append((folder, _first_missing(folder)))
-        with writing(folder, "the case directory"):
-            os.makedirs(folder, exist_ok=True)
+        top = _removable_top(folder, root)
+        self._made.append((folder, top))
         for _ in range(2):
-            if self._create(path):
+            if self._make_and_create(folder, path, top):
                 self.held.append(path)
                 return
             holder = read_holder(path)
@@ -210,11 +210,27 @@ class Claims:
         raise ClaimError(f"{folder}: another launcher claimed it at the "
                          f"same moment ({path}); use another LOG_DIR")
 
-    def _create(self, path: str) -> bool:
-        """Creates the claim file exclusively; False when it exists."""
+    def _make_and_create(self, folder: str, path: str,
+                         top: Optional[str]) -> bool:
+        """Makes `folder` and creates the claim in it; again when another
+        launcher's end removed the folder, empty, in between."""
+        for attempt in range(3):
+            with writing(folder, "the case directory"):
+                os.makedirs(folder, exist_ok=True)
+            try:
+                return self._create(path, top)
+            except FileNotFoundError:
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _create(self, path: str, top: Optional[str] = None) -> bool:
+        """Creates the claim file exclusively; False when it exists. It
+        names the highest folder this launcher made (`made`), which a
+        launcher ending after it may then remove."""
         record = {"host": self.host, "pid": os.getpid(),
                   "started": time.time(), "script": self.script,
-                  "session": self.session}
+                  "session": self.session, "made": top}
         me = ProcStat.read(os.getpid())
         if me is not None:
             record["proc_start"] = me.start_ticks
@@ -236,7 +252,9 @@ class Claims:
 
     def release(self) -> None:
         """Removes the claims this launcher still holds (not a claim that
-        another launcher took over)."""
+        another launcher took over), then the empty folders up to each
+        _removable_top: what it made, and what a launcher that shared them
+        made and could not remove while this one held them."""
         for path in self.held:
             holder = read_holder(path)
             if holder is not None and holder.session == self.session and \
@@ -263,6 +281,53 @@ def _first_missing(folder: str) -> Optional[str]:
             break
         folder = parent
     return missing
+
+
+def _only_claims(folder: str) -> Optional[List[str]]:
+    """The claim files under `folder` when it holds nothing else but
+    folders; None when it holds any other file."""
+    claims = []
+    for here, _, files in os.walk(folder):
+        for name in files:
+            if not name.endswith(CLAIM_SUFFIX):
+                return None
+            claims.append(os.path.join(here, name))
+    return claims
+
+
+def _made_by(claim: str) -> Optional[str]:
+    """The highest folder the claim's launcher made (its `made`), or None."""
+    try:
+        with open(claim, encoding="utf-8") as f:
+            made = json.load(f).get("made")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return os.path.abspath(made) if isinstance(made, str) else None
+
+
+def _removable_top(folder: str, root: Optional[str]) -> Optional[str]:
+    """The highest folder from `folder` up that release() may remove again
+    when empty: the highest missing one and, where `root` (LOG_DIR) is
+    given, above it every one strictly below root holding nothing but
+    folders and claims, and the highest folder those claims say their
+    launchers made. Another launcher made those: it may end while this
+    one's claim keeps them from being empty, and leave them. A folder in
+    use holds a claim, so rmdir leaves it."""
+    top = _first_missing(folder)
+    if root is None:
+        return top
+    root = os.path.abspath(root).rstrip(os.sep) + os.sep
+    probe = os.path.dirname(top) if top else os.path.abspath(folder)
+    while probe.startswith(root):
+        claims = _only_claims(probe)
+        if claims is None:
+            break
+        made = [m for m in map(_made_by, claims)
+                if m and (probe + os.sep).startswith(m.rstrip(os.sep)
+                                                     + os.sep)]
+        top = min([probe] + made, key=len)
+        probe = os.path.dirname(probe)
+    return top
 
 
 def _remove_empty(folder: str, top: Optional[str]) -> None:

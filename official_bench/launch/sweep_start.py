@@ -178,7 +178,7 @@ def claim_logs(plan: Plan, claims: Claims) -> Tuple[Optional[str], Dict]:
     try:
         for folder in sorted({os.path.dirname(r.log_path)
                               for r in plan.runs}):
-            claims.take(folder, name)
+            claims.take(folder, name, plan.settings.log_dir)
     except ClaimError as e:
         return str(e), {}
     for note in claims.notes:

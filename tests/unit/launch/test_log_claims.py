@@ -100,6 +100,56 @@ def test_refused_launcher_leaves_no_directory(tmp_path):
     assert not (tmp_path / "logs").exists()
 
 
+def _tree(root):
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def test_two_launchers_that_run_nothing_leave_the_tree_as_found(tmp_path):
+    """Two launchers on one LOG_DIR (two nodes on one machine, BATCH 4 and
+    8) share the folders the first made; neither runs. Whichever ends last
+    removes what either made, the first's LOG_DIR too; a refused one
+    removes nothing the other still holds; a user's folder stays."""
+    user = tmp_path / "user"
+    user.mkdir()
+    logs = user / "logs"
+    bz4 = logs / "tensorflow" / "resnet50" / "bz4" / "2n1g"
+    bz8 = logs / "tensorflow" / "resnet50" / "bz8" / "2n1g"
+    for first_ends_first in (True, False):
+        first = claims_lib.Claims("run_two_node.sh", "first")
+        first.take(str(bz4), NAME, str(logs))
+        second = claims_lib.Claims("run_two_node.sh", "second")
+        second.take(str(bz8), claims_lib.claim_name(8, "fp32"), str(logs))
+        refused = claims_lib.Claims("run_two_node.sh", "refused")
+        with pytest.raises(claims_lib.ClaimError):
+            refused.take(str(bz4), NAME, str(logs))
+        refused.release()
+        assert (bz4 / NAME).exists()
+        ends = (first, second) if first_ends_first else (second, first)
+        ends[0].release()
+        assert _tree(tmp_path) != ["user"]  # the other still holds its own
+        ends[1].release()
+        assert _tree(tmp_path) == ["user"], first_ends_first
+
+
+def test_a_claim_is_made_again_if_an_ending_launcher_removed_its_folder(
+        tmp_path, monkeypatch):
+    """Between making the case folder and creating the claim, another
+    launcher's end may remove the folder (empty): it is made again."""
+    folder = tmp_path / "logs" / "bz4" / "1n1g"
+    held = claims_lib.Claims("run_single_node.sh", "mine")
+    create = held._create
+    calls = []
+
+    def racing(path, top=None):
+        if not calls:  # the first try: the folder is gone
+            os.rmdir(folder)
+        calls.append(path)
+        return create(path, top)
+    monkeypatch.setattr(held, "_create", racing)
+    held.take(str(folder), NAME, str(tmp_path / "logs"))
+    assert (folder / NAME).exists() and len(calls) == 2
+
+
 @pytest.mark.slow
 def test_rerun_refused_then_overwrite_moves_aside(tmp_path):
     """A re-run into a tree that holds the runs is refused with nothing
