@@ -69,6 +69,9 @@ class Interpreter:
     chosen_by: str  # PYTHON | VIRTUAL_ENV | .venv | PATH | --python |
     #                 launcher | HOROVOD_VENV
     described: str  # e.g. "python3 from PATH (no PYTHON, ...)"
+    # chosen_by PYTHON: what the run script would choose without it,
+    # described (None: not known, e.g. the launcher started directly).
+    if_unset: Optional[str] = None
 
 
 def describe_choice(chosen_by: str, python: str, repo: str) -> str:
@@ -85,9 +88,19 @@ def describe_choice(chosen_by: str, python: str, repo: str) -> str:
     }.get(chosen_by, f"{python} (the launcher's own interpreter)")
 
 
-def fix_advice(chosen_by: str, repo: str,
-               backend: str = "tensorflow") -> str:
-    """The one thing to do, depending on how the interpreter was chosen."""
+def unset_choice(python: Optional[str], chosen_by: Optional[str],
+                 repo: str) -> Optional[str]:
+    """What the run script would use without PYTHON, described; None where
+    that is the repository's .venv still to make, or not known."""
+    if not python or chosen_by not in ("VIRTUAL_ENV", ".venv"):
+        return None
+    return describe_choice(chosen_by, python, repo)
+
+
+def fix_advice(chosen_by: str, repo: str, backend: str = "tensorflow",
+               if_unset: Optional[str] = None) -> str:
+    """The one thing to do, depending on how the interpreter was chosen
+    (`if_unset`: unset_choice's answer, for a PYTHON that is wrong)."""
     make = f"`make bench` in {repo} creates {os.path.join(repo, '.venv')}, " \
         "which the run scripts use when PYTHON is unset"
     needs = [pip for pip in BACKEND_MODULES[backend].values()]
@@ -103,8 +116,9 @@ def fix_advice(chosen_by: str, repo: str,
         return f"install them into the activated venv (pip install -e " \
             f"{repo}), or deactivate it (then {make}), or {other}"
     if chosen_by == "PYTHON":
-        return f"point PYTHON at a Python that has them, or unset it " \
-            f"({make})"
+        unset = f": the run scripts then use {if_unset}" if if_unset \
+            else f" ({make})"
+        return f"point PYTHON at a Python that has them, or unset it{unset}"
     if chosen_by == "--python":
         return "point --python at a Python that has them, or drop it (the " \
             "trainer then runs the launcher's Python)"

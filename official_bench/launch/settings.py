@@ -5,10 +5,10 @@ name in upper case (`--test-num` / `TEST_NUM`); BATCH, DTYPE and TEST_NUM are
 also the DLPerf positional arguments. A command-line value wins over the
 environment, which wins over the default. Besides the knobs, this module
 reads TF_CONFIG, the SLURM_* variables, CUDA_VISIBLE_DEVICES, PYTHONPATH,
-PATH, OB_LAUNCH_PYTHON[_FROM] (set by scripts/lib/launch.sh) and
-BARRIER_SECRET (plus the file BARRIER_SECRET_FILE names), and keeps a copy of
-the environment, without BARRIER_SECRET, for the trainer processes; no other
-launcher module looks at os.environ.
+PATH, OB_LAUNCH_PYTHON[_FROM] and OB_LAUNCH_PYTHON_UNSET[_FROM] (set by
+scripts/lib/launch.sh) and BARRIER_SECRET (plus the file BARRIER_SECRET_FILE
+names), and keeps a copy of the environment, without BARRIER_SECRET, for the
+trainer processes; no other launcher module looks at os.environ.
 """
 
 from __future__ import annotations
@@ -387,6 +387,10 @@ class Settings:
     # launcher was started directly (python -m official_bench.launch).
     launch_python: Optional[str] = None
     launch_python_from: Optional[str] = None
+    # With PYTHON set: what the run script would have chosen without it
+    # (VIRTUAL_ENV | .venv | PATH), for the advice to unset it.
+    launch_python_unset: Optional[str] = None
+    launch_python_unset_from: Optional[str] = None
     environ: Dict[str, str] = dataclasses.field(default_factory=dict)
     # BARRIER_SECRET or the content of BARRIER_SECRET_FILE (never shown).
     barrier_secret: Optional[str] = dataclasses.field(default=None,
@@ -728,6 +732,10 @@ def parse(argv: Sequence[str], environ: Optional[Mapping[str, str]] = None,
                     launch_python=environ.get("OB_LAUNCH_PYTHON") or None,
                     launch_python_from=environ.get("OB_LAUNCH_PYTHON_FROM")
                     or None,
+                    launch_python_unset=environ.get(
+                        "OB_LAUNCH_PYTHON_UNSET") or None,
+                    launch_python_unset_from=environ.get(
+                        "OB_LAUNCH_PYTHON_UNSET_FROM") or None,
                     environ=environ, barrier_secret=secret,
                     barrier_secret_from=secret_from)
 

@@ -140,7 +140,7 @@ def check_trainer_python(plan: Plan) -> Optional[str]:
     return preflight.cannot_run_text(
         plan.python.described, problem,
         preflight.fix_advice(plan.python.chosen_by, preflight.REPO_ROOT,
-                             plan.backend.name))
+                             plan.backend.name, plan.python.if_unset))
 
 
 def _stop_on_signals() -> None:

@@ -59,7 +59,8 @@ def fresh_env(tmp_path, **knobs):
     """A new user's shell: no launcher knob, no PYTHON, no venv."""
     drop = {k.env for k in settings_lib.KNOBS} | {
         "TF_CONFIG", "VIRTUAL_ENV", "PYTHONPATH", "OB_LAUNCH_PYTHON",
-        "OB_LAUNCH_PYTHON_FROM"}
+        "OB_LAUNCH_PYTHON_FROM", "OB_LAUNCH_PYTHON_UNSET",
+        "OB_LAUNCH_PYTHON_UNSET_FROM"}
     env = {k: v for k, v in os.environ.items()
            if k not in drop and not k.startswith("SLURM")}
     env.update(PATH=bare_path(tmp_path), DEVICE="cpu", SLEEP_SECONDS="0",
@@ -141,6 +142,32 @@ def test_trainer_python_without_packages_stops_before_any_run(tmp_path):
     assert "the trainer's Python /bin/false (--python) is not a Python " \
         "that answers `-c` (exit 1, no output)" in out.stderr
     assert not (tmp_path / "logs").exists()
+
+
+@pytest.mark.parametrize("active, venv, unset", [
+    (True, True, ": the run scripts then use {tmp}/active/bin/python (the "
+     "activated venv, VIRTUAL_ENV)"),
+    (False, True, ": the run scripts then use {root}/.venv/bin/python (the "
+     "repository's .venv)"),
+    (False, False, " (`make bench` in {root} creates {root}/.venv, which the "
+     "run scripts use when PYTHON is unset)"),
+])
+def test_a_wrong_python_is_told_what_unsetting_it_gives(tmp_path, active,
+                                                        venv, unset):
+    """PYTHON names a Python without the packages: the fix says what the
+    run scripts use once PYTHON is unset (an activated venv wins over the
+    repository's .venv), not always the .venv `make bench` makes."""
+    root = clone(tmp_path, with_venv=venv)
+    knobs = {"PYTHON": str(tmp_path / "bare" / "python3")}
+    if active:
+        knobs["VIRTUAL_ENV"] = str(tmp_path / "active")
+        wrapper(tmp_path / "active" / "bin" / "python", PY)
+    out = run(root / "run_single_node.sh", tmp_path, "4",
+              env=fresh_env(tmp_path, **knobs))
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert out.stderr.rstrip().endswith(
+        "fix: point PYTHON at a Python that has them, or unset it" +
+        unset.format(tmp=tmp_path, root=root)), out.stderr
 
 
 @pytest.mark.parametrize("setup, chosen", [
