@@ -24,7 +24,9 @@ import dataclasses
 import ipaddress
 from typing import Callable, List, Optional
 
+from official_bench.contracts import exit_status as es
 from official_bench.contracts.tf_config import tf_config_json
+from official_bench.launch.errors import dry_run_note
 from official_bench.launch.identity import (
     Identity,
     NotInList,
@@ -194,12 +196,11 @@ def _match(settings: Settings, nodes: List[Node], identity: Identity,
     except NotInList:
         if not settings.dry_run:
             raise
-        notes.append(
-            f"this machine ({identity.hostname}) is not in {where}, so this "
-            f"dry run shows node 0's plan ({nodes[0].address}); set "
-            f"TASK_INDEX=k (0..{len(nodes) - 1}) to see node k's. A real "
-            "run here stops (exit 3) unless TASK_INDEX says which node this "
-            "is")
+        notes.append(dry_run_note(
+            f"this machine ({identity.hostname}) is not in {where} and no "
+            "TASK_INDEX says which node it is, so this dry run shows node "
+            f"0's plan ({nodes[0].address}; TASK_INDEX=k, 0..{len(nodes) - 1}"
+            ", shows node k's)", es.CLUSTER))
         return 0, "node 0, shown by this dry run: this machine is not in " \
             "the list"
     return index, f"matched this machine: {why}"

@@ -38,10 +38,10 @@ def test_a_machine_not_in_the_list_previews_node_0(tmp_path):
     assert p.nodeset.index_from.startswith("node 0, shown by this dry run")
     (note,) = [n for n in p.notes if "is not in NODES" in n]
     assert note == (
-        "this machine (login1) is not in NODES (env NODES), so this dry run "
-        "shows node 0's plan (gpu1:11111); set TASK_INDEX=k (0..1) to see "
-        "node k's. A real run here stops (exit 3) unless TASK_INDEX says "
-        "which node this is")
+        "this machine (login1) is not in NODES (env NODES) and no TASK_INDEX "
+        "says which node it is, so this dry run shows node 0's plan "
+        "(gpu1:11111; TASK_INDEX=k, 0..1, shows node k's); a real run stops "
+        "here (exit 3)")
     with pytest.raises(NodeError, match="this machine is not in NODES"):
         plan(tmp_path, KNOWN, dry_run=False)
 
@@ -66,7 +66,7 @@ def test_the_readme_example_previews_from_here(tmp_path):
     out = script("two", tmp_path, "256", "fp16", "--dry-run",
                  NODES="10.11.0.2:11111,10.11.0.3:11111")
     assert out.returncode == exit_status.OK, out.stderr
-    assert "this dry run shows node 0's plan (10.11.0.2:11111)" in out.stdout
+    assert "this dry run shows node 0's plan (10.11.0.2:11111;" in out.stdout
     out = script("two", tmp_path, "256", "fp16", "--dry-run", TASK_INDEX=0,
                  NODES="gpu-no-such-host1,gpu-no-such-host2")
     assert out.returncode == exit_status.OK, out.stderr
