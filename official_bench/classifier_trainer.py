@@ -7,6 +7,7 @@ the exit statuses (EXIT_STATUSES, from contracts/exit_status) are its
 
 from __future__ import annotations
 
+import logging as std_logging
 import os
 import re
 import sys
@@ -83,6 +84,10 @@ def _fail(message: str, status: int,
     if error is not None and flags.FLAGS["verbose"].value:
         traceback.print_exception(error, file=sys.stderr)
     print(f"error: {message}", file=sys.stderr, flush=True)
+    # The line stays the last: TensorFlow's Python warnings while the
+    # process ends (a refused checkpoint's objects warn, when collected,
+    # about values never restored) are not shown.
+    std_logging.getLogger("tensorflow").setLevel(std_logging.ERROR)
     return status
 
 

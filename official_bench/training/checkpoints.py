@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 import tempfile
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 from absl import logging
 
@@ -43,12 +43,16 @@ def require_checkpoint(cfg: ExperimentConfig, explicit: Optional[str] = None
     return path
 
 
-def restore(model, path: str, for_training: bool = True) -> int:
+def restore(model, path: str, for_training: bool = True,
+            check_step: Optional[Callable[[int], None]] = None) -> int:
     """Loads weights (and optimizer state to train on); returns the step.
 
     A checkpoint of another model (another depth, width, class count) is a
     ConfigError naming it, not a traceback from a variable's assign or a
-    silent partial restore."""
+    silent partial restore; so is what `check_step(step)` refuses (the
+    restore then marked partial: TensorFlow warns at the process's end
+    about a restore whose values were never all used)."""
+    status, problem = None, None
     try:
         status = model.load_weights(path)
         if status is not None:
@@ -56,8 +60,19 @@ def restore(model, path: str, for_training: bool = True) -> int:
             if not for_training:
                 status.expect_partial()  # optimizer slots are not needed
     except (ValueError, AssertionError, tf.errors.OpError) as e:
-        raise ConfigError(mismatch_message(path, model.name, e)) from e
-    step = int(model.optimizer.iterations.numpy())
+        problem = mismatch_message(path, model.name, e)
+    step = None
+    if problem is None:
+        step = int(model.optimizer.iterations.numpy())
+        try:
+            if check_step:
+                check_step(step)
+        except ConfigError as e:
+            problem = str(e)
+    if problem is not None:
+        if status is not None:
+            status.expect_partial()
+        raise ConfigError(problem)
     logging.info("Restored %s at step %d", path, step)
     return step
 

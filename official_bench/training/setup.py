@@ -58,6 +58,20 @@ class Prepared:
     replica_devices: List[str]
     result_path: Optional[str]
     malloc: Dict[str, Any]
+    # Where the config goes (None: not written by this process or mode);
+    # written once, by write_params.
+    params_path: Optional[str] = None
+    _params_written: bool = False
+
+    def write_params(self) -> None:
+        """model_dir/params.yaml, once. A resumed run writes it only after
+        its checkpoint is accepted (tf_trainer._resume): a refused resume
+        must not replace the config the checkpoint was trained with, which
+        its error tells the user to resume with."""
+        if self.params_path and not self._params_written:
+            with writing(self.params_path, "the run's configuration"):
+                write_text_atomic(self.params_path, self.cfg.to_yaml())
+            self._params_written = True
 
     def environment(self) -> Dict[str, Any]:
         return dict(environment.collect(
@@ -120,9 +134,6 @@ def setup_run(cfg: ExperimentConfig, cluster: cluster_lib.Cluster,
         cfg.model_dir, dist.tag, dist.is_chief)
     if not (params_path and cfg.mode in ("train", "train_and_eval")):
         params_path = None
-    if params_path:
-        with writing(params_path, "the run's configuration"):
-            write_text_atomic(params_path, cfg.to_yaml())
     # One line on the console; the whole config where it is kept (the
     # log holds it only where no params.yaml is written).
     logging.info("official_bench config (mode %s, %s, %s, %d worker(s), %d "
@@ -152,5 +163,8 @@ def setup_run(cfg: ExperimentConfig, cluster: cluster_lib.Cluster,
             # metric results are already global: values x workers, and three
             # more collectives per step. "first" is what TF 2.3's Keras did.
             model.distribute_reduction_method = "first"
-    return Prepared(cfg, cluster, dist, plan, model, dtype, replica_devices,
-                result_path, thresholds)
+    prepared = Prepared(cfg, cluster, dist, plan, model, dtype,
+                        replica_devices, result_path, thresholds, params_path)
+    if not cfg.train.resume_checkpoint:
+        prepared.write_params()
+    return prepared

@@ -134,10 +134,11 @@ def _resume(prep: Prepared) -> int:
     if cfg.train.resume_checkpoint:
         path = checkpoints.latest_checkpoint(cfg.model_dir)
         if path:
-            initial_step = checkpoints.restore(prep.model, path)
-            checkpoints.check_resume_plan(path, initial_step,
-                                          plan.steps_per_epoch,
-                                          plan.global_batch)
+            initial_step = checkpoints.restore(
+                prep.model, path, check_step=lambda step:
+                checkpoints.check_resume_plan(path, step,
+                                              plan.steps_per_epoch,
+                                              plan.global_batch))
         else:
             logging.info("train.resume_checkpoint: no checkpoint in %s yet; "
                          "starting from scratch", cfg.model_dir)
@@ -147,6 +148,7 @@ def _resume(prep: Prepared) -> int:
             f"the checkpoint in {cfg.model_dir} is at epoch {initial_epoch} "
             f"(step {initial_step}); train.epochs {cfg.train.epochs} leaves "
             "nothing to train")
+    prep.write_params()  # the checkpoint is accepted (or there is none)
     return initial_epoch
 
 

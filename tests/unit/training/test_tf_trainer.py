@@ -59,10 +59,10 @@ def test_resume_starts_at_the_checkpoints_epoch(tmp_path, monkeypatch):
     monkeypatch.setattr(tf_trainer.checkpoints, "latest_checkpoint",
                         lambda model_dir: "ckpt")
     monkeypatch.setattr(tf_trainer.checkpoints, "restore",
-                        lambda model, path: 2 * per_epoch + 1)
+                        lambda model, path, **kw: 2 * per_epoch + 1)
     assert tf_trainer._resume(prep) == 2
     monkeypatch.setattr(tf_trainer.checkpoints, "restore",
-                        lambda model, path: 3 * per_epoch)
+                        lambda model, path, **kw: 3 * per_epoch)
     with pytest.raises(ConfigError, match="train.epochs 3 leaves nothing"):
         tf_trainer._resume(prep)
 
