@@ -115,14 +115,17 @@ def _or_na(value: Any) -> str:
 
 
 def cpu_kernels_cell(env: Dict[str, Any]) -> str:
-    """What TensorFlow reported (environment.onednn_enabled) and what the
-    config asked for (runtime.cpu_kernels), e.g. "oneDNN (auto)"."""
+    """What TensorFlow reported (environment.onednn_enabled), what the
+    config asked for (runtime.cpu_kernels) and the trainer's note
+    (cpu_kernels_note), as the summary line says it: e.g. "oneDNN (auto)",
+    "oneDNN (auto; bf16 ops on Eigen: no AVX-512)"."""
     enabled = env.get("onednn_enabled")
     if enabled is None:
         return "n/a"
     name = "oneDNN" if enabled else "Eigen"
-    return f"{name} ({env['cpu_kernels']})" if env.get("cpu_kernels") \
-        else name
+    said = "; ".join(str(env[k]) for k in ("cpu_kernels", "cpu_kernels_note")
+                     if env.get(k))
+    return f"{name} ({said})" if said else name
 
 
 def environment_rows(model_result: ModelResult,

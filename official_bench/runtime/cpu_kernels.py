@@ -208,11 +208,16 @@ def nchw_refusal(cfg: Any, enabled: Optional[bool]) -> Optional[str]:
         f"{ENV}={os.environ.get(ENV, 'unset')}")
 
 
-def record(requested: str) -> Dict[str, Any]:
+def record(requested: str, dtype: str = "float32",
+           num_gpus: int = 0) -> Dict[str, Any]:
     """result.json's environment fields: what was asked, what TensorFlow
-    reports, and the variable as this process has it."""
-    return {"cpu_kernels": requested, "onednn_enabled": onednn_enabled(),
-            "tf_enable_onednn_opts": os.environ.get(ENV)}
+    reports, the variable as this process has it, and what bf16_on_eigen
+    says (None: nothing to add)."""
+    enabled = onednn_enabled()
+    return {"cpu_kernels": requested, "onednn_enabled": enabled,
+            "tf_enable_onednn_opts": os.environ.get(ENV),
+            "cpu_kernels_note": bf16_on_eigen(
+                dtype, num_gpus, cpu_features.read_flags(), enabled)}
 
 
 def summary_note(requested: str, dtype: str, num_gpus: int) -> str:

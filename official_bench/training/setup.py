@@ -80,7 +80,8 @@ class Prepared:
             self.dist.placement.devices if self.dist.placement else [],
             horovod=self.dist.hvd, configured_devices=self.replica_devices),
             malloc=self.malloc,
-            **cpu_kernels.record(self.cfg.runtime.cpu_kernels))
+            **cpu_kernels.record(self.cfg.runtime.cpu_kernels, self.dtype,
+                                 self.cfg.runtime.num_gpus))
 
     def validation_data(self):
         # An evaluation the records cannot fill is refused, as on JAX, not

@@ -142,6 +142,10 @@ def test_cpu_kernels_cell_says_what_tensorflow_reported():
         "oneDNN (auto)"
     assert cell({"onednn_enabled": False, "cpu_kernels": "eigen"}) == \
         "Eigen (eigen)"
+    # A bf16 run without AVX-512: TensorFlow's bf16 ops ran on Eigen.
+    assert cell({"onednn_enabled": True, "cpu_kernels": "auto",
+                 "cpu_kernels_note": "bf16 ops on Eigen: no AVX-512"}) == \
+        "oneDNN (auto; bf16 ops on Eigen: no AVX-512)"
     assert cell({"tensorflow": "2.21.0"}) == "n/a"
 
 

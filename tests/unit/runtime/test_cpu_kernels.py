@@ -139,6 +139,10 @@ def test_summary_says_bf16_ops_fall_back_to_eigen_without_avx512(
     monkeypatch.setattr(ck, "onednn_enabled", lambda: True)
     monkeypatch.setattr(ck.cpu_features, "read_flags", lambda: AVX2)
     assert ck.summary_note("auto", "bfloat16", 0) == note
+    # result.json's environment carries the same note (the HTML column's)
+    assert ck.record("auto", "bfloat16", 0)["cpu_kernels_note"] == \
+        "bf16 ops on Eigen: no AVX-512"
+    assert ck.record("auto", "float32", 0)["cpu_kernels_note"] is None
     said = []
     monkeypatch.setattr(logging, "info", lambda fmt, *a: said.append(fmt % a))
     monkeypatch.setattr(ck, "_applied", None)
