@@ -333,16 +333,18 @@ def test_db_and_plot_paths_are_checked_first(tmp_path, capsys, monkeypatch,
 def test_a_plot_path_that_cannot_be_written_is_named_as_given(
         tmp_path, capsys, monkeypatch):
     """Under /proc the temporary file beside the PNG fails (ENOENT); the
-    error named that file, not --plot's."""
+    error named that file, not --plot's. It is a place nothing can be
+    written (host/write_errors.py names /proc's file system): exit 5."""
     pytest.importorskip("matplotlib", reason="matplotlib is not installed")
     monkeypatch.chdir(tmp_path)
     _history_file(tmp_path / "h.sqlite", runs=3)
     status, out, err = _cli(["--db", "h.sqlite", "--plot", "/proc/x.png"],
                             capsys)
-    assert status == exit_status.FAILED
+    assert status == exit_status.NOT_WRITABLE
     line = _one_error_line(err, "/proc/x.png")
-    assert line.startswith("error: cannot write the history plot to "
-                           "/proc/x.png: ") and ".tmp" not in line
+    assert line == ("error: cannot write the history plot to /proc/x.png: "
+                    "/proc is on the kernel's proc file system, which takes "
+                    "no new files or folders")
 
 
 def test_the_trainers_write_below_a_file_is_one_line(tmp_path):
