@@ -29,7 +29,7 @@ from official_bench.data.records import record_problems
 from official_bench.host import write_errors
 from official_bench.measure.stages import Stage
 from official_bench.runtime.cluster import resolve_cluster
-from official_bench.runtime.stop_signals import ctrl_c_kept
+from official_bench.runtime.stop_signals import ctrl_c_deferred
 from official_bench.training.run_result import RunResult
 
 # runtime.backend -> the module whose train_and_evaluate runs it.
@@ -119,6 +119,7 @@ def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:
     backend = cfg.runtime.backend
     record_problems.PROCESS.clear()  # this run's records_skipped
     with _info_logging():
-        with Stage(f"loading {BACKEND_LOADS[backend]}"), ctrl_c_kept():
+        what = f"loading {BACKEND_LOADS[backend]}"
+        with Stage(what), ctrl_c_deferred(what):
             module = importlib.import_module(BACKEND_MODULES[backend])
         return module.train_and_evaluate(cfg)

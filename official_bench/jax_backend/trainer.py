@@ -70,8 +70,8 @@ def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:
     rt = cfg.runtime
 
     # 1. Runtime: Keras 3 on JAX, the devices, the other nodes.
-    with Stage("loading Keras 3 and the devices"), \
-            stop_signals.ctrl_c_kept():
+    loading = "loading Keras 3 and the devices"
+    with Stage(loading), stop_signals.ctrl_c_deferred(loading):
         run = devices_lib.start(rt)
     keras = run.keras
     seed = rt.seed if rt.seed is not None else \

@@ -63,11 +63,16 @@ class Stage:
         """Log the start line and start the heartbeat."""
         self._started = self._clock()
         _RUNNING.append(self)
-        self._say(stage_line.START)
-        if self.heartbeat > 0:
-            self._thread = threading.Thread(
-                target=self._beat, name=f"stage: {self.what}", daemon=True)
-            self._thread.start()
+        with self._lock:  # no heartbeat line before the start line
+            if self.heartbeat > 0:
+                # Started before the start line: a Ctrl-C prompted by the
+                # line must not land inside Thread.start (its lock then
+                # fails with "release unlocked lock", not KeyboardInterrupt).
+                self._thread = threading.Thread(
+                    target=self._beat, name=f"stage: {self.what}",
+                    daemon=True)
+                self._thread.start()
+            self._say(stage_line.START)
         return self
 
     def end(self, ok: bool = True) -> None:

@@ -18,9 +18,11 @@ install ours after the strategy exists (taking the signal back), and:
   SAME_STOP_SECONDS (one sender's copies, as `timeout`'s).
 
 Before the steps a Ctrl-C is Python's KeyboardInterrupt, which the entry
-point turns into one line naming the stage; `ctrl_c_kept` makes sure a
-library that swallows it (TensorFlow's import does, now and then) does not
-make the run go on as if nothing happened.
+point turns into one line naming the stage. While the backend loads,
+`ctrl_c_deferred` holds a first Ctrl-C until the load returns: raised inside
+TensorFlow's import, the KeyboardInterrupt was swallowed by a bare `except`
+there (the run then trained to the end), printed as "Exception ignored"
+tracebacks from importlib's and JAX's callbacks, or crashed the import.
 """
 
 from __future__ import annotations
@@ -60,13 +62,12 @@ class RunStopped(RuntimeError):
 
 
 @contextlib.contextmanager
-def ctrl_c_kept() -> Iterator[None]:
-    """A SIGINT inside the block raises KeyboardInterrupt as usual and, if
-    the block still ends normally (a bare `except:` in a library took the
-    KeyboardInterrupt: one Ctrl-C in six during TensorFlow's import on
-    2 cores), raises it again at the block's end. Does nothing where
-    SIGINT is not Python's default handler (ignored, as in a background
-    job, or someone else's) or outside the main thread."""
+def ctrl_c_deferred(what: str) -> Iterator[None]:
+    """A first SIGINT inside the block is held (one line on stderr says so)
+    and raised as KeyboardInterrupt when the block ends; a second one is
+    raised at once. Does nothing where SIGINT is not Python's default
+    handler (ignored, as in a background job, or someone else's) or
+    outside the main thread."""
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         yield
@@ -75,7 +76,13 @@ def ctrl_c_kept() -> Iterator[None]:
 
     def on_sigint(signum, frame):
         seen.append(signum)
-        raise KeyboardInterrupt
+        if len(seen) > 1:
+            raise KeyboardInterrupt
+        # os.write: print() from a handler can meet the main thread's own
+        # write to the same stream.
+        os.write(sys.stderr.fileno(), (
+            f"official_bench: SIGINT: stopping once {what} is done "
+            "(Ctrl-C again to stop at once)\n").encode())
 
     signal.signal(signal.SIGINT, on_sigint)
     try:
