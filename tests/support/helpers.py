@@ -4,6 +4,7 @@ import copy
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -255,6 +256,13 @@ def trainer_cmd(model_dir, override, *extra):
                         params_override=override, extra=extra)
 
 
+def sigint_as_at_a_terminal():
+    """preexec_fn: SIGINT's default action, also where this suite was
+    started in the background (`make test &`: the shell ignores SIGINT for
+    it, and Python keeps an ignored SIGINT ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class LiveProcess:
     """A trainer process whose output is read as it comes: its lines, the
     last TimeHistory step, and `on_step(step)` called (in the reader
@@ -263,7 +271,8 @@ class LiveProcess:
     def __init__(self, cmd, on_step=None, env=None):
         self.proc = subprocess.Popen(
             cmd, cwd=REPO, env=cli_env(env), stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True)
+            stderr=subprocess.STDOUT, text=True,
+            preexec_fn=sigint_as_at_a_terminal)
         self.lines, self.step, self.on_step = [], 0, on_step
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()

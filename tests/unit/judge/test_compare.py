@@ -17,7 +17,12 @@ from official_bench.contracts import exit_status
 from official_bench.contracts.throughput import Interval
 from official_bench.judge import compare, verdict
 from support import logkit
-from support.helpers import REPO, TINY_OVERRIDE, cli_env
+from support.helpers import (
+    REPO,
+    TINY_OVERRIDE,
+    cli_env,
+    sigint_as_at_a_terminal,
+)
 from support.line_gaps import MAX_SILENCE, timed_lines
 
 
@@ -345,10 +350,7 @@ def test_ctrl_c_during_a_run_is_one_line_and_interrupted(tmp_path):
          *_runner_args(tmp_path, started, "--logs", str(tmp_path / "logs"))],
         cwd=REPO, env=cli_env({"TMPDIR": str(tmp)}), start_new_session=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        # Ctrl-C as at a terminal, also where this suite was started in the
-        # background (`make test &`: the shell ignores SIGINT for it, and
-        # Python keeps an ignored SIGINT ignored).
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        preexec_fn=sigint_as_at_a_terminal)
     deadline = time.monotonic() + 120
     while not started.exists() or not started.read_text().strip():
         assert proc.poll() is None and time.monotonic() < deadline
