@@ -55,11 +55,16 @@ static double now(void) {
   return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
+static double cpu_now(void) {
+  struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
 int main(int argc, char **argv) {
   int kind = atoi(argv[1]);
   double seconds = atof(argv[2]);
   long iters = 1000000, done = 0;
-  double start = now(), took;
+  double start = now(), took, cpu_start = cpu_now();
 #if defined(__AVX512F__)
   const int lanes = 16;
   __m512 acc[CHAINS];
@@ -108,8 +113,10 @@ int main(int argc, char **argv) {
 #endif
   /* fp32 FMA: 2 FLOP per lane; vdpbf16ps: 2 products + 2 adds per lane */
   double flop_per_op = kind == 0 ? 2.0 * lanes : 4.0 * lanes;
-  printf("%.6f %d %g\n", done * CHAINS * flop_per_op / took / 1e9, lanes,
-         (double)sink);
+  /* GFLOP/s by the clock, lanes, the sink, GFLOP per CPU-second */
+  double gflop = done * CHAINS * flop_per_op / 1e9;
+  printf("%.6f %d %g %.6f\n", gflop / took, lanes, (double)sink,
+         gflop / (cpu_now() - cpu_start));
   return 0;
 }
 """)
@@ -138,8 +145,11 @@ def build(work: str) -> str:
     return exe
 
 
-def run(exe: str, kind: int, seconds: float, cpus: List[int]) -> float:
-    """GFLOP/s summed over one process per CPU in `cpus`, each pinned."""
+def run(exe: str, kind: int, seconds: float, cpus: List[int],
+        per_cpu_second: bool = False) -> float:
+    """GFLOP/s summed over one process per CPU in `cpus`, each pinned; with
+    `per_cpu_second`, GFLOP per second of CPU the kernels got (what the
+    cores do while they run it, however busy they are)."""
     procs = [subprocess.Popen(
         [exe, str(kind), str(seconds)], stdout=subprocess.PIPE, text=True,
         preexec_fn=lambda c=c: os.sched_setaffinity(0, {c})) for c in cpus]
@@ -148,7 +158,7 @@ def run(exe: str, kind: int, seconds: float, cpus: List[int]) -> float:
         out, _ = proc.communicate()
         if proc.returncode:
             raise SystemExit(f"fma_peak: kernel exited {proc.returncode}")
-        total += float(out.split()[0])
+        total += float(out.split()[3 if per_cpu_second else 0])
     return total
 
 
