@@ -11,14 +11,16 @@ import pytest
 
 from official_bench.launch import auth, barrier as barrier_lib
 from official_bench.launch.barrier import BarrierError, Client, Coordinator
+from support.helpers import free_ports
 
 PLAN = "two bz4 fp32 x2"
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """Below the kernel's ephemeral range (contracts/hostport.py): a port
+    bound to 0 comes from that range, and a client's connect before the
+    coordinator binds it can meet itself or another process's socket."""
+    return free_ports(1)[0]
 
 
 @pytest.fixture
@@ -188,7 +190,7 @@ def test_a_coordinator_gone_is_said_once_and_a_peek_outage_counts():
             "giving up on its launcher after 1 s without an answer"), said
     assert b.lost(1.0) is None
     time.sleep(1.2)
-    assert "stopped answering 1 s ago" in b.lost(1.0)
+    assert re.search(r"stopped answering \d+ s ago", b.lost(1.0))
     start = time.monotonic()
     with pytest.raises(BarrierError, match="at 'end run 1': the barrier on "
                        "node 0 at .* stopped answering"):

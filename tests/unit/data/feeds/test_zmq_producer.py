@@ -148,12 +148,21 @@ def _receiving(endpoint, timeout):
     return thread, got
 
 
-def test_a_receive_waiting_when_training_ends_returns_at_once():
+def test_a_receive_waiting_when_training_ends_returns_at_once(monkeypatch):
     """model.fit's teardown joins the pipeline's thread: a receive whose
     producers stopped sending held a run's end for zmq_timeout_seconds."""
+    import threading
     import time
+    waiting = threading.Event()
+    next_frames = zmq_feed._next_frames
+
+    def entered(*args):
+        waiting.set()
+        return next_frames(*args)
+    monkeypatch.setattr(zmq_feed, "_next_frames", entered)
     thread, got = _receiving(_endpoint(), 60.0)
-    time.sleep(0.5)
+    # Inside the wait (not still starting: a start clears the end)
+    assert waiting.wait(30)
     assert thread.is_alive()  # waiting for a batch
     began = time.monotonic()
     zmq_feed.end_of_training()
