@@ -110,7 +110,8 @@ TABLE: Tuple[ExitStatus, ...] = (
                "e.g. Ctrl-C: during the steps as for SIGTERM below; before "
                "them the trainer's last line names the stage, `error: "
                "official_bench: stopped by SIGINT while loading TensorFlow; "
-               "no result written`",
+               "no result written` (while the backend loads, when the load "
+               "returns; a second Ctrl-C at once)",
                short="interrupted (SIGINT)"),
     ExitStatus(KILLED, "KILLED", "killed by SIGKILL (128 + 9): a "
                "multi-worker peer did not arrive within "
