@@ -30,7 +30,7 @@ from typing import Iterator, List, Sequence, Tuple
 import numpy as np
 
 from official_bench.data.feeds.batch_spec import numpy_dtype
-from official_bench.data.feeds.shm_workers import sigint_blocked
+from official_bench.data.feeds.shm_workers import worker_start
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp")
 MAX_WORKERS = 8
@@ -118,7 +118,7 @@ def pooled(tasks: Iterator[tuple], workers: int) -> Iterator[tuple]:
         for task in tasks:
             yield decode_batch(task)
         return
-    with sigint_blocked():  # a Ctrl-C is the consumer's to handle
+    with worker_start():  # a Ctrl-C is the consumer's to handle
         pool = multiprocessing.get_context("spawn").Pool(workers)
     try:
         pending = deque()

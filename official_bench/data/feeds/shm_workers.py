@@ -38,6 +38,7 @@ import multiprocessing
 import os
 import secrets
 import signal
+import sys
 import threading
 import time
 from multiprocessing import resource_tracker, shared_memory
@@ -255,6 +256,42 @@ def sigint_blocked():
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
+@contextlib.contextmanager
+def main_not_rerun(needed: bool = False):
+    """While spawned workers start (not where they need it, `needed`: a
+    source function in `__main__`): the parent's `__main__` is not run
+    again in them. multiprocessing's spawn runs it in each child (as
+    `__mp_main__`) so that what it defines can be unpickled there, and a
+    script calling official_bench.run() without an `if __name__ ==
+    "__main__":` guard then ran its experiments again in every input
+    worker, writing over the parent's results. The workers run only
+    importable code, so the main module's name and path are hidden from
+    multiprocessing.spawn.get_preparation_data meanwhile."""
+    main = sys.modules.get("__main__")
+    if needed or main is None:
+        yield
+        return
+    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__")
+             if k in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    main.__spec__ = None
+    try:
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)
+
+
+@contextlib.contextmanager
+def worker_start(source_function: str = ""):
+    """Around the start of spawned workers: SIGINT blocked
+    (sigint_blocked) and the parent's script not run again in them
+    (main_not_rerun)."""
+    with sigint_blocked(), main_not_rerun(
+            source_function.startswith("__main__:")):
+        yield
+
+
 def _reading(source: Source) -> Optional[str]:
     """The source's file this worker has open now (30 us of /proc)."""
     return open_file_of(os.getpid(), source.files) if source.files \
@@ -380,7 +417,7 @@ class WorkerPool:
                 target=_worker_main, name=f"input-worker-{i}", daemon=True,
                 args=(i, self.num_workers, self.source, self.shape, shm.name,
                       self.slots, theirs, parent, self._noted[i]))
-            with sigint_blocked():
+            with worker_start(self.source.function):
                 proc.start()
             theirs.close()  # so a dead worker reads as end-of-file here
             self._procs.append(proc)

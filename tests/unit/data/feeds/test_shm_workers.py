@@ -420,3 +420,37 @@ def test_a_pools_shared_memory_names_its_process_and_worker():
                                                     prefix + "1_"]
     assert len(set(names)) == 2 and not any(
         os.path.exists(os.path.join("/dev/shm", n)) for n in names)
+
+
+# A researcher's script without an `if __name__ == "__main__":` guard.
+UNGUARDED = """
+import sys
+sys.path.insert(0, {tests!r})
+print("script body ran", flush=True)
+from official_bench.data.feeds import shm_workers as w
+with w.WorkerPool(w.Source({source!r}, {{}}), w.BatchShape(4, 4, 4, 3),
+                  2) as pool:
+    batch = pool.next()
+    print("labels", sorted(batch.labels.tolist()), flush=True)
+    batch.release()
+"""
+
+
+def test_the_workers_do_not_run_the_parents_script_again(tmp_path):
+    """spawn runs the parent's __main__ again in each child; a notebook
+    sequence in a script without a __main__ guard ran its experiments
+    again in every input worker, writing over the parent's results."""
+    script = tmp_path / "experiments.py"
+    script.write_text(UNGUARDED.format(
+        tests=os.path.join(REPO, "tests"), source=EXAMPLES))
+    p = subprocess.run([sys.executable, str(script)], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.count("script body ran") == 1, p.stdout
+    assert "labels [0, 2, 4, 6]" in p.stdout
+    # This process's main module is whole again after a start.
+    main = sys.modules["__main__"]
+    before = (main.__dict__.get("__file__"), main.__spec__)
+    with shm_workers.main_not_rerun():
+        assert main.__spec__ is None and "__file__" not in main.__dict__
+    assert (main.__dict__.get("__file__"), main.__spec__) == before
