@@ -237,6 +237,16 @@ def _spread_warning(label: str, entry: Entry,
             f"--spread_warn {spread_warn:g}% (speeds {speeds})")
 
 
+def _mfu_rate(entry: Entry) -> Optional[float]:
+    """The rate a case's MFU is at, unrounded (the printed 2-decimal rate
+    moves MFU's 4th digit away from the trainer's): the median of the runs'
+    images / time over the window, else the median of their speeds."""
+    over = [d[OVER_WINDOW_KEY] for d in entry["run_details"]
+            if d[OVER_WINDOW_KEY] is not None]
+    return statistics.median(over) if over else \
+        entry["median_speed_unrounded"]
+
+
 def summarize(outcomes: Iterable[RunOutcome], method: str = "mean",
               warmup_batches: int = 100, train_batches: int = 600,
               spread_warn: float = 5.0
@@ -270,8 +280,7 @@ def summarize(outcomes: Iterable[RunOutcome], method: str = "mean",
             measured = _measured(runs)
             if measured is not None:
                 entry[subject.KEY] = measured
-            rate = entry[OVER_WINDOW_KEY] if entry[OVER_WINDOW_KEY] \
-                is not None else medians[case]
+            rate = _mfu_rate(entry)
             devices = model_flops.peak_devices(
                 entry["num_nodes"], entry["num_devices"],
                 (measured or {}).get("device_kind"))

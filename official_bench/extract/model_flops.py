@@ -68,9 +68,9 @@ def case_flops(records: Sequence[Optional[FlopsRecord]],
 
     ``records``: the counted runs' records (None for runs without one);
     ``images_per_second``: the case's images / time over the counted
-    window (module doc); ``devices``: the case's :func:`peak_devices`.
-    Appends to ``warnings`` where the records disagree with each other or
-    with the case.
+    window (module doc), unrounded; ``devices``: the case's
+    :func:`peak_devices`. Appends to ``warnings`` where the records
+    disagree with each other or with the case.
     """
     found = [r for r in records if r is not None]
     if not found or images_per_second is None:
@@ -87,7 +87,7 @@ def case_flops(records: Sequence[Optional[FlopsRecord]],
                                               record.gflop_per_image)
     mfu = flops_contract.mfu(images_per_second, record.gflop_per_image,
                              record.peak_tflops_per_device, devices)
-    return {"images_per_second": images_per_second,
+    return {"images_per_second": round(images_per_second, 2),
             "gflop_per_image": record.gflop_per_image,
             "achieved_tflops": round(achieved, 4),
             "achieved_tflops_per_device": round(achieved / devices, 4),

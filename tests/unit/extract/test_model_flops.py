@@ -216,3 +216,17 @@ def test_mfu_is_at_images_over_time_as_the_trainers_is(tmp_path):
     assert got["mfu"] == round(400.0 * GFLOP / 1000 / 312.0, 4)
     (row, _) = tables.flops_rows(extraction.result["rn50"])
     assert row[2] == "400.00"
+
+
+def test_mfu_is_from_the_unrounded_rate_as_the_trainers(tmp_path):
+    # 7.2144 img/s prints as 7.21; MFU from that would read 0.4998 where
+    # the trainer (and the history) give 0.5001
+    logs = tree(tmp_path, speeds=[5.0] + [7.2144] * 5,
+                flops_of=lambda d: flops(d, peak=0.354))
+    entry = extract.extract(logs).result["rn50"]["1n1g"]
+    exact = entry["run_details"][0]["images_per_second_over_window"]
+    assert round(exact, 4) == 7.2144
+    got = entry[model_flops.KEY]
+    assert got["mfu"] == round(flops_contract.mfu(exact, GFLOP, 0.354, 1), 4)
+    assert got["mfu"] == 0.5001
+    assert got["images_per_second"] == 7.21
