@@ -30,7 +30,12 @@ from __future__ import annotations
 import statistics
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from official_bench.contracts import dtypes, log_tree, throughput
+from official_bench.contracts import (
+    dtypes,
+    log_tree,
+    run_backend,
+    throughput,
+)
 from official_bench.extract import model_flops, rounding, subject
 from official_bench.extract.logparse import RunId
 from official_bench.extract.speeds import RunOutcome
@@ -274,6 +279,8 @@ def summarize(outcomes: Iterable[RunOutcome], method: str = "mean",
             warns: List[str] = []
             entry, medians[case] = case_entry(runs[0].run, runs, method,
                                               warmup_batches, train_batches)
+            entry["backend"] = run_backend.backend(
+                runs[0].config, runs[0].environment, runs[0].log_path)
             env = _environment(runs, warns, label)
             if env is not None:
                 entry["environment"] = env

@@ -47,7 +47,7 @@ CSV_COLUMNS = ("model", "dtype", "batch_size_per_device", "num_nodes",
                "num_runs", "num_excluded", "method", "gpu_utilisation",
                "input_wait", "images_per_second_over_window",
                "gflop_per_image", "achieved_tflops",
-               "peak_tflops_per_device", "mfu")
+               "peak_tflops_per_device", "mfu", "backend")
 # The model-FLOPs table (FLOPS_COLUMNS) and the CSV's columns from it.
 FLOPS_COLUMNS = ("node_num", "gpu_num", "images/s over window", "GFLOP/image",
                  "TFLOP/s", "TFLOP/s per device", "peak TFLOP/s per device",
@@ -226,6 +226,8 @@ def _environment_line(env: Dict[str, Any]) -> str:
     JSON."""
     parts = []
     for key, label in (("tensorflow", "TensorFlow"), ("tf_keras", "tf_keras"),
+                       ("keras", "Keras"), ("jax", "JAX"),
+                       ("jaxlib", "jaxlib"),
                        ("python", "Python"),
                        ("cuda_version", "TensorFlow built with CUDA"),
                        ("cudnn_version", "cuDNN"), ("strategy", "strategy")):
