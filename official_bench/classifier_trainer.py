@@ -24,6 +24,7 @@ from official_bench.config.flags import (
     start_main,
 )
 from official_bench.contracts import exit_status
+from official_bench.runtime import stop_signals
 
 # --help's exit statuses (contracts/exit_status.help_text).
 EXIT_STATUSES = {
@@ -92,6 +93,8 @@ def _fail(message: str, status: int,
 
 
 def main(argv) -> int:
+    # This process is the run's own: a second signal may end it at once.
+    stop_signals.own_process()
     refused = start_main(argv)
     if refused is not None:
         return refused
@@ -137,16 +140,15 @@ def _train(cfg) -> int:
     from official_bench import config as config_lib, trainer
     from official_bench.host.write_errors import NotWritable
     from official_bench.runtime.cluster import ClusterError, PeerLost
-    from official_bench.runtime.stop_signals import RunStopped
     try:
         trainer.train_and_evaluate(cfg)
     except config_lib.ConfigError as e:
         return _fail(str(e), exit_status.CONFIG, e)
-    except (RunStopped, PeerLost) as e:
+    except stop_signals.STOPS + (PeerLost,) as e:
         # Exit at once: a multi-worker teardown can wait for peers that are
         # still training or gone, and would print after our last line.
-        os._exit(_fail(str(e), e.exit_status if isinstance(e, RunStopped)
-                       else exit_status.PEER_LOST, e))
+        os._exit(_fail(str(e), exit_status.PEER_LOST
+                       if isinstance(e, PeerLost) else e.exit_status, e))
     except ClusterError as e:
         return _fail(str(e), exit_status.CLUSTER, e)
     except NotWritable as e:

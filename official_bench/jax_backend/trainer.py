@@ -416,7 +416,7 @@ def _loop_under_signals(cfg: ExperimentConfig, loop: _Loop
             # A stopped or lost process leaves its peers mid-collective:
             # the signal or the lost peer is the cause, not what failed.
             if stopper.requested:
-                raise stop_signals.RunStopped(
+                raise stop_signals.run_stopped(
                     stopper.signum, stopper.step, plan.total_steps) from e
             if run.process_count > 1 and not isinstance(
                     e, (NanCheckError, file_verdict.BadRecordFile) +
@@ -429,8 +429,8 @@ def _loop_under_signals(cfg: ExperimentConfig, loop: _Loop
             if loop.sampler:
                 loop.sampler.on_train_end()
     if stopper.requested:
-        raise stop_signals.RunStopped(stopper.signum, stopper.step,
-                                      plan.total_steps)
+        raise stop_signals.run_stopped(stopper.signum, stopper.step,
+                                       plan.total_steps)
     return history, evaluation
 
 

@@ -27,6 +27,7 @@ tracebacks from importlib's and JAX's callbacks, or crashed the import.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import select
@@ -45,8 +46,9 @@ SIGNALS = (signal.SIGTERM, signal.SIGINT)
 SAME_STOP_SECONDS = 1.0
 
 
-class RunStopped(RuntimeError):
-    """The run was stopped by a signal; `exit_status` is 128 + signal."""
+class _Stop:
+    """What a stop by a signal says: signum, step, `exit_status` (128 +
+    signal) and the message."""
 
     def __init__(self, signum: int, step: Optional[int], total: int):
         self.signum, self.step = signum, step
@@ -59,6 +61,41 @@ class RunStopped(RuntimeError):
     @property
     def exit_status(self) -> int:
         return exit_status.by_signal(self.signum)
+
+
+class RunStopped(_Stop, RuntimeError):
+    """The run was stopped by SIGTERM (a scheduler, `timeout`)."""
+
+
+class RunInterrupted(_Stop, KeyboardInterrupt):
+    """The run was stopped by SIGINT (Ctrl-C, a notebook's stop button):
+    a KeyboardInterrupt, so a notebook's `except Exception` around a run
+    does not take it for a failed run and go on to the next."""
+
+
+STOPS = (RunStopped, RunInterrupted)
+
+
+def run_stopped(signum: int, step: Optional[int], total: int) -> _Stop:
+    """The exception for a run `signum` stopped at `step` of `total`."""
+    kind = RunInterrupted if signum == signal.SIGINT else RunStopped
+    return kind(signum, step, total)
+
+
+# Whether this process is the trainer's own (its CLI: entry points call
+# own_process). Where it is not (a notebook's kernel), a second signal or
+# a stop past its grace interrupts the main thread instead of ending the
+# process with everything the notebook holds.
+_OWNS_PROCESS = False
+
+
+def own_process() -> None:
+    """Called by an entry point: the process is the trainer's own, and a
+    second signal may end it at once."""
+    global _OWNS_PROCESS
+    _OWNS_PROCESS = True
+
+
 
 
 @contextlib.contextmanager
@@ -102,12 +139,13 @@ class StopOnSignal:
 
     def __init__(self, grace_seconds: float = 60.0,
                  log: Callable[[str], None] = None,
-                 hard_exit: Callable[[int], None] = os._exit):
+                 hard_exit: Optional[Callable[[int], None]] = None):
         self.grace_seconds = grace_seconds
         self.signum: Optional[int] = None
         self.step: Optional[int] = None  # last step seen by the callback
         self._log = log or (lambda m: print(m, file=sys.stderr, flush=True))
-        self._hard_exit = hard_exit
+        self._hard_exit = hard_exit or self._exit_or_interrupt
+        self._interrupt = False  # the main thread's handler raises
         self._old = {}
         self._old_wakeup = -1
         self._fds = None
@@ -146,8 +184,22 @@ class StopOnSignal:
         return False
 
     def _on_signal(self, signum, frame):
-        """Main-thread handler: only records (the watcher already knows)."""
+        """Main-thread handler: records (the watcher already knows); raises
+        KeyboardInterrupt once the watcher asked for it
+        (_exit_or_interrupt)."""
+        if self._interrupt:
+            self._interrupt = False
+            raise KeyboardInterrupt
         self._request(signum)
+
+    def _exit_or_interrupt(self, status: int) -> None:
+        """The hard stop: the process's end with `status` where it is the
+        trainer's own; else (a notebook's kernel) a KeyboardInterrupt in
+        the main thread, through _on_signal."""
+        if _OWNS_PROCESS:
+            os._exit(status)
+        self._interrupt = True
+        _thread.interrupt_main(signal.SIGINT)
 
     def _request(self, signum: int) -> bool:
         if self.signum is not None:

@@ -225,7 +225,7 @@ def _fit_under_signals(prep: Prepared, data, val_data, evaluate: bool,
             # A stopped worker leaves its peers mid-collective; what fails
             # after that is a consequence, the signal is the cause.
             if stopper.requested:
-                raise stop_signals.RunStopped(
+                raise stop_signals.run_stopped(
                     stopper.signum, stopper.step, plan.total_steps) from e
             if prep.cluster.peers():
                 lost = cluster_lib.lost_peers_error(
@@ -239,8 +239,8 @@ def _fit_under_signals(prep: Prepared, data, val_data, evaluate: bool,
             if cbs.sampler:  # Keras skips on_train_end when fit raises
                 cbs.sampler.on_train_end()
     if stopper.requested:
-        raise stop_signals.RunStopped(stopper.signum, stopper.step,
-                                      plan.total_steps)
+        raise stop_signals.run_stopped(stopper.signum, stopper.step,
+                                       plan.total_steps)
     _check_input_lasted(cfg, stopper.step, plan.total_steps)
     return history, cbs.time_history.wall_time or time.perf_counter() - start
 
