@@ -122,3 +122,20 @@ def row_from_result(data: Dict[str, Any], source: str, source_path: str,
                                i.examples_per_second] for i in counted]),
         gflop_per_image=gflop, mfu=mfu,
         backend=run_backend.backend(config, env, source_path))
+
+
+def framework(row: Row) -> str:
+    """"TF 2.21.0" / "JAX 0.10.2": the row's backend and its version (from
+    the stored environment, so rows written before this read the same);
+    the backend alone where no version was recorded (an imported log)."""
+    try:
+        env = json.loads(row.environment or "{}")
+    except ValueError:
+        env = {}
+    if not isinstance(env, dict):
+        env = {}
+    if row.backend == "jax":
+        version = env.get("jax")
+        return f"JAX {version}" if version else "JAX"
+    version = row.tensorflow or env.get("tensorflow")
+    return f"TF {version}" if version else "TF"

@@ -41,7 +41,11 @@ from official_bench.contracts import (
     run_backend,
 )
 from official_bench.contracts.history_db import HistoryError, Row
-from official_bench.contracts.history_row import row_from_result, run_key
+from official_bench.contracts.history_row import (
+    framework,
+    row_from_result,
+    run_key,
+)
 from official_bench.contracts.throughput import images_per_second_over_window
 from official_bench.extract import history_plot, logparse, windows
 from official_bench.extract.errors import ExtractError
@@ -137,12 +141,12 @@ def listing(check: CaseCheck) -> str:
     """A case's runs over time, then the verdict."""
     lines = [f"== {check.label}",
              f"{'id':>4} {'time (UTC)':<20} {'img/s':>9} {'over win':>9} "
-             f"{'MFU':>6} {'TF':<8} {'host':<12} config"]
+             f"{'MFU':>6} {'framework':<12} {'host':<12} config"]
     for r in check.rows:
         lines.append(
             f"{r.id or 0:>4} {r.time_utc:<20} {r.mean_rate:>9.2f} "
             f"{_num(r.images_per_second_over_window):>9} "
-            f"{_num(r.mfu, 4):>6} {(r.tensorflow or '-')[:8]:<8} "
+            f"{_num(r.mfu, 4):>6} {framework(r)[:12]:<12} "
             f"{(r.host or '-')[:12]:<12} {r.config_digest or '-'}")
     lines.append(summary_line(check))
     return "\n".join(lines) + "\n"
@@ -164,7 +168,8 @@ def summary_line(check: CaseCheck) -> str:
 def checks_json(checks: Sequence[CaseCheck]) -> str:
     return json.dumps([{
         "case": c.label, "runs": len(c.rows),
-        "latest": dataclasses.asdict(c.rows[-1]),
+        "latest": {**dataclasses.asdict(c.rows[-1]),
+                   "framework": framework(c.rows[-1])},
         "verdict": c.verdict.as_dict() if c.verdict else None,
         "left_out": c.left_out, "warmup_counted": c.warmup}
         for c in checks], indent=2) + "\n"

@@ -613,3 +613,36 @@ def test_a_zero_length_file_is_a_new_history(tmp_path, how):
     assert out.returncode == exit_status.OK, out.stderr
     assert history_db.count(str(db)) == 1
     assert sorted(os.listdir(tmp_path)) == ["h.sqlite", "logs"]
+
+
+def test_listing_and_json_name_each_rows_framework(tmp_path, capsys):
+    """A JAX case's rows say JAX and its version where a TensorFlow case's
+    say TF and its; the JSON row keeps "tensorflow" and adds "framework"."""
+    from official_bench.judge import history
+    db = str(tmp_path / "h.sqlite")
+    def jax_run(rate):
+        data = _result([rate] * 5)
+        data["environment"] = {"backend": "jax", "python": "3.11.7",
+                               "keras": "3.15.1", "jax": "0.10.2",
+                               "jaxlib": "0.10.2", "num_replicas": 1,
+                               "num_workers": 1, "dtype": "float32",
+                               "hostname": "vm"}
+        data["config"]["runtime"] = {"backend": "jax"}
+        return data
+    rows = [row_from_result(jax_run(100.0 + k), "trainer", "/tmp/x", 1e9 + k)
+            for k in range(2)] + [_row([90.0] * 5, 1e9 + 2)]
+    assert history_db.append(db, rows) == 3
+    assert history.main(["--db", db, "--case", SETUP]) == exit_status.OK
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if "time (UTC)" in line)
+    assert " framework " in header and " TF " not in header
+    listed = [line.split()[5:7] for line in out.splitlines()
+              if line.split()[:1] in (["1"], ["2"], ["3"])]
+    assert sorted(listed) == [["JAX", "0.10.2"]] * 2 + [["TF", "2.21.0"]]
+    assert history.main(["--db", db, "--json"]) == exit_status.OK
+    latest = {c["case"].split(", ")[1]: c["latest"]
+              for c in json.loads(capsys.readouterr().out)}
+    assert latest["jax"]["framework"] == "JAX 0.10.2"
+    assert latest["jax"]["tensorflow"] is None
+    assert latest["tensorflow"]["framework"] == "TF 2.21.0"
+    assert latest["tensorflow"]["tensorflow"] == "2.21.0"
