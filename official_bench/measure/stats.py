@@ -104,6 +104,13 @@ def percentile(values: List[float], q: float) -> float:
     return ordered[min(rank, len(ordered)) - 1]
 
 
+def _in_window(step: int, counted: List[Interval]) -> bool:
+    """Whether `step` lies in one of the counted intervals (all steps when
+    none counts: a run too short for one)."""
+    return not counted or any(i.start_step < step <= i.end_step
+                              for i in counted)
+
+
 def compute_stats(intervals: List[Interval], step_times: List[float],
                   warmup_steps: int, *, total_steps: int, wall_time: float,
                   global_batch: int, num_replicas: int,
@@ -122,9 +129,13 @@ def compute_stats(intervals: List[Interval], step_times: List[float],
     # start at its checkpoint's step): counting.warmup_start
     start = counting.warmup_start(intervals, warmup_steps)
     excluded = any(i.start_step >= start for i in counted)
+    # Step k is the run's step first_step + k + 1; with counted intervals,
+    # only those inside them, the window the img/s are over (the steps
+    # after the last whole interval are not).
     counted_steps = [k for k in range(len(step_times))
                      if (k >= warmup_steps or not excluded)
-                     and not lo <= first_step + k + 1 <= hi]
+                     and not lo <= first_step + k + 1 <= hi
+                     and _in_window(first_step + k + 1, counted)]
     timed = [k for k in counted_steps if synced and synced[k]]
     steps = [step_times[k] for k in (timed or counted_steps)]
     rates = [i.examples_per_second for i in counted]

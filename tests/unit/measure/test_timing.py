@@ -206,6 +206,22 @@ def test_stats_leave_out_warmup_and_report_spread():
     assert "official_bench: run finished" in s.summary()
 
 
+def test_steps_after_the_last_interval_are_not_in_the_step_times():
+    """37 steps at log_steps 10: the img/s are over steps 11-30 (the
+    intervals after warm-up); steps 31-37 end no interval, so their times
+    are left out of the step-time statistics too (they were in them, 27
+    samples for a 20-step window)."""
+    intervals = [Interval(0, 10, 10.0, 10.0), Interval(10, 20, 1.0, 100.0),
+                 Interval(20, 30, 1.0, 100.0)]
+    steps = [1.0] * 10 + [0.1] * 20 + [0.5] * 7
+    s = stats.compute_stats(intervals, steps, 10, total_steps=37,
+                             wall_time=13.0, global_batch=10, num_replicas=1,
+                             log_steps=10)
+    assert s.step_time_samples == 20
+    assert s.step_time_mean == pytest.approx(0.1)
+    assert s.step_time_p99 == pytest.approx(0.1)
+
+
 def test_warmup_is_left_out_when_one_interval_is_left_after_it():
     # warm-up 10 steps = the first interval; the second starts at step 10:
     # 100 img/s, steps of 0.1 s, none of the first interval's 1 s steps.
