@@ -75,11 +75,11 @@ def finish(end: RunEnd) -> RunResult:
                      end.guard.summary_note() + _skipped_note(skipped) +
                      usage_contract.summary_text(usage) + end.summary_note)
     record = None
+    fields = end.guard.result_fields()
+    warnings = fields.pop("warnings", []) + _skipped_warnings(skipped)
+    if warnings:
+        fields["warnings"] = warnings
     if end.result_path:
-        fields = end.guard.result_fields()
-        warnings = fields.pop("warnings", []) + _skipped_warnings(skipped)
-        if warnings:
-            fields["warnings"] = warnings
         record = run_record.write_result(
             end.result_path, end.cfg, stats=stats,
             environment=end.environment, history=end.history,
@@ -95,7 +95,8 @@ def finish(end: RunEnd) -> RunResult:
                      evaluation=end.evaluation, environment=end.environment,
                      model_dir=end.cfg.model_dir,
                      result_path=end.result_path, model=end.model,
-                     flops=flops_item)
+                     flops=flops_item, records_skipped=skipped,
+                     warnings=warnings)
 
 
 def run_stats(end: RunEnd, stats: stats_lib.ThroughputStats

@@ -28,6 +28,10 @@ class RunResult:
     # result.json's flops object (contracts/flops.py); None: not counted.
     flops: Optional[Dict[str, Any]] = dataclasses.field(default=None,
                                                         repr=False)
+    # result.json's records_skipped ({split: count} of bad records a
+    # skip_bad_records run read past; None: none) and warnings.
+    records_skipped: Optional[Dict[str, int]] = None
+    warnings: List[str] = dataclasses.field(default_factory=list)
 
     @property
     def examples_per_second(self) -> Optional[float]:
@@ -52,4 +56,6 @@ class RunResult:
                 f"{self.config.runtime.distribution_strategy!r}, replicas="
                 f"{self.stats.num_replicas if self.stats else None}, "
                 + (f"{rate:.2f} img/s" if rate is not None else "no rate")
+                + (f", records_skipped={self.records_skipped}"
+                   if self.records_skipped else "")
                 + f", result={self.result_path!r})")

@@ -141,18 +141,23 @@ def test_the_records_a_run_skipped_are_in_result_json_and_its_summary(
     try:
         record_problems.PROCESS.add("train", 3)
         record_problems.PROCESS.add("other", 5)  # no dataset reads it
-        run_end.finish(skipping)
+        result = run_end.finish(skipping)
         record = json.loads((tmp_path / "result.json").read_text())
         assert record["records_skipped"] == {"train": 3}
         assert record["warnings"] == [
             "3 bad record(s) skipped in train (skip_bad_records: true): "
             "the run read the rest"]
+        # A notebook's result says so too, without opening result.json.
+        assert result.records_skipped == {"train": 3}
+        assert result.warnings == record["warnings"]
+        assert "records_skipped={'train': 3}" in repr(result)
         summary = [m for m in absl_messages if "run finished" in m]
         assert "; 3 bad record(s) skipped (train 3)" in summary[-1]
-        run_end.finish(end)
+        result = run_end.finish(end)
         record = json.loads((tmp_path / "result.json").read_text())
         assert record["records_skipped"] is None
         assert "warnings" not in record
+        assert (result.records_skipped, result.warnings) == (None, [])
     finally:
         record_problems.PROCESS.clear()
 
