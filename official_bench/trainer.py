@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import logging as std_logging
 from typing import Any, Mapping, Optional, Union
 
 from absl import logging
@@ -80,8 +81,13 @@ def run_config(config: ConfigLike = None, *, params_override=None,
 def _info_logging():
     """Progress, TimeHistory lines and the summary are absl INFO records,
     which absl hides until a program sets its verbosity; a notebook calling
-    run() should see them without knowing that."""
+    run() should see them without knowing that. Where no logging was set
+    up, absl's first record sets up Python's root logger
+    (logging.basicConfig) to show them; that handler goes when the run
+    ends, so the notebook's own basicConfig afterwards still works."""
     before = logging.get_verbosity()
+    root = std_logging.getLogger()
+    handlers = list(root.handlers)
     if before < logging.INFO:
         logging.set_verbosity(logging.INFO)
     try:
@@ -89,6 +95,9 @@ def _info_logging():
     finally:
         if before < logging.INFO:
             logging.set_verbosity(before)
+        if not handlers:
+            for handler in list(root.handlers):
+                root.removeHandler(handler)
 
 
 def check_before_start(cfg: ExperimentConfig) -> None:

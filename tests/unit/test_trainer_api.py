@@ -98,3 +98,37 @@ def test_api_errors_name_its_arguments_not_the_clis_flags():
         with pytest.raises(official_bench.ConfigError) as info:
             call()
         assert words in str(info.value) and "--" not in str(info.value)
+
+
+NOTEBOOK_LOGGING = """
+import logging, sys, types
+from absl import logging as absl_logging
+from official_bench import trainer
+backend = types.ModuleType("fake_backend")
+
+def train_and_evaluate(cfg):
+    absl_logging.info("a line of the run")
+    return "trained"
+
+backend.train_and_evaluate = train_and_evaluate
+sys.modules["fake_backend"] = backend
+trainer.BACKEND_MODULES["tensorflow"] = "fake_backend"
+print(trainer.train_and_evaluate(trainer.run_config(model_dir=sys.argv[1])))
+print("root handlers after the run:", len(logging.getLogger().handlers))
+logging.basicConfig(level=logging.INFO, format="MINE %(message)s")
+logging.getLogger("notebook").info("my own line")
+"""
+
+
+def test_a_notebooks_own_logging_setup_works_after_a_run(tmp_path):
+    """absl's first record set up the root logger (basicConfig) where
+    nothing had; the handler stayed, and the notebook's own basicConfig
+    after a run silently did nothing."""
+    p = subprocess.run([sys.executable, "-c", NOTEBOOK_LOGGING,
+                        str(tmp_path)], cwd=REPO, env=cli_env(),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "a line of the run" in p.stderr  # shown during the run
+    assert p.stdout.splitlines() == ["trained",
+                                     "root handlers after the run: 0"]
+    assert "MINE my own line" in p.stderr
