@@ -93,6 +93,9 @@ class SideRuns:
     runs: Dict[Case, List[List[ReadInterval]]]
     notes: List[str] = dataclasses.field(default_factory=list)
     label: str = ""  # what this side is, by what differs from the other
+    # the backends of its runs, sorted (pair_backends: before it drops
+    # them from the cases); "" for the runner's, which names none
+    backends: Tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -313,6 +316,8 @@ def pair_backends(a: SideRuns, b: SideRuns) -> None:
     differ each side's label names its own: the first line says what
     differs. A side holding several backends keeps the backend in every
     case ('1n1g b128 fp32 jax'), so no two backends' runs are mixed."""
+    for side in (a, b):
+        side.backends = tuple(sorted({c.backend for c in side.runs}))
     first, second = _one_backend(a), _one_backend(b)
     if first is None or second is None:
         return
@@ -432,13 +437,30 @@ def table(rows: Sequence[CaseComparison], a_label: str = "",
     return "\n".join(lines) + "\n"
 
 
+def side_backend(side: SideRuns) -> Optional[str]:
+    """The backend of a side's runs, "mixed" when it holds several (its
+    cases then name theirs), None when none is named (the runner)."""
+    names = [n for n in side.backends if n]
+    if not names:
+        return None
+    return names[0] if len(names) == 1 else "mixed"
+
+
+def _case_backend(row: CaseComparison, side: SideRuns) -> Optional[str]:
+    """The backend of a case's runs on one side."""
+    return row.case.backend or side_backend(side)
+
+
 def as_json(rows: Sequence[CaseComparison], a: SideRuns, b: SideRuns) -> str:
-    """The comparison as JSON (for scripts)."""
+    """The comparison as JSON (for scripts), with each side's backend and
+    each case's on both sides."""
     return json.dumps({"a": a.path, "b": b.path, "a_label": a.label,
-                       "b_label": b.label, "cases": [
+                       "b_label": b.label, "a_backend": side_backend(a),
+                       "b_backend": side_backend(b), "cases": [
         dict(case=row.label, nodes=row.case.nodes,
              gpus_per_node=row.case.gpus_per_node,
              batch_size_per_device=row.case.batch, dtype=row.case.dtype,
+             a_backend=_case_backend(row, a), b_backend=_case_backend(row, b),
              images_per_second_over_window_a=row.over_window_a,
              images_per_second_over_window_b=row.over_window_b,
              **row.verdict.as_dict()) for row in rows]}, indent=2) + "\n"

@@ -453,6 +453,9 @@ def test_two_backends_are_named_as_what_differs(tmp_path):
     assert [c["case"] for c in doc["cases"]] == ["1n1g b8 fp32 tensorflow"]
     assert doc["cases"][0]["runs_b"] == 3  # the JAX runs are not among them
     assert "1n1g b8 fp32 jax: only in B" in out.stderr
+    assert (doc["a_backend"], doc["b_backend"]) == ("tensorflow", "mixed")
+    assert (doc["cases"][0]["a_backend"], doc["cases"][0]["b_backend"]) \
+        == ("tensorflow", "tensorflow")
     # Sides of one backend each: the cases pair by setup, the labels say
     # which backend each side ran.
     jax_only = tmp_path / "jax_only"
@@ -462,3 +465,8 @@ def test_two_backends_are_named_as_what_differs(tmp_path):
     lines = out.stdout.splitlines()
     assert lines[0] == "A: tf_only (tensorflow), B: jax_only (jax)"
     assert lines[2].startswith("1n1g b8 fp32 ") and "slower" in lines[2]
+    doc = json.loads(_cli("--a", str(tf_only), "--b", str(jax_only),
+                          "--json").stdout)
+    assert (doc["a_backend"], doc["b_backend"]) == ("tensorflow", "jax")
+    assert [(c["case"], c["a_backend"], c["b_backend"])
+            for c in doc["cases"]] == [("1n1g b8 fp32", "tensorflow", "jax")]
