@@ -146,7 +146,7 @@ def _train(cfg: ExperimentConfig, run: devices_lib.JaxRuntime, dtype: str,
 
         # 7. The loop; then every record file whole, however far it read
         #    (data/records/file_verdict.py): the same answer in every run.
-        history, evaluation = _run_loop(cfg, loop)
+        history, evaluation = _run_loop(cfg, loop, model.name)
         file_verdict.finish(file_check, cfg.train_dataset)
     step_lib.write_back(model, optimizer, steps.state)
 
@@ -389,11 +389,12 @@ def _sampler(period: float, run) -> Optional[sampling.Sampler]:
         peak_reader=devices_lib.peak_memory_reader(gpus), allocator="xla")
 
 
-def _run_loop(cfg: ExperimentConfig, loop: _Loop
+def _run_loop(cfg: ExperimentConfig, loop: _Loop, model_name: str
               ) -> Tuple[Dict[str, list], Dict[str, float]]:
-    """Epochs of steps, evaluation between them; Keras-style history."""
+    """Epochs of steps, evaluation between them; Keras-style history. The
+    start line names the built model (resnet8_cifar), as TensorFlow's."""
     plan = loop.plan
-    logging.info("Training %s for epochs 1..%d x %d steps", cfg.model.name,
+    logging.info("Training %s for epochs 1..%d x %d steps", model_name,
                  cfg.train.epochs, plan.steps_per_epoch)
     # (no done line if the loop raises)
     with Stage(stage_line.training(1, plan.total_steps), heartbeat=0):

@@ -115,6 +115,13 @@ def test_time_history_lines_count_the_global_batch(run):
             interval["examples_per_second"], abs=0.006)
 
 
+def test_start_line_names_the_built_model_as_tensorflows_does(run):
+    built = re.search(r"official_bench: built (\S+) \(", run.output)
+    started = re.search(r"Training (\S+) for epochs ", run.output)
+    assert built and started, run.output[-3000:]
+    assert started.group(1) == built.group(1) == "resnet8_cifar"
+
+
 def test_result_environment_says_jax(run):
     env = run.result["environment"]
     assert env["backend"] == "jax"
