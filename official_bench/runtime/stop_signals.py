@@ -15,7 +15,13 @@ install ours after the strategy exists (taking the signal back), and:
   waits for a peer, a teardown that blocks) the watcher ends it with
   128+signal after saying so;
 - a second signal ends it at once, except a repeat of the first within
-  SAME_STOP_SECONDS (one sender's copies, as `timeout`'s).
+  SAME_STOP_SECONDS (one sender's copies, as `timeout`'s);
+- those two hard stops end the process only where it is the trainer's own
+  (the CLI calls `own_process`); in a notebook's kernel they raise
+  KeyboardInterrupt in the main thread instead.
+
+A stop raises RunInterrupted (SIGINT, a KeyboardInterrupt) or RunStopped
+(SIGTERM, a RuntimeError) from the trainer (`run_stopped`).
 
 Before the steps a Ctrl-C is Python's KeyboardInterrupt, which the entry
 point turns into one line naming the stage. While the backend loads,
@@ -94,8 +100,6 @@ def own_process() -> None:
     second signal may end it at once."""
     global _OWNS_PROCESS
     _OWNS_PROCESS = True
-
-
 
 
 @contextlib.contextmanager
