@@ -1,34 +1,25 @@
 """SIGTERM and SIGINT stop a run at the next step boundary, in bounded time.
 
 Under multi_worker_mirrored TensorFlow's preemption notifier installs its own
-SIGTERM handler, logs "SIGTERM caught" and lets training go on to the end
-with exit 0, so Slurm, Kubernetes and `timeout` could not stop a worker. We
-install ours after the strategy exists (taking the signal back), and:
+SIGTERM handler and trains on to exit 0, so Slurm, Kubernetes and `timeout`
+could not stop a worker. We install ours after the strategy exists, and:
 
 - a wake-up fd lets a watcher thread see the signal at once, even while the
-  main thread is inside a TensorFlow call (Python runs signal handlers only
-  on the main thread, between bytecodes);
-- a Keras callback (runtime/stop_callback.py) ends `fit` after the step
-  (or loop) that is running; the JAX backend's loop asks `requested`
-  between steps itself (this module is TensorFlow-free);
-- if the process has not ended `grace_seconds` later (a collective that
-  waits for a peer, a teardown that blocks) the watcher ends it with
-  128+signal after saying so;
-- a second signal ends it at once, except a repeat of the first within
-  SAME_STOP_SECONDS (one sender's copies, as `timeout`'s);
-- those two hard stops end the process only where it is the trainer's own
-  (the CLI calls `own_process`); in a notebook's kernel they raise
-  KeyboardInterrupt in the main thread instead.
+  main thread is inside a TensorFlow call;
+- a Keras callback (runtime/stop_callback.py) ends `fit` after the running
+  step (or loop); the JAX loop asks `requested` between steps itself;
+- `grace_seconds` after the signal, or at a second signal (not a repeat of
+  the first within SAME_STOP_SECONDS: `timeout` sends two copies), the
+  watcher ends the process with 128+signal where it is the trainer's own
+  (the CLI calls `own_process`), else (a notebook's kernel) raises
+  KeyboardInterrupt in the main thread.
 
-A stop raises RunInterrupted (SIGINT, a KeyboardInterrupt) or RunStopped
-(SIGTERM, a RuntimeError) from the trainer (`run_stopped`).
-
-Before the steps a Ctrl-C is Python's KeyboardInterrupt, which the entry
-point turns into one line naming the stage. While the backend loads,
-`ctrl_c_deferred` holds a first Ctrl-C until the load returns: raised inside
-TensorFlow's import, the KeyboardInterrupt was swallowed by a bare `except`
-there (the run then trained to the end), printed as "Exception ignored"
-tracebacks from importlib's and JAX's callbacks, or crashed the import.
+The trainer raises RunInterrupted (SIGINT; a KeyboardInterrupt) or
+RunStopped (SIGTERM; a RuntimeError): `run_stopped`. Before the steps a
+Ctrl-C is a KeyboardInterrupt, which the entry point names with its stage;
+`ctrl_c_deferred` holds one that comes while the backend loads until the
+load returns (raised inside TensorFlow's import it was swallowed by a bare
+`except`, printed "Exception ignored" tracebacks, or crashed the import).
 """
 
 from __future__ import annotations
