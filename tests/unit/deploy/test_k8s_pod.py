@@ -4,6 +4,7 @@ the hold after the sweep. The pods training together is
 tests/system/test_k8s_pods.py."""
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -121,9 +122,16 @@ def test_copy_hint_names_the_pod_and_the_log_dir():
 
 
 def test_run_and_hold_keeps_the_pod_then_returns_the_scripts_status(capsys):
+    # Its EntrySignals become this process's SIGTERM/SIGINT handlers: put
+    # back after (a later test in the same worker found SIGINT the pod's).
+    old = {sig: signal.getsignal(sig) for sig in pod.SIGNALS}
     start = time.monotonic()
-    status = pod.run_and_hold(["bash", "-c", "exit 3"], {"PATH": "/bin:/usr/"
-                                                         "bin"}, 1)
+    try:
+        status = pod.run_and_hold(["bash", "-c", "exit 3"],
+                                  {"PATH": "/bin:/usr/bin"}, 1)
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
     assert status == 3
     assert time.monotonic() - start >= 1.0
     assert "kubectl cp" in capsys.readouterr().out
