@@ -159,8 +159,13 @@ def kernels_note(requested: str, dtype: str, num_gpus: int,
     """The summary line's part from the facts: e.g. ', CPU kernels oneDNN
     (auto)', or ', CPU kernels oneDNN (auto; bf16 ops on Eigen: no
     AVX-512)'."""
-    eigen = bf16_on_eigen(dtype, num_gpus, flags, onednn)
-    tail = f"; {eigen}" if eigen else ""
+    return _note_text(requested, onednn,
+                      bf16_on_eigen(dtype, num_gpus, flags, onednn))
+
+
+def _note_text(requested: str, onednn: Optional[bool],
+               note: Optional[str]) -> str:
+    tail = f"; {note}" if note else ""
     return f", CPU kernels {_state(onednn)} ({requested}{tail})"
 
 
@@ -220,11 +225,11 @@ def record(requested: str, dtype: str = "float32",
                 dtype, num_gpus, cpu_features.read_flags(), enabled)}
 
 
-def summary_note(requested: str, dtype: str, num_gpus: int) -> str:
-    """kernels_note for this process: its CPU's flags and TensorFlow's
-    answer."""
-    return kernels_note(requested, dtype, num_gpus, cpu_features.read_flags(),
-                        onednn_enabled())
+def summary_note(recorded: Mapping[str, Any]) -> str:
+    """kernels_note from a run's environment fields (`record`), so the
+    summary line says what result.json says."""
+    return _note_text(recorded["cpu_kernels"], recorded["onednn_enabled"],
+                      recorded["cpu_kernels_note"])
 
 
 def bf16_warning(dtype: str, num_gpus: int,

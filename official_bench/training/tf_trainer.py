@@ -289,11 +289,12 @@ def _run_end(prep: Prepared, hist, evaluation, wall: float,
     (when timed), the input wait tf.data measured, TensorFlow's TF32 rule,
     the CPU-kernel note."""
     cfg = prep.cfg
+    environment = prep.environment()
     return run_end.RunEnd(
         cfg=cfg, plan=prep.plan, dtype=prep.dtype,
         clock=cbs.time_history if cbs.timed else None, guard=cbs.guard,
         history=hist, evaluation=evaluation, model=prep.model,
-        environment=prep.environment(), task=prep.task(),
+        environment=environment, task=prep.task(),
         result_path=prep.result_path, num_workers=prep.dist.num_workers,
         counted=counted,
         tf32=tf.config.experimental.tensor_float_32_execution_enabled(),
@@ -301,8 +302,7 @@ def _run_end(prep: Prepared, hist, evaluation, wall: float,
         excluded_steps=cbs.profile.traced if cbs.profile else None,
         sampler=cbs.sampler,
         input_wait=_input_wait(cfg, prep) if cbs.timed else None,
-        summary_note=cpu_kernels.summary_note(
-            cfg.runtime.cpu_kernels, prep.dtype, cfg.runtime.num_gpus))
+        summary_note=cpu_kernels.summary_note(environment))
 
 
 def _input_wait(cfg: ExperimentConfig, prep: Prepared):

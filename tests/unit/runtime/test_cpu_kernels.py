@@ -138,7 +138,7 @@ def test_summary_says_bf16_ops_fall_back_to_eigen_without_avx512(
     # the process's own facts, and the start line says it too
     monkeypatch.setattr(ck, "onednn_enabled", lambda: True)
     monkeypatch.setattr(ck.cpu_features, "read_flags", lambda: AVX2)
-    assert ck.summary_note("auto", "bfloat16", 0) == note
+    assert ck.summary_note(ck.record("auto", "bfloat16", 0)) == note
     # result.json's environment carries the same note (the HTML column's)
     assert ck.record("auto", "bfloat16", 0)["cpu_kernels_note"] == \
         "bf16 ops on Eigen: no AVX-512"

@@ -153,8 +153,9 @@ def test_the_run_end_holds_this_backends_facts(prep):
         tensor_float_32_execution_enabled()
     assert end.environment["backend"] == "tensorflow"
     assert end.task == prep.task() and end.num_workers == 1
-    assert end.summary_note == cpu_kernels.summary_note(
-        prep.cfg.runtime.cpu_kernels, prep.dtype, prep.cfg.runtime.num_gpus)
+    assert end.summary_note == cpu_kernels.kernels_note(
+        prep.cfg.runtime.cpu_kernels, prep.dtype, prep.cfg.runtime.num_gpus,
+        cpu_kernels.cpu_features.read_flags(), cpu_kernels.onednn_enabled())
     untimed = tf_trainer._run_end(prep, hist, {}, 1.0, types.SimpleNamespace(
         **dict(vars(cbs), timed=False)), None)
     assert untimed.clock is None and untimed.input_wait is None
