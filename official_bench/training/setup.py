@@ -58,20 +58,17 @@ class Prepared:
     replica_devices: List[str]
     result_path: Optional[str]
     malloc: Dict[str, Any]
-    # Where the config goes (None: not written by this process or mode);
-    # written once, by write_params.
+    # Where the config goes (None: not written by this process or mode).
     params_path: Optional[str] = None
-    _params_written: bool = False
 
     def write_params(self) -> None:
-        """model_dir/params.yaml, once. A resumed run writes it only after
-        its checkpoint is accepted (tf_trainer._resume): a refused resume
-        must not replace the config the checkpoint was trained with, which
-        its error tells the user to resume with."""
-        if self.params_path and not self._params_written:
+        """model_dir/params.yaml: by setup_run, or for a run that resumes
+        by tf_trainer._resume once its checkpoint is accepted (a refused
+        resume must not replace the config the checkpoint was trained
+        with, which its error tells the user to resume with)."""
+        if self.params_path:
             with writing(self.params_path, "the run's configuration"):
                 write_text_atomic(self.params_path, self.cfg.to_yaml())
-            self._params_written = True
 
     def environment(self) -> Dict[str, Any]:
         return dict(environment.collect(

@@ -148,7 +148,8 @@ def _resume(prep: Prepared) -> int:
             f"the checkpoint in {cfg.model_dir} is at epoch {initial_epoch} "
             f"(step {initial_step}); train.epochs {cfg.train.epochs} leaves "
             "nothing to train")
-    prep.write_params()  # the checkpoint is accepted (or there is none)
+    if cfg.train.resume_checkpoint:
+        prep.write_params()  # its checkpoint is accepted (or there is none)
     return initial_epoch
 
 
