@@ -39,9 +39,8 @@ def cannot_run(settings: Settings, error: ImportError) -> int:
     text = preflight.cannot_run_text(
         preflight.describe_choice(how, python, preflight.REPO_ROOT), problem,
         preflight.fix_advice(how, preflight.REPO_ROOT, if_unset=(
-            preflight.unset_choice(settings.launch_python_unset,
-                                   settings.launch_python_unset_from,
-                                   preflight.REPO_ROOT))), role="launcher")
+            preflight.unset_choice(settings, preflight.REPO_ROOT))),
+        role="launcher")
     if settings.mode == "single" or settings.launcher != "tf" or \
             settings.dry_run:
         print(f"error: {settings.script}: {text}", file=sys.stderr)

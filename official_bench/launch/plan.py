@@ -734,9 +734,8 @@ def trainer_interpreter(settings: Settings,
         python, how = sys.executable or "python3", "launcher"
     return preflight.Interpreter(
         python, how, preflight.describe_choice(how, python, REPO_ROOT),
-        preflight.unset_choice(settings.launch_python_unset,
-                               settings.launch_python_unset_from, REPO_ROOT)
-        if how == "PYTHON" else None)
+        preflight.unset_choice(settings, REPO_ROOT) if how == "PYTHON"
+        else None)
 
 
 def _local_workers(head: Worker, node_index: int, per_node: int,

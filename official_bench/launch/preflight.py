@@ -88,10 +88,13 @@ def describe_choice(chosen_by: str, python: str, repo: str) -> str:
     }.get(chosen_by, f"{python} (the launcher's own interpreter)")
 
 
-def unset_choice(python: Optional[str], chosen_by: Optional[str],
-                 repo: str) -> Optional[str]:
-    """What the run script would use without PYTHON, described; None where
-    that is the repository's .venv still to make, or not known."""
+def unset_choice(settings, repo: str) -> Optional[str]:
+    """What the run script would use without PYTHON (the launcher's
+    settings: launch_python_unset[_from], from scripts/lib/launch.sh),
+    described; None where that is the repository's .venv still to make,
+    or not known."""
+    python = settings.launch_python_unset
+    chosen_by = settings.launch_python_unset_from
     if not python or chosen_by not in ("VIRTUAL_ENV", ".venv"):
         return None
     return describe_choice(chosen_by, python, repo)
