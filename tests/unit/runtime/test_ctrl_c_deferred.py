@@ -10,14 +10,8 @@ import pytest
 
 from official_bench.runtime.stop_signals import ctrl_c_deferred
 
-
-@pytest.fixture(autouse=True)
-def python_sigint():
-    """Each test starts with Python's own SIGINT handler, whatever an
-    earlier test in this pytest worker left, and puts that back after."""
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, old)
+# Python's own SIGINT handler, whatever an earlier test left (conftest.py).
+pytestmark = pytest.mark.usefixtures("python_sigint")
 
 
 def _swallowing_import():

@@ -11,14 +11,8 @@ import pytest
 
 from official_bench.runtime import stop_signals
 
-
-@pytest.fixture(autouse=True)
-def python_sigint():
-    """Each test starts with Python's own SIGINT handler, whatever an
-    earlier test in this pytest worker left, and puts that back after."""
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, old)
+# Python's own SIGINT handler, whatever an earlier test left (conftest.py).
+pytestmark = pytest.mark.usefixtures("python_sigint")
 
 
 def test_a_sigint_stop_is_a_keyboard_interrupt_a_sigterm_stop_an_error():
