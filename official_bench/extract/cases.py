@@ -104,27 +104,56 @@ def pick_baseline(medians: Mapping[str, Optional[float]]) -> Optional[str]:
     return min(usable, key=_sort_key)
 
 
+# The environment keys the trainer's first result.json already wrote: one
+# run's file without one of them differs from a file with it. A key added
+# later (cpu_model, cpu_kernels_note, official_bench, ...) is missing from
+# older runs' files, which says nothing about the run: it differs only
+# where both runs name it. backend is compared as run_backend resolves it.
+FIRST_KEYS = frozenset((
+    "python", "tensorflow", "tf_keras", "platform", "cpu_count",
+    "devices", "replicas_per_worker", "configured_devices", "gpu_names",
+    "cuda_version", "cudnn_version", "is_cuda_build", "num_workers",
+    "num_replicas", "strategy", "dtype", "horovod"))
+NOT_COMPARED = frozenset(("hostname",))  # may differ without meaning
+
+
 def _environment(outcomes: List[RunOutcome], warnings: List[str],
                  label: str) -> Optional[Dict[str, Any]]:
     """The case's environment from the runs' result JSONs; warn on differences.
 
     Hostnames may differ between runs without meaning anything, other fields
-    (TensorFlow version, GPUs, CUDA) should not.
+    (TensorFlow version, GPUs, CUDA, the suite's version) should not. One
+    rule (`environment_differences`) decides what differs and names it.
     """
-    envs = [o.environment for o in outcomes if o.environment]
-    if not envs:
+    with_env = [o for o in outcomes if o.environment]
+    if not with_env:
         return None
-    ignore = {"hostname"}
-    first = {k: v for k, v in envs[0].items() if k not in ignore}
-    for env in envs[1:]:
-        other = {k: v for k, v in env.items() if k not in ignore}
-        if other != first:
-            keys = sorted(k for k in set(first) | set(other)
-                          if first.get(k) != other.get(k))
+    first = _compared_environment(with_env[0])
+    for o in with_env[1:]:
+        keys = environment_differences(first, _compared_environment(o))
+        if keys:
             warnings.append(f"{label}: runs report different environments "
                             f"({', '.join(keys)})")
             break
-    return envs[0]
+    return with_env[0].environment
+
+
+def _compared_environment(o: RunOutcome) -> Dict[str, Any]:
+    """A run's environment as compared: null values dropped (absent and
+    null are the same), hostname left out, backend as resolved."""
+    env = {k: v for k, v in o.environment.items()
+           if v is not None and k not in NOT_COMPARED}
+    env["backend"] = run_backend.backend(o.config, o.environment, o.log_path)
+    return env
+
+
+def environment_differences(a: Mapping[str, Any],
+                            b: Mapping[str, Any]) -> List[str]:
+    """The keys two compared environments differ in, sorted: a key both
+    name with other values, or a FIRST_KEYS key only one names."""
+    return sorted(k for k in set(a) | set(b)
+                  if (k in a and k in b and a[k] != b[k])
+                  or (k in FIRST_KEYS and (k in a) != (k in b)))
 
 
 def _measured(outcomes: List[RunOutcome]) -> Optional[Dict[str, Any]]:

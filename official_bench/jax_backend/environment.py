@@ -14,7 +14,12 @@ from typing import Any, Dict, Optional
 
 from official_bench.jax_backend import keras3
 from official_bench.jax_backend.devices import JaxRuntime
-from official_bench.measure.host_env import cpu_count, cpu_model
+from official_bench.measure.host_env import (
+    SUITE_KEY,
+    cpu_count,
+    cpu_model,
+    suite,
+)
 
 
 def collect(run: JaxRuntime, loaded_versions: Dict[str, Optional[str]],
@@ -24,6 +29,7 @@ def collect(run: JaxRuntime, loaded_versions: Dict[str, Optional[str]],
     local = run.local_devices
     return {
         "backend": "jax",
+        SUITE_KEY: suite(),  # "0.1.0 (git e92555b)": the code that ran
         "python": platform.python_version(),
         **loaded_versions,
         "hostname": socket.gethostname(),

@@ -45,9 +45,13 @@ from official_bench.launch.trainer_process import (
     stop_all,
     wait_all,
 )
+from official_bench.measure import host_env
 
 # The log header's line with the trainer's command (resume.py reads it).
 COMMAND_LINE = "# command: "
+# The header's line naming the suite that runs ("0.1.0 (git e92555b)",
+# measure/host_env.suite; resume.py compares it, as result.json records it).
+SUITE_LINE = "# official_bench: "
 
 
 class OneRun:
@@ -211,7 +215,8 @@ class OneRun:
                  + (f", {worker.label} of {len(run.workers)} on this node"
                     if many else "")
                  + f" on {hostname()}, {time.strftime('%Y-%m-%d %H:%M:%S')}",
-                 COMMAND_LINE + shlex.join(worker.command)]
+                 COMMAND_LINE + shlex.join(worker.command),
+                 SUITE_LINE + host_env.suite()]
         if worker.env:
             lines.append("# environment: " + " ".join(
                 f"{k}={shlex.quote(v)}"

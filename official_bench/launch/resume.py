@@ -9,9 +9,10 @@ same rule on every node (`decide`):
 - neither knob: any such run stops the sweep before anything is touched
   (exit LOGS_IN_USE), naming the runs and both ways on;
 - RESUME=1: a planned run whose status is ok on every node is reused
-  (unless its logged command differs from the plan's: `setup_difference`
-  stops the sweep, exit LOGS_IN_USE, rather than mix two setups); the
-  files of every other run are moved aside first, and the rest run;
+  (unless its logged command or suite version differs from the plan's:
+  `setup_difference` stops the sweep, exit LOGS_IN_USE, rather than mix
+  two setups; a log that names no version gets a note, `version_notes`);
+  the files of every other run are moved aside first, and the rest run;
 - OVERWRITE=1: every run runs, into `.overwrite-{stamp}/` of its case
   folder (`stage`); only when the sweep ended ok are the old files moved
   aside and the new ones moved in (`swap_in`); otherwise (a failed run, a
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import hashlib
 import json
 import os
 import shlex
@@ -35,8 +37,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from official_bench.contracts import hostport, log_tree, run_status
 from official_bench.host.write_errors import writing
-from official_bench.launch.one_run import COMMAND_LINE
+from official_bench.launch.one_run import COMMAND_LINE, SUITE_LINE
 from official_bench.launch.outcome import Status
+from official_bench.measure import host_env
 
 REPLACED_PREFIX = ".replaced-"
 STAGING_PREFIX = ".overwrite-"
@@ -48,6 +51,10 @@ OTHER_SETUP = "run with another setup"  # survey: "ok, {OTHER_SETUP}: ..."
 NOT_SETUP = ("runtime.peer_timeout_seconds",)
 HOSTS_KEY = "runtime.worker_hosts"  # compared without its ports
 HEADER_LINES = 20  # the log's header is its first few lines
+CONFIG_FLAG = "--config_file="  # compared by the file's contents
+# A kept run's suite version when its log's header names none.
+UNVERSIONED = ("unknown (before the log header named the suite's "
+               "version)")
 
 
 @dataclasses.dataclass
@@ -78,48 +85,135 @@ def run_state(run) -> str:
     return OK
 
 
-def logged_command(log_path: str) -> Optional[List[str]]:
-    """The trainer's command from the log's header (one_run.py), or None
-    when it has none."""
+def _header_line(log_path: str, prefix: str) -> Optional[str]:
+    """The rest of the log header's line that starts with `prefix`
+    (one_run.py writes them), or None."""
     try:
         with open(log_path, encoding="utf-8", errors="replace") as f:
             for _, line in zip(range(HEADER_LINES), f):
-                if line.startswith(COMMAND_LINE):
-                    return shlex.split(line[len(COMMAND_LINE):])
-    except (OSError, ValueError):
+                if line.startswith(prefix):
+                    return line[len(prefix):].rstrip("\n")
+    except OSError:
         return None
     return None
 
 
+def logged_command(log_path: str) -> Optional[List[str]]:
+    """The trainer's command from the log's header (one_run.py), or None
+    when it has none."""
+    line = _header_line(log_path, COMMAND_LINE)
+    try:
+        return None if line is None else shlex.split(line)
+    except ValueError:
+        return None
+
+
+def logged_suite(log_path: str) -> Optional[str]:
+    """The suite version the log's header names ("0.1.0 (git e92555b)"),
+    or None for a log written before the header named it."""
+    line = _header_line(log_path, SUITE_LINE)
+    return (line or "").strip() or None
+
+
 def setup_difference(run) -> Optional[str]:
     """How this node's files of `run` were run otherwise than the plan
-    runs it ("train.steps 30 -> 60", kept -> planned), or None."""
+    runs it ("train.steps 30 -> 60", "official_bench 0.1.0 (git a) ->
+    0.1.0 (git b)", kept -> planned), or None. A log that names no suite
+    version is not refused for that (version_notes says so)."""
     for w in run.workers:
         kept = logged_command(w.log_path)
         if kept is None:
             return (f"its log {w.log_path} has no '{COMMAND_LINE.strip()}' "
                     "line to compare with")
-        difference = command_difference(kept, list(w.command))
-        if difference:
-            return difference
+        parts = [command_difference(kept, list(w.command)),
+                 suite_difference(logged_suite(w.log_path))]
+        if any(parts):
+            return ", ".join(p for p in parts if p)
     return None
+
+
+def suite_difference(kept: Optional[str]) -> Optional[str]:
+    """"official_bench {kept} -> {this sweep's}" when a kept run's logged
+    suite version is not this launcher's; None when they match or the
+    log names none."""
+    now = host_env.suite()
+    if kept is None or kept == now:
+        return None
+    return f"{host_env.SUITE_KEY} {kept} -> {now}"
+
+
+def version_notes(runs: Sequence, kept: Sequence[str]) -> List[str]:
+    """One line per kept run (`kept`: run names) whose suite version this
+    node cannot match to this sweep's: its log names none (made before the
+    header named it), or both are the same commit with uncommitted
+    changes ("+dirty"), which may differ."""
+    now = host_env.suite()
+    notes = []
+    for run in runs:
+        if run.name not in kept:
+            continue
+        logged = {logged_suite(w.log_path) for w in run.workers}
+        if None in logged:
+            notes.append(
+                f"RESUME=1 keeps {run.name}, made by "
+                f"{host_env.SUITE_KEY} {UNVERSIONED}; this sweep runs "
+                f"{host_env.SUITE_KEY} {now}: if the suite changed since, "
+                "the case mixes two versions (OVERWRITE=1 runs them all "
+                "again)")
+        elif now.endswith("+dirty)"):
+            notes.append(
+                f"RESUME=1 keeps {run.name}, made by "
+                f"{host_env.SUITE_KEY} {now} as this sweep is: uncommitted "
+                "changes on both sides, which may differ")
+    return notes
 
 
 def command_difference(kept: Sequence[str],
                        planned: Sequence[str]) -> Optional[str]:
     """What differs between two trainer command lines, as "what -> what"
     (kept -> planned), or None; the model_dir (a fresh one per run),
-    worker ports and NOT_SETUP are left out."""
+    worker ports and NOT_SETUP are left out, and a --config_file is
+    compared by its contents where both files can be read now (by its
+    path where either cannot)."""
     (kept_args, kept_over), (args, over) = _setup(kept), _setup(planned)
     parts = [f"{key} {_shown(kept_over, key)} -> {_shown(over, key)}"
              for key in sorted(set(kept_over) | set(over))
              if kept_over.get(key, _UNSET) != over.get(key, _UNSET)]
-    matcher = difflib.SequenceMatcher(a=kept_args, b=args, autojunk=False)
+    kept_keys, keys = _compared(kept_args), _compared(args)
+    matcher = difflib.SequenceMatcher(a=kept_keys, b=keys, autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op != "equal":
+            both_read = any(k.startswith(_CONTENT) for k in kept_keys[i1:i2]) \
+                and any(k.startswith(_CONTENT) for k in keys[j1:j2])
             parts.append(f"command {shlex.join(kept_args[i1:i2]) or '()'}"
-                         f" -> {shlex.join(args[j1:j2]) or '()'}")
+                         f" -> {shlex.join(args[j1:j2]) or '()'}"
+                         + (" (its contents differ)" if both_read else ""))
     return ", ".join(parts) or None
+
+
+_CONTENT = "\0config file contents "  # _compared's key, never an argument
+
+
+def _compared(args: Sequence[str]) -> List[str]:
+    """The arguments as compared: a --config_file whose file can be read
+    as a digest of its contents (the same file copied elsewhere, or a new
+    checkout of the same config, is the same setup), the rest as they
+    are."""
+    keys = []
+    for arg in args:
+        digest = _digest(arg[len(CONFIG_FLAG):]) \
+            if arg.startswith(CONFIG_FLAG) else None
+        keys.append(_CONTENT + digest if digest else arg)
+    return keys
+
+
+def _digest(path: str) -> Optional[str]:
+    """sha256 of the file's bytes, or None when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
 
 
 _UNSET = object()
@@ -295,8 +389,9 @@ def decide(resume: bool, overwrite: bool, run_names: Sequence[str],
                 f"RESUME=1: {where} holds runs of this sweep made with "
                 f"another setup (kept run -> this sweep): {'; '.join(other)}"
                 "; keeping them would mix two setups in one case, so "
-                "nothing was touched. Re-run with the settings of those "
-                "runs, with OVERWRITE=1 (run all, then move the old files "
+                "nothing was touched. Re-run with the settings (and the "
+                f"{host_env.SUITE_KEY} version) of those runs, with "
+                "OVERWRITE=1 (run all, then move the old files "
                 f"aside into {REPLACED_PREFIX}<date>/ once every run is "
                 "ok), or use another LOG_DIR"))
         reuse = [n for n in run_names

@@ -99,6 +99,7 @@ def _note_old_runs(plan: Plan) -> None:
         plan.notes.append(f"RESUME=1: a real run keeps "
                           f"{', '.join(decision.reuse)} (status ok) and "
                           f"{rest}")
+        plan.notes.extend(resume.version_notes(plan.runs, decision.reuse))
     elif s.overwrite and decision.replace:
         plan.notes.append(f"OVERWRITE=1: a real run replaces "
                           f"{', '.join(decision.replace)} once every run "
@@ -325,6 +326,8 @@ def settle_logs(plan: Plan, surveys: Dict[int, Dict], stamp: str
     if decision.reuse:
         say(plan, f"RESUME=1: keeping {', '.join(decision.reuse)} "
             "(status ok); running the others")
+        for note in resume.version_notes(plan.runs, decision.reuse):
+            say(plan, f"note: {note}")
     return None, decision.reuse, decision.replace if s.overwrite else []
 
 

@@ -8,7 +8,12 @@ import platform
 import socket
 from typing import Dict, Optional
 
-from official_bench.measure.host_env import cpu_count, cpu_model
+from official_bench.measure.host_env import (
+    SUITE_KEY,
+    cpu_count,
+    cpu_model,
+    suite,
+)
 from official_bench.runtime.keras_setup import keras, tf
 
 
@@ -35,6 +40,7 @@ def collect(strategy_name: Optional[str] = None, num_workers: int = 1,
     build = tf.sysconfig.get_build_info()
     return {
         "backend": "tensorflow",  # as the JAX backend's record says "jax"
+        SUITE_KEY: suite(),  # "0.1.0 (git e92555b)": the code that ran
         "python": platform.python_version(),
         "tensorflow": tf.__version__,
         "tf_keras": keras.__version__,

@@ -11,6 +11,7 @@ import os
 from official_bench.contracts import exit_status as es, run_status
 from official_bench.launch import one_run
 from official_bench.launch.outcome import Status
+from official_bench.measure import host_env
 from support.small_disk import PAGE, leave_free, small_tmpfs
 
 
@@ -32,6 +33,7 @@ def test_ok_run_leaves_log_status_record_and_result_copy(plan_of):
     assert log[0].startswith("# official_bench.launch: run_single_node.sh "
                              "1n1g run 1, node 0 of 1 on ")
     assert log[1].startswith("# command: ") and w.model_dir in log[1]
+    assert log[2] == f"# official_bench: {host_env.suite()}"
     assert "stand-in trainer ok" in log
     assert log[-1] == "# official_bench.launch: 1n1g run 1 ok (exit 0)"
     record = _record(w)

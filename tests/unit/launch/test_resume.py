@@ -12,6 +12,7 @@ import types
 
 from official_bench.contracts import exit_status, run_status
 from official_bench.launch import resume
+from official_bench.measure import host_env
 from support.helpers import free_ports
 from support.launch_cli import SCRIPTS, clean_env, run_together, script
 from support.log_tree_runs import snapshot
@@ -425,3 +426,112 @@ def test_a_dry_run_notes_what_a_real_run_does_with_the_old_runs(tmp_path):
                                   "replaces 1n1g run 1, 1n1g run 2 once "
                                   "every run is ok"]
     assert snapshot(case) == before
+
+
+# -- the suite's version, and a config file by its contents (F2, F7) --
+
+
+def _versioned_run(folder, i, suite):
+    """_tree_run whose log header names the suite that made it (None: an
+    old log, written before the header named it)."""
+    _tree_run(folder, i)
+    if suite is not None:
+        log = folder / f"rn50_b4_fp32_{i}.log"
+        log.write_text(f"# command: {COMMAND.format(i=i)}\n"
+                       f"# official_bench: {suite}\nold log {i}\n")
+    return _run(folder, i)
+
+
+def test_a_run_kept_from_another_suite_version_is_another_setup(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(host_env, "suite", lambda: "0.2.0 (git bbbbbbb)")
+    runs = [_versioned_run(tmp_path, 1, "0.1.0 (git aaaaaaa)"),
+            _versioned_run(tmp_path, 2, "0.2.0 (git bbbbbbb)")]
+    survey = resume.survey(runs)
+    assert survey == {
+        "1n1g run 1": f"ok, {resume.OTHER_SETUP}: official_bench 0.1.0 "
+                      "(git aaaaaaa) -> 0.2.0 (git bbbbbbb)",
+        "1n1g run 2": "ok"}
+    d = resume.decide(True, False, ["1n1g run 1", "1n1g run 2"],
+                      {0: survey}, 0, "T")
+    assert d.problem.startswith(
+        "RESUME=1: T holds runs of this sweep made with another setup (kept "
+        "run -> this sweep): 1n1g run 1: official_bench 0.1.0 (git aaaaaaa) "
+        "-> 0.2.0 (git bbbbbbb); keeping them would mix two setups")
+    assert "Re-run with the settings (and the official_bench version) of " \
+        "those runs, with OVERWRITE=1" in d.problem
+    assert resume.version_notes(runs, ["1n1g run 2"]) == []
+
+
+def test_a_run_whose_log_names_no_version_is_kept_with_a_note(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(host_env, "suite", lambda: "0.2.0 (git bbbbbbb)")
+    runs = [_versioned_run(tmp_path, 1, None),
+            _versioned_run(tmp_path, 2, "0.2.0 (git bbbbbbb)")]
+    assert resume.survey(runs) == {"1n1g run 1": "ok", "1n1g run 2": "ok"}
+    assert resume.version_notes(runs, ["1n1g run 1", "1n1g run 2"]) == [
+        "RESUME=1 keeps 1n1g run 1, made by official_bench unknown (before "
+        "the log header named the suite's version); this sweep runs "
+        "official_bench 0.2.0 (git bbbbbbb): if the suite changed since, "
+        "the case mixes two versions (OVERWRITE=1 runs them all again)"]
+    monkeypatch.setattr(host_env, "suite", lambda: "0.2.0 (git bbb+dirty)")
+    dirty = _versioned_run(tmp_path / "d", 3, "0.2.0 (git bbb+dirty)")
+    assert resume.survey([dirty]) == {"1n1g run 3": "ok"}
+    assert resume.version_notes([dirty], ["1n1g run 3"]) == [
+        "RESUME=1 keeps 1n1g run 3, made by official_bench 0.2.0 (git "
+        "bbb+dirty) as this sweep is: uncommitted changes on both sides, "
+        "which may differ"]
+
+
+def test_a_config_file_is_compared_by_its_contents(tmp_path):
+    """The same YAML at another path (a new checkout beside the old one)
+    is the same setup; other contents are named as such; a file that is
+    gone is compared by its path."""
+    old, new, other = (tmp_path / n for n in ("old.yaml", "new.yaml",
+                                               "other.yaml"))
+    old.write_text("train:\n  steps: 30\n")
+    new.write_text("train:\n  steps: 30\n")
+    other.write_text("train:\n  steps: 60\n")
+
+    def argv(config):
+        return ["py", "-m", "t", f"--config_file={config}", "--model_dir=m"]
+    assert resume.command_difference(argv(old), argv(new)) is None
+    assert resume.command_difference(argv(old), argv(other)) == (
+        f"command --config_file={old} -> --config_file={other} (its "
+        "contents differ)")
+    gone = tmp_path / "gone.yaml"
+    assert resume.command_difference(argv(gone), argv(new)) == (
+        f"command --config_file={gone} -> --config_file={new}")
+    assert resume.command_difference(argv(gone), argv(gone)) is None
+
+
+def test_resume_refuses_a_run_of_another_suite_version_and_notes_an_old_log(
+        tmp_path):
+    """The launcher's header names the suite; a kept run whose header names
+    another version stops RESUME=1 (exit 6) naming both, nothing touched;
+    one whose header names none (an older launcher) is kept, with a
+    note naming this sweep's version."""
+    assert _sweep(tmp_path, test_num="2").returncode == 0
+    case = tmp_path / "logs" / "tensorflow" / "resnet50" / "bz4" / "1n1g"
+    first, second = (case / f"rn50_b4_fp32_{i}.log" for i in (1, 2))
+    lines = first.read_text().splitlines(keepends=True)
+    (suite_line,) = [x for x in lines if x.startswith("# official_bench: ")]
+    now = suite_line[len("# official_bench: "):].strip()
+    assert now == host_env.suite()
+    first.write_text("".join(x if x != suite_line else
+                             "# official_bench: 0.0.1 (git 0000000)\n"
+                             for x in lines))
+    before = snapshot(case)
+    out = _sweep(tmp_path, test_num="2", RESUME="1")
+    assert out.returncode == exit_status.LOGS_IN_USE, out.stdout + out.stderr
+    assert "(kept run -> this sweep): 1n1g run 1: official_bench 0.0.1 " \
+        f"(git 0000000) -> {now}; keeping them would mix" in out.stderr
+    assert snapshot(case) == before
+    first.write_text("".join(x for x in lines if x != suite_line))
+    out = _sweep(tmp_path, test_num="3", RESUME="1")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "[launch] note: RESUME=1 keeps 1n1g run 1, made by " \
+        f"official_bench {resume.UNVERSIONED}; this sweep runs " \
+        f"official_bench {now}: if the suite" in out.stdout
+    assert "keeps 1n1g run 2" not in out.stdout or now.endswith("+dirty)")
+    assert suite_line in second.read_text()
