@@ -20,7 +20,9 @@ the trainer wrote and --import reads again is stored once. A case
 (:attr:`Row.case_label`) is the setup, the backend, the counted window and
 the run's tree: runs of another backend, length or tree are never compared.
 Format version 2 added the backend; a version-1 file reads as it is (its
-runs are tensorflow's) and is migrated by its next write (:func:`_migrate`).
+runs are tensorflow's) and is migrated by its next write (:func:`_migrate`),
+which says so in one line (:func:`migration_note`). An append whose runs
+are all stored already writes nothing: no transaction, no migration.
 """
 
 from __future__ import annotations
@@ -33,14 +35,18 @@ import os
 import random
 import re
 import sqlite3
+import sys
 import time
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from official_bench.contracts import log_tree, run_backend
 
 # "OBH1": official_bench history; SQLite keeps it in the file's header.
 APPLICATION_ID = 0x4F424831
 USER_VERSION = 2  # 2: the backend column; 1 is still read and migrated
+# Each format version: what it added, and the first official_bench that
+# writes it (an older one refuses the file: migration_note).
+_VERSIONS = {2: ("the backend column", "commit 2833e79, 2026-11-28")}
 FILE_NAME = "official_bench_history.sqlite"
 BUSY_SECONDS = 30.0
 RETRIES = 8
@@ -453,9 +459,27 @@ def _migrate(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA user_version = {USER_VERSION}")
 
 
-def _initialise(conn: sqlite3.Connection, path: str) -> None:
+def migration_note(path: str, old: int) -> str:
+    """The one line a write that migrated ``path`` from format ``old``
+    says: the versions, what changed, and which official_bench can no
+    longer read or write the file."""
+    added = "; ".join(_VERSIONS[v][0] for v in range(old + 1,
+                                                     USER_VERSION + 1))
+    since = _VERSIONS[old + 1][1]
+    return (f"run history {path}: format version {old} -> {USER_VERSION} "
+            f"({added}); an official_bench older than that ({since}) reads "
+            f"version {old} only and can no longer read or write it")
+
+
+def _say(line: str) -> None:
+    """append's default for ``on_migrate``: the line on stderr."""
+    print(f"official_bench: {line}", file=sys.stderr, flush=True)
+
+
+def _initialise(conn: sqlite3.Connection, path: str) -> int:
     """Make a new file ours, migrate an older version, or check it (under
-    a write lock, so two first writers cannot both create the table)."""
+    a write lock, so two first writers cannot both create the table);
+    returns the version migrated from, 0 when none was."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         version = _version(conn, path)
@@ -470,16 +494,30 @@ def _initialise(conn: sqlite3.Connection, path: str) -> None:
     except BaseException:
         _rollback(conn)
         raise
+    return version if 0 < version < USER_VERSION else 0
 
 
-def _append_once(path: str, rows: Sequence[Row]) -> int:
+def _all_stored(conn: sqlite3.Connection, rows: Sequence[Row]) -> bool:
+    """Whether every row's run_key is in the file already (one of ours,
+    version 1 or later): the append has nothing to write."""
+    keys = {row.run_key for row in rows}
+    return all(conn.execute(f"SELECT 1 FROM {TABLE} WHERE run_key = ?",
+                            (key,)).fetchone() for key in keys)
+
+
+def _append_once(path: str, rows: Sequence[Row],
+                 on_migrate: Callable[[str], None]) -> int:
     with _connect(path, read_only=False) as conn:
         # Identity first: changing the journal mode writes to the file.
-        _check_identity(conn, path)
+        # Nothing new to store: nothing written, not even the migration.
+        if _check_identity(conn, path) and _all_stored(conn, rows):
+            return 0
         # A rollback journal: a history made in WAL mode by an earlier
         # version is turned back (its -wal and -shm go away).
         conn.execute("PRAGMA journal_mode=DELETE")
-        _initialise(conn, path)
+        old = _initialise(conn, path)
+        if old:  # said at once: a retried insert finds it migrated
+            on_migrate(migration_note(path, old))
         sql = (f"INSERT OR IGNORE INTO {TABLE} ({', '.join(_COLUMNS)}) "
                f"VALUES ({', '.join('?' * len(_COLUMNS))})")
         conn.execute("BEGIN IMMEDIATE")
@@ -495,19 +533,23 @@ def _append_once(path: str, rows: Sequence[Row]) -> int:
         return added
 
 
-def append(path: str, rows: Sequence[Row]) -> int:
+def append(path: str, rows: Sequence[Row],
+           on_migrate: Optional[Callable[[str], None]] = None) -> int:
     """Append ``rows`` (one transaction); returns how many were new (a row
-    whose run_key is already stored is skipped). Retries while another
-    writer holds the lock; HistoryError for a file that is not a sound
-    history (nothing written); OSError (no space, read-only, permission)
-    passes through for the caller's host/write_errors.writing."""
+    whose run_key is already stored is skipped; when all are, the file is
+    not written at all). A write that migrates an older format hands
+    :func:`migration_note` to ``on_migrate`` (default: stderr). Retries
+    while another writer holds the lock; HistoryError for a file that is
+    not a sound history (nothing written); OSError (no space, read-only,
+    permission) passes through for the caller's
+    host/write_errors.writing."""
     check_path(path)
     parent = os.path.dirname(os.path.abspath(path))
     os.makedirs(parent, exist_ok=True)
     pause = 0.05
     for attempt in range(RETRIES + 1):
         try:
-            return _append_once(path, rows)
+            return _append_once(path, rows, on_migrate or _say)
         except sqlite3.OperationalError as e:
             if not _is_busy(e) or attempt == RETRIES:
                 raise HistoryError(f"run history {path}: still locked "

@@ -7,8 +7,10 @@ Two ways in:
   reads them: the same window, the same excluded runs, the result.json
   beside a log preferred) or two folders holding the trainer's result.json
   files (any depth; the chief's ``result.json`` only; the window is the one
-  the trainer counted, contracts/counting.recorded_counted, unless
-  --warmup_batches/--train_batches are given).
+  this version's trainer counts, contracts/counting.recorded_counted, unless
+  --warmup_batches/--train_batches are given; a file whose own stats say
+  another window, an older trainer's, gets a note naming both,
+  recount_note).
 * the A/B runner (judge/ab.py): ``--pairs N`` rounds of the trainer with
   ``--a-override``/``--b-override`` (over ``--config``) or ``--a-config``/
   ``--b-config``, each run its own process, alternated on this machine.
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import statistics
 import sys
@@ -206,6 +209,74 @@ def warmup_counted_note(name: str, stats: dict,
             + after)
 
 
+def _same(x: float, y: float) -> bool:
+    """Equal but for the rounding of two ways to sum the same numbers."""
+    return math.isclose(x, y, rel_tol=1e-9)
+
+
+# recorded_window tries every run of consecutive intervals up to this many.
+_MOST_INTERVALS = 2000
+
+
+def recorded_window(stats: dict, intervals: Sequence[Interval]
+                    ) -> Optional[Tuple[int, int]]:
+    """(first step, last step) of the consecutive intervals whose mean rate
+    is the file's own ``stats.average_examples_per_second`` (and its images
+    / time, where recorded): the window the trainer that wrote it counted;
+    the longest when several match, None when none does."""
+    mean = stats.get("average_examples_per_second")
+    over = stats.get("images_per_second_over_window")
+    if not isinstance(mean, (int, float)) or \
+            not 0 < len(intervals) <= _MOST_INTERVALS:
+        return None
+    rates, images, seconds = [0.0], [0.0], [0.0]
+    for iv in intervals:
+        rates.append(rates[-1] + iv.examples_per_second)
+        images.append(images[-1] + iv.examples_per_second * iv.seconds)
+        seconds.append(seconds[-1] + iv.seconds)
+    n = len(intervals)
+    for length in range(n, 0, -1):
+        for i in range(n - length, -1, -1):  # the latest first
+            j = i + length
+            if not _same((rates[j] - rates[i]) / length, mean):
+                continue
+            span = seconds[j] - seconds[i]
+            if isinstance(over, (int, float)) and span > 0 and \
+                    not _same((images[j] - images[i]) / span, over):
+                continue
+            return intervals[i].start_step, intervals[j - 1].end_step
+    return None
+
+
+def recount_note(name: str, stats: dict, intervals: Sequence[Interval],
+                 counted: Sequence[Interval]) -> Optional[str]:
+    """A note when the intervals this version's rule counts
+    (recorded_counted) are not the window the file's own stats average
+    over (a result.json of an older trainer, e.g. one that counted a
+    resumed run's warm-up from step 0): both windows and rates, and the
+    flags that count the file's own; None when they agree or the file
+    records no mean."""
+    recorded = stats.get("average_examples_per_second")
+    if not counted or not isinstance(recorded, (int, float)) or \
+            stats.get("basis", "intervals") != "intervals":
+        return None
+    rate = statistics.fmean(iv.examples_per_second for iv in counted)
+    if _same(rate, recorded):
+        return None
+    own = recorded_window(stats, intervals)
+    where = (f"the file's own window, steps {own[0]}-{own[1]}, says "
+             f"{recorded:.2f} (stats.average_examples_per_second; "
+             f"--warmup_batches {own[0]} --train_batches {own[1]} counts it)"
+             if own else f"the file's own stats.average_examples_per_second "
+             f"says {recorded:.2f}")
+    warmup = stats.get("warmup_steps") or 0
+    return (f"{name}: counted steps {counted[0].start_step}-"
+            f"{counted[-1].end_step} ({rate:.2f} img/s) by this "
+            f"official_bench's warm-up rule (stats.warmup_steps {warmup} "
+            f"after the run's first step, {intervals[0].start_step}); "
+            + where)
+
+
 def _read_result_files(path: str, files: Sequence[str],
                        window: Optional[Tuple[int, int]]) -> SideRuns:
     """Runs of a folder of result.json files (module doc): each counted in
@@ -232,6 +303,9 @@ def _read_result_files(path: str, files: Sequence[str],
                                                       result.intervals))
                 continue
             counted = counting.recorded_counted(stats, result.intervals)
+            note = recount_note(name, stats, result.intervals, counted)
+            if note:
+                side.notes.append(note)
         else:
             counted = counting.in_window(result.intervals, *window)
         if not counted:
@@ -451,9 +525,11 @@ def _case_backend(row: CaseComparison, side: SideRuns) -> Optional[str]:
     return row.case.backend or side_backend(side)
 
 
-def as_json(rows: Sequence[CaseComparison], a: SideRuns, b: SideRuns) -> str:
+def as_json(rows: Sequence[CaseComparison], a: SideRuns, b: SideRuns,
+            notes: Sequence[str] = ()) -> str:
     """The comparison as JSON (for scripts), with each side's backend and
-    each case's on both sides."""
+    each case's on both sides, and ``notes``: the lines stderr gives as
+    "note: ..." (runs left out, windows recounted, cases of one side)."""
     return json.dumps({"a": a.path, "b": b.path, "a_label": a.label,
                        "b_label": b.label, "a_backend": side_backend(a),
                        "b_backend": side_backend(b), "cases": [
@@ -463,7 +539,8 @@ def as_json(rows: Sequence[CaseComparison], a: SideRuns, b: SideRuns) -> str:
              a_backend=_case_backend(row, a), b_backend=_case_backend(row, b),
              images_per_second_over_window_a=row.over_window_a,
              images_per_second_over_window_b=row.over_window_b,
-             **row.verdict.as_dict()) for row in rows]}, indent=2) + "\n"
+             **row.verdict.as_dict()) for row in rows],
+        "notes": list(notes)}, indent=2) + "\n"
 
 
 # ---------------------------------------------------------------- the runner
@@ -646,9 +723,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (ExtractError, ValueError, OSError) as e:  # OSError: a file
         print(f"error: {e}", file=sys.stderr)         # where a folder goes
         return exit_status.FAILED
-    for note in a.notes + b.notes + notes:
+    notes = a.notes + b.notes + notes
+    for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    print(as_json(rows, a, b) if args.json
+    print(as_json(rows, a, b, notes) if args.json
           else table(rows, a.label, b.label), end="")
     return exit_status.OK
 

@@ -16,13 +16,13 @@ and a JAX sweep into one MODEL_DIR are two cases). A verdict "slower" (the
 95% interval of latest/earlier below 1) ends the command with
 exit_status.SLOWER: a nightly CI job fails on a slow-down, not on noise.
 
-``--import LOG_DIR`` adds the runs of a log tree (any depth: every
-directory holding ``{N}n{G}g/rn50_b{B}_{dtype}_{i}.log``), read as the
-extractor reads them: a run the extractor leaves out is not imported; a run
-with its result.json copy gets the row the trainer would have written (and
-is stored once if the trainer wrote it already), a run with only its log
-gets its counted intervals from the log lines (model and image size
-unknown). Runs are dated by their log's modification time.
+``--import LOG_DIR`` adds a log tree's runs (any depth), read as the
+extractor reads them in its window (DLPerf's, the flags', --window auto):
+a run it leaves out there is not imported, result.json or not; a run with
+its result.json copy gets the trainer's row, in the trainer's window
+(stored once if the trainer wrote it already), a run with only its log
+its counted intervals in the window (model and image size unknown).
+Runs are dated by their log's modification time.
 """
 
 from __future__ import annotations
@@ -283,7 +283,7 @@ def import_tree(db: str, root: str, warmup: Optional[int] = None,
     added = 0
     if rows:
         with writing(db, "the run history"):
-            added = history_db.append(db, rows)
+            added = history_db.append(db, rows, on_migrate=notes.append)
     return added, len(rows), notes
 
 
@@ -326,9 +326,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="add the runs of a log tree to the history, then "
                         "stop")
     windows.add_flags(p.add_argument_group(
-        "--import's window", "A log with its result.json gets the row the "
-        "trainer would have written, in the trainer's window; a log alone "
-        "is counted in this one."))
+        "--import's window", "It decides which runs are imported: one the "
+        "extractor would leave out in it (no interval inside it, cut short "
+        "before its end) is not, with or without its result.json. A log "
+        "alone is then counted in it; a log with its result.json gets the "
+        "row the trainer would have written, in the trainer's own "
+        "window."))
     return p
 
 

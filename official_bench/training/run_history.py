@@ -44,8 +44,10 @@ def _plain(value: Any) -> Any:
 def record_run(cfg: ExperimentConfig, record: Optional[Dict[str, Any]],
                is_chief: bool) -> Optional[str]:
     """Append the run to the history and say where, once ("history:
-    PATH"); returns the file, or None when nothing was written (history
-    off, not the chief, no result, a run too short for the window).
+    PATH"), with one line more when the write migrated the file's format
+    (history_db.migration_note); returns the file, or None when nothing
+    was written (history off, not the chief, no result, a run too short
+    for the window).
     :class:`HistoryWriteError` (one error line from the CLI) for a file
     that is not a sound history, which is left untouched;
     write_errors.NotWritable for a full disk, a read-only file or folder."""
@@ -64,7 +66,8 @@ def record_run(cfg: ExperimentConfig, record: Optional[Dict[str, Any]],
         return None
     try:
         with write_errors.writing(path, "the run history"):
-            history_db.append(path, [row])
+            history_db.append(path, [row], on_migrate=lambda line:
+                              logging.warning("official_bench: %s", line))
     except history_db.HistoryError as e:
         raise HistoryWriteError(f"official_bench: {e}") from None
     logging.info("official_bench: history: %s (run appended, %.0f ms)",

@@ -178,6 +178,8 @@ def test_one_run_a_side_and_a_run_that_counted_its_warm_up(tmp_path,
                 num_replicas=1, num_workers=1, dtype="fp32"))
             data["stats"]["warmup_steps"] = 10
             data["stats"]["warmup_excluded"] = len(intervals) > 1
+            # the trainer's mean: its one counted interval, the last
+            data["stats"]["average_examples_per_second"] = intervals[-1][2]
             d = tmp_path / side / f"run{k}"
             d.mkdir(parents=True)
             logkit.write_json(str(d / "result.json"), data)
@@ -470,3 +472,64 @@ def test_two_backends_are_named_as_what_differs(tmp_path):
     assert (doc["a_backend"], doc["b_backend"]) == ("tensorflow", "jax")
     assert [(c["case"], c["a_backend"], c["b_backend"])
             for c in doc["cases"]] == [("1n1g b8 fp32", "tensorflow", "jax")]
+
+
+def _resumed_result(folder, average):
+    """A resumed run's result.json (intervals from its checkpoint's step
+    20, the first holding the tracing) whose stats average over
+    ``average``'s window: "all" as the trainer before the warm-up rule
+    counted from the run's first step wrote it, "last" as this one does."""
+    intervals = [(20, 30, 9.0), (30, 40, 23.5)]
+    data = logkit.result_json(intervals, 16, 1, logkit.environment(
+        num_replicas=1, num_workers=1, dtype="fp32"))
+    stats = data["stats"]
+    stats.update(warmup_steps=10, warmup_excluded=True, log_steps=10)
+    counted = [Interval(a, b, 16 * (b - a) / r, r)
+               for a, b, r in intervals[-1 if average == "last" else 0:]]
+    stats["average_examples_per_second"] = sum(
+        i.examples_per_second for i in counted) / len(counted)
+    stats["images_per_second_over_window"] = \
+        compare.images_per_second_over_window(counted)
+    folder.mkdir(parents=True)
+    logkit.write_json(str(folder / "result.json"), data)
+    return str(folder / "result.json")
+
+
+def test_an_older_trainers_window_is_named_beside_the_recount(tmp_path,
+                                                              capsys):
+    """A resumed run's result.json from a trainer that counted the warm-up
+    from step 0 (its stats say 16.25 over steps 20-40): compare counts it
+    by this version's rule (steps 30-40, 23.50) and says so, naming the
+    file's own window, on stderr and in --json's notes; a file of this
+    version's trainer gets no note; a window given by the flags none."""
+    _resumed_result(tmp_path / "a" / "run1", "last")
+    old = _resumed_result(tmp_path / "b" / "run1", "all")
+    args = ["--a", str(tmp_path / "a"), "--b", str(tmp_path / "b")]
+    assert compare.main(args + ["--json"]) == exit_status.OK
+    out, err = capsys.readouterr()
+    note = (f"{old}: counted steps 30-40 (23.50 img/s) by this "
+            "official_bench's warm-up rule (stats.warmup_steps 10 after the "
+            "run's first step, 20); the file's own window, steps 20-40, says "
+            "16.25 (stats.average_examples_per_second; --warmup_batches 20 "
+            "--train_batches 40 counts it)")
+    assert err == f"note: {note}\n"
+    doc = json.loads(out)
+    assert doc["notes"] == [note]
+    assert doc["cases"][0]["median_b"] == 23.5  # what is counted: unchanged
+    assert compare.main(args) == exit_status.OK
+    assert capsys.readouterr().err == f"note: {note}\n"
+    # The flags the note names count the file's own window, with no note.
+    assert compare.main(args + ["--warmup_batches", "20", "--train_batches",
+                                "40", "--json"]) == exit_status.OK
+    out, err = capsys.readouterr()
+    assert json.loads(out)["cases"][0]["median_b"] == pytest.approx(16.25)
+    assert json.loads(out)["notes"] == [] and err == ""
+    # A mean no run of consecutive intervals gives: named without steps.
+    ivs = [Interval(20, 30, 10.0, 16.0), Interval(30, 40, 10.0, 23.5)]
+    assert compare.recount_note(
+        "r.json", {"warmup_steps": 10, "average_examples_per_second": 99.0},
+        ivs, ivs[1:]).endswith(
+            "; the file's own stats.average_examples_per_second says 99.00")
+    assert compare.recount_note(
+        "r.json", {"warmup_steps": 10, "average_examples_per_second": 23.5},
+        ivs, ivs[1:]) is None

@@ -646,3 +646,36 @@ def test_listing_and_json_name_each_rows_framework(tmp_path, capsys):
     assert latest["jax"]["tensorflow"] is None
     assert latest["tensorflow"]["framework"] == "TF 2.21.0"
     assert latest["tensorflow"]["tensorflow"] == "2.21.0"
+
+
+def test_import_window_decides_which_result_json_runs_are_imported(
+        tmp_path, capsys):
+    """--import's window decides whether a run is imported, one with its
+    result.json too (as its --help and docs/compare_and_history.md say);
+    that run's row then keeps the trainer's own window, not the flags'."""
+    from official_bench.contracts import log_tree
+    from official_bench.judge import history
+    logs = tmp_path / "logs"
+    log = logkit.write_run(str(logs / "tensorflow" / "resnet50" / "bz8"),
+                           "1n1g", [5.0] + [100.0] * 3, batch=8,
+                           log_steps=10)
+    data = _result([100.0] * 3)
+    logkit.write_json(log_tree.json_path(log), data)
+    db = str(tmp_path / "h.sqlite")
+    assert history.main(["--db", db, "--import", str(logs)]) == \
+        exit_status.OK
+    out, err = capsys.readouterr()
+    assert out.startswith("imported 0 new run(s) of 0 usable"), out
+    assert f"{log}: left out: no TimeHistory interval inside steps " \
+           "[100, 600]" in err
+    assert history.main(["--db", db, "--import", str(logs),
+                         "--warmup_batches", "20", "--train_batches", "40"]
+                        ) == exit_status.OK
+    assert capsys.readouterr().out.startswith("imported 1 new run(s)")
+    (row,) = history_db.read_rows(db)
+    assert row.window == "steps 10-40"  # the trainer's, not 20-40
+    text = " ".join(history.build_parser().format_help().split())
+    assert ("It decides which runs are imported: one the extractor would "
+            "leave out in it (no interval inside it, cut short before its "
+            "end) is not, with or without its result.json.") in text
+    assert "in the trainer's own window" in text
