@@ -103,11 +103,13 @@ def _info_logging():
 def check_before_start(cfg: ExperimentConfig) -> None:
     """What the config names on this machine and the cluster, checked in a
     fraction of a second before TensorFlow loads: ConfigError for a
-    missing data_dir, checkpoint, python_source or a bad cluster;
+    missing data_dir, checkpoint, python_source or a bad cluster, or a
+    config file's model_dir holding a finished run;
     NotWritable for a model_dir that cannot become a folder (a broken
     symbolic link or a file on its way)."""
     paths.check_local_dirs(cfg)
     paths.check_checkpoint(cfg)
+    paths.check_model_dir_free(cfg)
     paths.check_python_sources(cfg)
     resolve_cluster(cfg.runtime, quiet=True)
     if cfg.model_dir and "://" not in cfg.model_dir:

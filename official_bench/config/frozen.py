@@ -14,7 +14,7 @@ inside a config are not frozen.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Iterable, Mapping, TypeVar
+from typing import Any, Dict, Iterable, Mapping, Optional, TypeVar
 
 from official_bench.config import dotted_keys
 
@@ -24,6 +24,9 @@ _FROZEN_AT = "_frozen_at"
 # ... and on a whole config, the dotted keys whose values were derived from
 # others (config/validate.fill_derived), not set by a layer.
 _DERIVED = "_derived_keys"
+# ... and the layer that set a key, for the keys whose source a check needs
+# (model_dir: a config file's, config/paths.check_model_dir_free).
+_SOURCES = "_key_sources"
 
 T = TypeVar("T")
 
@@ -71,6 +74,18 @@ def freeze(node: T, prefix: str = "") -> T:
 def mark_derived(cfg: Any, keys: Iterable[str]) -> None:
     """Records that `keys` of a whole config were derived, for `settings`."""
     object.__setattr__(cfg, _DERIVED, frozenset(keys))
+
+
+def mark_sources(cfg: Any, sources: Mapping[str, str]) -> None:
+    """Records which layer set each of `sources`' keys (key -> source)."""
+    object.__setattr__(cfg, _SOURCES, dict(sources))
+
+
+def key_source(cfg: Any, key: str) -> Optional[str]:
+    """The layer that set `key` of a config fresh from load_config (as
+    errors name it: "file params.yaml", "--params_override ..."); None
+    where no layer set it, or for a copy made afterwards."""
+    return cfg.__dict__.get(_SOURCES, {}).get(key)
 
 
 def settings(cfg: Any) -> Dict[str, Any]:

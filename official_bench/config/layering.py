@@ -113,7 +113,18 @@ def build_config(layers: Sequence[Layer], model_type: str = "resnet",
     if b.errors:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(b.errors))
     frozen.mark_derived(cfg, validate.fill_derived(cfg))
+    frozen.mark_sources(cfg, _sources(layers, ("model_dir",)))
     return frozen.freeze(cfg)
+
+
+def _sources(layers: Sequence[Layer], keys: Sequence[str]) -> dict:
+    """key -> the last layer that sets that top-level key to a value."""
+    found = {}
+    for source, layer in layers:
+        for key in keys:
+            if isinstance(layer, Mapping) and layer.get(key) is not None:
+                found[key] = source
+    return found
 
 
 def load_config(config_file: ConfigLike = None,

@@ -1,8 +1,9 @@
 """What the config names that must exist on this machine, checked before
 TensorFlow starts by the trainer CLI: data directories, the checkpoint eval
-and export read, a python_source's package. The pipeline, the feed and
-training/checkpoints.py check them again once they run (with TensorFlow's
-file system, which also reads gs:// and hdfs://)."""
+and export read, a python_source's package; and a config file's model_dir
+that holds a finished run (a params.yaml given back). The pipeline, the
+feed and training/checkpoints.py check them again once they run (with
+TensorFlow's file system, which also reads gs:// and hdfs://)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import os
 from typing import List, Tuple
 
 from official_bench.config.errors import ConfigError
+from official_bench.config.frozen import key_source
 from official_bench.config.schema import DatasetConfig, ExperimentConfig
+from official_bench.contracts.log_tree import CHIEF_RESULT_FILE
 
 # Builders that read files from data_dir.
 FILE_BUILDERS = ("records", "tfds")
@@ -85,6 +88,31 @@ def check_checkpoint(cfg: ExperimentConfig) -> None:
     if not model_dir or not os.path.isfile(
             os.path.join(model_dir, CHECKPOINT_STATE)):
         raise ConfigError(no_checkpoint_message(model_dir))
+
+
+def check_model_dir_free(cfg: ExperimentConfig) -> None:
+    """ConfigError when a run would train into a model_dir that a config
+    file names (every params.yaml does: it records its run's) and that
+    already holds a run's result.json or checkpoint, without
+    train.resume_checkpoint: given back as --config_file to repeat a run,
+    a params.yaml would otherwise replace the run it records. A model_dir
+    given by --model_dir or a params_override is the user's choice."""
+    source = key_source(cfg, "model_dir")
+    model_dir = cfg.model_dir
+    if not source or not source.startswith("file ") or \
+            cfg.mode not in ("train", "train_and_eval") or \
+            cfg.train.resume_checkpoint or not model_dir or \
+            "://" in model_dir:
+        return
+    held = [name for name in (CHIEF_RESULT_FILE, CHECKPOINT_STATE)
+            if os.path.isfile(os.path.join(model_dir, name))]
+    if held:
+        raise ConfigError(
+            f"model_dir {model_dir!r} (from {source}) already holds a run "
+            f"({' and '.join(held)}): this run would replace its files. Give "
+            "this run a folder of its own (--model_dir, or model_dir in a "
+            "params_override), or continue that run with "
+            "train.resume_checkpoint=true")
 
 
 def check_python_sources(cfg: ExperimentConfig) -> None:

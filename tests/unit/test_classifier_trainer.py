@@ -86,6 +86,26 @@ def test_bad_config_ends_before_tensorflow_once(tmp_path, flags, words):
     assert words in last and p.stderr.count(words) == 1, p.stderr
 
 
+def test_a_runs_params_yaml_given_back_is_refused_before_tensorflow(
+        tmp_path):
+    """--config_file=run/params.yaml (its model_dir: that run's folder)
+    would have replaced the run's result.json and checkpoint: exit 2 before
+    TensorFlow loads, the files untouched."""
+    run = tmp_path / "run-1"
+    run.mkdir()
+    (run / "result.json").write_text('{"kept": 1}')
+    (run / "params.yaml").write_text(f"model_dir: {run}\nmode: train\n")
+    p = subprocess.run([sys.executable, "-c", BEFORE_TF,
+                        f"--config_file={run / 'params.yaml'}"], cwd=REPO,
+                       env=cli_env(), capture_output=True, text=True,
+                       timeout=120)
+    assert p.stdout.split() == [str(exit_status.CONFIG), "False"], p.stderr
+    assert p.stderr.rstrip().splitlines()[-1].startswith(
+        f"error: model_dir {str(run)!r} (from file {run / 'params.yaml'}) "
+        "already holds a run (result.json): this run would replace its")
+    assert (run / "result.json").read_text() == '{"kept": 1}'
+
+
 def test_model_dir_under_a_broken_link_ends_before_tensorflow(tmp_path):
     """A model_dir that cannot be made (a dangling scratch link on its way)
     is the launcher's one line and exit 5, before TensorFlow loads."""

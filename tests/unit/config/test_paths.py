@@ -2,7 +2,8 @@
 export.checkpoint, are refused when model_dir has no checkpoint state file
 (the file tf.train.latest_checkpoint reads); a python_source whose package
 is not on sys.path is refused with the feed's own words, and one that is
-found is not imported."""
+found is not imported; a config file's model_dir holding a run is not
+trained into again."""
 
 import pytest
 
@@ -10,6 +11,7 @@ from official_bench import config as C
 from official_bench.config.paths import (
     CHECKPOINT_STATE,
     check_checkpoint,
+    check_model_dir_free,
     check_python_sources,
     no_checkpoint_message,
 )
@@ -76,3 +78,59 @@ def test_a_found_module_is_not_imported(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     check_python_sources(_python_cfg("breaks_on_import:f"))
     check_python_sources(_python_cfg("support.python_sources:float64_source"))
+
+
+def _run_dir(tmp_path, *held):
+    """A finished run's folder holding `held` and its params.yaml, which
+    names the folder as its model_dir (as the trainer writes it)."""
+    run = tmp_path / "run-1"
+    run.mkdir()
+    for name in held:
+        (run / name).write_text("{}")
+    params = run / "params.yaml"
+    params.write_text(f"model_dir: {run}\nmode: train\n")
+    return run, params
+
+
+@pytest.mark.parametrize("held", [("result.json",), (CHECKPOINT_STATE,),
+                                  ("result.json", CHECKPOINT_STATE)])
+def test_a_params_yaml_given_back_does_not_train_into_its_run(tmp_path, held):
+    """--config_file=run/params.yaml must not replace that run's files:
+    refused, naming the folder, the file it came from, what it holds and
+    the two ways on."""
+    run, params = _run_dir(tmp_path, *held)
+    cfg = C.load_config(str(params))
+    with pytest.raises(C.ConfigError) as e:
+        check_model_dir_free(cfg)
+    assert str(e.value) == (
+        f"model_dir {str(run)!r} (from file {params}) already holds a run "
+        f"({' and '.join(held)}): this run would replace its files. Give "
+        "this run a folder of its own (--model_dir, or model_dir in a "
+        "params_override), or continue that run with "
+        "train.resume_checkpoint=true")
+
+
+@pytest.mark.parametrize("override", [
+    {"train": {"resume_checkpoint": True}},  # continuing it: wanted
+    {"mode": "eval"},                        # reads, writes no run
+    None,                                    # with model_dir (below)
+])
+def test_what_does_not_replace_the_run_passes(tmp_path, override):
+    run, params = _run_dir(tmp_path, "result.json", CHECKPOINT_STATE)
+    layers = [override] if override else [{"model_dir": str(tmp_path / "b")}]
+    check_model_dir_free(C.load_config(str(params), params_override=layers))
+
+
+def test_a_model_dir_named_outside_a_file_is_the_users_choice(tmp_path):
+    """--model_dir or a params_override naming a folder with a run in it:
+    as before, the user said where this run goes."""
+    run, params = _run_dir(tmp_path, "result.json")
+    check_model_dir_free(C.load_config(
+        str(params), params_override=[{"model_dir": str(run)}]))
+    check_model_dir_free(C.load_config(str(params),
+                                       overrides={"model_dir": str(run)}))
+
+
+def test_a_config_file_naming_an_empty_folder_passes(tmp_path):
+    run, params = _run_dir(tmp_path)  # params.yaml alone: no run yet
+    check_model_dir_free(C.load_config(str(params)))
