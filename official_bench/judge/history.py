@@ -161,8 +161,7 @@ def summary_line(check: CaseCheck) -> str:
     if check.verdict is None:
         return (f"{check.label}: {len(check.rows)} run, nothing earlier to "
                 "compare with")
-    return f"{check.label}: " + check.verdict.describe(
-        "earlier", "latest", verdict.MORE_STEPS)
+    return f"{check.label}: " + check.verdict.describe("earlier", "latest")
 
 
 def checks_json(checks: Sequence[CaseCheck]) -> str:

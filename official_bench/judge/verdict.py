@@ -14,15 +14,15 @@ both run-to-run and within-run variation widen the interval. A side of one
 run (the history's latest run) cannot show how much runs differ, so it
 borrows the other side's run-to-run spread (each resample scales it by one
 of the other side's run speeds relative to their median; why:
-docs/compare_and_history.md). One run against one run gets an interval from
-the intervals alone, which says little. The resampling uses Python's
+docs/compare_and_history.md). The resampling uses Python's
 ``random.Random(seed)``: the same input gives the same interval anywhere.
 
 Verdict: ``faster`` when the whole interval lies above 1, ``slower`` when it
 lies below 1, otherwise "no difference measurable at this spread"; the runs
 counted on each side are part of it (two a side give a wide interval). One
-run of one interval against one run shows no spread at all (a zero-width
-interval), so that verdict is "too few to judge", with no interval (NaN).
+run against one run is "too few to judge", with the ratio and no interval
+(NaN): neither side shows how much runs differ, and a run's intervals alone
+call identical setups faster or slower far above 5% of the time.
 """
 
 from __future__ import annotations
@@ -43,12 +43,6 @@ DEFAULT_LEVEL = 0.95
 DEFAULT_SEED = 0
 
 Run = Sequence[float]  # one run's counted interval rates (examples/second)
-# How a run gets more counted intervals, where the window can be chosen
-# (compare); the history keeps the window its runs were counted in.
-MORE_INTERVALS = "a longer window: --window auto, or more steps"
-MORE_STEPS = "more steps a run; the history keeps the window its runs " \
-    "were counted in"
-
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:
@@ -65,15 +59,14 @@ class Verdict:
     intervals_b: int
     verdict: str
 
-    def describe(self, a: str = "A", b: str = "B",
-                 more_intervals: str = MORE_INTERVALS) -> str:
+    def describe(self, a: str = "A", b: str = "B") -> str:
         """One line: 'B/A 1.100 [1.091, 1.108] (95%): faster (3 vs 3 runs)',
         or with too few runs 'B/A 0.590, no interval: too few to judge (1
         vs 1 runs): ...' (too_few_reason)."""
         if self.verdict == TOO_FEW:
             return (f"{b}/{a} {self.ratio:.3f}, no interval: {self.verdict} "
                     f"({self.runs_b} vs {self.runs_a} runs): "
-                    + self.too_few_reason(a, b, more_intervals))
+                    + self.too_few_reason(a, b))
         return (f"{b}/{a} {self.ratio:.3f} {self.interval_text()} "
                 f"({self.level * 100:.0f}%): {self.verdict} "
                 f"({self.runs_b} vs {self.runs_a} runs)")
@@ -84,19 +77,13 @@ class Verdict:
             return "none"
         return f"[{self.low:.3f}, {self.high:.3f}]"
 
-    def too_few_reason(self, a: str = "A", b: str = "B",
-                       more_intervals: str = MORE_INTERVALS) -> str:
-        """Why a TOO_FEW verdict has no interval, and what gives one
-        (`more_intervals`: how the command at hand counts more intervals a
-        run)."""
-        thin = [name for name, runs, intervals in
-                ((a, self.runs_a, self.intervals_a),
-                 (b, self.runs_b, self.intervals_b))
-                if runs == 1 and intervals == 1]
-        return (f"{' and '.join(thin)} {'is' if len(thin) == 1 else 'are'} "
-                "one run of one counted interval and neither side has two "
-                "runs to show a spread; count two or more intervals a run "
-                f"({more_intervals}) or compare two or more runs a side")
+    def too_few_reason(self, a: str = "A", b: str = "B") -> str:
+        """Why a TOO_FEW verdict (one run a side) has no interval, and what
+        gives one."""
+        return (f"{a} and {b} are one run each, and one run shows no "
+                "run-to-run spread (its intervals alone call identical "
+                "setups faster or slower far too often); compare two or "
+                "more runs a side")
 
     def as_dict(self) -> dict:
         """The fields; no interval (TOO_FEW) is null, not NaN."""
@@ -194,10 +181,10 @@ def _percentile(ordered: Sequence[float], q: float) -> float:
 
 
 def too_few(runs_a: Sequence[Run], runs_b: Sequence[Run]) -> bool:
-    """Whether a side shows no spread to bootstrap: one run of one interval,
-    with no second run on the other side to borrow from (module doc)."""
-    return any(len(mine) == 1 and len(mine[0]) == 1 and len(other) < 2
-               for mine, other in ((runs_a, runs_b), (runs_b, runs_a)))
+    """Whether neither side shows a run-to-run spread: one run against one
+    run, whatever their intervals (module doc). One run against two or
+    more borrows the other side's spread and is judged."""
+    return len(runs_a) == 1 and len(runs_b) == 1
 
 
 def decide(low: float, high: float) -> str:
