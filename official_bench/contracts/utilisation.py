@@ -17,7 +17,9 @@ TensorFlow-free. Every measured quantity is summarised the same way, as
          XLA's, keyed by JAX device: {"cuda:0": {...}})
      "process": {"cores": 2,
                  "cpu_utilisation": {...}  (fraction of `cores`, 0..1),
-                 "rss_mib": {...}, "threads": {...}}}
+                 "rss_mib": {...}, "threads": {...}},
+     "load_average": {"start": 5.27, "end": 6.41, "cpu_count": 2}}
+        (1-minute load average at the loop's start and end; os.cpu_count())
 
 "no GPU" says why a GPU field is empty: no GPU in the run, or no sampler
 for one (the reason is kept in "gpu_note").
@@ -25,10 +27,12 @@ for one (the reason is kept in "gpu_note").
 
 from __future__ import annotations
 
+import os
 import statistics
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 KEY = "utilisation"
+LOAD_KEY = "load_average"
 NO_GPU = "no GPU"
 # Whose allocator's peak memory a run recorded -> its words in the summary.
 PEAK_LABELS = {"tf": "TF", "xla": "XLA"}
@@ -162,3 +166,45 @@ def summarise(period: float, samples: List[Dict], gpu_source: Optional[str],
         "rss_mib": describe([s.get("rss_mib") for s in samples]),
         "threads": describe([s.get("threads") for s in samples])}
     return out
+
+
+def load_now() -> Optional[float]:
+    """The machine's 1-minute load average (None where the platform has
+    none)."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
+def load_record(start: Optional[float], end: Optional[float]) -> Dict:
+    """The `load_average` item: the load at the timed loop's start and end
+    and the CPU count it is relative to."""
+    return {"start": start, "end": end, "cpu_count": os.cpu_count()}
+
+
+def _number(value) -> Optional[float]:
+    return float(value) if isinstance(value, (int, float)) and \
+        not isinstance(value, bool) else None
+
+
+def highest_load(u: Optional[Dict]) -> Optional[Tuple[float, int]]:
+    """(the higher of the run's start and end load, its CPU count), or None
+    without the item (older result files, sampler off)."""
+    item = u.get(LOAD_KEY) if isinstance(u, dict) else None
+    if not isinstance(item, dict):
+        return None
+    loads = [v for v in (_number(item.get("start")), _number(item.get("end")))
+             if v is not None]
+    cpus = _number(item.get("cpu_count"))
+    if not loads or not cpus:
+        return None
+    return max(loads), int(cpus)
+
+
+def process_cpu_share(u: Optional[Dict]) -> Optional[float]:
+    """The trainer process's mean share of its cores (0..1), or None."""
+    process = u.get("process") if isinstance(u, dict) else None
+    stat = process.get("cpu_utilisation") if isinstance(process, dict) \
+        else None
+    return _number(stat.get("mean")) if isinstance(stat, dict) else None

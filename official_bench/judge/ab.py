@@ -35,6 +35,7 @@ from official_bench.contracts.trainer_command import trainer_argv
 from official_bench.extract import logparse
 from official_bench.extract.errors import ExtractError
 from official_bench.host import write_errors
+from official_bench.judge import verdict
 from official_bench.launch.progress import RunProgress
 
 DEFAULT_WARMUP_INTERVALS = 2
@@ -61,6 +62,8 @@ class RunRecord:
     load_before: float
     load_after: float
     log_path: Optional[str]
+    cpu_count: int = dataclasses.field(
+        default_factory=lambda: os.cpu_count() or 1)
 
     @property
     def rates(self) -> List[float]:
@@ -243,8 +246,20 @@ def alternate(sides: Sequence[Side], pairs: int, work_root: str,
     return records
 
 
+def setting(record: RunRecord) -> verdict.RunSetting:
+    """What verdict.setting_notes reads of a run: the higher of its loads
+    before and after, on this machine's CPUs (all runs share the host)."""
+    return verdict.RunSetting(load=(max(record.load_before,
+                                        record.load_after),
+                                    record.cpu_count))
+
+
 def describe_run(record: RunRecord) -> str:
-    """The progress line of one run."""
+    """The progress line of one run; it says when the load average before
+    or after it was above the CPU count (its intervals waited for cores)."""
+    over = (f", above the {record.cpu_count} CPUs"
+            if max(record.load_before, record.load_after) > record.cpu_count
+            else "")
     return (f"round {record.round}: {record.side} {record.speed:.2f} img/s "
             f"over {len(record.rates)} interval(s) ({record.seconds:.0f} s, "
-            f"load {record.load_before:.2f}->{record.load_after:.2f})")
+            f"load {record.load_before:.2f}->{record.load_after:.2f}{over})")

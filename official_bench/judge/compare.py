@@ -43,6 +43,7 @@ from official_bench.contracts import (
     log_tree,
     result_json,
     run_backend,
+    utilisation as usage_contract,
 )
 from official_bench.contracts.throughput import (
     Interval,
@@ -99,6 +100,9 @@ class SideRuns:
     # the backends of its runs, sorted (pair_backends: before it drops
     # them from the cases); "" for the runner's, which names none
     backends: Tuple[str, ...] = ()
+    # what each run ran on, in the order of ``runs`` (setting_notes)
+    settings: Dict[Case, List[verdict.RunSetting]] = dataclasses.field(
+        default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +113,7 @@ class CaseComparison:
     over_window_a: Optional[float]
     over_window_b: Optional[float]
     label: str = ""  # the row's name: the case, or "A's vs B's" (runner)
+    paired: Optional[verdict.RoundRatios] = None  # the runner's by round
 
 
 # ---------------------------------------------------------------- reading
@@ -128,11 +133,32 @@ def _read_log_tree(path: str, found: Sequence[Tuple[logparse.RunId, str]],
                     run.dtype, run_backend.backend(
                         outcome.config, outcome.environment, log))
         side.runs.setdefault(case, []).append(outcome.counted)
+        side.settings.setdefault(case, []).append(
+            run_setting(log_tree.json_path(log))
+            if outcome.source == "result_json"
+            else verdict.RunSetting(outcome.environment or {}))
     if not side.runs:
         side.notes[-1] += window_hint(outcomes) or (
             f"\n(the window: --warmup_batches {warmup} --train_batches "
             f"{train}; or --window auto)")
     return side
+
+
+def run_setting(path: str) -> verdict.RunSetting:
+    """What a result.json's run ran on: its environment, its load average
+    and its process's CPU share (contracts/utilisation.py); empty where
+    the file does not say."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return verdict.RunSetting()
+    if not isinstance(data, dict):
+        return verdict.RunSetting()
+    env, usage = data.get("environment"), data.get(usage_contract.KEY)
+    return verdict.RunSetting(env if isinstance(env, dict) else {},
+                              usage_contract.highest_load(usage),
+                              usage_contract.process_cpu_share(usage))
 
 
 def _rate_problem(counted: Sequence[ReadInterval]) -> Optional[str]:
@@ -318,6 +344,7 @@ def _read_result_files(path: str, files: Sequence[str],
             side.notes.append(f"{name}: excluded: {problem}")
             continue
         side.runs.setdefault(case, []).append(counted)
+        side.settings.setdefault(case, []).append(run_setting(name))
     return side
 
 
@@ -398,6 +425,8 @@ def pair_backends(a: SideRuns, b: SideRuns) -> None:
     for side in (a, b):
         side.runs = {case._replace(backend=""): runs
                      for case, runs in side.runs.items()}
+        side.settings = {case._replace(backend=""): runs
+                         for case, runs in side.settings.items()}
     if first != second:
         a.label = _named_with(a.label, first)
         b.label = _named_with(b.label, second)
@@ -407,8 +436,10 @@ def compare_sides(a: SideRuns, b: SideRuns, seed: int = verdict.DEFAULT_SEED,
                   resamples: int = verdict.DEFAULT_RESAMPLES
                   ) -> Tuple[List[CaseComparison], List[str]]:
     """Every case both sides hold, compared, after pair_backends (which
-    may name the backends in the sides' labels); notes list the cases only
-    one side has. ExtractError when no case is in both."""
+    may name the backends in the sides' labels), the runner's with its
+    by-round ratios; notes list the cases only one side has and what makes
+    a case's ratio hard to read (verdict.setting_notes). ExtractError when
+    no case is in both."""
     pair_backends(a, b)
     notes = [f"{c.label}: only in A ({a.path})" for c in a.runs
              if c not in b.runs]
@@ -423,12 +454,19 @@ def compare_sides(a: SideRuns, b: SideRuns, seed: int = verdict.DEFAULT_SEED,
             + runner_hint(sorted(a.runs), sorted(b.runs)))
     out = []
     for case in common:
-        v = verdict.compare_runs(_rates(a.runs[case]), _rates(b.runs[case]),
-                                 seed=seed, resamples=resamples)
+        rates_a, rates_b = _rates(a.runs[case]), _rates(b.runs[case])
+        v = verdict.compare_runs(rates_a, rates_b, seed=seed,
+                                 resamples=resamples)
         label = (f"{a.label or 'A'} vs {b.label or 'B'}"
                  if case == RUNNER_CASE else case.label)
+        paired = (verdict.round_ratios(rates_a, rates_b, seed=seed,
+                                       resamples=resamples)
+                  if case == RUNNER_CASE and len(rates_a) == len(rates_b)
+                  else None)
         out.append(CaseComparison(case, v, _over_window(a.runs[case]),
-                                  _over_window(b.runs[case]), label))
+                                  _over_window(b.runs[case]), label, paired))
+        notes += [f"{case.label}: {note}" for note in verdict.setting_notes(
+            a.settings.get(case, []), b.settings.get(case, []))]
     return out, notes
 
 
@@ -503,6 +541,8 @@ def table(rows: Sequence[CaseComparison], a_label: str = "",
     lines += [f"{row.label}: {row.verdict.verdict}: "
               f"{row.verdict.too_few_reason()}" for row in rows
               if row.verdict.verdict == verdict.TOO_FEW]
+    lines += [f"{row.label}: {row.paired.describe()}" for row in rows
+              if row.paired]
     lines.append("img/s: median of the runs' mean interval rates "
                  "(DLPerf's); images / time over")
     lines.append("the window (median of the runs):")
@@ -528,8 +568,9 @@ def _case_backend(row: CaseComparison, side: SideRuns) -> Optional[str]:
 def as_json(rows: Sequence[CaseComparison], a: SideRuns, b: SideRuns,
             notes: Sequence[str] = ()) -> str:
     """The comparison as JSON (for scripts), with each side's backend and
-    each case's on both sides, and ``notes``: the lines stderr gives as
-    "note: ..." (runs left out, windows recounted, cases of one side)."""
+    each case's on both sides, the runner's by-round ratios (``paired``),
+    and ``notes``: the lines stderr gives as "note: ..." (runs left out,
+    windows recounted, cases of one side, setting_notes)."""
     return json.dumps({"a": a.path, "b": b.path, "a_label": a.label,
                        "b_label": b.label, "a_backend": side_backend(a),
                        "b_backend": side_backend(b), "cases": [
@@ -539,6 +580,7 @@ def as_json(rows: Sequence[CaseComparison], a: SideRuns, b: SideRuns,
              a_backend=_case_backend(row, a), b_backend=_case_backend(row, b),
              images_per_second_over_window_a=row.over_window_a,
              images_per_second_over_window_b=row.over_window_b,
+             paired=row.paired.as_dict() if row.paired else None,
              **row.verdict.as_dict()) for row in rows],
         "notes": list(notes)}, indent=2) + "\n"
 
@@ -574,7 +616,8 @@ def run_ab(args: argparse.Namespace) -> Tuple[SideRuns, SideRuns]:
     out = []
     for side in sides:
         runs = [r.intervals for r in records[side.name]]
-        out.append(SideRuns(side.name, "runner", {case: runs}))
+        out.append(SideRuns(side.name, "runner", {case: runs}, settings={
+            case: [ab.setting(r) for r in records[side.name]]}))
     return out[0], out[1]
 
 

@@ -67,12 +67,14 @@ from official_bench.judge import verdict
 class CaseCheck:
     """A case's runs and the latest one's verdict (None: fewer than two
     runs that can enter a ratio); ``left_out`` says which rows could not
-    (verdict.run_problem) and why."""
+    (verdict.run_problem) and why, ``notes`` what makes the verdict hard to
+    read (verdict.setting_notes of the rows' environments)."""
     label: str
     rows: List[Row]
     verdict: Optional[verdict.Verdict]
     left_out: List[str] = dataclasses.field(default_factory=list)
     warmup: Optional[str] = None  # warmup_note's
+    notes: List[str] = dataclasses.field(default_factory=list)
 
 
 # ---------------------------------------------------------------- checking
@@ -101,9 +103,19 @@ def warmup_note(label: str, rows: Sequence[Row]) -> Optional[str]:
             "slower than a run that leaves its warm-up out")
 
 
+def _setting(row: Row) -> verdict.RunSetting:
+    """A row's stored environment (no load: rows do not keep it)."""
+    try:
+        env = json.loads(row.environment or "{}")
+    except ValueError:
+        env = {}
+    return verdict.RunSetting(env if isinstance(env, dict) else {})
+
+
 def check_case(label: str, rows: List[Row], seed: int = verdict.DEFAULT_SEED
                ) -> CaseCheck:
-    """The latest usable run (B) against every earlier one (A)."""
+    """The latest usable run (B) against every earlier one (A), with the
+    notes on what differs between them."""
     left_out = {id(r): _left_out(r) for r in rows}
     usable = [r for r in rows if left_out[id(r)] is None]
     notes = [f"{label}: {why}" for why in left_out.values() if why]
@@ -111,8 +123,12 @@ def check_case(label: str, rows: List[Row], seed: int = verdict.DEFAULT_SEED
     if len(usable) < 2:
         return CaseCheck(label, rows, None, notes, warmup)
     earlier = [r.interval_rates for r in usable[:-1]]
+    setting = [f"{label}: {note}" for note in verdict.setting_notes(
+        [_setting(r) for r in usable[:-1]], [_setting(usable[-1])],
+        ("earlier", "latest"))]
     return CaseCheck(label, rows, verdict.compare_runs(
-        earlier, [usable[-1].interval_rates], seed=seed), notes, warmup)
+        earlier, [usable[-1].interval_rates], seed=seed), notes, warmup,
+        setting)
 
 
 def select(rows: Sequence[Row], case: Optional[str]) -> Dict[str, List[Row]]:
@@ -170,7 +186,8 @@ def checks_json(checks: Sequence[CaseCheck]) -> str:
         "latest": {**dataclasses.asdict(c.rows[-1]),
                    "framework": framework(c.rows[-1])},
         "verdict": c.verdict.as_dict() if c.verdict else None,
-        "left_out": c.left_out, "warmup_counted": c.warmup}
+        "left_out": c.left_out, "warmup_counted": c.warmup,
+        "notes": c.notes}
         for c in checks], indent=2) + "\n"
 
 
@@ -369,7 +386,8 @@ def _run(args: argparse.Namespace) -> int:
     checks = [check_case(label, case_rows)
               for label, case_rows in select(rows, args.case).items()]
     for check in checks:
-        for note in check.left_out + [check.warmup] * bool(check.warmup):
+        for note in (check.left_out + [check.warmup] * bool(check.warmup)
+                     + check.notes):
             print(f"note: {note}", file=sys.stderr)
     if args.json:
         print(checks_json(checks), end="")

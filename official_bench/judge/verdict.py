@@ -28,9 +28,10 @@ call identical setups faster or slower far above 5% of the time.
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 import statistics
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 FASTER = "faster"
 SLOWER = "slower"
@@ -226,6 +227,76 @@ def compare_runs(a: Sequence[Run], b: Sequence[Run], *,
                    *counts, decide(low, high))
 
 
+# The environment keys whose difference between the sides (or within one)
+# makes a ratio hard to read (setting_notes).
+SETTING_KEYS = ("tensorflow", "jax", "official_bench", "hostname",
+                "cpu_model", "cpu_count", "onednn_enabled", "cpu_kernels")
+# Sides whose trainer got this many times the CPU share of the other's.
+CPU_SHARE_RATIO = 1.5
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSetting:
+    """What one run ran on, as far as its record says: its environment
+    block, the highest load average at its timed loop's start or end with
+    the CPU count (contracts/utilisation.highest_load) and its process's
+    mean CPU share; None where not recorded."""
+    environment: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    load: Optional[Tuple[float, int]] = None
+    cpu_share: Optional[float] = None
+
+
+def _values(side: Sequence[RunSetting], key: str) -> Dict[str, int]:
+    """Each value a side's runs record for ``key`` -> how many runs."""
+    out: Dict[str, int] = {}
+    for run in side:
+        value = (run.environment or {}).get(key)
+        if value is not None:
+            out[str(value)] = out.get(str(value), 0) + 1
+    return out
+
+
+def setting_notes(a: Sequence[RunSetting], b: Sequence[RunSetting],
+                  names: Tuple[str, str] = ("A", "B")) -> List[str]:
+    """One note per thing that makes B/A hard to read: the sides differ in
+    a SETTING_KEYS value (where both record it), a side mixes values, a
+    side ran with the load average above its CPU count, or the trainer's
+    CPU share differs by more than CPU_SHARE_RATIO between the sides."""
+    notes = []
+    for key in SETTING_KEYS:
+        found = [_values(a, key), _values(b, key)]
+        for name, values in zip(names, found):
+            if len(values) > 1:
+                notes.append(f"{name} mixes {key}: " + ", ".join(
+                    f"{v} ({n} run{'s' * (n > 1)})"
+                    for v, n in values.items()))
+        if all(len(v) == 1 for v in found) and \
+                set(found[0]) != set(found[1]):
+            notes.append(f"{names[0]} and {names[1]} differ in {key}: "
+                         f"{names[0]} {next(iter(found[0]))}, "
+                         f"{names[1]} {next(iter(found[1]))}")
+    for name, side in zip(names, (a, b)):
+        over = [r.load for r in side if r.load and r.load[0] > r.load[1]]
+        if over:
+            load, cpus = max(over)
+            notes.append(f"{name} ran with the load average above the CPU "
+                         f"count: load {load:.2f} on {cpus} CPUs (in "
+                         f"{len(over)} of {len(side)} runs, at the timed "
+                         "loop's start or end): its runs waited for cores")
+    shares = [[r.cpu_share for r in side if r.cpu_share]
+              for side in (a, b)]
+    if all(shares):
+        share_a, share_b = (statistics.median(s) for s in shares)
+        ratio = max(share_a, share_b) / min(share_a, share_b)
+        if ratio > CPU_SHARE_RATIO:
+            notes.append(
+                f"the trainer's CPU share differs {ratio:.1f}x: "
+                f"{names[0]} {share_a:.0%}, {names[1]} {share_b:.0%} of its "
+                "cores (utilisation.process.cpu_utilisation, median of the "
+                "runs): the machine gave one side more")
+    return notes
+
+
 @dataclasses.dataclass(frozen=True)
 class RoundRatios:
     """B / A round by round, for the A/B runner whose rounds alternate the
@@ -249,6 +320,15 @@ class RoundRatios:
                 f"; median {self.median:.3f} [{self.low:.3f}, "
                 f"{self.high:.3f}] ({self.level * 100:.0f}%, paired), "
                 f"lowest {min(self.ratios):.3f}")
+
+    def as_dict(self) -> dict:
+        """The fields; no interval (one round) is null, not NaN."""
+        out = dataclasses.asdict(self)
+        out["ratios"] = list(self.ratios)
+        for key in ("low", "high"):
+            if math.isnan(out[key]):
+                out[key] = None
+        return out
 
 
 def round_ratios(a: Sequence[Run], b: Sequence[Run], *,

@@ -4,7 +4,8 @@ A daemon thread reads, every `period` seconds, from outside the framework
 (host/probes.py): every GPU's utilisation and memory used (NVML, else
 nvidia-smi, else none), this process's CPU time, resident memory and thread
 count (/proc), and, where the backend gives one, its allocator's peak
-memory per device. The summary (mean, p10, p90 of each;
+memory per device; the machine's load average at the start and the end.
+The summary (mean, p10, p90 of each;
 contracts/utilisation.py) goes into the summary line and result.json. Both
 backends use it: measure/utilisation.py wraps it as a tf-keras callback.
 """
@@ -71,6 +72,7 @@ class Sampler:
         self._process = ProcessReader(pid or os.getpid(), self.cores)
         self._peak = peak_reader
         self._thread: Optional[probes.PeriodicSampler] = None
+        self._load: List[Optional[float]] = [None, None]  # start, end
 
     def read(self) -> Dict:
         sample = self._process()
@@ -80,6 +82,7 @@ class Sampler:
         return sample
 
     def on_train_begin(self, logs=None):
+        self._load = [contract.load_now(), None]
         self._process = ProcessReader(self._process.pid, self.cores)
         self._thread = probes.PeriodicSampler(
             self.read, self.period, name="utilisation-sampler")
@@ -88,6 +91,7 @@ class Sampler:
     def on_train_end(self, logs=None):
         if self._thread is not None:
             self._thread.stop()
+            self._load[1] = contract.load_now()
 
     def summary(self) -> Optional[Dict]:
         if self._thread is None:
@@ -97,6 +101,7 @@ class Sampler:
                                  self._gpu_note, self.cores,
                                  max(1, len(self.gpu_devices)),
                                  self.allocator)
+        out[contract.LOAD_KEY] = contract.load_record(*self._load)
         if self._thread.error:
             out["error"] = self._thread.error
             logging.warning("official_bench: utilisation sampler: a read "

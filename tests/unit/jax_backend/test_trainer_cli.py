@@ -147,6 +147,8 @@ def test_result_flops_utilisation_history(run):
     assert usage["xla_peak_memory_mib"] == "no GPU"
     assert usage["gpu"] == "no GPU"
     assert usage["gpu_note"] == "JAX uses no GPU in this run"
+    load = usage["load_average"]  # at the timed loop's start and end
+    assert load["start"] >= 0 and load["end"] >= 0 and load["cpu_count"] >= 1
     history = r["history"]
     assert set(history) == {"loss", "accuracy", "top_5_accuracy",
                             "val_loss", "val_accuracy",

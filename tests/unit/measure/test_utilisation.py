@@ -120,6 +120,12 @@ def test_cpu_run_records_utilisation(tmp_path, absl_messages):
         assert p["rss_mib"][stat] > 0 and p["threads"][stat] > 0
     assert p["rss_mib"]["p10"] <= p["rss_mib"]["mean"] <= \
         p["rss_mib"]["p90"]
+    # The machine's load at the timed loop's start and end, on its CPUs.
+    load = u[U.LOAD_KEY]
+    assert load["cpu_count"] == os.cpu_count()
+    assert load["start"] >= 0 and load["end"] >= 0
+    assert U.highest_load(u) == (max(load["start"], load["end"]),
+                                 os.cpu_count())
     summary = [m for m in absl_messages if "run finished" in m]
     assert summary and "utilisation (" in summary[-1]
     assert "GPU no GPU; CPU " in summary[-1]
