@@ -424,6 +424,10 @@ def test_runner_says_slower_when_b_trains_larger_images(tmp_path):
     assert case["verdict"] == verdict.SLOWER, case
     assert case["runs_a"] == case["runs_b"] == 2
     assert case["high"] < 1.0
+    # B/A round by round: each round's two runs, close in time
+    paired = case["paired"]
+    assert len(paired["ratios"]) == 2 and max(paired["ratios"]) < 1.0
+    assert paired["low"] <= paired["median"] <= paired["high"] < 1.0
     assert 0 < case["images_per_second_over_window_b"] < \
         case["images_per_second_over_window_a"]
     # Rounds alternate: A B, then B A.
