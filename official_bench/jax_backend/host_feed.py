@@ -720,7 +720,10 @@ def check_eval_pass(files, batch: int, steps: int,
     its validation `files` cannot give the evaluation's `steps` batches of
     `batch` (their records, 16 bytes read per record, over the batch: the
     most the feed can give). The feed would say so at the first
-    evaluation, after the training it waited for."""
+    evaluation, after the training it waited for. A truncated, corrupt or
+    unreadable file raises its bad-record line (BadRecordFile) first, as
+    the evaluation would after the training (host_examples.records_of;
+    with skip_bad_records a warning names it)."""
     from official_bench.data.records import host_examples, set_counts
     problem = set_counts.eval_pass_problem(
         key, f"one pass over its {len(files)} file(s)",

@@ -17,14 +17,13 @@ import json
 import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from official_bench.data.records import set_counts
 from official_bench.host.atomic import write_text_atomic
 from official_bench.host.write_errors import writing
 
-RECORDS_DIR = ".shards"
-
-
-def record_path(output_dir: str, shard: str) -> str:
-    return os.path.join(output_dir, RECORDS_DIR, shard + ".json")
+# The trainer reads these records too (set_counts.built_records).
+RECORDS_DIR = set_counts.SHARD_RECORDS
+record_path = set_counts.shard_record_path
 
 
 def write_record(output_dir: str, shard: str, images: int, records: int,

@@ -17,6 +17,7 @@ from official_bench.data.records.file_verdict import (  # noqa: F401
     BadRecordFile,
     finish,
     stop_if_bad,
+    warn_empty,
 )
 from official_bench.data.records.framing import FileCheck
 from official_bench.runtime.keras_setup import keras, tf
@@ -34,7 +35,10 @@ def start(ds: DatasetConfig, is_training: bool) -> Optional[FileCheck]:
         from official_bench.data.records.record_files import find_files
         files = find_files(ds, is_training)[0]
     from official_bench.data.records.record_files import file_sizes
-    return FileCheck(files, file_sizes(files), opener=tf.io.gfile.GFile)
+    from official_bench.data.records.record_sets import config_key
+    return warn_empty(FileCheck(files, file_sizes(files),
+                                opener=tf.io.gfile.GFile,
+                                key=config_key(is_training)))
 
 
 class StopOnBadFile(keras.callbacks.Callback):

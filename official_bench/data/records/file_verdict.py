@@ -9,7 +9,9 @@ logs each such file once more and counts the distinct files (the readers
 log it at every pass: docs/data.md). The TensorFlow backend calls
 these through file_check.py (its fit callback); a JAX loop calls them
 itself. `start_local` starts the check on this machine's files, without
-TensorFlow. TensorFlow-free.
+TensorFlow. An empty (0-byte) file is a warning when the check starts, a
+file whose records differ from what the build wrote into it (its
+.shards record, set_counts.py) one when it ends. TensorFlow-free.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Optional
 from absl import logging
 
 from official_bench.config import DatasetConfig
+from official_bench.data.records import set_counts
 from official_bench.data.records.framing import FileCheck
 from official_bench.data.records.record_problems import SKIP_HINT
 
@@ -38,7 +41,30 @@ def start_local(ds: DatasetConfig, is_training: bool
         return None
     from official_bench.data.records import record_sets
     files = record_sets.find_files(ds, is_training)[0]
-    return FileCheck(files, record_sets.file_sizes(files))
+    return warn_empty(FileCheck(files, record_sets.file_sizes(files),
+                                key=record_sets.config_key(is_training)))
+
+
+def warn_empty(check: FileCheck) -> FileCheck:
+    """Logs a warning naming each 0-byte file of `check` (its frames end
+    where it ends, so the framing check finds nothing); returns `check`."""
+    for path, size in zip(check.files, check.sizes):
+        line = set_counts.empty_file_line(check.key, path) if size == 0 \
+            else None
+        if line:
+            logging.warning("official_bench: %s", line)
+    return check
+
+
+def warn_counts(check: FileCheck) -> None:
+    """After the check: a warning for each whole, non-empty file whose
+    records differ from what the build wrote into it."""
+    bad = {p.filename for p in check.problems}
+    for path, size in zip(check.files, check.sizes):
+        if size > 0 and path in check.counts and path not in bad:
+            line = set_counts.count_line(check.key, path, check.counts[path])
+            if line:
+                logging.warning("official_bench: %s", line)
 
 
 def raise_first(check: FileCheck) -> None:
@@ -59,12 +85,15 @@ def finish(check: Optional[FileCheck], ds: DatasetConfig) -> None:
     if check is None:
         return
     problems = check.wait(progress=logging.info)
-    if not problems:
-        logging.info("%s record file(s) checked: every one is whole",
-                     len(check.files))
-        return
-    if not ds.skip_bad_records:
+    if problems and not ds.skip_bad_records:
         raise_first(check)
+    warn_counts(check)
+    if not problems:
+        empty = check.sizes.count(0)
+        logging.info("%s record file(s) checked: every one is whole%s",
+                     len(check.files), f" ({empty} of them empty, 0 bytes)"
+                     if empty else "")
+        return
     for problem in problems:
         logging.warning("%s; skipped (skip_bad_records: true)",
                         problem.line())

@@ -20,7 +20,7 @@ import os
 import struct
 import threading
 import time
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from official_bench.data.records.checksum import masked_crc32c
 from official_bench.data.records.record_problems import (
@@ -69,16 +69,30 @@ def count_records(path: str, opener: Optional[Callable] = None) -> int:
     """The whole records at the start of a file (all of them when its
     framing is sound): 16 bytes read per record. A local file is read with
     os.pread, others with what `opener(path, "rb")` opens (seek + read)."""
+    return frames_of(path, opener)[0]
+
+
+def frames_of(path: str, opener: Optional[Callable] = None
+              ) -> Tuple[int, Optional[Problem]]:
+    """(the whole records at the start of a file, its first framing
+    problem or None): count_records and walk in one pass."""
+    return _walk_path(path, None, opener)
+
+
+def _walk_path(path: str, size: Optional[int], opener: Optional[Callable]
+               ) -> Tuple[int, Optional[Problem]]:
+    """_frames over a local file (os.pread) or one `opener(path, "rb")`
+    opens (seek + read), up to `size` bytes (None: its size now)."""
     if opener is not None:
         with opener(path, "rb") as f:
             def read_at(offset, n):
                 f.seek(offset)
                 return f.read(n)
-            return _frames(read_at, f.size(), path)[0]
+            return _frames(read_at, f.size() if size is None else size, path)
     fd = os.open(path, os.O_RDONLY)
     try:
         return _frames(lambda off, n: os.pread(fd, n, off),
-                       os.fstat(fd).st_size, path)[0]
+                       os.fstat(fd).st_size if size is None else size, path)
     finally:
         os.close(fd)
 
@@ -109,30 +123,24 @@ def check_file(path: str, size: int,
                opener: Optional[Callable] = None) -> Optional[Problem]:
     """walk() over a local file (os.pread) or one `opener(path, "rb")`
     opens (seek + read)."""
-    if opener is None:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            return walk(lambda off, n: os.pread(fd, n, off), size, path)
-        finally:
-            os.close(fd)
-    with opener(path, "rb") as f:
-        def read_at(offset, n):
-            f.seek(offset)
-            return f.read(n)
-        return walk(read_at, size, path)
+    return _walk_path(path, size, opener)[1]
 
 
 class FileCheck:
     """Checks files in a daemon thread, started at once; `problems` fills
-    in as files are checked. A file that cannot be opened is a problem
-    too (the reader reports it the same way)."""
+    in as files are checked, `counts` with each file's whole records. A
+    file that cannot be opened is a problem too (the reader reports it
+    the same way). `key` (train_dataset) names the files' config in the
+    callers' lines."""
 
     def __init__(self, files: Sequence[str], sizes: Sequence[int],
-                 opener: Optional[Callable] = None):
+                 opener: Optional[Callable] = None, key: str = ""):
         self.files = list(files)
-        self._sizes = list(sizes)
+        self.sizes = list(sizes)
+        self.key = key
         self._opener = opener
         self.problems: List[Problem] = []
+        self.counts: Dict[str, int] = {}
         self.checked = 0
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True,
@@ -141,12 +149,14 @@ class FileCheck:
 
     def _run(self) -> None:
         try:
-            for path, size in zip(self.files, self._sizes):
+            for path, size in zip(self.files, self.sizes):
                 local = self._opener is None or "://" not in path
                 try:
-                    problem = Problem(path, 0, GONE) if size == GONE_SIZE \
-                        else check_file(path, size,
-                                        None if local else self._opener)
+                    if size == GONE_SIZE:
+                        problem = Problem(path, 0, GONE)
+                    else:
+                        self.counts[path], problem = _walk_path(
+                            path, size, None if local else self._opener)
                 except OSError as e:
                     problem = Problem(path, 0, "the file cannot be read "
                                       f"({e.strerror or e})")

@@ -47,7 +47,8 @@ from official_bench.data.records import (
     record_sets,
     set_counts,
 )
-from official_bench.data.records.framing import Problem, count_records
+from official_bench.data.records.file_verdict import BadRecordFile
+from official_bench.data.records.framing import Problem, frames_of
 from official_bench.data.records.host_reader import (
     Item,
     interleave,
@@ -63,12 +64,16 @@ BOX_SIDES = ("ymin", "xmin", "ymax", "xmax")
 
 class FileShard(list):
     """This process's record files; `record_shard` = (index, count) of the
-    records it keeps of each, (0, 1) when the files were sharded."""
+    records it keeps of each, (0, 1) when the files were sharded; `key`
+    and `skip_bad_records` are their config's (records_of's lines)."""
 
     def __init__(self, files: Sequence[str],
-                 record_shard: Tuple[int, int] = (0, 1)):
+                 record_shard: Tuple[int, int] = (0, 1), key: str = "",
+                 skip_bad_records: bool = False):
         super().__init__(files)
         self.record_shard = tuple(record_shard)
+        self.key = key
+        self.skip_bad_records = skip_bad_records
 
 
 class BadRecord(Exception):
@@ -97,20 +102,39 @@ def process_files(ds: DatasetConfig, process_index: int, process_count: int,
                                               ds.split))
     mine, record_shard = record_sets.shard_files(files, process_count,
                                                  process_index)
-    return FileShard(mine, record_shard)
+    return FileShard(mine, record_shard, record_sets.config_key(training),
+                     ds.skip_bad_records)
 
 
 def records_of(files: FileShard) -> int:
     """How many records of `files` this process reads in one pass: every
     record of its files, or its share of each when the files were not
-    sharded (every p-th record of each file, from p)."""
+    sharded (every p-th record of each file, from p). The frames it walks
+    to count them are the framing check's (framing.py): a truncated,
+    corrupt or unreadable file raises BadRecordFile with its bad-record
+    line, as the reader would when it got there (with skip_bad_records,
+    a warning names it and its whole records count); an empty file, or
+    one whose records differ from what the build wrote into it, is a
+    warning naming it."""
     index, count = files.record_shard
+    key = getattr(files, "key", "")
     total = 0
     for path in files:
         try:
-            n = count_records(path)
-        except OSError:  # gone: the reader reports it (record_sets.GONE)
-            n = 0
+            n, problem = frames_of(path)
+        except OSError as e:
+            n, problem = 0, Problem(path, 0, "the file cannot be read "
+                                    f"({e.strerror or e})")
+        if problem is not None:
+            if not getattr(files, "skip_bad_records", False):
+                raise BadRecordFile(problem.line() + words.SKIP_HINT)
+            logging.warning("%s; skipped (skip_bad_records: true)",
+                            problem.line())
+        else:
+            line = set_counts.empty_file_line(key, path) if n == 0 else \
+                set_counts.count_line(key, path, n)
+            if line:
+                logging.warning("official_bench: %s", line)
         total += (n - index + count - 1) // count if n > index else 0
     return total
 

@@ -17,7 +17,7 @@ import collections
 import dataclasses
 import os
 import re
-from typing import List, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from absl import logging
 
@@ -119,11 +119,14 @@ class Once:
 _warned = Once()  # (data_dir, split): each set's warning once per process
 
 
-def partial_set_problem(split: str, files: Sequence[str]) -> str:
+def partial_set_problem(split: str, files: Sequence[str],
+                        is_dir: Optional[Callable[[str], bool]] = None
+                        ) -> str:
     """What is wrong with a classic set named `<split>-NNNNN-of-MMMMM`, in
     words, or "" when it is whole: files of several counts (two builds: the
     trainer would read both), or fewer files than their names count (an
-    unfinished build or a partial copy). Other names are not judged."""
+    unfinished build or a partial copy; a missing name that `is_dir(name)`
+    says is a directory is called one). Other names are not judged."""
     by_count = collections.defaultdict(set)
     for path in files:
         m = _SHARD_NAME.match(os.path.basename(path))
@@ -140,19 +143,26 @@ def partial_set_problem(split: str, files: Sequence[str]) -> str:
                 "(likely twice); remove the set you do not want, or name "
                 "the files in filenames")
     (count, found), = by_count.items()
-    missing = sorted(set(range(count)) - found)
+    missing = [f"{split}-{k:05d}-of-{count:05d}"
+               for k in sorted(set(range(count)) - found)]
     if not missing:
         return ""
+    dirs = [name for name in missing if is_dir and is_dir(name)]
+    where = "" if not dirs else (
+        f"; {len(dirs)} of them a directory by that name, not a file, first "
+        f"{dirs[0]}" if len(dirs) > 1 or dirs[0] != missing[0] else
+        ", a directory by that name, not a file")
     return (f"holds {len(found)} of the {count} files {split}-*-of-"
-            f"{count:05d} ({len(missing)} missing, first "
-            f"{split}-{missing[0]:05d}-of-{count:05d}): reading the "
-            f"{len(found)} there (an unfinished build? re-run it)")
+            f"{count:05d} ({len(missing)} missing, first {missing[0]}"
+            f"{where}): reading the {len(found)} there (an unfinished "
+            "build? re-run it)")
 
 
 def warn_partial_set(key: str, data_dir: str, split: str,
-                     files: Sequence[str]) -> None:
+                     files: Sequence[str], fs: FileSystem = LOCAL) -> None:
     """Logs partial_set_problem once per data_dir and split."""
-    problem = partial_set_problem(split, files)
+    problem = partial_set_problem(
+        split, files, lambda name: fs.isdir(os.path.join(data_dir, name)))
     if problem and _warned(data_dir, split):
         logging.warning("%s.data_dir %s %s", key, data_dir, problem)
 
@@ -172,13 +182,14 @@ def find_files(ds: DatasetConfig, is_training: bool,
     classic = record_names.find(data_dir, ds.split, CLASSIC, fs=fs)
     tfds = record_names.find(data_dir, ds.split, TFDS, ds.name, fs=fs)
     if ds.layout == CLASSIC or (ds.layout == "auto" and classic):
-        if ds.layout == "auto" and tfds:
+        if ds.layout == "auto" and tfds and _warned("mixed", data_dir,
+                                                    ds.split):
             logging.warning("%s.data_dir %s holds both classic (%s-*) and "
                             "TFDS (*-%s.tfrecord-*) files; reading the "
                             "classic ones (set layout: tfds for the others)",
                             key, data_dir, ds.split, ds.split)
         files, layout = classic, CLASSIC_LAYOUT
-        warn_partial_set(key, data_dir, ds.split, files)
+        warn_partial_set(key, data_dir, ds.split, files, fs)
     elif ds.layout == TFDS or (ds.layout == "auto" and tfds):
         files, layout = tfds, TFDS_LAYOUT
     else:

@@ -8,7 +8,10 @@ on a small set trains an 'epoch' of thousands of passes over it without a
 word; not an error. An evaluation longer than one pass over the validation
 records is an error (eval_pass_problem's words, for both backends): the
 evaluation would stop early and report the batches it got. A num_classes
-larger than the classes is a warning (a head with unused outputs).
+larger than the classes is a warning (a head with unused outputs). Per
+file: the lines for a 0-byte file and for one whose records differ from
+its shard's record (.shards/<name>.json), which the framing check and
+the JAX evaluation's count log (file_verdict.py, host_examples.py).
 TensorFlow-free.
 """
 
@@ -137,3 +140,63 @@ def check_eval_pass(ds: DatasetConfig, batch: int, steps: int,
         batch, steps)
     if problem:
         raise ConfigError(problem)
+
+
+# Where official-bench-build-records keeps each finished shard's record
+# (data/build/shard_skips.py writes it): <folder>/.shards/<shard>.json.
+SHARD_RECORDS = ".shards"
+
+
+def shard_record_path(folder: str, shard: str) -> str:
+    """The builder's record of `shard` in `folder`."""
+    return os.path.join(folder, SHARD_RECORDS, shard + ".json")
+
+
+def built_records(path: str) -> Optional[int]:
+    """How many records official-bench-build-records wrote into the local
+    shard `path` (its `.shards/<name>.json` beside it), or None where no
+    such record is (another tool's files, a remote or unreadable one)."""
+    if "://" in path:
+        return None
+    folder, name = os.path.split(path)
+    if not os.path.isdir(os.path.join(folder, SHARD_RECORDS)):
+        return None
+    try:
+        with open(shard_record_path(folder, name), encoding="utf-8") as f:
+            records = json.load(f).get("records")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return records if isinstance(records, int) else None
+
+
+def empty_file_line(key: str, path: str) -> Optional[str]:
+    """The warning for a 0-byte record file (the usual trace of a copy
+    onto a full disk: its records are silently not there), or None when
+    the build itself wrote no record into it."""
+    built = built_records(path)
+    if built == 0:
+        return None
+    wrote = "" if built is None else \
+        f" (the build wrote {built} into it, {_record_name(path)})"
+    return (f"{_head(key)}{path} is empty (0 bytes): it holds no records"
+            f"{wrote}; a copy onto a full disk?")
+
+
+def count_line(key: str, path: str, count: int) -> Optional[str]:
+    """The warning for a record file whose `count` whole records differ
+    from what the build wrote into it (its .shards record), else None."""
+    built = built_records(path)
+    if built is None or built == count:
+        return None
+    return (f"{_head(key)}{path} holds {count} record(s) but the build "
+            f"wrote {built} into it ({_record_name(path)}): a copy that "
+            "ended at a record's end, or a file of another build? copy it "
+            "again or re-run official-bench-build-records")
+
+
+def _head(key: str) -> str:
+    return f"{key}: record file " if key else "record file "
+
+
+def _record_name(path: str) -> str:
+    return shard_record_path(*os.path.split(path))

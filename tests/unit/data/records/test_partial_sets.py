@@ -55,3 +55,25 @@ def test_whole_sets_and_other_names_are_not_warned_about(tmp_path, warnings,
                                                         names):
     find(tmp_path, names)
     assert warnings() == []
+
+
+def test_a_directory_named_like_a_shard_is_called_one(tmp_path, warnings):
+    (tmp_path / "train-00001-of-00003").mkdir()
+    files = find(tmp_path, ["train-00000-of-00003", "train-00002-of-00003"])
+    assert len(files) == 2
+    assert warnings() == [
+        f"train_dataset.data_dir {tmp_path} holds 2 of the 3 files "
+        "train-*-of-00003 (1 missing, first train-00001-of-00003, a "
+        "directory by that name, not a file): reading the 2 there (an "
+        "unfinished build? re-run it)"]
+
+
+def test_mixed_layouts_are_named_once(tmp_path, warnings):
+    names = ["train-00000-of-00001", "imagenet2012-train.tfrecord-00000-of-"
+             "00001"]
+    find(tmp_path, names)
+    find(tmp_path, [])  # the feed finds them again
+    assert warnings() == [
+        f"train_dataset.data_dir {tmp_path} holds both classic (train-*) and "
+        "TFDS (*-train.tfrecord-*) files; reading the classic ones (set "
+        "layout: tfds for the others)"]
