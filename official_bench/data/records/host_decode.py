@@ -14,7 +14,7 @@ pixels as tf.io.decode_jpeg), scaling by 1/2, 1/4 or 1/8 in the DCT where
 the crop stays at least `image_size` (TensorFlow decodes at full size);
 OpenCV and Pillow are the alternatives measured. Grayscale and CMYK JPEGs
 come out RGB with TensorFlow's arithmetic; PNG, GIF, BMP and WebP are
-decoded whole by Pillow, as decode_image does.
+decoded whole by Pillow, as decode_image does; a JPEG cut short, by none.
 
 `nvimgcodec` (`decode: gpu`) decodes a colour JPEG's crop window alone on
 a GPU through nvImageCodec, several in one call, then resizes as above
@@ -139,6 +139,22 @@ def jpeg_header(data: bytes) -> Tuple[int, int, int, bool]:
     if frame is None or not frame[0] or not frame[1]:
         raise UndecodableImage("no JPEG frame header with a size")
     return frame[0], frame[1], frame[2], adobe
+
+
+def check_whole(data: bytes) -> None:
+    """UndecodableImage for a JPEG cut short: no end-of-image marker
+    after its last start of scan. simplejpeg (not strict: a warning such
+    as ImageNet's "extraneous bytes before marker" must not refuse an
+    image TensorFlow decodes) and nvImageCodec give such a file's missing
+    rows grey, where tf.io.decode_jpeg fails. Coded scan data never holds
+    these two markers (a 0xFF there is followed by 0x00 or a restart
+    marker); an EXIF thumbnail's end-of-image comes before the main scan,
+    so it does not count. Microseconds: the marker is found at the end."""
+    end = data.rfind(b"\xff\xd9")
+    if end < 0 or data.find(b"\xff\xda", end + 2) >= 0:
+        raise UndecodableImage(
+            f"the JPEG ends without its end-of-image marker after its last "
+            f"scan ({len(data)} bytes): a file cut short")
 
 
 def cmyk_to_rgb(cmyk: np.ndarray, adobe: bool) -> np.ndarray:
@@ -422,6 +438,7 @@ def start_crop(data: bytes, window_fn: WindowFn, size: int, flip: bool,
             return _resize_window(image, window_fn(*image.shape[:2]), size,
                                   flip)
         header = jpeg_header(data)
+        check_whole(data)
         window = window_fn(header[0], header[1])
         if decoder in WINDOW_DECODERS and header[2] == 3 and channels == 3:
             return Pending(data, header, window, size, flip, dct_scaling)

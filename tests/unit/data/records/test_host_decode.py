@@ -178,6 +178,52 @@ def test_undecodable_bytes_are_refused(data):
                                     False, decoder=decoder)
 
 
+def cut_in_scan(data, fraction):
+    """`data` cut at `fraction` of its coded scan data (after the last
+    start-of-scan's header), where decoders that do not check the end
+    give the missing rows grey."""
+    scan = data.rindex(b"\xff\xda")
+    return data[:scan + 12 + int((len(data) - scan - 12) * fraction)]
+
+
+def with_thumbnail(data):
+    """`data` with a whole small JPEG inside an APP1 segment before its
+    frame, as an EXIF thumbnail sits: its end-of-image comes first."""
+    thumb = natural_jpeg(3, 32, 24)
+    payload = b"Exif\x00\x00" + thumb
+    app1 = b"\xff\xe1" + (len(payload) + 2).to_bytes(2, "big") + payload
+    return data[:2] + app1 + data[2:]
+
+
+CPU_DECODERS = [d for d in host_decode.DECODERS if d != "nvimgcodec"]
+
+
+@pytest.mark.parametrize("decoder", CPU_DECODERS)
+@pytest.mark.parametrize("make", [
+    lambda: natural_jpeg(7, 500, 375),
+    lambda: other_images()["progressive jpeg"],
+    lambda: with_thumbnail(natural_jpeg(7, 500, 375))],
+    ids=["baseline", "progressive", "thumbnail"])
+def test_a_jpeg_cut_in_its_scan_is_refused_as_on_tensorflow(decoder, make):
+    """A file cut inside its coded data (a partial copy): simplejpeg and
+    nvImageCodec decoded it, the missing rows grey, where TensorFlow's
+    decode fails; refused by every decoder now, whatever the window
+    (TensorFlow's decode_and_crop fails only where the crop reaches the
+    missing rows). The same file whole, or with bytes after its end
+    (which TensorFlow reads), still decodes."""
+    data = make()
+    for fraction in (0.3, 0.95):
+        cut = cut_in_scan(data, fraction)
+        with pytest.raises(host_decode.UndecodableImage,
+                           match="cut short"):
+            our_eval(cut, size=32, decoder=decoder)
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            tf.io.decode_jpeg(cut)
+    for whole in (data, data + b"\x00" * 64 + b"trailing"):
+        assert mad(our_eval(whole, size=32, decoder=decoder),
+                   tf_eval(whole, size=32)) < EVAL_MAD["simplejpeg"] + 1
+
+
 def test_dct_scaling_only_where_the_crop_stays_large_enough(monkeypatch):
     import simplejpeg
     shapes = []
