@@ -116,11 +116,19 @@ def main(argv) -> int:
     from official_bench.runtime import cpu_kernels
     cpu_kernels.apply(cfg.runtime.cpu_kernels, cfg.runtime.num_gpus)
 
-    # 2. The run (TensorFlow is imported from here on).
+    # 2. The run (TensorFlow is imported from here on). A SIGTERM outside
+    #    the training steps unwinds as a Ctrl-C does (the input feeds
+    #    close) to one line naming its stage.
     try:
-        status = _train(cfg)
-    except KeyboardInterrupt as e:  # Ctrl-C outside the training steps
-        status = _fail(_interrupted(e), exit_status.INTERRUPTED, e)
+        with stop_signals.sigterm_raises():
+            try:
+                status = _train(cfg)
+            except KeyboardInterrupt as e:  # Ctrl-C outside the steps
+                status = _fail(_outside_the_steps("SIGINT", e),
+                               exit_status.INTERRUPTED, e)
+            except stop_signals.Terminated as e:
+                status = _fail(_outside_the_steps("SIGTERM", e),
+                               e.exit_status, e)
     except BaseException:
         if _joined_jax_processes():  # a bug's traceback, then out at once
             traceback.print_exc()
@@ -166,15 +174,17 @@ def _train(cfg) -> int:
     return exit_status.OK
 
 
-def _interrupted(error: KeyboardInterrupt) -> str:
-    """The line for a SIGINT outside the training steps (inside them,
-    runtime/stop_signals.py stops the run at a step boundary)."""
+def _outside_the_steps(signal_name: str, error: BaseException) -> str:
+    """The line for a SIGINT or SIGTERM outside the training steps, naming
+    the stage it came in (inside them, runtime/stop_signals.py stops the
+    run at a step boundary)."""
     from official_bench.measure import stages
     what = stages.stage_of(error)
     if what is None:
-        return "official_bench: stopped by SIGINT outside the training steps"
-    return (f"official_bench: stopped by SIGINT while {what}; no result "
-            "written")
+        return (f"official_bench: stopped by {signal_name} outside the "
+                "training steps")
+    return (f"official_bench: stopped by {signal_name} while {what}; no "
+            "result written")
 
 
 def _joined_jax_processes() -> bool:

@@ -128,7 +128,8 @@ def _train(cfg: ExperimentConfig, run: devices_lib.JaxRuntime, dtype: str,
         steps = step_lib.build(jax, keras, model, optimizer, loss_fn,
                                run.mesh, cfg.train_dataset.one_hot,
                                rt.loss_scale_update)
-        _compile(steps, feeds["train"], run, plan)
+        _compile(steps, _first_batch(feeds["train"], cfg.train_dataset),
+                 run, plan)
 
         # 6. Measurement: FLOPs (once, before the first step), the interval
         #    clock, the NaN check, the input wait, the utilisation sampler.
@@ -365,13 +366,37 @@ def _evaluates(cfg: ExperimentConfig) -> bool:
     return cfg.mode == "train_and_eval" and not cfg.evaluation.skip_eval
 
 
-def _compile(steps: step_lib.Steps, feed: Feed, run,
+def _first_batch(feed: Feed, ds: DatasetConfig):
+    """The first training batch, which the compile is shaped by; awaited
+    in a stage of its own, so a stalled input (a dead mount) is not taken
+    for a slow compile. Synthetic batches are made at once: no stage."""
+    what = _first_batch_wait(feed, ds)
+    if what is None:
+        return feed.next()
+    with Stage(what):
+        return feed.next()
+
+
+def _first_batch_wait(feed: Feed, ds: DatasetConfig) -> Optional[str]:
+    """The first batch's stage: what it waits on; None for synthetic."""
+    if ds.builder == "synthetic":
+        return None
+    info = getattr(feed, "info", {})
+    if ds.builder == "records":
+        source = f"{info.get('num_workers', '?')} input worker(s)"
+    else:
+        source = f"python_source {ds.python_source}"
+    return f"waiting for the first batch of train_dataset ({source})"
+
+
+def _compile(steps: step_lib.Steps, first_batch, run,
              plan: BatchPlan) -> None:
-    """Compiles the train step ahead of the loop, so the wait is said
-    (a stage line, with a heartbeat while XLA compiles)."""
+    """Compiles the train step ahead of the loop for `first_batch`'s
+    (images, labels), so the wait is said (a stage line, with a heartbeat
+    while XLA compiles)."""
+    images, labels = first_batch
     with Stage(f"compiling the train step (XLA, {plan.num_replicas} "
                f"replica(s) on {run.platform})"):
-        images, labels = feed.next()
         steps.train = steps.train.lower(steps.state, images,
                                         labels).compile()
 

@@ -15,11 +15,13 @@ could not stop a worker. We install ours after the strategy exists, and:
   KeyboardInterrupt in the main thread.
 
 The trainer raises RunInterrupted (SIGINT; a KeyboardInterrupt) or
-RunStopped (SIGTERM; a RuntimeError): `run_stopped`. Before the steps a
-Ctrl-C is a KeyboardInterrupt, which the entry point names with its stage;
-`ctrl_c_deferred` holds one that comes while the backend loads until the
-load returns (raised inside TensorFlow's import it was swallowed by a bare
-`except`, printed "Exception ignored" tracebacks, or crashed the import).
+RunStopped (SIGTERM; a RuntimeError): `run_stopped`. Outside the steps a
+Ctrl-C is a KeyboardInterrupt and, under the CLI's `sigterm_raises`, a
+SIGTERM is `Terminated`: the entry point names either with its stage, and
+the feeds' close() runs on the way out. `ctrl_c_deferred` holds either
+while the backend loads until the load returns (raised inside
+TensorFlow's import one was swallowed by a bare `except`, printed
+"Exception ignored" tracebacks, or crashed the import).
 """
 
 from __future__ import annotations
@@ -73,6 +75,18 @@ class RunInterrupted(_Stop, KeyboardInterrupt):
 STOPS = (RunStopped, RunInterrupted)
 
 
+class Terminated(BaseException):
+    """SIGTERM outside the training steps, raised in the main thread where
+    `sigterm_raises` is active. A BaseException, like KeyboardInterrupt:
+    no `except Exception` on its way takes it for a failure to report."""
+
+    signum = signal.SIGTERM
+
+    @property
+    def exit_status(self) -> int:
+        return exit_status.by_signal(self.signum)
+
+
 def run_stopped(signum: int, step: Optional[int], total: int) -> _Stop:
     """The exception for a run `signum` stopped at `step` of `total`."""
     kind = RunInterrupted if signum == signal.SIGINT else RunStopped
@@ -93,34 +107,100 @@ def own_process() -> None:
     _OWNS_PROCESS = True
 
 
+class _RaiseOnSigterm:
+    """sigterm_raises' handler: the first SIGTERM raises Terminated (or,
+    while `held` names what is under way, is kept for ctrl_c_deferred to
+    raise); a copy within SAME_STOP_SECONDS is the same stop; a later one
+    ends the trainer's own process at once (elsewhere raises again)."""
+
+    def __init__(self):
+        self.first: Optional[float] = None
+        self.held: Optional[str] = None
+        self.pending = False
+
+    def __call__(self, signum, frame):
+        now = time.monotonic()
+        if self.first is not None:
+            if now < self.first + SAME_STOP_SECONDS:
+                return  # `timeout`'s copy to the process group
+            _say("official_bench: second SIGTERM; exiting now")
+            if _OWNS_PROCESS:
+                os._exit(exit_status.by_signal(signal.SIGTERM))
+            raise Terminated
+        self.first = now
+        if self.held is not None:
+            self.pending = True
+            _say(f"official_bench: SIGTERM: stopping once {self.held} is "
+                 "done (a second SIGTERM stops at once)")
+            return
+        raise Terminated
+
+
+def _say(line: str) -> None:
+    # os.write: print() from a handler can meet the main thread's own
+    # write to the same stream.
+    os.write(sys.stderr.fileno(), (line + "\n").encode())
+
+
+@contextlib.contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """While active, SIGTERM raises Terminated in the main thread, as
+    Python's default SIGINT raises KeyboardInterrupt: a stop outside the
+    training steps (StopOnSignal takes SIGTERM over during them and gives
+    it back) unwinds, closing the input feeds, to the entry point's one
+    line. Once one was raised the handler stays (its process is ending: a
+    copy of the signal must not kill it before that line). Does nothing
+    outside the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handler = _RaiseOnSigterm()
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        if handler.first is None:
+            signal.signal(signal.SIGTERM,
+                          old if old is not None else signal.SIG_DFL)
+
+
 @contextlib.contextmanager
 def ctrl_c_deferred(what: str) -> Iterator[None]:
     """A first SIGINT inside the block is held (one line on stderr says so)
     and raised as KeyboardInterrupt when the block ends; a second one is
-    raised at once. Does nothing where SIGINT is not Python's default
-    handler (ignored, as in a background job, or someone else's) or
-    outside the main thread."""
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+    raised at once. Where SIGINT is not Python's default handler (ignored,
+    as in a background job, or someone else's) it is left alone. A
+    SIGTERM under `sigterm_raises` is held the same way and raised as
+    Terminated. Does nothing outside the main thread."""
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
+    term = signal.getsignal(signal.SIGTERM)
+    term = term if isinstance(term, _RaiseOnSigterm) and \
+        term.first is None else None
+    ours = signal.getsignal(signal.SIGINT) is signal.default_int_handler
     seen: List[int] = []
 
     def on_sigint(signum, frame):
         seen.append(signum)
         if len(seen) > 1:
             raise KeyboardInterrupt
-        # os.write: print() from a handler can meet the main thread's own
-        # write to the same stream.
-        os.write(sys.stderr.fileno(), (
-            f"official_bench: SIGINT: stopping once {what} is done "
-            "(Ctrl-C again to stop at once)\n").encode())
+        _say(f"official_bench: SIGINT: stopping once {what} is done "
+             "(Ctrl-C again to stop at once)")
 
-    signal.signal(signal.SIGINT, on_sigint)
+    if ours:
+        signal.signal(signal.SIGINT, on_sigint)
+    if term is not None:
+        term.held = what
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if ours:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        if term is not None:
+            term.held = None
+    if term is not None and term.pending:
+        raise Terminated
     if seen:
         raise KeyboardInterrupt
 
@@ -192,6 +272,13 @@ class StopOnSignal:
         trainer's own; else (a notebook's kernel) a KeyboardInterrupt in
         the main thread, through _on_signal."""
         if _OWNS_PROCESS:
+            # The last line, as every stop's: a step that never ends (a
+            # first batch that never comes) has no other.
+            name = signal.Signals(self.signum).name
+            where = f"at step {self.step}" if self.step else \
+                "before the first step ended"
+            _say(f"error: official_bench: stopped by {name} {where} (it "
+                 "did not stop in time); no result written")
             os._exit(status)
         self._interrupt = True
         _thread.interrupt_main(signal.SIGINT)
