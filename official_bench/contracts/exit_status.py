@@ -124,7 +124,10 @@ TABLE: Tuple[ExitStatus, ...] = (
                "the trainer ends after the current step (or loop) with "
                "`error: official_bench: stopped by SIGTERM at step S of T; "
                "no result written`, or `runtime.stop_grace_seconds` (60) "
-               "after the signal; a second signal exits at once (the "
+               "after the signal; before the steps it names the stage, as "
+               "SIGINT does (`... stopped by SIGTERM while waiting for the "
+               "first batch of train_dataset (2 input worker(s)); no "
+               "result written`); a second signal exits at once (the "
                "same one within 1 s is the same stop: GNU `timeout` sends "
                "it to the command, then to its group)",
                short="terminated (SIGTERM)"),
