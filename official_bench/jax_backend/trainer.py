@@ -519,8 +519,7 @@ def _evaluate(loop: _Loop, top1: bool, top5: bool) -> Dict[str, float]:
                               images, labels, sums)
     result = step_lib.epoch_metrics(sums, top1, top5)
     loop.clock.on_test_end()
-    logging.info("official_bench: evaluation: %s", ", ".join(
-        f"{k} {v:.4f}" for k, v in sorted(result.items())))
+    run_end.log_evaluation(loop.plan, result)
     return result
 
 

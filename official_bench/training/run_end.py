@@ -99,6 +99,18 @@ def finish(end: RunEnd) -> RunResult:
                      warnings=warnings)
 
 
+def log_evaluation(plan: BatchPlan, metrics: Dict[str, float]) -> None:
+    """The evaluation's line, the same on both backends: the images it
+    covered (every one of its steps is a whole global batch), then the
+    metrics: `official_bench: evaluation: 20 images (5 steps of 4),
+    accuracy 0.2500, loss 1.3863`."""
+    logging.info("official_bench: evaluation: %d images (%d step%s of %d), "
+                 "%s", plan.eval_steps * plan.eval_global_batch,
+                 plan.eval_steps, "s" * (plan.eval_steps != 1),
+                 plan.eval_global_batch, ", ".join(
+                     f"{k} {v:.4f}" for k, v in sorted(metrics.items())))
+
+
 def run_stats(end: RunEnd, stats: stats_lib.ThroughputStats
               ) -> Dict[str, float]:
     """Model Garden's closing `Run stats:` dict (its common.build_stats),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional
 
 from absl import logging
 
@@ -277,7 +277,7 @@ def _results(prep: Prepared, history, wall: float, cbs: _Callbacks,
     evaluation = {k[4:]: vals[-1] for k, vals in hist.items()
                   if k.startswith("val_") and vals}
     if evaluation:
-        _log_evaluation(evaluation)
+        run_end.log_evaluation(prep.plan, evaluation)
     result = run_end.finish(_run_end(prep, hist, evaluation, wall, cbs,
                                      counted))
     prep.dist.report_finished()
@@ -321,11 +321,6 @@ def _input_wait(cfg: ExperimentConfig, prep: Prepared):
     return wait
 
 
-def _log_evaluation(evaluation: Dict[str, float]) -> None:
-    logging.info("official_bench: evaluation: %s", ", ".join(
-        f"{k} {v:.4f}" for k, v in sorted(evaluation.items())))
-
-
 def _evaluate_only(prep: Prepared) -> RunResult:
     """--mode=eval: the latest checkpoint in model_dir on the validation
     set."""
@@ -336,7 +331,7 @@ def _evaluate_only(prep: Prepared) -> RunResult:
                                     steps=prep.plan.eval_steps, verbose=0,
                                     return_dict=True)
     evaluation = {k: float(v) for k, v in evaluation.items()}
-    _log_evaluation(evaluation)
+    run_end.log_evaluation(prep.plan, evaluation)
     if prep.result_path:
         prep.result_path = prep.result_path.replace(".json", "_eval.json")
     prep.write(None, {}, evaluation, {"checkpoint": path, "step": step})

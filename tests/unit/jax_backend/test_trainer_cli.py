@@ -160,6 +160,10 @@ def test_result_flops_utilisation_history(run):
         assert 0.0 <= history[key][0] <= 1.0
     assert history["top_5_accuracy"][0] >= history["accuracy"][0]
     assert r["evaluation"]["loss"] == history["val_loss"][0]
+    # The line says how many images the evaluation covered, as on TF.
+    assert re.search(rf"official_bench: evaluation: {2 * GLOBAL} images "
+                     rf"\(2 steps of {GLOBAL}\), accuracy \d\.\d{{4}}, ",
+                     run.output), run.output[-2000:]
 
 
 def test_params_yaml_and_history_row(run):

@@ -248,9 +248,17 @@ def test_result_json_and_params_yaml(default_run):
 
 
 def test_train_and_eval_reports_validation_metrics(default_run):
-    r, _, _ = default_run
+    r, absl_messages, _ = default_run
     assert set(r.evaluation) == {"loss", "accuracy", "top_5_accuracy"}
     assert 0.0 <= r.evaluation["accuracy"] <= 1.0
+    # The line says how many images the evaluation covered, as on JAX.
+    batch = r.config.validation_dataset.batch_size
+    said = [m for m in absl_messages if "official_bench: evaluation:" in m]
+    assert said == [f"official_bench: evaluation: {2 * batch} images "
+                    f"(2 steps of {batch}), accuracy "
+                    f"{r.evaluation['accuracy']:.4f}, loss "
+                    f"{r.evaluation['loss']:.4f}, top_5_accuracy "
+                    f"{r.evaluation['top_5_accuracy']:.4f}"]
 
 
 def test_twice_in_one_process_and_package_api(yaml_run):
