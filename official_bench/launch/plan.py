@@ -47,6 +47,7 @@ from official_bench.launch.identity import (
 )
 from official_bench.launch.node_list import Node, NodeError, read_tf_config
 from official_bench.launch.settings import Settings
+from official_bench.measure import host_env
 
 REPO_ROOT = preflight.REPO_ROOT
 DEFAULT_CONFIG_DIR = os.path.join(REPO_ROOT, "configs", "examples", "resnet",
@@ -244,8 +245,10 @@ class Plan:
         field (checked at the first barrier, which names the fields that
         differ): the sweep's shape, the trainer's config (the config
         file's content, not its path, and the overrides but those that may
-        differ per node: NODE_LOCAL_KEYS) and what decides each run's
-        course. DATA_DIR, PYTHON, GPU_IDS and the timeouts may differ."""
+        differ per node: NODE_LOCAL_KEYS), what decides each run's course
+        and the suite itself (a node whose checkout was not pulled would
+        train other code into the same case). DATA_DIR, PYTHON, GPU_IDS
+        and the timeouts may differ."""
         s = self.settings
         with open(self.config_file, "rb") as f:
             content = hashlib.sha1(f.read()).hexdigest()[:12]
@@ -262,6 +265,7 @@ class Plan:
             "OVERWRITE=1" if s.overwrite else "neither",
             "config file content": f"sha1 {content}",
             "bench arguments": " ".join(Bench.of(s).args),
+            "official_bench": host_env.suite(),
         }
         for key, value in _leaves(self.overrides):
             if key.rpartition(".")[2] not in NODE_LOCAL_KEYS and \

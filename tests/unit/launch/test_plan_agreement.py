@@ -16,6 +16,7 @@ from official_bench.launch import (
     settings as settings_lib,
 )
 from official_bench.launch.barrier import BarrierError, Client, plan_difference
+from official_bench.measure import host_env
 from support.helpers import free_ports
 from support.launch_cli import SCRIPTS, clean_env
 
@@ -62,6 +63,16 @@ def test_the_config_files_content_counts_not_its_path(tmp_path):
                for n in ("a.yaml", "b.yaml", "c.yaml"))
     assert a == b
     assert "config file content" in differing(a, c)
+
+
+def test_another_checkout_of_the_suite_is_named(tmp_path, monkeypatch):
+    """A node whose checkout was not pulled runs other code: refused at the
+    first barrier, the field naming the suite (measure/host_env.suite)."""
+    ours = digest(tmp_path, 0).digest()
+    assert ours["official_bench"] == host_env.suite()
+    monkeypatch.setattr(host_env, "suite", lambda: "0.1.0 (git 0000000)")
+    theirs = digest(tmp_path, 1).digest()
+    assert differing(ours, theirs) == ["official_bench"]
 
 
 def test_what_may_differ_per_node_is_left_out(tmp_path):
