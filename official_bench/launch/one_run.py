@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import os
 import shlex
 import socket
@@ -52,6 +53,23 @@ COMMAND_LINE = "# command: "
 # The header's line naming the suite that runs ("0.1.0 (git e92555b)",
 # measure/host_env.suite; resume.py compares it, as result.json records it).
 SUITE_LINE = "# official_bench: "
+# ... and the line with the sha256 of the trainer's --config_file as the run
+# started (resume.py: a config edited in place since is another setup).
+CONFIG_LINE = "# config file sha256: "
+CONFIG_FLAG = "--config_file="
+
+
+def config_digest(command) -> Optional[str]:
+    """sha256 of the file a trainer command's --config_file names, or None
+    (no such argument, or the file cannot be read)."""
+    for arg in command:
+        if arg.startswith(CONFIG_FLAG):
+            try:
+                with open(arg[len(CONFIG_FLAG):], "rb") as f:
+                    return hashlib.sha256(f.read()).hexdigest()
+            except OSError:
+                return None
+    return None
 
 
 class OneRun:
@@ -217,6 +235,9 @@ class OneRun:
                  + f" on {hostname()}, {time.strftime('%Y-%m-%d %H:%M:%S')}",
                  COMMAND_LINE + shlex.join(worker.command),
                  SUITE_LINE + host_env.suite()]
+        digest = config_digest(worker.command)
+        if digest:
+            lines.append(CONFIG_LINE + digest)
         if worker.env:
             lines.append("# environment: " + " ".join(
                 f"{k}={shlex.quote(v)}"

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import hashlib
 import json
 import os
 import shlex
@@ -37,7 +36,13 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from official_bench.contracts import hostport, log_tree, run_status
 from official_bench.host.write_errors import writing
-from official_bench.launch.one_run import COMMAND_LINE, SUITE_LINE
+from official_bench.launch.one_run import (
+    COMMAND_LINE,
+    CONFIG_FLAG,
+    CONFIG_LINE,
+    SUITE_LINE,
+    config_digest,
+)
 from official_bench.launch.outcome import Status
 from official_bench.measure import host_env
 
@@ -51,7 +56,6 @@ OTHER_SETUP = "run with another setup"  # survey: "ok, {OTHER_SETUP}: ..."
 NOT_SETUP = ("runtime.peer_timeout_seconds",)
 HOSTS_KEY = "runtime.worker_hosts"  # compared without its ports
 HEADER_LINES = 20  # the log's header is its first few lines
-CONFIG_FLAG = "--config_file="  # compared by the file's contents
 # A kept run's suite version when its log's header names none.
 UNVERSIONED = ("unknown (before the log header named the suite's "
                "version)")
@@ -125,11 +129,27 @@ def setup_difference(run) -> Optional[str]:
         if kept is None:
             return (f"its log {w.log_path} has no '{COMMAND_LINE.strip()}' "
                     "line to compare with")
-        parts = [command_difference(kept, list(w.command)),
+        command = command_difference(kept, list(w.command))
+        parts = [command or config_edited(w.log_path, list(w.command)),
                  suite_difference(logged_suite(w.log_path))]
         if any(parts):
             return ", ".join(p for p in parts if p)
     return None
+
+
+def config_edited(log_path: str, planned: Sequence[str]) -> Optional[str]:
+    """"--config_file PATH: its contents changed since the kept run
+    started" when the log's header recorded the file's sha256 and the
+    planned run's file reads otherwise now (a config edited in place);
+    None when they match, or either is unknown."""
+    logged = (_header_line(log_path, CONFIG_LINE) or "").strip()
+    now = config_digest(planned)
+    if not logged or not now or logged == now:
+        return None
+    path = next(a[len(CONFIG_FLAG):] for a in planned
+                if a.startswith(CONFIG_FLAG))
+    return (f"--config_file {path}: its contents changed since the kept run "
+            f"started (sha256 {logged[:12]} -> {now[:12]})")
 
 
 def suite_difference(kept: Optional[str]) -> Optional[str]:
@@ -201,19 +221,9 @@ def _compared(args: Sequence[str]) -> List[str]:
     are."""
     keys = []
     for arg in args:
-        digest = _digest(arg[len(CONFIG_FLAG):]) \
-            if arg.startswith(CONFIG_FLAG) else None
+        digest = config_digest([arg])
         keys.append(_CONTENT + digest if digest else arg)
     return keys
-
-
-def _digest(path: str) -> Optional[str]:
-    """sha256 of the file's bytes, or None when it cannot be read."""
-    try:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
-    except OSError:
-        return None
 
 
 _UNSET = object()

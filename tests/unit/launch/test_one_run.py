@@ -34,6 +34,7 @@ def test_ok_run_leaves_log_status_record_and_result_copy(plan_of):
                              "1n1g run 1, node 0 of 1 on ")
     assert log[1].startswith("# command: ") and w.model_dir in log[1]
     assert log[2] == f"# official_bench: {host_env.suite()}"
+    assert log[3] == one_run.CONFIG_LINE + one_run.config_digest(w.command)
     assert "stand-in trainer ok" in log
     assert log[-1] == "# official_bench.launch: 1n1g run 1 ok (exit 0)"
     record = _record(w)

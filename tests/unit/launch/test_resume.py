@@ -11,7 +11,7 @@ import sys
 import types
 
 from official_bench.contracts import exit_status, run_status
-from official_bench.launch import resume
+from official_bench.launch import one_run, resume
 from official_bench.measure import host_env
 from support.helpers import free_ports
 from support.launch_cli import SCRIPTS, clean_env, run_together, script
@@ -535,3 +535,25 @@ def test_resume_refuses_a_run_of_another_suite_version_and_notes_an_old_log(
         f"official_bench {now}: if the suite" in out.stdout
     assert "keeps 1n1g run 2" not in out.stdout or now.endswith("+dirty)")
     assert suite_line in second.read_text()
+
+
+def test_a_config_file_edited_in_place_since_the_run_is_another_setup(
+        tmp_path):
+    """The header records the --config_file's sha256 as the run started:
+    the same path with other contents now is another setup, named; the
+    same contents (or a log from before the header recorded it) pass."""
+    config = tmp_path / "c.yaml"
+    config.write_text("train:\n  steps: 30\n")
+    argv = ["py", "-m", "t", f"--config_file={config}", "--model_dir=m"]
+    log = tmp_path / "run.log"
+    log.write_text(f"# command: {' '.join(argv)}\n"
+                   f"{one_run.CONFIG_LINE}{one_run.config_digest(argv)}\n")
+    assert resume.config_edited(str(log), argv) is None
+    before = one_run.config_digest(argv)
+    config.write_text("train:\n  steps: 60\n")
+    assert resume.config_edited(str(log), argv) == (
+        f"--config_file {config}: its contents changed since the kept run "
+        f"started (sha256 {before[:12]} -> "
+        f"{one_run.config_digest(argv)[:12]})")
+    log.write_text(f"# command: {' '.join(argv)}\n")  # an older header
+    assert resume.config_edited(str(log), argv) is None
