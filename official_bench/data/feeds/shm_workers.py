@@ -386,6 +386,7 @@ class WorkerPool:
         self._shms: List[shared_memory.SharedMemory] = []
         self._views: List[Tuple[np.ndarray, np.ndarray]] = []
         self._procs: List[Any] = []
+        self._pids: List[int] = []  # kept: close() closes the Process
         self._conns: List[Any] = []
         self._closed = False
         # Held while next() reads a slot and while close() unmaps them:
@@ -421,11 +422,12 @@ class WorkerPool:
                 proc.start()
             theirs.close()  # so a dead worker reads as end-of-file here
             self._procs.append(proc)
+            self._pids.append(proc.pid)
             self._conns.append(ours)
 
     @property
     def pids(self) -> List[int]:
-        return [p.pid for p in self._procs]
+        return list(self._pids)
 
     @property
     def shm_names(self) -> List[str]:
@@ -433,7 +435,7 @@ class WorkerPool:
 
     def _who(self, i: int) -> str:
         return (f"official_bench: {self.key}: input worker {i} of "
-                f"{self.num_workers} (pid {self._procs[i].pid})")
+                f"{self.num_workers} (pid {self._pids[i]})")
 
     def _file(self, i: int) -> str:
         """"opening F" or "reading F": the file worker i said it is on
@@ -443,7 +445,7 @@ class WorkerPool:
         said = file_note.noted(self._noted[i].value, files)
         if said:
             return said
-        seen = open_file_of(self._procs[i].pid, files) or self._last_file[i]
+        seen = open_file_of(self._pids[i], files) or self._last_file[i]
         if seen:
             return f"reading {seen}"
         return (f"reading one of its {len(files)} files ({files[0]}, ...)"
@@ -473,9 +475,13 @@ class WorkerPool:
             except (EOFError, OSError):
                 if self._closed:  # by another thread meanwhile
                     raise self._closed_error() from None
-                proc.join(2.0)
+                try:
+                    proc.join(2.0)
+                    exitcode = proc.exitcode
+                except ValueError:  # close() closed it meanwhile
+                    raise self._closed_error() from None
                 raise InputWorkerError(
-                    f"{self._who(i)} died ({_death(proc.exitcode)}) while "
+                    f"{self._who(i)} died ({_death(exitcode)}) while "
                     f"{self._file(i)}") from None
 
     def next(self) -> Optional[Batch]:
@@ -552,15 +558,16 @@ class WorkerPool:
 
     def cpu_seconds(self) -> float:
         """CPU seconds the workers have used, as last seen."""
-        for i in range(len(self._procs)):
+        for i in range(len(self._pids)):
             if not self._closed:
-                self._cpu[i] = cpu_seconds_of(self._procs[i].pid) or \
-                    self._cpu[i]
+                self._cpu[i] = cpu_seconds_of(self._pids[i]) or self._cpu[i]
         return sum(self._cpu)
 
     def close(self, grace: float = 2.0) -> None:
-        """Ends the workers (SIGTERM, SIGKILL after `grace`) and unlinks
-        the shared memory. Idempotent."""
+        """Ends the workers (SIGTERM, SIGKILL after `grace`), closes each
+        ended Process (its two pipe fds would otherwise stay open while a
+        failed run's traceback keeps this pool alive) and unlinks the
+        shared memory. Idempotent."""
         if self._closed:
             return
         atexit.unregister(self.close)
@@ -575,6 +582,8 @@ class WorkerPool:
             if proc.is_alive():
                 proc.kill()
                 proc.join(5.0)
+            if proc.exitcode is not None:
+                proc.close()
         for conn in self._conns:
             conn.close()
         with self._lock:  # not while next() reads a slot

@@ -454,3 +454,22 @@ def test_the_workers_do_not_run_the_parents_script_again(tmp_path):
     with shm_workers.main_not_rerun():
         assert main.__spec__ is None and "__file__" not in main.__dict__
     assert (main.__dict__.get("__file__"), main.__spec__) == before
+
+
+def _open_fds():
+    return sorted(os.listdir("/proc/self/fd"))
+
+
+def test_close_leaves_no_fd_of_its_workers_open_while_the_pool_lives():
+    """A failed run's traceback keeps its feed's pool alive (a notebook
+    keeps the last exception): close() closes each worker's Process, so
+    its two pipe fds do not stay open with it (4 with 2 workers)."""
+    with _pool(1) as warm:  # multiprocessing's heap keeps an fd for good
+        _take(warm, 1)
+    before = _open_fds()
+    pool = _pool(2)
+    assert len(_take(pool, 2)) == 2
+    pool.close()
+    assert _open_fds() == before
+    assert _gone(pool)  # its pids are still known once closed
+    assert len(pool.pids) == 2
