@@ -116,19 +116,15 @@ def main(argv) -> int:
     from official_bench.runtime import cpu_kernels
     cpu_kernels.apply(cfg.runtime.cpu_kernels, cfg.runtime.num_gpus)
 
-    # 2. The run (TensorFlow is imported from here on). A SIGTERM outside
-    #    the training steps unwinds as a Ctrl-C does (the input feeds
-    #    close) to one line naming its stage.
+    # 2. The run (TensorFlow is imported from here on). A SIGTERM or a
+    #    Ctrl-C outside the training steps unwinds (the input feeds close)
+    #    to one line naming its stage: trainer.stops, as for the API.
     try:
-        with stop_signals.sigterm_raises():
-            try:
-                status = _train(cfg)
-            except KeyboardInterrupt as e:  # Ctrl-C outside the steps
-                status = _fail(_outside_the_steps("SIGINT", e),
-                               exit_status.INTERRUPTED, e)
-            except stop_signals.Terminated as e:
-                status = _fail(_outside_the_steps("SIGTERM", e),
-                               e.exit_status, e)
+        try:
+            status = _train(cfg)
+        except KeyboardInterrupt as e:  # outside train_and_evaluate
+            status = _fail(_outside_the_steps("SIGINT", e),
+                           exit_status.INTERRUPTED, e)
     except BaseException:
         if _joined_jax_processes():  # a bug's traceback, then out at once
             traceback.print_exc()
@@ -153,6 +149,10 @@ def _train(cfg) -> int:
     except config_lib.ConfigError as e:
         return _fail(str(e), exit_status.CONFIG, e)
     except stop_signals.STOPS + (PeerLost,) as e:
+        if getattr(e, "outside_the_steps", False):
+            # Outside the steps (trainer.stops): the line names the stage,
+            # and main returns its status.
+            return _fail(str(e), e.exit_status, e)
         # Exit at once: a multi-worker teardown can wait for peers that are
         # still training or gone, and would print after our last line.
         os._exit(_fail(str(e), exit_status.PEER_LOST
@@ -175,16 +175,11 @@ def _train(cfg) -> int:
 
 
 def _outside_the_steps(signal_name: str, error: BaseException) -> str:
-    """The line for a SIGINT or SIGTERM outside the training steps, naming
-    the stage it came in (inside them, runtime/stop_signals.py stops the
-    run at a step boundary)."""
+    """The line for a Ctrl-C that reached the CLI as a KeyboardInterrupt,
+    naming the stage it came in: stop_signals' words, which RunStopped
+    and RunInterrupted outside the steps say too (trainer.stops)."""
     from official_bench.measure import stages
-    what = stages.stage_of(error)
-    if what is None:
-        return (f"official_bench: stopped by {signal_name} outside the "
-                "training steps")
-    return (f"official_bench: stopped by {signal_name} while {what}; no "
-            "result written")
+    return stop_signals.outside_message(signal_name, stages.stage_of(error))
 
 
 def _joined_jax_processes() -> bool:

@@ -6,7 +6,8 @@ before TensorFlow loads (`check_before_start`), then hands it to the
 backend it names (`runtime.backend`): training/tf_trainer.py (tf-keras and
 tf.distribute, the default) or jax_backend/trainer.py (Keras 3 on JAX),
 each reading top to bottom in labelled steps; both return
-training/run_result.RunResult.
+training/run_result.RunResult. A SIGTERM or Ctrl-C anywhere in the run is
+RunStopped or RunInterrupted (runtime/stop_signals.py), for the CLI too.
 TensorFlow-free, so a JAX run starts where TensorFlow is not installed.
 
     from official_bench import trainer
@@ -20,7 +21,8 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging as std_logging
-from typing import Any, Mapping, Optional, Union
+import signal
+from typing import Any, Iterator, Mapping, Optional, Union
 
 from absl import logging
 
@@ -28,7 +30,9 @@ from official_bench import config as config_lib
 from official_bench.config import ExperimentConfig, paths
 from official_bench.data.records import record_problems
 from official_bench.host import write_errors
+from official_bench.measure import stages
 from official_bench.measure.stages import Stage
+from official_bench.runtime import stop_signals
 from official_bench.runtime.cluster import resolve_cluster
 from official_bench.runtime.stop_signals import ctrl_c_deferred
 from official_bench.training.run_result import RunResult
@@ -119,18 +123,46 @@ def check_before_start(cfg: ExperimentConfig) -> None:
 def train_and_evaluate(cfg: ExperimentConfig) -> RunResult:
     """Runs one experiment described by a validated config (any mode) on
     the backend it names (runtime.backend), after check_before_start.
-    Shows the run's lines in a notebook as run() does."""
+    Shows the run's lines in a notebook as run() does. A SIGTERM or
+    Ctrl-C is RunStopped or RunInterrupted wherever it comes (`stops`)."""
     if not isinstance(cfg, ExperimentConfig):
         raise TypeError(
             f"train_and_evaluate takes an ExperimentConfig (from "
             f"official_bench.load_config or trainer.run_config), got "
             f"{type(cfg).__name__}; use official_bench.run() for a dict or "
             "a YAML path")
-    check_before_start(cfg)
-    backend = cfg.runtime.backend
-    record_problems.PROCESS.clear()  # this run's records_skipped
-    with _info_logging():
-        what = f"loading {BACKEND_LOADS[backend]}"
-        with Stage(what), ctrl_c_deferred(what):
-            module = importlib.import_module(BACKEND_MODULES[backend])
-        return module.train_and_evaluate(cfg)
+    with stops():
+        check_before_start(cfg)
+        backend = cfg.runtime.backend
+        record_problems.PROCESS.clear()  # this run's records_skipped
+        with _info_logging():
+            what = f"loading {BACKEND_LOADS[backend]}"
+            with Stage(what), ctrl_c_deferred(what):
+                module = importlib.import_module(BACKEND_MODULES[backend])
+            return module.train_and_evaluate(cfg)
+
+
+@contextlib.contextmanager
+def stops() -> Iterator[None]:
+    """The whole run's stops, for the API and the CLI alike: during the
+    steps the backend's StopOnSignal stops at a step boundary and raises
+    RunStopped / RunInterrupted; outside them a SIGTERM (sigterm_raises:
+    the handler before comes back at the end) or a Ctrl-C unwinds, closing
+    the input feeds, and is raised here as the same exceptions with step
+    None, naming the stage it came in (`stopped_outside`)."""
+    try:
+        with stop_signals.sigterm_raises():
+            yield
+    except stop_signals.STOPS:
+        raise
+    except KeyboardInterrupt as e:
+        raise stopped_outside(signal.SIGINT, e) from e
+    except stop_signals.Terminated as e:
+        raise stopped_outside(signal.SIGTERM, e) from e
+
+
+def stopped_outside(signum: int, error: BaseException):
+    """RunInterrupted (SIGINT) or RunStopped (SIGTERM) for `error`, a
+    KeyboardInterrupt or Terminated outside the training steps, naming the
+    stage it was raised in (measure/stages.stage_of)."""
+    return stop_signals.stopped_outside(signum, stages.stage_of(error))

@@ -15,13 +15,12 @@ could not stop a worker. We install ours after the strategy exists, and:
   KeyboardInterrupt in the main thread.
 
 The trainer raises RunInterrupted (SIGINT; a KeyboardInterrupt) or
-RunStopped (SIGTERM; a RuntimeError): `run_stopped`. Outside the steps a
-Ctrl-C is a KeyboardInterrupt and, under the CLI's `sigterm_raises`, a
-SIGTERM is `Terminated`: the entry point names either with its stage, and
-the feeds' close() runs on the way out. `ctrl_c_deferred` holds either
-while the backend loads until the load returns (raised inside
-TensorFlow's import one was swallowed by a bare `except`, printed
-"Exception ignored" tracebacks, or crashed the import).
+RunStopped (SIGTERM; a RuntimeError): `run_stopped`. Outside the steps,
+under `sigterm_raises` (trainer.train_and_evaluate: the API and the CLI),
+a SIGTERM is `Terminated`, a Ctrl-C a KeyboardInterrupt; the feeds close
+on the way out and the trainer raises either as `stopped_outside`,
+naming the stage. `ctrl_c_deferred` holds both while the backend loads
+(raised inside TensorFlow's import one was swallowed or crashed it).
 """
 
 from __future__ import annotations
@@ -47,15 +46,23 @@ SAME_STOP_SECONDS = 1.0
 
 class _Stop:
     """What a stop by a signal says: signum, step, `exit_status` (128 +
-    signal) and the message."""
+    signal) and the message. A stop outside the training steps
+    (`stopped_outside`) has step None, `outside_the_steps` True and the
+    `stage` it came in (None where no stage was under way)."""
 
-    def __init__(self, signum: int, step: Optional[int], total: int):
-        self.signum, self.step = signum, step
+    def __init__(self, signum: int, step: Optional[int],
+                 total: Optional[int], *, stage: Optional[str] = None,
+                 outside_the_steps: bool = False):
+        self.signum, self.step, self.stage = signum, step, stage
+        self.outside_the_steps = outside_the_steps
+        name = signal.Signals(signum).name
+        if outside_the_steps:
+            super().__init__(outside_message(name, stage))
+            return
         where = f"at step {step} of {total}" if step is not None else \
             "before training started"
         super().__init__(
-            f"official_bench: stopped by {signal.Signals(signum).name} "
-            f"{where}; no result written")
+            f"official_bench: stopped by {name} {where}; no result written")
 
     @property
     def exit_status(self) -> int:
@@ -91,6 +98,24 @@ def run_stopped(signum: int, step: Optional[int], total: int) -> _Stop:
     """The exception for a run `signum` stopped at `step` of `total`."""
     kind = RunInterrupted if signum == signal.SIGINT else RunStopped
     return kind(signum, step, total)
+
+
+def outside_message(signal_name: str, stage: Optional[str]) -> str:
+    """What a SIGINT or SIGTERM outside the training steps says, naming
+    the stage it came in (the CLI's last line, after "error: ")."""
+    if stage is None:
+        return (f"official_bench: stopped by {signal_name} outside the "
+                "training steps")
+    return (f"official_bench: stopped by {signal_name} while {stage}; no "
+            "result written")
+
+
+def stopped_outside(signum: int, stage: Optional[str]) -> _Stop:
+    """The exception for a run `signum` stopped outside the training steps
+    while `stage` (measure/stages.stage_of names it): RunInterrupted or
+    RunStopped with step None."""
+    kind = RunInterrupted if signum == signal.SIGINT else RunStopped
+    return kind(signum, None, None, stage=stage, outside_the_steps=True)
 
 
 # Whether this process is the trainer's own (its CLI: entry points call
@@ -147,10 +172,12 @@ def sigterm_raises() -> Iterator[None]:
     """While active, SIGTERM raises Terminated in the main thread, as
     Python's default SIGINT raises KeyboardInterrupt: a stop outside the
     training steps (StopOnSignal takes SIGTERM over during them and gives
-    it back) unwinds, closing the input feeds, to the entry point's one
-    line. Once one was raised the handler stays (its process is ending: a
-    copy of the signal must not kill it before that line). Does nothing
-    outside the main thread."""
+    it back) unwinds, closing the input feeds, to the entry point. The
+    handler before is put back at the end, except in the trainer's own
+    process (`own_process`) once one was raised: that process is ending,
+    and a copy of the signal must not kill it before its last line. A
+    notebook's kernel gets its own handler back. Does nothing outside the
+    main thread."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -159,7 +186,7 @@ def sigterm_raises() -> Iterator[None]:
     try:
         yield
     finally:
-        if handler.first is None:
+        if handler.first is None or not _OWNS_PROCESS:
             signal.signal(signal.SIGTERM,
                           old if old is not None else signal.SIG_DFL)
 

@@ -96,7 +96,8 @@ def finish(end: RunEnd) -> RunResult:
                      model_dir=end.cfg.model_dir,
                      result_path=end.result_path, model=end.model,
                      flops=flops_item, records_skipped=skipped,
-                     warnings=warnings)
+                     warnings=warnings, input=end.extra.get("input"),
+                     input_wait=end.input_wait)
 
 
 def log_evaluation(plan: BatchPlan, metrics: Dict[str, float]) -> None:

@@ -32,6 +32,14 @@ class RunResult:
     # skip_bad_records run read past; None: none) and warnings.
     records_skipped: Optional[Dict[str, int]] = None
     warnings: List[str] = dataclasses.field(default_factory=list)
+    # result.json's `input` (the input feed: builder, decoder, decode,
+    # num_workers: input worker processes, ...; JAX with records or a
+    # python source, else None) and `input_wait` (the steps' wait for
+    # input; None where not measured). Not in the repr: the fields say.
+    input: Optional[Dict[str, Any]] = dataclasses.field(default=None,
+                                                        repr=False)
+    input_wait: Optional[Dict[str, Any]] = dataclasses.field(default=None,
+                                                             repr=False)
 
     @property
     def examples_per_second(self) -> Optional[float]:

@@ -35,7 +35,9 @@ def _spin():
         pass
 
 
-def test_a_sigterm_raises_terminated_and_its_copy_is_the_same_stop():
+def test_a_sigterm_raises_terminated_and_its_copy_is_the_same_stop(
+        monkeypatch):
+    monkeypatch.setattr(stop_signals, "_OWNS_PROCESS", True)  # the CLI's
     closed = []
     with pytest.raises(Terminated) as e:
         with sigterm_raises():
@@ -55,6 +57,21 @@ def test_a_sigterm_raises_terminated_and_its_copy_is_the_same_stop():
     # The process is ending: a late copy must not kill it before its line.
     assert isinstance(signal.getsignal(signal.SIGTERM),
                       stop_signals._RaiseOnSigterm)
+
+
+def test_in_a_notebook_the_old_handler_is_back_after_a_stop(monkeypatch):
+    """A kernel goes on after the stop: its own SIGTERM handler comes
+    back."""
+    monkeypatch.setattr(stop_signals, "_OWNS_PROCESS", False)
+    def kernels(signum, frame):
+        pass
+
+    signal.signal(signal.SIGTERM, kernels)
+    with pytest.raises(Terminated):
+        with sigterm_raises():
+            os.kill(os.getpid(), signal.SIGTERM)
+            _spin()
+    assert signal.getsignal(signal.SIGTERM) is kernels
 
 
 def test_without_a_signal_the_old_handler_is_back():

@@ -179,3 +179,21 @@ def test_model_gardens_run_stats_line_ends_a_timed_run(tmp_path,
     absl_messages.clear()
     run_end.finish(_end(tmp_path, clock=False))
     assert not [m for m in absl_messages if m.startswith("Run stats:")]
+
+
+def test_run_result_carries_result_json_s_input_and_input_wait(tmp_path):
+    """A notebook reads the feed's facts (decoder, input worker count) from
+    what run() returns, as result.json has them; a backend without an
+    `input` record (TensorFlow) gives None."""
+    feed = {"builder": "records", "decoder": "simplejpeg", "decode": "cpu",
+            "num_workers": 2}
+    wait = {"fraction": 0.25, "mean_wait_ms": 125.0}
+    result = run_end.finish(_end(tmp_path, input_wait=wait,
+                                 extra={"input": feed}))
+    record = json.loads((tmp_path / "result.json").read_text())
+    assert result.input == record["input"] == feed
+    assert result.input_wait == record["input_wait"] == wait
+    assert result.input["num_workers"] == 2
+    assert "simplejpeg" not in repr(result)  # the one line stays short
+    bare = run_end.finish(_end(tmp_path))
+    assert bare.input is None and bare.input_wait is None
