@@ -44,8 +44,11 @@ def intervals_only(a: List[List[float]], b: List[List[float]],
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--trials", type=int, default=200)
-    p.add_argument("--resamples", type=int, default=500)
+    p.add_argument("--trials", type=int, default=200,
+                   help="A/A comparisons simulated per line (default 200)")
+    p.add_argument("--resamples", type=int, default=500,
+                   help="bootstrap resamples per comparison (default 500; "
+                        "the tools use 2000)")
     args = p.parse_args()
     print(f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}; "
           f"{args.trials} A/A trials a line, {args.resamples} resamples, "

@@ -314,8 +314,12 @@ KNOBS: List[Knob] = [
          "every node of a two/multi-node sweep, which agree through the "
          "barrier. An ok run whose logged command differs from this "
          "sweep's (overrides, config, Python: the same venv reached "
-         "through a symlinked folder is the same; not its model_dir, ports "
-         "or PEER_TIMEOUT) stops the sweep before any run, exit 6",
+         "through a symlinked folder is the same, a config file at another "
+         "path with the same contents too, one edited since the run not; "
+         "not its model_dir, ports or PEER_TIMEOUT), or made by another "
+         "suite version (its log's `# official_bench:` line), stops the "
+         "sweep before any run, exit 6; a kept run whose log names no "
+         "version (an older launcher) is kept with a `note:`",
          section="flow"),
     Knob("overwrite", "bool", False,
          "move this case's old runs aside, run all",

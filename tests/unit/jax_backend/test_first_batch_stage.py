@@ -5,7 +5,6 @@ XLA compile, and a Ctrl-C there names that stage (no JAX run: a feed that
 blocks until an Event, and a stand-in step)."""
 
 import functools
-import os
 import signal
 import threading
 from types import SimpleNamespace
@@ -30,9 +29,13 @@ class _BlockedFeed:
         self.waiting, self.release = threading.Event(), threading.Event()
 
     def next(self):
+        """Polls, as the real feed does: a lock wait is not woken by a
+        signal here, so a Ctrl-C is taken between the short waits."""
         self.waiting.set()
-        self.release.wait()
-        return "images", "labels"
+        for _ in range(1200):  # a minute, then a stop that never came
+            if self.release.wait(0.05):
+                return "images", "labels"
+        raise AssertionError("the first batch was never released")
 
 
 class _Step:
@@ -100,10 +103,15 @@ def test_the_wait_is_its_own_stage_before_the_compile(lines):
 
 
 def test_a_ctrl_c_while_it_waits_names_the_wait(lines):
+    # Python's handler, SIGINT not blocked in this thread, and the signal
+    # sent to this thread: a process-wide kill may land on another thread,
+    # which cannot wake a lock wait here (this test then hung a pytest
+    # worker).
     old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    feed = _BlockedFeed()
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    feed, main = _BlockedFeed(), threading.main_thread().ident
     sender = threading.Thread(target=lambda: (
-        feed.waiting.wait(30), os.kill(os.getpid(), signal.SIGINT)))
+        feed.waiting.wait(30), signal.pthread_kill(main, signal.SIGINT)))
     sender.start()
     try:
         with pytest.raises(KeyboardInterrupt) as e:
@@ -111,6 +119,7 @@ def test_a_ctrl_c_while_it_waits_names_the_wait(lines):
     finally:
         feed.release.set()
         sender.join(30)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         signal.signal(signal.SIGINT, old)
     assert stages.stage_of(e.value) == WAIT
     from official_bench import classifier_trainer

@@ -174,10 +174,11 @@ def test_an_image_the_trainer_cannot_decode_names_its_record(data_dir,
 
 
 def _cut(seed):
-    """A JPEG cut at its scan: the workers read its header and pack it;
-    no decoder can decode it."""
+    """A JPEG without its scan, its end-of-image marker kept: the workers
+    read its header, find it ends as a whole file does (check_whole) and
+    pack it; no decoder can decode it."""
     data = natural_jpeg(seed, 48, 36)
-    return data[:data.index(b"\xff\xda")]
+    return data[:data.index(b"\xff\xda")] + b"\xff\xd9"
 
 
 def _bad_pass(tmp_path, bad, skip, share=0.0):
