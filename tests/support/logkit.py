@@ -111,6 +111,25 @@ def result_json(intervals, global_batch, num_replicas, env=None):
                 num_replicas=num_replicas)}
 
 
+def history_result(rates, warmup=10, model_dir=None):
+    """A tiny run's result JSON as the history tests store it: one
+    replica, global batch 8, resnet_cifar depth 8 on 16 px, a warm-up
+    interval of ``warmup`` steps, then one interval of 10 steps per rate
+    in ``rates``; the config's model_dir where given."""
+    intervals = [(0, warmup, 5.0)] + [
+        (warmup + 10 * k, warmup + 10 * (k + 1), r)
+        for k, r in enumerate(rates)]
+    data = result_json(intervals, 8, 1, environment(
+        num_replicas=1, num_workers=1, dtype="fp32", gpu_names=[]))
+    data["stats"]["warmup_steps"] = warmup
+    data["config"] = {"model": {"name": "resnet_cifar",
+                                "model_params": {"depth": 8}},
+                      "train_dataset": {"image_size": 16}}
+    if model_dir is not None:
+        data["config"]["model_dir"] = model_dir
+    return data
+
+
 def write_json(path, data):
     """Write ``data`` as JSON (or raw text when given a str)."""
     with open(path, "w", encoding="utf-8") as f:

@@ -31,17 +31,7 @@ CASE = SETUP + ", tensorflow, steps 10-60, /tmp/x"
 
 def _result(rates, warmup=10):
     """A result.json dict: a warm-up interval, then ``rates``."""
-    intervals = [(0, warmup, 5.0)] + [
-        (warmup + 10 * k, warmup + 10 * (k + 1), r)
-        for k, r in enumerate(rates)]
-    data = logkit.result_json(intervals, 8, 1, logkit.environment(
-        num_replicas=1, num_workers=1, dtype="fp32", gpu_names=[]))
-    data["stats"]["warmup_steps"] = warmup
-    data["config"] = {"model": {"name": "resnet_cifar",
-                                "model_params": {"depth": 8}},
-                      "train_dataset": {"image_size": 16},
-                      "model_dir": "/tmp/x"}
-    return data
+    return logkit.history_result(rates, warmup, model_dir="/tmp/x")
 
 
 def _row(rates, when):

@@ -41,15 +41,7 @@ def _version(db):
 def _result(rates):
     """A result.json dict of the fixture's case (its first run's rates
     give that run again: the same run_key)."""
-    intervals = [(0, 10, 5.0)] + [(10 + 10 * k, 20 + 10 * k, r)
-                                  for k, r in enumerate(rates)]
-    data = logkit.result_json(intervals, 8, 1, logkit.environment(
-        num_replicas=1, num_workers=1, dtype="fp32", gpu_names=[]))
-    data["stats"]["warmup_steps"] = 10
-    data["config"] = {"model": {"name": "resnet_cifar",
-                                "model_params": {"depth": 8}},
-                      "train_dataset": {"image_size": 16}}
-    return data
+    return logkit.history_result(rates)
 
 
 def test_an_append_of_stored_runs_leaves_a_version_1_file_as_it_is(
