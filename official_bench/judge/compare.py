@@ -144,17 +144,26 @@ def _read_log_tree(path: str, found: Sequence[Tuple[logparse.RunId, str]],
     return side
 
 
-def run_setting(path: str) -> verdict.RunSetting:
-    """What a result.json's run ran on: its environment, its load average
-    and its process's CPU share (contracts/utilisation.py); empty where
-    the file does not say."""
+def _raw(path: str) -> dict:
+    """A result.json's decoded top level; {} where it cannot be read or is
+    not an object."""
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
     except (OSError, ValueError):
-        return verdict.RunSetting()
-    if not isinstance(data, dict):
-        return verdict.RunSetting()
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def run_setting(path: str) -> verdict.RunSetting:
+    """What a result.json's run ran on (setting_of)."""
+    return setting_of(_raw(path))
+
+
+def setting_of(data: dict) -> verdict.RunSetting:
+    """What a decoded result.json's run ran on: its environment, its load
+    average and its process's CPU share (contracts/utilisation.py); empty
+    where it does not say."""
     env, usage = data.get("environment"), data.get(usage_contract.KEY)
     return verdict.RunSetting(env if isinstance(env, dict) else {},
                               usage_contract.highest_load(usage),
@@ -178,10 +187,10 @@ def _result_files(path: str) -> List[str]:
     return sorted(found)
 
 
-def _stats(path: str) -> dict:
-    """The raw ``stats`` object of a result.json (its window's keys)."""
-    with open(path, encoding="utf-8") as f:
-        stats = json.load(f).get("stats")
+def _stats(data: dict) -> dict:
+    """The raw ``stats`` object of a decoded result.json (its window's
+    keys)."""
+    stats = data.get("stats")
     return stats if isinstance(stats, dict) else {}
 
 
@@ -322,8 +331,9 @@ def _read_result_files(path: str, files: Sequence[str],
             side.notes.append(f"{name}: no num_replicas, global batch or "
                               "dtype to name its case; skipped")
             continue
+        raw = _raw(name)  # the keys RunResultFile does not keep
         if window is None:
-            stats = _stats(name)
+            stats = _stats(raw)
             if stats.get("warmup_excluded") is False:
                 side.notes.append(warmup_counted_note(name, stats,
                                                       result.intervals))
@@ -344,7 +354,7 @@ def _read_result_files(path: str, files: Sequence[str],
             side.notes.append(f"{name}: excluded: {problem}")
             continue
         side.runs.setdefault(case, []).append(counted)
-        side.settings.setdefault(case, []).append(run_setting(name))
+        side.settings.setdefault(case, []).append(setting_of(raw))
     return side
 
 
