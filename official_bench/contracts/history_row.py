@@ -124,16 +124,21 @@ def row_from_result(data: Dict[str, Any], source: str, source_path: str,
         backend=run_backend.backend(config, env, source_path))
 
 
+def row_environment(row: Row) -> Dict[str, Any]:
+    """The row's stored environment block; {} where none was recorded (an
+    imported log) or it does not decode to an object."""
+    try:
+        env = json.loads(row.environment or "{}")
+    except ValueError:
+        return {}
+    return env if isinstance(env, dict) else {}
+
+
 def framework(row: Row) -> str:
     """"TF 2.21.0" / "JAX 0.10.2": the row's backend and its version (from
     the stored environment, so rows written before this read the same);
     the backend alone where no version was recorded (an imported log)."""
-    try:
-        env = json.loads(row.environment or "{}")
-    except ValueError:
-        env = {}
-    if not isinstance(env, dict):
-        env = {}
+    env = row_environment(row)
     if row.backend == "jax":
         version = env.get("jax")
         return f"JAX {version}" if version else "JAX"

@@ -43,6 +43,7 @@ from official_bench.contracts import (
 from official_bench.contracts.history_db import HistoryError, Row
 from official_bench.contracts.history_row import (
     framework,
+    row_environment,
     row_from_result,
     run_key,
 )
@@ -105,11 +106,7 @@ def warmup_note(label: str, rows: Sequence[Row]) -> Optional[str]:
 
 def _setting(row: Row) -> verdict.RunSetting:
     """A row's stored environment (no load: rows do not keep it)."""
-    try:
-        env = json.loads(row.environment or "{}")
-    except ValueError:
-        env = {}
-    return verdict.RunSetting(env if isinstance(env, dict) else {})
+    return verdict.RunSetting(row_environment(row))
 
 
 def check_case(label: str, rows: List[Row], seed: int = verdict.DEFAULT_SEED
