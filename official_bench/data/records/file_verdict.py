@@ -49,10 +49,8 @@ def warn_empty(check: FileCheck) -> FileCheck:
     """Logs a warning naming each 0-byte file of `check` (its frames end
     where it ends, so the framing check finds nothing); returns `check`."""
     for path, size in zip(check.files, check.sizes):
-        line = set_counts.empty_file_line(check.key, path) if size == 0 \
-            else None
-        if line:
-            logging.warning("official_bench: %s", line)
+        if size == 0:
+            set_counts.warn_file(check.key, path, 0)
     return check
 
 
@@ -62,9 +60,7 @@ def warn_counts(check: FileCheck) -> None:
     bad = {p.filename for p in check.problems}
     for path, size in zip(check.files, check.sizes):
         if size > 0 and path in check.counts and path not in bad:
-            line = set_counts.count_line(check.key, path, check.counts[path])
-            if line:
-                logging.warning("official_bench: %s", line)
+            set_counts.warn_file(check.key, path, check.counts[path])
 
 
 def raise_first(check: FileCheck) -> None:

@@ -131,10 +131,7 @@ def records_of(files: FileShard) -> int:
             logging.warning("%s; skipped (skip_bad_records: true)",
                             problem.line())
         else:
-            line = set_counts.empty_file_line(key, path) if n == 0 else \
-                set_counts.count_line(key, path, n)
-            if line:
-                logging.warning("official_bench: %s", line)
+            set_counts.warn_file(key, path, n)
         total += (n - index + count - 1) // count if n > index else 0
     return total
 

@@ -194,6 +194,16 @@ def count_line(key: str, path: str, count: int) -> Optional[str]:
             "again or re-run official-bench-build-records")
 
 
+def warn_file(key: str, path: str, records: int) -> None:
+    """Logs the warning, if any, for a whole record file of `records`
+    records: empty (empty_file_line), or other than the build wrote into
+    it (count_line); the framing check's and the JAX evaluation count's."""
+    line = empty_file_line(key, path) if records == 0 else \
+        count_line(key, path, records)
+    if line:
+        logging.warning("official_bench: %s", line)
+
+
 def _head(key: str) -> str:
     return f"{key}: record file " if key else "record file "
 
