@@ -15,7 +15,7 @@ from absl import logging
 from official_bench import config as config_lib
 from official_bench.config import ExperimentConfig
 from official_bench.data.fit_input import fit_input
-from official_bench.data.records import set_counts
+from official_bench.data.records import file_check, set_counts
 from official_bench.host.atomic import write_text_atomic
 from official_bench.host.write_errors import writing
 from official_bench.measure import environment
@@ -83,12 +83,17 @@ class Prepared:
     def validation_data(self):
         # An evaluation the records cannot fill is refused, as on JAX, not
         # cut short (Keras stops at the end of the data and reports it).
-        set_counts.check_eval_pass(self.cfg.validation_dataset,
-                                   self.plan.eval_global_batch,
+        ds = self.cfg.validation_dataset
+        set_counts.check_eval_pass(ds, self.plan.eval_global_batch,
                                    self.plan.eval_steps)
-        return fit_input(self.dist, self.cfg.validation_dataset,
-                         self.plan.eval_global_batch, False,
-                         (self.cfg.runtime.seed or 0) + 1).data
+        data = fit_input(self.dist, ds, self.plan.eval_global_batch, False,
+                         (self.cfg.runtime.seed or 0) + 1)
+        # A truncated or corrupt validation file stops the run now, before
+        # the training it would end after (or is counted, skipped), as on
+        # JAX (host_feed.check_eval_pass): an evaluation that stops short
+        # of the damage would not see it at all.
+        file_check.finish(data.file_check, ds)
+        return data.data
 
     def task(self) -> Dict[str, Any]:
         """result.json's `task`: which process of the cluster wrote it."""

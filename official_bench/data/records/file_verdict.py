@@ -86,9 +86,9 @@ def finish(check: Optional[FileCheck], ds: DatasetConfig) -> None:
     warn_counts(check)
     if not problems:
         empty = check.sizes.count(0)
-        logging.info("%s record file(s) checked: every one is whole%s",
-                     len(check.files), f" ({empty} of them empty, 0 bytes)"
-                     if empty else "")
+        logging.info("%s%s record file(s) checked: every one is whole%s",
+                     f"{check.key}: " if check.key else "", len(check.files),
+                     f" ({empty} of them empty, 0 bytes)" if empty else "")
         return
     for problem in problems:
         logging.warning("%s; skipped (skip_bad_records: true)",

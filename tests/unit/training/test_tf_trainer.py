@@ -135,6 +135,41 @@ def test_an_evaluation_the_records_cannot_fill_is_refused(tmp_path):
         run.validation_data()
 
 
+def test_a_cut_validation_file_stops_the_run_before_training_as_on_jax(
+        tmp_path, absl_messages):
+    """An evaluation that stopped short of the damage trained, evaluated
+    and logged "every one is whole" (for the training files); JAX refused
+    the file before training. Now both give the same line then, and with
+    skip_bad_records a warning naming it."""
+    from official_bench.data.records import (
+        file_verdict,
+        framing,
+        host_examples,
+    )
+    from official_bench.jax_backend import host_feed
+    data = b"".join(framing.frame(bytes([i]) * 20) for i in range(10))
+    cut = tmp_path / "validation-00000-of-00001"
+    cut.write_bytes(data[:36 * 4 + 10])
+    val = {"builder": "records", "data_dir": str(tmp_path),
+           "num_examples": 4, "batch_size": 2}
+    with pytest.raises(file_verdict.BadRecordFile) as tf_line:
+        _prepared(validation_dataset=val).validation_data()
+    ds = C.DatasetConfig(builder="records", data_dir=str(tmp_path),
+                         split="validation")
+    with pytest.raises(file_verdict.BadRecordFile) as jax_line:
+        host_feed.check_eval_pass(
+            host_examples.process_files(ds, 0, 1, False), 2, 2)
+    assert str(tf_line.value) == str(jax_line.value)
+    assert f"bad record 4 in {cut}: corrupt or truncated" in \
+        str(tf_line.value)
+    absl_messages.clear()
+    _prepared(validation_dataset=dict(
+        val, skip_bad_records=True)).validation_data()
+    assert [m for m in absl_messages if str(cut) in m] == [
+        str(tf_line.value).split(";")[0] +
+        "; skipped (skip_bad_records: true)"]
+
+
 def test_unmetered_strategies_have_no_input_wait(prep, monkeypatch):
     monkeypatch.setattr(prep.dist, "traits", types.SimpleNamespace(
         measures_input_wait=False))

@@ -97,8 +97,8 @@ def test_an_empty_training_file_is_a_warning_naming_it(tmp_path,
     assert absl_messages == [line]  # when the check starts
     file_verdict.finish(check, ds)
     assert absl_messages[1:] == [
-        "2 record file(s) checked: every one is whole (1 of them empty, 0 "
-        "bytes)"]
+        "train_dataset: 2 record file(s) checked: every one is whole (1 of "
+        "them empty, 0 bytes)"]
 
 
 def test_an_empty_file_on_tensorflow_too(tmp_path, absl_messages):
@@ -135,7 +135,7 @@ def test_a_file_short_of_the_builds_count_is_named_at_the_end(
         f"({tmp_path}/.shards/train-00001-of-00002.json): a copy that ended "
         "at a record's end, or a file of another build? copy it again or "
         "re-run official-bench-build-records",
-        "2 record file(s) checked: every one is whole"]
+        "train_dataset: 2 record file(s) checked: every one is whole"]
 
 
 def test_validation_counts_against_the_build(tmp_path, absl_messages):

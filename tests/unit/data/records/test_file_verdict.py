@@ -64,7 +64,8 @@ def test_whole_files_and_skipping_never_stop(tmp_path, absl_messages):
     check.wait()
     file_verdict.stop_if_bad(check, ds)
     file_verdict.finish(check, ds)
-    assert "2 record file(s) checked: every one is whole" in absl_messages
+    assert "train_dataset: 2 record file(s) checked: every one is whole" \
+        in absl_messages
     shards(tmp_path / "cut")
     ds = config(tmp_path / "cut", skip=True)
     check = file_verdict.start_local(ds, True)
