@@ -60,6 +60,9 @@ class Prepared:
     malloc: Dict[str, Any]
     # Where the config goes (None: not written by this process or mode).
     params_path: Optional[str] = None
+    # A remote validation set's framing check, answered after the
+    # evaluation (validation_data; local files are answered before it).
+    validation_check: Optional[Any] = None
 
     def write_params(self) -> None:
         """model_dir/params.yaml: by setup_run, or for a run that resumes
@@ -91,9 +94,20 @@ class Prepared:
         # A truncated or corrupt validation file stops the run now, before
         # the training it would end after (or is counted, skipped), as on
         # JAX (host_feed.check_eval_pass): an evaluation that stops short
-        # of the damage would not see it at all.
-        file_check.finish(data.file_check, ds)
+        # of the damage would not see it at all. Remote files (a read per
+        # record) are answered after the evaluation (finish_validation).
+        check = data.file_check
+        if check is not None and not any("://" in f for f in check.files):
+            file_check.finish(check, ds)
+        else:
+            self.validation_check = check
         return data.data
+
+    def finish_validation(self) -> None:
+        """After the evaluation: a remote validation set's framing check
+        answered (validation_data answered a local one before it)."""
+        file_check.finish(self.validation_check,
+                          self.cfg.validation_dataset)
 
     def task(self) -> Dict[str, Any]:
         """result.json's `task`: which process of the cluster wrote it."""

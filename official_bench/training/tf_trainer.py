@@ -116,6 +116,7 @@ def _fit(prep: Prepared) -> RunResult:
     # Every record file whole, however far fit read (data/records/
     # file_check.py): the same answer in every run.
     file_check.finish(train_input.file_check, cfg.train_dataset)
+    prep.finish_validation()
     if cfg.train.callbacks.enable_checkpoint_and_export and cfg.model_dir \
             and prep.dist.saves_checkpoints:
         checkpoints.export_saved_model(
@@ -330,6 +331,7 @@ def _evaluate_only(prep: Prepared) -> RunResult:
     evaluation = prep.model.evaluate(prep.validation_data(),
                                     steps=prep.plan.eval_steps, verbose=0,
                                     return_dict=True)
+    prep.finish_validation()
     evaluation = {k: float(v) for k, v in evaluation.items()}
     run_end.log_evaluation(prep.plan, evaluation)
     if prep.result_path:

@@ -170,6 +170,25 @@ def test_a_cut_validation_file_stops_the_run_before_training_as_on_jax(
         "; skipped (skip_bad_records: true)"]
 
 
+def test_a_remote_validation_file_is_answered_after_the_evaluation():
+    """A remote file (a read per record) is not walked before training:
+    its check runs beside it and is answered after the evaluation."""
+    from official_bench.data.records import file_verdict, framing
+    data = b"".join(framing.frame(bytes([i]) * 20) for i in range(10))
+    cut = "ram://cut_validation/validation-00000-of-00001"
+    tf.io.gfile.makedirs("ram://cut_validation")
+    with tf.io.gfile.GFile(cut, "wb") as f:
+        f.write(data[:36 * 4 + 10])
+    run = _prepared(validation_dataset={
+        "builder": "records", "data_dir": "ram://cut_validation",
+        "num_examples": 4, "batch_size": 2})
+    run.validation_data()
+    assert run.validation_check is not None
+    with pytest.raises(file_verdict.BadRecordFile,
+                       match=f"bad record 4 in {cut}: corrupt or truncated"):
+        run.finish_validation()
+
+
 def test_unmetered_strategies_have_no_input_wait(prep, monkeypatch):
     monkeypatch.setattr(prep.dist, "traits", types.SimpleNamespace(
         measures_input_wait=False))
