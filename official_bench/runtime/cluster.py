@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import socket
+import time
 from typing import Dict, List, Mapping, Optional
 
 from absl import logging
@@ -39,13 +40,27 @@ class PeerLost(ClusterError):
     """A task of the cluster went away while this one was training."""
 
 
-def lost_peers_error(cluster: "Cluster", step,
-                     total: int) -> Optional[PeerLost]:
+# How long a failed collective waits for a peer's port to close: a peer
+# stopped by a signal fails this worker's collective while it still ends.
+LOST_PEER_WAIT_SECONDS = 10.0
+
+
+def lost_peers_error(cluster: "Cluster", step, total: int,
+                     wait: float = LOST_PEER_WAIT_SECONDS
+                     ) -> Optional[PeerLost]:
     """After a failed collective: which peers no longer answer on their
     port, as one line naming them, the step and where to look; None when
-    every peer still answers (the failure was something else)."""
-    lost = {name: addr for name, addr in cluster.peers().items()
-            if not can_connect(addr, timeout=2.0)}
+    every peer still answers after `wait` seconds (the failure was
+    something else). A peer stopped by SIGTERM leaves in the middle of a
+    collective (TensorFlow then reports a shape mismatch) a moment before
+    its process ends, so the ports are asked again every half second."""
+    deadline = time.monotonic() + wait
+    while True:
+        lost = {name: addr for name, addr in cluster.peers().items()
+                if not can_connect(addr, timeout=2.0)}
+        if lost or time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
     if not lost:
         return None
     names = "; ".join(f"{n} at {a}" for n, a in lost.items())
