@@ -515,15 +515,36 @@ class Coordinator:
                     conn.drop()
 
 
+# The plan field naming the suite's version (plan.py's Plan.digest): a plan
+# without it comes from a launcher older than that field.
+VERSION_FIELD = "official_bench"
+
+
 def plan_difference(ours: Any, theirs: Any, who: str) -> str:
     """What differs between node 0's plan and another node's: the fields
     whose values differ, when both are field mappings (plan.py's
-    Plan.digest), else both plans whole."""
+    Plan.digest). A plan that names no version, where ours does (an older
+    launcher's: a summary string, or a mapping without the field), is an
+    older official_bench: said so, with ours, and only the fields both
+    name that differ (the others are the versions' own). Two plans of
+    neither kind are given whole."""
+    name = who.split(" (")[0]
+    mine = ours.get(VERSION_FIELD) if isinstance(ours, dict) else None
+    if mine is not None and not (isinstance(theirs, dict) and
+                                 VERSION_FIELD in theirs):
+        older = (f"{name} runs an older official_bench (its plan names no "
+                 f"version) and node 0 runs {mine}: update the checkout "
+                 f"on {name}")
+        if not isinstance(theirs, dict):
+            return older
+        both = [f"{k}: node 0 {ours[k]}, {name} {theirs[k]}"
+                for k in ours if k in theirs and ours[k] != theirs[k]]
+        return "; ".join([older] + both)
     if not (isinstance(ours, dict) and isinstance(theirs, dict)):
         return f"node 0: {ours}; {who}: {theirs}"
     keys = list(ours) + [k for k in theirs if k not in ours]
     return "; ".join(
-        f"{k}: node 0 {ours.get(k, '(unset)')}, {who.split(' (')[0]} "
+        f"{k}: node 0 {ours.get(k, '(unset)')}, {name} "
         f"{theirs.get(k, '(unset)')}"
         for k in keys if ours.get(k) != theirs.get(k))
 
