@@ -39,6 +39,7 @@ from official_bench.contracts import (
 from official_bench.extract import model_flops, rounding, subject
 from official_bench.extract.logparse import RunId
 from official_bench.extract.speeds import RunOutcome
+from official_bench.measure.host_env import SUITE_KEY
 
 Group = Tuple[str, int]  # (dtype, per-device batch)
 Entry = Dict[str, Any]  # one case of the result dictionary
@@ -115,6 +116,9 @@ FIRST_KEYS = frozenset((
     "cuda_version", "cudnn_version", "is_cuda_build", "num_workers",
     "num_replicas", "strategy", "dtype", "horovod"))
 NOT_COMPARED = frozenset(("hostname",))  # may differ without meaning
+# Compared on their own, with a warning of their own (suite_versions).
+SEPARATE = frozenset((SUITE_KEY,))
+UNVERSIONED = "made before the suite recorded its version"
 
 
 def _environment(outcomes: List[RunOutcome], warnings: List[str],
@@ -122,8 +126,9 @@ def _environment(outcomes: List[RunOutcome], warnings: List[str],
     """The case's environment from the runs' result JSONs; warn on differences.
 
     Hostnames may differ between runs without meaning anything, other fields
-    (TensorFlow version, GPUs, CUDA, the suite's version) should not. One
-    rule (`environment_differences`) decides what differs and names it.
+    (TensorFlow version, GPUs, CUDA) should not. One rule
+    (`environment_differences`) decides what differs and names it; the
+    suite's version has a warning of its own (`suite_versions`).
     """
     with_env = [o for o in outcomes if o.environment]
     if not with_env:
@@ -142,7 +147,7 @@ def _compared_environment(o: RunOutcome) -> Dict[str, Any]:
     """A run's environment as compared: null values dropped (absent and
     null are the same), hostname left out, backend as resolved."""
     env = {k: v for k, v in o.environment.items()
-           if v is not None and k not in NOT_COMPARED}
+           if v is not None and k not in NOT_COMPARED | SEPARATE}
     env["backend"] = run_backend.backend(o.config, o.environment, o.log_path)
     return env
 
@@ -154,6 +159,29 @@ def environment_differences(a: Mapping[str, Any],
     return sorted(k for k in set(a) | set(b)
                   if (k in a and k in b and a[k] != b[k])
                   or (k in FIRST_KEYS and (k in a) != (k in b)))
+
+
+def suite_versions(outcomes: List[RunOutcome], label: str
+                   ) -> Optional[str]:
+    """The warning for a case whose counted runs were made by different
+    versions of the suite (result.json's ``environment.official_bench``),
+    naming the runs of each, a run without it as made before the suite
+    recorded it; None for one version (or none recorded). Runs without a
+    result JSON say nothing either way."""
+    by_version: Dict[Optional[str], List[int]] = {}
+    for o in outcomes:
+        if o.ok and o.environment:
+            by_version.setdefault(o.environment.get(SUITE_KEY) or None,
+                                  []).append(o.run.index)
+    if len(by_version) < 2:
+        return None
+    parts = []
+    for version, runs in by_version.items():  # in the order of first runs
+        named = f"run{'s' if len(runs) > 1 else ''} " + ", ".join(
+            str(i) for i in runs)
+        parts.append(f"{named} {UNVERSIONED}" if version is None
+                     else f"{named} by {SUITE_KEY} {version}")
+    return f"{label}: the case mixes suite versions: {', '.join(parts)}"
 
 
 def _measured(outcomes: List[RunOutcome]) -> Optional[Dict[str, Any]]:
@@ -311,17 +339,21 @@ def summarize(outcomes: Iterable[RunOutcome], method: str = "mean",
             entry["backend"] = run_backend.backend(
                 runs[0].config, runs[0].environment, runs[0].log_path)
             env = _environment(runs, warns, label)
+            versions = suite_versions(runs, label)
+            if versions:
+                warns.append(versions)
             if env is not None:
                 entry["environment"] = env
             measured = _measured(runs)
             if measured is not None:
                 entry[subject.KEY] = measured
             rate = _mfu_rate(entry)
+            counted = [o.flops for o in runs if o.ok]
             devices = model_flops.peak_devices(
                 entry["num_nodes"], entry["num_devices"],
-                (measured or {}).get("device_kind"))
-            flops = model_flops.case_flops(
-                [o.flops for o in runs if o.ok], rate, devices, label, warns)
+                (measured or {}).get("device_kind"), counted)
+            flops = model_flops.case_flops(counted, rate, devices, label,
+                                           warns)
             if flops is not None:
                 entry[model_flops.KEY] = flops
             if medians[case] is None:

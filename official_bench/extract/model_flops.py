@@ -1,5 +1,4 @@
-"""A case's model FLOP rate and utilisation (MFU), from its runs' flops
-records.
+"""A case's model FLOP rate and utilisation (MFU), from its runs' records.
 
 The trainer counts the model's training FLOPs per image and looks up the
 device's dense peak (result.json's ``flops`` object,
@@ -15,14 +14,15 @@ each case came to the hardware:
   interval rates) only where a case has no such figure;
 * MFU = achieved / (peak per device x devices), the contract's
   :func:`~official_bench.contracts.flops.mfu` (one definition for all), over
-  the devices the trainer counts (:func:`peak_devices`): nodes x GPUs, or
-  one per node on CPUs, whose logical devices share the CPU's peak.
+  the devices the trainer counts (:func:`peak_devices`): nodes x GPUs; on
+  CPUs the trainer's own count (one per worker process, whose logical
+  devices share the CPU's peak), one per node where no record says.
 
-The record's own ``devices`` should equal the case's device count; when it
-does not (a result.json copied into the wrong ``{N}n{G}g`` directory, a
-run that saw fewer GPUs) the case's count is used and a warning says so. A
-record without a peak gives MFU ``None`` and a note naming why (the peak
-source the trainer recorded, or that none was recorded).
+On GPUs a record's ``devices`` other than the case's count (a result.json
+in the wrong ``{N}n{G}g`` directory, a run that saw fewer GPUs) is a
+warning, and the case's count is used. A record without a peak gives MFU
+``None`` and a note naming why (the peak source the trainer recorded, or
+that none was recorded).
 """
 
 from __future__ import annotations
@@ -53,11 +53,19 @@ def why_no_mfu(record: FlopsRecord) -> str:
 
 
 def peak_devices(num_nodes: int, num_devices: int,
-                 device_kind: Optional[str]) -> int:
+                 device_kind: Optional[str],
+                 records: Sequence[Optional[FlopsRecord]] = ()) -> int:
     """The devices a case's peak is counted over, as the trainer counts
-    them: one per node on CPUs (``device_kind`` "cpu"), else the case's
-    ``num_devices`` (nodes x GPUs)."""
-    return num_nodes if device_kind == "cpu" else num_devices
+    them: on GPUs the case's ``num_devices`` (nodes x GPUs). On CPUs
+    (``device_kind`` "cpu") the first of ``records`` (the counted runs')
+    that names its ``devices``: the trainer counts worker processes, which
+    only it can tell from logical devices (a Horovod or WORKERS_PER_NODE
+    1n2g is 2 processes on one node, a mirrored CPU_DEVICES=2 one is 1);
+    one per node where no record says."""
+    if device_kind != "cpu":
+        return num_devices
+    return next((r.devices for r in records
+                 if r is not None and r.devices is not None), num_nodes)
 
 
 def case_flops(records: Sequence[Optional[FlopsRecord]],
@@ -82,7 +90,8 @@ def case_flops(records: Sequence[Optional[FlopsRecord]],
     if record.devices is not None and record.devices != devices:
         warnings.append(f"{label}: result.json's flops.devices is "
                         f"{record.devices} but the case has {devices} "
-                        f"device(s); MFU is over {devices}")
+                        f"device(s); MFU is counted over {devices} "
+                        "device(s)")
     achieved = flops_contract.achieved_tflops(images_per_second,
                                               record.gflop_per_image)
     mfu = flops_contract.mfu(images_per_second, record.gflop_per_image,

@@ -35,7 +35,10 @@ def test_a_key_a_newer_trainer_adds_is_no_difference():
     new = kit.environment(cpu_kernels_note=None, backend="tensorflow",
                           official_bench="0.1.0 (git e92555b)",
                           cpu_model="AMD EPYC 9B14")
-    assert _warnings(old, new) == []
+    assert _warnings(old, new) == [  # only the suite's own version note
+        "rn50 1n1g: the case mixes suite versions: run 1 made before the "
+        "suite recorded its version, run 2 by official_bench 0.1.0 (git "
+        "e92555b)"]
     assert _warnings(old, kit.environment(cpu_kernels_note="bf16 on Eigen")
                      ) == []
 
@@ -60,7 +63,8 @@ def test_the_suite_version_differs_where_both_runs_name_it():
     a = kit.environment(official_bench="0.1.0 (git ae94a4b)")
     b = kit.environment(official_bench="0.1.0 (git e92555b)")
     assert _warnings(a, b) == [
-        "rn50 1n1g: runs report different environments (official_bench)"]
+        "rn50 1n1g: the case mixes suite versions: run 1 by official_bench "
+        "0.1.0 (git ae94a4b), run 2 by official_bench 0.1.0 (git e92555b)"]
     assert _warnings(a, dict(a)) == []
 
 

@@ -122,9 +122,9 @@ def test_devices_that_disagree_with_the_case_warn(tmp_path):
     warned = [w for w in extraction.warnings if "flops.devices" in w]
     assert warned == [
         "rn50 1n1g: result.json's flops.devices is 4 but the case has 1 "
-        "device(s); MFU is over 1",
+        "device(s); MFU is counted over 1 device(s)",
         "rn50 1n2g: result.json's flops.devices is 4 but the case has 2 "
-        "device(s); MFU is over 2"]
+        "device(s); MFU is counted over 2 device(s)"]
     assert extraction.result["rn50"]["1n2g"][model_flops.KEY]["mfu"] == \
         round(590 * GFLOP / 1000 / (312 * 2), 4)
 
