@@ -15,14 +15,14 @@ its folder left as they were. A zero-length file (`touch`, `mktemp`, a
 first write killed before its commit: SQLite's empty database, no run in
 it to keep) is a new history: read, it holds no run; written, it is one.
 
-A row's ``run_key`` digests the run's case and all its intervals, so a run
-the trainer wrote and --import reads again is stored once. A case
-(:attr:`Row.case_label`) is the setup, the backend, the counted window and
-the run's tree: runs of another backend, length or tree are never compared.
-Format version 2 added the backend; a version-1 file reads as it is (its
-runs are tensorflow's) and is migrated by its next write (:func:`_migrate`),
-which says so in one line (:func:`migration_note`). An append whose runs
-are all stored already writes nothing: no transaction, no migration.
+A row's ``run_key`` digests the run's case and intervals: a run the trainer
+wrote and --import reads again is stored once. A case (:attr:`Row.case_label`)
+is the setup (nodes: :func:`placement`), the backend, the counted window and
+the run's tree. Format 2 added the backend; a version-1 file reads as it is
+(tensorflow's runs) and its next write migrates it (:func:`_migrate`), in one
+line (:func:`migration_note`); a write re-files the rows older versions filed
+under a node per process (:func:`_refile`). An append whose runs are all
+stored already writes nothing: no transaction, no migration.
 """
 
 from __future__ import annotations
@@ -37,7 +37,16 @@ import re
 import sqlite3
 import sys
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+)
 
 from official_bench.contracts import log_tree, run_backend
 
@@ -159,6 +168,83 @@ CASE_COLUMNS = ("nodes", "gpus_per_node", "batch_per_device", "precision",
                 "model", "image_size", "backend")
 # Columns an older format version lacks, and what its rows read as.
 _ADDED = {"backend": run_backend.DEFAULT}
+
+
+def tree_case(source_path: str) -> Optional[Tuple[int, int]]:
+    """(nodes, devices per node) of the log tree's case folder a row's
+    source is in: the trainer's model_dir (log_tree.ModelDir) or an
+    imported log ({N}n{G}g/[node{k}/]rn50_....log under bz{B}/); None
+    where the source is not inside a tree."""
+    if not source_path:
+        return None
+    path = os.path.normpath(source_path)
+    parsed = log_tree.parse_model_dir(path)
+    if parsed is not None:
+        return log_tree.parse_case_name(parsed.case)
+    if log_tree.parse_log_name(os.path.basename(path)) is None:
+        return None
+    here = os.path.dirname(path)
+    if log_tree.parse_node_dir(os.path.basename(here)) is not None:
+        here = os.path.dirname(here)
+    batch = log_tree.BATCH_DIR.parse(os.path.basename(os.path.dirname(here)))
+    return None if batch is None else \
+        log_tree.parse_case_name(os.path.basename(here))
+
+
+def _count(value: Any) -> Optional[int]:
+    """A positive int, else None (bools, strings, 0 are not counts)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return None
+
+
+def workers_placement(environment: Dict[str, Any], replicas: int
+                      ) -> Tuple[int, int]:
+    """(num_workers, replicas // num_workers): the count every row was
+    filed under before :func:`placement`, a node per process, and the one
+    run_key still digests (history_row), so a stored run keeps its key."""
+    nodes = int(environment.get("num_workers") or 1)
+    return nodes, max(1, replicas // nodes)
+
+
+def placement(source_path: str, environment: Dict[str, Any], replicas: int
+              ) -> Tuple[int, int]:
+    """A run's (nodes, devices per node), as the log tree, the extractor
+    and official-bench-compare count it: the tree's case folder where the
+    source is in one (:func:`tree_case`), else the Horovod block's hosts
+    (size // local_size: Horovod's num_workers is its rank count), else
+    num_workers; the replicas shared among the nodes."""
+    case = tree_case(source_path)
+    if case is not None:
+        return case
+    hvd = environment.get("horovod")
+    if isinstance(hvd, dict) and _count(hvd.get("size")) and \
+            _count(hvd.get("local_size")):
+        nodes = max(1, hvd["size"] // hvd["local_size"])
+        return nodes, max(1, replicas // nodes)
+    return workers_placement(environment, replicas)
+
+
+def refiled_placement(source_path: str, environment: str, nodes: int,
+                      gpus_per_node: int) -> Optional[Tuple[int, int]]:
+    """A stored row's :func:`placement` where it was filed under a node per
+    process (:func:`workers_placement`) and that was wrong (Horovod, or
+    several workers per node); None for any other row (one with no
+    recorded environment: an imported log's case is its tree's)."""
+    try:
+        env = json.loads(environment or "{}")
+    except ValueError:
+        return None
+    if not isinstance(env, dict) or "num_workers" not in env:
+        return None
+    replicas = _count(env.get("num_replicas")) or nodes * gpus_per_node
+    try:
+        if workers_placement(env, replicas) != (nodes, gpus_per_node):
+            return None
+        new = placement(source_path, env, replicas)
+    except (TypeError, ValueError):
+        return None
+    return None if new == (nodes, gpus_per_node) else new
 
 
 def _create_sql() -> str:
@@ -526,11 +612,44 @@ def _append_once(path: str, rows: Sequence[Row],
             for row in rows:
                 cur = conn.execute(sql, [getattr(row, c) for c in _COLUMNS])
                 added += cur.rowcount
+            moved = _refile(conn)
             conn.execute("COMMIT")
         except BaseException:
             _rollback(conn)
             raise
+        if moved:
+            on_migrate(refile_note(path, moved))
         return added
+
+
+def _refile(conn: sqlite3.Connection) -> Dict[Tuple[str, str], int]:
+    """Inside the caller's write: every row filed under a node per process
+    (refiled_placement) gets its nodes and devices per node, its run_key
+    kept; returns {(old case, new case): rows}. Idempotent, and a file
+    with no such row is left as it is; only a row of more than one node
+    can be one (a node per process counts at least the nodes)."""
+    moved: Dict[Tuple[str, str], int] = {}
+    found = conn.execute(f"SELECT id, source_path, environment, nodes, "
+                         f"gpus_per_node FROM {TABLE} WHERE nodes > 1")
+    for rowid, source_path, environment, nodes, gpus in found.fetchall():
+        new = refiled_placement(source_path, environment, nodes, gpus)
+        if new is None:
+            continue
+        conn.execute(f"UPDATE {TABLE} SET nodes = ?, gpus_per_node = ? "
+                     "WHERE id = ?", (new[0], new[1], rowid))
+        move = (log_tree.case_name(nodes, gpus), log_tree.case_name(*new))
+        moved[move] = moved.get(move, 0) + 1
+    return moved
+
+
+def refile_note(path: str, moved: Dict[Tuple[str, str], int]) -> str:
+    """The one line a write that re-filed rows (_refile) says."""
+    cases = ", ".join(f"{old} -> {new} ({n})"
+                      for (old, new), n in sorted(moved.items()))
+    return (f"run history {path}: {sum(moved.values())} run(s) filed by an "
+            "older official_bench under a node per process (Horovod, or "
+            f"several workers per node) re-filed under their nodes: {cases}"
+            "; their run keys are kept, so each is still stored once")
 
 
 def append(path: str, rows: Sequence[Row],
@@ -538,7 +657,8 @@ def append(path: str, rows: Sequence[Row],
     """Append ``rows`` (one transaction); returns how many were new (a row
     whose run_key is already stored is skipped; when all are, the file is
     not written at all). A write that migrates an older format hands
-    :func:`migration_note` to ``on_migrate`` (default: stderr). Retries
+    :func:`migration_note` to ``on_migrate`` (default: stderr), one that
+    re-files rows (:func:`_refile`) :func:`refile_note`. Retries
     while another writer holds the lock; HistoryError for a file that is
     not a sound history (nothing written); OSError (no space, read-only,
     permission) passes through for the caller's

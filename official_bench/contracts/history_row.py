@@ -18,6 +18,7 @@ from official_bench.contracts import (
     counting,
     dtypes,
     flops as flops_contract,
+    history_db,
     run_backend,
 )
 from official_bench.contracts.history_db import Row, dumps
@@ -83,8 +84,10 @@ def row_from_result(data: Dict[str, Any], source: str, source_path: str,
                     when: Optional[float] = None) -> Optional[Row]:
     """The row of a decoded result.json; None when it has no counted
     interval (a run too short for the trainer's window) or no stats. Its
-    backend: the record's, else ``source_path``'s place in the tree
-    (contracts/run_backend)."""
+    nodes and devices per node: history_db.placement (the tree's case
+    folder ``source_path`` is in, else the Horovod block, else
+    num_workers); its backend: the record's, else ``source_path``'s place
+    in the tree (contracts/run_backend)."""
     stats = data.get("stats") or {}
     env = data.get("environment") or {}
     config = data.get("config") or {}
@@ -93,13 +96,17 @@ def row_from_result(data: Dict[str, Any], source: str, source_path: str,
     if not counted or stats.get("basis", "intervals") != "intervals":
         return None
     replicas = int(stats.get("num_replicas") or env.get("num_replicas") or 1)
-    nodes = int(env.get("num_workers") or 1)
     global_batch = int(stats.get("global_batch_size") or 0)
     precision = dtypes.TO_SHORT.get(env.get("dtype"), env.get("dtype")) \
         or "fp32"
     image_size = (config.get("train_dataset") or {}).get("image_size")
-    case = (nodes, max(1, replicas // nodes), global_batch // replicas,
-            precision, model_name(config), image_size)
+    setup = (global_batch // replicas, precision, model_name(config),
+             image_size)
+    case = history_db.placement(source_path, env, replicas) + setup
+    # The key digests the count rows were filed under before (a node per
+    # process): a run stored then keeps its key and is still stored once.
+    key = run_key(history_db.workers_placement(env, replicas) + setup,
+                  intervals)
     rate = sum(i.examples_per_second for i in counted) / len(counted)
     gflop, mfu = _mfu(data, rate, replicas)
     when = time.time() if when is None else when
@@ -107,7 +114,7 @@ def row_from_result(data: Dict[str, Any], source: str, source_path: str,
         time_utc=datetime.datetime.fromtimestamp(
             when, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         unix_time=when, source=source, source_path=source_path,
-        run_key=run_key(case, intervals), config_digest=config_digest(config),
+        run_key=key, config_digest=config_digest(config),
         model=case[4], image_size=image_size, nodes=case[0],
         gpus_per_node=case[1], batch_per_device=case[2],
         global_batch=global_batch, precision=precision,
