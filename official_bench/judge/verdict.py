@@ -256,12 +256,49 @@ def _values(side: Sequence[RunSetting], key: str) -> Dict[str, int]:
     return out
 
 
+def _has_version(run: RunSetting) -> bool:
+    return (run.environment or {}).get("official_bench") is not None
+
+
+def _has_load(run: RunSetting) -> bool:
+    return run.load is not None
+
+
+# What a run made by an older official_bench (or read from its log alone)
+# does not record, and what its absence leaves open (unrecorded_notes).
+UNRECORDED = (("its version", "a code difference", _has_version),
+              ("the load average", "a load difference", _has_load))
+
+
+def unrecorded_notes(a: Sequence[RunSetting], b: Sequence[RunSetting],
+                     names: Tuple[str, str] = ("A", "B")) -> List[str]:
+    """A note per side and fact (UNRECORDED) where some of the side's runs
+    do not record what other runs do: the version or load notes cannot
+    speak for them. Nothing where no run records it (the history's rows
+    keep no load; the A/B runner's runs no environment)."""
+    notes = []
+    for what, difference, has in UNRECORDED:
+        if not any(has(r) for r in (*a, *b)):
+            continue
+        for name, side in zip(names, (a, b)):
+            lacking = sum(1 for r in side if not has(r))
+            if lacking:
+                notes.append(
+                    f"{name}: {lacking} of {len(side)} run(s) made before "
+                    f"official_bench recorded {what} (or read without "
+                    "their result.json): the verdict cannot rule out "
+                    f"{difference}")
+    return notes
+
+
 def setting_notes(a: Sequence[RunSetting], b: Sequence[RunSetting],
                   names: Tuple[str, str] = ("A", "B")) -> List[str]:
     """One note per thing that makes B/A hard to read: the sides differ in
     a SETTING_KEYS value (where both record it), a side mixes values, a
-    side ran with the load average above its CPU count, or the trainer's
-    CPU share differs by more than CPU_SHARE_RATIO between the sides."""
+    side's runs do not record the version or load others do
+    (unrecorded_notes), a side ran with the load average above its CPU
+    count, or the trainer's CPU share differs by more than CPU_SHARE_RATIO
+    between the sides."""
     notes = []
     for key in SETTING_KEYS:
         found = [_values(a, key), _values(b, key)]
@@ -275,6 +312,7 @@ def setting_notes(a: Sequence[RunSetting], b: Sequence[RunSetting],
             notes.append(f"{names[0]} and {names[1]} differ in {key}: "
                          f"{names[0]} {next(iter(found[0]))}, "
                          f"{names[1]} {next(iter(found[1]))}")
+    notes += unrecorded_notes(a, b, names)
     for name, side in zip(names, (a, b)):
         over = [r.load for r in side if r.load and r.load[0] > r.load[1]]
         if over:
