@@ -208,8 +208,9 @@ FLOPS_NOTE = ("TFLOP/s: images/s over window (images / time over the "
               "training GFLOP per image (3 x 2 x forward multiply-adds) / "
               "1000; MFU: TFLOP/s / "
               "(dense peak per device x devices), the trainer's peak for the "
-              "run's precision and its devices: gpu_num on GPUs, node_num on "
-              "CPUs (a node's logical CPU devices share one CPU)")
+              "run's precision and its devices: gpu_num on GPUs; on CPUs "
+              "the trainer's count, one per worker process (a process's "
+              "logical CPU devices share one CPU)")
 
 
 def markdown_flops(model_result: ModelResult) -> str:
