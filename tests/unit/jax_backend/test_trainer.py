@@ -1,16 +1,18 @@
 """jax_backend/trainer.py called as a library (a notebook's
-`official_bench.run`), in one child Python with Keras 3 on JAX: a run
-that fails after its input workers started leaves no worker process and
-no shared memory behind (the CLI's exit cleans up; a notebook's kernel
-lives on); a peer lost while the model is built is the lost peer's
-line, not JAX's traceback. And, without a run, the input wait's warm-up
-skip."""
+`official_bench.run`), in one child Python with Keras 3 on JAX that makes
+every run below in turn, as a notebook's cells would (one child, not one
+per test: each costs 2-3 CPU-s to start): a run that fails after its
+input workers started leaves no worker process and no shared memory
+behind (the CLI's exit cleans up; a notebook's kernel lives on); a peer
+lost while the model is built is the lost peer's line, not JAX's
+traceback. And, without a run, the input wait's warm-up skip."""
 
 import io
 import json
 import multiprocessing
 import os
 import tempfile
+import traceback
 from types import SimpleNamespace
 
 import numpy as np
@@ -71,15 +73,15 @@ def _records_run(data, train_workers, val_examples):
 def failed_run_report():
     """train_and_eval on records with train files and no validation files:
     the validation feed's error comes after the train feed's input workers
-    started. Prints what was left once run() raised."""
+    started. What was left once run() raised."""
     data = tempfile.mkdtemp()
     _records(data, "train")
     before = _shared_memory()
     error = _records_run(data, train_workers=2, val_examples=4)
-    print(json.dumps({
+    return {
         "error": error,
         "workers_alive": [p.pid for p in multiprocessing.active_children()],
-        "shared_memory_left": sorted(_shared_memory() - before)}))
+        "shared_memory_left": sorted(_shared_memory() - before)}
 
 
 def short_eval_report():
@@ -94,8 +96,11 @@ def short_eval_report():
     steps = []
     real_epoch = trainer._epoch
     trainer._epoch = lambda *a: steps.append(1) or real_epoch(*a)
-    error = _records_run(data, train_workers=1, val_examples=12)
-    print(json.dumps({"error": error, "epochs_run": len(steps)}))
+    try:
+        error = _records_run(data, train_workers=1, val_examples=12)
+    finally:
+        trainer._epoch = real_epoch
+    return {"error": error, "epochs_run": len(steps)}
 
 
 def no_train_records_report():
@@ -105,10 +110,13 @@ def no_train_records_report():
     from official_bench.jax_backend import trainer
     data = tempfile.mkdtemp()
     _records(data, "validation", shards=1)
-    built = []
+    built, real_build = [], trainer.build_model
     trainer.build_model = lambda *a, **k: built.append(1)
-    error = _records_run(data, train_workers=1, val_examples=4)
-    print(json.dumps({"error": error, "data": data, "built": len(built)}))
+    try:
+        error = _records_run(data, train_workers=1, val_examples=4)
+    finally:
+        trainer.build_model = real_build
+    return {"error": error, "data": data, "built": len(built)}
 
 
 def no_decoder_report():
@@ -122,20 +130,29 @@ def no_decoder_report():
     data = tempfile.mkdtemp()
     _records(data, "train")
     _records(data, "validation", shards=1)
+    missing = object()
+    real_module = sys.modules.get("simplejpeg", missing)
     sys.modules["simplejpeg"] = None  # import raises
-    built = []
+    built, real_build = [], trainer.build_model
     trainer.build_model = lambda *a, **k: built.append(1)
-    error = _records_run(data, train_workers=1, val_examples=4)
+    try:
+        error = _records_run(data, train_workers=1, val_examples=4)
+    finally:
+        trainer.build_model = real_build
+        if real_module is missing:
+            del sys.modules["simplejpeg"]
+        else:
+            sys.modules["simplejpeg"] = real_module
     run_dir = os.path.join(data, "run")
-    print(json.dumps({"error": error, "built": len(built), "written": sorted(
-        os.listdir(run_dir)) if os.path.isdir(run_dir) else []}))
+    return {"error": error, "built": len(built), "written": sorted(
+        os.listdir(run_dir)) if os.path.isdir(run_dir) else []}
 
 
 def lost_peer_while_building_report():
     """Worker 0 of two (as jax.distributed leaves it; the second process
     is not started) whose model building fails in a collective, as it did
     when worker 1 was killed during its own build (test_peers.GLOO_INIT).
-    Prints what run() raised."""
+    What run() raised."""
     import jax
 
     import official_bench
@@ -153,6 +170,7 @@ def lost_peer_while_building_report():
         raise jax.errors.JaxRuntimeError(
             "UNKNOWN: Gloo context initialization failed: DEADLINE_EXCEEDED")
 
+    real_build = trainer.build_model
     devices.start, trainer.build_model = two_processes, collective_fails
     cfg = official_bench.load_config(None, json.dumps({
         "model_dir": tempfile.mkdtemp(),
@@ -168,26 +186,55 @@ def lost_peer_while_building_report():
         error = None
     except Exception as e:
         error = f"{type(e).__name__}: {e}"
-    print(json.dumps({"error": error}))
+    finally:
+        devices.start, trainer.build_model = real_start, real_build
+    return {"error": error}
 
 
-def test_a_peer_lost_while_the_model_is_built_is_one_line():
-    r = keras3_child(__file__, "lost_peer_while_building_report")
+# In the order they run: the first, in a process that has run nothing yet,
+# is the one that counts what its run left behind.
+REPORTS = ("failed_run_report", "short_eval_report",
+           "no_train_records_report", "no_decoder_report",
+           "lost_peer_while_building_report")
+
+
+def all_reports():
+    """Every report above in this process, in turn (each puts back what it
+    patched); prints {name: report}, a report that raised as its
+    traceback."""
+    out = {}
+    for name in REPORTS:
+        try:
+            out[name] = globals()[name]()
+        except Exception:  # noqa: BLE001 - its test shows it
+            out[name] = {"raised": traceback.format_exc()[-3000:]}
+    print(json.dumps(out))
+
+
+@pytest.fixture(scope="module")
+def reports():
+    """all_reports() in one child: {report name: its report}."""
+    return keras3_child(__file__, "all_reports")
+
+
+def test_a_peer_lost_while_the_model_is_built_is_one_line(reports):
+    r = reports["lost_peer_while_building_report"]
     assert r["error"] and r["error"].startswith(
         "PeerLost: official_bench: lost worker 1 at 127.0.0.1:7001 before "
         "the first step"), r
 
 
-def test_a_run_failing_after_its_workers_started_leaves_none_behind():
-    r = keras3_child(__file__, "failed_run_report")
+def test_a_run_failing_after_its_workers_started_leaves_none_behind(reports):
+    r = reports["failed_run_report"]
     assert r["error"] and r["error"].startswith("ConfigError") and \
         "validation" in r["error"], r
     assert r["workers_alive"] == [], r
     assert r["shared_memory_left"] == [], r
 
 
-def test_an_evaluation_longer_than_a_pass_is_refused_before_training():
-    r = keras3_child(__file__, "short_eval_report")
+def test_an_evaluation_longer_than_a_pass_is_refused_before_training(
+        reports):
+    r = reports["short_eval_report"]
     assert r["error"] == (
         "ConfigError: validation_dataset: one pass over its 1 file(s) gives "
         "at most 1 batches of 4 (4 records), the evaluation takes 3 "
@@ -197,8 +244,8 @@ def test_an_evaluation_longer_than_a_pass_is_refused_before_training():
     assert r["epochs_run"] == 0, r
 
 
-def test_a_data_dir_without_train_records_stops_before_the_model():
-    r = keras3_child(__file__, "no_train_records_report")
+def test_a_data_dir_without_train_records_stops_before_the_model(reports):
+    r = reports["no_train_records_report"]
     assert r["error"] == (
         f"ConfigError: train_dataset: no files for split 'train' in "
         f"data_dir {r['data']!r}; looked for train-* (classic) and "
@@ -206,8 +253,8 @@ def test_a_data_dir_without_train_records_stops_before_the_model():
     assert r["built"] == 0, r
 
 
-def test_a_missing_decoder_stops_the_run_before_the_model():
-    r = keras3_child(__file__, "no_decoder_report")
+def test_a_missing_decoder_stops_the_run_before_the_model(reports):
+    r = reports["no_decoder_report"]
     assert r["error"] == (
         "ConfigError: train_dataset.decode: 'cpu': simplejpeg is not "
         "importable (ModuleNotFoundError: import of simplejpeg halted; None "
