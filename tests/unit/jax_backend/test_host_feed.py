@@ -117,7 +117,8 @@ def _mesh():
 
 def feed_report():
     """In the child: a training feed of two workers, an evaluation feed
-    read twice, one whose pass is too short, and one whose worker fails."""
+    read twice, one whose pass is too short, one whose worker fails, and
+    (last) a python source's feed."""
     jax, sharding = _mesh()
     out = {"devices": len(jax.devices())}
     ds = _ds(dtype="bfloat16")
@@ -174,6 +175,7 @@ def feed_report():
         for decode in ("gpu", "gpu_trainer")}
     out["window_decoder"] = _window_decoder_batches()
     out["trainer_decode"] = _trainer_decode_feed(jax, sharding)
+    out["python"] = _python_feed()
     print(json.dumps(out))
 
 
@@ -412,8 +414,9 @@ def test_a_failing_worker_ends_the_feed_in_one_line(report):
     assert report["failing_alive"] == []
 
 
-def python_report():
-    """In the child: a python source's per-replica batches, 2 per step."""
+def _python_feed():
+    """In the child (feed_report's: one start, not two): a python source's
+    per-replica batches, 2 per step."""
     jax, sharding = _mesh()
     ds = _ds(python_source="official_bench.data.feeds.python_loader:"
                            "synthetic_source", one_hot=False,
@@ -440,11 +443,11 @@ def python_report():
     out["reused"] = [[float(np.asarray(i).min()), float(np.asarray(i).max()),
                       np.asarray(l).tolist()] for i, l in served]
     feed.close()
-    print(json.dumps(out))
+    return out
 
 
-def test_a_python_source_feeds_one_per_replica_batch_per_device():
-    r = keras3_child(__file__, "python_report", cpu_devices=2)
+def test_a_python_source_feeds_one_per_replica_batch_per_device(report):
+    r = report["python"]
     assert r["shape"] == [6, 4, 4, 3] and r["dtype"] == "float32"
     assert r["labels"] == r["want_labels"]
     assert r["images_equal"] is True

@@ -6,8 +6,8 @@ in float16 through step.py, on 1 and on 2 devices, once with Keras'
 conditional (cond) and once with select: steps that skip (an inf in the
 batch), that count and that double the scale (a growth period of 3). The
 tests compare every variable after every step, and look for XLA's
-`conditional` in each compiled step. Another child checks that a run
-(official_bench.run) hands the key to step.build. TensorFlow's one-line
+`conditional` in each compiled step. The same child then checks that a
+run (official_bench.run) hands the key to step.build. TensorFlow's one-line
 refusal of the key: config/test_speed_options.py.
 """
 
@@ -72,6 +72,8 @@ def select_report():
            for n, mesh in meshes.items() for how in ("cond", "select")}
     for run in out.values():
         run["conditionals"] = run.pop("hlo").count(" conditional(")
+    # The trainer's part in the same child (one start, not two).
+    out["trainer"] = _trainer_report()
     print(json.dumps(out))
 
 
@@ -139,9 +141,10 @@ def test_an_unknown_update_names_the_choices():
         "valid: cond, select"), lines
 
 
-def trainer_report():
-    """In a child: the key as official_bench.run passes it to step.build
-    (the build stops there, before anything compiles)."""
+def _trainer_report():
+    """In select_report's child, after its runs: the key as
+    official_bench.run passes it to step.build (the build stops there,
+    before anything compiles)."""
     import tempfile
 
     import official_bench
@@ -154,7 +157,7 @@ def trainer_report():
     def build(*args, **kwargs):
         seen.append(list(args[7:]) + list(kwargs.values()))
         raise Stop
-    step_lib.build = build
+    real_build, step_lib.build = step_lib.build, build
     cfg = official_bench.load_config(None, json.dumps({
         "model_dir": tempfile.mkdtemp(),
         "runtime": {"backend": "jax", "num_gpus": 0,
@@ -170,8 +173,10 @@ def trainer_report():
         official_bench.run(cfg)
     except Stop:
         pass
-    print(json.dumps({"seen": seen}))
+    finally:
+        step_lib.build = real_build
+    return {"seen": seen}
 
 
-def test_the_trainer_passes_the_key_to_the_step():
-    assert keras3_child(__file__, "trainer_report")["seen"] == [["select"]]
+def test_the_trainer_passes_the_key_to_the_step(report):
+    assert report["trainer"]["seen"] == [["select"]]
