@@ -30,6 +30,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import sys
 from typing import (
     Any,
@@ -89,6 +90,8 @@ class Extraction:
         default_factory=dict)
     # (warmup_batches, train_batches) that --window auto chose, else None
     chosen_window: Optional[Tuple[int, int]] = None
+    # what the report lacks and why (missing_json_note), for stderr
+    notes: List[str] = dataclasses.field(default_factory=list)
 
     @property
     def excluded(self) -> List[RunOutcome]:
@@ -163,7 +166,7 @@ def extract(log_dir: str, warmup_batches: int = DEFAULT_WARMUP_BATCHES,
         _check_options(warmup_batches, train_batches, method, spread_warn)
     if not os.path.isdir(log_dir):
         raise ExtractError(f"log directory {log_dir} does not exist or is not "
-                           "a directory")
+                           "a directory" + _next_to_repository_hint(log_dir))
     runs, skipped = logparse.find_logs(log_dir)
     warnings = [f"skipped {p}: {why}" for p, why in skipped]
     table, bw_warnings = allreduce_logs.collect(log_dir)
@@ -201,8 +204,66 @@ def extract(log_dir: str, warmup_batches: int = DEFAULT_WARMUP_BATCHES,
     result, case_warnings = cases.summarize(outcomes, method, warmup_batches,
                                             train_batches, spread_warn)
     scaling.apply(result, table, waits)
+    note = missing_json_note(outcomes)
     return Extraction(log_dir, result_name(log_dir), result, outcomes,
-                      warnings + case_warnings, skipped, table, chosen)
+                      warnings + case_warnings, skipped, table, chosen,
+                      [note] if note else [])
+
+
+def _next_to_repository_hint(log_dir: str) -> str:
+    """DLPerf's README says --log_dir=logs/...; its scripts write ../logs/...
+    (next to the repository): the flag to give when that folder exists."""
+    beside = os.path.join(os.pardir, log_dir)
+    if os.path.isabs(log_dir) or not os.path.isdir(beside):
+        return ""
+    return (" (DLPerf's scripts write next to the repository: --log_dir "
+            f"{beside})")
+
+
+# The trainer's line naming its result JSON (training/run_record.py).
+RESULT_WRITTEN = re.compile(r"official_bench: result written to (\S.*?)\s*$")
+# DLPerf's *_train.sh: MODEL_DIR=../output, `rm -rf $MODEL_DIR` before each run
+DLPERF_MODEL_DIR = os.path.join(os.pardir, "output")
+
+
+def result_written_to(log_path: str) -> Optional[str]:
+    """The path the trainer's log says it wrote the result JSON to (the
+    last such line), or None (DLPerf's own logs, an unreadable log)."""
+    found = None
+    try:
+        with open(log_path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                match = RESULT_WRITTEN.search(line)
+                if match:
+                    found = match.group(1)
+    except OSError:
+        return None
+    return found
+
+
+def missing_json_note(outcomes: Sequence[RunOutcome]) -> Optional[str]:
+    """One line when counted runs have no result JSON beside their log
+    (their environment, device, MFU and input wait are then unknown),
+    saying where their logs say it went; None when every one has it."""
+    counted = [o for o in outcomes if o.ok]
+    missing = [o.log_path for o in counted
+               if not os.path.exists(log_tree.json_path(o.log_path))]
+    if not missing:
+        return None
+    note = (f"{len(missing)} of {len(counted)} counted run(s) have no result "
+            "JSON beside their log: no environment, device, MFU or "
+            "input-wait figures for them")
+    written = sorted({p for p in map(result_written_to, missing) if p})
+    if not written:
+        return note
+    shown = ", ".join(written[:3]) + (", ..." if len(written) > 3 else "")
+    note += f"; their logs say the trainer wrote it to {shown}"
+    if all(os.path.normpath(os.path.dirname(p)) == DLPERF_MODEL_DIR
+           for p in written):
+        note += (", the --model_dir of DLPerf's *_train.sh scripts, which "
+                 "delete it before each run (rm -rf ../output); this "
+                 "suite's run scripts keep one beside each log")
+    return note
 
 
 def _refuse_mixed_backends(log_dir: str,
@@ -572,6 +633,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if extraction.chosen_window:
                 _print_lines("note: ", [window_note(extraction.chosen_window)])
             _print_lines("warning: ", extraction.warnings)
+            _print_lines("note: ", extraction.notes)
             written, notes = write_outputs(extraction, args.output_dir,
                                            args.markdown, args.csv, args.plot,
                                            args.html, args.history)
