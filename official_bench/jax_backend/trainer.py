@@ -477,7 +477,9 @@ def _epochs(cfg: ExperimentConfig, loop: _Loop, stopper
         loop.guard.on_epoch_end(epoch, logs)
         if "validation" in loop.feeds and \
                 epoch + 1 in loop.plan.eval_epochs:
-            evaluation = _evaluate(loop, top1, top5)
+            evaluation = _evaluate(loop, stopper, top1, top5)
+            if stopper.requested:
+                break
             for k, v in evaluation.items():
                 history.setdefault("val_" + k, []).append(v)
     return history, evaluation
@@ -507,18 +509,25 @@ def _epoch(loop: _Loop, stopper, epoch: int) -> Dict[str, Any]:
     return logs
 
 
-def _evaluate(loop: _Loop, top1: bool, top5: bool) -> Dict[str, float]:
-    """plan.eval_steps eval steps, left out of the interval they fall in."""
+def _evaluate(loop: _Loop, stopper, top1: bool, top5: bool
+              ) -> Dict[str, float]:
+    """plan.eval_steps eval steps, left out of the interval they fall in;
+    a stop signal ends them at the next eval step (nothing logged, {}),
+    as it ends the training steps."""
     run, steps = loop.run, loop.steps
     loop.clock.on_test_begin()
     sums = step_lib.replicated(run.jax, run.mesh, step_lib.zero_sums(run.jax))
     state = steps.state
     for _ in range(loop.plan.eval_steps):
+        if stopper.requested:
+            break
         images, labels = loop.feeds["validation"].next()
         sums = steps.evaluate(state["trainable"], state["non_trainable"],
                               images, labels, sums)
-    result = step_lib.epoch_metrics(sums, top1, top5)
     loop.clock.on_test_end()
+    if stopper.requested:
+        return {}
+    result = step_lib.epoch_metrics(sums, top1, top5)
     run_end.log_evaluation(loop.plan, result)
     return result
 

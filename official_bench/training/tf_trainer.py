@@ -327,11 +327,15 @@ def _evaluate_only(prep: Prepared) -> RunResult:
     set."""
     cfg = prep.cfg
     path = checkpoints.require_checkpoint(cfg)
-    step = checkpoints.restore(prep.model, path, for_training=False)
-    evaluation = prep.model.evaluate(prep.validation_data(),
-                                    steps=prep.plan.eval_steps, verbose=0,
-                                    return_dict=True)
-    prep.finish_validation()
+    # A stage, so a signal here names it ("stopped by SIGINT while
+    # evaluating the checkpoint ...; no result written").
+    with Stage(f"evaluating the checkpoint ({prep.plan.eval_steps} "
+               "steps)"):
+        step = checkpoints.restore(prep.model, path, for_training=False)
+        evaluation = prep.model.evaluate(prep.validation_data(),
+                                        steps=prep.plan.eval_steps,
+                                        verbose=0, return_dict=True)
+        prep.finish_validation()
     evaluation = {k: float(v) for k, v in evaluation.items()}
     run_end.log_evaluation(prep.plan, evaluation)
     if prep.result_path:
