@@ -344,7 +344,18 @@ def model(cfg: ExperimentConfig, b: LayerBuilder) -> None:
     if (m.loss.name == "sparse_categorical_crossentropy" or
             not cfg.train_dataset.one_hot) and m.loss.label_smoothing:
         b.error("model.loss.label_smoothing", "needs one-hot labels "
-                "(train_dataset.one_hot: true, categorical_crossentropy)")
+                "(train_dataset.one_hot: true, categorical_crossentropy)"
+                + ("" if cfg.train_dataset.one_hot else _MODEL_GARDEN_ONE_HOT))
+
+
+# Model Garden's classifier_trainer set one_hot = label_smoothing > 0 for
+# both datasets, whatever their one_hot key said (its tpu.yaml has
+# one_hot: false with label_smoothing 0.1); here the keys must agree.
+_MODEL_GARDEN_ONE_HOT = (
+    "; Model Garden's classifier_trainer ignored the datasets' one_hot and "
+    "used one-hot labels whenever label_smoothing > 0: to train as it did, "
+    "set train_dataset.one_hot: true and validation_dataset.one_hot: true "
+    "(or label_smoothing: 0 for integer labels without smoothing)")
 
 
 def nchw_on_the_cpu(cfg: ExperimentConfig) -> bool:
