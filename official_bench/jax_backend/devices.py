@@ -36,6 +36,8 @@ JAX_DEADLINE_GRACE_SECONDS = 60
 # jax.distributed.initialize's cluster_detection_method that turns off its
 # reading of Slurm/Open MPI/Kubernetes variables.
 NO_CLUSTER_DETECTION = "deactivate"
+# The option that starts XLA's preemption notifier in jax.distributed.
+PREEMPTION_SERVICE = "jax_enable_preemption_service"
 
 
 @dataclasses.dataclass
@@ -113,11 +115,13 @@ def _join(jax, cluster: Cluster, timeout: float, platform: str) -> None:
     """Meets the other processes at worker 0's address; a peer missing
     after `timeout` seconds is one timeout line (contracts/throughput) and
     SIGKILL from the start-up watchdog (exit 137, as on TensorFlow):
-    jax.distributed itself would abort the process without a word. Only
-    worker 0 listens; the others wait for it."""
+    jax.distributed itself would abort the process without a word. A
+    SIGINT or SIGTERM while it waits ends it at once, naming the wait (the
+    watchdog too). Only worker 0 listens; the others wait for it."""
     if platform == "cpu":
         # Cross-process collectives on CPUs go through Gloo.
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    _no_preemption_service(jax)
     coordinator = cluster.workers[0]
     me = cluster.describe()
     logging.info("%s", throughput.jax_join_message(
@@ -147,6 +151,20 @@ def _join(jax, cluster: Cluster, timeout: float, platform: str) -> None:
             me, waited, others or [coordinator],
             f" for jax.distributed at {coordinator} "
             f"({type(e).__name__}: {str(e).splitlines()[0][:200]})")) from e
+
+
+def _no_preemption_service(jax) -> None:
+    """Turns off JAX's preemption service: its notifier (XLA's) takes
+    SIGTERM over in C as jax.distributed starts and the run trains on to
+    exit 0; ours stop it (runtime/stop_signals.py). An option this JAX
+    does not have (renamed or dropped) leaves it on; the start-up watchdog
+    puts Python's handlers back after the join either way."""
+    try:
+        jax.config.update(PREEMPTION_SERVICE, False)
+    except (AttributeError, KeyError, ValueError) as e:
+        logging.info("official_bench: this JAX has no %s (%s); Python's "
+                     "signal handlers are put back after the join",
+                     PREEMPTION_SERVICE, e)
 
 
 def _local_devices(jax, platform: str, count: int, num_gpus: int):

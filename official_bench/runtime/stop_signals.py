@@ -1,8 +1,9 @@
 """SIGTERM and SIGINT stop a run at the next step boundary, in bounded time.
 
-Under multi_worker_mirrored TensorFlow's preemption notifier installs its own
-SIGTERM handler and trains on to exit 0, so Slurm, Kubernetes and `timeout`
-could not stop a worker. We install ours after the strategy exists, and:
+Under multi_worker_mirrored TensorFlow's preemption notifier (and JAX's, in
+jax.distributed) installs its own SIGTERM handler and trains on to exit 0, so
+Slurm, Kubernetes and `timeout` could not stop a worker. Ours are put back
+once the workers joined (`reclaim_handlers`), installed for the steps, and:
 
 - a wake-up fd lets a watcher thread see the signal at once, even while the
   main thread is inside a TensorFlow call;
@@ -165,6 +166,22 @@ def _say(line: str) -> None:
     # os.write: print() from a handler can meet the main thread's own
     # write to the same stream.
     os.write(sys.stderr.fileno(), (line + "\n").encode())
+
+
+def reclaim_handlers() -> None:
+    """Puts Python's SIGTERM and SIGINT handlers back at the OS level. The
+    preemption notifier that jax.distributed (XLA) and a multi_worker_
+    mirrored strategy (TensorFlow) install as they join replaces the
+    handler in C, where signal.getsignal does not show it, and catches
+    SIGTERM: the run would train on to exit 0. runtime/watchdog.py calls
+    this once the join is over. Main thread only; a handler Python did not
+    install (getsignal None) is left alone."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in SIGNALS:
+        handler = signal.getsignal(sig)
+        if handler is not None:
+            signal.signal(sig, handler)
 
 
 @contextlib.contextmanager

@@ -11,13 +11,22 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 
 import pytest
 
 from official_bench.contracts import exit_status
-from support.helpers import REPO, free_ports, trainer_cmd, without_module_env
+from support.helpers import (
+    REPO,
+    LiveProcess,
+    free_ports,
+    kill_all,
+    loopback_hosts,
+    trainer_cmd,
+    without_module_env,
+)
 from support.launch_cli import run_together
 from support.run_scripts import PY, clean_env, failures
 
@@ -181,3 +190,84 @@ def test_missing_peer_is_one_timeout_line(tmp_path):
     assert took < 60, took
     assert not (tmp_path / "result.json").exists()
 
+
+
+JAX_TINY = ",".join([
+    "runtime.backend=jax", "runtime.num_gpus=0",
+    "runtime.distribution_strategy=multi_worker_mirrored",
+    "model.name=resnet_cifar", "model.model_params.depth=8",
+    "train_dataset.builder=synthetic", "train_dataset.image_size=16",
+    "train_dataset.num_classes=10", "train_dataset.batch_size=4",
+    "train.steps=2000", "evaluation.skip_eval=true"])
+
+
+def _until_output(w, text, seconds=120):
+    deadline = time.monotonic() + seconds
+    while text not in w.output and w.proc.poll() is None and \
+            time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert text in w.output, w.output[-3000:]
+
+
+def test_ctrl_c_while_waiting_for_the_peer_ends_at_once(tmp_path):
+    """Worker 1 alone waits for worker 0 inside jax.distributed (C++,
+    where no Python handler runs): a Ctrl-C still ends it at once, not at
+    runtime.peer_timeout_seconds, with the line naming the wait and 130
+    (the start-up watchdog sees it through the wake-up fd)."""
+    p0, p1 = free_ports(2)
+    tf_config = json.dumps({
+        "cluster": {"worker": [f"127.0.0.1:{p0}", f"127.0.0.1:{p1}"]},
+        "task": {"type": "worker", "index": 1}})
+    w = LiveProcess(
+        trainer_cmd(str(tmp_path), JAX_TINY + ",runtime.peer_timeout_"
+                    "seconds=120"),
+        env=no_tensorflow(tmp_path, dict(TF_CONFIG=tf_config)))
+    try:
+        _until_output(w, "joins 2 process(es)")
+        time.sleep(1)  # inside client.connect()
+        w.proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        rc = w.finish(30)
+    finally:
+        kill_all([w])
+    assert rc == exit_status.INTERRUPTED, w.output[-3000:]
+    assert time.monotonic() - sent < 10
+    assert w.last_line == (
+        "error: official_bench: stopped by SIGINT while waiting for "
+        f"jax.distributed at 127.0.0.1:{p0}; no result written"), \
+        w.output[-3000:]
+    assert not list(tmp_path.glob("result*.json"))
+
+
+def test_sigterm_while_two_processes_compile_stops_both(tmp_path):
+    """jax.distributed's preemption notifier (XLA's, in C) took SIGTERM
+    over from the join to the steps: the worker trained on to exit 0. A
+    SIGTERM to worker 1 while it compiles ends it as on one process (the
+    stage line, 143, nothing written); worker 0 ends with its own error
+    line."""
+    _, hosts = loopback_hosts(2)
+    common = (f"{JAX_TINY},runtime.peer_timeout_seconds=60,"
+              f"runtime.worker_hosts='{hosts}'")
+    env = no_tensorflow(tmp_path, {})
+    workers = [LiveProcess(trainer_cmd(str(tmp_path / f"w{i}"),
+                                       f"{common},runtime.task_index={i}"),
+                           env=env) for i in (0, 1)]
+    try:
+        _until_output(workers[1], "stage: compiling the train step")
+        workers[1].proc.send_signal(signal.SIGTERM)
+        sent = time.monotonic()
+        codes = [w.finish(60) for w in workers[::-1]]
+        took = time.monotonic() - sent
+    finally:
+        kill_all(workers)
+    stopped, peer = workers[1], workers[0]
+    assert codes[0] == exit_status.TERMINATED, stopped.output[-3000:]
+    assert stopped.last_line == (
+        "error: official_bench: stopped by SIGTERM while compiling the "
+        "train step (XLA, 2 replica(s) on cpu); no result written"), \
+        stopped.output[-3000:]
+    assert codes[1] not in (0, None), peer.output[-3000:]
+    assert peer.last_line.startswith("error: official_bench: "), \
+        peer.output[-3000:]
+    assert took < 40, took
+    assert not list(tmp_path.glob("w*/result*.json"))
