@@ -270,8 +270,13 @@ def classify(records_dir):
     return accepted
 
 
-def test_every_boundary_value_refused_names_key_layer_and_range(records_dir):
-    accepted = classify(records_dir)
+@pytest.fixture(scope="module")
+def accepted(records_dir):
+    """classify(), once for both tests below (about 2 CPU-s a walk)."""
+    return classify(records_dir)
+
+
+def test_every_boundary_value_refused_names_key_layer_and_range(accepted):
     # What the check lets through of the issue's keys: only sane values.
     ok = {k[0]: v for items in accepted.values() for k, v in items}
     assert "runtime.cpu_devices" not in ok
@@ -283,8 +288,7 @@ def test_every_boundary_value_refused_names_key_layer_and_range(records_dir):
 
 
 @pytest.mark.slow  # about 35 s: six tiny training runs
-def test_every_accepted_boundary_value_runs(records_dir):
-    accepted = classify(records_dir)
+def test_every_accepted_boundary_value_runs(records_dir, accepted):
     failures = []
     from official_bench import trainer
     for context, items in sorted(accepted.items()):
