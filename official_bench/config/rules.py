@@ -346,6 +346,17 @@ def model(cfg: ExperimentConfig, b: LayerBuilder) -> None:
         b.error("model.loss.label_smoothing", "needs one-hot labels "
                 "(train_dataset.one_hot: true, categorical_crossentropy)"
                 + ("" if cfg.train_dataset.one_hot else _MODEL_GARDEN_ONE_HOT))
+    evaluates = cfg.mode in ("train_and_eval", "eval") and \
+        not cfg.evaluation.skip_eval
+    if evaluates and \
+            cfg.validation_dataset.one_hot != cfg.train_dataset.one_hot:
+        # One loss and one accuracy read both sets: the evaluation would
+        # fail on the label shapes after the whole training.
+        val, train = cfg.validation_dataset, cfg.train_dataset
+        b.error("train_dataset.one_hot", f"{train.one_hot}, but "
+                f"validation_dataset.one_hot is {val.one_hot}: the loss and "
+                "accuracy read one label format for both sets; set both "
+                "the same (or evaluation.skip_eval: true)")
 
 
 # Model Garden's classifier_trainer set one_hot = label_smoothing > 0 for

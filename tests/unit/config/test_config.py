@@ -175,11 +175,22 @@ def test_bool_is_not_an_int():
      "needs one-hot labels"),
     ("model.loss.name=sparse_categorical_crossentropy",
      "does not match train_dataset.one_hot True"),
+    # The evaluation failed on the label shapes after the whole training.
+    ("train_dataset.one_hot=false", "train_dataset.one_hot: False, but "
+     "validation_dataset.one_hot is True: the loss and accuracy read one "
+     "label format for both sets"),
 ])
 def test_invalid_values_are_rejected(override, expect):
     msg = _error(params_override=override)
     assert expect in msg
     assert "(from --params_override" in msg
+
+
+def test_one_hot_may_differ_where_nothing_evaluates():
+    for override in ("evaluation.skip_eval=true", "mode=train"):
+        cfg = C.load_config(params_override="train_dataset.one_hot=false,"
+                            + override)
+        assert cfg.validation_dataset.one_hot is True
 
 
 def test_all_problems_reported_at_once():
@@ -258,7 +269,7 @@ def test_a_loaded_config_as_a_layer_leaves_derived_values_derived():
     cfg = C.load_config(cfg, params_override=(
         "train.time_history.log_steps=5,train_dataset.num_classes=10,"
         "train_dataset.num_examples=1000,train_dataset.one_hot=false,"
-        "model.name=resnet_cifar"))
+        "validation_dataset.one_hot=false,model.name=resnet_cifar"))
     assert cfg.train.time_history.warmup_steps == 5
     assert cfg.model.num_classes == cfg.model.model_params.num_classes == 10
     assert cfg.model.learning_rate.examples_per_epoch == 1000
