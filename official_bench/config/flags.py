@@ -60,7 +60,7 @@ flags.DEFINE_string("profile_steps", None,
                     "are left out of the statistics.")
 flags.DEFINE_boolean("run_eagerly", None,
                      "Run the Keras model eagerly (debugging; slow).")
-flags.DEFINE_string("tpu", None, "Accepted for r2.3 compatibility; TPUs are "
+flags.DEFINE_string("tpu", None, "Accepted empty only (--tpu=); TPUs are "
                                  "not supported.")
 
 
@@ -142,9 +142,10 @@ def parse_flags(argv):
 
 
 def _unknown_flag(name: str, arg: str) -> str:
-    """A peer's flag (config/peer_keys.py) is told the config key it sets
-    here; any other is offered the nearest of the flags --help lists,
-    never absl's own (--verbosity, --run_with_pdb, ...)."""
+    """A peer's flag (config/peer_keys.py; a boolean one as --noX too, its
+    value read) is told the config key or flag it sets here; any other is
+    offered the nearest of the flags --help lists, never absl's own
+    (--verbosity, --run_with_pdb, ...)."""
     value = arg.split("=", 1)[1] if "=" in arg else None
     hint = peer_keys.flag_hint(name, value)
     if hint:

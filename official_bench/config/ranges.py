@@ -280,8 +280,10 @@ def runtime_limits(rt: RuntimeConfig, b: LayerBuilder) -> None:
             not 1 <= rt.profile_steps[0] <= rt.profile_steps[1] <= MAX_STEPS):
         b.error("runtime.profile_steps", f"must be [first, last] with "
                 f"1 <= first <= last <= {MAX_STEPS}, got {rt.profile_steps}")
-    if rt.tpu:
-        b.error("runtime.tpu", "TPUs are not supported; set it to null")
+    if rt.tpu:  # a flag is dropped, a key set to null
+        b.error("runtime.tpu", "TPUs are not supported; " + (
+            "drop --tpu" if b.sources.get("runtime.tpu") == "flags"
+            else "set it to null"))
     if isinstance(rt.loss_scale, str) and rt.loss_scale != "dynamic":
         b.error("runtime.loss_scale", f"must be a number or 'dynamic', "
                                       f"got {rt.loss_scale!r}")
