@@ -11,17 +11,18 @@ BATCH, DTYPE, node list, ...) or that claims a taken index is a fatal error
 for every node. The runner's rounds: "hello" (plan check, session stamp, or
 why a node cannot run), "start {case} run {i}", "end {case} run {i}" (exit
 status and reason); while a run goes each node peeks at its "end" round, so
-a failure elsewhere stops its trainer instead of a wait for a lost peer.
+a failure elsewhere stops its trainer instead of a wait for a lost peer. A
+launcher stopped by a signal says "leave" (why) on its way out, and every
+other node's meet and peek then name it at once instead of a silent wait.
 
 Every exchange is bound to two fresh nonces of its connection and tagged
 with the shared secret (auth.py), so a recorded request or reply is
 worthless elsewhere; one that does not verify is dropped, logged and
-answered auth_failed (a node with the wrong secret stops at once with a
-clear error) and changes nothing. A stranger cannot lock the nodes out: at
-most MAX_CONNECTIONS at once, the oldest unauthenticated one replaced when
-full, IDLE_TIMEOUT to deliver a request, and the server listens on node 0's
-own address from the node list, not every interface. The wire format:
-Coordinator; what a user sets and sees: docs/security.md.
+answered auth_failed and changes nothing. A stranger cannot lock the nodes
+out: at most MAX_CONNECTIONS at once, the oldest unauthenticated one
+replaced when full, IDLE_TIMEOUT to deliver a request, and the server
+listens on node 0's own address from the node list, not every interface.
+The wire format: Coordinator; what a user sets and sees: docs/security.md.
 """
 
 from __future__ import annotations
@@ -52,6 +53,15 @@ LOG_FIRST = 5
 # Seconds the accept loop waits for a connection before it looks at
 # `stopping` again (close() also wakes it at once).
 ACCEPT_POLL = 0.5
+# Seconds node 0's barrier stays up after its launcher left (a signal) for
+# the nodes not yet told to ask: a node whose trainer runs peeks every 2 s
+# (trainer_process.PEEK_SECONDS, at its 0.2 s ticks, on a busy machine
+# later); nodes waiting at a meet are told at once.
+TELL_LINGER = 3.0
+# Seconds a leaving launcher gives its "leave" message before it exits.
+LEAVE_TIMEOUT = 1.0
+# Characters of a leaving node's reason that are passed on.
+MAX_REASON = 200
 _HEX_NONCE = re.compile(r"^[0-9a-f]{%d}$" % (2 * auth.NONCE_BYTES))
 
 
@@ -182,6 +192,19 @@ class Coordinator:
       {"op": "peek", "round": ..., "node": k}
       reply {"ok": true, "payloads": {...}}   (who has arrived so far; no wait)
 
+      {"op": "leave", "node": k, "instance": ..., "reason": "interrupted by
+       SIGTERM"}
+      reply {"ok": true}   (only from the launcher that joined as node k)
+
+    A node that left (node 0's own launcher too: leave()) is named in the
+    reply to every meet of a round it has not arrived at, {"ok": false,
+    "error": "at 'end 2n1g run 2': node 1 (host:port) left the sweep:
+    interrupted by SIGTERM", "missing": [1], "left": {"1": "<that text>"}},
+    and in the "left" of every peek at such a round; node 0's barrier, when
+    its launcher leaves, stays up TELL_LINGER s for the nodes not yet told.
+    A barrier older than "leave" answers it "unknown op" and changes
+    nothing; a client older than it ignores "left".
+
     A refused request changes nothing: no node slot, no round, no fatal
     error. Fatal errors (plan mismatch, two launchers claiming one index)
     need the key, so a stranger cannot cause them. A node that cannot start
@@ -208,6 +231,12 @@ class Coordinator:
         self.last_seen: Dict[int, float] = {}
         self.waiting: Dict[int, int] = {}  # node -> open meet requests
         self.fatal: Optional[str] = None
+        # node -> "node k (host:port) left the sweep: <why>"; the nodes told
+        # since the latest departure (a reply carrying "left" sent), when.
+        self.left: Dict[int, str] = {}
+        self.told: set = set()
+        self.left_at = 0.0
+        self.tell_linger = TELL_LINGER
         self.connections: List[_Connection] = []
         self.conn_lock = threading.Lock()
         self.rejected: Dict[str, int] = {}  # kind -> count (for the log)
@@ -345,13 +374,17 @@ class Coordinator:
                               "key": self.key.brief})
             return
         conn.authenticated = True
+        asker = None
         try:
             request = json.loads(body)
             op = request.get("op")
+            asker = request.get("node")
             if op == "meet":
                 reply, rnd, node = self._meet(request)
             elif op == "peek":
                 reply, rnd, node = self._peek(request), None, None
+            elif op == "leave":
+                reply, rnd, node = self._leave(request), None, None
             else:
                 reply, rnd, node = {"ok": False, "error": f"unknown op {op!r}",
                                     "fatal": True}, None, None
@@ -366,6 +399,10 @@ class Coordinator:
         if rnd is not None and reply.get("ok"):
             with self.cond:
                 rnd.delivered.add(node)
+                self.cond.notify_all()
+        if reply.get("left") and isinstance(asker, int):
+            with self.cond:
+                self.told.add(asker)
                 self.cond.notify_all()
 
     # -- request handling --------------------------------------------------
@@ -426,8 +463,12 @@ class Coordinator:
             deadline = time.monotonic() + timeout
             self.waiting[node] = self.waiting.get(node, 0) + 1
             gone: List[int] = []
+            leavers: Dict[int, str] = {}
             try:
                 while not rnd.completed and self.fatal is None:
+                    leavers = self._departed(rnd, node)
+                    if leavers:
+                        break
                     left = deadline - time.monotonic()
                     if left <= 0:
                         break
@@ -443,6 +484,12 @@ class Coordinator:
             finally:
                 self.waiting[node] -= 1
                 self.last_seen[node] = time.monotonic()
+            if leavers and not rnd.completed:
+                return {"ok": False, "round": name, "missing": sorted(leavers),
+                        "error": f"at '{name}': " + "; ".join(
+                            leavers.values()),
+                        "left": {str(k): v for k, v in leavers.items()}}, \
+                    None, None
             if gone:
                 missing = [i for i in range(self.num_nodes)
                            if i not in rnd.payloads]
@@ -477,6 +524,7 @@ class Coordinator:
             arrived = rnd.payloads if rnd is not None else {}
             return [(i, self._seen(i)) for i in range(self.num_nodes)
                     if i != exclude and i not in arrived and
+                    i not in self.left and
                     i in self.last_seen and self._seen(i) > after]
 
     def _peek(self, request):
@@ -486,19 +534,91 @@ class Coordinator:
                 self.last_seen[node] = time.monotonic()
             rnd = self.rounds.get(str(request.get("round")))
             payloads = {} if rnd is None else dict(rnd.payloads)
-            return {"ok": True, "fatal_error": self.fatal,
-                    "payloads": {str(k): v for k, v in payloads.items()}}
+            reply = {"ok": True, "fatal_error": self.fatal,
+                     "payloads": {str(k): v for k, v in payloads.items()}}
+            leavers = self._departed(rnd, node)
+            if leavers:
+                reply["left"] = {str(k): v for k, v in leavers.items()}
+            return reply
+
+    # -- leaving -------------------------------------------------------------
+
+    def _departed(self, rnd: Optional[_Round], asker: Any) -> Dict[int, str]:
+        """The nodes that left and had not arrived at `rnd` (None: a round
+        no node has reached), but the asker: {node: the line naming it}
+        (the asker's own request, still waiting after it left, too)."""
+        arrived = rnd.payloads if rnd is not None else {}
+        return {i: text for i, text in self.left.items()
+                if i == asker or i not in arrived}
+
+    def departed(self, round_name: str, exclude: int) -> List[str]:
+        """The lines naming each node that left the sweep and had not
+        arrived at `round_name`, but `exclude` (the asking node)."""
+        with self.cond:
+            rnd = self.rounds.get(round_name)
+            return [text for i, text in self._departed(rnd, None).items()
+                    if i != exclude]
+
+    def _leave(self, request):
+        """A launcher leaves (a signal stopped it): from the launcher that
+        joined as that node only; anything else changes nothing."""
+        node = request.get("node")
+        with self.cond:
+            if not isinstance(node, int) or \
+                    self.members.get(node) is None or \
+                    self.members[node] != request.get("instance"):
+                return {"ok": False, "error": f"node {node!r} did not join "
+                        "this sweep as that launcher; nothing changed"}
+            self._depart(node, request.get("reason"))
+        return {"ok": True}
+
+    def leave(self, node: int, reason: str) -> None:
+        """`node` (node 0's own launcher) leaves the sweep because of
+        `reason`: every meet waiting for it answers at once, naming it."""
+        with self.cond:
+            self._depart(node, reason)
+
+    def _depart(self, node: int, reason: Any) -> None:
+        why = " ".join(str(reason or "no reason given").split())
+        if len(why) > MAX_REASON:
+            why = why[:MAX_REASON - 3] + "..."
+        self.left[node] = f"{self.describe(node)} left the sweep: {why}"
+        self.told = set()
+        self.left_at = time.monotonic()
+        self.cond.notify_all()
+
+    def untold(self) -> List[int]:
+        """The nodes heard from before, still in the sweep, that no reply
+        has told of the latest departure yet (none when no node left)."""
+        with self.cond:
+            return self._untold()
+
+    def heard_from(self, exclude: int) -> List[int]:
+        """The nodes that have reached the barrier, but `exclude`."""
+        with self.cond:
+            return sorted(i for i in self.last_seen if i != exclude)
+
+    def _untold(self) -> List[int]:
+        if not self.left:
+            return []
+        return sorted(i for i in self.last_seen
+                      if i not in self.left and i not in self.told)
 
     # -- shutdown ------------------------------------------------------------
 
     def close(self, linger: float = 10.0) -> None:
-        """Stops serving once every completed round reached every node."""
+        """Stops serving once every completed round reached every node
+        still in the sweep and, after a node left, every node heard from
+        was told (for at most tell_linger s after it left)."""
         deadline = time.monotonic() + linger
         with self.cond:
             while time.monotonic() < deadline:
+                staying = set(range(self.num_nodes)) - set(self.left)
                 pending = [n for n, r in self.rounds.items() if r.completed
-                           and len(r.delivered) < self.num_nodes]
-                if not pending:
+                           and not staying <= r.delivered]
+                untold = self._untold() and time.monotonic() < \
+                    self.left_at + self.tell_linger
+                if not pending and not untold:
                     break
                 self.cond.wait(0.2)
         self.stopping.set()
@@ -587,6 +707,8 @@ class Client:
         # (meet and peek alike; None while it answers), and why.
         self.unreachable_since: Optional[float] = None
         self.last_error = "no answer"
+        # Nodes the coordinator said left the sweep: {node: its line}.
+        self.departed: Dict[int, str] = {}
 
     @property
     def address(self) -> str:
@@ -676,7 +798,8 @@ class Client:
                 break
             lost = self.lost(lost_after)
             if lost:
-                raise BarrierError(f"at '{round_name}': {lost}", missing=[0])
+                raise BarrierError(f"at '{round_name}': {lost}",
+                                   missing=sorted(self.departed) or [0])
             request = {"op": "meet", "round": round_name, "node": self.node,
                        "instance": self.instance, "plan": self.plan,
                        "payload": payload, "timeout": left,
@@ -691,6 +814,7 @@ class Client:
                 delay = min(delay * 2, 2.0)
                 continue
             self._answered()
+            self._note_left(reply)
             if reply.get("ok"):
                 return {int(k): v for k, v in reply["payloads"].items()}
             raise BarrierError(reply.get("error", "refused"),
@@ -731,9 +855,24 @@ class Client:
                      "answers again")
         self.unreachable_since = None
 
+    def _note_left(self, reply: dict) -> None:
+        """Keeps the nodes a reply says left the sweep."""
+        left = reply.get("left")
+        if not isinstance(left, dict):
+            return
+        for k, text in left.items():
+            try:
+                self.departed[int(k)] = str(text)[:2 * MAX_REASON]
+            except ValueError:
+                continue
+
     def lost(self, lost_after: Optional[float]) -> Optional[str]:
-        """Why the coordinator's launcher seems gone: it answered before
+        """Why another launcher is gone: the nodes the coordinator said
+        left the sweep, or the coordinator's launcher that answered before
         and has not for longer than `lost_after` seconds; else None."""
+        if self.departed:
+            return "; ".join(text for _, text in
+                             sorted(self.departed.items()))
         if lost_after is None or self.unreachable_since is None:
             return None
         silent = time.monotonic() - self.unreachable_since
@@ -757,4 +896,32 @@ class Client:
         self._answered()
         if not reply.get("ok"):
             return None
+        self._note_left(reply)
         return {int(k): v for k, v in reply.get("payloads", {}).items()}
+
+    def leave(self, reason: str, timeout: float = LEAVE_TIMEOUT
+              ) -> Optional[str]:
+        """Tells the coordinator this launcher leaves the sweep and why
+        (best effort, at most `timeout` s: a thread, so a connect or read
+        that hangs is left behind). None when told, else why not."""
+        box: Dict[str, Any] = {}
+
+        def send() -> None:
+            try:
+                box["reply"] = self._request(
+                    {"op": "leave", "node": self.node,
+                     "instance": self.instance, "reason": reason}, timeout)
+            except Exception as e:  # best effort: any failure is a reason
+                box["error"] = getattr(e, "strerror", None) or str(e) or \
+                    type(e).__name__
+
+        thread = threading.Thread(target=send, daemon=True,
+                                  name="barrier leave")
+        thread.start()
+        thread.join(timeout)
+        if thread.is_alive():
+            return f"no answer within {timeout:g} s"
+        if "error" in box:
+            return box["error"]
+        reply = box.get("reply") or {}
+        return None if reply.get("ok") else str(reply.get("error"))

@@ -6,7 +6,8 @@ node must agree on) and the barrier's key (auth.py). `hello` is the first
 round, before any run, where the nodes learn each other's host, pid,
 session stamp and problems; `meet` the rounds around each run, giving up
 early on a launcher that stopped; `peek` who has arrived at a round so far
-(a node still running asks whether a peer already failed).
+(a node still running asks whether a peer already failed); `leave` tells
+the other nodes, on the way out, that a signal stopped this launcher.
 """
 
 from __future__ import annotations
@@ -125,6 +126,9 @@ class NodeLink:
         that long."""
         if self.coordinator is None:
             return self.client.lost(self.lost_after)
+        left = self.coordinator.departed(round_name, self.plan.index)
+        if left:
+            return "; ".join(left)
         gone = self.coordinator.silent(round_name, self.lost_after,
                                        self.plan.index)
         if not gone:
@@ -133,7 +137,30 @@ class NodeLink:
                          f"from for {seconds:.0f} s" for i, seconds in gone
                          ) + " (its launcher seems to have stopped)"
 
-    def close(self) -> None:
+    def leave(self, reason: str) -> str:
+        """This launcher leaves the sweep (`reason`: "interrupted by
+        SIGTERM"): node 0 answers every node's meet and peek with it and
+        closes its barrier once each node heard from was told (at most
+        barrier.TELL_LINGER s); another node sends it to node 0's barrier
+        (at most barrier.LEAVE_TIMEOUT s). What was done, for the line."""
+        coordinator = self.coordinator
+        if coordinator is None:
+            why = self.client.leave(reason)
+            return ("told node 0's barrier" if why is None else
+                    f"could not tell node 0's barrier ({why})")
+        coordinator.leave(self.plan.index, reason)
+        self.close(linger=coordinator.tell_linger)
+        if not coordinator.heard_from(exclude=self.plan.index):
+            return "no other node had reached the barrier"
+        untold = coordinator.untold()
+        if not untold:
+            return "told the other nodes"
+        return (", ".join(node_name(self.plan, i) for i in untold) +
+                f" not told (no request within {coordinator.tell_linger:g} "
+                "s)")
+
+    def close(self, linger: float = 10.0) -> None:
+        """Stops node 0's barrier (barrier.Coordinator.close's `linger`)."""
         if self.coordinator is not None:
-            self.coordinator.close()
+            self.coordinator.close(linger)
             self.coordinator = None

@@ -232,7 +232,10 @@ def run_with_claims(plan: Plan, stamp: str, cannot_run: Optional[str],
             runner.summary()
         return es.BARRIER_TIMEOUT if e.missing else es.CLUSTER
     except Interrupted as e:
-        say(plan, f"interrupted by {e}; {_what_stopped(runner)}",
+        # The other nodes first: they stop waiting for this one at once.
+        told = "" if link is None else \
+            f"; {link.leave(f'interrupted by {e}')}"
+        say(plan, f"interrupted by {e}; {_what_stopped(runner)}{told}",
             stream=sys.stderr)
         return es.by_signal(e.signum)
     finally:
