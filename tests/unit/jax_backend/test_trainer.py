@@ -213,8 +213,21 @@ def all_reports():
 
 @pytest.fixture(scope="module")
 def reports():
-    """all_reports() in one child: {report name: its report}."""
-    return keras3_child(__file__, "all_reports")
+    """all_reports() in one child: {report name: its report}; a report
+    that raised fails its own test with the traceback."""
+    out = keras3_child(__file__, "all_reports")
+    return {name: _not_raised(r) for name, r in out.items()}
+
+
+class _Raised(dict):
+    """A report that raised: any key read fails with its traceback."""
+
+    def __getitem__(self, key):
+        pytest.fail(f"the report raised:\n{dict.__getitem__(self, 'raised')}")
+
+
+def _not_raised(report):
+    return _Raised(report) if "raised" in report else report
 
 
 def test_a_peer_lost_while_the_model_is_built_is_one_line(reports):
