@@ -100,7 +100,10 @@ TABLE: Tuple[ExitStatus, ...] = (
                "arrived at the start barrier within BARRIER_TIMEOUT (the "
                "missing nodes are named), or another node's launcher "
                "stopped answering mid-sweep (given up on after 30 s + "
-               "KILL_AFTER; the error line names the node)",
+               "KILL_AFTER; the error line names the node) or left the "
+               "sweep on a signal (at once: `error: at 'end 2n1g run 2': "
+               "node 1 (host:port) left the sweep: interrupted by "
+               "SIGTERM`)",
                short="a peer never arrived (runtime.peer_timeout_seconds)"),
     ExitStatus(TIMEOUT, "TIMEOUT", "a trainer run over RUN_TIMEOUT, stopped "
                "with SIGTERM (as reported for the run in the launcher's "
@@ -118,7 +121,11 @@ TABLE: Tuple[ExitStatus, ...] = (
                "`runtime.peer_timeout_seconds` (its last line `error: "
                "official_bench: timeout: worker 0 waited 300 s ...; not "
                "reachable: worker 1 at host:port`), or a run still going "
-               "KILL_AFTER seconds after RUN_TIMEOUT's SIGTERM",
+               "KILL_AFTER seconds after RUN_TIMEOUT's SIGTERM, or a "
+               "TensorFlow worker stopped by Ctrl-C while it waits for its "
+               "peers (after its `stopped by SIGINT while waiting for the "
+               "cluster to start` line: TensorFlow holds the interpreter "
+               "there, so the start-up watchdog kills it)",
                short="killed (SIGKILL)"),
     ExitStatus(TERMINATED, "TERMINATED", "stopped by SIGTERM (128 + 15): "
                "the trainer ends after the current step (or loop) with "
