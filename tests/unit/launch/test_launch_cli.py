@@ -639,7 +639,8 @@ def test_ctrl_c_at_the_barrier_says_no_run_started(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == exit_status.INTERRUPTED, (out, err)
     assert err.strip().splitlines()[-1] == \
-        "[launch node 0/2] interrupted by SIGINT; no run started"
+        "[launch node 0/2] interrupted by SIGINT; no run started; no other " \
+        "node had reached the barrier"
 
 
 # -- WORKERS_PER_NODE ---------------------------------------------------------
