@@ -147,6 +147,31 @@ def cli_env(extra=None):
     return env
 
 
+# parse_flags in a fresh process, for each argument on stdin: its line.
+_FLAG_ERRORS = """
+import sys
+from absl import flags
+from official_bench import classifier_trainer  # noqa: F401 (its flags)
+from official_bench.config.flags import parse_flags
+for arg in sys.stdin.read().splitlines():
+    try:
+        parse_flags(["classifier_trainer", arg])
+    except SystemExit:
+        pass
+    flags.FLAGS.unparse_flags()
+"""
+
+
+def flag_errors(args):
+    """(the `error: ` lines the trainer's flag parsing gives for each of
+    `args`, one process for all; its whole stderr for the message)."""
+    p = subprocess.run([sys.executable, "-c", _FLAG_ERRORS], cwd=REPO,
+                       env=cli_env(), input="\n".join(args) + "\n",
+                       capture_output=True, text=True, timeout=120)
+    return [line for line in p.stderr.splitlines()
+            if line.startswith("error: ")], p.stderr
+
+
 def child_env(extra=None):
     """cli_env with this checkout and tests/ first on PYTHONPATH: a child
     Python imports official_bench, support and a test module (by

@@ -6,15 +6,13 @@ and docs/configuration.md's peer-flag table is the module's."""
 
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 
 from official_bench import config as C
 from official_bench.config import peer_keys
 from official_bench.config.schema import STRATEGIES
-from support.helpers import REPO, cli_env
+from support.helpers import REPO, flag_errors
 
 hint = peer_keys.flag_hint
 
@@ -183,19 +181,6 @@ def test_flag_targets_are_our_flags_and_sources_are_not():
         & set(flags.FLAGS)
 
 
-# parse_flags in a fresh process, for each argument on stdin: its line.
-_PARSE = """
-import sys
-from absl import flags
-from official_bench import classifier_trainer  # noqa: F401 (its flags)
-from official_bench.config.flags import parse_flags
-for arg in sys.stdin.read().splitlines():
-    try:
-        parse_flags(["classifier_trainer", arg])
-    except SystemExit:
-        pass
-    flags.FLAGS.unparse_flags()
-"""
 
 
 def test_the_trainer_answers_peer_flags_with_the_hints():
@@ -222,12 +207,8 @@ def test_the_trainer_answers_peer_flags_with_the_hints():
         "--data_name=imagenet": "unknown flag --data_name; it is --dataset "
         "here: --dataset=imagenet; see --help",
     }
-    p = subprocess.run([sys.executable, "-c", _PARSE], cwd=REPO,
-                       env=cli_env(), input="\n".join(cases) + "\n",
-                       capture_output=True, text=True, timeout=120)
-    lines = [line for line in p.stderr.splitlines()
-             if line.startswith("error: ")]
-    assert lines == [f"error: {want}" for want in cases.values()], p.stderr
+    lines, stderr = flag_errors(cases)
+    assert lines == [f"error: {want}" for want in cases.values()], stderr
 
 
 def test_a_tpu_flag_is_told_to_drop_it_a_tpu_key_to_null():

@@ -89,29 +89,12 @@ def test_every_peer_key_names_a_key_of_ours():
         assert has(key), key
 
 
-# parse_flags in a fresh process, for each argument on stdin: its one
-# error line.
-FLAG_ERRORS = """
-import sys
-from absl import flags
-from official_bench import classifier_trainer  # noqa: F401 (its flags)
-from official_bench.config.flags import parse_flags
-for arg in sys.stdin.read().splitlines():
-    try:
-        parse_flags(["classifier_trainer", arg])
-    except SystemExit:
-        pass
-    flags.FLAGS.unparse_flags()
-"""
 
 
 def test_peer_flags_name_our_key_and_absl_flags_are_never_offered():
     """peers 5: --precision was offered --showprefixforinfo, --worker_hosts
     --verbosity, --iter_unit --run_with_pdb (absl's own flags)."""
-    import subprocess
-    import sys
-
-    from support.helpers import REPO, cli_env
+    from support.helpers import flag_errors
     cases = {
         "--precision=fp16": "unknown flag --precision; it is the config key "
         "train_dataset.dtype here: --params_override=train_dataset.dtype="
@@ -137,12 +120,8 @@ def test_peer_flags_name_our_key_and_absl_flags_are_never_offered():
         "--verbos": "unknown flag --verbos (did you mean --verbose?); see "
         "--help",
     }
-    p = subprocess.run([sys.executable, "-c", FLAG_ERRORS], cwd=REPO,
-                       env=cli_env(), input="\n".join(cases) + "\n",
-                       capture_output=True, text=True, timeout=120)
-    lines = [line for line in p.stderr.splitlines()
-             if line.startswith("error: ")]
-    assert lines == [f"error: {want}" for want in cases.values()], p.stderr
+    lines, stderr = flag_errors(cases)
+    assert lines == [f"error: {want}" for want in cases.values()], stderr
 
 
 def test_the_flag_table_names_no_flag_the_trainer_defines():
