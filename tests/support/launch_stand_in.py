@@ -111,3 +111,19 @@ def two_launchers(tmp_path, kinds):
     for t in threads:
         t.join(120)
     return results, runners
+
+
+def two_node_plans(tmp_path):
+    """Both nodes' plans of a two-node stand-in sweep on 127.0.0.1 (free
+    worker and barrier ports), node k's tree under tmp_path/n<k>."""
+    from support.helpers import free_ports
+    w0, w1, b = free_ports(3)
+    return [make_plan(tmp_path / f"n{k}", "sleep", mode="two",
+                      nodes=f"127.0.0.1:{w0},127.0.0.1:{w1}",
+                      task_index=k, barrier_port=b, barrier_timeout=60)
+            for k in (0, 1)]
+
+
+def session_stamp(plan):
+    """The session stamp a plan's model_dirs carry (the barrier's hello)."""
+    return plan.runs[0].workers[0].model_dir_spec.stamp

@@ -16,31 +16,18 @@ from official_bench.launch import node_link
 from official_bench.launch.barrier import BarrierError
 from official_bench.launch.node_link import NodeLink
 from official_bench.launch.runner import Runner
-from support.helpers import free_ports
-from support.launch_stand_in import make_plan
-
-
-def _plans(tmp_path):
-    w0, w1, b = free_ports(3)
-    return [make_plan(tmp_path / f"n{k}", "sleep", mode="two",
-                      nodes=f"127.0.0.1:{w0},127.0.0.1:{w1}",
-                      task_index=k, barrier_port=b, barrier_timeout=60)
-            for k in (0, 1)]
-
-
-def _stamp(plan):
-    return plan.runs[0].workers[0].model_dir_spec.stamp
+from support.launch_stand_in import session_stamp, two_node_plans
 
 
 def test_node1_stops_its_run_when_node0s_barrier_goes_away(
         tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(node_link, "LOST_AFTER", 1.0)  # + KILL_AFTER=2
-    plans = _plans(tmp_path)
+    plans = two_node_plans(tmp_path)
     run = plans[1].runs[0].name
     node0 = NodeLink.open(plans[0])
 
     def node0_until_the_run_starts():
-        node0.hello(_stamp(plans[0]))
+        node0.hello(session_stamp(plans[0]))
         node0.meet(f"start {run}", {"ready": True}, 60)
         node0.close()  # its launcher is gone: the barrier stops answering
 
@@ -48,7 +35,7 @@ def test_node1_stops_its_run_when_node0s_barrier_goes_away(
     t.start()
     node1 = NodeLink.open(plans[1])
     try:
-        node1.hello(_stamp(plans[1]))
+        node1.hello(session_stamp(plans[1]))
         runner = Runner(plans[1], node1)
         start = time.monotonic()
         with pytest.raises(BarrierError, match=r"at 'end 2n1g run 1': the "
@@ -76,20 +63,20 @@ def test_node0_stops_its_run_when_node1s_launcher_goes_silent(
         tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(node_link, "LOST_AFTER", 1.0)  # + KILL_AFTER=2
     monkeypatch.setattr(node_link, "SILENT_SAY", 1.0)
-    plans = _plans(tmp_path)
+    plans = two_node_plans(tmp_path)
     run = plans[0].runs[0].name
     node0 = NodeLink.open(plans[0])
 
     def node1_until_the_run_starts():
         # Node 1's launcher meets, then is gone: it never peeks again.
         node1 = NodeLink.open(plans[1])
-        node1.hello(_stamp(plans[1]))
+        node1.hello(session_stamp(plans[1]))
         node1.meet(f"start {run}", {"ready": True}, 60)
 
     t = threading.Thread(target=node1_until_the_run_starts)
     t.start()
     try:
-        node0.hello(_stamp(plans[0]))
+        node0.hello(session_stamp(plans[0]))
         runner = Runner(plans[0], node0)
         start = time.monotonic()
         with pytest.raises(BarrierError, match=r"at 'end 2n1g run 1': node 1 "

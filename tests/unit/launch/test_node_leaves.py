@@ -18,20 +18,7 @@ from official_bench.launch.barrier import BarrierError
 from official_bench.launch.claims import Claims
 from official_bench.launch.node_link import NodeLink
 from official_bench.launch.runner import Interrupted, Runner
-from support.helpers import free_ports
-from support.launch_stand_in import make_plan
-
-
-def _plans(tmp_path):
-    w0, w1, b = free_ports(3)
-    return [make_plan(tmp_path / f"n{k}", "sleep", mode="two",
-                      nodes=f"127.0.0.1:{w0},127.0.0.1:{w1}",
-                      task_index=k, barrier_port=b, barrier_timeout=60)
-            for k in (0, 1)]
-
-
-def _stamp(plan):
-    return plan.runs[0].workers[0].model_dir_spec.stamp
+from support.launch_stand_in import session_stamp, two_node_plans
 
 
 class _SignalledRunner(Runner):
@@ -46,7 +33,7 @@ def _signalled_sweep(plan, box):
     claims = Claims(plan.settings.script, f"test-{plan.index}")
     try:
         box["status"] = sweep_start.run_with_claims(
-            plan, _stamp(plan), None, claims)
+            plan, session_stamp(plan), None, claims)
     finally:
         claims.release()
 
@@ -59,7 +46,7 @@ def signalled(monkeypatch):
 def _other_node(plan, link, run):
     """The node that stays: hello, then its sweep; (BarrierError, seconds
     from the sweep's start, its Runner)."""
-    link.hello(_stamp(plan))
+    link.hello(session_stamp(plan))
     runner = Runner(plan, link)
     start = time.monotonic()
     with pytest.raises(BarrierError) as e:
@@ -69,7 +56,7 @@ def _other_node(plan, link, run):
 
 def test_node1_stopped_by_a_signal_tells_node0_at_once(
         tmp_path, signalled, capsys):
-    plans = _plans(tmp_path)
+    plans = two_node_plans(tmp_path)
     run = plans[0].runs[0].name
     node0 = NodeLink.open(plans[0])
     box = {}
@@ -102,7 +89,7 @@ def test_node0_stopped_by_a_signal_tells_node1_before_its_barrier_goes(
     # Node 1 peeks every 2 s; a generous linger keeps a busy machine from
     # missing it (the launcher's is barrier.TELL_LINGER).
     monkeypatch.setattr(barrier_lib, "TELL_LINGER", 8.0, raising=False)
-    plans = _plans(tmp_path)
+    plans = two_node_plans(tmp_path)
     run = plans[1].runs[0].name
     box = {}
     t = threading.Thread(target=_signalled_sweep, args=(plans[0], box))
